@@ -1,0 +1,1 @@
+"""Chat memory core: domain types, ports, services and adapters shared by every Lambda."""

@@ -1,0 +1,1 @@
+"""Adapters: the ports implemented on AWS services, HTTP model servers and offline stand-ins."""

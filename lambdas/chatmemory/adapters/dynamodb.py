@@ -1,0 +1,432 @@
+"""Short-term memory on DynamoDB: the sessions and conversations tables from schema.py."""
+
+from __future__ import annotations
+
+import base64
+import json
+import time
+import zlib
+from collections.abc import Iterator, Sequence
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import ClientError
+
+from chatmemory import schema
+from chatmemory.domain import Page, Session, Source, Turn
+from chatmemory.errors import BadRequest, Conflict, SessionNotFound
+from chatmemory.schema import SessionStatus
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+_SESSION_FIELDS = (
+    "session_id user_id name status started_at last_active_at ended_at num_turns "
+    "running_summary summary_through_turn version recent_messages failure_reason"
+).split()
+
+
+def _to_dynamo(value: Any) -> Any:
+    """Floats become Decimals and None values are dropped (DynamoDB stores neither)."""
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_to_dynamo(v) for v in value]
+    return value
+
+
+def _from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: _from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_dynamo(v) for v in value]
+    return value
+
+
+def serialize(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in _to_dynamo(item).items()}
+
+
+def deserialize(item: dict[str, Any]) -> dict[str, Any]:
+    return _from_dynamo({k: _de.deserialize(v) for k, v in item.items()})
+
+
+def open_shard(session_id: str) -> str:
+    """Spread open sessions over OPEN_SHARDS partitions of the sweeper's sparse index."""
+    return f"OPEN#{zlib.crc32(session_id.encode()) % schema.OPEN_SHARDS}"
+
+
+def session_to_item(session: Session) -> dict[str, Any]:
+    item = {name: getattr(session, name) for name in _SESSION_FIELDS}
+    if session.status == SessionStatus.OPEN:
+        item[schema.OPEN_SHARD] = open_shard(session.session_id)
+    return item
+
+
+def session_from_item(item: dict[str, Any]) -> Session:
+    data = deserialize(item)
+    return Session(**{k: data[k] for k in _SESSION_FIELDS if k in data})
+
+
+def turn_to_item(turn: Turn) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "session_id": turn.session_id,
+        "turn": turn.turn,
+        "user_id": turn.user_id,
+        "input": turn.input,
+        "response": turn.response,
+        "intent": turn.intent,
+        "sources": [s.public() for s in turn.sources],
+        "model": turn.model,
+        "created_at": turn.created_at,
+        "client_message_id": turn.client_message_id,
+        "prompt": turn.prompt,
+        "latency_ms": turn.latency_ms,
+        "input_tokens": turn.input_tokens,
+        "output_tokens": turn.output_tokens,
+        "expires_at": turn.expires_at,
+    }
+    if turn.pending:
+        item["pending"] = True
+    if turn.degraded:
+        item["degraded"] = True
+    return item
+
+
+def turn_from_item(item: dict[str, Any]) -> Turn:
+    data = deserialize(item)
+    return Turn(
+        session_id=data["session_id"],
+        turn=data["turn"],
+        user_id=data.get("user_id", ""),
+        input=data.get("input", ""),
+        response=data.get("response"),
+        intent=data.get("intent", "chat"),
+        sources=[Source(**s) for s in data.get("sources", [])],
+        model=data.get("model", ""),
+        created_at=data.get("created_at", ""),
+        client_message_id=data.get("client_message_id"),
+        prompt=data.get("prompt"),
+        latency_ms=data.get("latency_ms"),
+        input_tokens=data.get("input_tokens"),
+        output_tokens=data.get("output_tokens"),
+        pending=bool(data.get("pending", False)),
+        degraded=bool(data.get("degraded", False)),
+        expires_at=data.get("expires_at"),
+    )
+
+
+def encode_token(key: dict[str, Any]) -> str:
+    raw = json.dumps(key, separators=(",", ":"), sort_keys=True).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_token(token: str) -> dict[str, Any]:
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+        key = json.loads(raw)
+    except (ValueError, TypeError) as exc:
+        raise BadRequest("next_token is not valid") from exc
+    if not isinstance(key, dict) or not all(
+        isinstance(v, dict) and len(v) == 1 for v in key.values()
+    ):
+        raise BadRequest("next_token is not valid")
+    return key
+
+
+def _is_conditional_failure(error: ClientError) -> bool:
+    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+class DynamoShortTermMemory:
+    """SessionStore + TurnStore on two DynamoDB tables (physical names from the deployment)."""
+
+    def __init__(self, client: Any, sessions_table: str, conversations_table: str) -> None:
+        self._db = client
+        self._sessions = sessions_table
+        self._turns = conversations_table
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def create_session(self, session: Session) -> None:
+        self._db.put_item(
+            TableName=self._sessions,
+            Item=serialize(session_to_item(session)),
+            ConditionExpression="attribute_not_exists(session_id)",
+        )
+
+    def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
+        answer = self._db.get_item(
+            TableName=self._sessions,
+            Key={"session_id": {"S": session_id}},
+            ConsistentRead=consistent,
+        )
+        item = answer.get("Item")
+        return session_from_item(item) if item else None
+
+    def list_sessions(self, user_id: str, limit: int, next_token: str | None) -> Page:
+        kwargs: dict[str, Any] = {
+            "TableName": self._sessions,
+            "IndexName": schema.USER_SESSIONS_INDEX.name,
+            "KeyConditionExpression": "user_id = :u",
+            "ExpressionAttributeValues": {":u": {"S": user_id}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if next_token:
+            start = decode_token(next_token)
+            if start.get("user_id") != {"S": user_id} or set(start) != {
+                "session_id",
+                "user_id",
+                "started_at",
+            }:
+                raise BadRequest("next_token is not valid")
+            kwargs["ExclusiveStartKey"] = start
+        answer = self._db.query(**kwargs)
+        return Page(
+            items=[session_from_item(i) for i in answer.get("Items", [])],
+            next_token=_next(answer),
+        )
+
+    def open_sessions_of(self, user_id: str) -> list[Session]:
+        sessions: list[Session] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._sessions,
+            "IndexName": schema.USER_SESSIONS_INDEX.name,
+            "KeyConditionExpression": "user_id = :u",
+            "FilterExpression": "#s = :open",
+            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeValues": {
+                ":u": {"S": user_id},
+                ":open": {"S": SessionStatus.OPEN},
+            },
+        }
+        for page in self._db.get_paginator("query").paginate(**kwargs):
+            sessions += [session_from_item(i) for i in page.get("Items", [])]
+        return sessions
+
+    def end_session(self, session_id: str, ended_at: str) -> Session:
+        try:
+            answer = self._db.update_item(
+                TableName=self._sessions,
+                Key={"session_id": {"S": session_id}},
+                UpdateExpression=(
+                    "SET #s = :ended, ended_at = :t, version = version + :one REMOVE open_shard"
+                ),
+                ConditionExpression="attribute_exists(session_id) AND #s = :open",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues={
+                    ":ended": {"S": SessionStatus.ENDED},
+                    ":open": {"S": SessionStatus.OPEN},
+                    ":t": {"S": ended_at},
+                    ":one": {"N": "1"},
+                },
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as error:
+            if not _is_conditional_failure(error):
+                raise
+            if self.get_session(session_id) is None:
+                raise SessionNotFound(f"session {session_id} not found") from None
+            raise Conflict(f"session {session_id} is not open") from None
+        return session_from_item(answer["Attributes"])
+
+    def delete_session(self, session_id: str) -> None:
+        # Turns first: if this stops half way, the session still exists and a retry finishes.
+        keys = (
+            {"session_id": {"S": session_id}, "turn": item["turn"]}
+            for page in self._db.get_paginator("query").paginate(
+                TableName=self._turns,
+                KeyConditionExpression="session_id = :s",
+                ExpressionAttributeValues={":s": {"S": session_id}},
+                ProjectionExpression="#t",
+                ExpressionAttributeNames={"#t": "turn"},
+            )
+            for item in page.get("Items", [])
+        )
+        self._batch_write(self._turns, ({"DeleteRequest": {"Key": k}} for k in keys))
+        self._db.delete_item(TableName=self._sessions, Key={"session_id": {"S": session_id}})
+
+    # --- turns ------------------------------------------------------------------------------
+
+    def recent_turns(self, session_id: str, count: int) -> list[Turn]:
+        if count <= 0:
+            return []
+        answer = self._db.query(
+            TableName=self._turns,
+            KeyConditionExpression="session_id = :s",
+            ExpressionAttributeValues={":s": {"S": session_id}},
+            ScanIndexForward=False,
+            Limit=count,
+            ConsistentRead=True,
+        )
+        return [turn_from_item(i) for i in reversed(answer.get("Items", []))]
+
+    def get_turn(self, session_id: str, turn: int) -> Turn | None:
+        answer = self._db.get_item(
+            TableName=self._turns,
+            Key={"session_id": {"S": session_id}, "turn": {"N": str(turn)}},
+            ConsistentRead=True,
+        )
+        item = answer.get("Item")
+        return turn_from_item(item) if item else None
+
+    def list_turns(
+        self, session_id: str, limit: int, next_token: str | None, ascending: bool
+    ) -> Page:
+        kwargs: dict[str, Any] = {
+            "TableName": self._turns,
+            "KeyConditionExpression": "session_id = :s",
+            "ExpressionAttributeValues": {":s": {"S": session_id}},
+            "ScanIndexForward": ascending,
+            "Limit": limit,
+        }
+        if next_token:
+            start = decode_token(next_token)
+            if start.get("session_id") != {"S": session_id} or set(start) != {
+                "session_id",
+                "turn",
+            }:
+                raise BadRequest("next_token is not valid")
+            kwargs["ExclusiveStartKey"] = start
+        answer = self._db.query(**kwargs)
+        return Page(
+            items=[turn_from_item(i) for i in answer.get("Items", [])],
+            next_token=_next(answer),
+        )
+
+    def all_turns(self, session_id: str) -> Iterator[Turn]:
+        for page in self._db.get_paginator("query").paginate(
+            TableName=self._turns,
+            KeyConditionExpression="session_id = :s",
+            ExpressionAttributeValues={":s": {"S": session_id}},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                yield turn_from_item(item)
+
+    def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
+        """One TransactWriteItems: put the turn (new number only) and advance the session,
+        conditional on nobody else having advanced it since `session` was read."""
+        number = session.num_turns + 1
+        turn.turn = number
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {
+            ":n": {"N": str(session.num_turns)},
+            ":n1": {"N": str(number)},
+            ":now": {"S": turn.created_at},
+            ":one": {"N": "1"},
+        }
+        sets = ["num_turns = :n1", "last_active_at = :now", "version = version + :one"]
+        recent = dict(session.recent_messages)
+        overflow: list[str] = []
+        if turn.client_message_id:
+            names["#cm"] = turn.client_message_id
+            sets.append("recent_messages.#cm = :n1")
+            recent[turn.client_message_id] = number
+            oldest_first = sorted(recent, key=recent.__getitem__)
+            overflow = oldest_first[: max(0, len(recent) - keep_message_ids)]
+        for i, old in enumerate(overflow):
+            names[f"#o{i}"] = old
+            del recent[old]
+        update = "SET " + ", ".join(sets)
+        if overflow:
+            update += " REMOVE " + ", ".join(f"recent_messages.#o{i}" for i in range(len(overflow)))
+        condition = "num_turns = :n"
+        if not turn.pending:
+            # A failed model call keeps the message even if the session ended meanwhile;
+            # a completed turn is only accepted into an open session.
+            condition += " AND #s = :open"
+            names["#s"] = "status"
+            values[":open"] = {"S": SessionStatus.OPEN}
+        session_update: dict[str, Any] = {
+            "TableName": self._sessions,
+            "Key": {"session_id": {"S": session.session_id}},
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeValues": values,
+        }
+        if names:
+            session_update["ExpressionAttributeNames"] = names
+        try:
+            self._db.transact_write_items(
+                TransactItems=[
+                    {
+                        "Put": {
+                            "TableName": self._turns,
+                            "Item": serialize(turn_to_item(turn)),
+                            "ConditionExpression": "attribute_not_exists(session_id)",
+                        }
+                    },
+                    {"Update": session_update},
+                ]
+            )
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                raise Conflict("the session changed while the turn was written") from None
+            raise
+        session.num_turns = number
+        session.last_active_at = turn.created_at
+        session.version += 1
+        session.recent_messages = recent
+        return session
+
+    def complete_turn(self, turn: Turn) -> None:
+        item = turn_to_item(turn)
+        fields = ["response", "model", "latency_ms", "input_tokens", "output_tokens", "prompt"]
+        present = [f for f in fields if item.get(f) is not None]
+        try:
+            self._db.update_item(
+                TableName=self._turns,
+                Key={"session_id": {"S": turn.session_id}, "turn": {"N": str(turn.turn)}},
+                UpdateExpression="SET "
+                + ", ".join(f"#{f} = :{f}" for f in present)
+                + " REMOVE pending",
+                ConditionExpression="pending = :true",
+                ExpressionAttributeNames={f"#{f}": f for f in present},
+                ExpressionAttributeValues={
+                    ":true": {"BOOL": True},
+                    **{f":{f}": _ser.serialize(_to_dynamo(item[f])) for f in present},
+                },
+            )
+        except ClientError as error:
+            if _is_conditional_failure(error):
+                raise Conflict("the turn was completed by another request") from None
+            raise
+
+    def import_session(self, session: Session, turns: Sequence[Turn]) -> None:
+        # Turns first, session last: a half-finished import is invisible to the owner.
+        self._batch_write(
+            self._turns, ({"PutRequest": {"Item": serialize(turn_to_item(t))}} for t in turns)
+        )
+        self.create_session(session)
+
+    def _batch_write(self, table: str, requests: Iterator[dict[str, Any]] | Any) -> None:
+        batch: list[dict[str, Any]] = []
+        for request in requests:
+            batch.append(request)
+            if len(batch) == 25:
+                self._flush(table, batch)
+                batch = []
+        if batch:
+            self._flush(table, batch)
+
+    def _flush(self, table: str, batch: list[dict[str, Any]]) -> None:
+        pending: dict[str, Any] = {table: batch}
+        for attempt in range(8):
+            answer = self._db.batch_write_item(RequestItems=pending)
+            pending = answer.get("UnprocessedItems") or {}
+            if not pending:
+                return
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise Conflict("DynamoDB kept items unprocessed; retry the request")
+
+
+def _next(answer: dict[str, Any]) -> str | None:
+    key = answer.get("LastEvaluatedKey")
+    return encode_token(key) if key else None

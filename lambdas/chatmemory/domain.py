@@ -1,0 +1,104 @@
+"""Domain types: sessions, turns and what a chat turn returns. Plain dataclasses, no I/O."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+class Intent:
+    CHAT = "chat"
+    PAST = "past"
+    VERIFIED = "verified"
+    ALL = ("chat", "past", "verified")
+
+
+@dataclass
+class Session:
+    session_id: str
+    user_id: str
+    name: str
+    status: str
+    started_at: str
+    last_active_at: str
+    ended_at: str | None = None
+    num_turns: int = 0
+    running_summary: str = ""
+    summary_through_turn: int = 0
+    version: int = 0
+    # client_message_id -> turn for the most recent messages; lets a retried request find its turn.
+    recent_messages: dict[str, int] = field(default_factory=dict)
+    failure_reason: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        """The session object the API returns."""
+        return {
+            "session_id": self.session_id,
+            "name": self.name,
+            "status": self.status,
+            "started_at": self.started_at,
+            "last_active_at": self.last_active_at,
+            "ended_at": self.ended_at,
+            "num_turns": self.num_turns,
+        }
+
+
+@dataclass
+class Source:
+    """Where an answer came from: a past session or a verified passage."""
+
+    kind: str  # "session" | "passage"
+    id: str
+    title: str = ""
+    date: str | None = None
+    score: float | None = None
+    doc_id: str | None = None
+    passage_id: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+
+@dataclass
+class Turn:
+    session_id: str
+    turn: int
+    user_id: str
+    input: str
+    response: str | None
+    intent: str = Intent.CHAT
+    sources: list[Source] = field(default_factory=list)
+    model: str = ""
+    created_at: str = ""
+    client_message_id: str | None = None
+    prompt: str | None = None
+    latency_ms: int | None = None
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    # True when the model failed: the user's input is kept, a retry completes the turn.
+    pending: bool = False
+    degraded: bool = False
+    expires_at: int | None = None
+
+    def public(self) -> dict[str, Any]:
+        """The turn object the API returns."""
+        body: dict[str, Any] = {
+            "turn": self.turn,
+            "input": self.input,
+            "response": self.response,
+            "intent": self.intent,
+            "sources": [s.public() for s in self.sources],
+            "created_at": self.created_at,
+            "client_message_id": self.client_message_id,
+            "pending": self.pending,
+            "degraded": self.degraded,
+        }
+        return body
+
+
+@dataclass
+class Page:
+    """One page of a listing; `next_token` is opaque to clients."""
+
+    items: list[Any]
+    next_token: str | None = None

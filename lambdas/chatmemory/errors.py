@@ -1,0 +1,54 @@
+"""The project's own exceptions; the chat API maps each to one HTTP answer in one place."""
+
+from __future__ import annotations
+
+
+class ChatMemoryError(Exception):
+    """Base class. `code` is the machine-readable error code sent to clients."""
+
+    code = "internal_error"
+    status = 500
+
+
+class BadRequest(ChatMemoryError):
+    code = "bad_request"
+    status = 400
+
+
+class SessionNotFound(ChatMemoryError):
+    code = "session_not_found"
+    status = 404
+
+
+class SessionEnded(ChatMemoryError):
+    code = "session_ended"
+    status = 409
+
+
+class Conflict(ChatMemoryError):
+    code = "conflict"
+    status = 409
+
+
+class PayloadTooLarge(ChatMemoryError):
+    code = "payload_too_large"
+    status = 413
+
+
+class ModelError(ChatMemoryError):
+    """A model answered with an error we cannot recover from (bad gateway)."""
+
+    code = "model_error"
+    status = 502
+
+
+class ModelUnavailable(ChatMemoryError):
+    """A model is unreachable, throttled past our retries or timed out."""
+
+    code = "model_unavailable"
+    status = 503
+
+
+class LongTermMemoryUnavailable(ChatMemoryError):
+    code = "long_term_memory_unavailable"
+    status = 503

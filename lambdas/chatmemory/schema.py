@@ -1,0 +1,195 @@
+"""The one definition of tables, keys, indexes, stream settings and env-var names.
+
+Plain data only (no boto3, no aws_cdk): CDK builds the tables from these specs, local mode and
+the tests create tables from them, and the adapters read key names from them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+AttrType = Literal["S", "N", "B"]
+
+
+@dataclass(frozen=True)
+class KeyAttr:
+    name: str
+    type: AttrType
+
+
+@dataclass(frozen=True)
+class IndexSpec:
+    """A global secondary index. `include` lists projected non-key attributes (INCLUDE);
+    None projects ALL."""
+
+    name: str
+    partition_key: KeyAttr
+    sort_key: KeyAttr | None = None
+    include: tuple[str, ...] | None = None
+
+    @property
+    def projection_type(self) -> str:
+        return "ALL" if self.include is None else ("INCLUDE" if self.include else "KEYS_ONLY")
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Logical table: keys, GSIs and stream view type. Physical names come from the deployment."""
+
+    logical_name: str
+    partition_key: KeyAttr
+    sort_key: KeyAttr | None = None
+    indexes: tuple[IndexSpec, ...] = ()
+    stream_view_type: str = "NEW_AND_OLD_IMAGES"
+    ttl_attribute: str | None = None
+    env_var: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def key_attrs(self) -> list[KeyAttr]:
+        keys = [self.partition_key, self.sort_key]
+        for index in self.indexes:
+            keys += [index.partition_key, index.sort_key]
+        unique: dict[str, KeyAttr] = {}
+        for key in keys:
+            if key is not None:
+                unique.setdefault(key.name, key)
+        return list(unique.values())
+
+    def create_table_kwargs(self, table_name: str) -> dict[str, Any]:
+        """Arguments for boto3 `create_table` (local mode, moto, DynamoDB Local)."""
+        kwargs: dict[str, Any] = {
+            "TableName": table_name,
+            "BillingMode": "PAY_PER_REQUEST",
+            "AttributeDefinitions": [
+                {"AttributeName": k.name, "AttributeType": k.type} for k in self.key_attrs()
+            ],
+            "KeySchema": _key_schema(self.partition_key, self.sort_key),
+            "StreamSpecification": {
+                "StreamEnabled": True,
+                "StreamViewType": self.stream_view_type,
+            },
+        }
+        if self.indexes:
+            kwargs["GlobalSecondaryIndexes"] = [
+                {
+                    "IndexName": index.name,
+                    "KeySchema": _key_schema(index.partition_key, index.sort_key),
+                    "Projection": _projection(index),
+                }
+                for index in self.indexes
+            ]
+        return kwargs
+
+
+def _key_schema(pk: KeyAttr, sk: KeyAttr | None) -> list[dict[str, str]]:
+    schema = [{"AttributeName": pk.name, "KeyType": "HASH"}]
+    if sk is not None:
+        schema.append({"AttributeName": sk.name, "KeyType": "RANGE"})
+    return schema
+
+
+def _projection(index: IndexSpec) -> dict[str, Any]:
+    projection: dict[str, Any] = {"ProjectionType": index.projection_type}
+    if index.include:
+        projection["NonKeyAttributes"] = list(index.include)
+    return projection
+
+
+# --- sessions -------------------------------------------------------------------------------
+
+SESSION_ID = "session_id"
+USER_ID = "user_id"
+STARTED_AT = "started_at"
+LAST_ACTIVE_AT = "last_active_at"
+STATUS = "status"
+# Present only while a session is OPEN: a write-sharded key ("OPEN#<n>") for the sparse index the
+# idle sweeper reads, so no partition of that index becomes hot and ended sessions drop out of it.
+OPEN_SHARD = "open_shard"
+OPEN_SHARDS = 16
+
+USER_SESSIONS_INDEX = IndexSpec(
+    name="user-sessions",
+    partition_key=KeyAttr(USER_ID, "S"),
+    sort_key=KeyAttr(STARTED_AT, "S"),
+)
+OPEN_SESSIONS_INDEX = IndexSpec(
+    name="open-sessions",
+    partition_key=KeyAttr(OPEN_SHARD, "S"),
+    sort_key=KeyAttr(LAST_ACTIVE_AT, "S"),
+    include=(USER_ID,),
+)
+
+SESSIONS = TableSpec(
+    logical_name="sessions",
+    partition_key=KeyAttr(SESSION_ID, "S"),
+    indexes=(USER_SESSIONS_INDEX, OPEN_SESSIONS_INDEX),
+    env_var="SESSIONS_TABLE",
+)
+
+# --- conversations (one item per turn) -------------------------------------------------------
+
+TURN = "turn"
+EXPIRES_AT = "expires_at"
+
+CONVERSATIONS = TableSpec(
+    logical_name="conversations",
+    partition_key=KeyAttr(SESSION_ID, "S"),
+    sort_key=KeyAttr(TURN, "N"),
+    ttl_attribute=EXPIRES_AT,
+    env_var="CONVERSATIONS_TABLE",
+)
+
+TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS)
+
+
+class SessionStatus:
+    OPEN = "OPEN"
+    ENDED = "ENDED"
+    CONSOLIDATED = "CONSOLIDATED"
+    FAILED = "FAILED"
+
+
+# --- stream filter patterns (Lambda event source mappings and the local poller) -----------------
+
+# A session whose status changed from OPEN to ENDED: the only record consolidation acts on.
+SESSION_ENDED_FILTER: dict[str, Any] = {
+    "eventName": ["MODIFY"],
+    "dynamodb": {
+        "OldImage": {STATUS: {"S": [SessionStatus.OPEN]}},
+        "NewImage": {STATUS: {"S": [SessionStatus.ENDED]}},
+    },
+}
+# A new turn: what the rolling-summary compaction looks at.
+TURN_INSERTED_FILTER: dict[str, Any] = {"eventName": ["INSERT"]}
+
+# --- environment variables read by Settings.from_env ----------------------------------------
+
+ENV_SESSIONS_TABLE = SESSIONS.env_var
+ENV_CONVERSATIONS_TABLE = CONVERSATIONS.env_var
+ENV_DYNAMODB_ENDPOINT = "DYNAMODB_ENDPOINT_URL"
+ENV_TEXT_BACKEND = "TEXT_BACKEND"
+ENV_EMBED_BACKEND = "EMBED_BACKEND"
+ENV_TEXT_ENDPOINT = "TEXT_ENDPOINT"
+ENV_TEXT_FORMAT = "TEXT_FORMAT"
+ENV_EMBED_ENDPOINT = "EMBED_ENDPOINT"
+ENV_EMBED_FORMAT = "EMBED_FORMAT"
+ENV_EMBED_DIMENSION = "EMBED_DIMENSION"
+ENV_TEXT_MODEL_ID = "TEXT_MODEL_ID"
+ENV_EMBED_MODEL_ID = "EMBED_MODEL_ID"
+ENV_OPENAI_BASE_URL = "OPENAI_BASE_URL"
+ENV_OPENAI_API_KEY = "OPENAI_API_KEY"
+ENV_MODEL_TIMEOUT = "MODEL_TIMEOUT_SECONDS"
+ENV_MODEL_MAX_ATTEMPTS = "MODEL_MAX_ATTEMPTS"
+ENV_WINDOW_TURNS = "WINDOW_TURNS"
+ENV_MAX_WINDOW_TURNS = "MAX_WINDOW_TURNS"
+ENV_PROMPT_TOKEN_BUDGET = "PROMPT_TOKEN_BUDGET"
+ENV_MAX_NEW_TOKENS = "MAX_NEW_TOKENS"
+ENV_MAX_INPUT_CHARS = "MAX_INPUT_CHARS"
+ENV_USER_ROLE = "USER_ROLE_NAME"
+ENV_ASSISTANT_ROLE = "ASSISTANT_ROLE_NAME"
+ENV_SYSTEM_PROMPT = "SYSTEM_PROMPT"
+ENV_INTENT_CLASSIFIER = "INTENT_CLASSIFIER"
+ENV_STORE_PROMPT = "STORE_PROMPT"
+ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"
+ENV_LONG_TERM_BACKEND = "LONG_TERM_BACKEND"

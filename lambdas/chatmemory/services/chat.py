@@ -1,0 +1,205 @@
+"""One chat turn: route, build the prompt from short-term memory, call the model, store the turn.
+
+DynamoDB work per turn is constant: read the session, query the last N turns, write the turn
+and the session counters in one transaction. A retry with the same client_message_id finds its
+turn through the session item and never calls the model twice for a completed turn.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from chatmemory.domain import Intent, Session, Turn
+from chatmemory.errors import (
+    BadRequest,
+    ChatMemoryError,
+    Conflict,
+    PayloadTooLarge,
+    SessionEnded,
+)
+from chatmemory.ports import Clock, Embedder, LongTermMemory, ShortTermMemory, TextGenerator
+from chatmemory.schema import SessionStatus
+from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
+from chatmemory.services.routing import Routed, parse_prefix, route
+from chatmemory.services.sessions import iso, owned_session, utc_now
+
+NO_LONG_TERM_MEMORY = (
+    "No long-term memory is configured for this deployment, so past conversations and "
+    "verified documents cannot be searched yet."
+)
+
+
+@dataclass(frozen=True)
+class ChatPolicy:
+    """The knobs of a chat turn (filled from Settings by the wiring)."""
+
+    window_turns: int = 6
+    max_window_turns: int = 50
+    prompt_token_budget: int = 512
+    max_new_tokens: int = 256
+    max_input_chars: int = 4000
+    roles: Roles = field(default_factory=Roles)
+    system_prompt: str = "You are a helpful assistant."
+    use_classifier: bool = False
+    store_prompt: bool = False
+    keep_message_ids: int = 50
+    turn_ttl_days: int = 0
+    # Optimistic-concurrency retries when parallel turns race for the same turn number.
+    append_attempts: int = 30
+
+
+@dataclass
+class ChatDeps:
+    memory: ShortTermMemory
+    generator: TextGenerator
+    embedder: Embedder | None = None
+    long_term: LongTermMemory | None = None
+    clock: Clock = utc_now
+    sleep: Callable[[float], None] = time.sleep
+
+
+@dataclass
+class TurnResult:
+    turn: Turn
+    # True when this answer was stored earlier and is returned for a retried request.
+    replayed: bool = False
+
+
+def post_message(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    *,
+    user_id: str,
+    session_id: str,
+    content: str,
+    client_message_id: str | None = None,
+    window_turns: int | None = None,
+) -> TurnResult:
+    """Answer one message and store it as the session's next turn."""
+    window = _check_request(policy, content, window_turns)
+    session = owned_session(deps.memory, user_id, session_id)
+    if client_message_id and client_message_id in session.recent_messages:
+        stored = deps.memory.get_turn(session_id, session.recent_messages[client_message_id])
+        if stored is not None and not stored.pending:
+            return TurnResult(stored, replayed=True)
+        if stored is not None:
+            return TurnResult(_complete_pending(deps, policy, session, stored, window))
+    if session.status != SessionStatus.OPEN:
+        raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
+
+    classifier = deps.generator if policy.use_classifier else None
+    routed = route(content, generator=classifier)
+    started = time.perf_counter()
+    turn = Turn(
+        session_id=session_id,
+        turn=0,
+        user_id=user_id,
+        input=content,
+        response=None,
+        intent=routed.intent,
+        created_at=iso(deps.clock()),
+        client_message_id=client_message_id,
+        expires_at=_expiry(deps, policy),
+    )
+    try:
+        _answer(deps, policy, session, routed, turn, window)
+    except ChatMemoryError as failure:
+        if failure.status < 500:
+            raise
+        # Keep the user's message: a retry with the same client_message_id completes it.
+        turn.pending = True
+        _append(deps, policy, session, turn)
+        raise
+    turn.latency_ms = int((time.perf_counter() - started) * 1000)
+    return _append(deps, policy, session, turn)
+
+
+def _check_request(policy: ChatPolicy, content: str, window_turns: int | None) -> int:
+    if not content or not content.strip():
+        raise BadRequest("content must not be empty")
+    if len(content) > policy.max_input_chars:
+        raise PayloadTooLarge(f"content is longer than {policy.max_input_chars} characters")
+    window = policy.window_turns if window_turns is None else window_turns
+    if not 0 <= window <= policy.max_window_turns:
+        raise BadRequest(f"window_turns must be between 0 and {policy.max_window_turns}")
+    return window
+
+
+def _expiry(deps: ChatDeps, policy: ChatPolicy) -> int | None:
+    if policy.turn_ttl_days <= 0:
+        return None
+    return int(deps.clock().timestamp()) + policy.turn_ttl_days * 86_400
+
+
+def _answer(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    session: Session,
+    routed: Routed,
+    turn: Turn,
+    window: int,
+    before_turn: int | None = None,
+) -> None:
+    """Fill in turn.response (and sources/model/tokens) for the routed intent."""
+    if routed.intent != Intent.CHAT:
+        # /past and /verified need the long-term memory, which is a separate component.
+        turn.response = NO_LONG_TERM_MEMORY
+        turn.model = "none"
+        return
+    history = deps.memory.recent_turns(session.session_id, window) if window else []
+    if before_turn is not None:
+        history = [t for t in history if t.turn < before_turn]
+    prompt = build_chat_prompt(
+        system=policy.system_prompt,
+        summary=session.running_summary,
+        window=history,
+        message=routed.text,
+        roles=policy.roles,
+        token_budget=min(policy.prompt_token_budget, deps.generator.context_tokens),
+    )
+    generation = deps.generator.generate(
+        prompt.text, max_new_tokens=policy.max_new_tokens, stop=policy.roles.stop_words()
+    )
+    turn.response = clean_output(generation.text, policy.roles)
+    turn.model = generation.model or deps.generator.name
+    turn.input_tokens = generation.input_tokens or prompt.tokens
+    turn.output_tokens = generation.output_tokens
+    if policy.store_prompt:
+        turn.prompt = prompt.text
+
+
+def _append(deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn) -> TurnResult:
+    """Write the turn as the next number; on a lost race, re-read and try the next number."""
+    for attempt in range(policy.append_attempts):
+        turn.turn = session.num_turns + 1
+        try:
+            deps.memory.append_turn(session, turn, keep_message_ids=policy.keep_message_ids)
+            return TurnResult(turn)
+        except Conflict:
+            session = owned_session(deps.memory, turn.user_id, turn.session_id)
+            cmid = turn.client_message_id
+            if cmid and cmid in session.recent_messages:
+                # A concurrent request with the same client_message_id stored it first.
+                stored = deps.memory.get_turn(session.session_id, session.recent_messages[cmid])
+                if stored is not None:
+                    return TurnResult(stored, replayed=True)
+            if session.status != SessionStatus.OPEN:
+                raise SessionEnded(f"session {session.session_id} ended meanwhile") from None
+            deps.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # full jitter
+    raise Conflict("the session is busy with other messages; retry with the same client_message_id")
+
+
+def _complete_pending(
+    deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn, window: int
+) -> Turn:
+    """A retry of a message whose model call failed: answer it now and fill in the stored turn."""
+    routed = Routed(turn.intent, parse_prefix(turn.input).text, "stored")
+    started = time.perf_counter()
+    _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)
+    turn.pending = False
+    turn.latency_ms = int((time.perf_counter() - started) * 1000)
+    deps.memory.complete_turn(turn)
+    return turn

@@ -1,0 +1,197 @@
+"""Prompt building (window, rolling summary, token budget) and cleaning of model output.
+
+The token count is an estimate (words and punctuation, scaled for subword tokenizers): good
+enough to keep a prompt under a model's input limit with a margin, and free of any tokenizer
+dependency in the Lambda asset.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from chatmemory.domain import Turn
+
+_PIECES = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+# Subword tokenizers (SentencePiece, BPE) split rarer words: ~1.3 tokens per word on English.
+_TOKENS_PER_PIECE = 1.3
+
+
+def estimate_tokens(text: str) -> int:
+    return math.ceil(len(_PIECES.findall(text)) * _TOKENS_PER_PIECE)
+
+
+@dataclass(frozen=True)
+class Roles:
+    user: str = "User"
+    assistant: str = "Assistant"
+
+    def stop_words(self) -> list[str]:
+        """Anti-prompts: the model starting a new speaker line means its answer is over."""
+        return [f"{self.user}:", f"{self.assistant}:"]
+
+
+@dataclass
+class BuiltPrompt:
+    text: str
+    turns_used: int
+    tokens: int
+
+
+def render_turn(turn: Turn, roles: Roles) -> str:
+    lines = [f"{roles.user}: {turn.input}"]
+    if turn.response:
+        lines.append(f"{roles.assistant}: {turn.response}")
+    return "\n".join(lines)
+
+
+def build_chat_prompt(
+    *,
+    system: str,
+    summary: str,
+    window: Sequence[Turn],
+    message: str,
+    roles: Roles,
+    token_budget: int,
+) -> BuiltPrompt:
+    """System line, rolling summary of older turns, the newest turns that fit, the new message.
+
+    Oldest window turns are dropped first; if the summary alone overflows, its beginning is cut
+    (the end is the most recent part of a rolling summary).
+    """
+    head = system.strip()
+    tail = f"{roles.user}: {message}\n{roles.assistant}:"
+    fixed = estimate_tokens(head) + estimate_tokens(tail)
+    budget_left = token_budget - fixed
+    summary_block = ""
+    if summary:
+        summary_block = f"Summary of the earlier conversation: {summary.strip()}"
+        summary_tokens = estimate_tokens(summary_block)
+        if summary_tokens > budget_left:
+            summary_block = _keep_tail(summary_block, max(budget_left, 0))
+        budget_left -= estimate_tokens(summary_block)
+    kept: list[str] = []
+    for turn in reversed(window):
+        rendered = render_turn(turn, roles)
+        cost = estimate_tokens(rendered)
+        if cost > budget_left:
+            break
+        kept.append(rendered)
+        budget_left -= cost
+    kept.reverse()
+    parts = [p for p in (head, summary_block, *kept, tail) if p]
+    text = "\n".join(parts)
+    return BuiltPrompt(text=text, turns_used=len(kept), tokens=estimate_tokens(text))
+
+
+def _keep_tail(text: str, tokens: int) -> str:
+    words = text.split()
+    while words and estimate_tokens(" ".join(words)) > tokens:
+        words = words[max(1, len(words) // 10) :]
+    return " ".join(words)
+
+
+def clip_to_tokens(text: str, tokens: int) -> str:
+    """Keep the beginning of `text` within about `tokens` tokens."""
+    if estimate_tokens(text) <= tokens:
+        return text
+    words = text.split()
+    lo, hi = 0, len(words)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(" ".join(words[:mid])) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo])
+
+
+class AntipromptFilter:
+    """Streams model output and stops at the first anti-prompt, even one split across chunks.
+
+    Text that could be the start of an anti-prompt is held back until the next chunk shows
+    whether it is one (as LLamaSharp's antiprompt processing does).
+    """
+
+    def __init__(self, stop_words: Iterable[str]) -> None:
+        self._stops = [w for w in stop_words if w]
+        self._pending = ""
+        self.stopped = False
+
+    def feed(self, chunk: str) -> str:
+        if self.stopped:
+            return ""
+        self._pending += chunk
+        cut = self._first_stop(self._pending)
+        if cut is not None:
+            out = self._pending[:cut]
+            self._pending = ""
+            self.stopped = True
+            return out
+        hold = self._partial_suffix(self._pending)
+        out = self._pending[: len(self._pending) - hold]
+        self._pending = self._pending[len(out) :]
+        return out
+
+    def finish(self) -> str:
+        out, self._pending = ("" if self.stopped else self._pending), ""
+        return out
+
+    def _first_stop(self, text: str) -> int | None:
+        hits = [i for i in (text.find(w) for w in self._stops) if i >= 0]
+        return min(hits) if hits else None
+
+    def _partial_suffix(self, text: str) -> int:
+        """Length of the longest suffix of `text` that is a proper prefix of a stop word."""
+        best = 0
+        for word in self._stops:
+            for n in range(min(len(word) - 1, len(text)), best, -1):
+                if text.endswith(word[:n]):
+                    best = n
+                    break
+        return best
+
+
+class ResponseFilter:
+    """Streaming cleaner for a reply: drops an echoed leading role prefix ("Assistant:"),
+    then stops at the first anti-prompt. Works chunk by chunk, so split tokens are handled."""
+
+    def __init__(self, roles: Roles) -> None:
+        self._prefix = f"{roles.assistant}:"
+        self._head = ""
+        self._head_done = False
+        self._stops = AntipromptFilter(roles.stop_words())
+
+    def feed(self, chunk: str) -> str:
+        if self._head_done:
+            return self._stops.feed(chunk)
+        self._head += chunk
+        while True:
+            text = self._head.lstrip()
+            if text.startswith(self._prefix):
+                self._head = text[len(self._prefix) :]
+                continue
+            if text and self._prefix.startswith(text):
+                return ""  # could still become the prefix: wait for more
+            if not text:
+                return ""
+            self._head_done = True
+            head, self._head = text, ""
+            return self._stops.feed(head)
+
+    def finish(self) -> str:
+        if not self._head_done:
+            self._head_done = True
+            return self._stops.feed(self._head.lstrip()) + self._stops.finish()
+        return self._stops.finish()
+
+
+def clean_output(chunks: str | Iterable[str], roles: Roles) -> str:
+    """Strip an echoed role prefix and everything from the first anti-prompt on."""
+    pieces = [chunks] if isinstance(chunks, str) else chunks
+    cleaner = ResponseFilter(roles)
+    out = [cleaner.feed(piece) for piece in pieces]
+    out.append(cleaner.finish())
+    return "".join(out).strip()

@@ -1,0 +1,69 @@
+"""Intent routing: explicit `/past` and `/verified` prefixes, and an optional few-shot classifier."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from chatmemory.domain import Intent
+from chatmemory.errors import BadRequest, ChatMemoryError
+from chatmemory.ports import TextGenerator
+
+_PREFIX = re.compile(r"^\s*/(past|verified)(?=\s|$)\s*", re.IGNORECASE)
+
+CLASSIFIER_PROMPT = """Classify the user's message into one of: chat, past, verified.
+past: the user asks about an earlier conversation with the assistant.
+verified: the user asks a factual question that must be answered from verified documents.
+chat: anything else.
+
+Message: What did we talk about last week?
+Label: past
+Message: Remind me what restaurant I mentioned before.
+Label: past
+Message: What does the policy document say about refunds?
+Label: verified
+Message: According to the manual, how do I reset the device?
+Label: verified
+Message: Hi, how are you today?
+Label: chat
+Message: Write a haiku about autumn.
+Label: chat
+Message: {message}
+Label:"""
+
+
+@dataclass(frozen=True)
+class Routed:
+    intent: str
+    text: str
+    # "prefix" | "classifier" | "default"
+    routed_by: str
+
+
+def parse_prefix(content: str) -> Routed:
+    """`/past q` -> past, `/verified q` -> verified; the prefix never reaches a model."""
+    match = _PREFIX.match(content)
+    if not match:
+        return Routed(Intent.CHAT, content.strip(), "default")
+    intent = match.group(1).lower()
+    text = content[match.end() :].strip()
+    if not text:
+        raise BadRequest(f"/{intent} needs a question after it")
+    return Routed(intent, text, "prefix")
+
+
+def classify(message: str, generator: TextGenerator) -> str:
+    """Ask the text model for a label; anything unexpected (or a model failure) means chat."""
+    try:
+        out = generator.generate(CLASSIFIER_PROMPT.format(message=message), max_new_tokens=4)
+    except ChatMemoryError:
+        return Intent.CHAT
+    words = re.findall(r"[a-z]+", out.text.lower())
+    return words[0] if words and words[0] in Intent.ALL else Intent.CHAT
+
+
+def route(content: str, *, generator: TextGenerator | None = None) -> Routed:
+    routed = parse_prefix(content)
+    if routed.routed_by == "prefix" or generator is None:
+        return routed
+    return Routed(classify(routed.text, generator), routed.text, "classifier")

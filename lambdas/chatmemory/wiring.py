@@ -1,0 +1,159 @@
+"""Composition root for Lambda handlers and local mode: builds adapters from Settings, once."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from chatmemory.errors import BadRequest
+from chatmemory.ports import Embedder, ShortTermMemory, TextGenerator
+from chatmemory.services.chat import ChatDeps, ChatPolicy
+from chatmemory.services.prompt import Roles
+from chatmemory.settings import Settings
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    return Settings.from_env()
+
+
+@lru_cache(maxsize=None)
+def aws_client(service: str, endpoint_url: str | None = None) -> Any:
+    """One boto3 client per service and endpoint, created on first use (never at import)."""
+    import boto3
+    from botocore.config import Config
+
+    # Standard retries back off on throttling and transient errors (DynamoDB included).
+    config = Config(retries={"mode": "standard", "max_attempts": 5})
+    return boto3.client(service, endpoint_url=endpoint_url, config=config)
+
+
+def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
+    from chatmemory.adapters.dynamodb import DynamoShortTermMemory
+
+    cfg = cfg or settings()
+    return DynamoShortTermMemory(
+        aws_client("dynamodb", cfg.dynamodb_endpoint),
+        cfg.sessions_table,
+        cfg.conversations_table,
+    )
+
+
+def text_generator(cfg: Settings | None = None) -> TextGenerator:
+    cfg = cfg or settings()
+    backend = cfg.text_backend
+    if backend == "offline":
+        from chatmemory.adapters.offline.responder import OfflineResponder
+
+        return OfflineResponder()
+    if backend == "sagemaker":
+        from chatmemory.adapters.sagemaker import SageMakerTextGenerator
+
+        return SageMakerTextGenerator(
+            _model_client("sagemaker-runtime", cfg),
+            cfg.text_endpoint,
+            payload_format=cfg.text_format,
+            context_tokens=cfg.prompt_token_budget,
+        )
+    if backend == "bedrock":
+        from chatmemory.adapters.bedrock import BedrockTextGenerator
+
+        return BedrockTextGenerator(
+            _model_client("bedrock-runtime", cfg), cfg.text_model_id
+        )
+    if backend == "openai":
+        from chatmemory.adapters.openai_compat import OpenAICompatTextGenerator
+
+        return OpenAICompatTextGenerator(
+            cfg.openai_base_url,
+            cfg.text_model_id,
+            api_key=cfg.openai_api_key,
+            timeout=cfg.model_timeout_seconds,
+            attempts=cfg.model_max_attempts,
+        )
+    raise BadRequest(f"unknown text backend {backend!r}")
+
+
+def embedder(cfg: Settings | None = None) -> Embedder:
+    cfg = cfg or settings()
+    backend = cfg.embed_backend
+    if backend == "offline":
+        from chatmemory.adapters.offline.embedder import MiniLMEmbedder
+
+        return MiniLMEmbedder()
+    if backend == "sagemaker":
+        from chatmemory.adapters.sagemaker import SageMakerEmbedder
+
+        return SageMakerEmbedder(
+            _model_client("sagemaker-runtime", cfg),
+            cfg.embed_endpoint,
+            payload_format=cfg.embed_format,
+            dimension=cfg.embed_dimension,
+        )
+    if backend == "bedrock":
+        from chatmemory.adapters.bedrock import BedrockEmbedder
+
+        return BedrockEmbedder(
+            _model_client("bedrock-runtime", cfg),
+            cfg.embed_model_id or "amazon.titan-embed-text-v2:0",
+            dimension=cfg.embed_dimension,
+        )
+    if backend == "openai":
+        from chatmemory.adapters.openai_compat import OpenAICompatEmbedder
+
+        return OpenAICompatEmbedder(
+            cfg.openai_base_url,
+            cfg.embed_model_id,
+            dimension=cfg.embed_dimension,
+            api_key=cfg.openai_api_key,
+            timeout=cfg.model_timeout_seconds,
+            attempts=cfg.model_max_attempts,
+        )
+    raise BadRequest(f"unknown embedding backend {backend!r}")
+
+
+@lru_cache(maxsize=None)
+def _cached_model_client(service: str, timeout: float, attempts: int) -> Any:
+    import boto3
+
+    from chatmemory.adapters.retry import model_client_config
+
+    return boto3.client(service, config=model_client_config(timeout, attempts))
+
+
+def _model_client(service: str, cfg: Settings) -> Any:
+    """A model runtime client whose timeout and retries stay under API Gateway's 29 s."""
+    return _cached_model_client(service, cfg.model_timeout_seconds, cfg.model_max_attempts)
+
+
+def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
+    cfg = cfg or settings()
+    return ChatPolicy(
+        window_turns=cfg.window_turns,
+        max_window_turns=cfg.max_window_turns,
+        prompt_token_budget=cfg.prompt_token_budget,
+        max_new_tokens=cfg.max_new_tokens,
+        max_input_chars=cfg.max_input_chars,
+        roles=Roles(cfg.user_role, cfg.assistant_role),
+        system_prompt=cfg.system_prompt,
+        use_classifier=cfg.intent_classifier,
+        store_prompt=cfg.store_prompt,
+        keep_message_ids=cfg.keep_message_ids,
+        turn_ttl_days=cfg.turn_ttl_days,
+    )
+
+
+@lru_cache(maxsize=1)
+def chat_deps() -> ChatDeps:
+    """What the chat Lambda needs. The embedder and long-term memory are built on first use
+    only by the components that need them, so the chat path stays light."""
+    return ChatDeps(memory=short_term_memory(), generator=text_generator())
+
+
+_CACHED = (settings, aws_client, _cached_model_client, chat_deps)
+
+
+def clear_caches() -> None:
+    """Forget every cached client and setting (tests, and local mode after a config change)."""
+    for cached in _CACHED:
+        cached.cache_clear()

@@ -1,0 +1,205 @@
+"""Chat API Lambda (API Gateway REST, proxy integration): sessions, messages, export/import."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chatmemory import api_models as m
+from chatmemory import wiring
+from chatmemory.errors import ChatMemoryError
+from chatmemory.services import chat, sessions
+from handlers.http import caller_id, error_response, validation_message
+
+logger = Logger(service="chat-api")
+tracer = Tracer(service="chat-api")
+metrics = Metrics(namespace="ChatMemory", service="chat-api")
+app = APIGatewayRestResolver(enable_validation=True)
+
+SessionId = Annotated[str, Path(description="A session id from POST /sessions.")]
+Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
+NextToken = Annotated[str | None, Query(max_length=2048, description="From the previous page.")]
+
+
+@app.post("/sessions", responses={201: {"description": "Created"}})
+def create_session(
+    body: Annotated[m.CreateSessionRequest | None, Body()] = None,
+) -> tuple[m.SessionEnvelope, int]:
+    body = body or m.CreateSessionRequest()
+    created = sessions.create_session(
+        wiring.chat_deps().memory, _user(), name=body.name, end_previous=body.end_previous
+    )
+    return m.SessionEnvelope.model_validate({"session": created.public()}), 201
+
+
+@app.get("/sessions")
+def list_sessions(limit: Limit = 20, next_token: NextToken = None) -> m.SessionList:
+    page = sessions.list_sessions(
+        wiring.chat_deps().memory, _user(), limit=limit, next_token=next_token
+    )
+    return m.SessionList.model_validate(
+        {"sessions": [s.public() for s in page.items], "next_token": page.next_token}
+    )
+
+
+@app.post("/sessions/import", responses={201: {"description": "Imported"}})
+def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.SessionEnvelope, int]:
+    settings = wiring.settings()
+    created = sessions.import_session(
+        wiring.chat_deps().memory,
+        _user(),
+        body.model_dump(),
+        limits=sessions.ImportLimits(max_input_chars=settings.max_input_chars),
+    )
+    return m.SessionEnvelope.model_validate({"session": created.public()}), 201
+
+
+@app.get("/sessions/<session_id>")
+def get_session(session_id: SessionId) -> m.SessionEnvelope:
+    found = sessions.get_session(wiring.chat_deps().memory, _user(), session_id)
+    return m.SessionEnvelope.model_validate({"session": found.public()})
+
+
+@app.post("/sessions/<session_id>/end")
+def end_session(session_id: SessionId) -> m.SessionEnvelope:
+    ended = sessions.end_session(wiring.chat_deps().memory, _user(), session_id)
+    return m.SessionEnvelope.model_validate({"session": ended.public()})
+
+
+@app.delete("/sessions/<session_id>", responses={204: {"description": "Deleted"}})
+def delete_session(session_id: SessionId) -> Response[None]:
+    deps = wiring.chat_deps()
+    sessions.delete_session(deps.memory, _user(), session_id, long_term=deps.long_term)
+    return Response(status_code=204, body=None)
+
+
+@app.post("/sessions/<session_id>/messages")
+def post_message(
+    session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
+) -> m.TurnEnvelope:
+    result = chat.post_message(
+        wiring.chat_deps(),
+        wiring.chat_policy(),
+        user_id=_user(),
+        session_id=session_id,
+        content=body.content,
+        client_message_id=body.client_message_id,
+        window_turns=body.window_turns,
+    )
+    if not result.replayed:
+        metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
+    return m.TurnEnvelope.model_validate({"turn": result.turn.public()})
+
+
+@app.get("/sessions/<session_id>/messages")
+def list_messages(
+    session_id: SessionId,
+    limit: Limit = 50,
+    next_token: NextToken = None,
+    order: Annotated[Literal["asc", "desc"], Query()] = "asc",
+) -> m.MessageList:
+    page = sessions.list_messages(
+        wiring.chat_deps().memory,
+        _user(),
+        session_id,
+        limit=limit,
+        next_token=next_token,
+        ascending=order == "asc",
+    )
+    return m.MessageList.model_validate(
+        {"messages": [t.public() for t in page.items], "next_token": page.next_token}
+    )
+
+
+@app.get("/sessions/<session_id>/export")
+def export_session(session_id: SessionId) -> m.ExportDocument:
+    document = sessions.export_session(wiring.chat_deps().memory, _user(), session_id)
+    return m.ExportDocument.model_validate(document)
+
+
+def _user() -> str:
+    return caller_id(app.current_event.raw_event)
+
+
+@app.exception_handler(ChatMemoryError)
+def _known_error(error: ChatMemoryError) -> Response:
+    if error.status >= 500:
+        logger.warning("request failed", extra={"code": error.code, "reason": str(error)})
+    return error_response(error.status, error.code, str(error))
+
+
+@app.exception_handler(RequestValidationError)
+def _invalid_request(error: RequestValidationError) -> Response:
+    return error_response(400, "bad_request", validation_message(error.errors()))
+
+
+@app.not_found
+def _no_route(_: Exception) -> Response:
+    return error_response(404, "not_found", "no such route")
+
+
+@app.exception_handler(Exception)
+def _unexpected(error: Exception) -> Response:
+    logger.exception("unhandled error")
+    return error_response(500, "internal_error", "internal error; the request was not completed")
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return app.resolve(event, context)
+
+
+_ERRORS = {
+    400: "Malformed JSON, a missing or invalid field",
+    401: "No authenticated caller",
+    404: "No such session for this caller",
+    409: "The session is ended, or busy with concurrent messages",
+    413: "Content over the configured limit",
+    500: "Unexpected error (no details are leaked)",
+    502: "The model answered with an error",
+    503: "The model is unavailable; the message is kept, retry with the same client_message_id",
+}
+
+
+def openapi_document() -> str:
+    """The API's OpenAPI 3 document, generated from the route signatures and models above.
+
+    Powertools documents request-validation failures as 422; this API answers them with 400
+    and one error envelope, so the document says that instead."""
+    document = json.loads(
+        app.get_openapi_json_schema(
+            title="Chat memory API",
+            version="1.0.0",
+            summary="Sessions with short-term memory, recall of past sessions, verified answers.",
+            description=(
+                "Every route acts for the authenticated caller (the Cognito `sub` claim). "
+                'Errors are JSON: {"error": {"code", "message"}}.'
+            ),
+        )
+    )
+    schemas = document["components"]["schemas"]
+    for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
+        schemas.pop(name, None)
+    envelope = m.ErrorEnvelope.model_json_schema(ref_template="#/components/schemas/{model}")
+    schemas.update(envelope.pop("$defs", {}))
+    schemas["ErrorEnvelope"] = envelope
+    error_ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            responses = operation["responses"]
+            responses.pop("422", None)
+            if "204" in responses:
+                responses["204"].pop("content", None)
+            for status, text in _ERRORS.items():
+                responses.setdefault(str(status), {"description": text, "content": error_ref})
+    return json.dumps(document)

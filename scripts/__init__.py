@@ -1,0 +1,1 @@
+"""Developer commands (`python -m scripts.<name>`)."""

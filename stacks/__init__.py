@@ -1,0 +1,1 @@
+"""CDK constructs, one per concern. No runtime logic: names and keys come from chatmemory.schema."""

@@ -1,0 +1,63 @@
+"""Fakes of the model ports for tests: deterministic, recording every call."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+from dataclasses import dataclass, field
+
+from chatmemory.errors import ModelUnavailable
+from chatmemory.ports import Generation
+
+
+@dataclass
+class FakeGenerator:
+    """Answers "reply #<n> to: <last user line>" and records the prompts it saw."""
+
+    name: str = "fake-llm"
+    context_tokens: int = 512
+    reply: Callable[[str], str] | None = None
+    fail_next: int = 0
+    prompts: list[str] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def generate(
+        self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()
+    ) -> Generation:
+        with self._lock:
+            self.prompts.append(prompt)
+            if self.fail_next > 0:
+                self.fail_next -= 1
+                raise ModelUnavailable("fake model is down")
+            count = len(self.prompts)
+        if self.reply is not None:
+            return Generation(self.reply(prompt), model=self.name)
+        last_user = [line for line in prompt.splitlines() if line.startswith("User: ")][-1]
+        return Generation(f"reply #{count} to: {last_user[6:]}", model=self.name)
+
+    @property
+    def calls(self) -> int:
+        return len(self.prompts)
+
+
+class SerializedClient:
+    """Wraps a boto3 client so each API call runs alone, as one DynamoDB request is atomic.
+
+    moto's in-process backend is not safe when threads interleave inside one request."""
+
+    _lock = threading.Lock()
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._client, name)
+        if not callable(attr) or name == "get_paginator":
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                return attr(*args, **kwargs)
+
+        return call

@@ -1,0 +1,39 @@
+"""The published OpenAPI document is valid, complete and generated from the running code."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from openapi_spec_validator import validate
+
+from handlers.chat_api import openapi_document
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_openapi_document_is_valid_and_lists_every_route() -> None:
+    document = json.loads(openapi_document())
+    validate(document)
+    routes = {(path, method) for path, ops in document["paths"].items() for method in ops}
+    assert routes == {
+        ("/sessions", "get"),
+        ("/sessions", "post"),
+        ("/sessions/import", "post"),
+        ("/sessions/{session_id}", "get"),
+        ("/sessions/{session_id}", "delete"),
+        ("/sessions/{session_id}/end", "post"),
+        ("/sessions/{session_id}/messages", "get"),
+        ("/sessions/{session_id}/messages", "post"),
+        ("/sessions/{session_id}/export", "get"),
+    }
+    post = document["paths"]["/sessions/{session_id}/messages"]["post"]
+    body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+    assert body.endswith("/PostMessageRequest")
+    assert {"400", "404", "409", "413", "503"} <= set(post["responses"])
+    assert "422" not in post["responses"]
+
+
+def test_committed_openapi_json_matches_the_code() -> None:
+    committed = json.loads((ROOT / "openapi.json").read_text())
+    assert committed == json.loads(openapi_document()), "run `make openapi` and commit it"

@@ -1,0 +1,75 @@
+"""A chat turn costs the same DynamoDB requests at turn 3 as at turn 60."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from chatmemory.adapters.dynamodb import DynamoShortTermMemory
+from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.sessions import create_session
+from tests.fakes import FakeGenerator
+
+
+def _count_calls(client: Any) -> Counter[str]:
+    calls: Counter[str] = Counter()
+
+    def record(model: Any, **_: Any) -> None:
+        calls[model.name] += 1
+
+    client.meta.events.register("before-call.dynamodb.*", record)
+    return calls
+
+
+def test_each_turn_is_three_requests_however_long_the_session(dynamodb: Any) -> None:
+    memory = DynamoShortTermMemory(dynamodb, "sessions", "conversations")
+    deps = ChatDeps(memory=memory, generator=FakeGenerator())
+    policy = ChatPolicy(window_turns=4)
+    session = create_session(memory, "alice")
+    calls = _count_calls(dynamodb)
+    per_turn: list[Counter[str]] = []
+    for i in range(60):
+        calls.clear()
+        post_message(
+            deps, policy, user_id="alice", session_id=session.session_id,
+            content=f"turn {i}", client_message_id=f"m{i}",
+        )
+        per_turn.append(Counter(calls))
+    expected = Counter({"GetItem": 1, "Query": 1, "TransactWriteItems": 1})
+    assert per_turn[2] == expected
+    assert per_turn[59] == expected
+
+
+def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
+    memory = DynamoShortTermMemory(dynamodb, "sessions", "conversations")
+    deps = ChatDeps(memory=memory, generator=FakeGenerator())
+    session = create_session(memory, "alice")
+    for i in range(25):
+        post_message(
+            deps, ChatPolicy(), user_id="alice", session_id=session.session_id, content=f"t{i}"
+        )
+    limits: list[int] = []
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.Query",
+        lambda params, **_: limits.append(params.get("Limit")),
+    )
+    post_message(
+        deps, ChatPolicy(window_turns=3), user_id="alice", session_id=session.session_id,
+        content="last",
+    )
+    assert limits == [3]
+
+
+def test_session_remembers_a_bounded_number_of_message_ids(dynamodb: Any) -> None:
+    memory = DynamoShortTermMemory(dynamodb, "sessions", "conversations")
+    deps = ChatDeps(memory=memory, generator=FakeGenerator())
+    session = create_session(memory, "alice")
+    policy = ChatPolicy(keep_message_ids=5)
+    for i in range(12):
+        post_message(
+            deps, policy, user_id="alice", session_id=session.session_id,
+            content=f"t{i}", client_message_id=f"m{i}",
+        )
+    stored = memory.get_session(session.session_id)
+    assert stored is not None
+    assert stored.recent_messages == {f"m{i}": i + 1 for i in range(7, 12)}
