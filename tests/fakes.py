@@ -61,3 +61,47 @@ class SerializedClient:
                 return attr(*args, **kwargs)
 
         return call
+
+
+@dataclass
+class FakeEmbedder:
+    """Bag-of-words hashed into 64 dimensions, unit length: texts sharing words are close."""
+
+    name: str = "fake-embedder"
+    dimension: int = 64
+    max_batch: int = 16
+    calls: int = 0
+    fail: Callable[[Sequence[str]], bool] | None = None
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import math
+        import re
+        import zlib
+
+        self.calls += 1
+        if self.fail is not None and self.fail(texts):
+            raise ModelUnavailable("fake embedder is down")
+        vectors = []
+        for text in texts:
+            vector = [0.0] * self.dimension
+            for word in re.findall(r"\w+", text.lower()):
+                vector[zlib.crc32(word.encode()) % self.dimension] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            vectors.append([v / norm for v in vector])
+        return vectors
+
+
+@dataclass
+class FakeSummarizer:
+    """Keeps the first line of each speaker turn: deterministic and easy to assert on."""
+
+    name: str = "fake-summarizer"
+    calls: int = 0
+
+    def summarize(self, text: str) -> str:
+        self.calls += 1
+        return " ".join(line for line in text.splitlines() if line.startswith("User:"))[:500]
+
+    def extend(self, summary: str, new_text: str) -> str:
+        self.calls += 1
+        return (summary + " | " + self.summarize(new_text)).strip(" |")

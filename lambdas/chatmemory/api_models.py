@@ -124,6 +124,20 @@ class ImportDocument(BaseModel):
     messages: list[ImportMessage]
 
 
+class MemoryOut(BaseModel):
+    session_id: str
+    score: float
+    similarity: float
+    recency: float
+    date: str
+    title: str
+    snippets: list[str]
+
+
+class MemoryList(BaseModel):
+    memories: list[MemoryOut]
+
+
 class ErrorBody(BaseModel):
     code: str
     message: str

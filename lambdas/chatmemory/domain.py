@@ -29,6 +29,10 @@ class Session:
     # client_message_id -> turn for the most recent messages; lets a retried request find its turn.
     recent_messages: dict[str, int] = field(default_factory=dict)
     failure_reason: str | None = None
+    # Filled by consolidation.
+    summary: str = ""
+    consolidated_at: str | None = None
+    consolidation_attempts: int = 0
 
     def public(self) -> dict[str, Any]:
         """The session object the API returns."""

@@ -19,9 +19,30 @@ class SessionStore(Protocol):
 
     def open_sessions_of(self, user_id: str) -> list[Session]: ...
 
-    def end_session(self, session_id: str, ended_at: str) -> Session:
-        """OPEN -> ENDED (conditional). Raises SessionNotFound or Conflict if not OPEN."""
+    def end_session(
+        self, session_id: str, ended_at: str, *, idle_before: str | None = None
+    ) -> Session:
+        """OPEN -> ENDED (conditional). Raises SessionNotFound or Conflict if not OPEN (or,
+        with idle_before, active since then)."""
         ...
+
+    def idle_sessions(self, shard: int, before: str, limit: int) -> list[str]: ...
+
+    def record_consolidation_failure(self, session_id: str, reason: str) -> int:
+        """Count a failed consolidation attempt; returns the attempts so far."""
+        ...
+
+    def mark_failed(self, session_id: str, reason: str) -> None: ...
+
+    def mark_consolidated(self, session_id: str, summary: str, at: str) -> None: ...
+
+    def failed_sessions(self) -> list[str]: ...
+
+    def reset_consolidation(self, session_id: str) -> None: ...
+
+    def update_running_summary(
+        self, session_id: str, summary: str, through_turn: int, expected_through: int
+    ) -> bool: ...
 
     def delete_session(self, session_id: str) -> None:
         """Delete the session and every turn of it."""
@@ -42,6 +63,8 @@ class TurnStore(Protocol):
     def all_turns(self, session_id: str) -> Iterator[Turn]:
         """Every turn, oldest first, paginated underneath."""
         ...
+
+    def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]: ...
 
     def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
         """Write `turn` as number session.num_turns + 1 together with the session counters, atomically.
@@ -89,32 +112,62 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
-@dataclass
-class MemoryHit:
-    """One retrieved long-term memory: a past session or a verified passage."""
+class Clock(Protocol):
+    def __call__(self) -> datetime: ...
 
-    id: str
+
+@dataclass
+class MemoryDoc:
+    """One entry of a long-term index: a session summary, a transcript chunk or a passage.
+
+    `doc_key` is deterministic (session id + part), so re-indexing overwrites."""
+
+    doc_key: str
+    user_id: str
+    kind: str  # "summary" | "chunk" | "passage"
     text: str
-    score: float
+    created_at: str
+    embedding: list[float] = field(default_factory=list)
     session_id: str | None = None
-    date: str | None = None
     title: str = ""
     doc_id: str | None = None
     passage_id: str | None = None
-    extra: dict[str, object] = field(default_factory=dict)
+    source: str | None = None
+    turn_from: int | None = None
+    turn_to: int | None = None
 
 
-class LongTermMemory(Protocol):
-    """Searchable memory that outlives a session (OpenSearch k-NN, or the embedded index)."""
+@dataclass
+class Candidate:
+    """A raw hit of one retrieval method; the shared ranking code fuses them."""
 
-    def search_sessions(self, user_id: str, query: str, k: int) -> list[MemoryHit]: ...
+    doc: MemoryDoc
+    vector_score: float | None = None  # cosine similarity of unit vectors
+    lexical_score: float | None = None  # BM25
 
-    def search_passages(self, query: str, k: int) -> list[MemoryHit]: ...
+
+class LongTermIndex(Protocol):
+    """What the OpenSearch adapter and the embedded index both do. `user_id=None` searches
+    the shared index of verified passages."""
+
+    def ensure_indexes(self) -> None: ...
+
+    def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None: ...
+
+    def vector_search(
+        self, index: str, vector: Sequence[float], k: int, user_id: str | None
+    ) -> list[Candidate]: ...
+
+    def lexical_search(
+        self, index: str, text: str, k: int, user_id: str | None
+    ) -> list[Candidate]: ...
 
     def delete_session(self, user_id: str, session_id: str) -> None: ...
 
     def delete_user(self, user_id: str) -> None: ...
 
 
-class Clock(Protocol):
-    def __call__(self) -> datetime: ...
+class Summarizer(Protocol):
+    name: str
+
+    def summarize(self, text: str) -> str: ...

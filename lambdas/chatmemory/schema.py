@@ -193,3 +193,51 @@ ENV_INTENT_CLASSIFIER = "INTENT_CLASSIFIER"
 ENV_STORE_PROMPT = "STORE_PROMPT"
 ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"
 ENV_LONG_TERM_BACKEND = "LONG_TERM_BACKEND"
+
+# --- long-term memory (OpenSearch k-NN; the embedded index mirrors the same fields) ------------
+
+MEMORY_INDEX = "conversation-memories"
+PASSAGE_INDEX = "verified-passages"
+LONG_TERM_INDEXES = (MEMORY_INDEX, PASSAGE_INDEX)
+ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
+ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
+ENV_MEMORY_PATH = "MEMORY_PATH"
+ENV_RECALL_WEIGHTS = "RECALL_WEIGHTS"
+ENV_RECENCY_HALF_LIFE_DAYS = "RECENCY_HALF_LIFE_DAYS"
+ENV_COMPACT_AFTER_TURNS = "COMPACT_AFTER_TURNS"
+ENV_IDLE_MINUTES = "IDLE_MINUTES"
+
+
+def long_term_index_body(dimension: int) -> dict[str, Any]:
+    """Settings and mapping of both long-term indexes: HNSW on faiss (efficient filtered k-NN
+    on `user_id`), BM25 on `text` for hybrid scoring."""
+    return {
+        "settings": {"index": {"knn": True, "number_of_shards": 1}},
+        "mappings": {
+            "dynamic": "strict",
+            "properties": {
+                "doc_key": {"type": "keyword"},
+                "user_id": {"type": "keyword"},
+                "session_id": {"type": "keyword"},
+                "kind": {"type": "keyword"},
+                "text": {"type": "text"},
+                "created_at": {"type": "date"},
+                "title": {"type": "text", "index": False},
+                "doc_id": {"type": "keyword"},
+                "passage_id": {"type": "keyword"},
+                "source": {"type": "keyword"},
+                "turn_from": {"type": "integer"},
+                "turn_to": {"type": "integer"},
+                "embedding": {
+                    "type": "knn_vector",
+                    "dimension": dimension,
+                    "method": {
+                        "name": "hnsw",
+                        "engine": "faiss",
+                        "space_type": "innerproduct",
+                        "parameters": {"m": 16, "ef_construction": 128},
+                    },
+                },
+            },
+        },
+    }

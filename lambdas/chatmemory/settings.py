@@ -66,7 +66,16 @@ class Settings:
     turn_ttl_days: int = 0
     # How many recent client_message_ids a session remembers for idempotent retries.
     keep_message_ids: int = 50
+    # "none" | "embedded" (SQLite file at memory_path) | "opensearch"
     long_term_backend: str = "none"
+    memory_path: str = ".local/memory.sqlite3"
+    opensearch_endpoint: str = ""
+    opensearch_serverless: bool = False
+    # "vector,lexical,recency" weights of /past ranking, and the recency half-life.
+    recall_weights: str = "1.0,1.0,0.1"
+    recency_half_life_days: float = 30.0
+    compact_after_turns: int = 12
+    idle_minutes: int = 30
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -101,4 +110,13 @@ class Settings:
             store_prompt=_bool(env, s.ENV_STORE_PROMPT, d.store_prompt),
             turn_ttl_days=_int(env, s.ENV_TURN_TTL_DAYS, d.turn_ttl_days),
             long_term_backend=env.get(s.ENV_LONG_TERM_BACKEND, d.long_term_backend),
+            memory_path=env.get(s.ENV_MEMORY_PATH, d.memory_path),
+            opensearch_endpoint=env.get(s.ENV_OPENSEARCH_ENDPOINT, d.opensearch_endpoint),
+            opensearch_serverless=_bool(env, s.ENV_OPENSEARCH_SERVERLESS, d.opensearch_serverless),
+            recall_weights=env.get(s.ENV_RECALL_WEIGHTS, d.recall_weights),
+            recency_half_life_days=_float(
+                env, s.ENV_RECENCY_HALF_LIFE_DAYS, d.recency_half_life_days
+            ),
+            compact_after_turns=_int(env, s.ENV_COMPACT_AFTER_TURNS, d.compact_after_turns),
+            idle_minutes=_int(env, s.ENV_IDLE_MINUTES, d.idle_minutes),
         )

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from chatmemory.errors import BadRequest
-from chatmemory.ports import Embedder, ShortTermMemory, TextGenerator
+from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory, Summarizer, TextGenerator
+from chatmemory.services.consolidation import ConsolidationPolicy
+from chatmemory.services.maintenance import CompactionPolicy
 from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.prompt import Roles
+from chatmemory.services.recall import RecallWeights
 from chatmemory.settings import Settings
 
 
@@ -140,17 +144,104 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
         store_prompt=cfg.store_prompt,
         keep_message_ids=cfg.keep_message_ids,
         turn_ttl_days=cfg.turn_ttl_days,
+        recall_weights=RecallWeights.parse(cfg.recall_weights, cfg.recency_half_life_days),
     )
+
+
+def long_term_index(cfg: Settings | None = None) -> LongTermIndex | None:
+    """The configured long-term index, or None when long-term memory is off."""
+    cfg = cfg or settings()
+    if cfg.long_term_backend == "embedded":
+        from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+
+        return EmbeddedLongTermIndex(cfg.memory_path)
+    if cfg.long_term_backend == "opensearch":
+        import os
+
+        from chatmemory.adapters.opensearch import OpenSearchLongTermIndex, opensearch_client
+
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+        client = opensearch_client(
+            cfg.opensearch_endpoint, region, serverless=cfg.opensearch_serverless
+        )
+        return OpenSearchLongTermIndex(
+            client, dimension=cfg.embed_dimension, serverless=cfg.opensearch_serverless
+        )
+    return None
+
+
+def summarizer(cfg: Settings | None = None) -> Any:
+    """Offline: extractive. Otherwise the text model, in chunks that fit its context."""
+    cfg = cfg or settings()
+    if cfg.text_backend == "offline":
+        from chatmemory.adapters.offline.summarizer import ExtractiveSummarizer
+
+        return ExtractiveSummarizer()
+    from chatmemory.services.summarize import ModelSummarizer
+
+    return ModelSummarizer(text_generator(cfg))
 
 
 @lru_cache(maxsize=1)
 def chat_deps() -> ChatDeps:
-    """What the chat Lambda needs. The embedder and long-term memory are built on first use
-    only by the components that need them, so the chat path stays light."""
-    return ChatDeps(memory=short_term_memory(), generator=text_generator())
+    """What the chat Lambda needs. Adapters are cheap to build; models load on first use."""
+    index = long_term_index()
+    return ChatDeps(
+        memory=short_term_memory(),
+        generator=text_generator(),
+        embedder=embedder() if index is not None else None,
+        long_term=index,
+    )
 
 
-_CACHED = (settings, aws_client, _cached_model_client, chat_deps)
+@dataclass
+class ConsolidationDeps:
+    memory: ShortTermMemory
+    summarizer: Summarizer
+    embedder: Embedder
+    index: LongTermIndex
+    policy: ConsolidationPolicy
+
+
+@lru_cache(maxsize=1)
+def consolidation_deps() -> ConsolidationDeps:
+    cfg = settings()
+    index = long_term_index(cfg)
+    if index is None:
+        raise BadRequest("consolidation needs LONG_TERM_BACKEND=embedded or opensearch")
+    return ConsolidationDeps(
+        memory=short_term_memory(cfg),
+        summarizer=summarizer(cfg),
+        embedder=embedder(cfg),
+        index=index,
+        policy=ConsolidationPolicy(roles=Roles(cfg.user_role, cfg.assistant_role)),
+    )
+
+
+@dataclass
+class CompactionDeps:
+    memory: ShortTermMemory
+    summarizer: Any
+    policy: CompactionPolicy
+
+
+@lru_cache(maxsize=1)
+def compaction_deps() -> CompactionDeps:
+    cfg = settings()
+    return CompactionDeps(
+        memory=short_term_memory(cfg),
+        summarizer=summarizer(cfg),
+        policy=CompactionPolicy(
+            compact_after_turns=cfg.compact_after_turns,
+            keep_recent_turns=cfg.window_turns,
+            roles=Roles(cfg.user_role, cfg.assistant_role),
+        ),
+    )
+
+
+_CACHED = (
+    settings, aws_client, _cached_model_client, chat_deps, consolidation_deps, compaction_deps
+)
 
 
 def clear_caches() -> None:

@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chatmemory import api_models as m
 from chatmemory import wiring
 from chatmemory.errors import ChatMemoryError
-from chatmemory.services import chat, sessions
+from chatmemory.services import chat, recall, sessions
 from handlers.http import caller_id, error_response, validation_message
 
 logger = Logger(service="chat-api")
@@ -123,6 +123,25 @@ def list_messages(
 def export_session(session_id: SessionId) -> m.ExportDocument:
     document = sessions.export_session(wiring.chat_deps().memory, _user(), session_id)
     return m.ExportDocument.model_validate(document)
+
+
+@app.get("/memories")
+def search_memories(
+    q: Annotated[str, Query(min_length=1, max_length=1000, description="What to recall.")],
+    k: Annotated[int, Query(ge=1, le=50, description="How many sessions.")] = 5,
+) -> m.MemoryList:
+    deps = wiring.chat_deps()
+    found = recall.search_memories(
+        deps, wiring.chat_policy(), user_id=_user(), query=q, k=k
+    )
+    return m.MemoryList.model_validate({"memories": found})
+
+
+@app.delete("/memories", responses={204: {"description": "Forgotten"}})
+def forget_memories() -> Response[None]:
+    deps = wiring.chat_deps()
+    sessions.forget_user(deps.memory, _user(), long_term=deps.long_term)
+    return Response(status_code=204, body=None)
 
 
 def _user() -> str:

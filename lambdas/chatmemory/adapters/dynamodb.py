@@ -23,7 +23,8 @@ _de = TypeDeserializer()
 
 _SESSION_FIELDS = (
     "session_id user_id name status started_at last_active_at ended_at num_turns "
-    "running_summary summary_through_turn version recent_messages failure_reason"
+    "running_summary summary_through_turn version recent_messages failure_reason "
+    "summary consolidated_at consolidation_attempts"
 ).split()
 
 
@@ -210,7 +211,20 @@ class DynamoShortTermMemory:
             sessions += [session_from_item(i) for i in page.get("Items", [])]
         return sessions
 
-    def end_session(self, session_id: str, ended_at: str) -> Session:
+    def end_session(
+        self, session_id: str, ended_at: str, *, idle_before: str | None = None
+    ) -> Session:
+        """OPEN -> ENDED; with idle_before, only if the session is still idle since then."""
+        condition = "attribute_exists(session_id) AND #s = :open"
+        values = {
+            ":ended": {"S": SessionStatus.ENDED},
+            ":open": {"S": SessionStatus.OPEN},
+            ":t": {"S": ended_at},
+            ":one": {"N": "1"},
+        }
+        if idle_before is not None:
+            condition += " AND last_active_at < :idle"
+            values[":idle"] = {"S": idle_before}
         try:
             answer = self._db.update_item(
                 TableName=self._sessions,
@@ -218,14 +232,9 @@ class DynamoShortTermMemory:
                 UpdateExpression=(
                     "SET #s = :ended, ended_at = :t, version = version + :one REMOVE open_shard"
                 ),
-                ConditionExpression="attribute_exists(session_id) AND #s = :open",
+                ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues={
-                    ":ended": {"S": SessionStatus.ENDED},
-                    ":open": {"S": SessionStatus.OPEN},
-                    ":t": {"S": ended_at},
-                    ":one": {"N": "1"},
-                },
+                ExpressionAttributeValues=values,
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
@@ -235,6 +244,113 @@ class DynamoShortTermMemory:
                 raise SessionNotFound(f"session {session_id} not found") from None
             raise Conflict(f"session {session_id} is not open") from None
         return session_from_item(answer["Attributes"])
+
+    def idle_sessions(self, shard: int, before: str, limit: int) -> list[str]:
+        """Open sessions of one shard of the sparse index, idle since before `before`."""
+        answer = self._db.query(
+            TableName=self._sessions,
+            IndexName=schema.OPEN_SESSIONS_INDEX.name,
+            KeyConditionExpression="open_shard = :shard AND last_active_at < :before",
+            ExpressionAttributeValues={
+                ":shard": {"S": f"OPEN#{shard}"},
+                ":before": {"S": before},
+            },
+            Limit=limit,
+        )
+        return [item["session_id"]["S"] for item in answer.get("Items", [])]
+
+    def record_consolidation_failure(self, session_id: str, reason: str) -> int:
+        answer = self._db.update_item(
+            TableName=self._sessions,
+            Key={"session_id": {"S": session_id}},
+            UpdateExpression="SET failure_reason = :r ADD consolidation_attempts :one",
+            ConditionExpression="attribute_exists(session_id)",
+            ExpressionAttributeValues={":r": {"S": reason}, ":one": {"N": "1"}},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(answer["Attributes"]["consolidation_attempts"]["N"])
+
+    def mark_failed(self, session_id: str, reason: str) -> None:
+        self._set_status(session_id, SessionStatus.FAILED, {"failure_reason": reason},
+                         allowed=(SessionStatus.ENDED,))
+
+    def mark_consolidated(self, session_id: str, summary: str, at: str) -> None:
+        self._set_status(
+            session_id,
+            SessionStatus.CONSOLIDATED,
+            {"summary": summary, "consolidated_at": at, "consolidation_attempts": 0},
+            allowed=(SessionStatus.ENDED, SessionStatus.FAILED),
+        )
+
+    def failed_sessions(self) -> list[str]:
+        """FAILED sessions, for the redrive command (an operator's scan, not a request path)."""
+        ids: list[str] = []
+        for page in self._db.get_paginator("scan").paginate(
+            TableName=self._sessions,
+            FilterExpression="#s = :failed",
+            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeValues={":failed": {"S": SessionStatus.FAILED}},
+            ProjectionExpression="session_id",
+        ):
+            ids += [item["session_id"]["S"] for item in page.get("Items", [])]
+        return ids
+
+    def reset_consolidation(self, session_id: str) -> None:
+        self._db.update_item(
+            TableName=self._sessions,
+            Key={"session_id": {"S": session_id}},
+            UpdateExpression="SET consolidation_attempts = :zero",
+            ConditionExpression="attribute_exists(session_id)",
+            ExpressionAttributeValues={":zero": {"N": "0"}},
+        )
+
+    def update_running_summary(
+        self, session_id: str, summary: str, through_turn: int, expected_through: int
+    ) -> bool:
+        """Advance the rolling summary only if nobody advanced it meanwhile."""
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key={"session_id": {"S": session_id}},
+                UpdateExpression="SET running_summary = :s, summary_through_turn = :t",
+                ConditionExpression="attribute_exists(session_id) AND summary_through_turn = :e",
+                ExpressionAttributeValues={
+                    ":s": {"S": summary},
+                    ":t": {"N": str(through_turn)},
+                    ":e": {"N": str(expected_through)},
+                },
+            )
+        except ClientError as error:
+            if _is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def _set_status(
+        self, session_id: str, status: str, extra: dict[str, Any], *, allowed: tuple[str, ...]
+    ) -> bool:
+        names = {"#s": "status", **{f"#{k}": k for k in extra}}
+        values = {
+            ":status": {"S": status},
+            **{f":{k}": _ser.serialize(_to_dynamo(v)) for k, v in extra.items()},
+            **{f":a{i}": {"S": a} for i, a in enumerate(allowed)},
+        }
+        allowed_expr = ", ".join(f":a{i}" for i in range(len(allowed)))
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key={"session_id": {"S": session_id}},
+                UpdateExpression="SET #s = :status, "
+                + ", ".join(f"#{k} = :{k}" for k in extra),
+                ConditionExpression=f"#s IN ({allowed_expr})",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if _is_conditional_failure(error):
+                return False  # moved on meanwhile (already consolidated, deleted)
+            raise
+        return True
 
     def delete_session(self, session_id: str) -> None:
         # Turns first: if this stops half way, the session still exists and a retry finishes.
@@ -299,6 +415,23 @@ class DynamoShortTermMemory:
             items=[turn_from_item(i) for i in answer.get("Items", [])],
             next_token=_next(answer),
         )
+
+    def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
+        """Turns after..through (exclusive, inclusive), oldest first."""
+        turns: list[Turn] = []
+        for page in self._db.get_paginator("query").paginate(
+            TableName=self._turns,
+            KeyConditionExpression="session_id = :s AND #t BETWEEN :a AND :b",
+            ExpressionAttributeNames={"#t": "turn"},
+            ExpressionAttributeValues={
+                ":s": {"S": session_id},
+                ":a": {"N": str(after + 1)},
+                ":b": {"N": str(through)},
+            },
+            ConsistentRead=True,
+        ):
+            turns += [turn_from_item(i) for i in page.get("Items", [])]
+        return turns
 
     def all_turns(self, session_id: str) -> Iterator[Turn]:
         for page in self._db.get_paginator("query").paginate(

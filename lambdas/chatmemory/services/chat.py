@@ -17,12 +17,21 @@ from chatmemory.errors import (
     BadRequest,
     ChatMemoryError,
     Conflict,
+    LongTermMemoryUnavailable,
     PayloadTooLarge,
     SessionEnded,
 )
-from chatmemory.ports import Clock, Embedder, LongTermMemory, ShortTermMemory, TextGenerator
+from chatmemory.ports import Clock, Embedder, LongTermIndex, ShortTermMemory, TextGenerator
 from chatmemory.schema import SessionStatus
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
+from chatmemory.services.recall import (
+    Answer,
+    RecallWeights,
+    answer_from_past,
+    answer_from_verified,
+    search_passages,
+    search_sessions,
+)
 from chatmemory.services.routing import Routed, parse_prefix, route
 from chatmemory.services.sessions import iso, owned_session, utc_now
 
@@ -49,6 +58,11 @@ class ChatPolicy:
     turn_ttl_days: int = 0
     # Optimistic-concurrency retries when parallel turns race for the same turn number.
     append_attempts: int = 30
+    recall_weights: RecallWeights = field(default_factory=RecallWeights)
+    recall_sessions: int = 3
+    verified_passages: int = 4
+    # Below this fused score a verified passage does not count as relevant.
+    verified_min_score: float = 0.35
 
 
 @dataclass
@@ -56,7 +70,7 @@ class ChatDeps:
     memory: ShortTermMemory
     generator: TextGenerator
     embedder: Embedder | None = None
-    long_term: LongTermMemory | None = None
+    long_term: LongTermIndex | None = None
     clock: Clock = utc_now
     sleep: Callable[[float], None] = time.sleep
 
@@ -145,10 +159,18 @@ def _answer(
 ) -> None:
     """Fill in turn.response (and sources/model/tokens) for the routed intent."""
     if routed.intent != Intent.CHAT:
-        # /past and /verified need the long-term memory, which is a separate component.
-        turn.response = NO_LONG_TERM_MEMORY
-        turn.model = "none"
-        return
+        if deps.long_term is None or deps.embedder is None:
+            turn.response = NO_LONG_TERM_MEMORY
+            turn.model = "none"
+            return
+        try:
+            answer = _recall(deps, policy, session.user_id, routed)
+        except LongTermMemoryUnavailable:
+            # Degrade to short-term memory rather than fail the turn; the reply says so.
+            turn.degraded = True
+        else:
+            turn.response, turn.sources, turn.model = answer.text, answer.sources, answer.model
+            return
     history = deps.memory.recent_turns(session.session_id, window) if window else []
     if before_turn is not None:
         history = [t for t in history if t.turn < before_turn]
@@ -169,6 +191,37 @@ def _answer(
     turn.output_tokens = generation.output_tokens
     if policy.store_prompt:
         turn.prompt = prompt.text
+
+
+def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) -> Answer:
+    assert deps.long_term is not None and deps.embedder is not None
+    budget = min(policy.prompt_token_budget, deps.generator.context_tokens)
+    if routed.intent == Intent.PAST:
+        found = search_sessions(
+            routed.text,
+            user_id=user_id,
+            embedder=deps.embedder,
+            index=deps.long_term,
+            weights=policy.recall_weights,
+            now=deps.clock(),
+            k=policy.recall_sessions,
+        )
+        return answer_from_past(
+            routed.text, found, generator=deps.generator,
+            max_new_tokens=policy.max_new_tokens, token_budget=budget,
+        )
+    passages = search_passages(
+        routed.text,
+        embedder=deps.embedder,
+        index=deps.long_term,
+        weights=policy.recall_weights,
+        k=policy.verified_passages,
+        min_score=policy.verified_min_score,
+    )
+    return answer_from_verified(
+        routed.text, passages, generator=deps.generator,
+        max_new_tokens=policy.max_new_tokens, token_budget=budget,
+    )
 
 
 def _append(deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn) -> TurnResult:

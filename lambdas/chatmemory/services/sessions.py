@@ -10,7 +10,7 @@ from typing import Any
 
 from chatmemory.domain import Intent, Page, Session, Source, Turn
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound
-from chatmemory.ports import Clock, LongTermMemory, ShortTermMemory
+from chatmemory.ports import Clock, LongTermIndex, ShortTermMemory
 from chatmemory.schema import SessionStatus
 
 EXPORT_FORMAT = "chatmemory.session.v1"
@@ -105,13 +105,33 @@ def delete_session(
     user_id: str,
     session_id: str,
     *,
-    long_term: LongTermMemory | None = None,
+    long_term: LongTermIndex | None = None,
 ) -> None:
     """Delete a session, its turns and (when configured) its long-term entries."""
     owned_session(memory, user_id, session_id)
     if long_term is not None:
         long_term.delete_session(user_id, session_id)
     memory.delete_session(session_id)
+
+
+def forget_user(
+    memory: ShortTermMemory, user_id: str, *, long_term: LongTermIndex | None = None
+) -> int:
+    """Delete every session, turn and long-term entry of the user. Returns sessions deleted."""
+    # Collect first, then delete: the user index is eventually consistent.
+    session_ids: list[str] = []
+    token: str | None = None
+    while True:
+        page = memory.list_sessions(user_id, 100, token)
+        session_ids += [s.session_id for s in page.items]
+        token = page.next_token
+        if not token:
+            break
+    if long_term is not None:
+        long_term.delete_user(user_id)
+    for session_id in session_ids:
+        memory.delete_session(session_id)
+    return len(session_ids)
 
 
 def list_messages(

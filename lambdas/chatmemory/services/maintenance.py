@@ -1,0 +1,69 @@
+"""Off-request-path upkeep of short-term memory: rolling summaries, idle sessions, redrive."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Protocol
+
+from chatmemory.errors import Conflict, SessionNotFound
+from chatmemory.ports import ShortTermMemory
+from chatmemory.schema import OPEN_SHARDS, SessionStatus
+from chatmemory.services.consolidation import transcript
+from chatmemory.services.prompt import Roles
+from chatmemory.services.sessions import iso
+
+
+class SummaryExtender(Protocol):
+    def extend(self, summary: str, new_text: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class CompactionPolicy:
+    # Compact once more than this many turns are not covered by the running summary...
+    compact_after_turns: int = 12
+    # ...keeping this many newest turns out of the summary (they are in the chat window).
+    keep_recent_turns: int = 6
+    roles: Roles = Roles()
+
+
+def compact_session(
+    session_id: str,
+    *,
+    memory: ShortTermMemory,
+    summarizer: SummaryExtender,
+    policy: CompactionPolicy,
+) -> bool:
+    """Extend the rolling summary with turns older than the recent window. Returns True when
+    the summary advanced. A concurrent run that advanced it first wins; this one is dropped."""
+    session = memory.get_session(session_id)
+    if session is None or session.status != SessionStatus.OPEN:
+        return False
+    uncovered = session.num_turns - session.summary_through_turn
+    if uncovered <= policy.compact_after_turns:
+        return False
+    through = session.num_turns - policy.keep_recent_turns
+    turns = memory.turns_between(session_id, session.summary_through_turn, through)
+    if not turns:
+        return False
+    summary = summarizer.extend(session.running_summary, transcript(turns, policy.roles))
+    return memory.update_running_summary(
+        session_id, summary, through, expected_through=session.summary_through_turn
+    )
+
+
+def sweep_idle_sessions(
+    memory: ShortTermMemory, *, now: datetime, idle_minutes: int, per_shard: int = 100
+) -> list[str]:
+    """End sessions idle longer than idle_minutes (their consolidation follows from the
+    stream). Reads the sparse, write-sharded open-sessions index: no scan, no hot partition."""
+    before = iso(now - timedelta(minutes=idle_minutes))
+    ended: list[str] = []
+    for shard in range(OPEN_SHARDS):
+        for session_id in memory.idle_sessions(shard, before, per_shard):
+            try:
+                memory.end_session(session_id, iso(now), idle_before=before)
+            except (Conflict, SessionNotFound):
+                continue  # active again, or ended/deleted meanwhile
+            ended.append(session_id)
+    return ended

@@ -1,0 +1,272 @@
+"""Long-term recall: hybrid retrieval (vectors + BM25), ranking by similarity and recency, and
+the one-model-call answers of `/past` and `/verified`. Every adapter shares this ranking code."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any
+
+from chatmemory.domain import Source
+from chatmemory.errors import LongTermMemoryUnavailable
+from chatmemory.ports import Candidate, Embedder, LongTermIndex, MemoryDoc, TextGenerator
+from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX
+from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
+
+
+@dataclass(frozen=True)
+class RecallWeights:
+    """How retrieval scores combine (RECALL_WEIGHTS="vector,lexical,recency")."""
+
+    vector: float = 1.0
+    lexical: float = 1.0
+    recency: float = 0.1
+    half_life_days: float = 30.0
+    # Candidates fetched per method, as a multiple of k (chunks of one session compete).
+    depth: int = 8
+
+    @classmethod
+    def parse(cls, raw: str, half_life_days: float = 30.0) -> RecallWeights:
+        parts = [float(p) for p in raw.split(",")] if raw else []
+        vector, lexical, recency = (parts + [1.0, 1.0, 0.1][len(parts) :])[:3]
+        return cls(vector, lexical, recency, half_life_days)
+
+
+@dataclass
+class RankedSession:
+    session_id: str
+    score: float
+    similarity: float
+    recency: float
+    date: str
+    title: str
+    texts: list[str] = field(default_factory=list)
+
+
+@dataclass
+class RankedPassage:
+    doc: MemoryDoc
+    score: float
+
+
+def _parse_time(value: str) -> datetime | None:
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except (ValueError, AttributeError):
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+
+
+def recency_factor(created_at: str, now: datetime, half_life_days: float) -> float:
+    """1.0 for a memory from now, 0.5 one half-life ago."""
+    moment = _parse_time(created_at)
+    if moment is None or half_life_days <= 0:
+        return 0.0
+    age_days = max((now - moment).total_seconds() / 86_400, 0.0)
+    return math.pow(0.5, age_days / half_life_days)
+
+
+def fuse(
+    vector_hits: Sequence[Candidate], lexical_hits: Sequence[Candidate], weights: RecallWeights
+) -> dict[str, tuple[MemoryDoc, float]]:
+    """Per document: weighted cosine plus weighted BM25 normalised by the best BM25 of the query
+    (BM25 is unbounded; cosine of unit vectors is at most 1)."""
+    best_lexical = max((c.lexical_score or 0.0 for c in lexical_hits), default=0.0)
+    fused: dict[str, tuple[MemoryDoc, float]] = {}
+    for hit in vector_hits:
+        score = weights.vector * max(hit.vector_score or 0.0, 0.0)
+        fused[hit.doc.doc_key] = (hit.doc, score)
+    for hit in lexical_hits:
+        lexical = (hit.lexical_score or 0.0) / best_lexical if best_lexical > 0 else 0.0
+        doc, score = fused.get(hit.doc.doc_key, (hit.doc, 0.0))
+        fused[hit.doc.doc_key] = (doc, score + weights.lexical * lexical)
+    return fused
+
+
+def rank_sessions(
+    vector_hits: Sequence[Candidate],
+    lexical_hits: Sequence[Candidate],
+    *,
+    weights: RecallWeights,
+    now: datetime,
+    k: int,
+) -> list[RankedSession]:
+    """Group document scores by session (best document wins), then add recency."""
+    by_session: dict[str, list[tuple[MemoryDoc, float]]] = {}
+    for doc, score in fuse(vector_hits, lexical_hits, weights).values():
+        if doc.session_id:
+            by_session.setdefault(doc.session_id, []).append((doc, score))
+    ranked: list[RankedSession] = []
+    for session_id, scored in by_session.items():
+        scored.sort(key=lambda pair: -pair[1])
+        similarity = scored[0][1]
+        date = min(d.created_at for d, _ in scored)
+        recency = recency_factor(date, now, weights.half_life_days)
+        summary = next((d for d, _ in scored if d.kind == "summary"), None)
+        ranked.append(
+            RankedSession(
+                session_id=session_id,
+                score=similarity + weights.recency * recency,
+                similarity=similarity,
+                recency=recency,
+                date=date,
+                title=(summary or scored[0][0]).title,
+                texts=[d.text for d, _ in scored[:3]],
+            )
+        )
+    ranked.sort(key=lambda r: (-r.score, r.session_id))
+    return ranked[:k]
+
+
+def search_sessions(
+    query: str,
+    *,
+    user_id: str,
+    embedder: Embedder,
+    index: LongTermIndex,
+    weights: RecallWeights,
+    now: datetime,
+    k: int,
+) -> list[RankedSession]:
+    """The caller's past sessions most relevant to `query` (filtered to user_id in the index)."""
+    vector = embedder.embed([query])[0]
+    depth = k * weights.depth
+    vector_hits = index.vector_search(MEMORY_INDEX, vector, depth, user_id)
+    lexical_hits = index.lexical_search(MEMORY_INDEX, query, depth, user_id)
+    return rank_sessions(vector_hits, lexical_hits, weights=weights, now=now, k=k)
+
+
+def search_passages(
+    query: str,
+    *,
+    embedder: Embedder,
+    index: LongTermIndex,
+    weights: RecallWeights,
+    k: int,
+    min_score: float,
+) -> list[RankedPassage]:
+    """Verified passages for `query`; below min_score nothing counts as relevant."""
+    vector = embedder.embed([query])[0]
+    fused = fuse(
+        index.vector_search(PASSAGE_INDEX, vector, k * 4, None),
+        index.lexical_search(PASSAGE_INDEX, query, k * 4, None),
+        weights,
+    )
+    ranked = sorted(fused.values(), key=lambda pair: -pair[1])
+    return [RankedPassage(doc, score) for doc, score in ranked[:k] if score >= min_score]
+
+
+NOTHING_REMEMBERED = "I could not find anything about that in our past conversations."
+NOTHING_VERIFIED = (
+    "I found nothing relevant in the verified documents, so I cannot answer that from them."
+)
+
+
+@dataclass
+class Answer:
+    text: str
+    sources: list[Source]
+    model: str
+
+
+def answer_from_past(
+    question: str,
+    sessions: Sequence[RankedSession],
+    *,
+    generator: TextGenerator,
+    max_new_tokens: int,
+    token_budget: int,
+) -> Answer:
+    """One model call over the retrieved sessions; their dates are cited as sources."""
+    if not sessions:
+        return Answer(NOTHING_REMEMBERED, [], "none")
+    blocks = [f"[{s.date[:10]}] " + " ".join(s.texts) for s in sessions]
+    prompt = _grounded_prompt(
+        "Answer the question using only these notes from past conversations with the user. "
+        "If they do not contain the answer, say you do not remember.",
+        blocks,
+        question,
+        token_budget,
+    )
+    generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
+    sources = [
+        Source(kind="session", id=s.session_id, title=s.title, date=s.date, score=round(s.score, 4))
+        for s in sessions
+    ]
+    return Answer(generation.text.strip(), sources, generation.model or generator.name)
+
+
+def answer_from_verified(
+    question: str,
+    passages: Sequence[RankedPassage],
+    *,
+    generator: TextGenerator,
+    max_new_tokens: int,
+    token_budget: int,
+) -> Answer:
+    """One model call over verified passages, citing doc_id/passage_id; none → say so."""
+    if not passages:
+        return Answer(NOTHING_VERIFIED, [], "none")
+    blocks = [f"[{p.doc.doc_id}#{p.doc.passage_id}] {p.doc.text}" for p in passages]
+    prompt = _grounded_prompt(
+        "Answer the question using only these verified passages and cite the passage ids in "
+        "brackets. If they do not contain the answer, say so.",
+        blocks,
+        question,
+        token_budget,
+    )
+    generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
+    sources = [
+        Source(
+            kind="passage",
+            id=f"{p.doc.doc_id}#{p.doc.passage_id}",
+            title=p.doc.title,
+            doc_id=p.doc.doc_id,
+            passage_id=p.doc.passage_id,
+            score=round(p.score, 4),
+        )
+        for p in passages
+    ]
+    return Answer(generation.text.strip(), sources, generation.model or generator.name)
+
+
+def _grounded_prompt(instruction: str, blocks: list[str], question: str, budget: int) -> str:
+    tail = f"Question: {question}\nAnswer:"
+    left = budget - estimate_tokens(instruction) - estimate_tokens(tail)
+    kept: list[str] = []
+    for block in blocks:
+        if left <= 20:
+            break
+        clipped = clip_to_tokens(block, left)
+        kept.append(clipped)
+        left -= estimate_tokens(clipped)
+    return "\n".join([instruction, *kept, tail])
+
+
+def search_memories(deps: Any, policy: Any, *, user_id: str, query: str, k: int) -> list[dict]:
+    """GET /memories: the caller's matching past sessions with their scores."""
+    if deps.long_term is None or deps.embedder is None:
+        raise LongTermMemoryUnavailable("no long-term memory is configured")
+    found = search_sessions(
+        query,
+        user_id=user_id,
+        embedder=deps.embedder,
+        index=deps.long_term,
+        weights=policy.recall_weights,
+        now=deps.clock(),
+        k=k,
+    )
+    return [
+        {
+            "session_id": s.session_id,
+            "score": round(s.score, 4),
+            "similarity": round(s.similarity, 4),
+            "recency": round(s.recency, 4),
+            "date": s.date,
+            "title": s.title,
+            "snippets": s.texts,
+        }
+        for s in found
+    ]
