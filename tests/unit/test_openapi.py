@@ -26,6 +26,8 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
         ("/sessions/{session_id}/messages", "get"),
         ("/sessions/{session_id}/messages", "post"),
         ("/sessions/{session_id}/export", "get"),
+        ("/memories", "get"),
+        ("/memories", "delete"),
     }
     post = document["paths"]["/sessions/{session_id}/messages"]["post"]
     body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]
