@@ -1,0 +1,134 @@
+"""Rolling summary, idle sweep, ingestion chunking and the embedded index on disk."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from chatmemory import wiring
+from chatmemory.adapters.dynamodb import DynamoShortTermMemory
+from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+from chatmemory.ports import MemoryDoc
+from chatmemory.schema import MEMORY_INDEX
+from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.ingest import chunk_text
+from chatmemory.services.maintenance import CompactionPolicy, compact_session, sweep_idle_sessions
+from chatmemory.services.sessions import create_session
+from tests.fakes import FakeGenerator, FakeSummarizer
+from tests.streams import StreamReader
+
+
+@pytest.fixture
+def memory(dynamodb: Any) -> DynamoShortTermMemory:
+    return DynamoShortTermMemory(dynamodb, "sessions", "conversations")
+
+
+def _chat(memory, n: int, clock=None) -> str:
+    deps = ChatDeps(memory=memory, generator=FakeGenerator(), **({"clock": clock} if clock else {}))
+    session = create_session(memory, "alice", **({"clock": clock} if clock else {}))
+    for i in range(1, n + 1):
+        post_message(deps, ChatPolicy(), user_id="alice", session_id=session.session_id,
+                     content=f"fact {i}")
+    return session.session_id
+
+
+def test_rolling_summary_covers_old_turns_and_keeps_the_recent_window_out(memory) -> None:
+    sid = _chat(memory, 20)
+    policy = CompactionPolicy(compact_after_turns=12, keep_recent_turns=6)
+    assert compact_session(sid, memory=memory, summarizer=FakeSummarizer(), policy=policy)
+    session = memory.get_session(sid)
+    assert session.summary_through_turn == 14
+    assert "fact 1 " in session.running_summary + " " and "fact 14" in session.running_summary
+    assert "fact 15" not in session.running_summary
+    # Nothing more to do until enough new turns arrive.
+    assert not compact_session(sid, memory=memory, summarizer=FakeSummarizer(), policy=policy)
+
+
+def test_the_chat_prompt_uses_the_rolling_summary(memory) -> None:
+    sid = _chat(memory, 20)
+    compact_session(sid, memory=memory, summarizer=FakeSummarizer(), policy=CompactionPolicy())
+    model = FakeGenerator()
+    post_message(ChatDeps(memory=memory, generator=model), ChatPolicy(window_turns=2),
+                 user_id="alice", session_id=sid, content="what do you know?")
+    assert "Summary of the earlier conversation: User: fact 1" in model.prompts[0]
+
+
+def test_a_concurrent_compaction_does_not_overwrite_a_newer_summary(memory) -> None:
+    sid = _chat(memory, 20)
+    stale = memory.get_session(sid)
+
+    class RacingSummarizer(FakeSummarizer):
+        def extend(self, summary: str, new_text: str) -> str:
+            # Another run finishes first while this one is summarizing.
+            memory.update_running_summary(sid, "newer summary", 16, expected_through=0)
+            return "stale summary"
+
+    assert not compact_session(sid, memory=memory, summarizer=RacingSummarizer(),
+                               policy=CompactionPolicy())
+    session = memory.get_session(sid)
+    assert (session.running_summary, session.summary_through_turn) == ("newer summary", 16)
+    assert stale.summary_through_turn == 0
+
+
+def test_compaction_handler_acts_on_new_turns_from_the_stream(
+    memory, dynamodb, monkeypatch: pytest.MonkeyPatch, lambda_context
+) -> None:
+    from handlers import compact
+
+    deps = wiring.CompactionDeps(memory, FakeSummarizer(), CompactionPolicy())
+    monkeypatch.setattr(wiring, "compaction_deps", lambda: deps)
+    stream = StreamReader(dynamodb, "conversations")
+    sid = _chat(memory, 14)
+    assert compact.handler(stream.event(), lambda_context) == {"batchItemFailures": []}
+    assert memory.get_session(sid).summary_through_turn == 8
+
+
+def test_idle_sessions_are_ended_without_scanning(memory, dynamodb) -> None:
+    long_ago = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    idle = [_chat(memory, 1, clock=lambda: long_ago) for _ in range(3)]
+    active = _chat(memory, 1)
+    ops: list[str] = []
+    dynamodb.meta.events.register("before-call.dynamodb.*", lambda model, **_: ops.append(model.name))
+    ended = sweep_idle_sessions(memory, now=datetime.now(timezone.utc), idle_minutes=30)
+    assert sorted(ended) == sorted(idle)
+    assert "Scan" not in ops
+    assert all(memory.get_session(s).status == "ENDED" for s in idle)
+    assert memory.get_session(active).status == "OPEN"
+    # Ended sessions leave the sparse index: a second sweep finds nothing.
+    assert sweep_idle_sessions(memory, now=datetime.now(timezone.utc), idle_minutes=30) == []
+
+
+def test_a_session_active_again_is_not_ended_by_a_late_sweep(memory) -> None:
+    long_ago = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    sid = _chat(memory, 1, clock=lambda: long_ago)
+    before = (datetime.now(timezone.utc) - timedelta(minutes=30)).isoformat()
+    post_message(ChatDeps(memory=memory, generator=FakeGenerator()), ChatPolicy(),
+                 user_id="alice", session_id=sid, content="I'm back")
+    from chatmemory.errors import Conflict
+
+    with pytest.raises(Conflict):
+        memory.end_session(sid, "2026-11-22T00:00:00.000Z", idle_before=before[:23] + "Z")
+
+
+def test_documents_are_chunked_on_paragraphs_with_overlap_for_long_ones() -> None:
+    text = "Intro line.\n\n" + " ".join(f"w{i}" for i in range(300)) + "\n\nLast paragraph."
+    chunks = chunk_text(text, max_words=120, overlap_words=20)
+    assert chunks[0] == "Intro line."
+    assert chunks[1].split()[0] == "w0" and chunks[1].split()[-1] == "w119"
+    assert chunks[2].split()[0] == "w100"  # 20 words shared with the previous passage
+    assert chunks[-1].endswith("Last paragraph.")
+
+
+def test_embedded_index_persists_on_disk(tmp_path) -> None:
+    path = tmp_path / "memory.sqlite3"
+    doc = MemoryDoc(doc_key="s1#summary", user_id="alice", kind="summary", text="sailing trip",
+                    created_at="2026-01-01T00:00:00.000Z", embedding=[1.0, 0.0], session_id="s1")
+    EmbeddedLongTermIndex(path).upsert(MEMORY_INDEX, [doc])
+    reopened = EmbeddedLongTermIndex(path)
+    [hit] = reopened.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice")
+    assert hit.doc.text == "sailing trip" and hit.vector_score == pytest.approx(1.0)
+    [lexical] = reopened.lexical_search(MEMORY_INDEX, "sailing", 5, "alice")
+    assert lexical.doc.doc_key == "s1#summary" and lexical.lexical_score > 0
+    assert reopened.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "bob") == []
