@@ -52,3 +52,10 @@ class ModelUnavailable(ChatMemoryError):
 class LongTermMemoryUnavailable(ChatMemoryError):
     code = "long_term_memory_unavailable"
     status = 503
+
+
+class LongTermMemoryError(ChatMemoryError):
+    """The long-term index refused a request (a 4xx answer of OpenSearch): a bad gateway."""
+
+    code = "long_term_memory_error"
+    status = 502

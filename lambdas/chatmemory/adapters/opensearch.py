@@ -1,0 +1,241 @@
+"""Long-term memory on OpenSearch (a managed domain or a Serverless vector collection): k-NN on
+faiss HNSW plus BM25, behind the LongTermIndex port."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, fields
+from typing import Any
+from urllib.parse import urlsplit
+
+from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth, Urllib3HttpConnection
+from opensearchpy.exceptions import ConnectionError as TransportConnectionError
+from opensearchpy.exceptions import NotFoundError, RequestError, TransportError
+
+from chatmemory import schema
+from chatmemory.errors import LongTermMemoryError, LongTermMemoryUnavailable
+from chatmemory.ports import Candidate, MemoryDoc
+
+_DOC_FIELDS = frozenset(f.name for f in fields(MemoryDoc))
+# Hits never carry the vector back: it is large and the ranking code only needs the score.
+_NO_VECTOR = {"excludes": ["embedding"]}
+
+
+def opensearch_client(
+    endpoint: str, region: str, *, serverless: bool, timeout: float = 10.0
+) -> OpenSearch:
+    """A SigV4-signed HTTPS client for a domain ("es") or a Serverless collection ("aoss")."""
+    import boto3  # lazily: importing this module must not need AWS (tests, local mode)
+
+    # Refreshable credentials: the signer freezes them per request, so Lambda role rotation works.
+    credentials = boto3.Session().get_credentials()
+    url = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+    if not url.hostname:
+        # Without a host the client would quietly talk to localhost.
+        raise ValueError(f"not an OpenSearch endpoint: {endpoint!r}")
+    return OpenSearch(
+        hosts=[{"host": url.hostname, "port": url.port or 443}],
+        http_auth=Urllib3AWSV4SignerAuth(credentials, region, "aoss" if serverless else "es"),
+        use_ssl=True,
+        verify_certs=True,
+        connection_class=Urllib3HttpConnection,
+        timeout=timeout,
+        retry_on_timeout=True,
+        max_retries=2,
+    )
+
+
+def inner_product_from_score(score: float) -> float:
+    """Undo the k-NN plugin's score for faiss `innerproduct`: score = 1 + ip when ip > 0, else
+    1 / (1 - ip). The result is the raw inner product, the cosine for unit vectors."""
+    # k-NN plugin: Faiss.SCORE_TRANSLATIONS applies SpaceType.INNER_PRODUCT.scoreTranslation to
+    # -ip. The exact search that a filtered query may fall back to scores with Lucene's
+    # scaleMaxInnerProductScore, which is the same function, so one inverse covers both.
+    return score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score
+
+
+class OpenSearchLongTermIndex:
+    """LongTermIndex on OpenSearch. Index names are `index_prefix` + the names in schema.py."""
+
+    def __init__(
+        self,
+        client: OpenSearch,
+        *,
+        dimension: int,
+        serverless: bool = False,
+        index_prefix: str = "",
+    ) -> None:
+        self._client = client
+        self._dimension = dimension
+        self._serverless = serverless
+        self._prefix = index_prefix
+
+    def ensure_indexes(self) -> None:
+        """Create both indexes from schema.py when missing; a concurrent creator is fine."""
+        body = schema.long_term_index_body(self._dimension)
+        if self._serverless:
+            # Serverless manages shards itself and rejects the setting.
+            body["settings"]["index"].pop("number_of_shards", None)
+        for logical in schema.LONG_TERM_INDEXES:
+            name = self._name(logical)
+            with _translated(f"create index {name}"):
+                if self._client.indices.exists(index=name):
+                    continue
+                try:
+                    self._client.indices.create(index=name, body=body)
+                except RequestError as error:
+                    if error.error != "resource_already_exists_exception":
+                        raise
+
+    def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None:
+        """Index `docs` in one bulk request, each under its deterministic `doc_key`."""
+        if not docs:
+            return
+        name = self._name(index)
+        lines: list[dict[str, Any]] = []
+        with _translated(f"index into {name}"):
+            if self._serverless:
+                # Vector collections reject a custom _id, so an overwrite is "delete the doc_keys,
+                # then index". Trade-offs: not atomic (a search in between misses these docs, a
+                # crash in between leaves them deleted until the redelivery indexes them again),
+                # and Serverless makes writes searchable only after a delay, so a redelivery
+                # within seconds of the first write may not see it and can leave a duplicate.
+                self._delete_where(name, {"terms": {"doc_key": [d.doc_key for d in docs]}})
+            for doc in docs:
+                action: dict[str, Any] = {"_index": name}
+                if not self._serverless:
+                    action["_id"] = doc.doc_key
+                lines += [{"index": action}, _source(doc)]
+            # refresh=false: consolidation never reads its own writes; the refresh interval does.
+            params = {} if self._serverless else {"refresh": "false"}
+            reply = self._client.bulk(body=lines, params=params)
+        if reply.get("errors"):
+            # Items come back in the order of the actions, so each one names its document.
+            failed = [
+                (doc.doc_key, outcome)
+                for doc, item in zip(docs, reply["items"], strict=True)
+                for outcome in item.values()
+                if "error" in outcome
+            ]
+            key, outcome = failed[0]
+            message = (
+                f"{len(failed)} of {len(docs)} documents not indexed into {name}; "
+                f"{key}: {_reason(outcome['error'])}"
+            )
+            # A shard rejecting under load (429) or failing (5xx) is an outage worth a retry.
+            if outcome.get("status") == 429 or outcome.get("status", 0) >= 500:
+                raise LongTermMemoryUnavailable(message)
+            raise LongTermMemoryError(message)
+
+    def vector_search(
+        self, index: str, vector: Sequence[float], k: int, user_id: str | None
+    ) -> list[Candidate]:
+        """The k nearest documents of `user_id` (filtered inside HNSW by faiss), cosine-scored."""
+        knn: dict[str, Any] = {"vector": list(vector), "k": k}
+        if user_id is not None:
+            knn["filter"] = {"term": {"user_id": user_id}}
+        body = {"size": k, "_source": _NO_VECTOR, "query": {"knn": {"embedding": knn}}}
+        hits = self._search(index, body)
+        return [
+            Candidate(_doc(hit["_source"]), vector_score=inner_product_from_score(hit["_score"]))
+            for hit in hits
+        ]
+
+    def lexical_search(self, index: str, text: str, k: int, user_id: str | None) -> list[Candidate]:
+        """The k best BM25 matches of `text` among the documents of `user_id`."""
+        query: dict[str, Any] = {"must": [{"match": {"text": {"query": text}}}]}
+        if user_id is not None:
+            query["filter"] = [{"term": {"user_id": user_id}}]
+        body = {"size": k, "_source": _NO_VECTOR, "query": {"bool": query}}
+        hits = self._search(index, body)
+        return [Candidate(_doc(hit["_source"]), lexical_score=hit["_score"]) for hit in hits]
+
+    def delete_session(self, user_id: str, session_id: str) -> None:
+        """Forget every memory of one session (summary and chunks)."""
+        with _translated("delete a session's memories"):
+            self._delete_where(
+                self._name(schema.MEMORY_INDEX), _terms(user_id=user_id, session_id=session_id)
+            )
+
+    def delete_user(self, user_id: str) -> None:
+        """Forget every memory of one user; shared passages are nobody's and stay."""
+        with _translated("delete a user's memories"):
+            self._delete_where(self._name(schema.MEMORY_INDEX), _terms(user_id=user_id))
+
+    def _name(self, index: str) -> str:
+        return self._prefix + index
+
+    def _search(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+        name = self._name(index)
+        with _translated(f"search {name}"):
+            try:
+                reply = self._client.search(index=name, body=body)
+            except NotFoundError as error:
+                # Nothing consolidated yet (or setup not run): no memories, not an outage.
+                if _missing_index(error):
+                    return []
+                raise
+        return list(reply["hits"]["hits"])
+
+    def _delete_where(self, name: str, query: dict[str, Any]) -> None:
+        try:
+            # conflicts=proceed: a concurrent write to a doomed doc must not abort the rest.
+            reply = self._client.delete_by_query(
+                index=name, body={"query": query}, params={"conflicts": "proceed"}
+            )
+        except NotFoundError as error:
+            if _missing_index(error):
+                return
+            raise
+        if reply.get("failures"):
+            raise LongTermMemoryError(
+                f"deleting from {name} failed: {_reason(reply['failures'][0].get('cause', {}))}"
+            )
+
+
+def _source(doc: MemoryDoc) -> dict[str, Any]:
+    source = asdict(doc)
+    if not source["embedding"]:
+        # An empty list fails the knn_vector dimension check; a missing vector is allowed.
+        del source["embedding"]
+    return source
+
+
+def _doc(source: dict[str, Any]) -> MemoryDoc:
+    return MemoryDoc(**{k: v for k, v in source.items() if k in _DOC_FIELDS})
+
+
+def _terms(**values: str) -> dict[str, Any]:
+    return {"bool": {"filter": [{"term": {k: v}} for k, v in values.items()]}}
+
+
+def _missing_index(error: TransportError) -> bool:
+    return error.error == "index_not_found_exception"
+
+
+def _reason(error: Any) -> str:
+    """`type: reason` of an OpenSearch error object, else whatever the server sent."""
+    if isinstance(error, dict) and isinstance(error.get("error"), dict):
+        error = error["error"]  # a whole error answer: {"error": {...}, "status": 400}
+    if isinstance(error, dict) and "type" in error:
+        return f"{error['type']}: {error.get('reason', '')}"
+    return str(error)
+
+
+@contextmanager
+def _translated(action: str) -> Iterator[None]:
+    """OpenSearch exceptions become the project's: outages 503, refusals 502."""
+    try:
+        yield
+    except TransportConnectionError as error:  # also ConnectionTimeout and SSLError
+        raise LongTermMemoryUnavailable(f"OpenSearch unreachable ({action}): {error}") from error
+    except TransportError as error:
+        status = error.status_code
+        if isinstance(status, int) and (status == 429 or status >= 500):
+            raise LongTermMemoryUnavailable(
+                f"OpenSearch answered {status} ({action}): {_reason(error.info or error.error)}"
+            ) from error
+        raise LongTermMemoryError(
+            f"OpenSearch refused to {action} ({status}): {_reason(error.info or error.error)}"
+        ) from error

@@ -1,0 +1,532 @@
+"""OpenSearchLongTermIndex against recorded OpenSearch 2.x answers: a real client whose only
+fake is the connection, so request paths, parameters and bodies are the ones sent in AWS."""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from chatmemory import schema
+from chatmemory.adapters.opensearch import (
+    OpenSearchLongTermIndex,
+    inner_product_from_score,
+    opensearch_client,
+)
+from chatmemory.errors import LongTermMemoryError, LongTermMemoryUnavailable
+from chatmemory.ports import Candidate, MemoryDoc
+from opensearchpy import Connection, OpenSearch
+from opensearchpy.exceptions import ConnectionTimeout
+
+RECORDED = Path(__file__).parent / "recorded" / "opensearch"
+HOST = "search-chat-memory-abc123.eu-west-1.es.amazonaws.com"
+DIMENSION = 384
+
+
+def recorded(name: str) -> dict[str, Any]:
+    return json.loads((RECORDED / f"{name}.json").read_text())
+
+
+@dataclass
+class Sent:
+    method: str
+    url: str
+    params: dict[str, str]
+    body: str | None
+
+    def json(self) -> Any:
+        return json.loads(self.body or "null")
+
+    def ndjson(self) -> list[Any]:
+        assert self.body is not None and self.body.endswith("\n")
+        return [json.loads(line) for line in self.body.splitlines()]
+
+
+@dataclass
+class Exchange:
+    """What the client sent, and the recorded answers (or exceptions) it gets, in order."""
+
+    replies: deque[Any] = field(default_factory=deque)
+    sent: list[Sent] = field(default_factory=list)
+
+
+class RecordedConnection(Connection):
+    """Answers like Urllib3HttpConnection would, from the exchange's queue; no socket."""
+
+    def __init__(self, *, exchange: Exchange, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.exchange = exchange
+
+    def perform_request(
+        self,
+        method: str,
+        url: str,
+        params: Any = None,
+        body: bytes | None = None,
+        timeout: float | None = None,
+        ignore: Any = (),
+        headers: Any = None,
+    ) -> Any:
+        decoded = {k: v.decode() if isinstance(v, bytes) else v for k, v in (params or {}).items()}
+        self.exchange.sent.append(Sent(method, url, decoded, body.decode() if body else None))
+        reply = self.exchange.replies.popleft()
+        if isinstance(reply, Exception):
+            raise reply
+        raw = "" if reply["body"] is None else json.dumps(reply["body"])
+        if not 200 <= reply["status"] < 300 and reply["status"] not in ignore:
+            # The real connection classes raise through this very method.
+            self._raise_error(reply["status"], raw, reply["headers"].get("content-type"))
+        return reply["status"], reply["headers"], raw
+
+
+@pytest.fixture
+def exchange() -> Exchange:
+    return Exchange()
+
+
+def make_index(exchange: Exchange, *replies: Any, serverless: bool = False):
+    exchange.replies.extend(recorded(r) if isinstance(r, str) else r for r in replies)
+    # Same retry settings as opensearch_client, so retries are part of what is tested.
+    client = OpenSearch(
+        hosts=[{"host": HOST, "port": 443, "use_ssl": True}],
+        connection_class=RecordedConnection,
+        exchange=exchange,
+        retry_on_timeout=True,
+        max_retries=2,
+    )
+    return OpenSearchLongTermIndex(client, dimension=DIMENSION, serverless=serverless)
+
+
+def summary_and_chunk() -> list[MemoryDoc]:
+    return [
+        MemoryDoc(
+            doc_key="sess-1#summary",
+            user_id="user-a",
+            kind="summary",
+            text="We planned a trip to Lisbon in May.",
+            created_at="2024-05-01T10:00:00Z",
+            embedding=[0.6, 0.8],
+            session_id="sess-1",
+            title="Lisbon trip",
+            turn_from=1,
+            turn_to=12,
+        ),
+        MemoryDoc(
+            doc_key="sess-1#chunk-0",
+            user_id="user-a",
+            kind="chunk",
+            text="user: Lisbon in May?",
+            created_at="2024-05-01T10:00:00Z",
+            embedding=[0.8, 0.6],
+            session_id="sess-1",
+            turn_from=1,
+            turn_to=2,
+        ),
+    ]
+
+
+def source_of(doc: MemoryDoc) -> dict[str, Any]:
+    return {
+        "doc_key": doc.doc_key,
+        "user_id": doc.user_id,
+        "kind": doc.kind,
+        "text": doc.text,
+        "created_at": doc.created_at,
+        "embedding": doc.embedding,
+        "session_id": doc.session_id,
+        "title": doc.title,
+        "doc_id": None,
+        "passage_id": None,
+        "source": None,
+        "turn_from": doc.turn_from,
+        "turn_to": doc.turn_to,
+    }
+
+
+# --- ensure_indexes --------------------------------------------------------------------------
+
+
+def test_missing_indexes_are_created_with_the_schema_body(exchange: Exchange) -> None:
+    index = make_index(
+        exchange, "head_missing", "create_index", "head_missing", "create_index_passages"
+    )
+
+    index.ensure_indexes()
+
+    assert [(s.method, s.url) for s in exchange.sent] == [
+        ("HEAD", "/conversation-memories"),
+        ("PUT", "/conversation-memories"),
+        ("HEAD", "/verified-passages"),
+        ("PUT", "/verified-passages"),
+    ]
+    body = exchange.sent[1].json()
+    assert body == schema.long_term_index_body(DIMENSION)
+    assert exchange.sent[3].json() == body
+    # What the schema promises, spelled out once here: faiss HNSW, 384 dims, keyword user_id.
+    assert body["settings"] == {"index": {"knn": True, "number_of_shards": 1}}
+    assert body["mappings"]["properties"]["user_id"] == {"type": "keyword"}
+    assert body["mappings"]["properties"]["embedding"] == {
+        "type": "knn_vector",
+        "dimension": 384,
+        "method": {
+            "name": "hnsw",
+            "engine": "faiss",
+            "space_type": "innerproduct",
+            "parameters": {"m": 16, "ef_construction": 128},
+        },
+    }
+
+
+def test_existing_indexes_are_left_alone(exchange: Exchange) -> None:
+    index = make_index(exchange, "head_present", "head_present")
+
+    index.ensure_indexes()
+
+    assert [s.method for s in exchange.sent] == ["HEAD", "HEAD"]
+
+
+def test_index_created_concurrently_by_another_setup_is_not_an_error(exchange: Exchange) -> None:
+    index = make_index(exchange, "head_present", "head_missing", "resource_already_exists")
+
+    index.ensure_indexes()
+
+    assert [s.method for s in exchange.sent] == ["HEAD", "HEAD", "PUT"]
+
+
+def test_serverless_indexes_are_created_without_number_of_shards(exchange: Exchange) -> None:
+    index = make_index(
+        exchange,
+        "head_missing",
+        "create_index",
+        "head_missing",
+        "create_index_passages",
+        serverless=True,
+    )
+
+    index.ensure_indexes()
+
+    body = exchange.sent[1].json()
+    assert body["settings"] == {"index": {"knn": True}}
+    assert body["mappings"] == schema.long_term_index_body(DIMENSION)["mappings"]
+
+
+def test_index_prefix_is_prepended_to_both_index_names(exchange: Exchange) -> None:
+    exchange.replies.extend([recorded("head_present")] * 2)
+    client = OpenSearch(hosts=[HOST], connection_class=RecordedConnection, exchange=exchange)
+    index = OpenSearchLongTermIndex(client, dimension=DIMENSION, index_prefix="dev-")
+
+    index.ensure_indexes()
+
+    assert [s.url for s in exchange.sent] == [
+        "/dev-conversation-memories",
+        "/dev-verified-passages",
+    ]
+
+
+# --- upsert ----------------------------------------------------------------------------------
+
+
+def test_upsert_sends_one_bulk_request_with_doc_key_as_id(exchange: Exchange) -> None:
+    index = make_index(exchange, "bulk_created")
+    docs = summary_and_chunk()
+
+    index.upsert(schema.MEMORY_INDEX, docs)
+
+    [sent] = exchange.sent
+    assert (sent.method, sent.url, sent.params) == ("POST", "/_bulk", {"refresh": "false"})
+    assert sent.ndjson() == [
+        {"index": {"_index": "conversation-memories", "_id": "sess-1#summary"}},
+        source_of(docs[0]),
+        {"index": {"_index": "conversation-memories", "_id": "sess-1#chunk-0"}},
+        source_of(docs[1]),
+    ]
+
+
+def test_upsert_of_nothing_sends_no_request(exchange: Exchange) -> None:
+    index = make_index(exchange)
+
+    index.upsert(schema.MEMORY_INDEX, [])
+
+    assert exchange.sent == []
+
+
+def test_document_without_embedding_is_indexed_without_the_vector_field(
+    exchange: Exchange,
+) -> None:
+    index = make_index(exchange, "bulk_created")
+    doc = summary_and_chunk()[0]
+    doc.embedding = []
+
+    index.upsert(schema.MEMORY_INDEX, [doc])
+
+    assert "embedding" not in exchange.sent[0].ndjson()[1]
+
+
+def test_serverless_upsert_deletes_same_doc_keys_then_indexes_without_id(
+    exchange: Exchange,
+) -> None:
+    index = make_index(exchange, "delete_by_query", "bulk_serverless_created", serverless=True)
+    docs = summary_and_chunk()
+
+    index.upsert(schema.MEMORY_INDEX, docs)
+
+    delete, bulk = exchange.sent
+    assert (delete.method, delete.url, delete.params) == (
+        "POST",
+        "/conversation-memories/_delete_by_query",
+        {"conflicts": "proceed"},
+    )
+    assert delete.json() == {"query": {"terms": {"doc_key": ["sess-1#summary", "sess-1#chunk-0"]}}}
+    assert (bulk.method, bulk.url, bulk.params) == ("POST", "/_bulk", {})
+    assert bulk.ndjson() == [
+        {"index": {"_index": "conversation-memories"}},
+        source_of(docs[0]),
+        {"index": {"_index": "conversation-memories"}},
+        source_of(docs[1]),
+    ]
+
+
+def test_bulk_item_error_raises_long_term_memory_error_with_its_reason(
+    exchange: Exchange,
+) -> None:
+    index = make_index(exchange, "bulk_item_error")
+
+    with pytest.raises(LongTermMemoryError) as raised:
+        index.upsert(schema.MEMORY_INDEX, summary_and_chunk())
+
+    message = str(raised.value)
+    assert "1 of 2 documents" in message
+    assert "sess-1#chunk-0: mapper_parsing_exception: failed to parse field [embedding]" in message
+    assert raised.value.status == 502
+
+
+def test_bulk_item_rejected_under_load_is_unavailable(exchange: Exchange) -> None:
+    index = make_index(exchange, "bulk_item_rejected")
+
+    with pytest.raises(LongTermMemoryUnavailable, match="rejected_execution_exception"):
+        index.upsert(schema.MEMORY_INDEX, summary_and_chunk()[:1])
+
+
+# --- vector_search ---------------------------------------------------------------------------
+
+
+def test_vector_search_sends_knn_query_filtered_to_the_user(exchange: Exchange) -> None:
+    index = make_index(exchange, "knn_search")
+
+    index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+
+    [sent] = exchange.sent
+    assert (sent.method, sent.url) == ("POST", "/conversation-memories/_search")
+    assert sent.json() == {
+        "size": 5,
+        "_source": {"excludes": ["embedding"]},
+        "query": {
+            "knn": {
+                "embedding": {
+                    "vector": [0.6, 0.8],
+                    "k": 5,
+                    "filter": {"term": {"user_id": "user-a"}},
+                }
+            }
+        },
+    }
+
+
+def test_vector_search_of_shared_passages_has_no_user_filter(exchange: Exchange) -> None:
+    index = make_index(exchange, "knn_search")
+
+    index.vector_search(schema.PASSAGE_INDEX, [0.6, 0.8], 3, None)
+
+    sent = exchange.sent[0]
+    assert sent.url == "/verified-passages/_search"
+    assert sent.json()["query"] == {"knn": {"embedding": {"vector": [0.6, 0.8], "k": 3}}}
+
+
+def test_vector_search_hits_become_candidates_with_the_raw_inner_product(
+    exchange: Exchange,
+) -> None:
+    index = make_index(exchange, "knn_search")
+
+    found = index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+
+    assert found == [
+        Candidate(
+            doc=MemoryDoc(
+                doc_key="sess-1#summary",
+                user_id="user-a",
+                kind="summary",
+                text="We planned a trip to Lisbon in May.",
+                created_at="2024-05-01T10:00:00Z",
+                session_id="sess-1",
+                title="Lisbon trip",
+                turn_from=1,
+                turn_to=12,
+            ),
+            vector_score=pytest.approx(0.8068256),
+        ),
+        Candidate(
+            doc=MemoryDoc(
+                doc_key="sess-2#chunk-3",
+                user_id="user-a",
+                kind="chunk",
+                text="The user dislikes early flights.",
+                created_at="2024-04-02T08:30:00Z",
+                session_id="sess-2",
+                turn_from=7,
+                turn_to=9,
+            ),
+            # score 0.8 = 1 / (1 - ip)  =>  ip = -0.25
+            vector_score=pytest.approx(-0.25),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("ip", [1.0, 0.8068256, 0.3, 0.0, -0.25, -1.0])
+def test_score_translation_is_the_exact_inverse_of_the_knn_plugin(ip: float) -> None:
+    # k-NN plugin, faiss innerproduct: scoreTranslation(-ip) = 1/(1 + -ip) if -ip >= 0 else ip + 1
+    score = 1 / (1 - ip) if ip <= 0 else ip + 1
+    assert inner_product_from_score(score) == pytest.approx(ip)
+
+
+def test_search_of_a_missing_index_finds_nothing(exchange: Exchange) -> None:
+    index = make_index(exchange, "index_not_found")
+
+    assert index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a") == []
+
+
+# --- lexical_search --------------------------------------------------------------------------
+
+
+def test_lexical_search_sends_match_query_filtered_to_the_user(exchange: Exchange) -> None:
+    index = make_index(exchange, "match_search")
+
+    index.lexical_search(schema.MEMORY_INDEX, "Lisbon trip", 4, "user-a")
+
+    assert exchange.sent[0].json() == {
+        "size": 4,
+        "_source": {"excludes": ["embedding"]},
+        "query": {
+            "bool": {
+                "must": [{"match": {"text": {"query": "Lisbon trip"}}}],
+                "filter": [{"term": {"user_id": "user-a"}}],
+            }
+        },
+    }
+
+
+def test_lexical_search_hits_carry_the_bm25_score(exchange: Exchange) -> None:
+    index = make_index(exchange, "match_search")
+
+    [hit] = index.lexical_search(schema.PASSAGE_INDEX, "refund", 4, None)
+
+    assert "filter" not in exchange.sent[0].json()["query"]["bool"]
+    assert hit.lexical_score == pytest.approx(2.7725887)
+    assert hit.vector_score is None
+    assert (hit.doc.doc_id, hit.doc.passage_id, hit.doc.source) == (
+        "handbook",
+        "p-4",
+        "s3://docs/handbook.pdf",
+    )
+
+
+# --- deletes ---------------------------------------------------------------------------------
+
+
+def test_delete_session_deletes_by_user_and_session(exchange: Exchange) -> None:
+    index = make_index(exchange, "delete_by_query")
+
+    index.delete_session("user-a", "sess-1")
+
+    [sent] = exchange.sent
+    assert (sent.method, sent.url, sent.params) == (
+        "POST",
+        "/conversation-memories/_delete_by_query",
+        {"conflicts": "proceed"},
+    )
+    assert sent.json() == {
+        "query": {
+            "bool": {
+                "filter": [{"term": {"user_id": "user-a"}}, {"term": {"session_id": "sess-1"}}]
+            }
+        }
+    }
+
+
+def test_delete_user_deletes_only_that_users_memories(exchange: Exchange) -> None:
+    index = make_index(exchange, "delete_by_query")
+
+    index.delete_user("user-a")
+
+    [sent] = exchange.sent
+    assert sent.url == "/conversation-memories/_delete_by_query"
+    assert sent.json() == {"query": {"bool": {"filter": [{"term": {"user_id": "user-a"}}]}}}
+
+
+def test_delete_from_a_missing_index_is_not_an_error(exchange: Exchange) -> None:
+    index = make_index(exchange, "index_not_found", "index_not_found")
+
+    index.delete_session("user-a", "sess-1")
+    index.delete_user("user-a")
+
+
+# --- error mapping ---------------------------------------------------------------------------
+
+
+def test_throttling_429_is_unavailable(exchange: Exchange) -> None:
+    index = make_index(exchange, "too_many_requests")
+
+    with pytest.raises(LongTermMemoryUnavailable, match="429") as raised:
+        index.lexical_search(schema.MEMORY_INDEX, "Lisbon", 4, "user-a")
+
+    assert raised.value.status == 503
+
+
+def test_503_after_the_clients_retries_is_unavailable(exchange: Exchange) -> None:
+    index = make_index(exchange, *["all_shards_failed"] * 3)
+
+    with pytest.raises(LongTermMemoryUnavailable, match="search_phase_execution_exception"):
+        index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+
+    assert len(exchange.sent) == 3  # one try and max_retries=2
+
+
+def test_timeouts_after_the_clients_retries_are_unavailable(exchange: Exchange) -> None:
+    timeouts = [ConnectionTimeout("TIMEOUT", "Read timed out. (read timeout=10)", None)] * 3
+    index = make_index(exchange, *timeouts)
+
+    with pytest.raises(LongTermMemoryUnavailable, match="unreachable"):
+        index.upsert(schema.MEMORY_INDEX, summary_and_chunk())
+
+
+def test_parsing_exception_400_is_long_term_memory_error_with_type_and_reason(
+    exchange: Exchange,
+) -> None:
+    index = make_index(exchange, "parsing_exception")
+
+    with pytest.raises(LongTermMemoryError) as raised:
+        index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+
+    assert "(400): parsing_exception: [knn] requires 'vector' to be non-null" in str(raised.value)
+    assert raised.value.code == "long_term_memory_error"
+
+
+# --- the real client -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("serverless", "service"), [(False, "es"), (True, "aoss")])
+def test_client_signs_for_the_right_service_over_verified_https(
+    serverless: bool, service: str
+) -> None:
+    client = opensearch_client(f"https://{HOST}", "eu-west-1", serverless=serverless)
+
+    [connection] = client.transport.connection_pool.connections
+    assert connection.host == f"https://{HOST}:443"
+    assert connection.http_auth.service == service
+    assert connection.http_auth.signer.region == "eu-west-1"
+    assert connection.pool.cert_reqs == "CERT_REQUIRED"
+    assert (client.transport.max_retries, client.transport.retry_on_timeout) == (2, True)
+    headers = connection.http_auth("GET", f"https://{HOST}:443/_search", None)
+    assert f"/eu-west-1/{service}/aws4_request" in headers["Authorization"]
