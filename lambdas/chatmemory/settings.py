@@ -72,7 +72,7 @@ class Settings:
     opensearch_endpoint: str = ""
     opensearch_serverless: bool = False
     # "vector,lexical,recency" weights of /past ranking, and the recency half-life.
-    recall_weights: str = "1.0,1.0,0.1"
+    recall_weights: str = "1.0,1.0,0.05"
     recency_half_life_days: float = 30.0
     compact_after_turns: int = 12
     idle_minutes: int = 30

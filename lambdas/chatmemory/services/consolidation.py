@@ -22,8 +22,9 @@ from chatmemory.services.sessions import iso
 
 @dataclass(frozen=True)
 class ConsolidationPolicy:
-    # Turns per transcript chunk, and how many turns neighbouring chunks share.
-    chunk_turns: int = 3
+    # Turns per transcript chunk, and how many turns neighbouring chunks share: a sliding
+    # window of two exchanges keeps a fact with its context and fits the embedder's 256 tokens.
+    chunk_turns: int = 2
     chunk_overlap: int = 1
     # Attempts before a session is marked FAILED (the stream record then stops retrying).
     max_attempts: int = 3
@@ -43,7 +44,8 @@ def transcript(turns: Sequence[Turn], roles: Roles) -> str:
     """Chronological transcript with speaker labels (pending turns have no answer)."""
     lines: list[str] = []
     for turn in sorted(turns, key=lambda t: t.turn):
-        lines.append(f"{roles.user}: {turn.input}")
+        if turn.input:
+            lines.append(f"{roles.user}: {turn.input}")
         if turn.response:
             lines.append(f"{roles.assistant}: {turn.response}")
     return "\n".join(lines)

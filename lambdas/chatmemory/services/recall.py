@@ -22,15 +22,18 @@ class RecallWeights:
 
     vector: float = 1.0
     lexical: float = 1.0
-    recency: float = 0.1
+    recency: float = 0.05
     half_life_days: float = 30.0
+    # A session's 2nd and 3rd best documents add this share of their score: several matching
+    # parts of one conversation are evidence too (but the best part counts most).
+    support: float = 0.2
     # Candidates fetched per method, as a multiple of k (chunks of one session compete).
     depth: int = 8
 
     @classmethod
     def parse(cls, raw: str, half_life_days: float = 30.0) -> RecallWeights:
         parts = [float(p) for p in raw.split(",")] if raw else []
-        vector, lexical, recency = (parts + [1.0, 1.0, 0.1][len(parts) :])[:3]
+        vector, lexical, recency = (parts + [1.0, 1.0, 0.05][len(parts) :])[:3]
         return cls(vector, lexical, recency, half_life_days)
 
 
@@ -93,7 +96,8 @@ def rank_sessions(
     now: datetime,
     k: int,
 ) -> list[RankedSession]:
-    """Group document scores by session (best document wins), then add recency."""
+    """Group document scores by session (the best document plus a share of the next two),
+    then add recency."""
     by_session: dict[str, list[tuple[MemoryDoc, float]]] = {}
     for doc, score in fuse(vector_hits, lexical_hits, weights).values():
         if doc.session_id:
@@ -101,7 +105,7 @@ def rank_sessions(
     ranked: list[RankedSession] = []
     for session_id, scored in by_session.items():
         scored.sort(key=lambda pair: -pair[1])
-        similarity = scored[0][1]
+        similarity = scored[0][1] + weights.support * sum(score for _, score in scored[1:3])
         date = min(d.created_at for d, _ in scored)
         recency = recency_factor(date, now, weights.half_life_days)
         summary = next((d for d, _ in scored if d.kind == "summary"), None)
