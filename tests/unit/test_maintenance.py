@@ -132,3 +132,23 @@ def test_embedded_index_persists_on_disk(tmp_path) -> None:
     [lexical] = reopened.lexical_search(MEMORY_INDEX, "sailing", 5, "alice")
     assert lexical.doc.doc_key == "s1#summary" and lexical.lexical_score > 0
     assert reopened.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "bob") == []
+
+
+def test_the_ingest_command_indexes_every_text_and_markdown_file(tmp_path, monkeypatch) -> None:
+    from scripts.ingest import read_documents
+
+    (tmp_path / "policies").mkdir()
+    (tmp_path / "policies" / "refunds.md").write_text("# Refunds\n\nPaid within 14 days.")
+    (tmp_path / "faq.txt").write_text("Opening hours are 9 to 5.")  # short files: one passage
+    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    documents = read_documents(tmp_path)
+    assert [d.doc_id for d in documents] == ["faq.txt", "policies/refunds.md"]
+    from chatmemory.services.ingest import ingest_documents
+    from tests.fakes import FakeEmbedder
+
+    index = EmbeddedLongTermIndex()
+    assert ingest_documents(documents, embedder=FakeEmbedder(), index=index) == 2
+    assert ingest_documents(documents, embedder=FakeEmbedder(), index=index) == 2
+    from chatmemory.schema import PASSAGE_INDEX
+
+    assert index.count(PASSAGE_INDEX) == 2  # re-ingestion overwrites
