@@ -1,0 +1,1 @@
+"""Offline models for local mode and tests: no network, no account."""

@@ -1,0 +1,63 @@
+"""The offline models local mode runs on: responder, extractive summarizer, MiniLM embedder."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from chatmemory.adapters.offline.responder import LABEL, OfflineResponder
+from chatmemory.adapters.offline.summarizer import ExtractiveSummarizer
+from chatmemory.domain import Turn
+from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
+
+
+def _prompt(history: list[str], message: str) -> str:
+    window = [Turn("s", i, "u", text, f"answer {i}") for i, text in enumerate(history, 1)]
+    return build_chat_prompt(system="Be helpful.", summary="", window=window, message=message,
+                             roles=Roles(), token_budget=512).text
+
+
+def test_offline_responder_is_labelled_and_shows_short_term_memory() -> None:
+    reply = OfflineResponder().generate(
+        _prompt(["my cat is called Tom", "I live in Porto"], "what is my cat called?"),
+        max_new_tokens=100,
+    ).text
+    cleaned = clean_output(reply, Roles())
+    assert cleaned == reply and cleaned.startswith(LABEL)
+    assert '"what is my cat called?"' in cleaned
+    assert "2 earlier message(s)" in cleaned and '"I live in Porto"' in cleaned
+
+
+def test_offline_responder_without_history_says_so() -> None:
+    reply = OfflineResponder().generate(_prompt([], "hello"), max_new_tokens=50).text
+    assert "no earlier messages" in reply
+
+
+def test_extractive_summary_keeps_informative_lines_with_speakers_in_order() -> None:
+    transcript = "\n".join([
+        "User: Hi there!",
+        "Assistant: Hello, how can I help?",
+        "User: I am planning a trip to Lisbon in May with my sister Ana.",
+        "Assistant: Lisbon in May is lovely; book the trip to Lisbon early.",
+        "User: Ana wants to visit the Lisbon oceanarium during the trip.",
+        "Assistant: Okay.",
+    ])
+    summary = ExtractiveSummarizer(max_words=30).summarize(transcript)
+    assert "Lisbon" in summary and summary.startswith("User:")
+    assert "Okay." not in summary
+    assert len(summary.split()) <= 30 + 6  # speaker labels are not counted
+    assert summary == ExtractiveSummarizer(max_words=30).summarize(transcript)
+
+
+@pytest.mark.slow
+def test_minilm_embeddings_are_real_unit_vectors_that_capture_meaning() -> None:
+    from chatmemory.adapters.offline.embedder import MiniLMEmbedder
+
+    cat, kitten, taxes = MiniLMEmbedder().embed(
+        ["a cat sat on the mat", "a kitten was sitting on a rug", "quarterly tax filing deadline"]
+    )
+    assert len(cat) == 384
+    assert math.isclose(sum(x * x for x in cat), 1.0, rel_tol=1e-4)
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731
+    assert dot(cat, kitten) > dot(cat, taxes) + 0.2
