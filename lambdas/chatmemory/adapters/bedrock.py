@@ -1,0 +1,131 @@
+"""Text generation (Converse API) and embeddings (Titan text v2, Cohere Embed) on Amazon Bedrock."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chatmemory.adapters.model_io import (
+    cut_at_stop,
+    embed_in_batches,
+    invoke_json,
+    read_answer,
+    server_stops,
+)
+from chatmemory.adapters.retry import model_errors, stop_retrying_read_timeouts
+from chatmemory.ports import Generation
+
+_MISSING = "is not available: check the model id, the region and that model access is enabled"
+# Bedrock chat models read far more than this, but a prompt is also clipped to
+# PROMPT_TOKEN_BUDGET, and cost and latency grow with it; 4096 is a safe floor for every
+# current Converse model.
+DEFAULT_CONTEXT_TOKENS = 4096
+TITAN_V2_DIMENSIONS = (256, 512, 1024)
+# Cohere Embed on Bedrock: at most 96 texts per request and 2048 characters per text.
+COHERE_MAX_BATCH = 96
+COHERE_MAX_CHARS = 2048
+
+
+def _target(model_id: str) -> str:
+    if not model_id:
+        raise ValueError("a Bedrock model id is required")
+    return f"Bedrock model {model_id!r}"
+
+
+class BedrockTextGenerator:
+    """TextGenerator on any Bedrock model that supports the Converse API."""
+
+    def __init__(
+        self, client: Any, model_id: str, *, context_tokens: int = DEFAULT_CONTEXT_TOKENS
+    ) -> None:
+        self._target = _target(model_id)
+        stop_retrying_read_timeouts(client)
+        self._client = client
+        self.name = model_id
+        self.context_tokens = context_tokens
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+        config: dict[str, Any] = {"maxTokens": max_new_tokens}
+        if stops := server_stops(stop):
+            config["stopSequences"] = stops
+        with model_errors(self._target, missing=_MISSING):
+            answer = self._client.converse(
+                modelId=self.name,
+                messages=[{"role": "user", "content": [{"text": prompt}]}],
+                inferenceConfig=config,
+            )
+        # Reasoning models put other blocks before the text; keep only the text.
+        text = read_answer(
+            self._target,
+            answer,
+            lambda a: "".join(b.get("text", "") for b in a["output"]["message"]["content"]),
+        )
+        usage = answer.get("usage") or {}
+        return Generation(
+            cut_at_stop(text, stop),
+            model=self.name,
+            input_tokens=usage.get("inputTokens"),
+            output_tokens=usage.get("outputTokens"),
+        )
+
+
+class BedrockEmbedder:
+    """Embedder on Titan text embeddings (one text per request) or Cohere Embed (batches)."""
+
+    def __init__(
+        self, client: Any, model_id: str = "amazon.titan-embed-text-v2:0", *, dimension: int
+    ) -> None:
+        self._target = _target(model_id)
+        self._cohere = model_id.startswith("cohere.embed")
+        if "titan-embed-text-v2" in model_id and dimension not in TITAN_V2_DIMENSIONS:
+            raise ValueError(
+                f"{self._target} makes 256, 512 or 1024-dimensional embeddings, not {dimension}:"
+                " set EMBED_DIMENSION to one of them"
+            )
+        stop_retrying_read_timeouts(client)
+        self._client = client
+        self.name = model_id
+        self.dimension = dimension
+        self.max_batch = COHERE_MAX_BATCH if self._cohere else 1
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return embed_in_batches(
+            texts,
+            max_batch=self.max_batch,
+            dimension=self.dimension,
+            target=self._target,
+            embed_batch=self._embed_cohere if self._cohere else self._embed_titan,
+        )
+
+    def _invoke(self, payload: dict[str, Any]) -> Any:
+        def send(body: bytes) -> Any:
+            return self._client.invoke_model(
+                modelId=self.name,
+                contentType="application/json",
+                accept="application/json",
+                body=body,
+            )["body"]
+
+        return invoke_json(send, payload, target=self._target, missing=_MISSING)
+
+    def _embed_titan(self, texts: list[str]) -> list[Any]:
+        (text,) = texts
+        answer = self._invoke({"inputText": text, "dimensions": self.dimension, "normalize": True})
+        return [read_answer(self._target, answer, lambda a: a["embedding"])]
+
+    def _embed_cohere(self, texts: list[str]) -> list[Any]:
+        # Longer texts are refused, not truncated, so clip them; "END" truncates by tokens.
+        answer = self._invoke(
+            {
+                "texts": [t[:COHERE_MAX_CHARS] for t in texts],
+                "input_type": "search_document",
+                "truncate": "END",
+            }
+        )
+        return read_answer(self._target, answer, _cohere_rows)
+
+
+def _cohere_rows(answer: dict[str, Any]) -> list[Any]:
+    rows = answer["embeddings"]
+    # Embed v4 (and v3 when embedding_types is set) answers {"float": [[...]], ...}.
+    return list(rows["float"] if isinstance(rows, dict) else rows)

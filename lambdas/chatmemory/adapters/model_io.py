@@ -1,0 +1,96 @@
+"""What every model adapter does around a call: JSON over a runtime API, reading an answer of
+the expected shape, stop words, and batched, checked, unit-length embeddings."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+from chatmemory.adapters.retry import model_errors
+from chatmemory.errors import ModelError
+from chatmemory.services.prompt import AntipromptFilter
+
+T = TypeVar("T")
+
+# TGI (--max-stop-sequences) and the OpenAI API both refuse more than 4 stop sequences, and
+# some Bedrock models cap the count too; any further ones are still cut locally.
+MAX_SERVER_STOPS = 4
+
+
+def invoke_json(send: Callable[[bytes], Any], payload: Any, *, target: str, missing: str) -> Any:
+    """Send `payload` as JSON through `send` (which returns a readable body) and parse the
+    answer; every failure becomes ModelUnavailable or ModelError naming `target`."""
+    with model_errors(target, missing=missing):
+        raw = send(json.dumps(payload).encode("utf-8")).read()
+    return parse_json(raw, target)
+
+
+def parse_json(raw: bytes, target: str) -> Any:
+    """A model's JSON answer; anything else is a ModelError."""
+    try:
+        return json.loads(raw)
+    except ValueError as error:
+        raise ModelError(
+            f"{target} answered with something that is not JSON: {_snippet(raw)}"
+        ) from error
+
+
+def read_answer(target: str, data: Any, read: Callable[[Any], T]) -> T:
+    """Apply `read` to a parsed answer; an answer of another shape is a ModelError."""
+    try:
+        return read(data)
+    except (KeyError, IndexError, TypeError, ValueError, AttributeError) as error:
+        raise ModelError(
+            f"{target} answered in an unexpected shape ({error!r}): {_snippet(data)}"
+        ) from error
+
+
+def server_stops(stop: Sequence[str]) -> list[str]:
+    """The stop sequences to send to a server that supports them."""
+    return [word for word in stop if word][:MAX_SERVER_STOPS]
+
+
+def cut_at_stop(text: str, stop: Sequence[str]) -> str:
+    """Everything before the first stop sequence, for models that cannot stop by themselves
+    (FLAN-T5) or that return the stop sequence with the text (TGI)."""
+    stops = AntipromptFilter(stop)
+    return (stops.feed(text) + stops.finish()).strip()
+
+
+def embed_in_batches(
+    texts: Sequence[str],
+    *,
+    max_batch: int,
+    dimension: int,
+    target: str,
+    embed_batch: Callable[[list[str]], list[Any]],
+) -> list[list[float]]:
+    """Embed `texts` in requests of at most `max_batch`, check each vector and scale it to unit
+    length (the long-term index scores by inner product, which is the cosine for unit vectors)."""
+    vectors: list[list[float]] = []
+    for start in range(0, len(texts), max_batch):
+        chunk = list(texts[start : start + max_batch])
+        rows = embed_batch(chunk)
+        if len(rows) != len(chunk):
+            raise ModelError(f"{target} returned {len(rows)} embeddings for {len(chunk)} texts")
+        vectors.extend(_unit_vector(row, dimension, target) for row in rows)
+    return vectors
+
+
+def _unit_vector(row: Any, dimension: int, target: str) -> list[float]:
+    vector = read_answer(target, row, lambda r: [float(x) for x in r])
+    if len(vector) != dimension:
+        raise ModelError(
+            f"{target} returns {len(vector)}-dimensional embeddings but {dimension} are "
+            f"configured: set EMBED_DIMENSION={len(vector)} (and build the long-term index with "
+            "it) or use a model of the configured size"
+        )
+    norm = math.sqrt(math.fsum(x * x for x in vector))
+    return [x / norm for x in vector] if norm > 0 else vector
+
+
+def _snippet(data: Any, limit: int = 200) -> str:
+    text = data.decode("utf-8", "replace") if isinstance(data, bytes) else repr(data)
+    return text if len(text) <= limit else text[:limit] + "..."

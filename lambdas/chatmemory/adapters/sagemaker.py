@@ -1,0 +1,158 @@
+"""Text generation and embeddings on SageMaker real-time endpoints.
+
+Payload formats (TEXT_FORMAT / EMBED_FORMAT):
+- "jumpstart-flan-t5": {"text_inputs", "max_length"} -> {"generated_texts": [...]}
+- "tgi" (Hugging Face Text Generation Inference): {"inputs", "parameters"} -> [{"generated_text"}]
+- "jumpstart-gpt-j": {"text_inputs": [...]} -> {"embedding": [[...], ...]}
+- "tei" (Hugging Face Text Embeddings Inference): {"inputs": [...], "normalize"} -> [[...], ...]
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chatmemory.adapters.model_io import (
+    cut_at_stop,
+    embed_in_batches,
+    invoke_json,
+    read_answer,
+    server_stops,
+)
+from chatmemory.adapters.retry import stop_retrying_read_timeouts
+from chatmemory.ports import Generation
+
+TEXT_FORMATS = ("jumpstart-flan-t5", "tgi")
+EMBED_FORMATS = ("jumpstart-gpt-j", "tei")
+_MISSING = "does not exist or is not InService"
+FLAN_T5_CONTEXT_TOKENS = 512
+# Requests per call: the GPT-J container takes a list, and 16 vectors of 4096 floats keep the
+# answer far below SageMaker's 6 MB payload limit; TEI refuses more than its default
+# --max-client-batch-size of 32.
+_MAX_BATCH = {"jumpstart-gpt-j": 16, "tei": 32}
+
+
+class _Endpoint:
+    """One SageMaker endpoint spoken to in JSON."""
+
+    def __init__(self, client: Any, endpoint_name: str) -> None:
+        if not endpoint_name:
+            raise ValueError("a SageMaker endpoint name is required")
+        stop_retrying_read_timeouts(client)
+        self._client = client
+        self.endpoint_name = endpoint_name
+        self.target = f"SageMaker endpoint {endpoint_name!r}"
+
+    def invoke(self, payload: Any) -> Any:
+        def send(body: bytes) -> Any:
+            return self._client.invoke_endpoint(
+                EndpointName=self.endpoint_name,
+                ContentType="application/json",
+                Accept="application/json",
+                Body=body,
+            )["Body"]
+
+        return invoke_json(send, payload, target=self.target, missing=_MISSING)
+
+
+def _check_format(payload_format: str, allowed: Sequence[str]) -> str:
+    if payload_format not in allowed:
+        raise ValueError(
+            f"unknown SageMaker payload format {payload_format!r}; use one of {allowed}"
+        )
+    return payload_format
+
+
+class SageMakerTextGenerator:
+    """TextGenerator on a JumpStart FLAN-T5 or a TGI endpoint."""
+
+    def __init__(
+        self,
+        client: Any,
+        endpoint_name: str,
+        *,
+        payload_format: str = "jumpstart-flan-t5",
+        context_tokens: int = 512,
+    ) -> None:
+        self.payload_format = _check_format(payload_format, TEXT_FORMATS)
+        self._endpoint = _Endpoint(client, endpoint_name)
+        self.name = endpoint_name
+        # FLAN-T5 reads 512 tokens whatever the prompt budget; a TGI model's limit is whatever
+        # its deployment allows (MAX_INPUT_TOKENS), so the configured budget is trusted.
+        if payload_format == "jumpstart-flan-t5":
+            context_tokens = min(context_tokens, FLAN_T5_CONTEXT_TOKENS)
+        self.context_tokens = context_tokens
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+        target = self._endpoint.target
+        if self.payload_format == "tgi":
+            answer = self._endpoint.invoke(
+                {
+                    "inputs": prompt,
+                    "parameters": {
+                        "max_new_tokens": max_new_tokens,
+                        "stop": server_stops(stop),
+                        "return_full_text": False,
+                    },
+                }
+            )
+            text = read_answer(target, answer, _tgi_text)
+        else:
+            answer = self._endpoint.invoke({"text_inputs": prompt, "max_length": max_new_tokens})
+            text = read_answer(target, answer, _flan_text)
+        # FLAN-T5 has no stop sequences, and TGI returns the stop sequence it stopped at.
+        return Generation(cut_at_stop(text, stop), model=self.name)
+
+
+def _tgi_text(answer: Any) -> str:
+    first = answer[0] if isinstance(answer, list) else answer
+    return str(first["generated_text"])
+
+
+def _flan_text(answer: dict[str, Any]) -> str:
+    if "generated_texts" in answer:
+        return str(answer["generated_texts"][0])
+    return str(answer["generated_text"])  # older JumpStart versions answer one string
+
+
+def _tei_rows(answer: Any) -> list[Any]:
+    if not isinstance(answer, list):
+        raise TypeError("expected a list of vectors")
+    return answer
+
+
+class SageMakerEmbedder:
+    """Embedder on a JumpStart GPT-J embedding or a TEI endpoint; unit-length vectors."""
+
+    def __init__(
+        self,
+        client: Any,
+        endpoint_name: str,
+        *,
+        payload_format: str = "jumpstart-gpt-j",
+        dimension: int,
+    ) -> None:
+        self.payload_format = _check_format(payload_format, EMBED_FORMATS)
+        self._endpoint = _Endpoint(client, endpoint_name)
+        self.name = endpoint_name
+        self.dimension = dimension
+        self.max_batch = _MAX_BATCH[payload_format]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return embed_in_batches(
+            texts,
+            max_batch=self.max_batch,
+            dimension=self.dimension,
+            target=self._endpoint.target,
+            embed_batch=self._embed_batch,
+        )
+
+    def _embed_batch(self, texts: list[str]) -> list[Any]:
+        target = self._endpoint.target
+        if self.payload_format == "tei":
+            # truncate: a passage longer than the model's input is embedded from its start
+            # instead of being refused.
+            answer = self._endpoint.invoke({"inputs": texts, "normalize": True, "truncate": True})
+            return read_answer(target, answer, _tei_rows)
+        answer = self._endpoint.invoke({"text_inputs": texts})
+        return read_answer(target, answer, lambda a: list(a["embedding"]))
