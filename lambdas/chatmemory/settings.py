@@ -71,8 +71,8 @@ class Settings:
     memory_path: str = ".local/memory.sqlite3"
     opensearch_endpoint: str = ""
     opensearch_serverless: bool = False
-    # "vector,lexical,recency" weights of /past ranking, and the recency half-life.
-    recall_weights: str = "1.0,1.0,0.05"
+    # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
+    recall_weights: str = "1.0,1.0,0.05,0.5"
     recency_half_life_days: float = 30.0
     compact_after_turns: int = 12
     idle_minutes: int = 30

@@ -66,9 +66,11 @@ def test_an_ended_session_is_summarized_embedded_indexed_and_marked(world, lambd
     session = memory.get_session(sid)
     assert session.status == "CONSOLIDATED" and session.consolidated_at
     assert "my dog is called Rex 0" in session.summary
-    # summary + sliding windows of two turns: 1-2, 2-3, 3-4, 4-5
-    assert _keys(index, "alice") == [f"{sid}#chunk-{i}" for i in range(1, 5)] + [f"{sid}#summary"]
-    assert deps.embedder.calls == 1  # five documents, one batched request
+    # summary, opening and sliding windows of two turns: 1-2, 2-3, 3-4, 4-5
+    assert _keys(index, "alice") == [f"{sid}#chunk-{i}" for i in range(1, 5)] + [
+        f"{sid}#opening", f"{sid}#summary"
+    ]
+    assert deps.embedder.calls == 1  # six documents, one batched request
 
 
 def test_only_open_to_ended_changes_trigger_consolidation(world, lambda_context):

@@ -6,6 +6,7 @@ from datetime import datetime, timezone
 
 from chatmemory.ports import Candidate, MemoryDoc
 from chatmemory.services.recall import RecallWeights, rank_sessions, recency_factor
+from chatmemory.settings import Settings
 
 NOW = datetime(2026, 11, 22, tzinfo=timezone.utc)
 
@@ -48,4 +49,6 @@ def test_recency_breaks_ties_toward_the_newer_session() -> None:
 
 def test_weights_parse_from_configuration() -> None:
     assert RecallWeights.parse("2,0.5,0") == RecallWeights(2.0, 0.5, 0.0)
+    assert RecallWeights.parse("2,0.5,0,0.1").time == 0.1
     assert RecallWeights.parse("") == RecallWeights()
+    assert RecallWeights.parse(Settings().recall_weights) == RecallWeights()

@@ -26,6 +26,9 @@ class ConsolidationPolicy:
     # window of two exchanges keeps a fact with its context and fits the embedder's 256 tokens.
     chunk_turns: int = 2
     chunk_overlap: int = 1
+    # The opening of a conversation usually says what it is about: its first words are indexed
+    # as an entry of their own, a topic key that does not depend on the summarizer's choices.
+    opening_words: int = 120
     # Attempts before a session is marked FAILED (the stream record then stops retrying).
     max_attempts: int = 3
     roles: Roles = Roles()
@@ -65,10 +68,9 @@ def _chunk_ranges(count: int, size: int, overlap: int) -> list[tuple[int, int]]:
 def memory_documents(
     session: Session, turns: Sequence[Turn], summary: str, policy: ConsolidationPolicy
 ) -> list[MemoryDoc]:
-    """What a session leaves in long-term memory: its summary and overlapping transcript chunks.
-
-    Keys are deterministic (`<session>#summary`, `<session>#chunk-<first turn>`), so a retried
-    consolidation overwrites its own documents."""
+    """What a session leaves in long-term memory: its summary, its opening, and overlapping
+    transcript chunks. Keys are deterministic (`<session>#summary`, `<session>#opening`,
+    `<session>#chunk-<first turn>`), so a retried consolidation overwrites its own documents."""
     ordered = sorted(turns, key=lambda t: t.turn)
     date = session.started_at
     docs = []
@@ -84,6 +86,20 @@ def memory_documents(
                 title=session.name,
                 turn_from=ordered[0].turn if ordered else None,
                 turn_to=ordered[-1].turn if ordered else None,
+            )
+        )
+    if ordered and policy.opening_words > 0:
+        words = transcript(ordered, policy.roles).split()[: policy.opening_words]
+        docs.append(
+            MemoryDoc(
+                doc_key=f"{session.session_id}#opening",
+                user_id=session.user_id,
+                session_id=session.session_id,
+                kind="opening",
+                text=" ".join(words),
+                created_at=date,
+                title=session.name,
+                turn_from=ordered[0].turn,
             )
         )
     for start, end in _chunk_ranges(len(ordered), policy.chunk_turns, policy.chunk_overlap):

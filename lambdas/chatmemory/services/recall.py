@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from chatmemory.domain import Source
@@ -14,11 +14,12 @@ from chatmemory.errors import LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, Embedder, LongTermIndex, MemoryDoc, TextGenerator
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
+from chatmemory.services.when import TimeWindow, time_window
 
 
 @dataclass(frozen=True)
 class RecallWeights:
-    """How retrieval scores combine (RECALL_WEIGHTS="vector,lexical,recency")."""
+    """How retrieval scores combine (RECALL_WEIGHTS="vector,lexical,recency,time")."""
 
     vector: float = 1.0
     lexical: float = 1.0
@@ -29,12 +30,22 @@ class RecallWeights:
     support: float = 0.2
     # Candidates fetched per method, as a multiple of k (chunks of one session compete).
     depth: int = 8
+    # A question that names a time ("in May", "on 3 June, 2023") favours sessions from then:
+    # this much for a session inside that time, halving every `time_half_life_days` outside.
+    time: float = 0.5
+    time_half_life_days: float = 7.0
 
     @classmethod
     def parse(cls, raw: str, half_life_days: float = 30.0) -> RecallWeights:
-        parts = [float(p) for p in raw.split(",")] if raw else []
-        vector, lexical, recency = (parts + [1.0, 1.0, 0.05][len(parts) :])[:3]
-        return cls(vector, lexical, recency, half_life_days)
+        """Weights from configuration; missing trailing values keep their defaults."""
+        d = cls()
+        defaults = [d.vector, d.lexical, d.recency, d.time]
+        try:
+            parts = [float(p) for p in raw.split(",")] if raw else []
+        except ValueError as error:
+            raise ValueError(f"RECALL_WEIGHTS must be up to 4 numbers, not {raw!r}") from error
+        vector, lexical, recency, time = (parts + defaults[len(parts) :])[:4]
+        return cls(vector, lexical, recency, half_life_days, time=time)
 
 
 @dataclass
@@ -59,7 +70,7 @@ def _parse_time(value: str) -> datetime | None:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except (ValueError, AttributeError):
         return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def recency_factor(created_at: str, now: datetime, half_life_days: float) -> float:
@@ -95,9 +106,10 @@ def rank_sessions(
     weights: RecallWeights,
     now: datetime,
     k: int,
+    window: TimeWindow | None = None,
 ) -> list[RankedSession]:
     """Group document scores by session (the best document plus a share of the next two),
-    then add recency."""
+    then add recency and, when the question names a time, closeness to that time."""
     by_session: dict[str, list[tuple[MemoryDoc, float]]] = {}
     for doc, score in fuse(vector_hits, lexical_hits, weights).values():
         if doc.session_id:
@@ -108,11 +120,17 @@ def rank_sessions(
         similarity = scored[0][1] + weights.support * sum(score for _, score in scored[1:3])
         date = min(d.created_at for d, _ in scored)
         recency = recency_factor(date, now, weights.half_life_days)
+        moment = _parse_time(date)
+        timely = (
+            window.closeness(moment, weights.time_half_life_days)
+            if window is not None and moment is not None
+            else 0.0
+        )
         summary = next((d for d, _ in scored if d.kind == "summary"), None)
         ranked.append(
             RankedSession(
                 session_id=session_id,
-                score=similarity + weights.recency * recency,
+                score=similarity + weights.recency * recency + weights.time * timely,
                 similarity=similarity,
                 recency=recency,
                 date=date,
@@ -139,7 +157,9 @@ def search_sessions(
     depth = k * weights.depth
     vector_hits = index.vector_search(MEMORY_INDEX, vector, depth, user_id)
     lexical_hits = index.lexical_search(MEMORY_INDEX, query, depth, user_id)
-    return rank_sessions(vector_hits, lexical_hits, weights=weights, now=now, k=k)
+    return rank_sessions(
+        vector_hits, lexical_hits, weights=weights, now=now, k=k, window=time_window(query, now)
+    )
 
 
 def search_passages(

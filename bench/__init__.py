@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`); each module runs with `python -m bench.<name>`."""
