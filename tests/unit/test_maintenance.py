@@ -152,3 +152,23 @@ def test_the_ingest_command_indexes_every_text_and_markdown_file(tmp_path, monke
     from chatmemory.schema import PASSAGE_INDEX
 
     assert index.count(PASSAGE_INDEX) == 2  # re-ingestion overwrites
+
+
+def test_the_ingest_lambda_indexes_documents_of_its_event(tmp_path, monkeypatch, lambda_context):
+    import pydantic
+
+    from chatmemory import wiring
+    from chatmemory.schema import PASSAGE_INDEX
+    from handlers import ingest
+    from tests.fakes import FakeEmbedder
+
+    monkeypatch.setenv("LONG_TERM_BACKEND", "embedded")
+    monkeypatch.setenv("MEMORY_PATH", str(tmp_path / "memory.sqlite3"))
+    monkeypatch.setattr(wiring, "embedder", lambda cfg=None: FakeEmbedder())
+    event = {"documents": [{"doc_id": "manual.md", "text": "# Reset\n\nHold the button 5 s."}]}
+    assert ingest.handler(event, lambda_context) == {"documents": 1, "passages": 1}
+    index = EmbeddedLongTermIndex(tmp_path / "memory.sqlite3")
+    [hit] = index.lexical_search(PASSAGE_INDEX, "button", 5, None)
+    assert (hit.doc.doc_id, hit.doc.passage_id, hit.doc.title) == ("manual.md", "p1", "Reset")
+    with pytest.raises(pydantic.ValidationError):
+        ingest.handler({"documents": [{"doc_id": "", "text": "x"}]}, lambda_context)
