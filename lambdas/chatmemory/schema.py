@@ -199,6 +199,9 @@ ENV_LONG_TERM_BACKEND = "LONG_TERM_BACKEND"
 MEMORY_INDEX = "conversation-memories"
 PASSAGE_INDEX = "verified-passages"
 LONG_TERM_INDEXES = (MEMORY_INDEX, PASSAGE_INDEX)
+# On a managed domain with fine-grained access control, the Lambdas' IAM roles are mapped to this
+# OpenSearch security role (read/write on the indexes above only) by the index-setup resource.
+OPENSEARCH_RUNTIME_ROLE = "chatmemory_runtime"
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
 ENV_MEMORY_PATH = "MEMORY_PATH"
@@ -208,11 +211,45 @@ ENV_COMPACT_AFTER_TURNS = "COMPACT_AFTER_TURNS"
 ENV_IDLE_MINUTES = "IDLE_MINUTES"
 
 
+# Words that carry no meaning for lexical search (English function words and pronouns): both
+# long-term indexes leave them out of BM25, so the embedded index scores like OpenSearch and a
+# question's "what did you..." does not match every memory.
+TEXT_STOPWORDS: tuple[str, ...] = tuple(
+    sorted(
+        """a about above after again against all am an and any are as at be because been before
+        being below between both but by can could did do does doing down during each few for
+        from further had has have having he her here hers herself him himself his how i if in
+        into is it its itself just me more most my myself no nor not now of off on once only or
+        other our ours ourselves out over own same she should so some such than that the their
+        theirs them themselves then there these they this those through to too under until up
+        very was we were what when where which while who whom why will with would you your
+        yours yourself yourselves""".split()
+    )
+)
+# The analyzer of `text`: lowercase, drop TEXT_STOPWORDS, Porter stemming (as the embedded
+# index's FTS5 `porter unicode61` tokenizer does).
+TEXT_ANALYZER = "memory_text"
+
+
 def long_term_index_body(dimension: int) -> dict[str, Any]:
     """Settings and mapping of both long-term indexes: HNSW on faiss (efficient filtered k-NN
     on `user_id`), BM25 on `text` for hybrid scoring."""
     return {
-        "settings": {"index": {"knn": True, "number_of_shards": 1}},
+        "settings": {
+            "index": {"knn": True, "number_of_shards": 1},
+            "analysis": {
+                "filter": {
+                    "memory_stop": {"type": "stop", "stopwords": list(TEXT_STOPWORDS)},
+                },
+                "analyzer": {
+                    TEXT_ANALYZER: {
+                        "type": "custom",
+                        "tokenizer": "standard",
+                        "filter": ["lowercase", "memory_stop", "porter_stem"],
+                    }
+                },
+            },
+        },
         "mappings": {
             "dynamic": "strict",
             "properties": {
@@ -220,7 +257,7 @@ def long_term_index_body(dimension: int) -> dict[str, Any]:
                 "user_id": {"type": "keyword"},
                 "session_id": {"type": "keyword"},
                 "kind": {"type": "keyword"},
-                "text": {"type": "text"},
+                "text": {"type": "text", "analyzer": TEXT_ANALYZER},
                 "created_at": {"type": "date"},
                 "title": {"type": "text", "index": False},
                 "doc_id": {"type": "keyword"},

@@ -166,8 +166,13 @@ def test_missing_indexes_are_created_with_the_schema_body(exchange: Exchange) ->
     assert body == schema.long_term_index_body(DIMENSION)
     assert exchange.sent[3].json() == body
     # What the schema promises, spelled out once here: faiss HNSW, 384 dims, keyword user_id.
-    assert body["settings"] == {"index": {"knn": True, "number_of_shards": 1}}
+    assert body["settings"]["index"] == {"knn": True, "number_of_shards": 1}
     assert body["mappings"]["properties"]["user_id"] == {"type": "keyword"}
+    # Stopwords out, Porter stems: what the embedded index's FTS5 query does too.
+    assert body["mappings"]["properties"]["text"] == {"type": "text", "analyzer": "memory_text"}
+    assert body["settings"]["analysis"]["analyzer"]["memory_text"]["filter"] == [
+        "lowercase", "memory_stop", "porter_stem"
+    ]
     assert body["mappings"]["properties"]["embedding"] == {
         "type": "knn_vector",
         "dimension": 384,
@@ -209,7 +214,7 @@ def test_serverless_indexes_are_created_without_number_of_shards(exchange: Excha
     index.ensure_indexes()
 
     body = exchange.sent[1].json()
-    assert body["settings"] == {"index": {"knn": True}}
+    assert body["settings"]["index"] == {"knn": True}
     assert body["mappings"] == schema.long_term_index_body(DIMENSION)["mappings"]
 
 

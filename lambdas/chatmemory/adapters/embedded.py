@@ -3,6 +3,7 @@ plus exact cosine search with NumPy. Same port and same ranking code as OpenSear
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 import sqlite3
@@ -14,8 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from chatmemory.ports import Candidate, MemoryDoc
+from chatmemory.schema import TEXT_STOPWORDS
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
+_STOPWORDS = frozenset(TEXT_STOPWORDS)
 _META_FIELDS = [f.name for f in fields(MemoryDoc) if f.name not in (
     "doc_key", "user_id", "kind", "text", "created_at", "embedding", "session_id"
 )]
@@ -23,25 +26,44 @@ _META_FIELDS = [f.name for f in fields(MemoryDoc) if f.name not in (
 SHARED = ""
 
 
+# Version of the file layout (PRAGMA user_version); older files are migrated when opened.
+_FORMAT = 2
+
+
+def owner_token(index: str, user_id: str) -> str:
+    """A single full-text token naming (index, user): searches match it first."""
+    return "o" + hashlib.sha1(f"{index}\x00{user_id}".encode()).hexdigest()[:20]
+
+
 def fts_query(text: str) -> str | None:
-    """Any of the query's words (as OpenSearch's `match` does), quoted so FTS5 syntax is inert."""
-    tokens = sorted({t.lower() for t in _TOKEN.findall(text)})
+    """Any of the query's words but stopwords (as OpenSearch's `match` on the `memory_text`
+    analyzer does), quoted so FTS5 syntax is inert."""
+    tokens = sorted({t.lower() for t in _TOKEN.findall(text)} - _STOPWORDS)
     return " OR ".join(f'"{t}"' for t in tokens) or None
 
 
 class EmbeddedLongTermIndex:
-    """LongTermIndex on one SQLite file. Vectors are cached per index as one float32 matrix."""
+    """LongTermIndex on one SQLite file. Each user's vectors are cached as one float32 matrix,
+    and the full-text index carries an owner token, so a search reads only the caller's rows."""
 
     def __init__(self, path: str | Path = ":memory:") -> None:
         if str(path) != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._lock = threading.RLock()
-        self._matrices: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        # (index, user) -> row ids and their unit vectors, one row per document with a vector.
+        self._matrices: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        # SQLite's data_version changes when another connection (another process of local
+        # mode, `make ingest`...) commits: then the cached matrices are stale.
+        self._data_version: int | None = None
         self.ensure_indexes()
 
     def ensure_indexes(self) -> None:
         with self._lock, self._db:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            if version < _FORMAT:
+                # Files of the first format had no owner column in the full-text index.
+                self._db.execute("DROP TABLE IF EXISTS docs_fts")
             self._db.executescript(
                 """
                 CREATE TABLE IF NOT EXISTS docs (
@@ -53,10 +75,17 @@ class EmbeddedLongTermIndex:
                 );
                 CREATE INDEX IF NOT EXISTS docs_user ON docs (idx, user_id, session_id);
                 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
-                    text, tokenize = 'porter unicode61'
+                    text, owner, tokenize = 'porter unicode61'
                 );
                 """
             )
+            if version < _FORMAT:
+                rows = self._db.execute("SELECT id, idx, user_id, text FROM docs").fetchall()
+                self._db.executemany(
+                    "INSERT INTO docs_fts (rowid, text, owner) VALUES (?, ?, ?)",
+                    [(r[0], r[3], owner_token(r[1], r[2])) for r in rows],
+                )
+                self._db.execute(f"PRAGMA user_version = {_FORMAT}")
 
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None:
         if not docs:
@@ -73,26 +102,23 @@ class EmbeddedLongTermIndex:
                      doc.created_at, meta, vector),
                 )
                 self._db.execute(
-                    "INSERT INTO docs_fts (rowid, text) VALUES (?, ?)", (cursor.lastrowid, doc.text)
+                    "INSERT INTO docs_fts (rowid, text, owner) VALUES (?, ?, ?)",
+                    (cursor.lastrowid, doc.text, owner_token(index, doc.user_id)),
                 )
-            self._matrices.pop(index, None)
+            for user in {doc.user_id for doc in docs}:
+                self._matrices.pop((index, user), None)
 
     def vector_search(
         self, index: str, vector: Sequence[float], k: int, user_id: str | None
     ) -> list[Candidate]:
         with self._lock:
-            ids, users, matrix = self._matrix(index)
+            ids, matrix = self._matrix(index, SHARED if user_id is None else user_id)
         if not len(ids):
             return []
-        query = np.asarray(vector, dtype=np.float32)
-        mask = users == (SHARED if user_id is None else user_id)
-        if not mask.any():
-            return []
-        scores = matrix[mask] @ query
-        own = ids[mask]
+        scores = matrix @ np.asarray(vector, dtype=np.float32)
         top = np.argsort(-scores)[:k] if len(scores) <= k else _top_k(scores, k)
-        found = self._docs([int(own[i]) for i in top])
-        return [Candidate(doc=found[int(own[i])], vector_score=float(scores[i])) for i in top]
+        found = self._docs([int(ids[i]) for i in top])
+        return [Candidate(doc=found[int(ids[i])], vector_score=float(scores[i])) for i in top]
 
     def lexical_search(
         self, index: str, text: str, k: int, user_id: str | None
@@ -100,12 +126,14 @@ class EmbeddedLongTermIndex:
         query = fts_query(text)
         if query is None:
             return []
+        owner = owner_token(index, SHARED if user_id is None else user_id)
         with self._lock:
+            # The owner column narrows the match to the caller's rows before BM25 is computed;
+            # its weight 0 keeps it out of the score.
             rows = self._db.execute(
-                "SELECT docs.id, -bm25(docs_fts) FROM docs_fts JOIN docs ON docs.id = docs_fts.rowid "
-                "WHERE docs_fts MATCH ? AND docs.idx = ? AND docs.user_id = ? "
-                "ORDER BY bm25(docs_fts) LIMIT ?",
-                (query, index, SHARED if user_id is None else user_id, k),
+                "SELECT rowid, -bm25(docs_fts, 1.0, 0.0) FROM docs_fts "
+                "WHERE docs_fts MATCH ? ORDER BY bm25(docs_fts, 1.0, 0.0) LIMIT ?",
+                (f"owner : {owner} AND text : ({query})", k),
             ).fetchall()
         found = self._docs([r[0] for r in rows])
         return [Candidate(doc=found[r[0]], lexical_score=float(r[1])) for r in rows]
@@ -122,7 +150,8 @@ class EmbeddedLongTermIndex:
 
     def count(self, index: str) -> int:
         with self._lock:
-            return self._db.execute("SELECT count(*) FROM docs WHERE idx = ?", (index,)).fetchone()[0]
+            found = self._db.execute("SELECT count(*) FROM docs WHERE idx = ?", (index,))
+            return int(found.fetchone()[0])
 
     def _delete_where(self, where: str, params: tuple[str, ...]) -> None:
         ids = [r[0] for r in self._db.execute(f"SELECT id FROM docs WHERE {where}", params)]
@@ -131,17 +160,22 @@ class EmbeddedLongTermIndex:
             self._db.execute(f"DELETE FROM docs_fts WHERE rowid IN ({marks})", ids)
             self._db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
 
-    def _matrix(self, index: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        cached = self._matrices.get(index)
+    def _matrix(self, index: str, user_id: str) -> tuple[np.ndarray, np.ndarray]:
+        version = self._db.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._data_version:
+            self._matrices.clear()
+            self._data_version = version
+        cached = self._matrices.get((index, user_id))
         if cached is None:
             rows = self._db.execute(
-                "SELECT id, user_id, embedding FROM docs WHERE idx = ? ORDER BY id", (index,)
+                "SELECT id, embedding FROM docs WHERE idx = ? AND user_id = ? "
+                "AND length(embedding) > 0 ORDER BY id",
+                (index, user_id),
             ).fetchall()
             ids = np.array([r[0] for r in rows], dtype=np.int64)
-            users = np.array([r[1] for r in rows], dtype=object)
-            vectors = [np.frombuffer(r[2], dtype=np.float32) for r in rows]
+            vectors = [np.frombuffer(r[1], dtype=np.float32) for r in rows]
             matrix = np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-            cached = self._matrices[index] = (ids, users, matrix)
+            cached = self._matrices[(index, user_id)] = (ids, matrix)
         return cached
 
     def _docs(self, ids: list[int]) -> dict[int, MemoryDoc]:
@@ -166,6 +200,3 @@ class EmbeddedLongTermIndex:
 def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     part = np.argpartition(-scores, k - 1)[:k]
     return part[np.argsort(-scores[part])]
-
-
-

@@ -1,0 +1,67 @@
+"""The embedded long-term index seen from several connections (local mode's processes)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+from chatmemory.ports import MemoryDoc
+from chatmemory.schema import MEMORY_INDEX
+
+
+def _doc(key: str, vector: list[float]) -> MemoryDoc:
+    return MemoryDoc(
+        doc_key=key,
+        user_id="alice",
+        session_id=key,
+        kind="summary",
+        text=f"about {key}",
+        created_at="2026-01-01T00:00:00Z",
+        embedding=vector,
+    )
+
+
+def test_a_write_by_another_connection_is_seen_by_vector_search(tmp_path: Path) -> None:
+    # make run's gateway keeps one index open while `make ingest` or the consolidation of
+    # another process writes to the same file: the cached vectors must not hide their writes.
+    path = tmp_path / "memory.sqlite3"
+    reader = EmbeddedLongTermIndex(path)
+    writer = EmbeddedLongTermIndex(path)
+    writer.upsert(MEMORY_INDEX, [_doc("old", [1.0, 0.0])])
+    assert [c.doc.doc_key for c in reader.vector_search(MEMORY_INDEX, [0.0, 1.0], 5, "alice")] == [
+        "old"
+    ]
+    writer.upsert(MEMORY_INDEX, [_doc("new", [0.0, 1.0])])
+    found = reader.vector_search(MEMORY_INDEX, [0.0, 1.0], 5, "alice")
+    assert [c.doc.doc_key for c in found] == ["new", "old"]
+    writer.delete_session("alice", "new")
+    found = reader.vector_search(MEMORY_INDEX, [0.0, 1.0], 5, "alice")
+    assert [c.doc.doc_key for c in found] == ["old"]
+
+
+def test_an_index_file_of_the_first_format_is_migrated_when_opened(tmp_path: Path) -> None:
+    import sqlite3
+
+    path = tmp_path / "memory.sqlite3"
+    index = EmbeddedLongTermIndex(path)
+    index.upsert(MEMORY_INDEX, [_doc("sailing", [1.0, 0.0])])
+    del index
+    with sqlite3.connect(path) as db:  # the first format: no owner column, user_version 0
+        db.execute("DROP TABLE docs_fts")
+        db.execute("CREATE VIRTUAL TABLE docs_fts USING fts5(text, tokenize='porter unicode61')")
+        db.execute("INSERT INTO docs_fts (rowid, text) SELECT id, text FROM docs")
+        db.execute("PRAGMA user_version = 0")
+    reopened = EmbeddedLongTermIndex(path)
+    [hit] = reopened.lexical_search(MEMORY_INDEX, "about sailing", 5, "alice")
+    assert hit.doc.doc_key == "sailing"
+    assert reopened.lexical_search(MEMORY_INDEX, "about sailing", 5, "bob") == []
+
+
+def test_lexical_search_ignores_stopwords_and_other_users(tmp_path: Path) -> None:
+    index = EmbeddedLongTermIndex(tmp_path / "memory.sqlite3")
+    bob = _doc("bob-sailing", [1.0, 0.0])
+    bob.user_id = "bob"
+    index.upsert(MEMORY_INDEX, [_doc("sailing", [1.0, 0.0]), bob])
+    assert index.lexical_search(MEMORY_INDEX, "what did you say about the", 5, "alice") == []
+    found = index.lexical_search(MEMORY_INDEX, "what about sailing?", 5, "alice")
+    assert [c.doc.doc_key for c in found] == ["sailing"]
