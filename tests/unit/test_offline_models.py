@@ -61,3 +61,18 @@ def test_minilm_embeddings_are_real_unit_vectors_that_capture_meaning() -> None:
     assert math.isclose(sum(x * x for x in cat), 1.0, rel_tol=1e-4)
     dot = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731
     assert dot(cat, kitten) > dot(cat, taxes) + 0.2
+
+
+def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> None:
+    from chatmemory.services.recall import RankedSession, answer_from_past
+
+    session = RankedSession(
+        "s1", 1.0, 1.0, 1.0, "2026-05-01T10:00:00Z", "garden",
+        texts=["User: my tomatoes have blight on the lower leaves"],
+    )
+    answer = answer_from_past(
+        "what was wrong with my tomatoes?", [session], generator=OfflineResponder(),
+        max_new_tokens=100, token_budget=512,
+    )
+    assert answer.text.startswith(LABEL)
+    assert "tomatoes have blight" in answer.text and "You said" not in answer.text

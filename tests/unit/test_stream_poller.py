@@ -1,0 +1,340 @@
+"""The local stream poller keeps Lambda's event source mapping semantics (on a fake stream)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from chatmemory import schema
+from local.poller import StreamMapping, StreamPoller
+
+ENDED = {
+    "OldImage": {"status": {"S": "OPEN"}},
+    "NewImage": {"status": {"S": "ENDED"}},
+}
+
+
+class _Error(Exception):
+    pass
+
+
+class FakeStreams:
+    """The DynamoDB and DynamoDB Streams calls the poller makes, over in-memory shards.
+    describe_stream answers one shard per page, so pagination is exercised too."""
+
+    def __init__(self) -> None:
+        self.exceptions = SimpleNamespace(
+            ResourceNotFoundException=type("ResourceNotFound", (_Error,), {}),
+            ExpiredIteratorException=type("ExpiredIterator", (_Error,), {}),
+            TrimmedDataAccessException=type("TrimmedDataAccess", (_Error,), {}),
+        )
+        self.shards: dict[str, dict[str, Any]] = {}
+        self.seq = 100
+        self.expire_next = False
+        self.reads: list[str] = []
+        self.open_shard("shard-1")
+
+    def open_shard(self, shard_id: str, parent: str | None = None) -> None:
+        self.shards[shard_id] = {"parent": parent, "records": [], "closed": False}
+
+    def put(self, shard_id: str, name: str, session: str, **images: Any) -> str:
+        self.seq += 1
+        sequence = f"{self.seq:021d}"
+        self.shards[shard_id]["records"].append(
+            {
+                "eventID": f"e{self.seq}",
+                "eventName": name,
+                "eventVersion": "1.1",
+                "eventSource": "aws:dynamodb",
+                "awsRegion": "ddblocal",
+                "dynamodb": {
+                    "Keys": {"session_id": {"S": session}},
+                    "SequenceNumber": sequence,
+                    "SizeBytes": 10,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
+                    **images,
+                },
+            }
+        )
+        return sequence
+
+    # dynamodb
+    def describe_table(self, TableName: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
+        return {"Table": {"LatestStreamArn": f"arn:stream/{TableName}"}}
+
+    # dynamodbstreams
+    def describe_stream(self, StreamArn: str, ExclusiveStartShardId: str = "") -> dict[str, Any]:  # noqa: N803
+        ids = list(self.shards)
+        start = ids.index(ExclusiveStartShardId) + 1 if ExclusiveStartShardId else 0
+        page = ids[start : start + 1]
+        shards = [
+            {"ShardId": i, **({"ParentShardId": p} if (p := self.shards[i]["parent"]) else {})}
+            for i in page
+        ]
+        description: dict[str, Any] = {"Shards": shards}
+        if start + 1 < len(ids):
+            description["LastEvaluatedShardId"] = page[-1]
+        return {"StreamDescription": description}
+
+    def get_shard_iterator(
+        self,
+        StreamArn: str,
+        ShardId: str,
+        ShardIteratorType: str,  # noqa: N803
+        SequenceNumber: str = "",
+    ) -> dict[str, Any]:
+        records = self.shards[ShardId]["records"]
+        position = 0
+        if ShardIteratorType == "AFTER_SEQUENCE_NUMBER":
+            position = next(
+                i + 1
+                for i, r in enumerate(records)
+                if r["dynamodb"]["SequenceNumber"] == SequenceNumber
+            )
+        return {"ShardIterator": f"{ShardId}|{position}"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+        self.reads.append(ShardIterator.split("|")[0])
+        if self.expire_next:
+            self.expire_next = False
+            raise self.exceptions.ExpiredIteratorException("expired")
+        shard_id, position = ShardIterator.split("|")
+        shard = self.shards[shard_id]
+        start = int(position)
+        records = shard["records"][start : start + Limit]
+        end = start + len(records)
+        answer: dict[str, Any] = {"Records": [json.loads(json.dumps(r)) for r in records]}
+        if not (shard["closed"] and end >= len(shard["records"])):
+            answer["NextShardIterator"] = f"{shard_id}|{end}"
+        return answer
+
+
+class Recorder:
+    """A handler that records every batch's session ids and fails as told."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+        self.events: list[dict[str, Any]] = []
+        self.raise_for: set[str] = set()
+        self.report: set[str] = set()
+
+    def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
+        assert context.aws_request_id and context.get_remaining_time_in_millis() > 0
+        sessions = [r["dynamodb"]["Keys"]["session_id"]["S"] for r in event["Records"]]
+        self.batches.append(sessions)
+        self.events.append(event)
+        if self.raise_for & set(sessions):
+            raise RuntimeError("poison record")
+        failed = [
+            {"itemIdentifier": r["dynamodb"]["SequenceNumber"]}
+            for r in event["Records"]
+            if r["dynamodb"]["Keys"]["session_id"]["S"] in self.report
+        ]
+        return {"batchItemFailures": failed}
+
+
+def _poller(stream: FakeStreams, tmp_path: Path, handler: Recorder, **mapping: Any) -> StreamPoller:
+    options = {"batch_size": 10, "max_retry_attempts": 2, **mapping}
+    return StreamPoller(
+        stream,
+        stream,
+        checkpoint_path=tmp_path / "checkpoints.json",
+        dead_letter_path=tmp_path / "dead-letters.jsonl",
+        mappings=[
+            StreamMapping(
+                "consolidate",
+                "sessions",
+                "unused.handler",
+                (schema.SESSION_ENDED_FILTER,),
+                **options,
+            )
+        ],
+        handlers={"consolidate": handler},
+    )
+
+
+def _ended(stream: FakeStreams, *sessions: str, shard: str = "shard-1") -> list[str]:
+    return [stream.put(shard, "MODIFY", s, **ENDED) for s in sessions]
+
+
+def test_records_not_matching_the_filter_are_dropped_before_invoking(tmp_path: Path) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    stream.put("shard-1", "INSERT", "a", NewImage={"status": {"S": "OPEN"}})
+    _ended(stream, "a")
+    last = stream.put(
+        "shard-1",
+        "MODIFY",
+        "a",
+        OldImage={"status": {"S": "ENDED"}},
+        NewImage={"status": {"S": "CONSOLIDATED"}},
+    )
+    poller = _poller(stream, tmp_path, handler)
+    poller.drain()
+    assert handler.batches == [["a"]]
+    record = handler.events[0]["Records"][0]
+    assert record["eventSource"] == "aws:dynamodb" and record["eventName"] == "MODIFY"
+    assert record["eventSourceARN"] == "arn:stream/sessions"
+    assert set(record["dynamodb"]) >= {"Keys", "NewImage", "OldImage", "SequenceNumber"}
+    saved = json.loads((tmp_path / "checkpoints.json").read_text())["shards"]
+    assert [entry["sequence_number"] for entry in saved.values()] == [last]
+
+
+def test_batches_hold_at_most_batch_size_records_in_order(tmp_path: Path) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "a", "b", "c", "d", "e")
+    _poller(stream, tmp_path, handler, batch_size=2).drain()
+    assert handler.batches == [["a", "b"], ["c", "d"], ["e"]]
+
+
+def test_a_reported_item_failure_is_retried_from_the_failed_record(tmp_path: Path) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "a", "b", "c")
+    handler.report = {"b"}
+    poller = _poller(stream, tmp_path, handler)
+    poller.poll_once()
+    handler.report = set()
+    poller.drain()
+    assert handler.batches == [["a", "b", "c"], ["b", "c"]]
+    assert poller.dead_letters.entries() == []
+
+
+def test_an_identifier_not_in_the_batch_fails_the_whole_batch(tmp_path: Path) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "a", "b")
+    answers = iter([{"batchItemFailures": [{"itemIdentifier": ""}]}, None])
+
+    def handle(event: dict[str, Any], context: Any) -> Any:
+        handler(event, context)
+        return next(answers)
+
+    poller = _poller(stream, tmp_path, handler)
+    poller._handlers["consolidate"] = handle
+    poller.drain()
+    assert handler.batches == [["a", "b"], ["a", "b"]]
+
+
+def test_a_raising_handler_is_bisected_to_the_poison_record_which_is_dead_lettered(
+    tmp_path: Path,
+) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    sequences = _ended(stream, "a", "poison", "c", "d")
+    handler.raise_for = {"poison"}
+    poller = _poller(stream, tmp_path, handler, batch_size=4, max_retry_attempts=2)
+    poller.drain()
+    # Halves on each error (free), then the first attempt plus two retries of the poison alone.
+    assert handler.batches == [
+        ["a", "poison", "c", "d"],
+        ["a", "poison"],
+        ["a"],
+        ["poison"],
+        ["poison"],
+        ["poison"],
+        ["c", "d"],
+    ]
+    [letter] = poller.dead_letters.entries()
+    assert [r["sequenceNumber"] for r in letter["records"]] == [sequences[1]]
+    assert letter["records"][0]["keys"] == {"session_id": {"S": "poison"}}
+    assert letter["error"] == "RuntimeError: poison record"
+    assert letter["DDBStreamBatchInfo"]["streamArn"] == "arn:stream/sessions"
+    assert letter["requestContext"]["condition"] == "RetryAttemptsExhausted"
+    # Records after it were not blocked, and a restart does not see any of them again.
+    _ended(stream, "e")
+    restarted = Recorder()
+    _poller(stream, tmp_path, restarted).drain()
+    assert restarted.batches == [["e"]]
+
+
+def test_without_bisection_a_failing_batch_is_retried_then_dead_lettered_whole(
+    tmp_path: Path,
+) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "a", "poison")
+    handler.raise_for = {"poison"}
+    poller = _poller(stream, tmp_path, handler, bisect_batch_on_error=False, max_retry_attempts=1)
+    poller.drain()
+    assert handler.batches == [["a", "poison"], ["a", "poison"]]
+    [letter] = poller.dead_letters.entries()
+    assert [r["keys"]["session_id"]["S"] for r in letter["records"]] == ["a", "poison"]
+
+
+def test_a_persistent_item_failure_goes_to_the_dead_letters_after_bounded_retries(
+    tmp_path: Path,
+) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "a", "bad", "c")
+    handler.report = {"bad"}
+    poller = _poller(stream, tmp_path, handler, max_retry_attempts=2)
+    poller.drain()
+    assert handler.batches == [["a", "bad", "c"], ["bad", "c"], ["bad", "c"]]
+    [letter] = poller.dead_letters.entries()
+    assert [r["keys"]["session_id"]["S"] for r in letter["records"]] == ["bad", "c"]
+    assert "batchItemFailures" in letter["error"]
+
+
+def test_a_restart_resumes_after_the_checkpoint_without_skipping(tmp_path: Path) -> None:
+    stream, first = FakeStreams(), Recorder()
+    _ended(stream, "a", "b")
+    _poller(stream, tmp_path, first).drain()
+    _ended(stream, "c")
+    second = Recorder()
+    _poller(stream, tmp_path, second).drain()
+    assert first.batches == [["a", "b"]] and second.batches == [["c"]]
+
+
+def test_a_closed_shard_is_finished_before_its_child_starts(tmp_path: Path) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "old-1", "old-2")
+    stream.shards["shard-1"]["closed"] = True
+    stream.open_shard("shard-2", parent="shard-1")
+    _ended(stream, "new-1", shard="shard-2")
+    # The child is listed first: it must still wait for its parent.
+    stream.shards = {k: stream.shards[k] for k in ("shard-2", "shard-1")}
+    poller = _poller(stream, tmp_path, handler, batch_size=1)
+    poller.drain()
+    assert handler.batches == [["old-1"], ["old-2"], ["new-1"]]
+    saved = json.loads((tmp_path / "checkpoints.json").read_text())["shards"]
+    assert [v["closed"] for k, v in sorted(saved.items())] == [True, False]
+    # After a restart the finished parent is not read again.
+    stream.reads.clear()
+    restarted = Recorder()
+    _poller(stream, tmp_path, restarted).drain()
+    assert restarted.batches == []
+    assert set(stream.reads) == {"shard-2"}
+
+
+def test_an_expired_iterator_is_replaced_without_losing_or_repeating_records(
+    tmp_path: Path,
+) -> None:
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "a")
+    poller = _poller(stream, tmp_path, handler)
+    poller.drain()
+    _ended(stream, "b", "c")
+    stream.expire_next = True
+    poller.drain()
+    assert handler.batches == [["a"], ["b", "c"]]
+
+
+def test_checkpoints_are_replaced_atomically(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from local import poller as module
+
+    stream, handler = FakeStreams(), Recorder()
+    _ended(stream, "a")
+    _poller(stream, tmp_path, handler).drain()
+    before = (tmp_path / "checkpoints.json").read_text()
+
+    def crash(*_: Any) -> None:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(module.os, "replace", crash)
+    _ended(stream, "b")
+    with pytest.raises(OSError):
+        _poller(stream, tmp_path, Recorder()).drain()
+    assert (tmp_path / "checkpoints.json").read_text() == before
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".checkpoints")] == []
