@@ -10,7 +10,7 @@ export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export PYTHONPATH := lambdas:.
 
-.PHONY: venv node tools test unit lint openapi synth run chat ingest redrive bench clean
+.PHONY: venv node tools test unit lint openapi synth bootstrap deploy destroy asset-size run chat ingest redrive bench clean
 
 venv: $(STAMP)
 
@@ -36,7 +36,7 @@ tools: venv node
 	@command -v java >/dev/null || { echo "Java 17+ is needed for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@$(PY) -m scripts.browser
 
-test: tools
+test: tools synth
 	$(PY) -m pytest -q
 
 unit: venv
@@ -50,18 +50,38 @@ openapi: venv
 	$(PY) -m scripts.openapi > openapi.json
 	@echo "wrote openapi.json"
 
-# CloudFormation templates into cdk.out/, with no AWS account and no Docker.
-synth: venv node
-	npx cdk synth --quiet
+# CloudFormation templates into cdk.out/, with no AWS account and no Docker: the Lambda asset is
+# bundled by pip on this machine, cdk-nag checks every synth. No notices or telemetry calls.
+CDK := npx cdk --no-notices --no-version-reporting
 
-# Local mode: DynamoDB Local, the stream poller and the API with its web page on :8000.
+synth: venv node
+	$(CDK) synth --quiet
+
+# Deploy to the account and region of your AWS credentials (run `make bootstrap` once per
+# account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:modelMode=bedrock".
+bootstrap: venv node
+	$(CDK) bootstrap $(CDK_ARGS)
+
+deploy: venv node
+	$(CDK) deploy $(CDK_ARGS)
+
+destroy: venv node
+	$(CDK) destroy $(CDK_ARGS)
+
+# Zipped size of the Lambda asset that `make synth` bundled.
+asset-size: synth
+	@cd $$(ls -d cdk.out/asset.*/ | head -1) && rm -f /tmp/chatmemory-asset.zip && zip -qr9 /tmp/chatmemory-asset.zip . && \
+	  echo "unzipped $$(du -sh . | cut -f1), zipped $$(stat -c %s /tmp/chatmemory-asset.zip) bytes"
+
+# Local mode: DynamoDB Local, the stream poller and the API with its web page on :8000
+# (options after ARGS=, e.g. make run ARGS="--port 9000"; make chat ARGS="--user bob").
 run: venv node
 	@command -v java >/dev/null || { echo "Java 17+ is needed for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
-	$(PY) -m local.run
+	$(PY) -m local.run $(ARGS)
 
 # A terminal chat against the running local API.
 chat: venv
-	$(PY) -m local.chat
+	$(PY) -m local.chat $(ARGS)
 
 # Load verified documents (.md, .txt under DIR) into the local long-term index.
 ingest: venv

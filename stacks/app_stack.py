@@ -2,15 +2,94 @@
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Stack
+from typing import Any
+
+from aws_cdk import App, CfnOutput, Stack
 from constructs import Construct
 
+from chatmemory import schema
+from stacks import nag
+from stacks.api import ChatApi
+from stacks.config import Config
+from stacks.consolidation import Consolidation
+from stacks.functions import LambdaFactory
+from stacks.long_term import LongTermMemory
+from stacks.models import Models
+from stacks.monitoring import Monitoring
 from stacks.storage import Storage
 
 
 class ChatMemoryStack(Stack):
-    def __init__(self, scope: Construct, construct_id: str, *, production: bool = False, **kwargs) -> None:
+    """Storage, models, long-term memory, stream processing, the API and its monitoring."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: Config | None = None,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(scope, construct_id, **kwargs)
-        self.storage = Storage(self, "Storage", production=production)
+        config = config or Config.from_context(self)
+        self.config = config
+
+        self.storage = Storage(self, "Storage", production=config.production)
+        self.functions = LambdaFactory(self, "Functions", config=config)
+        tables = {
+            schema.ENV_SESSIONS_TABLE: self.storage.sessions.table_name,
+            schema.ENV_CONVERSATIONS_TABLE: self.storage.conversations.table_name,
+        }
+        self.models = Models(self, "Models", config=config)
+        self.long_term = LongTermMemory(
+            self, "LongTermMemory", config=config, factory=self.functions
+        )
+        self.api = ChatApi(
+            self,
+            "Api",
+            config=config,
+            factory=self.functions,
+            storage=self.storage,
+            models=self.models,
+            long_term=self.long_term,
+            environment=tables,
+        )
+        self.consolidation = Consolidation(
+            self,
+            "Consolidation",
+            config=config,
+            factory=self.functions,
+            storage=self.storage,
+            models=self.models,
+            long_term=self.long_term,
+            environment=tables,
+        )
+        self.monitoring = Monitoring(
+            self,
+            "Monitoring",
+            config=config,
+            functions=self.functions.functions,
+            stream_functions={
+                "Consolidate": self.consolidation.consolidate,
+                "Compact": self.consolidation.compact,
+            },
+            dead_letter_queues=self.consolidation.dead_letter_queues,
+            api=self.api.rest_api,
+            domain=self.long_term.domain,
+        )
         CfnOutput(self, "SessionsTableName", value=self.storage.sessions.table_name)
         CfnOutput(self, "ConversationsTableName", value=self.storage.conversations.table_name)
+        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+
+
+def build(app: App) -> ChatMemoryStack:
+    """The app: one stack per stage, settings from context, cdk-nag on every synth."""
+    config = Config.from_context(app)
+    stack = ChatMemoryStack(
+        app,
+        f"ChatMemory-{config.stage}",
+        config=config,
+        description="Chat memory: short-term (DynamoDB), long-term (OpenSearch), chat API",
+    )
+    nag.enable(app)
+    return stack

@@ -2,18 +2,16 @@
 
 from __future__ import annotations
 
-import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Match, Template
 
 from chatmemory import schema
-from stacks.app_stack import ChatMemoryStack
+from tests.infra.synth import Synth
 
 
 @pytest.fixture(scope="module")
-def template() -> Template:
-    app = cdk.App()
-    return Template.from_stack(ChatMemoryStack(app, "Test"))
+def template(default: Synth) -> Template:
+    return default.template
 
 
 @pytest.mark.parametrize("spec", schema.TABLES, ids=lambda s: s.logical_name)
@@ -24,8 +22,12 @@ def test_table_keys_indexes_and_stream_come_from_the_schema(template: Template, 
     indexes = (
         Match.array_with(
             [
-                Match.object_like({"IndexName": index.name, "Projection": Match.object_like(
-                    {"ProjectionType": index.projection_type})})
+                Match.object_like(
+                    {
+                        "IndexName": index.name,
+                        "Projection": Match.object_like({"ProjectionType": index.projection_type}),
+                    }
+                )
                 for index in spec.indexes
             ]
         )
@@ -53,3 +55,19 @@ def test_turns_can_expire_through_ttl(template: Template) -> None:
             "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
         },
     )
+
+
+def test_development_tables_can_be_deleted_with_the_stack(default: Synth) -> None:
+    for table in default.resources("AWS::DynamoDB::Table").values():
+        assert table["DeletionPolicy"] == "Delete"
+        assert table["Properties"].get("DeletionProtectionEnabled") in (None, False)
+
+
+def test_production_tables_are_protected_and_retained(synth_cache) -> None:
+    prod = synth_cache(stage="prod")
+    tables = prod.resources("AWS::DynamoDB::Table")
+    assert len(tables) == len(schema.TABLES)
+    for table in tables.values():
+        assert table["DeletionPolicy"] == "Retain"
+        assert table["UpdateReplacePolicy"] == "Retain"
+        assert table["Properties"]["DeletionProtectionEnabled"] is True

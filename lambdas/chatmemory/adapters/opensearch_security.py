@@ -1,0 +1,33 @@
+"""Fine-grained access control on an OpenSearch domain: the runtime's security role and mapping.
+
+The domain's master user is the index-setup Lambda's IAM role; it gives the runtime Lambdas'
+roles read/write on the long-term indexes only, instead of making them administrators.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from chatmemory import schema
+
+# Document reads and writes (search, bulk, delete-by-query) on the two indexes, and the
+# cluster-level half of bulk and multi-search; no index creation, mapping or admin rights.
+RUNTIME_ROLE_BODY: dict[str, Any] = {
+    "description": "Chat memory Lambdas: read and write long-term memory documents",
+    "cluster_permissions": ["cluster_composite_ops"],
+    "index_permissions": [
+        {"index_patterns": list(schema.LONG_TERM_INDEXES), "allowed_actions": ["crud"]}
+    ],
+}
+
+
+def map_runtime_roles(client: Any, role_arns: Sequence[str]) -> None:
+    """Create (or overwrite) the runtime security role and map exactly `role_arns` to it."""
+    if not role_arns:
+        raise ValueError("no runtime roles to map")
+    client.security.create_role(role=schema.OPENSEARCH_RUNTIME_ROLE, body=RUNTIME_ROLE_BODY)
+    client.security.create_role_mapping(
+        role=schema.OPENSEARCH_RUNTIME_ROLE,
+        body={"backend_roles": sorted(set(role_arns)), "users": [], "hosts": []},
+    )

@@ -1,0 +1,219 @@
+"""Typed deployment settings, read from cdk.json context (`-c chatmemory:<key>=<value>` overrides).
+
+Every setting has a default; the production stage (`chatmemory:stage=prod`) changes a few of them
+(retention, deletion protection, a highly available search domain, WAF, Cognito threat protection).
+Values given with `-c` arrive as strings, so every reader here accepts strings too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from constructs import Construct
+
+PREFIX = "chatmemory:"
+
+# The Lambda platform, in one place: the runtime, the Powertools layer name and the pip platform
+# used for bundling must agree. arm64 (Graviton) costs 20% less per GB-second than x86_64, and
+# every runtime dependency is pure Python or has a manylinux2014_aarch64 wheel.
+PYTHON_VERSION = "3.12"
+ARCHITECTURE = "arm64"
+PIP_PLATFORM = "manylinux2014_aarch64"
+# AWS's account that publishes the Powertools for AWS Lambda (Python) layers (commercial regions).
+POWERTOOLS_LAYER_ACCOUNT = "017000801446"
+
+ModelMode = Literal["endpoints", "deploy", "bedrock"]
+SearchMode = Literal["domain", "serverless"]
+AuthMode = Literal["cognito", "iam"]
+
+
+def _as_bool(raw: Any) -> bool:
+    if isinstance(raw, bool):
+        return raw
+    text = str(raw).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("0", "false", "no", "off", ""):
+        return False
+    raise ValueError(f"not a boolean: {raw!r}")
+
+
+def _as_list(raw: Any) -> tuple[str, ...]:
+    if isinstance(raw, list | tuple):
+        return tuple(str(item).strip() for item in raw if str(item).strip())
+    return tuple(part.strip() for part in str(raw).split(",") if part.strip())
+
+
+def _choice(*allowed: str) -> Callable[[Any], str]:
+    def parse(raw: Any) -> str:
+        value = str(raw).strip()
+        if value not in allowed:
+            raise ValueError(f"{value!r} is not one of {', '.join(allowed)}")
+        return value
+
+    return parse
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything the stacks need to know about one deployment."""
+
+    stage: str = "dev"
+    production: bool = False
+
+    # Models. "endpoints": existing SageMaker endpoints, by name (JumpStart FLAN-T5 + GPT-J, as in
+    # the original design). "deploy": this stack deploys Hugging Face TGI (text, real-time) and
+    # TEI (embeddings, serverless) endpoints. "bedrock": Amazon Bedrock model ids.
+    model_mode: ModelMode = "endpoints"
+    text_endpoint: str = "jumpstart-dft-hf-text2text-flan-t5-xl"
+    text_format: str = "jumpstart-flan-t5"
+    embed_endpoint: str = "jumpstart-dft-hf-textembedding-gpt-j-6b-fp16"
+    embed_format: str = "jumpstart-gpt-j"
+    embed_dimension: int = 4096
+    text_model_id: str = "amazon.nova-micro-v1:0"
+    embed_model_id: str = "amazon.titan-embed-text-v2:0"
+    # "deploy" mode: Hugging Face Hub model ids and container images.
+    deploy_text_model: str = "Qwen/Qwen2.5-1.5B-Instruct"
+    deploy_text_instance_type: str = "ml.g5.xlarge"
+    deploy_embed_model: str = "BAAI/bge-small-en-v1.5"
+    deploy_embed_memory_mb: int = 3072
+    deploy_embed_max_concurrency: int = 5
+    tgi_image_tag: str = "2.7.0-tgi3.3.6-gpu-py311-cu124-ubuntu22.04"
+    tei_image_tag: str = "2.0.1-tei1.7.0-cpu-py310-ubuntu22.04"
+
+    # Long-term memory search.
+    search_mode: SearchMode = "domain"
+    search_instance_type: str = "t3.small.search"
+    search_data_nodes: int = 1
+    search_master_nodes: int = 0
+    search_master_instance_type: str = "m6g.large.search"
+    search_volume_gb: int = 10
+
+    # Chat API.
+    auth: AuthMode = "cognito"
+    mfa: Literal["optional", "required"] = "optional"
+    threat_protection: bool = False
+    cors_origins: tuple[str, ...] = ("*",)
+    throttle_rate: int = 20
+    throttle_burst: int = 40
+    waf: bool = False
+    max_input_chars: int = 4000
+
+    # Memory behaviour.
+    turn_ttl_days: int = 0
+    idle_minutes: int = 30
+    sweep_minutes: int = 5
+
+    # Stream processing.
+    stream_retry_attempts: int = 3
+    consolidation_max_record_age_hours: int = 6
+    compaction_max_record_age_hours: int = 1
+
+    # Operations.
+    log_retention_days: int = 30
+    alarm_email: str = ""
+    iterator_age_alarm_seconds: int = 300
+    # A pinned layer version, or "latest" to resolve AWS's public SSM parameter at deploy time.
+    powertools_layer_version: str = "38"
+
+    @classmethod
+    def from_context(cls, scope: Construct) -> Config:
+        """Settings from the app's context (cdk.json or `-c`), defaults for the rest."""
+        keys = list(cls.__dataclass_fields__)
+        values: dict[str, Any] = {}
+        for name in keys:
+            raw = scope.node.try_get_context(PREFIX + _camel(name))
+            if raw is not None:
+                values[name] = raw
+        return cls.from_mapping(values)
+
+    @classmethod
+    def from_mapping(cls, raw: Mapping[str, Any]) -> Config:
+        """Parse and validate raw values (snake_case keys); stage-dependent defaults apply."""
+        stage = str(raw.get("stage", cls.stage))
+        production = _as_bool(raw.get("production", stage == "prod"))
+        mode = _choice("endpoints", "deploy", "bedrock")(raw.get("model_mode", cls.model_mode))
+        defaults: dict[str, Any] = {
+            # Production: keep logs a year, a search domain that survives an AZ outage, a WAF and
+            # Cognito threat protection; development stays cheap.
+            "log_retention_days": 365 if production else 30,
+            "search_instance_type": "m6g.large.search" if production else "t3.small.search",
+            "search_data_nodes": 2 if production else 1,
+            "search_master_nodes": 3 if production else 0,
+            "waf": production,
+            "threat_protection": production,
+            # Each model mode has its own payload formats and embedding size.
+            "text_format": "tgi" if mode == "deploy" else "jumpstart-flan-t5",
+            "embed_format": "tei" if mode == "deploy" else "jumpstart-gpt-j",
+            "embed_dimension": {"endpoints": 4096, "deploy": 384, "bedrock": 1024}[mode],
+        }
+        parsers: dict[str, Callable[[Any], Any]] = {
+            "search_mode": _choice("domain", "serverless"),
+            "auth": _choice("cognito", "iam"),
+            "mfa": _choice("optional", "required"),
+            "text_format": _choice("jumpstart-flan-t5", "tgi"),
+            "embed_format": _choice("jumpstart-gpt-j", "tei"),
+            "cors_origins": _as_list,
+        }
+        values: dict[str, Any] = {"stage": stage, "production": production, "model_mode": mode}
+        for name, spec in cls.__dataclass_fields__.items():
+            if name in values:
+                continue
+            value = raw.get(name, defaults.get(name, spec.default))
+            if name in parsers:
+                value = parsers[name](value)
+            elif isinstance(spec.default, bool):
+                value = _as_bool(value)
+            elif isinstance(spec.default, int):
+                value = int(value)
+            elif isinstance(spec.default, str):
+                value = str(value)
+            values[name] = value
+        config = cls(**values)
+        config.validate()
+        return config
+
+    def validate(self) -> None:
+        """Reject settings that would deploy something broken."""
+        if self.embed_dimension < 1:
+            raise ValueError("embedDimension must be positive")
+        if self.search_data_nodes < 1:
+            raise ValueError("searchDataNodes must be at least 1")
+        if self.search_master_nodes not in (0, 3, 5):
+            raise ValueError("searchMasterNodes must be 0, 3 or 5")
+        if not self.cors_origins:
+            raise ValueError("corsOrigins needs at least one origin ('*' for any)")
+        if self.sweep_minutes < 1 or self.idle_minutes < 1:
+            raise ValueError("sweepMinutes and idleMinutes must be at least 1")
+        if not (
+            self.powertools_layer_version == "latest" or self.powertools_layer_version.isdigit()
+        ):
+            raise ValueError("powertoolsLayerVersion must be a version number or 'latest'")
+        if not 0 <= self.stream_retry_attempts <= 10:
+            raise ValueError("streamRetryAttempts must be between 0 and 10")
+
+    @property
+    def zone_awareness(self) -> bool:
+        """Spread data nodes over two AZs whenever there are at least two."""
+        return self.search_data_nodes >= 2
+
+    @property
+    def powertools_latest_parameter(self) -> str:
+        """AWS's public SSM parameter holding the newest layer ARN for this runtime."""
+        return f"/aws/service/powertools/python/{ARCHITECTURE}/python{PYTHON_VERSION}/latest"
+
+    @property
+    def powertools_layer_name(self) -> str:
+        return f"AWSLambdaPowertoolsPythonV3-python{PYTHON_VERSION.replace('.', '')}-{ARCHITECTURE}"
+
+
+def _camel(snake: str) -> str:
+    head, *rest = snake.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def context_key(name: str) -> str:
+    """The cdk.json context key of a Config field (`model_mode` -> `chatmemory:modelMode`)."""
+    return PREFIX + _camel(name)

@@ -1,0 +1,385 @@
+"""Long-term memory: an OpenSearch Service domain (default) or an OpenSearch Serverless vector
+collection, and the custom resource that creates the indexes from schema.py at deploy time."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+
+import jsii
+from aws_cdk import (
+    Aws,
+    CustomResource,
+    Duration,
+    IStableListProducer,
+    Lazy,
+    RemovalPolicy,
+    Stack,
+)
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_opensearchserverless as aoss
+from aws_cdk import aws_opensearchservice as opensearch
+from constructs import Construct
+
+from chatmemory import schema
+from stacks import nag
+from stacks.config import Config
+from stacks.functions import LambdaFactory, retention
+
+
+@jsii.implements(IStableListProducer)
+class _RoleArns:
+    """The runtime roles granted access so far, read when the template is rendered."""
+
+    def __init__(self, fixed: list[str] | None = None) -> None:
+        self.fixed = fixed or []
+        self.arns: list[str] = []
+
+    def produce(self) -> list[str]:
+        return [*self.fixed, *self.arns]
+
+
+def physical_name(scope: Construct, suffix: str = "", *, max_length: int) -> str:
+    """A lowercase name derived from the stack name (OpenSearch naming rules), so two stages
+    in one account never collide."""
+    base = re.sub(r"[^a-z0-9-]+", "-", Stack.of(scope).stack_name.lower()).strip("-")
+    base = base if base[:1].isalpha() else f"c-{base}"
+    return f"{base[: max_length - len(suffix)].rstrip('-')}{suffix}"
+
+
+class LongTermMemory(Construct):
+    """Where consolidated sessions and verified passages are searched. `environment` holds the
+    variables the runtime needs; `grant_read_write` gives a function document access."""
+
+    def __init__(
+        self, scope: Construct, construct_id: str, *, config: Config, factory: LambdaFactory
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        self._runtime_roles = _RoleArns()
+        self.serverless = config.search_mode == "serverless"
+        self.domain: opensearch.Domain | None = None
+        self.collection: aoss.CfnCollection | None = None
+        if self.serverless:
+            self.endpoint = self._collection()
+        else:
+            self.endpoint = self._domain()
+        self.environment = {
+            schema.ENV_LONG_TERM_BACKEND: "opensearch",
+            schema.ENV_OPENSEARCH_ENDPOINT: self.endpoint,
+            schema.ENV_OPENSEARCH_SERVERLESS: "true" if self.serverless else "false",
+            schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
+        }
+        self.setup_function = factory.function(
+            self,
+            "IndexSetup",
+            handler="handlers.index_setup.handler",
+            description="Creates the long-term memory indexes (CloudFormation custom resource)",
+            environment=self.environment,
+            timeout=Duration.minutes(5),
+            memory_mb=256,
+            role=self._setup_role,
+        )
+        self._grant_setup()
+        body = json.dumps(schema.long_term_index_body(config.embed_dimension), sort_keys=True)
+        self.index_setup = CustomResource(
+            self,
+            "Indexes",
+            service_token=self.setup_function.function_arn,
+            resource_type="Custom::LongTermIndexes",
+            properties={
+                # A new mapping or role list re-runs the setup (an Update event).
+                "IndexBodySha256": hashlib.sha256(body.encode()).hexdigest(),
+                "RuntimeRoleArns": Lazy.list(self._runtime_roles),
+            },
+        )
+        if self.serverless:
+            # Index creation is allowed by the data access policy, not by IAM alone.
+            self.index_setup.node.add_dependency(self._access_policy)
+
+    # --- managed domain ---------------------------------------------------------------------
+
+    def _domain(self) -> str:
+        config = self._config
+        removal = RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY
+        log_groups = {
+            name: logs.LogGroup(
+                self,
+                f"{name}Logs",
+                retention=retention(config.log_retention_days),
+                removal_policy=removal,
+            )
+            for name in ("SlowSearch", "SlowIndex", "Application", "Audit")
+        }
+        # The domain writes its logs under this policy (a native resource: CDK's default is a
+        # custom resource with a Lambda of its own). It must exist before the domain.
+        logs_policy = logs.ResourcePolicy(
+            self,
+            "LogsPolicy",
+            policy_statements=[
+                iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal("es.amazonaws.com")],
+                    actions=["logs:CreateLogStream", "logs:PutLogEvents"],
+                    resources=[group.log_group_arn for group in log_groups.values()],
+                    conditions={"StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID}},
+                )
+            ],
+        )
+        # The index-setup role is the FGAC master user: it exists before the domain, and it is
+        # the only principal that may change security settings. Runtime roles get a narrow
+        # OpenSearch role, mapped by the setup function.
+        self._setup_role = iam.Role(
+            self,
+            "IndexSetupMasterRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Index-setup Lambda; master user of the long-term memory domain",
+        )
+        masters = config.search_master_nodes or None
+        # Named after the stack: the access policy below must name the domain's ARN, and a
+        # generated name would make the domain reference itself.
+        domain_name = physical_name(self, max_length=28)
+        domain = opensearch.Domain(
+            self,
+            "Domain",
+            domain_name=domain_name,
+            version=opensearch.EngineVersion.OPENSEARCH_2_19,
+            capacity=opensearch.CapacityConfig(
+                data_nodes=config.search_data_nodes,
+                data_node_instance_type=config.search_instance_type,
+                master_nodes=masters,
+                master_node_instance_type=config.search_master_instance_type if masters else None,
+                multi_az_with_standby_enabled=False,
+            ),
+            zone_awareness=opensearch.ZoneAwarenessConfig(
+                enabled=config.zone_awareness,
+                availability_zone_count=2 if config.zone_awareness else None,
+            ),
+            ebs=opensearch.EbsOptions(
+                volume_size=config.search_volume_gb, volume_type=ec2.EbsDeviceVolumeType.GP3
+            ),
+            encryption_at_rest=opensearch.EncryptionAtRestOptions(enabled=True),
+            node_to_node_encryption=True,
+            enforce_https=True,
+            tls_security_policy=opensearch.TLSSecurityPolicy.TLS_1_2,
+            fine_grained_access_control=opensearch.AdvancedSecurityOptions(
+                master_user_arn=self._setup_role.role_arn
+            ),
+            logging=opensearch.LoggingOptions(
+                slow_search_log_enabled=True,
+                slow_search_log_group=log_groups["SlowSearch"],
+                slow_index_log_enabled=True,
+                slow_index_log_group=log_groups["SlowIndex"],
+                app_log_enabled=True,
+                app_log_group=log_groups["Application"],
+                audit_log_enabled=True,
+                audit_log_group=log_groups["Audit"],
+            ),
+            suppress_logs_resource_policy=True,
+            enable_version_upgrade=True,
+            removal_policy=removal,
+        )
+        domain.node.add_dependency(logs_policy)
+        # Resource policy: HTTP access only for the app's roles (SigV4); FGAC then decides what
+        # each may do. Set on the L1 resource, since the L2 option deploys a custom resource.
+        principals = _RoleArns([self._setup_role.role_arn])
+        principals.arns = self._runtime_roles.arns  # the same list: grants made later count
+        cfn_domain = domain.node.default_child
+        assert isinstance(cfn_domain, opensearch.CfnDomain)
+        cfn_domain.access_policies = {
+            "Version": "2012-10-17",
+            "Statement": [
+                {
+                    "Effect": "Allow",
+                    "Principal": {"AWS": Lazy.list(principals)},
+                    "Action": [
+                        "es:ESHttpDelete",
+                        "es:ESHttpGet",
+                        "es:ESHttpHead",
+                        "es:ESHttpPost",
+                        "es:ESHttpPut",
+                    ],
+                    "Resource": Stack.of(self).format_arn(
+                        service="es", resource="domain", resource_name=f"{domain_name}/*"
+                    ),
+                }
+            ],
+        }
+        self.domain = domain
+        reason_vpc = (
+            "Public endpoint on purpose: the Lambdas run outside a VPC (no NAT gateway or "
+            "interface endpoints to pay for while idle). Every request must be SigV4-signed by "
+            "one of the app's IAM roles (the domain access policy names them), over TLS 1.2, "
+            "and fine-grained access control gives the runtime roles document access only."
+        )
+        nag.acknowledge(domain, "AwsSolutions-OS1", reason_vpc)
+        nag.acknowledge(
+            domain,
+            "AwsSolutions-OS3",
+            "Callers are Lambda functions with changing IP addresses: access is restricted by "
+            "IAM (SigV4) and fine-grained access control instead of an IP allow list.",
+        )
+        if not masters:
+            nag.acknowledge(
+                domain,
+                "AwsSolutions-OS4",
+                "Development setting: one data node needs no dedicated masters. Production "
+                "(chatmemory:stage=prod) deploys 3 dedicated master nodes.",
+            )
+        if not config.zone_awareness:
+            nag.acknowledge(
+                domain,
+                "AwsSolutions-OS7",
+                "Development setting: a single data node cannot be zone aware. Production "
+                "(chatmemory:stage=prod) deploys 2 data nodes in 2 Availability Zones.",
+            )
+        return domain.domain_endpoint
+
+    # --- serverless collection --------------------------------------------------------------
+
+    def _collection(self) -> str:
+        config = self._config
+        # Collection and policy names: 3-32 characters, lowercase letters, digits and hyphens.
+        name = physical_name(self, "-memory", max_length=32)
+        resource = f"collection/{name}"
+        encryption = aoss.CfnSecurityPolicy(
+            self,
+            "EncryptionPolicy",
+            name=physical_name(self, "-encryption", max_length=32),
+            type="encryption",
+            policy=json.dumps(
+                {
+                    "Rules": [{"ResourceType": "collection", "Resource": [resource]}],
+                    "AWSOwnedKey": True,
+                }
+            ),
+        )
+        network = aoss.CfnSecurityPolicy(
+            self,
+            "NetworkPolicy",
+            name=physical_name(self, "-network", max_length=32),
+            type="network",
+            # The collection endpoint is reachable over TLS for SigV4-signed requests that the
+            # data access policy below allows; no dashboards endpoint.
+            policy=json.dumps(
+                [
+                    {
+                        "Rules": [{"ResourceType": "collection", "Resource": [resource]}],
+                        "AllowFromPublic": True,
+                    }
+                ]
+            ),
+        )
+        collection = aoss.CfnCollection(
+            self,
+            "Collection",
+            name=name,
+            type="VECTORSEARCH",
+            description="Chat memory: consolidated sessions and verified passages",
+            standby_replicas="ENABLED" if config.production else "DISABLED",
+        )
+        collection.node.add_dependency(encryption, network)
+        collection.apply_removal_policy(
+            RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY
+        )
+        self.collection = collection
+        self._collection_name = name
+        self._setup_role = iam.Role(
+            self,
+            "IndexSetupRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Index-setup Lambda of the long-term memory collection",
+        )
+        indexes = [f"index/{name}/{index}" for index in schema.LONG_TERM_INDEXES]
+        data_policy = Stack.of(self).to_json_string(
+            [
+                {
+                    "Description": "Runtime Lambdas: documents only",
+                    "Rules": [
+                        {
+                            "ResourceType": "index",
+                            "Resource": indexes,
+                            "Permission": [
+                                "aoss:DescribeIndex",
+                                "aoss:ReadDocument",
+                                "aoss:WriteDocument",
+                            ],
+                        }
+                    ],
+                    "Principal": Lazy.list(self._runtime_roles),
+                },
+                {
+                    "Description": "Index setup: create and update the indexes",
+                    "Rules": [
+                        {
+                            "ResourceType": "index",
+                            "Resource": indexes,
+                            "Permission": [
+                                "aoss:CreateIndex",
+                                "aoss:DescribeIndex",
+                                "aoss:UpdateIndex",
+                            ],
+                        }
+                    ],
+                    "Principal": [self._setup_role.role_arn],
+                },
+            ]
+        )
+        self._access_policy = aoss.CfnAccessPolicy(
+            self,
+            "DataAccessPolicy",
+            name=physical_name(self, "-access", max_length=32),
+            type="data",
+            policy=data_policy,
+        )
+        return collection.attr_collection_endpoint
+
+    # --- grants -----------------------------------------------------------------------------
+
+    def _grant_setup(self) -> None:
+        """Index creation, and on a domain the two security API paths of the runtime role."""
+        if self.domain is not None:
+            for index in schema.LONG_TERM_INDEXES:
+                self.domain.grant_index_read_write(index, self._setup_role)
+            for path in ("roles", "rolesmapping"):
+                self.domain.grant_path_read_write(
+                    f"_plugins/_security/api/{path}/{schema.OPENSEARCH_RUNTIME_ROLE}",
+                    self._setup_role,
+                )
+            self._acknowledge_index_paths(self._setup_role)
+        else:
+            self._grant_collection(self._setup_role)
+
+    def grant_read_write(self, function: lambda_.Function, *, bulk: bool = False) -> None:
+        """Document reads and writes on both indexes (plus `_bulk` when `bulk`)."""
+        role = function.role
+        assert role is not None
+        self._runtime_roles.arns.append(role.role_arn)
+        if self.domain is not None:
+            for index in schema.LONG_TERM_INDEXES:
+                self.domain.grant_index_read_write(index, role)
+            if bulk:
+                self.domain.grant_path_read_write("_bulk", role)
+            self._acknowledge_index_paths(role)
+        else:
+            self._grant_collection(role)
+
+    def _grant_collection(self, role: iam.IRole) -> None:
+        assert self.collection is not None
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=["aoss:APIAccessAll"], resources=[self.collection.attr_arn])
+        )
+
+    def _acknowledge_index_paths(self, role: iam.IRole) -> None:
+        assert self.domain is not None
+        domain = self.domain.node.default_child
+        for index in schema.LONG_TERM_INDEXES:
+            nag.wildcard(
+                role,
+                nag.arn_of(domain, f"/{index}/*"),
+                f"CDK's grant_index_read_write: any document path under the {index} index "
+                "(search, _doc, _delete_by_query); nothing outside it.",
+            )

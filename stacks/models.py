@@ -1,0 +1,268 @@
+"""Models: existing SageMaker endpoints (default), endpoints deployed here from Hugging Face
+containers, or Amazon Bedrock. Functions may invoke only the configured endpoints or models."""
+
+from __future__ import annotations
+
+from aws_cdk import ArnFormat, Aws, CfnMapping, Stack
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_sagemaker as sagemaker
+from constructs import Construct
+
+from chatmemory import schema
+from stacks import nag
+from stacks.config import Config
+
+# ECR registries of AWS's Hugging Face inference containers, by region (from the SageMaker
+# Python SDK's image_uri_config: huggingface-llm.json for TGI, huggingface-tei-cpu.json for TEI).
+_TGI_REPOSITORY = "huggingface-pytorch-tgi-inference"
+_TEI_REPOSITORY = "tei-cpu"
+_DLC = "763104351884"
+TGI_REGISTRIES = {
+    "us-east-1": _DLC, "us-east-2": _DLC, "us-west-1": _DLC, "us-west-2": _DLC,
+    "ca-central-1": _DLC, "sa-east-1": _DLC, "eu-central-1": _DLC, "eu-north-1": _DLC,
+    "eu-west-1": _DLC, "eu-west-2": _DLC, "eu-west-3": _DLC, "ap-northeast-1": _DLC,
+    "ap-northeast-2": _DLC, "ap-south-1": _DLC, "ap-southeast-1": _DLC, "ap-southeast-2": _DLC,
+}  # fmt: skip
+TEI_REGISTRIES = {
+    "us-east-1": "683313688378", "us-east-2": "257758044811", "us-west-1": "746614075791",
+    "us-west-2": "246618743249", "ca-central-1": "341280168497", "sa-east-1": "737474898029",
+    "eu-central-1": "492215442770", "eu-north-1": "662702820516", "eu-west-1": "141502667606",
+    "eu-west-2": "764974769150", "eu-west-3": "659782779980", "ap-northeast-1": "354813040037",
+    "ap-northeast-2": "366743142698", "ap-south-1": "720646828776",
+    "ap-southeast-1": "121021644041", "ap-southeast-2": "783357654285",
+}  # fmt: skip
+
+
+class Models(Construct):
+    """The text and embedding models of the configured mode. `environment` is what the runtime
+    reads; `grant_text` / `grant_embed` allow invoking exactly these models."""
+
+    def __init__(self, scope: Construct, construct_id: str, *, config: Config) -> None:
+        super().__init__(scope, construct_id)
+        self._config = config
+        stack = Stack.of(self)
+        if config.model_mode == "bedrock":
+            self._action = "bedrock:InvokeModel"  # Converse is authorized as InvokeModel
+            self.text_arn = self._foundation_model_arn(config.text_model_id)
+            self.embed_arn = self._foundation_model_arn(config.embed_model_id)
+            self.environment = {
+                schema.ENV_TEXT_BACKEND: "bedrock",
+                schema.ENV_EMBED_BACKEND: "bedrock",
+                schema.ENV_TEXT_MODEL_ID: config.text_model_id,
+                schema.ENV_EMBED_MODEL_ID: config.embed_model_id,
+            }
+        else:
+            self._action = "sagemaker:InvokeEndpoint"
+            if config.model_mode == "deploy":
+                text_name, self.text_arn = self._deploy_text()
+                embed_name, self.embed_arn = self._deploy_embeddings()
+            else:
+                text_name, embed_name = config.text_endpoint, config.embed_endpoint
+                # Endpoint ARNs use the lower-cased name.
+                self.text_arn = stack.format_arn(
+                    service="sagemaker", resource="endpoint", resource_name=text_name.lower()
+                )
+                self.embed_arn = stack.format_arn(
+                    service="sagemaker", resource="endpoint", resource_name=embed_name.lower()
+                )
+            self.environment = {
+                schema.ENV_TEXT_BACKEND: "sagemaker",
+                schema.ENV_EMBED_BACKEND: "sagemaker",
+                schema.ENV_TEXT_ENDPOINT: text_name,
+                schema.ENV_TEXT_FORMAT: config.text_format,
+                schema.ENV_EMBED_ENDPOINT: embed_name,
+                schema.ENV_EMBED_FORMAT: config.embed_format,
+            }
+        self.environment[schema.ENV_EMBED_DIMENSION] = str(config.embed_dimension)
+
+    def grant_text(self, function: lambda_.IFunction) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=[self._action], resources=[self.text_arn])
+        )
+
+    def grant_embed(self, function: lambda_.IFunction) -> None:
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=[self._action], resources=[self.embed_arn])
+        )
+
+    def _foundation_model_arn(self, model_id: str) -> str:
+        if model_id.split(".", 1)[0] in ("us", "eu", "apac", "global", "us-gov", "jp", "au"):
+            raise ValueError(
+                f"{model_id!r} is a cross-region inference profile; configure a foundation "
+                "model id available on demand in the stack's region"
+            )
+        return f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}"
+
+    # --- "deploy" mode: Hugging Face containers -----------------------------------------------
+
+    def _execution_role(self) -> iam.Role:
+        if not hasattr(self, "_role"):
+            self._role = iam.Role(
+                self,
+                "EndpointRole",
+                assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+                description="SageMaker endpoints of the chat memory models",
+            )
+            self._role.add_to_policy(
+                iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"])
+            )
+            self._role.add_to_policy(
+                iam.PolicyStatement(
+                    actions=["cloudwatch:PutMetricData"],
+                    resources=["*"],
+                    conditions={
+                        "StringEquals": {"cloudwatch:namespace": "/aws/sagemaker/Endpoints"}
+                    },
+                )
+            )
+            nag.wildcard(
+                self._role,
+                "*",
+                "ecr:GetAuthorizationToken and cloudwatch:PutMetricData have no resource-level "
+                "permissions (AWS requires '*'); PutMetricData is limited to SageMaker's endpoint "
+                "namespace by a condition. Image pulls are limited to the two repositories.",
+            )
+        return self._role
+
+    def _allow_endpoint(self, registry: str, repository: str, endpoint_name: str) -> None:
+        role = self._execution_role()
+        stack = Stack.of(self)
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "ecr:BatchCheckLayerAvailability",
+                    "ecr:BatchGetImage",
+                    "ecr:GetDownloadUrlForLayer",
+                ],
+                resources=[
+                    f"arn:{Aws.PARTITION}:ecr:{Aws.REGION}:{registry}:repository/{repository}"
+                ],
+            )
+        )
+        group = f"/aws/sagemaker/Endpoints/{endpoint_name}"
+        role.add_to_policy(
+            iam.PolicyStatement(
+                actions=[
+                    "logs:CreateLogGroup",
+                    "logs:CreateLogStream",
+                    "logs:DescribeLogStreams",
+                    "logs:PutLogEvents",
+                ],
+                resources=[
+                    stack.format_arn(
+                        service="logs",
+                        resource="log-group",
+                        resource_name=group,
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    ),
+                    stack.format_arn(
+                        service="logs",
+                        resource="log-group",
+                        resource_name=f"{group}:log-stream:*",
+                        arn_format=ArnFormat.COLON_RESOURCE_NAME,
+                    ),
+                ],
+            )
+        )
+        nag.wildcard(
+            role,
+            f"arn:<AWS::Partition>:logs:<AWS::Region>:<AWS::AccountId>:log-group:{group}"
+            ":log-stream:*",
+            f"Log streams of the {endpoint_name} endpoint are named by SageMaker per instance.",
+        )
+
+    def _image(
+        self, mapping_id: str, registries: dict[str, str], repository: str, tag: str
+    ) -> tuple[str, str]:
+        mapping = CfnMapping(
+            self,
+            mapping_id,
+            mapping={region: {"account": acct} for region, acct in registries.items()},
+        )
+        registry = mapping.find_in_map(Aws.REGION, "account")
+        return registry, f"{registry}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{repository}:{tag}"
+
+    def _deploy_text(self) -> tuple[str, str]:
+        config = self._config
+        name = f"{Stack.of(self).stack_name}-text"
+        registry, image = self._image(
+            "TgiRegistry", TGI_REGISTRIES, _TGI_REPOSITORY, config.tgi_image_tag
+        )
+        self._allow_endpoint(registry, _TGI_REPOSITORY, name)
+        model = sagemaker.CfnModel(
+            self,
+            "TextModel",
+            execution_role_arn=self._execution_role().role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image,
+                environment={
+                    "HF_MODEL_ID": config.deploy_text_model,
+                    "SM_NUM_GPUS": "1",
+                    "MAX_INPUT_TOKENS": "3072",
+                    "MAX_TOTAL_TOKENS": "4096",
+                },
+            ),
+        )
+        model.node.add_dependency(self._execution_role())
+        endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "TextEndpointConfig",
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name="AllTraffic",
+                    model_name=model.attr_model_name,
+                    initial_instance_count=1,
+                    instance_type=config.deploy_text_instance_type,
+                    initial_variant_weight=1,
+                    # Downloading and loading the model from the Hub takes minutes.
+                    container_startup_health_check_timeout_in_seconds=900,
+                )
+            ],
+        )
+        endpoint = sagemaker.CfnEndpoint(
+            self,
+            "TextEndpoint",
+            endpoint_name=name,
+            endpoint_config_name=endpoint_config.attr_endpoint_config_name,
+        )
+        return name, endpoint.ref
+
+    def _deploy_embeddings(self) -> tuple[str, str]:
+        config = self._config
+        name = f"{Stack.of(self).stack_name}-embed"
+        registry, image = self._image(
+            "TeiRegistry", TEI_REGISTRIES, _TEI_REPOSITORY, config.tei_image_tag
+        )
+        self._allow_endpoint(registry, _TEI_REPOSITORY, name)
+        model = sagemaker.CfnModel(
+            self,
+            "EmbedModel",
+            execution_role_arn=self._execution_role().role_arn,
+            primary_container=sagemaker.CfnModel.ContainerDefinitionProperty(
+                image=image, environment={"HF_MODEL_ID": config.deploy_embed_model}
+            ),
+        )
+        model.node.add_dependency(self._execution_role())
+        endpoint_config = sagemaker.CfnEndpointConfig(
+            self,
+            "EmbedEndpointConfig",
+            production_variants=[
+                sagemaker.CfnEndpointConfig.ProductionVariantProperty(
+                    variant_name="AllTraffic",
+                    model_name=model.attr_model_name,
+                    # Serverless inference: billed per request, nothing while idle.
+                    serverless_config=sagemaker.CfnEndpointConfig.ServerlessConfigProperty(
+                        memory_size_in_mb=config.deploy_embed_memory_mb,
+                        max_concurrency=config.deploy_embed_max_concurrency,
+                    ),
+                )
+            ],
+        )
+        endpoint = sagemaker.CfnEndpoint(
+            self,
+            "EmbedEndpoint",
+            endpoint_name=name,
+            endpoint_config_name=endpoint_config.attr_endpoint_config_name,
+        )
+        return name, endpoint.ref

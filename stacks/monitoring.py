@@ -1,0 +1,191 @@
+"""Operations: alarms to an encrypted SNS topic, and one CloudWatch dashboard."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from aws_cdk import Duration
+from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_cloudwatch_actions as actions
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_opensearchservice as opensearch
+from aws_cdk import aws_sns as sns
+from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
+from constructs import Construct
+
+from stacks.config import Config
+
+_PERIOD = Duration.minutes(5)
+
+
+class Monitoring(Construct):
+    """Alarms on everything that loses or delays memories, and a dashboard of the same."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        config: Config,
+        functions: Mapping[str, lambda_.Function],
+        stream_functions: Mapping[str, lambda_.Function],
+        dead_letter_queues: Mapping[str, sqs.Queue],
+        api: apigw.RestApi,
+        domain: opensearch.Domain | None,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        # CloudWatch can publish to an encrypted topic only with a key whose policy lets it use
+        # the key; the AWS managed SNS key cannot be given that, so the topic has its own.
+        self.key = key = kms.Key(
+            self,
+            "TopicKey",
+            description="Encrypts the chat memory alarm topic",
+            enable_key_rotation=True,
+        )
+        key.add_to_resource_policy(
+            iam.PolicyStatement(
+                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                resources=["*"],
+            )
+        )
+        self.topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True)
+        if config.alarm_email:
+            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        self.alarms: list[cloudwatch.Alarm] = []
+        action = actions.SnsAction(self.topic)
+
+        def alarm(construct_id: str, metric: cloudwatch.IMetric, description: str, **kw) -> None:
+            created = cloudwatch.Alarm(
+                self,
+                construct_id,
+                metric=metric,
+                alarm_description=description,
+                evaluation_periods=kw.pop("evaluation_periods", 1),
+                threshold=kw.pop("threshold", 1),
+                comparison_operator=kw.pop(
+                    "comparison_operator",
+                    cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
+                ),
+                treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
+                **kw,
+            )
+            created.add_alarm_action(action)
+            self.alarms.append(created)
+
+        for name, queue in dead_letter_queues.items():
+            alarm(
+                f"{name}Messages",
+                queue.metric_approximate_number_of_messages_visible(
+                    period=_PERIOD, statistic="Maximum"
+                ),
+                f"Stream batches gave up after retries and landed in {name}: "
+                "inspect the records (see the README's redrive section).",
+            )
+        for name, function in stream_functions.items():
+            alarm(
+                f"{name}IteratorAge",
+                function.metric("IteratorAge", period=_PERIOD, statistic="Maximum"),
+                f"{name} is falling behind its stream (records older than "
+                f"{config.iterator_age_alarm_seconds} s).",
+                threshold=config.iterator_age_alarm_seconds * 1000,
+                evaluation_periods=2,
+            )
+        for name, function in functions.items():
+            alarm(
+                f"{name}Errors",
+                function.metric_errors(period=_PERIOD, statistic="Sum"),
+                f"{name} Lambda invocations failed.",
+            )
+            alarm(
+                f"{name}Throttles",
+                function.metric_throttles(period=_PERIOD, statistic="Sum"),
+                f"{name} Lambda invocations were throttled (concurrency limit).",
+            )
+        alarm(
+            "Api5xx",
+            api.metric_server_error(period=_PERIOD, statistic="Sum"),
+            "The chat API answered with 5xx errors.",
+        )
+        if domain is not None:
+            alarm(
+                "SearchClusterRed",
+                domain.metric_cluster_status_red(period=Duration.minutes(1), statistic="Maximum"),
+                "The long-term memory domain has unassigned primary shards.",
+            )
+            alarm(
+                "SearchWritesBlocked",
+                domain.metric_cluster_index_writes_blocked(period=_PERIOD, statistic="Maximum"),
+                "The long-term memory domain blocks writes (storage or memory pressure).",
+            )
+            alarm(
+                "SearchFreeStorage",
+                domain.metric_free_storage_space(period=_PERIOD, statistic="Minimum"),
+                "Less than 20% of the long-term memory domain's storage is free.",
+                threshold=config.search_volume_gb * 1024 * 0.2,
+                comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
+            )
+
+        self.dashboard = cloudwatch.Dashboard(
+            self,
+            "Dashboard",
+            default_interval=Duration.hours(3),
+            widgets=[
+                [
+                    cloudwatch.GraphWidget(
+                        title="API requests and errors",
+                        left=[api.metric_count(period=_PERIOD, statistic="Sum")],
+                        right=[
+                            api.metric_client_error(period=_PERIOD, statistic="Sum"),
+                            api.metric_server_error(period=_PERIOD, statistic="Sum"),
+                        ],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="API latency (p50, p99)",
+                        left=[
+                            api.metric_latency(period=_PERIOD, statistic="p50"),
+                            api.metric_latency(period=_PERIOD, statistic="p99"),
+                        ],
+                    ),
+                ],
+                [
+                    cloudwatch.GraphWidget(
+                        title="Lambda errors",
+                        left=[
+                            f.metric_errors(period=_PERIOD, statistic="Sum", label=name)
+                            for name, f in functions.items()
+                        ],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Lambda duration (p99)",
+                        left=[
+                            f.metric_duration(period=_PERIOD, statistic="p99", label=name)
+                            for name, f in functions.items()
+                        ],
+                    ),
+                ],
+                [
+                    cloudwatch.GraphWidget(
+                        title="Stream iterator age (max, ms)",
+                        left=[
+                            f.metric("IteratorAge", period=_PERIOD, statistic="Maximum", label=n)
+                            for n, f in stream_functions.items()
+                        ],
+                    ),
+                    cloudwatch.GraphWidget(
+                        title="Dead-letter queue depth",
+                        left=[
+                            q.metric_approximate_number_of_messages_visible(
+                                period=_PERIOD, statistic="Maximum", label=name
+                            )
+                            for name, q in dead_letter_queues.items()
+                        ],
+                    ),
+                ],
+                [cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24)],
+            ],
+        )

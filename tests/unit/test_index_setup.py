@@ -1,0 +1,232 @@
+"""The index-setup custom resource: what it asks OpenSearch, and that CloudFormation always gets
+an answer (a lost answer would hold the stack for an hour)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from chatmemory import schema, wiring
+from chatmemory.adapters import opensearch as opensearch_adapter
+from chatmemory.adapters.opensearch import OpenSearchLongTermIndex
+from chatmemory.adapters.opensearch_security import RUNTIME_ROLE_BODY
+from handlers import index_setup
+
+ROLES = [
+    "arn:aws:iam::123456789012:role/Consolidate",
+    "arn:aws:iam::123456789012:role/Chat",
+]
+
+
+class FakeOpenSearch:
+    """Records the calls the setup makes; indexes exist once created."""
+
+    def __init__(self, failures: int = 0) -> None:
+        self.calls: list[tuple[str, str, Any]] = []
+        self.existing: set[str] = set()
+        self.failures = failures
+        self.indices = self._Indices(self)
+        self.security = self._Security(self)
+
+    class _Indices:
+        def __init__(self, outer: FakeOpenSearch) -> None:
+            self.outer = outer
+
+        def exists(self, *, index: str) -> bool:
+            if self.outer.failures:
+                self.outer.failures -= 1
+                from opensearchpy.exceptions import ConnectionError as Unreachable
+
+                raise Unreachable("N/A", "domain not reachable yet", None)
+            return index in self.outer.existing
+
+        def create(self, *, index: str, body: dict[str, Any]) -> None:
+            self.outer.calls.append(("create", index, body))
+            self.outer.existing.add(index)
+
+    class _Security:
+        def __init__(self, outer: FakeOpenSearch) -> None:
+            self.outer = outer
+
+        def create_role(self, *, role: str, body: dict[str, Any]) -> None:
+            self.outer.calls.append(("role", role, body))
+
+        def create_role_mapping(self, *, role: str, body: dict[str, Any]) -> None:
+            self.outer.calls.append(("mapping", role, body))
+
+
+@pytest.fixture
+def cloudformation() -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """A local stand-in for CloudFormation's pre-signed response URL."""
+    answers: list[dict[str, Any]] = []
+
+    class Receiver(BaseHTTPRequestHandler):
+        def do_PUT(self) -> None:  # noqa: N802 - http.server's naming
+            length = int(self.headers["Content-Length"])
+            answers.append(json.loads(self.rfile.read(length)))
+            self.send_response(200)
+            self.end_headers()
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_port}/response?signature=x", answers
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.fixture
+def fake_search(monkeypatch: pytest.MonkeyPatch) -> FakeOpenSearch:
+    client = FakeOpenSearch()
+    monkeypatch.setenv(schema.ENV_LONG_TERM_BACKEND, "opensearch")
+    monkeypatch.setenv(schema.ENV_OPENSEARCH_ENDPOINT, "search-memory.us-east-1.es.amazonaws.com")
+    monkeypatch.setenv(schema.ENV_EMBED_DIMENSION, "8")
+    monkeypatch.setattr(opensearch_adapter, "opensearch_client", lambda *a, **k: client)
+    wiring.clear_caches()
+    return client
+
+
+@pytest.fixture(autouse=True)
+def no_pause(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Retries without the real pause between attempts."""
+    monkeypatch.setattr(index_setup, "PAUSE_SECONDS", 0.0)
+
+
+class LongContext:
+    function_name = "index-setup"
+    memory_limit_in_mb = 256
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:index-setup"
+    aws_request_id = "11111111-1111-1111-1111-111111111111"
+
+    @staticmethod
+    def get_remaining_time_in_millis() -> int:
+        return 300_000
+
+
+def _event(kind: str, url: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "RequestType": kind,
+        "ResponseURL": url,
+        "StackId": "arn:aws:cloudformation:us-east-1:123456789012:stack/ChatMemory-dev/x",
+        "RequestId": "req-1",
+        "LogicalResourceId": "LongTermMemoryIndexes",
+        "ResourceType": "Custom::LongTermIndexes",
+        "ResourceProperties": {"ServiceToken": "arn:...", "RuntimeRoleArns": ROLES},
+        **extra,
+    }
+
+
+def test_create_on_a_domain_maps_the_runtime_roles_then_creates_both_indexes(
+    fake_search: FakeOpenSearch, cloudformation: tuple[str, list[dict[str, Any]]]
+) -> None:
+    url, answers = cloudformation
+    index_setup.handler(_event("Create", url), LongContext())
+
+    role, mapping, *creates = fake_search.calls
+    assert role == ("role", schema.OPENSEARCH_RUNTIME_ROLE, RUNTIME_ROLE_BODY)
+    assert mapping[:2] == ("mapping", schema.OPENSEARCH_RUNTIME_ROLE)
+    assert mapping[2]["backend_roles"] == sorted(ROLES)
+    assert [(kind, name) for kind, name, _ in creates] == [
+        ("create", name) for name in schema.LONG_TERM_INDEXES
+    ]
+    assert creates[0][2] == schema.long_term_index_body(8)
+    assert answers == [
+        {
+            "Status": "SUCCESS",
+            "Reason": "indexes ready",
+            "PhysicalResourceId": index_setup.PHYSICAL_ID,
+            "StackId": _event("Create", url)["StackId"],
+            "RequestId": "req-1",
+            "LogicalResourceId": "LongTermMemoryIndexes",
+        }
+    ]
+
+
+def test_runtime_role_may_only_touch_documents_of_the_two_indexes() -> None:
+    (permission,) = RUNTIME_ROLE_BODY["index_permissions"]
+    assert permission["index_patterns"] == list(schema.LONG_TERM_INDEXES)
+    assert permission["allowed_actions"] == ["crud"]
+    assert "all_access" not in json.dumps(RUNTIME_ROLE_BODY)
+
+
+def test_on_serverless_no_role_mapping_and_no_shard_setting(
+    fake_search: FakeOpenSearch,
+    cloudformation: tuple[str, list[dict[str, Any]]],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(schema.ENV_OPENSEARCH_SERVERLESS, "true")
+    url, answers = cloudformation
+    index_setup.handler(
+        _event("Update", url, PhysicalResourceId="long-term-indexes"), LongContext()
+    )
+    assert [call[0] for call in fake_search.calls] == ["create", "create"]
+    assert "number_of_shards" not in fake_search.calls[0][2]["settings"]["index"]
+    assert answers[0]["Status"] == "SUCCESS"
+
+
+def test_existing_indexes_are_left_alone_on_update(
+    fake_search: FakeOpenSearch, cloudformation: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fake_search.existing.update(schema.LONG_TERM_INDEXES)
+    url, answers = cloudformation
+    index_setup.handler(
+        _event("Update", url, PhysicalResourceId="long-term-indexes"), LongContext()
+    )
+    assert [call[0] for call in fake_search.calls] == ["role", "mapping"]
+    assert answers[0]["Status"] == "SUCCESS"
+
+
+def test_delete_touches_nothing_and_keeps_the_physical_id(
+    fake_search: FakeOpenSearch, cloudformation: tuple[str, list[dict[str, Any]]]
+) -> None:
+    url, answers = cloudformation
+    index_setup.handler(
+        _event("Delete", url, PhysicalResourceId="long-term-indexes"), LongContext()
+    )
+    assert fake_search.calls == []
+    assert answers[0]["Status"] == "SUCCESS"
+    assert answers[0]["PhysicalResourceId"] == "long-term-indexes"
+
+
+def test_a_domain_that_is_not_reachable_yet_is_retried(
+    fake_search: FakeOpenSearch, cloudformation: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fake_search.failures = 2
+    url, answers = cloudformation
+    index_setup.handler(_event("Create", url), LongContext())
+    assert answers[0]["Status"] == "SUCCESS"
+    assert [c[1] for c in fake_search.calls if c[0] == "create"] == list(schema.LONG_TERM_INDEXES)
+
+
+def test_a_lasting_failure_is_reported_to_cloudformation(
+    fake_search: FakeOpenSearch, cloudformation: tuple[str, list[dict[str, Any]]]
+) -> None:
+    fake_search.failures = 1000
+    url, answers = cloudformation
+    index_setup.handler(_event("Create", url), LongContext())
+    (answer,) = answers
+    assert answer["Status"] == "FAILED"
+    assert "unreachable" in answer["Reason"].lower()
+    assert fake_search.failures == 1000 - index_setup.ATTEMPTS
+
+
+def test_without_opensearch_settings_the_setup_fails_clearly(
+    cloudformation: tuple[str, list[dict[str, Any]]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(schema.ENV_LONG_TERM_BACKEND, "none")
+    url, answers = cloudformation
+    index_setup.handler(_event("Create", url), LongContext())
+    assert answers[0]["Status"] == "FAILED"
+    assert "LONG_TERM_BACKEND=opensearch" in answers[0]["Reason"]
+
+
+def test_the_index_built_for_setup_is_the_runtime_adapter(fake_search: FakeOpenSearch) -> None:
+    assert isinstance(wiring.long_term_index(), OpenSearchLongTermIndex)
