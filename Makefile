@@ -68,10 +68,9 @@ deploy: venv node
 destroy: venv node
 	$(CDK) destroy $(CDK_ARGS)
 
-# Zipped size of the Lambda asset that `make synth` bundled.
+# Zipped size of the Lambda asset that `make synth` bundled, and what takes the space.
 asset-size: synth
-	@cd $$(ls -d cdk.out/asset.*/ | head -1) && rm -f /tmp/chatmemory-asset.zip && zip -qr9 /tmp/chatmemory-asset.zip . && \
-	  echo "unzipped $$(du -sh . | cut -f1), zipped $$(stat -c %s /tmp/chatmemory-asset.zip) bytes"
+	$(PY) -m scripts.asset_size
 
 # Local mode: DynamoDB Local, the stream poller and the API with its web page on :8000
 # (options after ARGS=, e.g. make run ARGS="--port 9000"; make chat ARGS="--user bob").

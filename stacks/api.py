@@ -57,6 +57,8 @@ class ChatApi(Construct):
                 **long_term.environment,
                 schema.ENV_MAX_INPUT_CHARS: str(config.max_input_chars),
                 schema.ENV_TURN_TTL_DAYS: str(config.turn_ttl_days),
+                # API Gateway answers preflights; the Lambda adds the header to each answer.
+                schema.ENV_CORS_ORIGINS: ",".join(config.cors_origins),
             },
             # API Gateway stops waiting after 29 s; model calls are budgeted below that.
             timeout=Duration.seconds(29),

@@ -193,6 +193,8 @@ ENV_INTENT_CLASSIFIER = "INTENT_CLASSIFIER"
 ENV_STORE_PROMPT = "STORE_PROMPT"
 ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"
 ENV_LONG_TERM_BACKEND = "LONG_TERM_BACKEND"
+# Comma-separated origins allowed to call the API from a browser ("*" for any); unset: none.
+ENV_CORS_ORIGINS = "CORS_ALLOW_ORIGINS"
 
 # --- long-term memory (OpenSearch k-NN; the embedded index mirrors the same fields) ------------
 

@@ -76,6 +76,8 @@ class Settings:
     recency_half_life_days: float = 30.0
     compact_after_turns: int = 12
     idle_minutes: int = 30
+    # Origins a browser page may call the API from ("*": any); none by default.
+    cors_origins: tuple[str, ...] = ()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -119,4 +121,7 @@ class Settings:
             ),
             compact_after_turns=_int(env, s.ENV_COMPACT_AFTER_TURNS, d.compact_after_turns),
             idle_minutes=_int(env, s.ENV_IDLE_MINUTES, d.idle_minutes),
+            cors_origins=tuple(
+                o.strip() for o in env.get(s.ENV_CORS_ORIGINS, "").split(",") if o.strip()
+            ),
         )

@@ -17,7 +17,13 @@ from chatmemory import api_models as m
 from chatmemory import wiring
 from chatmemory.errors import ChatMemoryError
 from chatmemory.services import chat, recall, sessions
-from handlers.http import caller_id, error_response, validation_message
+from handlers.http import (
+    caller_id,
+    cors_headers,
+    error_response,
+    validation_message,
+    with_headers,
+)
 
 logger = Logger(service="chat-api")
 tracer = Tracer(service="chat-api")
@@ -175,7 +181,9 @@ def _unexpected(error: Exception) -> Response:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return app.resolve(event, context)
+    response = app.resolve(event, context)
+    origin = {k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("origin")
+    return with_headers(response, cors_headers(origin, wiring.settings().cors_origins))
 
 
 _ERRORS = {

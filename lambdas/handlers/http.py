@@ -34,6 +34,26 @@ def caller_id(event: dict[str, Any]) -> str:
     raise Unauthorized("no authenticated caller")
 
 
+def cors_headers(origin: str | None, allowed: Sequence[str]) -> dict[str, str]:
+    """CORS answer headers for a request from `origin`: any origin with "*", else only the
+    listed ones (API Gateway answers preflights; proxy responses need these from the Lambda)."""
+    if "*" in allowed:
+        return {"Access-Control-Allow-Origin": "*"}
+    if origin and origin in allowed:
+        return {"Access-Control-Allow-Origin": origin, "Vary": "Origin"}
+    return {}
+
+
+def with_headers(response: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
+    """Add `headers` to a REST proxy response (Powertools answers in multiValueHeaders)."""
+    if headers:
+        multi = response.setdefault("multiValueHeaders", {}) or {}
+        response["multiValueHeaders"] = multi
+        for name, value in headers.items():
+            multi[name] = [value]
+    return response
+
+
 def error_response(status: int, code: str, message: str) -> Response:
     return Response(
         status_code=status,

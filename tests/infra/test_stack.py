@@ -370,6 +370,16 @@ def test_gateway_errors_use_the_api_error_envelope_with_cors(default: Synth) -> 
         assert '"error"' in props["ResponseTemplates"]["application/json"]
 
 
+def test_the_chat_function_knows_the_cors_origins_for_its_answers(default: Synth) -> None:
+    default.template.has_resource_properties(
+        "AWS::Lambda::Function",
+        {
+            "Handler": "handlers.chat_api.handler",
+            "Environment": {"Variables": Match.object_like({"CORS_ALLOW_ORIGINS": "*"})},
+        },
+    )
+
+
 def test_user_pool_has_a_strong_password_policy_and_a_public_cli_client(default: Synth) -> None:
     default.template.has_resource_properties(
         "AWS::Cognito::UserPool",

@@ -387,3 +387,36 @@ def test_a_request_without_an_authenticated_caller_is_refused(api: Api, lambda_c
     }
     answer = chat_api.handler(event, lambda_context)
     assert answer["statusCode"] == 401
+
+
+@pytest.mark.parametrize(
+    ("allowed", "origin", "expected"),
+    [
+        ("*", "https://chat.example.com", "*"),
+        ("https://chat.example.com,https://b.example", "https://chat.example.com",
+         "https://chat.example.com"),
+        ("https://chat.example.com", "https://evil.example", None),
+        ("", "https://chat.example.com", None),
+    ],
+)
+def test_answers_carry_cors_headers_for_allowed_origins_only(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context, allowed, origin, expected
+) -> None:
+    # API Gateway answers preflights itself; a browser reads a proxy answer only if the Lambda
+    # names its origin.
+    from handlers import chat_api
+
+    monkeypatch.setenv("CORS_ALLOW_ORIGINS", allowed)
+    deps = ChatDeps(memory=wiring.short_term_memory(), generator=FakeGenerator())
+    monkeypatch.setattr(wiring, "chat_deps", lambda: deps)
+    event = {
+        "resource": "/sessions", "path": "/sessions", "httpMethod": "GET",
+        "headers": {"origin": origin}, "multiValueHeaders": {},
+        "queryStringParameters": None, "multiValueQueryStringParameters": None,
+        "pathParameters": None, "body": None, "isBase64Encoded": False,
+        "requestContext": {"requestId": "r", "authorizer": {"claims": {"sub": "alice"}}},
+    }
+    answer = chat_api.handler(event, lambda_context)
+    assert answer["statusCode"] == 200
+    headers = answer.get("multiValueHeaders") or {}
+    assert headers.get("Access-Control-Allow-Origin") == ([expected] if expected else None)
