@@ -54,28 +54,21 @@ class StreamMapping:
     report_batch_item_failures: bool = True
 
 
-# The two mappings of the system, as stacks/consolidation.py deploys them: the filter patterns
-# of chatmemory.schema, batches of 5 and 20, bisection, item failures, 3 retries. (A session whose
-# consolidation keeps failing is marked FAILED by its third attempt, ConsolidationPolicy's
+# The two mappings of the system, exactly as CDK deploys them: chatmemory.schema's triggers
+# (handler, filter pattern, batch size, retries), bisection and item failure reports. (A session
+# whose consolidation keeps failing is marked FAILED by its third attempt, ConsolidationPolicy's
 # max_attempts, before the retries run out: such records do not reach the dead letters.)
 # Not emulated: MaximumRecordAge (a laptop that slept should still consolidate its sessions).
-MAPPINGS: tuple[StreamMapping, ...] = (
+MAPPINGS: tuple[StreamMapping, ...] = tuple(
     StreamMapping(
-        name="consolidate",
-        table=schema.SESSIONS.logical_name,
-        handler="handlers.consolidate.handler",
-        filters=(schema.SESSION_ENDED_FILTER,),
-        batch_size=5,
-        max_retry_attempts=3,
-    ),
-    StreamMapping(
-        name="compact",
-        table=schema.CONVERSATIONS.logical_name,
-        handler="handlers.compact.handler",
-        filters=(schema.TURN_INSERTED_FILTER,),
-        batch_size=20,
-        max_retry_attempts=3,
-    ),
+        name=trigger.name,
+        table=trigger.table.logical_name,
+        handler=trigger.handler,
+        filters=(trigger.filter,),
+        batch_size=trigger.batch_size,
+        max_retry_attempts=trigger.retry_attempts,
+    )
+    for trigger in schema.STREAM_TRIGGERS
 )
 
 

@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from constructs import Construct
 
+from chatmemory import schema
+
 PREFIX = "chatmemory:"
 
 # The Lambda platform, in one place: the runtime, the Powertools layer name and the pip platform
@@ -106,8 +108,8 @@ class Config:
     idle_minutes: int = 30
     sweep_minutes: int = 5
 
-    # Stream processing.
-    stream_retry_attempts: int = 3
+    # Stream processing (batch sizes and filters: chatmemory.schema.STREAM_TRIGGERS).
+    stream_retry_attempts: int = schema.CONSOLIDATION_TRIGGER.retry_attempts
     consolidation_max_record_age_hours: int = 6
     compaction_max_record_age_hours: int = 1
 

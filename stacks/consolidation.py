@@ -56,7 +56,7 @@ class Consolidation(Construct):
         self.consolidate = factory.function(
             self,
             "Consolidate",
-            handler="handlers.consolidate.handler",
+            handler=schema.CONSOLIDATION_TRIGGER.handler,
             description="Sessions stream (OPEN -> ENDED): summarize, embed, index",
             environment={**environment, **models.environment, **long_term.environment},
             # A batch of sessions, each a few model calls.
@@ -74,8 +74,7 @@ class Consolidation(Construct):
             self.consolidate,
             storage.sessions,
             "ConsolidationDlq",
-            pattern=schema.SESSION_ENDED_FILTER,
-            batch_size=5,
+            trigger=schema.CONSOLIDATION_TRIGGER,
             max_record_age=Duration.hours(config.consolidation_max_record_age_hours),
             retries=config.stream_retry_attempts,
         )
@@ -83,7 +82,7 @@ class Consolidation(Construct):
         self.compact = factory.function(
             self,
             "Compact",
-            handler="handlers.compact.handler",
+            handler=schema.COMPACTION_TRIGGER.handler,
             description="Conversations stream (new turns): extend the session's rolling summary",
             environment={**environment, **models.environment},
             timeout=Duration.minutes(2),
@@ -98,8 +97,7 @@ class Consolidation(Construct):
             self.compact,
             storage.conversations,
             "CompactionDlq",
-            pattern=schema.TURN_INSERTED_FILTER,
-            batch_size=20,
+            trigger=schema.COMPACTION_TRIGGER,
             # A summary is best effort: the next turn extends it again.
             max_record_age=Duration.hours(config.compaction_max_record_age_hours),
             retries=config.stream_retry_attempts,
@@ -140,8 +138,7 @@ class Consolidation(Construct):
         table: dynamodb.Table,
         dlq_id: str,
         *,
-        pattern: Mapping[str, Any],
-        batch_size: int,
+        trigger: schema.StreamTrigger,
         max_record_age: Duration,
         retries: int,
     ) -> None:
@@ -166,13 +163,13 @@ class Consolidation(Construct):
             sources.DynamoEventSource(
                 table,
                 starting_position=lambda_.StartingPosition.TRIM_HORIZON,
-                batch_size=batch_size,
+                batch_size=trigger.batch_size,
                 bisect_batch_on_error=True,
                 report_batch_item_failures=True,
                 retry_attempts=retries,
                 max_record_age=max_record_age,
                 parallelization_factor=1,
                 on_failure=sources.SqsDlq(queue),
-                filters=[stream_filter(pattern)],
+                filters=[stream_filter(trigger.filter)],
             )
         )

@@ -163,6 +163,38 @@ SESSION_ENDED_FILTER: dict[str, Any] = {
 # A new turn: what the rolling-summary compaction looks at.
 TURN_INSERTED_FILTER: dict[str, Any] = {"eventName": ["INSERT"]}
 
+
+@dataclass(frozen=True)
+class StreamTrigger:
+    """One event source mapping: which table's stream runs which handler, with which filter,
+    batch size and retries. CDK deploys these and local mode's poller runs them."""
+
+    name: str
+    table: TableSpec
+    handler: str
+    filter: dict[str, Any]
+    batch_size: int
+    # Retries after the first attempt. Consolidation marks a session FAILED on its third
+    # failed attempt, so its records stop failing before these run out.
+    retry_attempts: int = 3
+
+
+CONSOLIDATION_TRIGGER = StreamTrigger(
+    name="consolidate",
+    table=SESSIONS,
+    handler="handlers.consolidate.handler",
+    filter=SESSION_ENDED_FILTER,
+    batch_size=5,  # each session is a few model calls
+)
+COMPACTION_TRIGGER = StreamTrigger(
+    name="compact",
+    table=CONVERSATIONS,
+    handler="handlers.compact.handler",
+    filter=TURN_INSERTED_FILTER,
+    batch_size=20,  # most records only find the session below the threshold
+)
+STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (CONSOLIDATION_TRIGGER, COMPACTION_TRIGGER)
+
 # --- environment variables read by Settings.from_env ----------------------------------------
 
 ENV_SESSIONS_TABLE = SESSIONS.env_var

@@ -29,15 +29,16 @@ def _functions(synth: Synth) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize(
-    ("table", "pattern", "dlq"),
+    ("table", "trigger", "dlq"),
     [
-        ("sessions", schema.SESSION_ENDED_FILTER, "ConsolidationDlq"),
-        ("conversations", schema.TURN_INSERTED_FILTER, "CompactionDlq"),
+        ("sessions", schema.CONSOLIDATION_TRIGGER, "ConsolidationDlq"),
+        ("conversations", schema.COMPACTION_TRIGGER, "CompactionDlq"),
     ],
 )
-def test_stream_mapping_isolates_poison_records_and_uses_the_schema_filter(
-    default: Synth, table: str, pattern: dict[str, Any], dlq: str
+def test_stream_mapping_isolates_poison_records_and_uses_the_schema_trigger(
+    default: Synth, table: str, trigger: schema.StreamTrigger, dlq: str
 ) -> None:
+    pattern = trigger.filter
     stack = default.stack
     table_id = default.logical_id(getattr(stack.storage, table))
     queue_id = default.logical_id(stack.consolidation.dead_letter_queues[dlq])
@@ -51,6 +52,7 @@ def test_stream_mapping_isolates_poison_records_and_uses_the_schema_filter(
             "MaximumRetryAttempts": CONFIG.stream_retry_attempts,
             "MaximumRecordAgeInSeconds": Match.any_value(),
             "StartingPosition": "TRIM_HORIZON",
+            "BatchSize": trigger.batch_size,
             "DestinationConfig": {"OnFailure": {"Destination": {"Fn::GetAtt": [queue_id, "Arn"]}}},
             "FilterCriteria": {"Filters": filters},
         },

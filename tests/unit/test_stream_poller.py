@@ -338,3 +338,16 @@ def test_checkpoints_are_replaced_atomically(
         _poller(stream, tmp_path, Recorder()).drain()
     assert (tmp_path / "checkpoints.json").read_text() == before
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".checkpoints")] == []
+
+
+def test_local_mappings_are_the_deployed_triggers() -> None:
+    from chatmemory import schema
+    from local.poller import MAPPINGS
+
+    assert [
+        (m.name, m.table, m.handler, m.filters, m.batch_size, m.max_retry_attempts)
+        for m in MAPPINGS
+    ] == [
+        (t.name, t.table.logical_name, t.handler, (t.filter,), t.batch_size, t.retry_attempts)
+        for t in schema.STREAM_TRIGGERS
+    ]
