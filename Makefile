@@ -91,7 +91,7 @@ ingest: venv
 redrive: venv
 	$(PY) -m local.redrive
 
-bench: tools
+bench: tools synth
 	$(PY) -m bench.all
 
 clean:
