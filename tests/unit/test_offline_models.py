@@ -76,3 +76,25 @@ def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> 
     )
     assert answer.text.startswith(LABEL)
     assert "tomatoes have blight" in answer.text and "You said" not in answer.text
+
+
+def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_replies() -> None:
+    from chatmemory.services.recall import RankedSession, answer_from_past
+
+    garden = RankedSession(
+        "s1", 2.0, 1.0, 1.0, "2026-05-01T10:00:00Z", "garden",
+        texts=[
+            "User: Hello there.\nAssistant: [offline responder] You said: \"my tomatoes\".",
+            "User: The tomatoes have blight. I also like tulips.",
+        ],
+    )
+    trip = RankedSession(
+        "s2", 1.0, 1.0, 1.0, "2026-04-01T10:00:00Z", "trip", texts=["User: I fly to Lisbon."]
+    )
+    answer = answer_from_past(
+        "what was wrong with my tomatoes?", [garden, trip], generator=OfflineResponder(),
+        max_new_tokens=100, token_budget=512,
+    )
+    assert answer.text.startswith(LABEL)
+    assert "[2026-05-01] User: The tomatoes have blight." in answer.text
+    assert "You said" not in answer.text and "Lisbon" not in answer.text

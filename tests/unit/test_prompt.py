@@ -97,3 +97,13 @@ def test_streaming_filter_holds_back_only_a_possible_stop_word() -> None:
     assert stream.feed("ser: bye") == ""
     assert stream.stopped and stream.feed("more") == ""
     assert stream.finish() == ""
+
+
+def test_clipping_keeps_whole_lines_so_speakers_stay_apart() -> None:
+    from chatmemory.services.prompt import clip_to_tokens
+
+    text = "User: my tomatoes have blight\nAssistant: " + "very long answer " * 200
+    clipped = clip_to_tokens(text, 40)
+    first, second = clipped.split("\n")
+    assert first == "User: my tomatoes have blight"
+    assert second.startswith("Assistant: very long") and estimate_tokens(clipped) <= 40

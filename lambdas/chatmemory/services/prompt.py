@@ -94,18 +94,30 @@ def _keep_tail(text: str, tokens: int) -> str:
 
 
 def clip_to_tokens(text: str, tokens: int) -> str:
-    """Keep the beginning of `text` within about `tokens` tokens."""
+    """Keep the beginning of `text` within about `tokens` tokens: whole lines while they fit
+    (a transcript keeps one speaker per line), then the words of the next line that fit."""
     if estimate_tokens(text) <= tokens:
         return text
-    words = text.split()
-    lo, hi = 0, len(words)
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if estimate_tokens(" ".join(words[:mid])) <= tokens:
-            lo = mid
-        else:
-            hi = mid - 1
-    return " ".join(words[:lo])
+    kept: list[str] = []
+    left = tokens
+    for line in text.splitlines():
+        cost = estimate_tokens(line)
+        if cost <= left:
+            kept.append(line)
+            left -= cost
+            continue
+        words = line.split()
+        lo, hi = 0, len(words)
+        while lo < hi:
+            mid = (lo + hi + 1) // 2
+            if estimate_tokens(" ".join(words[:mid])) <= left:
+                lo = mid
+            else:
+                hi = mid - 1
+        if lo:
+            kept.append(" ".join(words[:lo]))
+        break
+    return "\n".join(kept)
 
 
 class AntipromptFilter:

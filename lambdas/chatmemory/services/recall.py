@@ -206,7 +206,7 @@ def answer_from_past(
     """One model call over the retrieved sessions; their dates are cited as sources."""
     if not sessions:
         return Answer(NOTHING_REMEMBERED, [], "none")
-    blocks = [f"[{s.date[:10]}] " + " ".join(s.texts) for s in sessions]
+    blocks = [f"[{s.date[:10]}] " + "\n".join(s.texts) for s in sessions]
     prompt = _grounded_prompt(
         "Answer the question using only these notes from past conversations with the user. "
         "If they do not contain the answer, say you do not remember.",

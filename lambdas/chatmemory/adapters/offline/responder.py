@@ -10,6 +10,7 @@ import re
 from collections.abc import Sequence
 
 from chatmemory.ports import Generation
+from chatmemory.schema import TEXT_STOPWORDS
 
 LABEL = "[offline responder]"
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s?(.*)$")
@@ -31,8 +32,9 @@ class OfflineResponder:
             user_match = _SPEAKER.match(lines[-2])
             user = user_match.group(1) if user_match else "User"
             message = user_match.group(2) if user_match else lines[-2]
-            history = [m.group(2) for m in map(_SPEAKER.match, lines[:-2]) if m and m.group(1) == user]
-            summary = next((l for l in lines if l.startswith("Summary of the earlier")), "")
+            spoken = (m for m in map(_SPEAKER.match, lines[:-2]) if m and m.group(1) == user)
+            history = [m.group(2) for m in spoken]
+            summary = next((x for x in lines if x.startswith("Summary of the earlier")), "")
             return Generation(self._chat_reply(message, history, summary, assistant), self.name)
         return Generation(f"{LABEL} No language model is configured.", self.name)
 
@@ -57,6 +59,44 @@ class OfflineResponder:
             return "chat"
         if lines[-1] == "Summary:":
             return " ".join(lines[1:-1])[:600]
-        # A grounded answer: quote the best evidence the prompt carries (the first block).
-        evidence = lines[1] if len(lines) > 2 else ""
-        return f"{LABEL} From memory: {evidence}"[:800]
+        return _grounded_reply(lines)
+
+
+_BLOCK = re.compile(r"^\[([^\]]{1,80})\]\s*(.*)$")
+_WORD = re.compile(r"[a-z0-9']+")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+_COMMON = frozenset(TEXT_STOPWORDS)
+
+
+def _terms(text: str) -> set[str]:
+    """Content words, crudely singular ("tomatoes" and "tomato" meet)."""
+    words = set(_WORD.findall(text.lower())) - _COMMON
+    return {re.sub(r"(?<=\w\w\w)(es|s)$", "", w) for w in words}
+
+
+def _grounded_reply(lines: list[str]) -> str:
+    """An answer from retrieved notes or passages without a language model: the sentences that
+    share the most words with the question, with where they came from. The responder's own
+    earlier replies in the notes are skipped: they quote, they do not inform."""
+    asked = next((line for line in lines if line.startswith("Question:")), "")
+    wanted = _terms(asked[len("Question:") :])
+    scored: list[tuple[float, int, str, str]] = []
+    where = ""
+    for line in lines[1:]:
+        if line.startswith("Question:"):
+            break
+        block = _BLOCK.match(line)
+        if block:
+            where, line = block.group(1), block.group(2)
+        if LABEL in line:
+            continue
+        for sentence in _SENTENCE.split(line):
+            words = _terms(sentence)
+            overlap = len(words & wanted)
+            if overlap:
+                scored.append((overlap / (len(words) ** 0.5), -len(scored), where, sentence))
+    if not scored:
+        return f"{LABEL} I found notes, but none of them mentions what you asked."
+    best = sorted(scored, reverse=True)[:2]
+    quotes = " ".join(f"[{w}] {s.strip()}" if w else s.strip() for _, _, w, s in best)
+    return f"{LABEL} Without a language model I can only quote what I found: {quotes}"[:800]
