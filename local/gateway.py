@@ -241,6 +241,14 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def do_DELETE(self) -> None:  # noqa: N802
         self._proxy()
 
+    def do_TRACE(self) -> None:  # noqa: N802
+        # Known methods the API never allows (TRACE would echo the caller's headers back):
+        # 405, as for any method a resource does not have, rather than http.server's 501.
+        self._drain_body()
+        self._error(405, "method_not_allowed", f"{self.command} is not allowed")
+
+    do_CONNECT = do_TRACE
+
     def do_OPTIONS(self) -> None:  # noqa: N802
         # CORS preflight: answered by the gateway, as API Gateway's OPTIONS methods do.
         self._drain_body()

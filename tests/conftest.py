@@ -1,10 +1,19 @@
-"""Shared fixtures: fake AWS credentials, moto tables built from schema.py, a Lambda context."""
+"""Shared fixtures: fake AWS credentials, moto tables built from schema.py, a Lambda context, and
+(for the integration and fault tiers) DynamoDB Local with local mode around it."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from chatmemory import schema, wiring
+
+if TYPE_CHECKING:
+    from local.dynamodb_local import DynamoDBLocal
+    from tests.integration.helpers import World
 
 
 @pytest.fixture(autouse=True)
@@ -57,3 +66,44 @@ class FakeLambdaContext:
 @pytest.fixture
 def lambda_context() -> FakeLambdaContext:
     return FakeLambdaContext()
+
+
+# --- DynamoDB Local and local mode (tests/integration, tests/faults) -----------------------------
+
+
+@pytest.fixture(scope="session")
+def dynamodb_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DynamoDBLocal]:
+    """A real DynamoDB Local, started once per test run on a free port with a temporary
+    database (skips the test when Java or the jar is missing)."""
+    from local.dynamodb_local import DynamoDBLocal, LocalModeError, find_jar, find_java, free_port
+
+    try:
+        find_java()
+        find_jar()
+    except LocalModeError as error:
+        pytest.skip(f"this test needs DynamoDB Local: {error}")
+    root = tmp_path_factory.mktemp("dynamodb-local")
+    server = DynamoDBLocal(root / "data", free_port(), log_path=root / "dynamodb.log")
+    server.start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def world(
+    dynamodb_local: DynamoDBLocal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[World]:
+    """Local mode on fresh tables with the poller stepped by the test (`world.poller.drain()`)."""
+    from tests.integration.helpers import local_world
+
+    yield from local_world(dynamodb_local, tmp_path, monkeypatch)
+
+
+@pytest.fixture
+def running_world(
+    dynamodb_local: DynamoDBLocal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[World]:
+    """Local mode as `make run` has it: the poller polls in its own thread."""
+    from tests.integration.helpers import local_world
+
+    yield from local_world(dynamodb_local, tmp_path, monkeypatch, poll_in_background=True)

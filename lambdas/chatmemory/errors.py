@@ -49,6 +49,13 @@ class ModelUnavailable(ChatMemoryError):
     status = 503
 
 
+class ShortTermMemoryUnavailable(ChatMemoryError):
+    """DynamoDB kept throttling or failing after the SDK's retries: worth retrying later."""
+
+    code = "short_term_memory_unavailable"
+    status = 503
+
+
 class LongTermMemoryUnavailable(ChatMemoryError):
     code = "long_term_memory_unavailable"
     status = 503

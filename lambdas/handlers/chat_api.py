@@ -21,6 +21,8 @@ from handlers.http import (
     caller_id,
     cors_headers,
     error_response,
+    not_json,
+    strict_json,
     validation_message,
     with_headers,
 )
@@ -28,7 +30,7 @@ from handlers.http import (
 logger = Logger(service="chat-api")
 tracer = Tracer(service="chat-api")
 metrics = Metrics(namespace="ChatMemory", service="chat-api")
-app = APIGatewayRestResolver(enable_validation=True)
+app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=strict_json)
 
 SessionId = Annotated[str, Path(description="A session id from POST /sessions.")]
 Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
@@ -181,7 +183,8 @@ def _unexpected(error: Exception) -> Response:
 @tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    response = app.resolve(event, context)
+    # Powertools would parse a form or multipart body (and fail with a 500 on a bad one).
+    response = not_json(event) or app.resolve(event, context)
     origin = {k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("origin")
     return with_headers(response, cors_headers(origin, wiring.settings().cors_origins))
 
@@ -192,9 +195,13 @@ _ERRORS = {
     404: "No such session for this caller",
     409: "The session is ended, or busy with concurrent messages",
     413: "Content over the configured limit",
+    415: "A body that is not sent as application/json",
     500: "Unexpected error (no details are leaked)",
     502: "The model answered with an error",
-    503: "The model is unavailable; the message is kept, retry with the same client_message_id",
+    503: (
+        "A model or a store is unavailable or throttled: retry later. A message whose model "
+        "call failed is kept: retry it with the same client_message_id"
+    ),
 }
 
 

@@ -54,6 +54,41 @@ def with_headers(response: dict[str, Any], headers: dict[str, str]) -> dict[str,
     return response
 
 
+def not_json(event: dict[str, Any]) -> dict[str, Any] | None:
+    """A 415 proxy reply for a request whose body is not sent as JSON, else None: this API
+    reads JSON bodies only."""
+    headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
+    media = str(headers.get("content-type") or "application/json").split(";")[0]
+    if not event.get("body") or media.strip().lower() == "application/json":
+        return None
+    return {
+        "statusCode": 415,
+        "headers": {"Content-Type": "application/json"},
+        "body": json.dumps(
+            {
+                "error": {
+                    "code": "unsupported_media_type",
+                    "message": "send the body as JSON (Content-Type: application/json)",
+                }
+            }
+        ),
+        "isBase64Encoded": False,
+    }
+
+
+def strict_json(body: str) -> Any:
+    """A request body's JSON, refusing text that is not Unicode: a lone surrogate escaped in JSON
+    ("\\ud800") parses in Python, but no store, model or client can encode it as UTF-8."""
+    data = json.loads(body)
+    try:
+        json.dumps(data, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise json.JSONDecodeError(
+            "a lone surrogate escape: the text is not valid Unicode", body, 0
+        ) from error
+    return data
+
+
 def error_response(status: int, code: str, message: str) -> Response:
     return Response(
         status_code=status,
@@ -67,5 +102,8 @@ def validation_message(errors: Sequence[Any]) -> str:
     parts = []
     for error in errors[:5]:
         loc = ".".join(str(p) for p in error.get("loc", ()) if not isinstance(p, int))
-        parts.append(f"{loc}: {error.get('msg', 'invalid')}" if loc else error.get("msg", ""))
+        message = error.get("msg", "invalid")
+        if error.get("type") == "json_invalid" and (error.get("ctx") or {}).get("error"):
+            message += f" ({error['ctx']['error']})"  # the parser's reason, never the input
+        parts.append(f"{loc}: {message}" if loc else message)
     return "; ".join(parts) or "invalid request"

@@ -4,18 +4,21 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import time
 import zlib
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, HTTPClientError
+from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from chatmemory import schema
 from chatmemory.domain import Page, Session, Source, Turn
-from chatmemory.errors import BadRequest, Conflict, SessionNotFound
+from chatmemory.errors import BadRequest, Conflict, SessionNotFound, ShortTermMemoryUnavailable
 from chatmemory.schema import SessionStatus
 
 _ser = TypeSerializer()
@@ -127,17 +130,84 @@ def encode_token(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_token(token: str) -> dict[str, Any]:
+def decode_token(token: str, types: dict[str, str]) -> dict[str, Any]:
+    """The start key in a next_token, if it has exactly the attributes `types` names
+    (name -> "S" or "N"), each of its type: anything else would reach DynamoDB as an invalid
+    ExclusiveStartKey (a 500), not as the client's bad request it is."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         key = json.loads(raw)
     except (ValueError, TypeError) as exc:
         raise BadRequest("next_token is not valid") from exc
-    if not isinstance(key, dict) or not all(
-        isinstance(v, dict) and len(v) == 1 for v in key.values()
-    ):
+    if not isinstance(key, dict) or set(key) != set(types):
         raise BadRequest("next_token is not valid")
+    for name, kind in types.items():
+        value = key[name]
+        if not isinstance(value, dict) or list(value) != [kind] or not isinstance(value[kind], str):
+            raise BadRequest("next_token is not valid")
+        if kind == "N" and not re.fullmatch(r"-?\d{1,38}", value[kind]):
+            raise BadRequest("next_token is not valid")
     return key
+
+
+# What DynamoDB answers when it cannot serve a request now. botocore's standard retries have
+# already retried these; what is left is an outage to report as such (503), not a bug (500).
+_UNAVAILABLE_CODES = frozenset(
+    {
+        "ProvisionedThroughputExceededException",
+        "ThrottlingException",
+        "RequestLimitExceeded",
+        "TransactionInProgressException",
+        "InternalServerError",
+        "ServiceUnavailable",
+    }
+)
+
+
+@contextmanager
+def _outages() -> Iterator[None]:
+    """Throttling and outages that outlast botocore's retries become ShortTermMemoryUnavailable."""
+    try:
+        yield
+    except ClientError as error:
+        code = error.response.get("Error", {}).get("Code", "")
+        if code not in _UNAVAILABLE_CODES:
+            raise
+        raise ShortTermMemoryUnavailable(
+            f"DynamoDB is throttling or unavailable ({code}); retry the request"
+        ) from error
+    except (BotoConnectionError, HTTPClientError) as error:
+        raise ShortTermMemoryUnavailable(
+            f"DynamoDB did not answer ({type(error).__name__}); retry the request"
+        ) from error
+
+
+class _Guarded:
+    """A DynamoDB client (or paginator) whose calls, and pages, report outages via _outages."""
+
+    def __init__(self, target: Any) -> None:
+        self._target = target
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._target, name)
+        if not callable(attr):
+            return attr
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            with _outages():
+                answer = attr(*args, **kwargs)
+            if name == "get_paginator":
+                return _Guarded(answer)
+            if name == "paginate":
+                return _pages(answer)
+            return answer
+
+        return call
+
+
+def _pages(pages: Any) -> Iterator[Any]:
+    with _outages():
+        yield from pages
 
 
 def _is_conditional_failure(error: ClientError) -> bool:
@@ -148,7 +218,7 @@ class DynamoShortTermMemory:
     """SessionStore + TurnStore on two DynamoDB tables (physical names from the deployment)."""
 
     def __init__(self, client: Any, sessions_table: str, conversations_table: str) -> None:
-        self._db = client
+        self._db = _Guarded(client)
         self._sessions = sessions_table
         self._turns = conversations_table
 
@@ -180,12 +250,8 @@ class DynamoShortTermMemory:
             "Limit": limit,
         }
         if next_token:
-            start = decode_token(next_token)
-            if start.get("user_id") != {"S": user_id} or set(start) != {
-                "session_id",
-                "user_id",
-                "started_at",
-            }:
+            start = decode_token(next_token, {"session_id": "S", "user_id": "S", "started_at": "S"})
+            if start["user_id"] != {"S": user_id}:
                 raise BadRequest("next_token is not valid")
             kwargs["ExclusiveStartKey"] = start
         answer = self._db.query(**kwargs)
@@ -403,11 +469,8 @@ class DynamoShortTermMemory:
             "Limit": limit,
         }
         if next_token:
-            start = decode_token(next_token)
-            if start.get("session_id") != {"S": session_id} or set(start) != {
-                "session_id",
-                "turn",
-            }:
+            start = decode_token(next_token, {"session_id": "S", "turn": "N"})
+            if start["session_id"] != {"S": session_id}:
                 raise BadRequest("next_token is not valid")
             kwargs["ExclusiveStartKey"] = start
         answer = self._db.query(**kwargs)
@@ -511,7 +574,18 @@ class DynamoShortTermMemory:
 
     def complete_turn(self, turn: Turn) -> None:
         item = turn_to_item(turn)
-        fields = ["response", "model", "latency_ms", "input_tokens", "output_tokens", "prompt"]
+        # Everything the answer filled in: a completed /past or /verified turn keeps its
+        # sources, and a degraded answer says so, as a turn answered at the first try does.
+        fields = [
+            "response",
+            "sources",
+            "degraded",
+            "model",
+            "latency_ms",
+            "input_tokens",
+            "output_tokens",
+            "prompt",
+        ]
         present = [f for f in fields if item.get(f) is not None]
         try:
             self._db.update_item(

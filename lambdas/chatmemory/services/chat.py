@@ -100,7 +100,7 @@ def post_message(
         if stored is not None and not stored.pending:
             return TurnResult(stored, replayed=True)
         if stored is not None:
-            return TurnResult(_complete_pending(deps, policy, session, stored, window))
+            return _complete_pending(deps, policy, session, stored, window)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
 
@@ -247,12 +247,20 @@ def _append(deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn) ->
 
 def _complete_pending(
     deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn, window: int
-) -> Turn:
+) -> TurnResult:
     """A retry of a message whose model call failed: answer it now and fill in the stored turn."""
     routed = Routed(turn.intent, parse_prefix(turn.input).text, "stored")
     started = time.perf_counter()
     _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)
     turn.pending = False
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
-    deps.memory.complete_turn(turn)
-    return turn
+    try:
+        deps.memory.complete_turn(turn)
+    except Conflict:
+        # A concurrent retry of the same message completed it first: its answer is the one
+        # stored, so it is the one this retry returns too.
+        stored = deps.memory.get_turn(turn.session_id, turn.turn)
+        if stored is None or stored.pending:
+            raise
+        return TurnResult(stored, replayed=True)
+    return TurnResult(turn)

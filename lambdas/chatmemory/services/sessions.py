@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -164,6 +165,9 @@ def export_session(memory: ShortTermMemory, user_id: str, session_id: str) -> di
 class ImportLimits:
     max_messages: int = 10_000
     max_input_chars: int = 4000
+    # Each message becomes one DynamoDB item (400 KB at most). Measured as ASCII-escaped JSON,
+    # which is never shorter than the UTF-8 it stores, and roomy enough for any exported turn.
+    max_message_chars: int = 200_000
 
 
 def import_session(
@@ -224,6 +228,8 @@ def _imported_turn(
     if not isinstance(raw, dict):
         raise BadRequest(f"messages[{index - 1}] must be an object")
     where = f"messages[{index - 1}]"
+    if len(json.dumps(raw)) > limits.max_message_chars:
+        raise BadRequest(f"{where} is larger than {limits.max_message_chars} characters as JSON")
     text = raw.get("input")
     if not isinstance(text, str):
         raise BadRequest(f"{where}.input must be a string")

@@ -1,0 +1,90 @@
+"""Schemathesis fuzzing of local mode's HTTP API from the published openapi.json: a bounded,
+derandomized run against the gateway (port 0) on DynamoDB Local with the real handler. No answer
+may be a 5xx other than 502/503, every 4xx/5xx is the documented JSON error envelope, and every
+answer conforms to the document (status, content type, schema)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import schemathesis
+from hypothesis import HealthCheck, settings
+from schemathesis import Case, CheckContext, Response
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from local.dynamodb_local import DynamoDBLocal
+from tests.integration.helpers import World, local_world
+
+pytestmark = pytest.mark.integration
+
+OPENAPI = Path(__file__).resolve().parents[2] / "openapi.json"
+USER = {"X-User-Id": "fuzzer"}
+# The module-scoped gateway outlives each test's fake credentials (tests/conftest.py aws_env).
+FAKE_AWS = {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "AWS_REGION": "us-east-1",
+}
+
+
+# One item per operation; the lazy `schemathesis.pytest.from_fixture` cannot run on pytest 9.
+schema = schemathesis.openapi.from_path(OPENAPI)
+
+
+@pytest.fixture(scope="module")
+def gateway(
+    dynamodb_local: DynamoDBLocal, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[World]:
+    """One local mode (fresh tables, the gateway on a free port) for every operation."""
+    with pytest.MonkeyPatch.context() as env:
+        for key, value in FAKE_AWS.items():
+            env.setenv(key, value)
+        yield from local_world(dynamodb_local, tmp_path_factory.mktemp("fuzz"), env)
+
+
+# Methods an HTTP server knows; any other gets 501 Not Implemented, as RFC 9110 says it should.
+KNOWN_METHODS = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "TRACE", "CONNECT"}
+
+
+def only_gateway_errors(ctx: CheckContext, response: Response, case: Case) -> bool | None:
+    """No 5xx but 502/503 (a model or store unavailable), and every error is the envelope."""
+    allowed = {502, 503} | ({501} if case.method.upper() not in KNOWN_METHODS else set())
+    assert response.status_code < 500 or response.status_code in allowed, response.text
+    if response.status_code >= 400:
+        assert response.headers["content-type"][0].startswith("application/json")
+        body = json.loads(response.text)
+        assert set(body) == {"error"} and set(body["error"]) == {"code", "message"}, body
+        assert "Traceback" not in response.text
+    return None
+
+
+CHECKS = [
+    only_gateway_errors,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+]
+
+
+@schema.parametrize()
+@settings(
+    max_examples=12,
+    derandomize=True,
+    deadline=None,
+    database=None,
+    suppress_health_check=list(HealthCheck),
+)
+def test_the_api_answers_fuzzed_requests_as_documented(case: Case, gateway: World) -> None:
+    case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS)
+    if "session_id" in (case.path_parameters or {}):
+        # The same request on a real session of the caller, so bodies reach the handlers.
+        case.path_parameters = {"session_id": gateway.api.new_session("fuzzed", user="fuzzer")}
+        case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS)

@@ -1,0 +1,199 @@
+"""Parallel messages against a real DynamoDB Local (requests really interleave, unlike moto's
+serialized client): every accepted message is stored exactly once, turn numbers are contiguous,
+and each client_message_id appears once."""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded
+from chatmemory.ports import Generation
+from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.sessions import create_session, end_session
+from tests.fakes import FakeGenerator
+from tests.faults.conftest import Store
+
+pytestmark = pytest.mark.integration
+
+
+def _once(deps: ChatDeps, user: str, session_id: str, content: str, cmid: str) -> TurnResult:
+    return post_message(
+        deps,
+        ChatPolicy(),
+        user_id=user,
+        session_id=session_id,
+        content=content,
+        client_message_id=cmid,
+    )
+
+
+def _say(deps: ChatDeps, user: str, session_id: str, content: str, cmid: str) -> TurnResult:
+    """A client that retries a 409 "busy" answer with the same client_message_id."""
+    for _ in range(20):
+        try:
+            return _once(deps, user, session_id, content, cmid)
+        except Conflict:
+            continue
+    raise AssertionError(f"{cmid} was refused 20 times")
+
+
+def _in_parallel(workers: int, jobs: list[Callable[[], Any]]) -> list[Any]:
+    """Run the jobs on `workers` threads released together; their results in job order."""
+    start = threading.Barrier(workers)
+
+    def run(chunk: list[Callable[[], Any]]) -> list[Any]:
+        start.wait()
+        return [job() for job in chunk]
+
+    chunks = [jobs[i::workers] for i in range(workers)]
+    with ThreadPoolExecutor(workers) as pool:
+        done = list(pool.map(run, chunks))
+    results: list[Any] = [None] * len(jobs)
+    for i, chunk_results in enumerate(done):
+        results[i::workers] = chunk_results
+    return results
+
+
+def _assert_contiguous(store: Store, session_id: str, expected_inputs: set[str]) -> None:
+    turns = store.turns(session_id)
+    assert [t["turn"] for t in turns] == list(range(1, len(turns) + 1))
+    assert Counter(t["input"] for t in turns) == Counter(expected_inputs)  # each exactly once
+    cmids = [t["client_message_id"] for t in turns]
+    assert len(cmids) == len(set(cmids))
+    assert not any(t.get("pending") for t in turns)
+    assert store.session(session_id)["num_turns"] == len(turns)
+
+
+def test_eight_threads_of_ten_messages_on_one_session_are_stored_once_in_order(
+    store: Store,
+) -> None:
+    deps = ChatDeps(memory=store.memory, generator=FakeGenerator())
+    sid = create_session(store.memory, "alice").session_id
+
+    def sender(thread: int) -> Callable[[], list[TurnResult]]:
+        return lambda: [
+            _say(deps, "alice", sid, f"t{thread} m{i}", f"t{thread}-{i}") for i in range(10)
+        ]
+
+    results = [r for batch in _in_parallel(8, [sender(t) for t in range(8)]) for r in batch]
+
+    expected = {f"t{t} m{i}" for t in range(8) for i in range(10)}
+    _assert_contiguous(store, sid, expected)
+    # Each reply names the turn its message was stored as.
+    stored = {t["client_message_id"]: t["turn"] for t in store.turns(sid)}
+    assert {r.turn.client_message_id: r.turn.turn for r in results} == stored
+    # A thread's own messages keep their order.
+    for t in range(8):
+        mine = [stored[f"t{t}-{i}"] for i in range(10)]
+        assert mine == sorted(mine)
+
+
+def test_parallel_messages_on_many_sessions_stay_in_their_own_session(store: Store) -> None:
+    deps = ChatDeps(memory=store.memory, generator=FakeGenerator())
+    users = [f"user-{i % 4}" for i in range(12)]
+    sids = [create_session(store.memory, user).session_id for user in users]
+    jobs = [
+        (lambda s=s, u=u, i=i: _say(deps, u, sids[s], f"s{s} m{i}", f"s{s}-{i}"))
+        for i in range(5)
+        for s, u in enumerate(users)
+    ]
+
+    _in_parallel(8, jobs)
+
+    for s, sid in enumerate(sids):
+        _assert_contiguous(store, sid, {f"s{s} m{i}" for i in range(5)})
+        assert {t["user_id"] for t in store.turns(sid)} == {users[s]}
+
+
+def test_the_same_message_sent_twice_at_once_is_stored_once(store: Store) -> None:
+    deps = ChatDeps(memory=store.memory, generator=FakeGenerator())
+    sid = create_session(store.memory, "alice").session_id
+    jobs = [
+        (lambda i=i: _say(deps, "alice", sid, f"double {i}", f"d-{i}"))
+        for i in range(6)
+        for _ in range(2)
+    ]
+
+    results = _in_parallel(8, jobs)
+
+    _assert_contiguous(store, sid, {f"double {i}" for i in range(6)})
+    for i in range(6):
+        first, second = results[2 * i], results[2 * i + 1]
+        assert first.turn.turn == second.turn.turn
+        assert first.turn.response == second.turn.response  # the stored answer, both times
+        assert first.replayed or second.replayed
+
+
+def test_messages_racing_with_the_end_of_the_session_are_stored_only_if_accepted(
+    store: Store,
+) -> None:
+    deps = ChatDeps(memory=store.memory, generator=FakeGenerator())
+    sid = create_session(store.memory, "alice").session_id
+    accepted: list[str] = []
+    refused: list[str] = []
+    lock = threading.Lock()
+
+    def send(i: int) -> None:
+        try:
+            _say(deps, "alice", sid, f"late {i}", f"l-{i}")
+        except SessionEnded:
+            with lock:
+                refused.append(f"late {i}")
+            return
+        with lock:
+            accepted.append(f"late {i}")
+
+    jobs: list[Callable[[], Any]] = [lambda i=i: send(i) for i in range(24)]
+    jobs.insert(8, lambda: end_session(store.memory, "alice", sid))
+
+    _in_parallel(6, jobs)
+
+    assert len(accepted) + len(refused) == 24
+    _assert_contiguous(store, sid, set(accepted))
+    assert store.session(sid)["status"] == "ENDED"
+
+
+class _Rendezvous:
+    """A generator that fails its first call, then makes the next `parties` calls meet before
+    answering (so concurrent retries really overlap)."""
+
+    def __init__(self, parties: int) -> None:
+        self.inner = FakeGenerator(fail_next=1)
+        self.name, self.context_tokens = "rendezvous", 512
+        self._barrier = threading.Barrier(parties, timeout=10)
+        self._failed = False
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
+        if not self._failed:
+            self._failed = True
+            return self.inner.generate(prompt, max_new_tokens=max_new_tokens, stop=stop)
+        self._barrier.wait()
+        return self.inner.generate(prompt, max_new_tokens=max_new_tokens, stop=stop)
+
+
+def test_concurrent_retries_of_a_pending_message_complete_it_once_and_both_get_the_answer(
+    store: Store,
+) -> None:
+    """Failed first: the retry that lost the race to complete the pending turn answered 409
+    ("completed by another request"); it now returns the stored, completed turn."""
+    model = _Rendezvous(parties=2)
+    deps = ChatDeps(memory=store.memory, generator=model)
+    sid = create_session(store.memory, "alice").session_id
+    with pytest.raises(ModelUnavailable):
+        _once(deps, "alice", sid, "my cat is called Tom", "m-1")
+
+    first, second = _in_parallel(
+        2, [lambda: _once(deps, "alice", sid, "my cat is called Tom", "m-1")] * 2
+    )
+
+    turns = store.turns(sid)
+    assert len(turns) == 1 and not turns[0].get("pending")
+    assert first.turn.turn == second.turn.turn == 1
+    assert first.turn.response == second.turn.response == turns[0]["response"]
+    assert sorted([first.replayed, second.replayed]) == [False, True]
