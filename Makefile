@@ -43,8 +43,8 @@ unit: venv
 	$(PY) -m pytest -q tests/unit
 
 lint: venv
-	$(PY) -m ruff check lambdas stacks tests local bench scripts
-	$(PY) -m ruff format --check lambdas stacks tests local bench scripts
+	$(PY) -m ruff check lambdas stacks tests local bench scripts app.py
+	$(PY) -m ruff format --check lambdas stacks tests local bench scripts app.py
 
 openapi: venv
 	$(PY) -m scripts.openapi > openapi.json

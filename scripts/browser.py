@@ -32,8 +32,12 @@ def main() -> int:
         )
         if done.returncode != 0:  # stale package lists on a fresh machine
             subprocess.run(["apt-get", "update", "-q"], env=env, stdout=subprocess.DEVNULL)
-            subprocess.run(["apt-get", "install", "-y", "-q", "chromium"], env=env, check=True,
-                           stdout=subprocess.DEVNULL)
+            subprocess.run(
+                ["apt-get", "install", "-y", "-q", "chromium"],
+                env=env,
+                check=True,
+                stdout=subprocess.DEVNULL,
+            )
         return 0 if find_browser() else 1
     print(
         "No Chromium found: the browser test will be skipped. Install it with "

@@ -17,10 +17,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lambdas"))
 def read_documents(root: Path) -> list:
     from chatmemory.services.ingest import SourceDocument
 
-    files = sorted(p for p in root.rglob("*") if p.suffix.lower() in (".md", ".txt") and p.is_file())
+    files = sorted(
+        p for p in root.rglob("*") if p.suffix.lower() in (".md", ".txt") and p.is_file()
+    )
     return [
-        SourceDocument(doc_id=p.relative_to(root).as_posix(), text=p.read_text(encoding="utf-8"),
-                       source=str(p))
+        SourceDocument(
+            doc_id=p.relative_to(root).as_posix(), text=p.read_text(encoding="utf-8"), source=str(p)
+        )
         for p in files
     ]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ def redrive(deps: Any, *, now: datetime) -> dict[str, str]:
 def main() -> None:
     from chatmemory import wiring
 
-    print(json.dumps(redrive(wiring.consolidation_deps(), now=datetime.now(timezone.utc)), indent=2))
+    print(json.dumps(redrive(wiring.consolidation_deps(), now=datetime.now(UTC)), indent=2))
 
 
 if __name__ == "__main__":

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 from dataclasses import dataclass, field
+from typing import Any
 
 from chatmemory.errors import ModelUnavailable
 from chatmemory.ports import Generation
@@ -22,9 +22,7 @@ class FakeGenerator:
     prompts: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def generate(
-        self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()
-    ) -> Generation:
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
         with self._lock:
             self.prompts.append(prompt)
             if self.fail_next > 0:

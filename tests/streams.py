@@ -20,16 +20,21 @@ class StreamReader:
         out: list[dict[str, Any]] = []
         for shard in shards:
             shard_id = shard["ShardId"]
-            iterator = self._iterators.get(shard_id) or self._streams.get_shard_iterator(
-                StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
-            )["ShardIterator"]
+            iterator = (
+                self._iterators.get(shard_id)
+                or self._streams.get_shard_iterator(
+                    StreamArn=self._arn, ShardId=shard_id, ShardIteratorType="TRIM_HORIZON"
+                )["ShardIterator"]
+            )
             answer = self._streams.get_records(ShardIterator=iterator)
             self._iterators[shard_id] = answer["NextShardIterator"]
             for record in answer["Records"]:
                 record = dict(record)
                 record["eventSourceARN"] = self._arn
                 record["dynamodb"] = {
-                    k: v for k, v in record["dynamodb"].items() if k != "ApproximateCreationDateTime"
+                    k: v
+                    for k, v in record["dynamodb"].items()
+                    if k != "ApproximateCreationDateTime"
                 }
                 out.append(record)
         return out

@@ -67,7 +67,7 @@ class TurnStore(Protocol):
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]: ...
 
     def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
-        """Write `turn` as number session.num_turns + 1 together with the session counters, atomically.
+        """Write `turn` as number num_turns + 1 together with the session counters, atomically.
 
         Raises Conflict when the session changed since it was read (another turn won the race),
         SessionEnded when it is no longer OPEN. Returns the updated session.

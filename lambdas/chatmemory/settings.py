@@ -39,7 +39,8 @@ class Settings:
     text_backend: str = "offline"
     embed_backend: str = "offline"
     text_endpoint: str = ""
-    # SageMaker payload formats: "jumpstart-flan-t5" | "tgi" (text), "jumpstart-gpt-j" | "tei" (embeddings)
+    # SageMaker payload formats: "jumpstart-flan-t5" | "tgi" (text),
+    # "jumpstart-gpt-j" | "tei" (embeddings)
     text_format: str = "jumpstart-flan-t5"
     embed_endpoint: str = ""
     embed_format: str = "jumpstart-gpt-j"

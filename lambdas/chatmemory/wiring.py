@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any
 
 from chatmemory.errors import BadRequest
 from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory, Summarizer, TextGenerator
+from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.consolidation import ConsolidationPolicy
 from chatmemory.services.maintenance import CompactionPolicy
-from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.prompt import Roles
 from chatmemory.services.recall import RecallWeights
 from chatmemory.settings import Settings
@@ -21,7 +21,7 @@ def settings() -> Settings:
     return Settings.from_env()
 
 
-@lru_cache(maxsize=None)
+@cache
 def aws_client(service: str, endpoint_url: str | None = None) -> Any:
     """One boto3 client per service and endpoint, created on first use (never at import)."""
     import boto3
@@ -62,9 +62,7 @@ def text_generator(cfg: Settings | None = None) -> TextGenerator:
     if backend == "bedrock":
         from chatmemory.adapters.bedrock import BedrockTextGenerator
 
-        return BedrockTextGenerator(
-            _model_client("bedrock-runtime", cfg), cfg.text_model_id
-        )
+        return BedrockTextGenerator(_model_client("bedrock-runtime", cfg), cfg.text_model_id)
     if backend == "openai":
         from chatmemory.adapters.openai_compat import OpenAICompatTextGenerator
 
@@ -116,7 +114,7 @@ def embedder(cfg: Settings | None = None) -> Embedder:
     raise BadRequest(f"unknown embedding backend {backend!r}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _cached_model_client(service: str, timeout: float, attempts: int) -> Any:
     import boto3
 
@@ -240,7 +238,12 @@ def compaction_deps() -> CompactionDeps:
 
 
 _CACHED = (
-    settings, aws_client, _cached_model_client, chat_deps, consolidation_deps, compaction_deps
+    settings,
+    aws_client,
+    _cached_model_client,
+    chat_deps,
+    consolidation_deps,
+    compaction_deps,
 )
 
 

@@ -139,9 +139,7 @@ def search_memories(
     k: Annotated[int, Query(ge=1, le=50, description="How many sessions.")] = 5,
 ) -> m.MemoryList:
     deps = wiring.chat_deps()
-    found = recall.search_memories(
-        deps, wiring.chat_policy(), user_id=_user(), query=q, k=k
-    )
+    found = recall.search_memories(deps, wiring.chat_policy(), user_id=_user(), query=q, k=k)
     return m.MemoryList.model_validate({"memories": found})
 
 

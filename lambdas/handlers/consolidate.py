@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
@@ -40,7 +40,7 @@ def record_handler(record: DynamoDBRecord) -> None:
         embedder=deps.embedder,
         index=deps.index,
         policy=deps.policy,
-        now=datetime.now(timezone.utc),
+        now=datetime.now(UTC),
     )
     logger.info("consolidation", extra={"result": result.__dict__})
     metrics.add_metric(name=f"Sessions{result.outcome.title()}", unit=MetricUnit.Count, value=1)

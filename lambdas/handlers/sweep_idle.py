@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from aws_lambda_powertools import Logger
@@ -18,7 +18,7 @@ logger = Logger(service="sweep-idle")
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     ended = sweep_idle_sessions(
         wiring.short_term_memory(),
-        now=datetime.now(timezone.utc),
+        now=datetime.now(UTC),
         idle_minutes=wiring.settings().idle_minutes,
     )
     logger.info("idle sessions ended", extra={"count": len(ended)})

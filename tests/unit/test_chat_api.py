@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from chatmemory import wiring
-from chatmemory.services.chat import NO_LONG_TERM_MEMORY, ChatDeps
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
+from chatmemory.services.chat import NO_LONG_TERM_MEMORY, ChatDeps
 from tests.fakes import FakeGenerator, SerializedClient
 
 
@@ -101,7 +101,13 @@ def test_created_session_is_open_and_readable(api: Api) -> None:
     assert session["status"] == "OPEN"
     assert session["num_turns"] == 0 and session["ended_at"] is None
     assert set(session) == {
-        "session_id", "name", "status", "started_at", "last_active_at", "ended_at", "num_turns"
+        "session_id",
+        "name",
+        "status",
+        "started_at",
+        "last_active_at",
+        "ended_at",
+        "num_turns",
     }
     status, data = api.call("GET", f"/sessions/{session['session_id']}")
     assert status == 200 and data["session"] == session
@@ -252,7 +258,9 @@ def test_model_failure_answers_503_keeps_the_message_and_a_retry_completes_it_on
     sid = api.new_session()
     model.fail_next = 1
     status, err = api.call(
-        "POST", f"/sessions/{sid}/messages", {"content": "remember my cat Tom", "client_message_id": "x"}
+        "POST",
+        f"/sessions/{sid}/messages",
+        {"content": "remember my cat Tom", "client_message_id": "x"},
     )
     assert status == 503 and err["error"]["code"] == "model_unavailable"
     items = _turn_items(dynamodb, sid)
@@ -301,7 +309,9 @@ def test_an_exported_session_imports_elsewhere_with_every_turn(api: Api) -> None
     status, exported = api.call("GET", f"/sessions/{sid}/export")
     assert status == 200 and exported["format"] == "chatmemory.session.v1"
     assert [m["input"] for m in exported["messages"]] == [
-        "I love basil", "and tomatoes", "/past what did I like?"
+        "I love basil",
+        "and tomatoes",
+        "/past what did I like?",
     ]
     status, created = api.call("POST", "/sessions/import", exported, user="bob")
     assert status == 201
@@ -318,7 +328,9 @@ def test_import_rejects_bad_documents_and_stores_nothing(api: Api) -> None:
     bad = {"messages": [{"input": "ok"}, {"input": 42}]}
     status, data = api.call("POST", "/sessions/import", bad)
     assert status == 400 and data["error"]["code"] == "bad_request"
-    status, _ = api.call("POST", "/sessions/import", {"messages": [{"input": "x", "created_at": "yesterday"}]})
+    status, _ = api.call(
+        "POST", "/sessions/import", {"messages": [{"input": "x", "created_at": "yesterday"}]}
+    )
     assert status == 400
     assert api.call("GET", "/sessions")[1]["sessions"] == []
 
@@ -380,10 +392,17 @@ def test_a_request_without_an_authenticated_caller_is_refused(api: Api, lambda_c
     from handlers import chat_api
 
     event = {
-        "resource": "/sessions", "path": "/sessions", "httpMethod": "GET", "headers": {},
-        "requestContext": {"requestId": "r"}, "body": None, "isBase64Encoded": False,
-        "queryStringParameters": None, "multiValueQueryStringParameters": None,
-        "pathParameters": None, "multiValueHeaders": {},
+        "resource": "/sessions",
+        "path": "/sessions",
+        "httpMethod": "GET",
+        "headers": {},
+        "requestContext": {"requestId": "r"},
+        "body": None,
+        "isBase64Encoded": False,
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": None,
+        "multiValueHeaders": {},
     }
     answer = chat_api.handler(event, lambda_context)
     assert answer["statusCode"] == 401
@@ -393,8 +412,11 @@ def test_a_request_without_an_authenticated_caller_is_refused(api: Api, lambda_c
     ("allowed", "origin", "expected"),
     [
         ("*", "https://chat.example.com", "*"),
-        ("https://chat.example.com,https://b.example", "https://chat.example.com",
-         "https://chat.example.com"),
+        (
+            "https://chat.example.com,https://b.example",
+            "https://chat.example.com",
+            "https://chat.example.com",
+        ),
         ("https://chat.example.com", "https://evil.example", None),
         ("", "https://chat.example.com", None),
     ],
@@ -410,10 +432,16 @@ def test_answers_carry_cors_headers_for_allowed_origins_only(
     deps = ChatDeps(memory=wiring.short_term_memory(), generator=FakeGenerator())
     monkeypatch.setattr(wiring, "chat_deps", lambda: deps)
     event = {
-        "resource": "/sessions", "path": "/sessions", "httpMethod": "GET",
-        "headers": {"origin": origin}, "multiValueHeaders": {},
-        "queryStringParameters": None, "multiValueQueryStringParameters": None,
-        "pathParameters": None, "body": None, "isBase64Encoded": False,
+        "resource": "/sessions",
+        "path": "/sessions",
+        "httpMethod": "GET",
+        "headers": {"origin": origin},
+        "multiValueHeaders": {},
+        "queryStringParameters": None,
+        "multiValueQueryStringParameters": None,
+        "pathParameters": None,
+        "body": None,
+        "isBase64Encoded": False,
         "requestContext": {"requestId": "r", "authorizer": {"claims": {"sub": "alice"}}},
     }
     answer = chat_api.handler(event, lambda_context)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -58,7 +58,9 @@ def _keys(index: EmbeddedLongTermIndex, user: str) -> list[str]:
 
 def test_an_ended_session_is_summarized_embedded_indexed_and_marked(world, lambda_context):
     memory, index, deps, chat, stream = world
-    sid = _session_with_turns(memory, chat, "alice", [f"my dog is called Rex {i}" for i in range(5)])
+    sid = _session_with_turns(
+        memory, chat, "alice", [f"my dog is called Rex {i}" for i in range(5)]
+    )
     stream.records()  # creation and turns: not for consolidation
     end_session(memory, "alice", sid)
     answer = _handle(stream.event(), lambda_context)
@@ -68,7 +70,8 @@ def test_an_ended_session_is_summarized_embedded_indexed_and_marked(world, lambd
     assert "my dog is called Rex 0" in session.summary
     # summary, opening and sliding windows of two turns: 1-2, 2-3, 3-4, 4-5
     assert _keys(index, "alice") == [f"{sid}#chunk-{i}" for i in range(1, 5)] + [
-        f"{sid}#opening", f"{sid}#summary"
+        f"{sid}#opening",
+        f"{sid}#summary",
     ]
     assert deps.embedder.calls == 1  # six documents, one batched request
 
@@ -91,8 +94,10 @@ def test_a_redelivered_record_overwrites_instead_of_duplicating(world, lambda_co
     first = _keys(index, "alice")
     # Lambda may deliver the same record again; flip the status back to force real work.
     memory._db.update_item(
-        TableName="sessions", Key={"session_id": {"S": sid}},
-        UpdateExpression="SET #s = :e", ExpressionAttributeNames={"#s": "status"},
+        TableName="sessions",
+        Key={"session_id": {"S": sid}},
+        UpdateExpression="SET #s = :e",
+        ExpressionAttributeNames={"#s": "status"},
         ExpressionAttributeValues={":e": {"S": "ENDED"}},
     )
     _handle(event, lambda_context)
@@ -110,7 +115,9 @@ def test_a_failing_record_is_reported_and_the_rest_of_the_batch_proceeds(world, 
     deps.embedder.fail = lambda texts: any("poison" in t for t in texts)
     event = stream.event()
     answer = _handle(event, lambda_context)
-    bad_record = next(r for r in event["Records"] if r["dynamodb"]["Keys"]["session_id"]["S"] == bad)
+    bad_record = next(
+        r for r in event["Records"] if r["dynamodb"]["Keys"]["session_id"]["S"] == bad
+    )
     assert answer == {
         "batchItemFailures": [{"itemIdentifier": bad_record["dynamodb"]["SequenceNumber"]}]
     }
@@ -134,7 +141,7 @@ def test_after_the_last_attempt_the_session_is_failed_and_redrive_fixes_it(world
     assert failed.status == "FAILED"
     assert "fake embedder is down" in failed.failure_reason
     deps.embedder.fail = None
-    report = redrive(deps, now=datetime.now(timezone.utc))
+    report = redrive(deps, now=datetime.now(UTC))
     assert report == {sid: "consolidated"}
     assert memory.get_session(sid).status == "CONSOLIDATED"
     assert f"{sid}#summary" in _keys(index, "alice")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -50,8 +50,13 @@ def _remember(api: Api, deps: ChatDeps, user: str, texts: list[str]) -> str:
         api.say(sid, text, user=user)
     api.call("POST", f"/sessions/{sid}/end", user=user)
     result = consolidate_session(
-        sid, memory=deps.memory, summarizer=FakeSummarizer(), embedder=deps.embedder,
-        index=deps.long_term, policy=ConsolidationPolicy(), now=datetime.now(timezone.utc),
+        sid,
+        memory=deps.memory,
+        summarizer=FakeSummarizer(),
+        embedder=deps.embedder,
+        index=deps.long_term,
+        policy=ConsolidationPolicy(),
+        now=datetime.now(UTC),
     )
     assert result.outcome == "consolidated"
     return sid
@@ -67,7 +72,9 @@ def test_past_recalls_the_right_session_and_cites_it_with_its_date(setup) -> Non
     assert turn["sources"][0]["id"] == garden and turn["sources"][0]["kind"] == "session"
     assert turn["sources"][0]["date"]
     prompt = model.prompts[-1]
-    assert "tomatoes" in prompt and prompt.endswith("Question: what did I plant in the garden?\nAnswer:")
+    assert "tomatoes" in prompt and prompt.endswith(
+        "Question: what did I plant in the garden?\nAnswer:"
+    )
     assert "/past" not in prompt
 
 
@@ -95,10 +102,13 @@ def test_verified_cites_passages_and_admits_when_nothing_is_relevant(setup) -> N
     api, deps, index, model = setup
     ingest_documents(
         [SourceDocument("refunds.md", "# Refunds\n\nRefunds are paid within 14 days of a return.")],
-        embedder=deps.embedder, index=index,
+        embedder=deps.embedder,
+        index=index,
     )
     sid = api.new_session(user="alice")
-    turn = api.say(sid, "/verified within how many days are refunds paid after a return?", user="alice")
+    turn = api.say(
+        sid, "/verified within how many days are refunds paid after a return?", user="alice"
+    )
     assert turn["intent"] == "verified" and turn["response"] == "grounded answer"
     assert turn["sources"][0]["doc_id"] == "refunds.md" and turn["sources"][0]["passage_id"] == "p1"
     calls = model.calls
@@ -121,7 +131,10 @@ def test_deleting_a_session_removes_its_long_term_entries(setup) -> None:
     gone = _remember(api, deps, "alice", ["forget me please"])
     kept = _remember(api, deps, "alice", ["keep this one"])
     assert api.call("DELETE", f"/sessions/{gone}", user="alice")[0] == 204
-    sessions = {r[0] for r in index._db.execute("SELECT session_id FROM docs WHERE idx = ?", (MEMORY_INDEX,))}
+    sessions = {
+        r[0]
+        for r in index._db.execute("SELECT session_id FROM docs WHERE idx = ?", (MEMORY_INDEX,))
+    }
     assert sessions == {kept}
 
 
@@ -133,7 +146,9 @@ def test_delete_memories_forgets_everything_of_the_caller_only(setup, dynamodb) 
     status, _ = api.call("DELETE", "/memories", user="alice")
     assert status == 204
     assert api.call("GET", "/sessions", user="alice")[1]["sessions"] == []
-    users = {r[0] for r in index._db.execute("SELECT user_id FROM docs WHERE idx = ?", (MEMORY_INDEX,))}
+    users = {
+        r[0] for r in index._db.execute("SELECT user_id FROM docs WHERE idx = ?", (MEMORY_INDEX,))
+    }
     assert users == {"bob"}
     assert api.call("GET", f"/sessions/{bobs}", user="bob")[0] == 200
     turns = dynamodb.scan(TableName="conversations")["Items"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -29,8 +29,9 @@ def _chat(memory, n: int, clock=None) -> str:
     deps = ChatDeps(memory=memory, generator=FakeGenerator(), **({"clock": clock} if clock else {}))
     session = create_session(memory, "alice", **({"clock": clock} if clock else {}))
     for i in range(1, n + 1):
-        post_message(deps, ChatPolicy(), user_id="alice", session_id=session.session_id,
-                     content=f"fact {i}")
+        post_message(
+            deps, ChatPolicy(), user_id="alice", session_id=session.session_id, content=f"fact {i}"
+        )
     return session.session_id
 
 
@@ -50,8 +51,13 @@ def test_the_chat_prompt_uses_the_rolling_summary(memory) -> None:
     sid = _chat(memory, 20)
     compact_session(sid, memory=memory, summarizer=FakeSummarizer(), policy=CompactionPolicy())
     model = FakeGenerator()
-    post_message(ChatDeps(memory=memory, generator=model), ChatPolicy(window_turns=2),
-                 user_id="alice", session_id=sid, content="what do you know?")
+    post_message(
+        ChatDeps(memory=memory, generator=model),
+        ChatPolicy(window_turns=2),
+        user_id="alice",
+        session_id=sid,
+        content="what do you know?",
+    )
     assert "Summary of the earlier conversation: User: fact 1" in model.prompts[0]
 
 
@@ -65,8 +71,9 @@ def test_a_concurrent_compaction_does_not_overwrite_a_newer_summary(memory) -> N
             memory.update_running_summary(sid, "newer summary", 16, expected_through=0)
             return "stale summary"
 
-    assert not compact_session(sid, memory=memory, summarizer=RacingSummarizer(),
-                               policy=CompactionPolicy())
+    assert not compact_session(
+        sid, memory=memory, summarizer=RacingSummarizer(), policy=CompactionPolicy()
+    )
     session = memory.get_session(sid)
     assert (session.running_summary, session.summary_through_turn) == ("newer summary", 16)
     assert stale.summary_through_turn == 0
@@ -86,26 +93,33 @@ def test_compaction_handler_acts_on_new_turns_from_the_stream(
 
 
 def test_idle_sessions_are_ended_without_scanning(memory, dynamodb) -> None:
-    long_ago = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    long_ago = datetime(2026, 1, 1, tzinfo=UTC)
     idle = [_chat(memory, 1, clock=lambda: long_ago) for _ in range(3)]
     active = _chat(memory, 1)
     ops: list[str] = []
-    dynamodb.meta.events.register("before-call.dynamodb.*", lambda model, **_: ops.append(model.name))
-    ended = sweep_idle_sessions(memory, now=datetime.now(timezone.utc), idle_minutes=30)
+    dynamodb.meta.events.register(
+        "before-call.dynamodb.*", lambda model, **_: ops.append(model.name)
+    )
+    ended = sweep_idle_sessions(memory, now=datetime.now(UTC), idle_minutes=30)
     assert sorted(ended) == sorted(idle)
     assert "Scan" not in ops
     assert all(memory.get_session(s).status == "ENDED" for s in idle)
     assert memory.get_session(active).status == "OPEN"
     # Ended sessions leave the sparse index: a second sweep finds nothing.
-    assert sweep_idle_sessions(memory, now=datetime.now(timezone.utc), idle_minutes=30) == []
+    assert sweep_idle_sessions(memory, now=datetime.now(UTC), idle_minutes=30) == []
 
 
 def test_a_session_active_again_is_not_ended_by_a_late_sweep(memory) -> None:
-    long_ago = datetime(2026, 1, 1, tzinfo=timezone.utc)
+    long_ago = datetime(2026, 1, 1, tzinfo=UTC)
     sid = _chat(memory, 1, clock=lambda: long_ago)
-    before = (datetime.now(timezone.utc) - timedelta(minutes=30)).isoformat()
-    post_message(ChatDeps(memory=memory, generator=FakeGenerator()), ChatPolicy(),
-                 user_id="alice", session_id=sid, content="I'm back")
+    before = (datetime.now(UTC) - timedelta(minutes=30)).isoformat()
+    post_message(
+        ChatDeps(memory=memory, generator=FakeGenerator()),
+        ChatPolicy(),
+        user_id="alice",
+        session_id=sid,
+        content="I'm back",
+    )
     from chatmemory.errors import Conflict
 
     with pytest.raises(Conflict):
@@ -123,8 +137,15 @@ def test_documents_are_chunked_on_paragraphs_with_overlap_for_long_ones() -> Non
 
 def test_embedded_index_persists_on_disk(tmp_path) -> None:
     path = tmp_path / "memory.sqlite3"
-    doc = MemoryDoc(doc_key="s1#summary", user_id="alice", kind="summary", text="sailing trip",
-                    created_at="2026-01-01T00:00:00.000Z", embedding=[1.0, 0.0], session_id="s1")
+    doc = MemoryDoc(
+        doc_key="s1#summary",
+        user_id="alice",
+        kind="summary",
+        text="sailing trip",
+        created_at="2026-01-01T00:00:00.000Z",
+        embedding=[1.0, 0.0],
+        session_id="s1",
+    )
     EmbeddedLongTermIndex(path).upsert(MEMORY_INDEX, [doc])
     reopened = EmbeddedLongTermIndex(path)
     [hit] = reopened.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice")

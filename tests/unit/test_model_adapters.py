@@ -18,6 +18,7 @@ import boto3
 import pytest
 from botocore.response import StreamingBody
 from botocore.stub import Stubber
+
 from chatmemory import wiring
 from chatmemory.adapters.bedrock import BedrockEmbedder, BedrockTextGenerator
 from chatmemory.adapters.openai_compat import OpenAICompatEmbedder, OpenAICompatTextGenerator
@@ -26,7 +27,6 @@ from chatmemory.adapters.sagemaker import SageMakerEmbedder, SageMakerTextGenera
 from chatmemory.errors import ModelError, ModelUnavailable
 from chatmemory.services.chat import ChatDeps
 from chatmemory.settings import Settings
-
 from tests.model_server import Reply, ScriptedServer, closed_port_url
 
 STOPS = ["User:", "Assistant:"]
@@ -536,7 +536,6 @@ def test_a_throttled_sagemaker_model_answers_503_keeps_the_message_and_a_retry_c
 ) -> None:
     """Without the adapter's mapping a botocore ClientError would be a 500 and the message lost."""
     from handlers import chat_api
-
     from tests.unit.test_chat_api import Api, _turn_items
 
     client, stub = sagemaker

@@ -14,15 +14,25 @@ from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 
 def _prompt(history: list[str], message: str) -> str:
     window = [Turn("s", i, "u", text, f"answer {i}") for i, text in enumerate(history, 1)]
-    return build_chat_prompt(system="Be helpful.", summary="", window=window, message=message,
-                             roles=Roles(), token_budget=512).text
+    return build_chat_prompt(
+        system="Be helpful.",
+        summary="",
+        window=window,
+        message=message,
+        roles=Roles(),
+        token_budget=512,
+    ).text
 
 
 def test_offline_responder_is_labelled_and_shows_short_term_memory() -> None:
-    reply = OfflineResponder().generate(
-        _prompt(["my cat is called Tom", "I live in Porto"], "what is my cat called?"),
-        max_new_tokens=100,
-    ).text
+    reply = (
+        OfflineResponder()
+        .generate(
+            _prompt(["my cat is called Tom", "I live in Porto"], "what is my cat called?"),
+            max_new_tokens=100,
+        )
+        .text
+    )
     cleaned = clean_output(reply, Roles())
     assert cleaned == reply and cleaned.startswith(LABEL)
     assert '"what is my cat called?"' in cleaned
@@ -35,14 +45,16 @@ def test_offline_responder_without_history_says_so() -> None:
 
 
 def test_extractive_summary_keeps_informative_lines_with_speakers_in_order() -> None:
-    transcript = "\n".join([
-        "User: Hi there!",
-        "Assistant: Hello, how can I help?",
-        "User: I am planning a trip to Lisbon in May with my sister Ana.",
-        "Assistant: Lisbon in May is lovely; book the trip to Lisbon early.",
-        "User: Ana wants to visit the Lisbon oceanarium during the trip.",
-        "Assistant: Okay.",
-    ])
+    transcript = "\n".join(
+        [
+            "User: Hi there!",
+            "Assistant: Hello, how can I help?",
+            "User: I am planning a trip to Lisbon in May with my sister Ana.",
+            "Assistant: Lisbon in May is lovely; book the trip to Lisbon early.",
+            "User: Ana wants to visit the Lisbon oceanarium during the trip.",
+            "Assistant: Okay.",
+        ]
+    )
     summary = ExtractiveSummarizer(max_words=30).summarize(transcript)
     assert "Lisbon" in summary and summary.startswith("User:")
     assert "Okay." not in summary
@@ -59,7 +71,7 @@ def test_minilm_embeddings_are_real_unit_vectors_that_capture_meaning() -> None:
     )
     assert len(cat) == 384
     assert math.isclose(sum(x * x for x in cat), 1.0, rel_tol=1e-4)
-    dot = lambda a, b: sum(x * y for x, y in zip(a, b))  # noqa: E731
+    dot = lambda a, b: sum(x * y for x, y in zip(a, b, strict=True))  # noqa: E731
     assert dot(cat, kitten) > dot(cat, taxes) + 0.2
 
 
@@ -67,12 +79,20 @@ def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> 
     from chatmemory.services.recall import RankedSession, answer_from_past
 
     session = RankedSession(
-        "s1", 1.0, 1.0, 1.0, "2026-05-01T10:00:00Z", "garden",
+        "s1",
+        1.0,
+        1.0,
+        1.0,
+        "2026-05-01T10:00:00Z",
+        "garden",
         texts=["User: my tomatoes have blight on the lower leaves"],
     )
     answer = answer_from_past(
-        "what was wrong with my tomatoes?", [session], generator=OfflineResponder(),
-        max_new_tokens=100, token_budget=512,
+        "what was wrong with my tomatoes?",
+        [session],
+        generator=OfflineResponder(),
+        max_new_tokens=100,
+        token_budget=512,
     )
     assert answer.text.startswith(LABEL)
     assert "tomatoes have blight" in answer.text and "You said" not in answer.text
@@ -82,9 +102,14 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
     from chatmemory.services.recall import RankedSession, answer_from_past
 
     garden = RankedSession(
-        "s1", 2.0, 1.0, 1.0, "2026-05-01T10:00:00Z", "garden",
+        "s1",
+        2.0,
+        1.0,
+        1.0,
+        "2026-05-01T10:00:00Z",
+        "garden",
         texts=[
-            "User: Hello there.\nAssistant: [offline responder] You said: \"my tomatoes\".",
+            'User: Hello there.\nAssistant: [offline responder] You said: "my tomatoes".',
             "User: The tomatoes have blight. I also like tulips.",
         ],
     )
@@ -92,8 +117,11 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
         "s2", 1.0, 1.0, 1.0, "2026-04-01T10:00:00Z", "trip", texts=["User: I fly to Lisbon."]
     )
     answer = answer_from_past(
-        "what was wrong with my tomatoes?", [garden, trip], generator=OfflineResponder(),
-        max_new_tokens=100, token_budget=512,
+        "what was wrong with my tomatoes?",
+        [garden, trip],
+        generator=OfflineResponder(),
+        max_new_tokens=100,
+        token_budget=512,
     )
     assert answer.text.startswith(LABEL)
     assert "[2026-05-01] User: The tomatoes have blight." in answer.text

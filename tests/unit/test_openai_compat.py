@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
 from chatmemory.adapters.openai_compat import OpenAICompatEmbedder, OpenAICompatTextGenerator
 from chatmemory.adapters.retry import parse_retry_after
 from chatmemory.errors import ModelError, ModelUnavailable
-
 from tests.model_server import Reply, ScriptedServer, closed_port_url
 
 STOPS = ["User:", "Assistant:"]

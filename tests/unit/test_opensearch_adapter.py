@@ -10,6 +10,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opensearchpy import Connection, OpenSearch
+from opensearchpy.exceptions import ConnectionTimeout
+
 from chatmemory import schema
 from chatmemory.adapters.opensearch import (
     OpenSearchLongTermIndex,
@@ -18,8 +21,6 @@ from chatmemory.adapters.opensearch import (
 )
 from chatmemory.errors import LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, MemoryDoc
-from opensearchpy import Connection, OpenSearch
-from opensearchpy.exceptions import ConnectionTimeout
 
 RECORDED = Path(__file__).parent / "recorded" / "opensearch"
 HOST = "search-chat-memory-abc123.eu-west-1.es.amazonaws.com"
@@ -171,7 +172,9 @@ def test_missing_indexes_are_created_with_the_schema_body(exchange: Exchange) ->
     # Stopwords out, Porter stems: what the embedded index's FTS5 query does too.
     assert body["mappings"]["properties"]["text"] == {"type": "text", "analyzer": "memory_text"}
     assert body["settings"]["analysis"]["analyzer"]["memory_text"]["filter"] == [
-        "lowercase", "memory_stop", "porter_stem"
+        "lowercase",
+        "memory_stop",
+        "porter_stem",
     ]
     assert body["mappings"]["properties"]["embedding"] == {
         "type": "knn_vector",

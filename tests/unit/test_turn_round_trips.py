@@ -31,8 +31,12 @@ def test_each_turn_is_three_requests_however_long_the_session(dynamodb: Any) -> 
     for i in range(60):
         calls.clear()
         post_message(
-            deps, policy, user_id="alice", session_id=session.session_id,
-            content=f"turn {i}", client_message_id=f"m{i}",
+            deps,
+            policy,
+            user_id="alice",
+            session_id=session.session_id,
+            content=f"turn {i}",
+            client_message_id=f"m{i}",
         )
         per_turn.append(Counter(calls))
     expected = Counter({"GetItem": 1, "Query": 1, "TransactWriteItems": 1})
@@ -54,7 +58,10 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
         lambda params, **_: limits.append(params.get("Limit")),
     )
     post_message(
-        deps, ChatPolicy(window_turns=3), user_id="alice", session_id=session.session_id,
+        deps,
+        ChatPolicy(window_turns=3),
+        user_id="alice",
+        session_id=session.session_id,
         content="last",
     )
     assert limits == [3]
@@ -67,8 +74,12 @@ def test_session_remembers_a_bounded_number_of_message_ids(dynamodb: Any) -> Non
     policy = ChatPolicy(keep_message_ids=5)
     for i in range(12):
         post_message(
-            deps, policy, user_id="alice", session_id=session.session_id,
-            content=f"t{i}", client_message_id=f"m{i}",
+            deps,
+            policy,
+            user_id="alice",
+            session_id=session.session_id,
+            content=f"t{i}",
+            client_message_id=f"m{i}",
         )
     stored = memory.get_session(session.session_id)
     assert stored is not None

@@ -337,8 +337,12 @@ class DynamoShortTermMemory:
         return int(answer["Attributes"]["consolidation_attempts"]["N"])
 
     def mark_failed(self, session_id: str, reason: str) -> None:
-        self._set_status(session_id, SessionStatus.FAILED, {"failure_reason": reason},
-                         allowed=(SessionStatus.ENDED,))
+        self._set_status(
+            session_id,
+            SessionStatus.FAILED,
+            {"failure_reason": reason},
+            allowed=(SessionStatus.ENDED,),
+        )
 
     def mark_consolidated(self, session_id: str, summary: str, at: str) -> None:
         self._set_status(
@@ -406,8 +410,7 @@ class DynamoShortTermMemory:
             self._db.update_item(
                 TableName=self._sessions,
                 Key={"session_id": {"S": session_id}},
-                UpdateExpression="SET #s = :status, "
-                + ", ".join(f"#{k} = :{k}" for k in extra),
+                UpdateExpression="SET #s = :status, " + ", ".join(f"#{k} = :{k}" for k in extra),
                 ConditionExpression=f"#s IN ({allowed_expr})",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,

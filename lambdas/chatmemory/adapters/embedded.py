@@ -19,9 +19,11 @@ from chatmemory.schema import TEXT_STOPWORDS
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(TEXT_STOPWORDS)
-_META_FIELDS = [f.name for f in fields(MemoryDoc) if f.name not in (
-    "doc_key", "user_id", "kind", "text", "created_at", "embedding", "session_id"
-)]
+_META_FIELDS = [
+    f.name
+    for f in fields(MemoryDoc)
+    if f.name not in ("doc_key", "user_id", "kind", "text", "created_at", "embedding", "session_id")
+]
 # The passage index is shared: its documents carry this user id (see services.ingest).
 SHARED = ""
 
@@ -98,8 +100,17 @@ class EmbeddedLongTermIndex:
                 cursor = self._db.execute(
                     "INSERT INTO docs (idx, doc_key, user_id, session_id, kind, text, "
                     "created_at, meta, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (index, doc.doc_key, doc.user_id, doc.session_id, doc.kind, doc.text,
-                     doc.created_at, meta, vector),
+                    (
+                        index,
+                        doc.doc_key,
+                        doc.user_id,
+                        doc.session_id,
+                        doc.kind,
+                        doc.text,
+                        doc.created_at,
+                        meta,
+                        vector,
+                    ),
                 )
                 self._db.execute(
                     "INSERT INTO docs_fts (rowid, text, owner) VALUES (?, ?, ?)",
@@ -120,9 +131,7 @@ class EmbeddedLongTermIndex:
         found = self._docs([int(ids[i]) for i in top])
         return [Candidate(doc=found[int(ids[i])], vector_score=float(scores[i])) for i in top]
 
-    def lexical_search(
-        self, index: str, text: str, k: int, user_id: str | None
-    ) -> list[Candidate]:
+    def lexical_search(self, index: str, text: str, k: int, user_id: str | None) -> list[Candidate]:
         query = fts_query(text)
         if query is None:
             return []
@@ -190,8 +199,13 @@ class EmbeddedLongTermIndex:
             ).fetchall()
         return {
             r[0]: MemoryDoc(
-                doc_key=r[1], user_id=r[2], session_id=r[3], kind=r[4], text=r[5],
-                created_at=r[6], **json.loads(r[7]),
+                doc_key=r[1],
+                user_id=r[2],
+                session_id=r[3],
+                kind=r[4],
+                text=r[5],
+                created_at=r[6],
+                **json.loads(r[7]),
             )
             for r in rows
         }

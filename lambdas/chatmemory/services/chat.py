@@ -207,8 +207,11 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
             k=policy.recall_sessions,
         )
         return answer_from_past(
-            routed.text, found, generator=deps.generator,
-            max_new_tokens=policy.max_new_tokens, token_budget=budget,
+            routed.text,
+            found,
+            generator=deps.generator,
+            max_new_tokens=policy.max_new_tokens,
+            token_budget=budget,
         )
     passages = search_passages(
         routed.text,
@@ -219,8 +222,11 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
         min_score=policy.verified_min_score,
     )
     return answer_from_verified(
-        routed.text, passages, generator=deps.generator,
-        max_new_tokens=policy.max_new_tokens, token_budget=budget,
+        routed.text,
+        passages,
+        generator=deps.generator,
+        max_new_tokens=policy.max_new_tokens,
+        token_budget=budget,
     )
 
 

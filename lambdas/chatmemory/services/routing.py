@@ -1,4 +1,4 @@
-"""Intent routing: explicit `/past` and `/verified` prefixes, and an optional few-shot classifier."""
+"""Intent routing: `/past` and `/verified` prefixes, and an optional few-shot classifier."""
 
 from __future__ import annotations
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from chatmemory.domain import Intent, Page, Session, Source, Turn
@@ -20,12 +21,12 @@ MAX_ID_LENGTH = 128
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def iso(moment: datetime) -> str:
     """Sortable UTC timestamp with milliseconds: the form every stored time uses."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.") + (
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + (
         f"{moment.microsecond // 1000:03d}Z"
     )
 
@@ -72,10 +73,8 @@ def create_session(
 
 
 def _end_quietly(memory: ShortTermMemory, session_id: str, now: str) -> None:
-    try:
+    with contextlib.suppress(Conflict, SessionNotFound):  # ended or deleted meanwhile
         memory.end_session(session_id, now)
-    except (Conflict, SessionNotFound):
-        pass  # ended or deleted meanwhile: nothing left to do
 
 
 def get_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Session:
@@ -280,7 +279,7 @@ def _timestamp(value: Any) -> str | None:
     except ValueError as exc:
         raise BadRequest(f"not an ISO 8601 timestamp: {value[:40]!r}") from exc
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
     return iso(moment)
 
 

@@ -42,7 +42,9 @@ class MiniLMEmbedder:
         model = _model()
         with _lock:  # one forward pass at a time: torch already uses every core
             vectors = model.encode(
-                list(texts), batch_size=self.max_batch, normalize_embeddings=True,
+                list(texts),
+                batch_size=self.max_batch,
+                normalize_embeddings=True,
                 show_progress_bar=False,
             )
         return [[float(x) for x in row] for row in vectors]

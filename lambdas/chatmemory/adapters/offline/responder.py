@@ -20,9 +20,7 @@ class OfflineResponder:
     name = "offline-responder"
     context_tokens = 512
 
-    def generate(
-        self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()
-    ) -> Generation:
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
         lines = [line for line in prompt.splitlines() if line.strip()]
         # Grounded answers, summaries and labels first: their last line ends with ":" too.
         if lines and lines[-1] in ("Answer:", "Summary:", "Label:"):

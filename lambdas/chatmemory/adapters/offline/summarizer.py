@@ -40,7 +40,7 @@ class ExtractiveSummarizer:
         # Luhn's "significant" words: those that recur (when anything recurs at all).
         floor = 2 if top >= 2 else 1
         scored = []
-        for position, (speaker, sentence) in enumerate(sentences):
+        for position, (_, sentence) in enumerate(sentences):
             words = set(_content(sentence))
             if not words:
                 continue
