@@ -36,7 +36,7 @@ tools: venv node
 	@command -v java >/dev/null || { echo "Java 17+ is needed for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@$(PY) -m scripts.browser
 
-test: tools synth
+test: tools synth lint
 	$(PY) -m pytest -q
 
 unit: venv
