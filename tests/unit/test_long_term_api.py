@@ -78,6 +78,18 @@ def test_past_recalls_the_right_session_and_cites_it_with_its_date(setup) -> Non
     assert "/past" not in prompt
 
 
+def test_past_leaves_sessions_far_below_the_best_out_of_its_sources(setup) -> None:
+    api, deps, index, model = setup
+    garden = _remember(api, deps, "alice", ["I planted tomatoes and basil in my garden"])
+    _remember(api, deps, "alice", ["My car needs new tyres before winter"])
+    turn = api.say(api.new_session(user="alice"), "/past which tomatoes did I plant?", user="alice")
+    assert [s["id"] for s in turn["sources"]] == [garden]
+    assert "tyres" not in model.prompts[-1]
+    # GET /memories still ranks them all, with scores, for a client to judge.
+    status, data = api.call("GET", "/memories", user="alice", query={"q": "which tomatoes"})
+    assert status == 200 and len(data["memories"]) == 2
+
+
 def test_recall_never_crosses_users(setup) -> None:
     api, deps, index, model = setup
     _remember(api, deps, "alice", ["my secret password hint is blue elephant"])

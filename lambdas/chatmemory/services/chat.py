@@ -60,6 +60,8 @@ class ChatPolicy:
     append_attempts: int = 30
     recall_weights: RecallWeights = field(default_factory=RecallWeights)
     recall_sessions: int = 3
+    # A recalled session below this share of the best one's score is noise, not a source.
+    recall_relative_floor: float = 0.25
     verified_passages: int = 4
     # Below this fused score a verified passage does not count as relevant.
     verified_min_score: float = 0.35
@@ -206,9 +208,10 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
             now=deps.clock(),
             k=policy.recall_sessions,
         )
+        floor = found[0].score * policy.recall_relative_floor if found else 0.0
         return answer_from_past(
             routed.text,
-            found,
+            [s for s in found if s.score >= floor],
             generator=deps.generator,
             max_new_tokens=policy.max_new_tokens,
             token_budget=budget,
