@@ -95,8 +95,10 @@ def turns_section(r: dict[str, Any]) -> str:
             f"Ratios in this run: naive / windowed at turn {last}: requests "
             f"{ratio['requests']}x, read capacity {ratio['read_units']}x, p50 latency "
             f"{ratio['p50_ms']}x. Windowed p50 at turn {last} / at turn {first}: {flat}x.",
-            "Write units are the same for both: the transaction that stores a turn costs twice "
-            "a plain write, for the turn and for the session item and its two indexes.",
+            "Write units are the same for both: one transaction (which costs twice a plain write) "
+            "puts the turn and updates the session item and its listing index; the sweeper's "
+            "index changes only when a turn opens a new 10-minute bucket. Each turn sends a new "
+            "UUID client_message_id, as real clients do (the session keeps the last 50).",
         ]
     )
 

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
@@ -69,6 +70,10 @@ class Meter:
     def attach(self, client: Any) -> None:
         client.meta.events.register("provide-client-params.dynamodb.*", self._ask_capacity)
         client.meta.events.register("after-call.dynamodb.*", self._count)
+
+    def detach(self, client: Any) -> None:
+        client.meta.events.unregister("provide-client-params.dynamodb.*", self._ask_capacity)
+        client.meta.events.unregister("after-call.dynamodb.*", self._count)
 
     def reset(self) -> None:
         self.requests.clear()
@@ -158,7 +163,8 @@ def drive(variant: str, checkpoints: list[int], sample: int) -> dict[int, dict[s
     window: list[tuple[int, float, float, float]] = []
     for turn in range(1, max(checkpoints) + 1):
         meter.reset()
-        body = {"content": f"message {turn}: the weather is fine", "client_message_id": str(turn)}
+        # A UUID per message, as real clients send: the session keeps the last 50.
+        body = {"content": f"message {turn}: it is sunny", "client_message_id": str(uuid4())}
         started = time.perf_counter()
         _call(chat_api.handler, "POST", path, body)
         elapsed = (time.perf_counter() - started) * 1000

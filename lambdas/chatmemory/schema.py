@@ -107,17 +107,25 @@ STATUS = "status"
 # idle sweeper reads, so no partition of that index becomes hot and ended sessions drop out of it.
 OPEN_SHARD = "open_shard"
 OPEN_SHARDS = 16
+# The sparse index is sorted by last activity rounded down to IDLE_BUCKET_MINUTES: a turn
+# changes that key (a delete and a put in the index, paid on every write) only when it starts a
+# new bucket, not on every turn. The sweeper ends a session a bucket later at the most.
+IDLE_BUCKET = "idle_bucket"
+IDLE_BUCKET_MINUTES = 10
 
 USER_SESSIONS_INDEX = IndexSpec(
     name="user-sessions",
     partition_key=KeyAttr(USER_ID, "S"),
     sort_key=KeyAttr(STARTED_AT, "S"),
+    # What a listing shows, and nothing more: every turn rewrites the projected copy, so the
+    # idempotency keys and the summaries of the session item stay out of it.
+    include=("name", STATUS, LAST_ACTIVE_AT, "ended_at", "num_turns"),
 )
 OPEN_SESSIONS_INDEX = IndexSpec(
     name="open-sessions",
     partition_key=KeyAttr(OPEN_SHARD, "S"),
-    sort_key=KeyAttr(LAST_ACTIVE_AT, "S"),
-    include=(USER_ID,),
+    sort_key=KeyAttr(IDLE_BUCKET, "S"),
+    include=(),  # keys only: the sweeper needs the session id
 )
 
 SESSIONS = TableSpec(

@@ -109,6 +109,17 @@ def test_idle_sessions_are_ended_without_scanning(memory, dynamodb) -> None:
     assert sweep_idle_sessions(memory, now=datetime.now(UTC), idle_minutes=30) == []
 
 
+def test_the_sweeper_ends_a_session_once_its_whole_activity_bucket_is_idle(memory) -> None:
+    # The sparse index is keyed by 10-minute buckets of last activity (a turn rewrites it only
+    # when it opens a new bucket): a session is ended at most one bucket after it became idle.
+    sid = _chat(memory, 1, clock=lambda: datetime(2026, 1, 1, 12, 7, tzinfo=UTC))
+    at = lambda minute: datetime(2026, 1, 1, 12, minute, tzinfo=UTC)  # noqa: E731
+    assert sweep_idle_sessions(memory, now=at(36), idle_minutes=30) == []  # 29 min idle
+    assert sweep_idle_sessions(memory, now=at(39), idle_minutes=30) == []  # same bucket as 12:09
+    assert sweep_idle_sessions(memory, now=at(41), idle_minutes=30) == [sid]
+    assert memory.get_session(sid).status == "ENDED"
+
+
 def test_a_session_active_again_is_not_ended_by_a_late_sweep(memory) -> None:
     long_ago = datetime(2026, 1, 1, tzinfo=UTC)
     sid = _chat(memory, 1, clock=lambda: long_ago)

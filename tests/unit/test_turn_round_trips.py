@@ -6,6 +6,7 @@ from collections import Counter
 from typing import Any
 
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
+from chatmemory.domain import message_key
 from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.sessions import create_session
 from tests.fakes import FakeGenerator
@@ -83,4 +84,5 @@ def test_session_remembers_a_bounded_number_of_message_ids(dynamodb: Any) -> Non
         )
     stored = memory.get_session(session.session_id)
     assert stored is not None
-    assert stored.recent_messages == {f"m{i}": i + 1 for i in range(7, 12)}
+    assert stored.recent_messages == {message_key(f"m{i}"): i + 1 for i in range(7, 12)}
+    assert [stored.turn_of(f"m{i}") for i in (6, 7, 11)] == [None, 8, 12]

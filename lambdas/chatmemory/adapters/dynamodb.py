@@ -9,6 +9,7 @@ import time
 import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -17,7 +18,7 @@ from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from chatmemory import schema
-from chatmemory.domain import Page, Session, Source, Turn
+from chatmemory.domain import Page, Session, Source, Turn, message_key
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, ShortTermMemoryUnavailable
 from chatmemory.schema import SessionStatus
 
@@ -65,10 +66,18 @@ def open_shard(session_id: str) -> str:
     return f"OPEN#{zlib.crc32(session_id.encode()) % schema.OPEN_SHARDS}"
 
 
+def idle_bucket(timestamp: str) -> str:
+    """A stored time (ISO 8601, UTC) rounded down to IDLE_BUCKET_MINUTES: "2026-11-23T07:10"."""
+    moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
+    minute = moment.minute - moment.minute % schema.IDLE_BUCKET_MINUTES
+    return moment.strftime("%Y-%m-%dT%H:") + f"{minute:02d}"
+
+
 def session_to_item(session: Session) -> dict[str, Any]:
     item = {name: getattr(session, name) for name in _SESSION_FIELDS}
     if session.status == SessionStatus.OPEN:
         item[schema.OPEN_SHARD] = open_shard(session.session_id)
+        item[schema.IDLE_BUCKET] = idle_bucket(session.last_active_at)
     return item
 
 
@@ -296,7 +305,8 @@ class DynamoShortTermMemory:
                 TableName=self._sessions,
                 Key={"session_id": {"S": session_id}},
                 UpdateExpression=(
-                    "SET #s = :ended, ended_at = :t, version = version + :one REMOVE open_shard"
+                    "SET #s = :ended, ended_at = :t, version = version + :one "
+                    "REMOVE open_shard, idle_bucket"
                 ),
                 ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "status"},
@@ -312,14 +322,15 @@ class DynamoShortTermMemory:
         return session_from_item(answer["Attributes"])
 
     def idle_sessions(self, shard: int, before: str, limit: int) -> list[str]:
-        """Open sessions of one shard of the sparse index, idle since before `before`."""
+        """Open sessions of one shard of the sparse index whose last activity falls in a bucket
+        wholly before `before` (end_session's idle_before condition checks the exact time)."""
         answer = self._db.query(
             TableName=self._sessions,
             IndexName=schema.OPEN_SESSIONS_INDEX.name,
-            KeyConditionExpression="open_shard = :shard AND last_active_at < :before",
+            KeyConditionExpression="open_shard = :shard AND idle_bucket < :bucket",
             ExpressionAttributeValues={
                 ":shard": {"S": f"OPEN#{shard}"},
-                ":before": {"S": before},
+                ":bucket": {"S": idle_bucket(before)},
             },
             Limit=limit,
         )
@@ -521,13 +532,21 @@ class DynamoShortTermMemory:
             ":now": {"S": turn.created_at},
             ":one": {"N": "1"},
         }
-        sets = ["num_turns = :n1", "last_active_at = :now", "version = version + :one"]
+        # idle_bucket only changes (and so only rewrites the sweeper's index) in a new bucket.
+        values[":bucket"] = {"S": idle_bucket(turn.created_at)}
+        sets = [
+            "num_turns = :n1",
+            "last_active_at = :now",
+            "idle_bucket = :bucket",
+            "version = version + :one",
+        ]
         recent = dict(session.recent_messages)
         overflow: list[str] = []
         if turn.client_message_id:
-            names["#cm"] = turn.client_message_id
+            key = message_key(turn.client_message_id)
+            names["#cm"] = key
             sets.append("recent_messages.#cm = :n1")
-            recent[turn.client_message_id] = number
+            recent[key] = number
             oldest_first = sorted(recent, key=recent.__getitem__)
             overflow = oldest_first[: max(0, len(recent) - keep_message_ids)]
         for i, old in enumerate(overflow):

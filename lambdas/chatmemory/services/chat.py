@@ -97,8 +97,9 @@ def post_message(
     """Answer one message and store it as the session's next turn."""
     window = _check_request(policy, content, window_turns)
     session = owned_session(deps.memory, user_id, session_id)
-    if client_message_id and client_message_id in session.recent_messages:
-        stored = deps.memory.get_turn(session_id, session.recent_messages[client_message_id])
+    known = session.turn_of(client_message_id)
+    if known is not None:
+        stored = deps.memory.get_turn(session_id, known)
         if stored is not None and not stored.pending:
             return TurnResult(stored, replayed=True)
         if stored is not None:
@@ -243,9 +244,10 @@ def _append(deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn) ->
         except Conflict:
             session = owned_session(deps.memory, turn.user_id, turn.session_id)
             cmid = turn.client_message_id
-            if cmid and cmid in session.recent_messages:
+            known = session.turn_of(cmid)
+            if known is not None:
                 # A concurrent request with the same client_message_id stored it first.
-                stored = deps.memory.get_turn(session.session_id, session.recent_messages[cmid])
+                stored = deps.memory.get_turn(session.session_id, known)
                 if stored is not None:
                     return TurnResult(stored, replayed=True)
             if session.status != SessionStatus.OPEN:

@@ -1,0 +1,54 @@
+"""What a chat turn costs in DynamoDB capacity, measured by DynamoDB Local (which models item
+sizes, transactions and index writes): bounded, and the same late in a session as early."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+
+from bench.turns import Meter, ZeroLatencyModel
+from chatmemory import wiring
+from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.sessions import create_session
+from tests.integration.helpers import World
+
+NOW = datetime(2026, 11, 23, 12, 1, tzinfo=UTC)
+
+
+def _turn_costs(world: World, turns: int) -> list[Meter]:
+    client = world.dynamodb()
+    settings = wiring.settings()
+    memory = wiring.short_term_memory(settings)
+    # One clock reading for every turn: they all fall in one bucket of the sweeper's index.
+    deps = ChatDeps(memory=memory, generator=ZeroLatencyModel(), clock=lambda: NOW)
+    session = create_session(memory, "alice", clock=lambda: NOW)
+    costs = []
+    for n in range(turns):
+        meter = Meter()
+        meter.attach(client)
+        post_message(
+            deps,
+            ChatPolicy(),
+            user_id="alice",
+            session_id=session.session_id,
+            content=f"message {n}: a sentence of ordinary length about the weather",
+            # Real clients send UUIDs: the session remembers the last 50 of them.
+            client_message_id=str(uuid.uuid4()),
+        )
+        meter.detach(client)
+        costs.append(meter)
+    return costs
+
+
+def test_a_turn_costs_the_same_bounded_capacity_at_turn_70_as_once_ids_fill_up(
+    world: World,
+) -> None:
+    costs = _turn_costs(world, 70)
+    late = costs[-1]
+    assert sum(late.requests.values()) == 3
+    assert late.read_units <= 2
+    # The turn (a transactional put), the session update and the one listing index it
+    # touches; the sweeper's index only when a turn opens a new 10-minute bucket. Before the
+    # idempotency keys were compacted and the indexes trimmed this was 18.
+    assert late.write_units <= 8
+    assert [c.write_units for c in costs[55:]] == [late.write_units] * 15
