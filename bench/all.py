@@ -85,10 +85,11 @@ def turns_section(r: dict[str, Any]) -> str:
     return "\n\n".join(
         [
             "## Turn overhead and cost growth",
-            "`python -m bench.turns` — one session driven to 1,000 turns through the chat "
-            "Lambda handler on DynamoDB Local, with a model that answers at once; each row is "
-            "the mean of the 10 turns ending at that turn (latency: their p50/p95). `naive` "
-            "reads the whole history each turn, as the original design did.",
+            "`python -m bench.turns` — one session per variant driven to 1,000 turns through "
+            "the chat Lambda handler on DynamoDB Local, with a model that answers at once, the "
+            "two variants taking turns so both see the same warm JVM; each row is the mean of "
+            "the 10 turns ending at that turn (latency: their p50/p95, the handler's own time). "
+            "`naive` reads the whole history each turn, as the original design did.",
             _table(
                 ["variant", "turn", "DynamoDB requests", "RCU", "WCU", "p50 ms", "p95 ms"], rows
             ),

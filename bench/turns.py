@@ -139,9 +139,12 @@ def dynamodb_local() -> Iterator[str]:
             server.stop()
 
 
-def drive(variant: str, checkpoints: list[int], sample: int) -> dict[int, dict[str, float]]:
-    """One session of max(checkpoints) turns; per checkpoint, the mean over the `sample` turns
-    that end at it."""
+VARIANTS = {"windowed": DynamoShortTermMemory, "naive": NaiveShortTermMemory}
+
+
+def drive(checkpoints: list[int], sample: int) -> dict[str, dict[int, dict[str, float]]]:
+    """One session per variant, driven turn by turn in alternation (so both see the same warm
+    JVM and machine); per checkpoint, the mean over the `sample` turns that end at it."""
     from handlers import chat_api
 
     wiring.clear_caches()
@@ -149,37 +152,53 @@ def drive(variant: str, checkpoints: list[int], sample: int) -> dict[int, dict[s
     client = wiring.aws_client("dynamodb", settings.dynamodb_endpoint)
     meter = Meter()
     meter.attach(client)
-    memory_class = NaiveShortTermMemory if variant == "naive" else DynamoShortTermMemory
     deps = wiring.chat_deps()
-    deps.memory = memory_class(client, settings.sessions_table, settings.conversations_table)
     deps.generator = ZeroLatencyModel()
-    warm = _call(chat_api.handler, "POST", "/sessions", {"name": "warm-up"})["session"]
-    for turn in range(20):  # imports, connections and the JVM's JIT warm up first
-        _call(chat_api.handler, "POST", f"/sessions/{warm['session_id']}/messages",
-              {"content": f"warm-up {turn}"})  # fmt: skip
-    session = _call(chat_api.handler, "POST", "/sessions", {"name": variant})["session"]
-    path = f"/sessions/{session['session_id']}/messages"
-    rows: dict[int, dict[str, float]] = {}
-    window: list[tuple[int, float, float, float]] = []
+    memories = {
+        name: memory_class(client, settings.sessions_table, settings.conversations_table)
+        for name, memory_class in VARIANTS.items()
+    }
+    paths: dict[str, str] = {}
+    for name, memory in memories.items():
+        deps.memory = memory
+        warm = _call(chat_api.handler, "POST", "/sessions", {"name": "warm-up"})["session"]
+        for turn in range(50):  # imports, connections and the JVM's JIT warm up first
+            _call(chat_api.handler, "POST", f"/sessions/{warm['session_id']}/messages",
+                  {"content": f"warm-up {turn}"})  # fmt: skip
+        session = _call(chat_api.handler, "POST", "/sessions", {"name": name})["session"]
+        paths[name] = f"/sessions/{session['session_id']}/messages"
+    rows: dict[str, dict[int, dict[str, float]]] = {name: {} for name in VARIANTS}
+    windows: dict[str, list[tuple[int, float, float, float]]] = {name: [] for name in VARIANTS}
     for turn in range(1, max(checkpoints) + 1):
-        meter.reset()
         # A UUID per message, as real clients send: the session keeps the last 50.
         body = {"content": f"message {turn}: it is sunny", "client_message_id": str(uuid4())}
-        started = time.perf_counter()
-        _call(chat_api.handler, "POST", path, body)
-        elapsed = (time.perf_counter() - started) * 1000
-        window = [*window[-(sample - 1) :], (sum(meter.requests.values()), meter.read_units,
-                                              meter.write_units, elapsed)]  # fmt: skip
-        if turn in checkpoints:
-            latencies = sorted(w[3] for w in window)
-            rows[turn] = {
-                "requests": statistics.mean(w[0] for w in window),
-                "read_units": round(statistics.mean(w[1] for w in window), 2),
-                "write_units": round(statistics.mean(w[2] for w in window), 2),
-                "p50_ms": round(statistics.median(latencies), 2),
-                "p95_ms": round(latencies[max(0, int(len(latencies) * 0.95) - 1)], 2),
-            }
+        for name, memory in memories.items():
+            deps.memory = memory
+            meter.reset()
+            started = time.perf_counter()
+            _call(chat_api.handler, "POST", paths[name], body)
+            elapsed = (time.perf_counter() - started) * 1000
+            sample_row = (
+                sum(meter.requests.values()),
+                meter.read_units,
+                meter.write_units,
+                elapsed,
+            )
+            windows[name] = [*windows[name][-(sample - 1) :], sample_row]
+            if turn in checkpoints:
+                rows[name][turn] = _summary(windows[name])
     return rows
+
+
+def _summary(window: list[tuple[int, float, float, float]]) -> dict[str, float]:
+    latencies = sorted(w[3] for w in window)
+    return {
+        "requests": statistics.mean(w[0] for w in window),
+        "read_units": round(statistics.mean(w[1] for w in window), 2),
+        "write_units": round(statistics.mean(w[2] for w in window), 2),
+        "p50_ms": round(statistics.median(latencies), 2),
+        "p95_ms": round(latencies[max(0, int(len(latencies) * 0.95) - 1)], 2),
+    }
 
 
 def run(checkpoints: list[int], sample: int) -> dict[str, Any]:
@@ -200,7 +219,7 @@ def run(checkpoints: list[int], sample: int) -> dict[str, Any]:
         wiring.clear_caches()
         ensure_tables(wiring.aws_client("dynamodb", endpoint), table_names(Settings.from_env()))
         sample = min(sample, min(checkpoints))
-        result = {v: drive(v, checkpoints, sample) for v in ("windowed", "naive")}
+        result: dict[str, Any] = dict(drive(checkpoints, sample))
     last = max(checkpoints)
     windowed, naive = result["windowed"][last], result["naive"][last]
     result["ratio_at_last"] = {
