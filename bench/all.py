@@ -157,11 +157,15 @@ def coldstart_section(r: dict[str, Any]) -> str:
             "`python -m bench.coldstart` — median import time of each handler module in a fresh "
             "interpreter (the init phase's own work; the Lambda runtime adds its start), and "
             "the self time of the packages that dominate one `python -X importtime` run.",
-            _table(["handler", "import ms", "dominant (self ms)", "heavy modules loaded"], rows),
+            _table(
+                ["handler", "import ms", "dominant (self ms)", "heavy modules its import loads"],
+                rows,
+            ),
             f"The chat handler's first request also builds its clients and adapters: "
             f"{chat['first_request_setup_ms']} ms. Ratio: chat_api imports "
             f"{round(chat['import_ms'] / smallest, 1)}x as long as the lightest handler. No "
-            "handler loads torch, numpy, sentence-transformers or opensearch-py at import.",
+            "handler loads torch, numpy, sentence-transformers, opensearch-py or boto3 at "
+            "import (boto3 comes with the first request's clients).",
             size,
         ]
     )

@@ -32,13 +32,14 @@ import json, sys, time
 started = time.perf_counter()
 import handlers.{module}
 imported = time.perf_counter()
+heavy = [m for m in {heavy!r} if m in sys.modules]  # loaded by the import itself
 setup = None
 if {setup!r}:
     from chatmemory import wiring
     wiring.chat_deps()  # clients and adapters the first request builds
     setup = (time.perf_counter() - imported) * 1000
 print(json.dumps({{"import_ms": (imported - started) * 1000, "setup_ms": setup,
-                  "heavy": [m for m in {heavy!r} if m in sys.modules]}}))
+                  "heavy": heavy}}))
 """
 
 
