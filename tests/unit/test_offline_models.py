@@ -111,6 +111,7 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
         texts=[
             'User: Hello there.\nAssistant: [offline responder] You said: "my tomatoes".',
             "User: The tomatoes have blight. I also like tulips.",
+            "User: The tomatoes  have blight.",  # the same sentence from another entry
         ],
     )
     trip = RankedSession(
@@ -125,4 +126,5 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
     )
     assert answer.text.startswith(LABEL)
     assert "[2026-05-01] User: The tomatoes have blight." in answer.text
+    assert answer.text.count("tomatoes") == 1
     assert "You said" not in answer.text and "Lisbon" not in answer.text

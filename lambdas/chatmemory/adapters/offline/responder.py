@@ -95,6 +95,11 @@ def _grounded_reply(lines: list[str]) -> str:
                 scored.append((overlap / (len(words) ** 0.5), -len(scored), where, sentence))
     if not scored:
         return f"{LABEL} I found notes, but none of them mentions what you asked."
-    best = sorted(scored, reverse=True)[:2]
-    quotes = " ".join(f"[{w}] {s.strip()}" if w else s.strip() for _, _, w, s in best)
+    # A session's summary, opening and transcript windows repeat its sentences: quote each once.
+    best: dict[str, str] = {}
+    for _, _, where_from, sentence in sorted(scored, reverse=True):
+        best.setdefault(" ".join(sentence.split()), where_from)
+        if len(best) == 2:
+            break
+    quotes = " ".join(f"[{w}] {s}" if w else s for s, w in best.items())
     return f"{LABEL} Without a language model I can only quote what I found: {quotes}"[:800]
