@@ -32,6 +32,7 @@ from chatmemory.domain import Turn
 from chatmemory.ports import Generation
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
+from local.gateway import load_routes, proxy_event
 from local.lambda_context import LocalLambdaContext
 
 # Operations that accept ReturnConsumedCapacity.
@@ -99,31 +100,20 @@ class Meter:
                     self.write_units += total
 
 
-def _event(method: str, path: str, body: dict[str, Any] | None, user: str) -> dict[str, Any]:
-    parts = path.strip("/").split("/")
-    params = {"session_id": parts[1]} if len(parts) > 1 and parts[0] == "sessions" else None
-    return {
-        "resource": path,
-        "path": path,
-        "httpMethod": method,
-        "headers": {"Content-Type": "application/json"},
-        "multiValueHeaders": {},
-        "queryStringParameters": None,
-        "multiValueQueryStringParameters": None,
-        "pathParameters": params,
-        "body": json.dumps(body) if body is not None else None,
-        "isBase64Encoded": False,
-        "requestContext": {
-            "requestId": "bench",
-            "stage": "bench",
-            "authorizer": {"claims": {"sub": user}},
-            "identity": {"sourceIp": "127.0.0.1"},
-        },
-    }
+_ROUTES = load_routes()
 
 
 def _call(handler: Any, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-    answer = handler(_event(method, path, body, "bench-user"), LocalLambdaContext("chat-api"))
+    """One request through the chat handler, as the local gateway (and API Gateway) shape it."""
+    event = proxy_event(
+        method=method,
+        target=path,
+        headers=[("Content-Type", "application/json")],
+        body=None if body is None else json.dumps(body),
+        user_id="bench-user",
+        routes=_ROUTES,
+    )
+    answer = handler(event, LocalLambdaContext("chat-api"))
     if answer["statusCode"] >= 300:
         raise RuntimeError(f"{method} {path}: {answer['statusCode']} {answer['body']}")
     return json.loads(answer["body"])
