@@ -1,7 +1,8 @@
 """`make run`: the whole system on this machine, with its web page on http://127.0.0.1:8000.
 
 Starts DynamoDB Local (data under .local/), the stream poller, the idle sweeper and the HTTP
-gateway in front of the chat handler; Ctrl-C (or SIGTERM) stops everything it started.
+gateway in front of the chat handler, which runs in `--workers` processes (2: requests run at
+once, as on several Lambda instances); Ctrl-C (or SIGTERM) stops everything it started.
 Environment variables set before it win over the local defaults, e.g. Ollama:
 `TEXT_BACKEND=openai OPENAI_BASE_URL=http://127.0.0.1:11434/v1 TEXT_MODEL_ID=llama3 make run`.
 """
@@ -15,7 +16,6 @@ import signal
 import sys
 import threading
 import time
-import warnings
 from pathlib import Path
 
 from chatmemory import schema
@@ -32,8 +32,22 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--sweep-seconds", type=float, default=60.0, help="how often idle sessions are ended"
     )
+    parser.add_argument(
+        "--workers",
+        type=_positive_int,
+        default=2,
+        help="chat handler processes, each one request at a time like a Lambda instance "
+        "(1: in this process, one request at a time)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log requests and handler logs")
     return parser.parse_args(argv)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be 1 or more")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,14 +63,13 @@ def main(argv: list[str] | None = None) -> int:
     external = os.environ.get(schema.ENV_DYNAMODB_ENDPOINT) or None
     apply_local_defaults(dynamodb_port=args.dynamodb_port, state_dir=args.state_dir)
 
-    from local.stack import LocalStack, StackOptions
+    from local.stack import LocalStack, StackOptions, quiet_warnings
 
     stop = threading.Event()
     # SIGTERM (kill) and SIGHUP (the terminal closed) stop as cleanly as Ctrl-C does.
     for number in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(number, lambda *_: stop.set())
-    # Powertools warns on every request that no metric was added; nothing is published here.
-    warnings.filterwarnings("ignore", message="No application metrics to publish")
+    quiet_warnings()
     print("chat memory, local mode")
     started = time.monotonic()
     stack = LocalStack(
@@ -67,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
             dynamodb_port=args.dynamodb_port,
             external_dynamodb=external,
             sweep_seconds=args.sweep_seconds,
+            workers=args.workers,
         ),
         echo=lambda line: print(line, flush=True),
     )
@@ -90,7 +104,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _page_url(args: argparse.Namespace) -> str:
-    return f"http://{args.host}:{args.port}/"
+    # On every address (0.0.0.0) the page is opened through loopback: the gateway refuses a
+    # Host header it was not started on, and 0.0.0.0 is no host name.
+    host = "127.0.0.1" if args.host in ("", "0.0.0.0", "::") else args.host
+    return f"http://{host}:{args.port}/"
 
 
 def _explain(error: Exception, args: argparse.Namespace) -> str:

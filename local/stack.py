@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 
 from local.config import API_HOST, API_PORT, DYNAMODB_PORT, STATE_DIR, state_paths
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, table_names
-from local.gateway import Gateway
+from local.gateway import HANDLER, Gateway
 from local.lambda_context import LocalLambdaContext
 from local.poller import StreamPoller, default_poller
 
@@ -35,6 +36,8 @@ class StackOptions:
     poll_in_background: bool = True
     retry_backoff_seconds: float = 0.5
     warm_models: bool = True
+    # Chat handler processes, like Lambda instances; 1 runs it in this process (tests patch it).
+    workers: int = 1
 
 
 class LocalStack:
@@ -58,15 +61,22 @@ class LocalStack:
         cfg = wiring.settings()
         o = self.options
         # Bind the API port first: if it is taken, fail before starting anything else.
-        self.gateway = Gateway(host=o.api_host, port=o.api_port)
+        self.gateway = Gateway(
+            HANDLER,
+            host=o.api_host,
+            port=o.api_port,
+            workers=o.workers,
+            worker_setup=_worker_setup(o.warm_models),
+        )
         try:
-            # Import the handlers now, not in the first request while the model loads.
-            self.gateway.handler()
+            # Import the handler (or start its workers) now, not in the first request while the
+            # model loads.
+            self.gateway.prepare()
             self._start_dynamodb(cfg)
             created = ensure_tables(
                 wiring.aws_client("dynamodb", cfg.dynamodb_endpoint), table_names(cfg)
             )
-            names = f"{cfg.sessions_table}, {cfg.conversations_table}"
+            names = ", ".join(table_names(cfg).values())
             self._line("tables", names + (" (created)" if created else " (kept)"))
             self.poller = default_poller(
                 cfg,
@@ -87,17 +97,21 @@ class LocalStack:
             for part, text in _models(cfg):
                 self._line(part, text)
             if o.warm_models:
-                threading.Thread(target=self._warm, args=(cfg,), daemon=True).start()
+                threading.Thread(target=self._warm, daemon=True).start()
             self.gateway.start()
-            self._line("web page and API", self.gateway.url)
+            workers = self.gateway.workers
+            self._line(
+                "web page and API",
+                self.gateway.url + (f" ({workers} handler processes)" if workers > 1 else ""),
+            )
         except BaseException:
             self.stop()
             raise
         return self
 
     def stop(self) -> None:
-        """Gateway first (no new work), then the sweeper and the poller (each finishes the
-        batch in hand and checkpoints it), then DynamoDB Local."""
+        """Gateway first (no new work; its worker processes end), then the sweeper and the
+        poller (each finishes the batch in hand and checkpoints it), then DynamoDB Local."""
         if self.gateway is not None:
             self.gateway.stop()
             self.gateway = None
@@ -158,21 +172,12 @@ class LocalStack:
             "idle sweeper", f"every {every:.0f} s, ends sessions idle over {idle_minutes} min"
         )
 
-    def _warm(self, cfg: Any) -> None:
-        """Load the embedding model now, so the first /past or search is not slow."""
-        from chatmemory import wiring
-
-        if cfg.embed_backend != "offline" or cfg.long_term_backend == "none":
-            return
-        started = time.monotonic()
+    def _warm(self) -> None:
+        """Load the embedding model in this process too: the stream handlers embed."""
         try:
-            deps = wiring.chat_deps()
-            if deps.embedder is not None:
-                deps.embedder.embed(["warm up"])
+            warm_models()
         except Exception as error:  # noqa: BLE001 - the first real request reports it
             log.warning("could not load the embedding model: %s", error)
-            return
-        log.info("embedding model ready in %.1f s", time.monotonic() - started)
 
     def _line(self, part: str, text: str) -> None:
         self.echo(f"  {part:<17}{text}")
@@ -182,6 +187,31 @@ class LocalStack:
             return str(path.relative_to(Path.cwd()))
         except ValueError:
             return str(path)
+
+
+def quiet_warnings() -> None:
+    """Powertools warns on every request that no metric was added; nothing is published here."""
+    warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+def warm_models() -> None:
+    """Load the offline embedding model now, so the first /past or search is not slow (in the
+    stack's process and, through the gateway's worker setup, in each handler process)."""
+    from chatmemory import wiring
+
+    cfg = wiring.settings()
+    if cfg.embed_backend != "offline" or cfg.long_term_backend == "none":
+        return
+    started = time.monotonic()
+    deps = wiring.chat_deps()
+    if deps.embedder is not None:
+        deps.embedder.embed(["warm up"])
+    log.info("embedding model ready in %.1f s", time.monotonic() - started)
+
+
+def _worker_setup(warm: bool) -> tuple[str, ...]:
+    """What each gateway worker process runs once it has imported the chat handler."""
+    return ("local.stack.quiet_warnings",) + (("local.stack.warm_models",) if warm else ())
 
 
 def _models(cfg: Any) -> list[tuple[str, str]]:

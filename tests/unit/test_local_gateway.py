@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+import errno
 import http.client
 import json
+import select
+import socket
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from local.gateway import Gateway
+from local.gateway import Gateway, allowed_host_names
 
 
 class Echo:
-    """A handler that answers with the event it received (or fails when told)."""
+    """A handler that answers with the event it received (or fails, or is slow, when told)."""
 
     def __init__(self) -> None:
         self.events: list[dict[str, Any]] = []
         self.fail = False
+        self.delay = 0.0
 
     def __call__(self, event: dict[str, Any], context: Any) -> dict[str, Any]:
         self.events.append(event)
+        time.sleep(self.delay)
         if self.fail:
             raise RuntimeError("secret internals")
         return {
@@ -154,3 +160,163 @@ def test_the_page_and_its_files_are_served_but_nothing_outside(gateway: Gateway)
     for path in ("/static/../secret.txt", "/static/%2e%2e/secret.txt", "/static/missing.js"):
         status, _, body = _request(gateway, "GET", path)
         assert status == 404 and b"not served" not in body
+
+
+def _raw_request(gateway: Gateway, data: bytes) -> tuple[int, dict[str, Any]]:
+    """Bytes as sent (http.client would fix them up), and the status and JSON body answered."""
+    host, port = gateway.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(data)
+        answer = http.client.HTTPResponse(sock)
+        answer.begin()
+        return answer.status, json.loads(answer.read() or b"null")
+
+
+@pytest.mark.parametrize(
+    "host",
+    [
+        "evil.test",
+        "evil.test:8000",
+        "127.0.0.1.evil.test",
+        "localhost.evil.test",
+        "0.0.0.0:8000",
+        "user@127.0.0.1",
+        "127.0.0.1:80/x",
+        "",
+    ],
+)
+def test_a_host_header_not_naming_this_machine_is_refused_before_the_handler(
+    gateway: Gateway, echo: Echo, host: str
+) -> None:
+    # A page elsewhere that rebinds its DNS name to 127.0.0.1 sends its own name as the Host.
+    for method, path in (
+        ("GET", "/sessions"),
+        ("DELETE", "/sessions/abc"),
+        ("GET", "/"),
+        ("GET", "/static/app.js"),
+        ("OPTIONS", "/sessions"),
+    ):
+        status, headers, body = _request(gateway, method, path, headers={"Host": host})
+        assert status == 403, (method, path)
+        assert json.loads(body)["error"]["code"] == "forbidden_host"
+        assert headers["content-type"] == "application/json"
+    assert echo.events == []
+
+
+def test_a_request_without_host_is_refused_on_http_1_1_only(gateway: Gateway, echo: Echo) -> None:
+    status, body = _raw_request(gateway, b"GET /sessions HTTP/1.1\r\n\r\n")
+    assert status == 403 and body["error"]["code"] == "forbidden_host"
+    two = b"GET /sessions HTTP/1.1\r\nHost: localhost\r\nHost: evil.test\r\n\r\n"
+    assert _raw_request(gateway, two)[0] == 403
+    assert echo.events == []
+    # HTTP/1.0 clients predate the header; no browser is one.
+    assert _raw_request(gateway, b"GET /sessions HTTP/1.0\r\n\r\n")[0] == 201
+
+
+def test_loopback_host_names_are_accepted_with_or_without_a_port(
+    gateway: Gateway, echo: Echo
+) -> None:
+    port = gateway.url.rsplit(":", 1)[1]
+    for host in (
+        "localhost",
+        f"localhost:{port}",
+        "LOCALHOST",
+        "127.0.0.1",
+        f"127.0.0.1:{port}",
+        "[::1]",
+        f"[::1]:{port}",
+    ):
+        status, _, _ = _request(gateway, "GET", "/sessions", headers={"Host": host})
+        assert status == 201, host
+    assert len(echo.events) == 7
+
+
+def test_the_host_the_gateway_was_started_on_is_accepted_too(echo: Echo, tmp_path: Path) -> None:
+    with Gateway(echo, host="127.0.0.2", port=0, web_dir=tmp_path) as gateway:
+        assert _request(gateway, "GET", "/sessions")[0] == 201  # Host: 127.0.0.2:<port>
+        assert _request(gateway, "GET", "/sessions", headers={"Host": "localhost"})[0] == 201
+        assert _request(gateway, "GET", "/sessions", headers={"Host": "127.0.0.3"})[0] == 403
+    assert allowed_host_names("127.0.0.2") == {"localhost", "127.0.0.1", "::1", "127.0.0.2"}
+    assert allowed_host_names("MyBox.local") >= {"mybox.local"}
+    # On every address, a LAN address in Host may be a rebound name: loopback names only.
+    assert (
+        allowed_host_names("0.0.0.0")
+        == allowed_host_names("::")
+        == {"localhost", "127.0.0.1", "::1"}
+    )
+
+
+def test_a_burst_of_connections_is_queued_not_dropped(echo: Echo, tmp_path: Path) -> None:
+    # Every connection is opened before the gateway accepts any: the listen backlog alone
+    # decides whether the kernel completes them (http.server's default of 5 left 44 of these
+    # waiting on SYN retransmits, or reset them on macOS).
+    gateway = Gateway(echo, port=0, web_dir=tmp_path)
+    host, port = gateway.url.removeprefix("http://").split(":")
+    sockets = []
+    try:
+        for _ in range(50):
+            sock = socket.socket()
+            sock.setblocking(False)
+            assert sock.connect_ex((host, int(port))) in (0, errno.EINPROGRESS)
+            sockets.append(sock)
+        assert len(_connected(sockets, within_seconds=5)) == 50
+        assert all(s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0 for s in sockets)
+        echo.delay = 0.01
+        gateway.start()
+        for sock in sockets:
+            sock.setblocking(True)
+            sock.settimeout(30)
+            sock.sendall(b"GET /sessions HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        statuses = []
+        for sock in sockets:
+            answer = http.client.HTTPResponse(sock)
+            answer.begin()
+            statuses.append(answer.status)
+        assert statuses == [201] * 50
+    finally:
+        for sock in sockets:
+            sock.close()
+        gateway.stop()
+
+
+def _connected(sockets: list[socket.socket], within_seconds: float) -> list[socket.socket]:
+    """The sockets whose non-blocking connect completed (they turn writable) in the time."""
+    deadline = time.monotonic() + within_seconds
+    done: list[socket.socket] = []
+    while len(done) < len(sockets) and time.monotonic() < deadline:
+        waiting = [s for s in sockets if s not in done]
+        done += select.select([], waiting, [], 0.1)[1]
+    return done
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/static/index.html%00.js",
+        "/static/app.js%00",
+        "/static/%0a",
+        "/static/app%7f.js",
+        "/static/app%C2%85.js",
+        "/static/" + "a" * 300 + ".js",
+        "/sessions/abc%00",
+        "/sessions%00/import",
+        "/sessions/abc%1b/messages",
+        "/%00",
+    ],
+)
+def test_a_path_with_control_characters_answers_404_json(
+    gateway: Gateway, echo: Echo, path: str
+) -> None:
+    status, _, body = _request(gateway, "GET", path)
+    assert status == 404 and json.loads(body)["error"]["code"] == "not_found"
+    assert echo.events == []
+
+
+def test_raw_control_characters_in_the_request_line_answer_404_json(
+    gateway: Gateway, echo: Echo
+) -> None:
+    for path in (b"/static/app\x01.js", b"/sessions/a\x00b", b"/static/a\x7fb"):
+        request = b"GET " + path + b" HTTP/1.1\r\nHost: localhost\r\n\r\n"
+        status, body = _raw_request(gateway, request)
+        assert status == 404 and body["error"]["code"] == "not_found"
+    assert echo.events == []
