@@ -46,6 +46,9 @@ def local_defaults(
         # Physical names are the logical names locally.
         schema.ENV_SESSIONS_TABLE: schema.SESSIONS.logical_name,
         schema.ENV_CONVERSATIONS_TABLE: schema.CONVERSATIONS.logical_name,
+        schema.ENV_USERS_TABLE: schema.USERS.logical_name,
+        # DynamoDB Local updates its indexes with the table: no lag to wait out after a forget.
+        schema.ENV_PURGE_SETTLE_SECONDS: "1",
         # Powertools: no X-Ray daemon and no CloudWatch here; keep the console readable.
         "POWERTOOLS_TRACE_DISABLED": "1",
         "POWERTOOLS_METRICS_DISABLED": "true",

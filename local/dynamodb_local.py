@@ -220,6 +220,7 @@ def table_names(settings: Any) -> dict[str, str]:
     return {
         schema.SESSIONS.logical_name: settings.sessions_table,
         schema.CONVERSATIONS.logical_name: settings.conversations_table,
+        schema.USERS.logical_name: settings.users_table,
     }
 
 

@@ -655,7 +655,7 @@ def _iso(epoch: Any) -> str | None:
 def default_poller(
     settings: Any, *, checkpoint_path: Path | str, dead_letter_path: Path | str, **options: Any
 ) -> StreamPoller:
-    """The poller of the two mappings on the tables named by chatmemory Settings."""
+    """The poller of every mapping in schema.STREAM_TRIGGERS, on the tables named by Settings."""
     from chatmemory import wiring
     from local.dynamodb_local import table_names
 

@@ -1,4 +1,9 @@
-"""Re-run consolidation of every FAILED session (`python -m scripts.redrive`)."""
+"""Re-run consolidation of every FAILED session (`python -m scripts.redrive`).
+
+With the settings of the environment (local mode's, or a deployment's tables and index when
+its variables are set); for a deployed stack, invoking its Redrive function is simpler:
+`aws lambda invoke --function-name <RedriveFunctionName> out.json` (see the README).
+"""
 
 from __future__ import annotations
 
@@ -13,25 +18,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lambdas"))
 
 def redrive(deps: Any, *, now: datetime) -> dict[str, str]:
     """Consolidate each FAILED session again with a fresh attempt budget."""
-    from chatmemory.services.consolidation import consolidate_session
+    from chatmemory.services.consolidation import redrive_failed
 
-    outcomes: dict[str, str] = {}
-    for session_id in deps.memory.failed_sessions():
-        deps.memory.reset_consolidation(session_id)
-        try:
-            result = consolidate_session(
-                session_id,
-                memory=deps.memory,
-                summarizer=deps.summarizer,
-                embedder=deps.embedder,
-                index=deps.index,
-                policy=deps.policy,
-                now=now,
-            )
-            outcomes[session_id] = result.outcome
-        except Exception as error:  # noqa: BLE001 - reported per session, the rest go on
-            outcomes[session_id] = f"error: {error}"
-    return outcomes
+    return redrive_failed(
+        memory=deps.memory,
+        summarizer=deps.summarizer,
+        embedder=deps.embedder,
+        index=deps.index,
+        policy=deps.policy,
+        now=now,
+    )
 
 
 def main() -> None:

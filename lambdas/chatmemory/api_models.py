@@ -3,13 +3,24 @@ document (`make openapi`), so the published contract is the code that runs."""
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+
+from chatmemory.clock import canonical_time
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """A request body: unknown fields and loose types ("5" for 5, 1 for true) are refused."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+# A time a client sends: ISO 8601 in a sane range, stored in one canonical form.
+Timestamp = Annotated[str, Field(max_length=64), AfterValidator(canonical_time)]
+# Scores a client may send back (sources of an exported turn): finite and of a sane size, so
+# they store exactly (DynamoDB numbers stop at 38 digits and 1E+125).
+Score = Annotated[float, Field(allow_inf_nan=False, ge=-1e6, le=1e6, strict=False)]
 
 
 class CreateSessionRequest(_Strict):
@@ -101,27 +112,52 @@ class ExportDocument(BaseModel):
     messages: list[TurnOut]
 
 
-class ImportMessage(BaseModel):
-    input: str
-    response: str | None = None
+class _Exported(BaseModel):
+    """Part of an exported document: what this API wrote is accepted back, other fields of the
+    export are ignored, and every value that is kept is strictly typed and bounded (one
+    message must fit a DynamoDB item of 400 KB whatever its characters)."""
+
+    model_config = ConfigDict(extra="ignore", strict=True)
+
+
+class ImportSource(_Exported):
+    kind: str = Field(default="session", max_length=32)
+    id: str = Field(default="", max_length=512)
+    title: str = Field(default="", max_length=300)
+    date: str | None = Field(default=None, max_length=64)
+    score: Score | None = None
+    doc_id: str | None = Field(default=None, max_length=512)
+    passage_id: str | None = Field(default=None, max_length=512)
+
+
+class ImportMessage(_Exported):
+    input: str = Field(max_length=20_000)
+    response: str | None = Field(default=None, max_length=20_000)
     intent: Literal["chat", "past", "verified"] = "chat"
-    sources: list[dict[str, Any]] = []
-    created_at: str | None = None
+    sources: list[ImportSource] = Field(default=[], max_length=20)
+    created_at: Timestamp | None = None
 
 
-class ImportSession(BaseModel):
-    name: str | None = None
-    started_at: str | None = None
-    running_summary: str | None = None
-    summary_through_turn: int | None = None
+class ImportSession(_Exported):
+    name: str | None = Field(default=None, max_length=200)
+    started_at: Timestamp | None = None
+    running_summary: str | None = Field(default=None, max_length=20_000)
+    summary_through_turn: int | None = Field(default=None, ge=0, le=1_000_000)
 
 
-class ImportDocument(BaseModel):
-    """An exported session (extra fields of the export are accepted and ignored)."""
+# One import is one API request: its writes must end well inside API Gateway's 29 s on any
+# DynamoDB (2,000 turns are 80 batch writes; DynamoDB Local takes about 4 s for them).
+MAX_IMPORT_MESSAGES = 2_000
 
-    format: str | None = None
+
+class ImportDocument(_Exported):
+    """An exported session (extra fields of the export are accepted and ignored). The whole
+    document is validated before anything is written; at most 2,000 messages per import, and
+    an import that cannot be written within 20 s is abandoned (413) and leaves nothing."""
+
+    format: str | None = Field(default=None, max_length=64)
     session: ImportSession = ImportSession()
-    messages: list[ImportMessage]
+    messages: list[ImportMessage] = Field(max_length=MAX_IMPORT_MESSAGES)
 
 
 class MemoryOut(BaseModel):
@@ -136,6 +172,16 @@ class MemoryOut(BaseModel):
 
 class MemoryList(BaseModel):
     memories: list[MemoryOut]
+
+
+class DeletionStatus(BaseModel):
+    complete: bool = Field(
+        description="Everything the caller deleted or forgot is physically gone from storage."
+    )
+    sessions_pending: int = Field(description="Deleted sessions whose purge has not finished.")
+    forget_requests_pending: int = Field(
+        description="Forget requests whose sessions are not all queued for purging yet."
+    )
 
 
 class ErrorBody(BaseModel):

@@ -23,9 +23,40 @@ def message_key(client_message_id: str) -> str:
     return base64.urlsafe_b64encode(digest).decode("ascii")
 
 
+def owner_key(user_id: str, generation: int) -> str:
+    """The key a caller's data is stored under: their id, then "<id>#<n>" after their n-th
+    "forget everything". Caller ids never contain "#" (handlers.http.caller_id refuses them),
+    so two callers never share a key."""
+    return user_id if generation == 0 else f"{user_id}#{generation}"
+
+
+@dataclass
+class PurgeEntry:
+    """A namespace (owner key) of a caller's forgotten data, still being purged."""
+
+    owner: str
+    requested_at: str
+    state: str
+
+
+@dataclass
+class UserState:
+    """What is kept per caller: the generation of their memory and the purges in progress."""
+
+    user_id: str
+    generation: int = 0
+    purges: list[PurgeEntry] = field(default_factory=list)
+    purge_round: int = 0
+
+    @property
+    def owner(self) -> str:
+        return owner_key(self.user_id, self.generation)
+
+
 @dataclass
 class Session:
     session_id: str
+    # The owner key (see owner_key): the caller's id, suffixed after a forget.
     user_id: str
     name: str
     status: str

@@ -7,17 +7,45 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from chatmemory.domain import Page, Session, Turn
+from chatmemory.domain import Page, PurgeEntry, Session, Turn, UserState
 
 
 class SessionStore(Protocol):
-    def create_session(self, session: Session) -> None: ...
+    def create_session(
+        self, session: Session, *, user: UserState, end: Sequence[str] = (), ended_at: str = ""
+    ) -> None:
+        """Put a new session, in one transaction with a check that the caller's memory is
+        still at `user.generation` (a forget meanwhile fails it) and with ending the OPEN
+        sessions `end` (at `ended_at`). Raises Conflict when a condition fails: nothing is
+        written then."""
+        ...
 
-    def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None: ...
+    def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
+        """The session item whatever its status (services decide what a caller may see)."""
+        ...
 
-    def list_sessions(self, user_id: str, limit: int, next_token: str | None) -> Page: ...
+    def get_user(self, user_id: str) -> UserState:
+        """The caller's state (generation 0 and no purges for a caller never seen)."""
+        ...
 
-    def open_sessions_of(self, user_id: str) -> list[Session]: ...
+    def get_owned(self, session_id: str, user_id: str) -> tuple[Session | None, UserState]:
+        """The session item and the caller's state, read together in one request."""
+        ...
+
+    def live_sessions(self, owner: str, session_ids: Sequence[str]) -> set[str]:
+        """Which of `session_ids` exist, belong to `owner` and are visible (consistent read):
+        long-term memory is checked against this before anything of it is returned."""
+        ...
+
+    def list_sessions(self, owner: str, limit: int, next_token: str | None) -> Page:
+        """The owner's visible sessions, newest first (a page may hold fewer than `limit`)."""
+        ...
+
+    def sessions_of_owner(self, owner: str, limit: int, next_token: str | None) -> Page:
+        """Every session item under `owner` whatever its status (for purges)."""
+        ...
+
+    def open_sessions_of(self, owner: str) -> list[Session]: ...
 
     def end_session(
         self, session_id: str, ended_at: str, *, idle_before: str | None = None
@@ -26,15 +54,21 @@ class SessionStore(Protocol):
         with idle_before, active since then)."""
         ...
 
-    def idle_sessions(self, shard: int, before: str, limit: int) -> list[str]: ...
+    def stale_sessions(self, state: str, shard: int, before: str, limit: int) -> list[str]:
+        """Sessions in `state` (OPEN, IMPORTING, DELETING) of one shard of the sparse index
+        whose activity bucket lies wholly before `before`."""
+        ...
 
-    def record_consolidation_failure(self, session_id: str, reason: str) -> int:
-        """Count a failed consolidation attempt; returns the attempts so far."""
+    def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
+        """Count a failed consolidation attempt; the attempts so far (None: no such session)."""
         ...
 
     def mark_failed(self, session_id: str, reason: str) -> None: ...
 
-    def mark_consolidated(self, session_id: str, summary: str, at: str) -> None: ...
+    def mark_consolidated(self, session_id: str, summary: str, at: str) -> bool:
+        """ENDED/FAILED -> CONSOLIDATED; False when the session is in no such state (deleted,
+        or consolidated by a concurrent run)."""
+        ...
 
     def failed_sessions(self) -> list[str]: ...
 
@@ -44,8 +78,31 @@ class SessionStore(Protocol):
         self, session_id: str, summary: str, through_turn: int, expected_through: int
     ) -> bool: ...
 
-    def delete_session(self, session_id: str) -> None:
-        """Delete the session and every turn of it."""
+    def mark_deleting(self, session_id: str, at: str) -> bool:
+        """The session's tombstone: status DELETING in one conditional write. From then on no
+        reader sees it and no turn can be written to it. False if missing or already DELETING."""
+        ...
+
+    def continue_purge(self, session_id: str, at: str) -> None:
+        """Touch a DELETING session so its stream hands the purge to a next invocation."""
+        ...
+
+    def remove_session(self, session_id: str) -> None:
+        """Delete the item of a DELETING session (the purge's last step)."""
+        ...
+
+    def finish_import(self, session_id: str, last_active_at: str) -> None:
+        """IMPORTING -> OPEN (conditional): the imported session becomes visible."""
+        ...
+
+    def forget_user(self, user: UserState, at: str) -> UserState:
+        """Bump the caller's generation (conditional on `user.generation`) and queue the old
+        namespace for purging. Raises Conflict if another forget won the race."""
+        ...
+
+    def save_purges(self, user: UserState, purges: Sequence[PurgeEntry], *, handover: bool) -> bool:
+        """Replace the purge entries (conditional on `user.purge_round`); with `handover`, bump
+        the round so the stream starts a next invocation. False if the item changed meanwhile."""
         ...
 
 
@@ -69,8 +126,9 @@ class TurnStore(Protocol):
     def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
         """Write `turn` as number num_turns + 1 together with the session counters, atomically.
 
-        Raises Conflict when the session changed since it was read (another turn won the race),
-        SessionEnded when it is no longer OPEN. Returns the updated session.
+        Raises Conflict when the session changed since it was read (another turn won the race,
+        or it is being deleted), SessionEnded when it is no longer OPEN. Returns the updated
+        session.
         """
         ...
 
@@ -78,7 +136,13 @@ class TurnStore(Protocol):
         """Fill in the response of a pending turn (conditional on it still being pending)."""
         ...
 
-    def import_session(self, session: Session, turns: Sequence[Turn]) -> None: ...
+    def put_turns(self, turns: Sequence[Turn]) -> None:
+        """Write turns in batches (an import, into a session that is still IMPORTING)."""
+        ...
+
+    def delete_turns(self, session_id: str, limit: int) -> int:
+        """Delete up to `limit` of the session's turns, oldest first; returns how many."""
+        ...
 
 
 class ShortTermMemory(SessionStore, TurnStore, Protocol):
@@ -162,9 +226,17 @@ class LongTermIndex(Protocol):
         self, index: str, text: str, k: int, user_id: str | None
     ) -> list[Candidate]: ...
 
-    def delete_session(self, user_id: str, session_id: str) -> None: ...
+    def delete_session(self, user_id: str, session_id: str) -> None:
+        """Forget every memory of one session; searchable no more once this returns."""
+        ...
 
-    def delete_user(self, user_id: str) -> None: ...
+    def delete_user(self, user_id: str) -> None:
+        """Forget every memory of one owner key; searchable no more once this returns."""
+        ...
+
+    def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
+        """Remove the verified passages of `doc_id` except those whose doc_key is in `keep`."""
+        ...
 
 
 class Summarizer(Protocol):

@@ -103,8 +103,10 @@ USER_ID = "user_id"
 STARTED_AT = "started_at"
 LAST_ACTIVE_AT = "last_active_at"
 STATUS = "status"
-# Present only while a session is OPEN: a write-sharded key ("OPEN#<n>") for the sparse index the
-# idle sweeper reads, so no partition of that index becomes hot and ended sessions drop out of it.
+# Present only while a session needs background attention: a write-sharded key "<STATE>#<n>" for
+# the sparse index the sweeper reads (OPEN: ended when idle; IMPORTING: an import that never
+# finished; DELETING: a purge to re-kick if it stalled), so no partition of that index becomes
+# hot and settled sessions (ENDED, CONSOLIDATED, FAILED) drop out of it.
 OPEN_SHARD = "open_shard"
 OPEN_SHARDS = 16
 # The sparse index is sorted by last activity rounded down to IDLE_BUCKET_MINUTES: a turn
@@ -148,7 +150,24 @@ CONVERSATIONS = TableSpec(
     env_var="CONVERSATIONS_TABLE",
 )
 
-TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS)
+# --- users (one small item per caller: the generation of their memory, pending purges) ------
+
+# A caller's data is stored under an owner key: the caller's id while `generation` is 0, else
+# "<id>#<generation>". Forgetting everything is one conditional write that bumps the generation:
+# every read resolves the current owner, so the old data is unreachable at once, and a purge
+# deletes it in the background (see services/forget.py).
+GENERATION = "generation"
+PURGES = "purges"  # list of {"owner", "requested_at", "state"}: namespaces still being purged
+PURGE_STATE = "purge_state"  # "PENDING" while a purge entry is PENDING (the stream filter's key)
+PURGE_ROUND = "purge_round"  # bumped to hand the purge to a next invocation
+
+USERS = TableSpec(
+    logical_name="users",
+    partition_key=KeyAttr(USER_ID, "S"),
+    env_var="USERS_TABLE",
+)
+
+TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS)
 
 
 class SessionStatus:
@@ -156,6 +175,17 @@ class SessionStatus:
     ENDED = "ENDED"
     CONSOLIDATED = "CONSOLIDATED"
     FAILED = "FAILED"
+    # Written but not yet readable: an import whose turns are still being written.
+    IMPORTING = "IMPORTING"
+    # Deleted for every reader; a purge removes its turns, memories and finally the item.
+    DELETING = "DELETING"
+    # What a caller can see, list, continue or recall.
+    VISIBLE = (OPEN, ENDED, CONSOLIDATED, FAILED)
+
+
+class PurgeState:
+    PENDING = "PENDING"
+    MARKED = "MARKED"  # every session of the namespace is marked DELETING
 
 
 # --- stream filter patterns (Lambda event source mappings and the local poller) -----------------
@@ -170,6 +200,17 @@ SESSION_ENDED_FILTER: dict[str, Any] = {
 }
 # A new turn: what the rolling-summary compaction looks at.
 TURN_INSERTED_FILTER: dict[str, Any] = {"eventName": ["INSERT"]}
+# A session marked DELETING (and every later change of it, which is how a purge that ran out of
+# time hands over to the next invocation).
+SESSION_DELETING_FILTER: dict[str, Any] = {
+    "eventName": ["MODIFY"],
+    "dynamodb": {"NewImage": {STATUS: {"S": [SessionStatus.DELETING]}}},
+}
+# A user whose forget request still has namespaces to purge.
+USER_PURGE_FILTER: dict[str, Any] = {
+    "eventName": ["INSERT", "MODIFY"],
+    "dynamodb": {"NewImage": {PURGE_STATE: {"S": [PurgeState.PENDING]}}},
+}
 
 
 @dataclass(frozen=True)
@@ -201,12 +242,32 @@ COMPACTION_TRIGGER = StreamTrigger(
     filter=TURN_INSERTED_FILTER,
     batch_size=20,  # most records only find the session below the threshold
 )
-STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (CONSOLIDATION_TRIGGER, COMPACTION_TRIGGER)
+SESSION_PURGE_TRIGGER = StreamTrigger(
+    name="purge-session",
+    table=SESSIONS,
+    handler="handlers.purge.handler",
+    filter=SESSION_DELETING_FILTER,
+    batch_size=10,
+)
+USER_PURGE_TRIGGER = StreamTrigger(
+    name="purge-user",
+    table=USERS,
+    handler="handlers.purge.handler",
+    filter=USER_PURGE_FILTER,
+    batch_size=1,  # one forget request can mean thousands of sessions to mark
+)
+STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (
+    CONSOLIDATION_TRIGGER,
+    COMPACTION_TRIGGER,
+    SESSION_PURGE_TRIGGER,
+    USER_PURGE_TRIGGER,
+)
 
 # --- environment variables read by Settings.from_env ----------------------------------------
 
 ENV_SESSIONS_TABLE = SESSIONS.env_var
 ENV_CONVERSATIONS_TABLE = CONVERSATIONS.env_var
+ENV_USERS_TABLE = USERS.env_var
 ENV_DYNAMODB_ENDPOINT = "DYNAMODB_ENDPOINT_URL"
 ENV_TEXT_BACKEND = "TEXT_BACKEND"
 ENV_EMBED_BACKEND = "EMBED_BACKEND"
@@ -251,6 +312,7 @@ ENV_RECALL_WEIGHTS = "RECALL_WEIGHTS"
 ENV_RECENCY_HALF_LIFE_DAYS = "RECENCY_HALF_LIFE_DAYS"
 ENV_COMPACT_AFTER_TURNS = "COMPACT_AFTER_TURNS"
 ENV_IDLE_MINUTES = "IDLE_MINUTES"
+ENV_PURGE_SETTLE_SECONDS = "PURGE_SETTLE_SECONDS"
 
 
 # Words that carry no meaning for lexical search (English function words and pronouns): both

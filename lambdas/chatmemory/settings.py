@@ -34,6 +34,7 @@ def _bool(env: Mapping[str, str], key: str, default: bool) -> bool:
 class Settings:
     sessions_table: str = "sessions"
     conversations_table: str = "conversations"
+    users_table: str = "users"
     dynamodb_endpoint: str | None = None
     # Model backends: "offline" | "sagemaker" | "bedrock" | "openai"
     text_backend: str = "offline"
@@ -77,6 +78,8 @@ class Settings:
     recency_half_life_days: float = 30.0
     compact_after_turns: int = 12
     idle_minutes: int = 30
+    # How long a purge waits after a forget before trusting the user index (its lag).
+    purge_settle_seconds: float = 30.0
     # Origins a browser page may call the API from ("*": any); none by default.
     cors_origins: tuple[str, ...] = ()
 
@@ -87,6 +90,7 @@ class Settings:
         return cls(
             sessions_table=env.get(s.ENV_SESSIONS_TABLE, d.sessions_table),
             conversations_table=env.get(s.ENV_CONVERSATIONS_TABLE, d.conversations_table),
+            users_table=env.get(s.ENV_USERS_TABLE, d.users_table),
             dynamodb_endpoint=env.get(s.ENV_DYNAMODB_ENDPOINT) or None,
             text_backend=env.get(s.ENV_TEXT_BACKEND, d.text_backend),
             embed_backend=env.get(s.ENV_EMBED_BACKEND, d.embed_backend),
@@ -122,6 +126,7 @@ class Settings:
             ),
             compact_after_turns=_int(env, s.ENV_COMPACT_AFTER_TURNS, d.compact_after_turns),
             idle_minutes=_int(env, s.ENV_IDLE_MINUTES, d.idle_minutes),
+            purge_settle_seconds=_float(env, s.ENV_PURGE_SETTLE_SECONDS, d.purge_settle_seconds),
             cors_origins=tuple(
                 o.strip() for o in env.get(s.ENV_CORS_ORIGINS, "").split(",") if o.strip()
             ),

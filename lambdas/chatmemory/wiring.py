@@ -10,6 +10,7 @@ from chatmemory.errors import BadRequest
 from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory, Summarizer, TextGenerator
 from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.consolidation import ConsolidationPolicy
+from chatmemory.services.forget import PurgePolicy
 from chatmemory.services.maintenance import CompactionPolicy
 from chatmemory.services.prompt import Roles
 from chatmemory.services.recall import RecallWeights
@@ -40,6 +41,7 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
         aws_client("dynamodb", cfg.dynamodb_endpoint),
         cfg.sessions_table,
         cfg.conversations_table,
+        cfg.users_table,
     )
 
 
@@ -237,6 +239,23 @@ def compaction_deps() -> CompactionDeps:
     )
 
 
+@dataclass
+class PurgeDeps:
+    memory: ShortTermMemory
+    index: LongTermIndex | None
+    policy: PurgePolicy
+
+
+@lru_cache(maxsize=1)
+def purge_deps() -> PurgeDeps:
+    cfg = settings()
+    return PurgeDeps(
+        memory=short_term_memory(cfg),
+        index=long_term_index(cfg),
+        policy=PurgePolicy(settle_seconds=cfg.purge_settle_seconds),
+    )
+
+
 _CACHED = (
     settings,
     aws_client,
@@ -244,6 +263,7 @@ _CACHED = (
     chat_deps,
     consolidation_deps,
     compaction_deps,
+    purge_deps,
 )
 
 

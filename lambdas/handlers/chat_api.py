@@ -12,15 +12,17 @@ from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
+from pydantic import BeforeValidator
 
 from chatmemory import api_models as m
 from chatmemory import wiring
 from chatmemory.errors import ChatMemoryError
-from chatmemory.services import chat, recall, sessions
+from chatmemory.services import chat, forget, recall, sessions
 from handlers.http import (
     caller_id,
     cors_headers,
     error_response,
+    json_media_type,
     not_json,
     strict_json,
     validation_message,
@@ -32,8 +34,18 @@ tracer = Tracer(service="chat-api")
 metrics = Metrics(namespace="ChatMemory", service="chat-api")
 app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=strict_json)
 
+
+def _digits(value: object) -> object:
+    """A query number as the client wrote it must be a plain integer: "1.0" or "1e1" is a
+    client bug, not 1 or 10."""
+    text = str(value)
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError("must be a whole number written in digits")
+    return value
+
+
 SessionId = Annotated[str, Path(description="A session id from POST /sessions.")]
-Limit = Annotated[int, Query(ge=1, le=100, description="Page size.")]
+Limit = Annotated[int, BeforeValidator(_digits), Query(ge=1, le=100, description="Page size.")]
 NextToken = Annotated[str | None, Query(max_length=2048, description="From the previous page.")]
 
 
@@ -64,7 +76,7 @@ def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.Session
     created = sessions.import_session(
         wiring.chat_deps().memory,
         _user(),
-        body.model_dump(),
+        body,
         limits=sessions.ImportLimits(max_input_chars=settings.max_input_chars),
     )
     return m.SessionEnvelope.model_validate({"session": created.public()}), 201
@@ -84,8 +96,7 @@ def end_session(session_id: SessionId) -> m.SessionEnvelope:
 
 @app.delete("/sessions/<session_id>", responses={204: {"description": "Deleted"}})
 def delete_session(session_id: SessionId) -> Response[None]:
-    deps = wiring.chat_deps()
-    sessions.delete_session(deps.memory, _user(), session_id, long_term=deps.long_term)
+    sessions.delete_session(wiring.chat_deps().memory, _user(), session_id)
     return Response(status_code=204, body=None)
 
 
@@ -136,7 +147,9 @@ def export_session(session_id: SessionId) -> m.ExportDocument:
 @app.get("/memories")
 def search_memories(
     q: Annotated[str, Query(min_length=1, max_length=1000, description="What to recall.")],
-    k: Annotated[int, Query(ge=1, le=50, description="How many sessions.")] = 5,
+    k: Annotated[
+        int, BeforeValidator(_digits), Query(ge=1, le=50, description="How many sessions.")
+    ] = 5,
 ) -> m.MemoryList:
     deps = wiring.chat_deps()
     found = recall.search_memories(deps, wiring.chat_policy(), user_id=_user(), query=q, k=k)
@@ -145,9 +158,14 @@ def search_memories(
 
 @app.delete("/memories", responses={204: {"description": "Forgotten"}})
 def forget_memories() -> Response[None]:
-    deps = wiring.chat_deps()
-    sessions.forget_user(deps.memory, _user(), long_term=deps.long_term)
+    forget.forget_user(wiring.chat_deps().memory, _user())
     return Response(status_code=204, body=None)
+
+
+@app.get("/deletions")
+def deletion_status() -> m.DeletionStatus:
+    status = forget.deletion_status(wiring.chat_deps().memory, _user())
+    return m.DeletionStatus.model_validate(status.__dict__)
 
 
 def _user() -> str:
@@ -182,7 +200,7 @@ def _unexpected(error: Exception) -> Response:
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     # Powertools would parse a form or multipart body (and fail with a 500 on a bad one).
-    response = not_json(event) or app.resolve(event, context)
+    response = not_json(event) or app.resolve(json_media_type(event), context)
     origin = {k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("origin")
     return with_headers(response, cors_headers(origin, wiring.settings().cors_origins))
 

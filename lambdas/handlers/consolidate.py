@@ -33,8 +33,10 @@ def record_handler(record: DynamoDBRecord) -> None:
     if not matches(schema.SESSION_ENDED_FILTER, record.raw_event):
         return  # the event source mapping filters too; this guards other callers
     deps = wiring.consolidation_deps()
+    image = record.raw_event["dynamodb"].get("NewImage") or {}
     result = consolidate_session(
         key_of(record.raw_event, schema.SESSION_ID),
+        owner=(image.get(schema.USER_ID) or {}).get("S"),
         memory=deps.memory,
         summarizer=deps.summarizer,
         embedder=deps.embedder,

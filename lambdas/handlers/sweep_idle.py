@@ -1,4 +1,5 @@
-"""Scheduled Lambda: end sessions idle longer than IDLE_MINUTES (consolidation follows)."""
+"""Scheduled Lambda: end sessions idle longer than IDLE_MINUTES (consolidation follows), and
+collect what a crash left behind (abandoned imports, stalled purges)."""
 
 from __future__ import annotations
 
@@ -9,17 +10,21 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import wiring
-from chatmemory.services.maintenance import sweep_idle_sessions
+from chatmemory.services.maintenance import sweep_idle_sessions, sweep_stale_work
 
 logger = Logger(service="sweep-idle")
 
 
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    ended = sweep_idle_sessions(
-        wiring.short_term_memory(),
-        now=datetime.now(UTC),
-        idle_minutes=wiring.settings().idle_minutes,
-    )
-    logger.info("idle sessions ended", extra={"count": len(ended)})
-    return {"ended": len(ended)}
+    memory = wiring.short_term_memory()
+    now = datetime.now(UTC)
+    ended = sweep_idle_sessions(memory, now=now, idle_minutes=wiring.settings().idle_minutes)
+    stale = sweep_stale_work(memory, now=now)
+    counts = {
+        "ended": len(ended),
+        "abandoned_imports": len(stale.abandoned_imports),
+        "stalled_purges": len(stale.stalled_purges),
+    }
+    logger.info("sweep", extra=counts)
+    return counts

@@ -65,7 +65,7 @@ def _snapshot(world: World) -> dict[str, Any]:
     client = world.dynamodb()
     cfg = wiring.settings()
     tables = {}
-    for table in (cfg.sessions_table, cfg.conversations_table):
+    for table in (cfg.sessions_table, cfg.conversations_table, cfg.users_table):
         items = [
             i
             for page in client.get_paginator("scan").paginate(TableName=table)
@@ -119,7 +119,15 @@ def _bad_requests(s: Seeded) -> list[tuple[str, str, str, bytes | str | None, di
     lone = '{"content": "tell me \\ud800 something"}'
     big = json.dumps({"content": "x" * (MAX_INPUT_CHARS + 1)})
     huge_response = {"messages": [{"input": "hi", "response": "y" * 500_000}]}
-    many = {"messages": [{"input": ""}] * 10_001}
+    many = {"messages": [{"input": ""}] * 2_001}
+
+    def import_of_31(last: dict[str, Any]) -> str:
+        """30 good messages and a bad 31st: the whole document is refused before any write."""
+        return json.dumps({"messages": [{"input": f"m{i}"} for i in range(30)] + [last]})
+
+    deep = "[" * 100_000 + "]" * 100_000
+    nested_source = '{"messages": [{"input": "x", "sources": [' + "[" * 5000 + "]" * 5000 + "]}]}"
+    session_token = {"session_id": {"S": ""}, "user_id": {"S": ""}, "started_at": {"S": ""}}
     cases: list[tuple[str, str, str, bytes | str | None, dict[str, str]]] = [
         # malformed JSON and wrong types
         ("not json", "POST", post, "{not json", {}),
@@ -173,7 +181,111 @@ def _bad_requests(s: Seeded) -> list[tuple[str, str, str, bytes | str | None, di
             {},
         ),
         ("import response of 500 KB", "POST", "/sessions/import", json.dumps(huge_response), {}),
-        ("import of 10001 messages", "POST", "/sessions/import", json.dumps(many), {}),
+        ("import of 2001 messages", "POST", "/sessions/import", json.dumps(many), {}),
+        # numbers and nesting that parse in Python but are no data (each was a 500)
+        ("nested 100000 deep", "POST", post, deep, {}),
+        ("nested in a body", "POST", post, '{"content": ' + deep + "}", {}),
+        ("nested in sources", "POST", "/sessions/import", nested_source, {}),
+        (
+            "5000-digit integer",
+            "POST",
+            post,
+            '{"content": "hi", "window_turns": 1' + "0" * 4999 + "}",
+            {},
+        ),
+        (
+            "import year 1 +01:00",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "created_at": "0001-01-01T00:00:00+01:00"}),
+            {},
+        ),
+        (
+            "import year 9999 -01:00",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "created_at": "9999-12-31T23:59:59-01:00"}),
+            {},
+        ),
+        (
+            "import year 1 Z",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "created_at": "0001-01-01T00:00:00Z"}),
+            {},
+        ),
+        (
+            "import started year 1",
+            "POST",
+            "/sessions/import",
+            json.dumps({"session": {"started_at": "0001-01-01T00:00:00Z"}, "messages": []}),
+            {},
+        ),
+        (
+            "import in the future",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "created_at": "2999-01-01T00:00:00Z"}),
+            {},
+        ),
+        (
+            "score NaN",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "sources": [{"id": "s"}]}).replace(
+                '"id": "s"', '"id": "s", "score": NaN'
+            ),
+            {},
+        ),
+        (
+            "score Infinity",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "sources": [{"id": "s"}]}).replace(
+                '"id": "s"', '"id": "s", "score": -Infinity'
+            ),
+            {},
+        ),
+        (
+            "score 1e400",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "sources": [{"id": "s"}]}).replace(
+                '"id": "s"', '"id": "s", "score": 1e400'
+            ),
+            {},
+        ),
+        (
+            "score 10^400",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "sources": [{"id": "s"}]}).replace(
+                '"id": "s"', '"id": "s", "score": 1' + "0" * 400
+            ),
+            {},
+        ),
+        (
+            "score 1e308",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "sources": [{"id": "s", "score": 1e308}]}),
+            {},
+        ),
+        (
+            "source of a source",
+            "POST",
+            "/sessions/import",
+            import_of_31({"input": "x", "sources": [{"id": {"S": "s"}}]}),
+            {},
+        ),
+        # loose types: a string or a boolean is not a number, a number is not a boolean
+        ("window as text", "POST", post, '{"content": "hi", "window_turns": "5"}', {}),
+        ("window as bool", "POST", post, '{"content": "hi", "window_turns": true}', {}),
+        ("end_previous as text", "POST", "/sessions", '{"end_previous": "yes"}', {}),
+        ("end_previous as 1", "POST", "/sessions", '{"end_previous": 1}', {}),
+        ("limit 1.0", "GET", "/sessions?limit=1.0", None, {}),
+        ("limit 1e1", "GET", "/sessions?limit=1e1", None, {}),
+        ("k 2.0", "GET", "/memories?q=tomatoes&k=2.0", None, {}),
         # unicode that is not Unicode: lone surrogates, escaped in otherwise valid JSON
         ("lone surrogate content", "POST", post, lone, {}),
         ("lone surrogate name", "POST", "/sessions", '{"name": "\\udfff"}', {}),
@@ -239,6 +351,14 @@ def _bad_requests(s: Seeded) -> list[tuple[str, str, str, bytes | str | None, di
             None,
             {},
         ),
+        ("token of empty keys", "GET", "/sessions?next_token=" + _token(session_token), None, {}),
+        (
+            "turn token of empty id",
+            "GET",
+            f"{mine}/messages?next_token=" + _token({"session_id": {"S": ""}, "turn": {"N": "1"}}),
+            None,
+            {},
+        ),
         ("bad user header", "GET", "/sessions", None, {"X-User-Id": "../bob"}),
         ("long user header", "GET", "/sessions", None, {"X-User-Id": "u" * 129}),
     ]
@@ -280,7 +400,7 @@ def test_a_body_over_the_gateway_cap_is_refused_before_it_is_read(seeded: Seeded
     with socket.create_connection((host, int(port)), timeout=30) as sock:
         # The headers announce more than the cap; the gateway answers without reading on.
         sock.sendall(
-            f"POST /sessions/{seeded.alice_open}/messages HTTP/1.1\r\nHost: x\r\n"
+            f"POST /sessions/{seeded.alice_open}/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n"
             f"Content-Type: application/json\r\nContent-Length: {MAX_BODY_BYTES + 1}\r\n\r\n"
             '{"content": "'.encode()
         )
@@ -290,6 +410,54 @@ def test_a_body_over_the_gateway_cap_is_refused_before_it_is_read(seeded: Seeded
     error = _assert_json_error(status, {k.lower(): v for k, v in headers.items()}, body)
     assert (status, error["code"]) == (413, "payload_too_large")
     assert _snapshot(seeded.world) == before
+
+
+@pytest.mark.parametrize(
+    "content_type",
+    ["Application/Json", "application/JSON", "APPLICATION/JSON; charset=UTF-8", "application/json"],
+)
+def test_a_json_media_type_in_any_letter_case_is_json(seeded: Seeded, content_type: str) -> None:
+    """Failed first: every route with a body answered 500 unless the type was lower case."""
+    headers = {"Content-Type": content_type}
+    status, _, body = seeded.call("POST", "/sessions", '{"name": "Case"}', headers=headers)
+    assert status == 201, body
+    sid = json.loads(body)["session"]["session_id"]
+    post = f"/sessions/{sid}/messages"
+    status, _, body = seeded.call("POST", post, '{"content": "hello"}', headers=headers)
+    assert status == 200, body
+
+
+def test_a_message_id_reused_for_other_content_is_a_conflict_and_stores_nothing(
+    seeded: Seeded,
+) -> None:
+    """Failed first: the retry silently answered with the first message's turn."""
+    post = f"/sessions/{seeded.alice_open}/messages"
+    first = json.dumps({"content": "buy seeds", "client_message_id": "same-id"})
+    status, _, body = seeded.call("POST", post, first)
+    assert status == 200, body
+    before = _snapshot(seeded.world)
+    other = json.dumps({"content": "sell the house", "client_message_id": "same-id"})
+    status, headers, body = seeded.call("POST", post, other)
+    error = _assert_json_error(status, headers, body)
+    assert (status, error["code"]) == (409, "conflict")
+    assert "different message" in error["message"]
+    assert _snapshot(seeded.world) == before
+    status, _, body = seeded.call("POST", post, first)  # the true retry still replays
+    assert status == 200 and json.loads(body)["turn"]["input"] == "buy seeds"
+
+
+def test_an_import_at_the_edge_of_the_time_range_stores_canonical_timestamps(
+    seeded: Seeded,
+) -> None:
+    """Failed first: a year-1 time as the last of 31 messages was stored as
+    "1-01-01T00:00:00.000Z"; times with offsets are stored in one UTC form."""
+    messages = [{"input": f"m{i}", "created_at": "2024-05-01T10:00:00+02:00"} for i in range(31)]
+    status, _, body = seeded.call("POST", "/sessions/import", json.dumps({"messages": messages}))
+    assert status == 201, body
+    sid = json.loads(body)["session"]["session_id"]
+    status, _, body = seeded.call("GET", f"/sessions/{sid}/messages?limit=100")
+    stamps = {m["created_at"] for m in json.loads(body)["messages"]}
+    assert stamps == {"2024-05-01T08:00:00.000Z"}
 
 
 UNICODE = [

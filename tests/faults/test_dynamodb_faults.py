@@ -52,13 +52,13 @@ def test_throttled_session_reads_and_window_queries_are_retried_and_the_turn_sto
 ) -> None:
     deps, model, sid = chat
     faults = DynamoFaults(store.client)
-    faults.fail("GetItem", throttled(), throttled("ThrottlingException"))
+    faults.fail("BatchGetItem", throttled(), throttled("ThrottlingException"))
     faults.fail("Query", throttled(), throttled("RequestLimitExceeded"))
 
     result = _say(deps, sid, "hello", "m-1")
 
     assert result.turn.turn == 1 and not result.replayed
-    assert len(faults.attempts["GetItem"]) == 3 and len(faults.attempts["Query"]) == 3
+    assert len(faults.attempts["BatchGetItem"]) == 3 and len(faults.attempts["Query"]) == 3
     assert len(no_backoff) == 4  # botocore waited before each retry
     assert model.calls == 1
     assert _stored(store, sid) == [(1, "hello", "m-1", False)]
@@ -155,7 +155,7 @@ def test_a_failed_model_call_keeps_the_message_through_a_conflict_and_the_retry_
 @pytest.mark.parametrize(
     ("operation", "kept"),
     [
-        ("GetItem", []),  # the session could not be read: nothing to write to
+        ("BatchGetItem", []),  # the session could not be read: nothing to write to
         ("Query", [(1, "are you there?", "m-1", True)]),  # the window: the message is kept
         ("TransactWriteItems", []),  # the write itself
     ],

@@ -104,7 +104,8 @@ def test_older_and_duplicate_session_records_after_newer_ones_change_nothing(
 
     # After the user deleted the session, a stale record does not bring its memories back.
     assert api.call("DELETE", f"/sessions/{garden}")[0] == 204
-    assert _memories(garden) == []
+    world.poller.drain()  # the purge
+    assert _memories(garden) == [] and _session_item(world, garden) == {}
     assert _deliver("handlers.consolidate.handler", ended) == {"batchItemFailures": []}
     assert _memories(garden) == [] and _session_item(world, garden) == {}
 

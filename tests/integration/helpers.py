@@ -105,6 +105,8 @@ def local_world(
         schema.ENV_DYNAMODB_ENDPOINT: dynamodb_local.endpoint,
         schema.ENV_SESSIONS_TABLE: f"{prefix}-sessions",
         schema.ENV_CONVERSATIONS_TABLE: f"{prefix}-conversations",
+        schema.ENV_USERS_TABLE: f"{prefix}-users",
+        schema.ENV_PURGE_SETTLE_SECONDS: "0",
         schema.ENV_LONG_TERM_BACKEND: "embedded",
         schema.ENV_MEMORY_PATH: str(tmp_path / "memory.sqlite3"),
         schema.ENV_TEXT_BACKEND: "offline",

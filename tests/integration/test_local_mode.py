@@ -235,3 +235,38 @@ def test_a_session_whose_consolidation_keeps_failing_is_marked_failed_without_bl
     report = redrive(wiring.consolidation_deps(), now=datetime.now(UTC))
     assert report == {broken: "consolidated"}
     assert api.status(broken) == "CONSOLIDATED"
+
+
+@pytest.mark.parametrize("delete", ["DELETE /sessions/{id}", "DELETE /memories"])
+def test_an_imported_session_deleted_just_after_it_ended_is_never_recalled(
+    world: World, delete: str
+) -> None:
+    """The bug report's round, on local mode: import 120 turns, end, delete at once. Before the
+    fix, /memories and /past still found the deleted session 30 s later (10 of 10 rounds)."""
+    api = world.api
+    messages = [
+        {"input": f"Day {i}: the greyhound Biscuit walked by the river", "response": "Lovely."}
+        for i in range(120)
+    ]
+    sid = api.ok("POST", "/sessions/import", {"messages": messages})["session"]["session_id"]
+    api.end(sid)
+    method, path = delete.split()
+    assert api.call(method, path.replace("{id}", sid))[0] == 204
+    assert api.ok("GET", "/deletions")["complete"] is False
+    world.poller.drain()  # consolidation and the purge, in the order the streams give them
+
+    assert api.ok("GET", "/memories?q=greyhound%20Biscuit%20river")["memories"] == []
+    now = api.new_session("Later")
+    assert api.say(now, "/past where did Biscuit walk?")["sources"] == []
+    assert api.call("GET", f"/sessions/{sid}")[0] == 404
+    assert _memory_keys(world, sid) == []
+    client = world.dynamodb()
+    turns = client.query(
+        TableName=wiring.settings().conversations_table,
+        KeyConditionExpression="session_id = :s",
+        ExpressionAttributeValues={":s": {"S": sid}},
+    )["Items"]
+    assert turns == []
+    api.call("DELETE", f"/sessions/{now}")
+    world.poller.drain()
+    assert api.ok("GET", "/deletions")["complete"] is True

@@ -12,6 +12,7 @@ from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.services.chat import NO_LONG_TERM_MEMORY, ChatDeps
 from tests.fakes import FakeGenerator, SerializedClient
+from tests.purging import Purger
 
 
 class Api:
@@ -162,17 +163,31 @@ def test_ending_a_session_is_idempotent_and_blocks_new_messages(api: Api, model)
     assert model.calls == 0
 
 
-def test_deleting_a_session_removes_it_and_all_its_turns(api: Api, dynamodb) -> None:
+def test_deleting_a_session_hides_it_at_once_and_the_purge_removes_it_and_all_its_turns(
+    api: Api, dynamodb, monkeypatch: pytest.MonkeyPatch, lambda_context
+) -> None:
     sid = api.new_session()
     for i in range(30):
         api.say(sid, f"message {i}")
     keep = api.new_session()
     api.say(keep, "still here")
+    purger = Purger(dynamodb, wiring.chat_deps().memory, None, monkeypatch, lambda_context)
     status, body = api.call("DELETE", f"/sessions/{sid}")
     assert status == 204 and body is None
-    assert api.call("GET", f"/sessions/{sid}")[0] == 404
+    for method, path in (("GET", ""), ("GET", "/messages"), ("GET", "/export")):
+        assert api.call(method, f"/sessions/{sid}{path}")[0] == 404
+    assert sid not in [s["session_id"] for s in api.call("GET", "/sessions")[1]["sessions"]]
+    assert api.call("POST", f"/sessions/{sid}/messages", {"content": "late"})[0] == 404
+    assert api.call("GET", "/deletions")[1] == {
+        "complete": False,
+        "sessions_pending": 1,
+        "forget_requests_pending": 0,
+    }
+    purger.drain()
     assert _turn_items(dynamodb, sid) == []
+    assert "Item" not in dynamodb.get_item(TableName="sessions", Key={"session_id": {"S": sid}})
     assert len(_turn_items(dynamodb, keep)) == 1
+    assert api.call("GET", "/deletions")[1]["complete"] is True
 
 
 # --- messages ---------------------------------------------------------------------------------
@@ -272,6 +287,33 @@ def test_model_failure_answers_503_keeps_the_message_and_a_retry_completes_it_on
     assert api.say(sid, "remember my cat Tom", client_message_id="x") == turn
     assert model.calls == 2
     assert len(_turn_items(dynamodb, sid)) == 1
+
+
+def test_a_message_left_pending_when_its_session_ended_is_not_answered_later(
+    api: Api, model, dynamodb
+) -> None:
+    """Decided (issue 10): an answer is only added to an open session. Once the session ended,
+    consolidation takes it into long-term memory with the message unanswered; an answer written
+    later would never reach that memory. The retry says so (409) and nothing changes."""
+    sid = api.new_session()
+    model.fail_next = 1
+    body = {"content": "what is my cat called?", "client_message_id": "x"}
+    assert api.call("POST", f"/sessions/{sid}/messages", body)[0] == 503
+    assert api.call("POST", f"/sessions/{sid}/end")[0] == 200
+    before = _turn_items(dynamodb, sid)
+
+    status, err = api.call("POST", f"/sessions/{sid}/messages", body)
+
+    assert status == 409 and err["error"]["code"] == "session_ended"
+    assert "ended before turn 1 was answered" in err["error"]["message"]
+    assert _turn_items(dynamodb, sid) == before and model.calls == 1
+
+
+def test_a_caller_id_with_the_owner_separator_is_refused(api: Api) -> None:
+    """ "#" separates a caller's id from the generation of their memory in stored keys: an id
+    containing it could name another caller's forgotten data."""
+    status, err = api.call("GET", "/sessions", user="alice#1")
+    assert status == 401 and err["error"]["code"] == "unauthorized"
 
 
 def test_messages_are_listed_in_both_orders_with_pagination(api: Api) -> None:

@@ -147,6 +147,45 @@ def test_after_the_last_attempt_the_session_is_failed_and_redrive_fixes_it(world
     assert f"{sid}#summary" in _keys(index, "alice")
 
 
+def test_the_redrive_function_of_a_deployed_stack_consolidates_failed_sessions(
+    world, lambda_context, monkeypatch
+):
+    """What `aws lambda invoke --function-name <RedriveFunctionName>` runs: the operator needs
+    no role in OpenSearch, the function has the stack's own."""
+    from chatmemory import wiring
+    from handlers import redrive
+
+    memory, index, deps, chat, stream = world
+    sid = _session_with_turns(memory, chat, "alice", ["a poison pill for the embedder"])
+    stream.records()
+    end_session(memory, "alice", sid)
+    deps.embedder.fail = lambda texts: True
+    event = stream.event()
+    _handle(event, lambda_context)
+    _handle(event, lambda_context)
+    assert memory.get_session(sid).status == "FAILED"
+    deps.embedder.fail = None
+    monkeypatch.setattr(wiring, "consolidation_deps", lambda: deps)
+
+    assert redrive.handler({}, lambda_context) == {"sessions": {sid: "consolidated"}}
+    assert memory.get_session(sid).status == "CONSOLIDATED"
+
+
+def test_the_ingest_function_indexes_documents_given_in_its_event(lambda_context, monkeypatch):
+    from chatmemory import wiring
+    from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+    from chatmemory.schema import PASSAGE_INDEX
+    from handlers import ingest
+
+    index = EmbeddedLongTermIndex()
+    monkeypatch.setattr(wiring, "long_term_index", lambda: index)
+    monkeypatch.setattr(wiring, "embedder", lambda: FakeEmbedder())
+    event = {"documents": [{"doc_id": "handbook", "text": "Refunds within 14 days."}]}
+
+    assert ingest.handler(event, lambda_context) == {"documents": 1, "passages": 1}
+    assert index.count(PASSAGE_INDEX) == 1
+
+
 def test_long_sessions_are_summarized_in_chunks_that_fit_the_model():
     model = FakeGenerator(reply=lambda prompt: "partial summary", context_tokens=512)
     summarizer = ModelSummarizer(model, max_new_tokens=60)

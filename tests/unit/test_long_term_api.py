@@ -15,6 +15,7 @@ from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_s
 from chatmemory.services.ingest import SourceDocument, ingest_documents
 from chatmemory.services.recall import NOTHING_REMEMBERED, NOTHING_VERIFIED
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
+from tests.purging import Purger
 from tests.unit.test_chat_api import Api
 
 
@@ -138,11 +139,18 @@ def test_past_degrades_to_short_term_memory_when_the_index_is_down(setup) -> Non
     assert turn["sources"] == []
 
 
-def test_deleting_a_session_removes_its_long_term_entries(setup) -> None:
+def test_deleting_a_session_removes_its_long_term_entries(
+    setup, dynamodb, monkeypatch: pytest.MonkeyPatch, lambda_context
+) -> None:
     api, deps, index, model = setup
     gone = _remember(api, deps, "alice", ["forget me please"])
     kept = _remember(api, deps, "alice", ["keep this one"])
+    purger = Purger(dynamodb, deps.memory, index, monkeypatch, lambda_context)
     assert api.call("DELETE", f"/sessions/{gone}", user="alice")[0] == 204
+    # Unreachable at once, although the index still holds it until the purge runs.
+    found = api.call("GET", "/memories", query={"q": "forget me please"}, user="alice")[1]
+    assert gone not in [m["session_id"] for m in found["memories"]]
+    purger.drain()
     sessions = {
         r[0]
         for r in index._db.execute("SELECT session_id FROM docs WHERE idx = ?", (MEMORY_INDEX,))
@@ -150,13 +158,28 @@ def test_deleting_a_session_removes_its_long_term_entries(setup) -> None:
     assert sessions == {kept}
 
 
-def test_delete_memories_forgets_everything_of_the_caller_only(setup, dynamodb) -> None:
+def test_delete_memories_forgets_everything_of_the_caller_only(
+    setup, dynamodb, monkeypatch: pytest.MonkeyPatch, lambda_context
+) -> None:
     api, deps, index, model = setup
-    _remember(api, deps, "alice", ["alice fact"])
+    old = _remember(api, deps, "alice", ["alice fact"])
     api.new_session(user="alice")
     bobs = _remember(api, deps, "bob", ["bob fact"])
+    purger = Purger(dynamodb, deps.memory, index, monkeypatch, lambda_context)
     status, _ = api.call("DELETE", "/memories", user="alice")
     assert status == 204
+    # Everything is out of reach before anything is physically deleted.
+    assert api.call("GET", "/sessions", user="alice")[1]["sessions"] == []
+    assert api.call("GET", f"/sessions/{old}", user="alice")[0] == 404
+    found = api.call("GET", "/memories", query={"q": "alice fact"}, user="alice")[1]
+    assert found["memories"] == []
+    assert api.call("GET", "/deletions", user="alice")[1]["complete"] is False
+    purger.drain()
+    assert api.call("GET", "/deletions", user="alice")[1] == {
+        "complete": True,
+        "sessions_pending": 0,
+        "forget_requests_pending": 0,
+    }
     assert api.call("GET", "/sessions", user="alice")[1]["sessions"] == []
     users = {
         r[0] for r in index._db.execute("SELECT user_id FROM docs WHERE idx = ?", (MEMORY_INDEX,))

@@ -28,6 +28,7 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
         ("/sessions/{session_id}/export", "get"),
         ("/memories", "get"),
         ("/memories", "delete"),
+        ("/deletions", "get"),
     }
     post = document["paths"]["/sessions/{session_id}/messages"]["post"]
     body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]

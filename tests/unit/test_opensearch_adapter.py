@@ -449,10 +449,11 @@ def test_delete_session_deletes_by_user_and_session(exchange: Exchange) -> None:
     index.delete_session("user-a", "sess-1")
 
     [sent] = exchange.sent
+    # refresh=true: searches stop seeing the documents when the call returns.
     assert (sent.method, sent.url, sent.params) == (
         "POST",
         "/conversation-memories/_delete_by_query",
-        {"conflicts": "proceed"},
+        {"conflicts": "proceed", "refresh": "true"},
     )
     assert sent.json() == {
         "query": {

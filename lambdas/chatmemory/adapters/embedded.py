@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.schema import TEXT_STOPWORDS
+from chatmemory.schema import PASSAGE_INDEX, TEXT_STOPWORDS
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(TEXT_STOPWORDS)
@@ -155,6 +155,16 @@ class EmbeddedLongTermIndex:
     def delete_user(self, user_id: str) -> None:
         with self._lock, self._db:
             self._delete_where("user_id = ?", (user_id,))
+            self._matrices.clear()
+
+    def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
+        keys = [f"{PASSAGE_INDEX}", doc_id, *keep]
+        marks = ",".join("?" * len(keep))
+        where = "idx = ? AND json_extract(meta, '$.doc_id') = ?"
+        if keep:
+            where += f" AND doc_key NOT IN ({marks})"
+        with self._lock, self._db:
+            self._delete_where(where, tuple(keys))
             self._matrices.clear()
 
     def count(self, index: str) -> int:

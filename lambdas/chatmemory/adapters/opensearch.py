@@ -163,6 +163,15 @@ class OpenSearchLongTermIndex:
         with _translated("delete a user's memories"):
             self._delete_where(self._name(schema.MEMORY_INDEX), _terms(user_id=user_id))
 
+    def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
+        """Remove a verified document's passages, except the doc_keys in `keep` (a re-ingested
+        document that became shorter loses its old tail)."""
+        query: dict[str, Any] = {"bool": {"filter": [{"term": {"doc_id": doc_id}}]}}
+        if keep:
+            query["bool"]["must_not"] = [{"terms": {"doc_key": list(keep)}}]
+        with _translated("delete a document's passages"):
+            self._delete_where(self._name(schema.PASSAGE_INDEX), query)
+
     def _name(self, index: str) -> str:
         return self._prefix + index
 
@@ -179,11 +188,14 @@ class OpenSearchLongTermIndex:
         return list(reply["hits"]["hits"])
 
     def _delete_where(self, name: str, query: dict[str, Any]) -> None:
+        # conflicts=proceed: a concurrent write to a doomed doc must not abort the rest.
+        params = {"conflicts": "proceed"}
+        if not self._serverless:
+            # Searches stop seeing the deleted documents when this returns, not a refresh
+            # interval later (Serverless has no refresh; recall checks sessions anyway).
+            params["refresh"] = "true"
         try:
-            # conflicts=proceed: a concurrent write to a doomed doc must not abort the rest.
-            reply = self._client.delete_by_query(
-                index=name, body={"query": query}, params={"conflicts": "proceed"}
-            )
+            reply = self._client.delete_by_query(index=name, body={"query": query}, params=params)
         except NotFoundError as error:
             if _missing_index(error):
                 return

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from chatmemory.clock import iso, utc_now
 from chatmemory.domain import Intent, Session, Turn
 from chatmemory.errors import (
     BadRequest,
@@ -23,6 +24,7 @@ from chatmemory.errors import (
 )
 from chatmemory.ports import Clock, Embedder, LongTermIndex, ShortTermMemory, TextGenerator
 from chatmemory.schema import SessionStatus
+from chatmemory.services.access import owned_session
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 from chatmemory.services.recall import (
     Answer,
@@ -33,7 +35,6 @@ from chatmemory.services.recall import (
     search_sessions,
 )
 from chatmemory.services.routing import Routed, parse_prefix, route
-from chatmemory.services.sessions import iso, owned_session, utc_now
 
 NO_LONG_TERM_MEMORY = (
     "No long-term memory is configured for this deployment, so past conversations and "
@@ -100,9 +101,10 @@ def post_message(
     known = session.turn_of(client_message_id)
     if known is not None:
         stored = deps.memory.get_turn(session_id, known)
-        if stored is not None and not stored.pending:
-            return TurnResult(stored, replayed=True)
         if stored is not None:
+            _same_message(stored, content)
+            if not stored.pending:
+                return TurnResult(stored, replayed=True)
             return _complete_pending(deps, policy, session, stored, window)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
@@ -113,7 +115,7 @@ def post_message(
     turn = Turn(
         session_id=session_id,
         turn=0,
-        user_id=user_id,
+        user_id=session.user_id,  # the owner key, as the session's
         input=content,
         response=None,
         intent=routed.intent,
@@ -128,10 +130,20 @@ def post_message(
             raise
         # Keep the user's message: a retry with the same client_message_id completes it.
         turn.pending = True
-        _append(deps, policy, session, turn)
+        _append(deps, policy, user_id, session, turn)
         raise
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
-    return _append(deps, policy, session, turn)
+    return _append(deps, policy, user_id, session, turn)
+
+
+def _same_message(stored: Turn, content: str) -> None:
+    """A retry must carry the message it retries: one id reused for another text is a client
+    bug that would otherwise silently answer with the first message's turn."""
+    if stored.input != content:
+        raise Conflict(
+            f"client_message_id was already used for a different message (turn {stored.turn}); "
+            "use a new id for a new message"
+        )
 
 
 def _check_request(policy: ChatPolicy, content: str, window_turns: int | None) -> int:
@@ -208,6 +220,7 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
             weights=policy.recall_weights,
             now=deps.clock(),
             k=policy.recall_sessions,
+            live=lambda ids: deps.memory.live_sessions(user_id, ids),
         )
         floor = found[0].score * policy.recall_relative_floor if found else 0.0
         return answer_from_past(
@@ -234,21 +247,25 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
     )
 
 
-def _append(deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn) -> TurnResult:
-    """Write the turn as the next number; on a lost race, re-read and try the next number."""
+def _append(
+    deps: ChatDeps, policy: ChatPolicy, caller: str, session: Session, turn: Turn
+) -> TurnResult:
+    """Write the turn as the next number; on a lost race, re-read and try the next number (a
+    session deleted or forgotten meanwhile then answers 404)."""
     for attempt in range(policy.append_attempts):
         turn.turn = session.num_turns + 1
         try:
             deps.memory.append_turn(session, turn, keep_message_ids=policy.keep_message_ids)
             return TurnResult(turn)
         except Conflict:
-            session = owned_session(deps.memory, turn.user_id, turn.session_id)
+            session = owned_session(deps.memory, caller, turn.session_id)
             cmid = turn.client_message_id
             known = session.turn_of(cmid)
             if known is not None:
                 # A concurrent request with the same client_message_id stored it first.
                 stored = deps.memory.get_turn(session.session_id, known)
                 if stored is not None:
+                    _same_message(stored, turn.input)
                     return TurnResult(stored, replayed=True)
             if session.status != SessionStatus.OPEN:
                 raise SessionEnded(f"session {session.session_id} ended meanwhile") from None
@@ -259,7 +276,16 @@ def _append(deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn) ->
 def _complete_pending(
     deps: ChatDeps, policy: ChatPolicy, session: Session, turn: Turn, window: int
 ) -> TurnResult:
-    """A retry of a message whose model call failed: answer it now and fill in the stored turn."""
+    """A retry of a message whose model call failed: answer it now and fill in the stored turn.
+
+    Only while the session is open: once it ended, consolidation has taken (or is taking) the
+    session into long-term memory with this message unanswered, and an answer added later
+    would never reach it. The message stays, marked pending, and the retry is told why."""
+    if session.status != SessionStatus.OPEN:
+        raise SessionEnded(
+            f"session {session.session_id} ended before turn {turn.turn} was answered; "
+            "the message is kept unanswered: ask it again in a new session"
+        )
     routed = Routed(turn.intent, parse_prefix(turn.input).text, "stored")
     started = time.perf_counter()
     _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from chatmemory.clock import iso
 from chatmemory.domain import Session, Turn
 from chatmemory.ports import (
     Embedder,
@@ -17,7 +18,6 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import MEMORY_INDEX, SessionStatus
 from chatmemory.services.prompt import Roles
-from chatmemory.services.sessions import iso
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ConsolidationPolicy:
 @dataclass
 class ConsolidationResult:
     session_id: str
-    outcome: str  # "consolidated" | "skipped" | "failed"
+    outcome: str  # "consolidated" | "skipped" | "failed" | "deleted"
     documents: int = 0
     embed_calls: int = 0
     reason: str = ""
@@ -141,14 +141,23 @@ def consolidate_session(
     index: LongTermIndex,
     policy: ConsolidationPolicy,
     now: datetime,
+    owner: str | None = None,
 ) -> ConsolidationResult:
     """Summarize, embed and index one ended session, then mark it CONSOLIDATED.
 
     A failure counts an attempt on the session; after `max_attempts` the session is marked
     FAILED with the reason and the error is not raised again (the stream moves on; the redrive
-    command retries FAILED sessions)."""
+    command retries FAILED sessions).
+
+    A session deleted while this runs is never left in the index: marking it CONSOLIDATED is
+    conditional on its status, and when that fails because it is DELETING or gone, what was
+    indexed is deleted again. A redelivered record of a deleted session (`owner` comes from
+    the stream record, for when the item is gone) deletes whatever an earlier attempt left."""
     session = memory.get_session(session_id)
-    if session is None or session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
+    if session is None or session.status == SessionStatus.DELETING:
+        _compensate(index, session.user_id if session else owner, session_id)
+        return ConsolidationResult(session_id, "deleted")
+    if session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
         return ConsolidationResult(session_id, "skipped")
     try:
         turns = list(memory.all_turns(session_id))
@@ -158,12 +167,55 @@ def consolidate_session(
         index.upsert(MEMORY_INDEX, docs)
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
         attempts = memory.record_consolidation_failure(session_id, _reason(error))
+        if attempts is None:  # deleted meanwhile: nothing to retry, nothing may stay
+            _compensate(index, session.user_id, session_id)
+            return ConsolidationResult(session_id, "deleted")
         if attempts >= policy.max_attempts:
             memory.mark_failed(session_id, _reason(error))
             return ConsolidationResult(session_id, "failed", reason=_reason(error))
         raise
-    memory.mark_consolidated(session_id, summary, iso(now))
+    if not memory.mark_consolidated(session_id, summary, iso(now)):
+        current = memory.get_session(session_id)
+        if current is None or current.status == SessionStatus.DELETING:
+            # Deleted while this ran: its purge may already have cleared the index.
+            _compensate(index, session.user_id, session_id)
+            return ConsolidationResult(session_id, "deleted")
     return ConsolidationResult(session_id, "consolidated", len(docs), calls)
+
+
+def redrive_failed(
+    *,
+    memory: ShortTermMemory,
+    summarizer: Summarizer,
+    embedder: Embedder,
+    index: LongTermIndex,
+    policy: ConsolidationPolicy,
+    now: datetime,
+) -> dict[str, str]:
+    """Consolidate each FAILED session again with a fresh attempt budget; the outcome per
+    session (an error is reported for its session and the others go on)."""
+    outcomes: dict[str, str] = {}
+    for session_id in memory.failed_sessions():
+        memory.reset_consolidation(session_id)
+        try:
+            result = consolidate_session(
+                session_id,
+                memory=memory,
+                summarizer=summarizer,
+                embedder=embedder,
+                index=index,
+                policy=policy,
+                now=now,
+            )
+            outcomes[session_id] = result.outcome
+        except Exception as error:  # noqa: BLE001 - reported per session, the rest go on
+            outcomes[session_id] = f"error: {_reason(error)}"
+    return outcomes
+
+
+def _compensate(index: LongTermIndex, owner: str | None, session_id: str) -> None:
+    if owner:
+        index.delete_session(owner, session_id)
 
 
 def _reason(error: Exception) -> str:

@@ -75,6 +75,9 @@ def ingest_documents(
             )
     embed_documents(embedder, docs)
     index.upsert(PASSAGE_INDEX, docs)
+    # A document re-ingested shorter than before must not keep answering with its old tail.
+    for doc_id in dict.fromkeys(d.doc_id for d in docs if d.doc_id):
+        index.delete_document(doc_id, keep=[d.doc_key for d in docs if d.doc_id == doc_id])
     return len(docs)
 
 

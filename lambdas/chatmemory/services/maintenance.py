@@ -6,12 +6,12 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from chatmemory.clock import iso
 from chatmemory.errors import Conflict, SessionNotFound
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import OPEN_SHARDS, SessionStatus
 from chatmemory.services.consolidation import transcript
 from chatmemory.services.prompt import Roles
-from chatmemory.services.sessions import iso
 
 
 class SummaryExtender(Protocol):
@@ -60,10 +60,36 @@ def sweep_idle_sessions(
     before = iso(now - timedelta(minutes=idle_minutes))
     ended: list[str] = []
     for shard in range(OPEN_SHARDS):
-        for session_id in memory.idle_sessions(shard, before, per_shard):
+        for session_id in memory.stale_sessions(SessionStatus.OPEN, shard, before, per_shard):
             try:
                 memory.end_session(session_id, iso(now), idle_before=before)
             except (Conflict, SessionNotFound):
                 continue  # active again, or ended/deleted meanwhile
             ended.append(session_id)
     return ended
+
+
+@dataclass
+class StaleWork:
+    abandoned_imports: list[str]
+    stalled_purges: list[str]
+
+
+def sweep_stale_work(
+    memory: ShortTermMemory, *, now: datetime, stale_minutes: int = 15, per_shard: int = 100
+) -> StaleWork:
+    """Collect what a crash left behind, from the same sparse index: an import still
+    IMPORTING long after the API's time limit is marked DELETING (the purge removes what it
+    wrote); a purge that has not progressed for a while (its stream retries ran out, say) is
+    handed to a new invocation."""
+    before = iso(now - timedelta(minutes=stale_minutes))
+    at = iso(now)
+    found = StaleWork([], [])
+    for shard in range(OPEN_SHARDS):
+        for session_id in memory.stale_sessions(SessionStatus.IMPORTING, shard, before, per_shard):
+            if memory.mark_deleting(session_id, at):
+                found.abandoned_imports.append(session_id)
+        for session_id in memory.stale_sessions(SessionStatus.DELETING, shard, before, per_shard):
+            memory.continue_purge(session_id, at)
+            found.stalled_purges.append(session_id)
+    return found

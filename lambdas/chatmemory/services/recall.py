@@ -4,7 +4,7 @@ the one-model-call answers of `/past` and `/verified`. Every adapter shares this
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -142,6 +142,9 @@ def rank_sessions(
     return ranked[:k]
 
 
+LiveCheck = Callable[[Sequence[str]], set[str]]
+
+
 def search_sessions(
     query: str,
     *,
@@ -151,15 +154,35 @@ def search_sessions(
     weights: RecallWeights,
     now: datetime,
     k: int,
+    live: LiveCheck | None = None,
 ) -> list[RankedSession]:
-    """The caller's past sessions most relevant to `query` (filtered to user_id in the index)."""
+    """The caller's past sessions most relevant to `query` (filtered to user_id in the index).
+
+    `live` says which session ids still exist for the caller: the index may hold entries of a
+    session deleted a moment ago, and those are dropped here, before anything is returned."""
     vector = embedder.embed([query])[0]
     depth = k * weights.depth
     vector_hits = index.vector_search(MEMORY_INDEX, vector, depth, user_id)
     lexical_hits = index.lexical_search(MEMORY_INDEX, query, depth, user_id)
-    return rank_sessions(
-        vector_hits, lexical_hits, weights=weights, now=now, k=k, window=time_window(query, now)
+    ranked = rank_sessions(
+        vector_hits,
+        lexical_hits,
+        weights=weights,
+        now=now,
+        k=len(vector_hits) + len(lexical_hits),
+        window=time_window(query, now),
     )
+    if live is None:
+        return ranked[:k]
+    kept: list[RankedSession] = []
+    # Usually one check of k sessions; more only while deleted sessions are still indexed.
+    for start in range(0, len(ranked), k):
+        chunk = ranked[start : start + k]
+        alive = live([s.session_id for s in chunk])
+        kept += [s for s in chunk if s.session_id in alive]
+        if len(kept) >= k:
+            break
+    return kept[:k]
 
 
 def search_passages(
@@ -273,14 +296,16 @@ def search_memories(deps: Any, policy: Any, *, user_id: str, query: str, k: int)
     """GET /memories: the caller's matching past sessions with their scores."""
     if deps.long_term is None or deps.embedder is None:
         raise LongTermMemoryUnavailable("no long-term memory is configured")
+    owner = deps.memory.get_user(user_id).owner
     found = search_sessions(
         query,
-        user_id=user_id,
+        user_id=owner,
         embedder=deps.embedder,
         index=deps.long_term,
         weights=policy.recall_weights,
         now=deps.clock(),
         k=k,
+        live=lambda ids: deps.memory.live_sessions(owner, ids),
     )
     return [
         {

@@ -1,0 +1,69 @@
+"""Purge Lambda: physical deletion of what callers deleted (sessions stream: a session marked
+DELETING; users stream: a forget request). See services/forget.py for why it is safe."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.utilities.batch import (
+    BatchProcessor,
+    EventType,
+    process_partial_response,
+)
+from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from chatmemory import schema, wiring
+from chatmemory.services.forget import purge_session, purge_user
+from chatmemory.streams import key_of, matches
+
+logger = Logger(service="purge")
+tracer = Tracer(service="purge")
+metrics = Metrics(namespace="ChatMemory", service="purge")
+processor = BatchProcessor(
+    event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
+)
+
+
+def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None = None) -> None:
+    deps = wiring.purge_deps()
+
+    def time_left() -> float:
+        if lambda_context is None:
+            return float("inf")
+        return lambda_context.get_remaining_time_in_millis() / 1000
+
+    keys = record.raw_event["dynamodb"]["Keys"]
+    if schema.SESSION_ID in keys:
+        if not matches(schema.SESSION_DELETING_FILTER, record.raw_event):
+            return
+        result = purge_session(
+            key_of(record.raw_event, schema.SESSION_ID),
+            memory=deps.memory,
+            index=deps.index,
+            time_left=time_left,
+            policy=deps.policy,
+        )
+    else:
+        if not matches(schema.USER_PURGE_FILTER, record.raw_event):
+            return
+        result = purge_user(
+            key_of(record.raw_event, schema.USER_ID),
+            memory=deps.memory,
+            index=deps.index,
+            time_left=time_left,
+            policy=deps.policy,
+        )
+    logger.info("purge", extra={"result": result.__dict__})
+    metrics.add_metric(name=f"Purge{result.outcome.title()}", unit=MetricUnit.Count, value=1)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics
+def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+    return process_partial_response(
+        event=event, record_handler=record_handler, processor=processor, context=context
+    )

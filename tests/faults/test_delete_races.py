@@ -1,0 +1,174 @@
+"""Deletes racing writes on DynamoDB Local, made deterministic: the delete happens at a chosen
+point inside the other request (the model call of a chat turn, the writes of an import).
+
+Failed first: with real threads, 20 of 20 rounds of delete_session racing post_message left
+orphan turns (the delete removed the turns, then the session; the turn's transaction only
+checked num_turns). A failed import left its first turns under no session item."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from chatmemory.api_models import ImportDocument
+from chatmemory.errors import ModelUnavailable, SessionNotFound, ShortTermMemoryUnavailable
+from chatmemory.services import sessions
+from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.forget import forget_user, purge_session, purge_user
+from chatmemory.services.maintenance import sweep_stale_work
+from tests.fakes import FakeGenerator
+from tests.faults.conftest import Store
+
+pytestmark = pytest.mark.integration
+
+
+def _purge_all(store: Store, *session_ids: str) -> None:
+    for sid in session_ids:
+        purge_session(sid, memory=store.memory, index=None, time_left=lambda: 60)
+
+
+def _nothing_left(store: Store, session_id: str) -> None:
+    assert store.turns(session_id) == []
+    found = store.client.get_item(
+        TableName=store.sessions_table,
+        Key={"session_id": {"S": session_id}},
+        ConsistentRead=True,
+    )
+    assert "Item" not in found
+
+
+@pytest.mark.parametrize("how", ["the session", "everything"])
+def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how: str) -> None:
+    memory = store.memory
+    sid = sessions.create_session(memory, "alice").session_id
+    deps = ChatDeps(memory=memory, generator=FakeGenerator())
+    post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content="first")
+
+    def delete_then_answer(prompt: str) -> str:
+        # The turn has read the session and its window; now the user deletes.
+        if how == "the session":
+            sessions.delete_session(memory, "alice", sid)
+        else:
+            forget_user(memory, "alice")
+        return "an answer nobody will see"
+
+    deps.generator = FakeGenerator(reply=delete_then_answer)
+    if how == "the session":
+        # The tombstone is written before the turn: its transaction fails, the caller gets 404.
+        with pytest.raises(SessionNotFound):
+            post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content="second")
+        assert [t["input"] for t in store.turns(sid)] == ["first"]
+    else:
+        # The turn lands under the forgotten owner key, which nobody can reach any more; the
+        # purge marks the session (after settle_seconds, longer than any API request lasts),
+        # so the turn is deleted with it.
+        post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content="second")
+        with pytest.raises(SessionNotFound):
+            sessions.get_session(memory, "alice", sid)
+        purge_user("alice", memory=memory, index=None, time_left=lambda: 60, sleep=lambda s: None)
+    _purge_all(store, sid)
+    _nothing_left(store, sid)
+
+
+def test_a_message_kept_after_a_model_failure_is_not_written_into_a_deleted_session(
+    store: Store,
+) -> None:
+    memory = store.memory
+    sid = sessions.create_session(memory, "alice").session_id
+
+    def delete_then_fail(prompt: str) -> str:
+        sessions.delete_session(memory, "alice", sid)
+        raise ModelUnavailable("the model went down")
+
+    deps = ChatDeps(memory=memory, generator=FakeGenerator(reply=delete_then_fail))
+    with pytest.raises(SessionNotFound):
+        post_message(
+            deps, ChatPolicy(), user_id="alice", session_id=sid, content="hi", client_message_id="m"
+        )
+    assert store.turns(sid) == []
+    _purge_all(store, sid)
+    _nothing_left(store, sid)
+
+
+def test_a_turn_written_just_before_the_delete_is_purged_with_the_session(store: Store) -> None:
+    memory = store.memory
+    sid = sessions.create_session(memory, "alice").session_id
+    deps = ChatDeps(memory=memory, generator=FakeGenerator())
+    for i in range(60):
+        post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=f"m{i}")
+    sessions.delete_session(memory, "alice", sid)
+    _purge_all(store, sid)
+    _nothing_left(store, sid)
+
+
+def _document(count: int) -> ImportDocument:
+    return ImportDocument.model_validate(
+        {"messages": [{"input": f"message {i}", "response": f"answer {i}"} for i in range(count)]}
+    )
+
+
+class FailingWrites:
+    """Lets `allowed` batch writes through, then fails every next one as DynamoDB would."""
+
+    def __init__(self, store: Store, allowed: int) -> None:
+        self.allowed = allowed
+        real = store.memory.put_turns
+
+        def put_turns(turns: Any) -> None:
+            if self.allowed <= 0:
+                raise ShortTermMemoryUnavailable("DynamoDB kept items unprocessed")
+            self.allowed -= 1
+            real(turns)
+
+        store.memory.put_turns = put_turns  # type: ignore[method-assign]
+
+
+def test_an_import_that_fails_half_way_is_unreachable_and_purged(store: Store) -> None:
+    FailingWrites(store, allowed=1)
+    created: list[str] = []
+
+    def make_id() -> str:
+        created.append("imported-1")
+        return "imported-1"
+
+    with pytest.raises(ShortTermMemoryUnavailable):
+        sessions.import_session(store.memory, "alice", _document(1200), make_id=make_id)
+    assert len(store.turns("imported-1")) == 500  # the first batch was written...
+    with pytest.raises(SessionNotFound):  # ...and nobody can reach it
+        sessions.get_session(store.memory, "alice", "imported-1")
+    assert sessions.list_sessions(store.memory, "alice", limit=10, next_token=None).items == []
+    assert store.session("imported-1")["status"] == "DELETING"
+    _purge_all(store, "imported-1")
+    _nothing_left(store, "imported-1")
+
+
+def test_an_import_whose_process_died_is_collected_by_the_sweeper(store: Store) -> None:
+    FailingWrites(store, allowed=1)
+    store.memory.mark_deleting = lambda *a, **k: (_ for _ in ()).throw(  # type: ignore[method-assign]
+        ShortTermMemoryUnavailable("and the clean-up write failed too")
+    )
+    with pytest.raises(ShortTermMemoryUnavailable):
+        sessions.import_session(store.memory, "alice", _document(800), make_id=lambda: "imp-2")
+    del store.memory.mark_deleting  # the next process is healthy
+    assert store.session("imp-2")["status"] == "IMPORTING"
+    with pytest.raises(SessionNotFound):
+        sessions.get_session(store.memory, "alice", "imp-2")
+
+    now = datetime.now(UTC)
+    assert sweep_stale_work(store.memory, now=now).abandoned_imports == []  # not stale yet
+    later = sweep_stale_work(store.memory, now=now + timedelta(minutes=30))
+    assert later.abandoned_imports == ["imp-2"]
+    _purge_all(store, "imp-2")
+    _nothing_left(store, "imp-2")
+
+
+def test_a_stalled_purge_is_handed_to_a_new_invocation_by_the_sweeper(store: Store) -> None:
+    memory = store.memory
+    sid = sessions.create_session(memory, "alice").session_id
+    sessions.delete_session(memory, "alice", sid)  # and its purge never ran (retries ran out)
+    before = store.session(sid).get("purge_round", 0)
+    found = sweep_stale_work(memory, now=datetime.now(UTC) + timedelta(minutes=30))
+    assert found.stalled_purges == [sid]
+    assert store.session(sid)["purge_round"] == before + 1  # the stream hands it over

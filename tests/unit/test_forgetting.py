@@ -1,0 +1,196 @@
+"""Deleting is final: after DELETE /sessions/{id} or DELETE /memories returns, nothing of what was
+deleted can be recalled, listed or searched, whatever consolidation is doing at that moment.
+
+The race of the bug report (a session deleted while it is being consolidated) is made
+deterministic: the long-term index pauses consolidation right after its write, the test
+deletes (and runs the purge, or not) at that point, then lets consolidation finish."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from chatmemory import wiring
+from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+from chatmemory.ports import MemoryDoc
+from chatmemory.schema import MEMORY_INDEX
+from chatmemory.services.chat import ChatDeps
+from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
+from tests.purging import Purger
+from tests.unit.test_chat_api import Api
+
+
+class PausingIndex(EmbeddedLongTermIndex):
+    """The embedded index, calling a hook once, just before or just after its next write: the
+    moments a concurrent delete hurt before the fix (session read, documents about to be or
+    just written, session not yet marked CONSOLIDATED)."""
+
+    hook: Callable[[], None] | None = None
+    moment = "after"
+
+    def upsert(self, index: str, docs: Any) -> None:
+        if self.moment == "before":
+            self._fire()
+        super().upsert(index, docs)
+        if self.moment == "after":
+            self._fire()
+
+    def _fire(self) -> None:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()
+
+
+@pytest.fixture
+def world(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any):
+    from handlers import chat_api
+
+    index = PausingIndex()
+    deps = ChatDeps(
+        memory=wiring.short_term_memory(),
+        generator=FakeGenerator(reply=lambda prompt: "grounded answer"),
+        embedder=FakeEmbedder(),
+        long_term=index,
+    )
+    monkeypatch.setattr(wiring, "chat_deps", lambda: deps)
+    api = Api(chat_api.handler, lambda_context)
+    purger = Purger(dynamodb, deps.memory, index, monkeypatch, lambda_context)
+    return api, deps, index, purger
+
+
+def _ended(api: Api, user: str, text: str) -> str:
+    sid = api.new_session(user=user)
+    api.say(sid, text, user=user)
+    assert api.call("POST", f"/sessions/{sid}/end", user=user)[0] == 200
+    return sid
+
+
+def _consolidate(deps: ChatDeps, sid: str, owner: str | None = None) -> str:
+    return consolidate_session(
+        sid,
+        memory=deps.memory,
+        summarizer=FakeSummarizer(),
+        embedder=deps.embedder,
+        index=deps.long_term,
+        policy=ConsolidationPolicy(),
+        now=datetime.now(UTC),
+        owner=owner,
+    ).outcome
+
+
+def _indexed(index: EmbeddedLongTermIndex, sid: str) -> int:
+    rows = index._db.execute(
+        "SELECT count(*) FROM docs WHERE idx = ? AND session_id = ?", (MEMORY_INDEX, sid)
+    )
+    return int(rows.fetchone()[0])
+
+
+def _recalled(api: Api, user: str, query: str) -> set[str]:
+    status, found = api.call("GET", "/memories", query={"q": query}, user=user)
+    assert status == 200, found
+    past = api.new_session(user=user)
+    turn = api.say(past, f"/past {query}", user=user)
+    cited = {s["id"] for s in turn["sources"]}
+    api.call("DELETE", f"/sessions/{past}", user=user)
+    return {m["session_id"] for m in found["memories"]} | cited
+
+
+DELETES = {
+    "the session": lambda api, sid: api.call("DELETE", f"/sessions/{sid}", user="alice"),
+    "everything": lambda api, sid: api.call("DELETE", "/memories", user="alice"),
+}
+
+
+@pytest.mark.parametrize("delete", DELETES, ids=list(DELETES))
+@pytest.mark.parametrize("purge_during", [True, False], ids=["purged-meanwhile", "purged-after"])
+@pytest.mark.parametrize("moment", ["before", "after"], ids=["before-write", "after-write"])
+def test_a_delete_while_consolidation_writes_the_index_leaves_nothing_recallable(
+    world: Any, delete: str, purge_during: bool, moment: str
+) -> None:
+    """Failed first (10 of 10 rounds in the bug report): consolidation wrote the index without
+    checking the session still existed, and its final conditional write failed silently."""
+    api, deps, index, purger = world
+    sid = _ended(api, "alice", "We are adopting a rescue greyhound named Biscuit")
+    kept = _ended(api, "bob", "Bob's greyhound is called Biscuit too")
+    assert _consolidate(deps, kept) == "consolidated"
+    seen_during: list[set[str]] = []
+
+    def delete_now() -> None:
+        assert (_indexed(index, sid) > 0) == (moment == "after")
+        assert DELETES[delete](api, sid)[0] == 204
+        # The index still holds the documents, yet nothing of them is recalled any more.
+        seen_during.append(_recalled(api, "alice", "greyhound Biscuit"))
+        if purge_during:
+            purger.drain()
+
+    index.hook, index.moment = delete_now, moment
+    # A forgotten user's session is still ENDED under the old owner key until the purge marks
+    # it: consolidating it then is harmless (nobody can reach that key), the purge cleans up.
+    late_forget = delete == "everything" and not purge_during
+    assert _consolidate(deps, sid) == ("consolidated" if late_forget else "deleted")
+    purger.drain()
+
+    assert seen_during == [set()]
+    assert _indexed(index, sid) == 0
+    assert _recalled(api, "alice", "greyhound Biscuit") == set()
+    assert api.call("GET", f"/sessions/{sid}", user="alice")[0] == 404
+    assert api.call("GET", "/sessions", user="alice")[1]["sessions"] == []
+    purger.drain()  # the /past sessions the checks made and deleted
+    assert api.call("GET", "/deletions", user="alice")[1]["complete"] is True
+    # Another user's memory of the same words is untouched.
+    assert _recalled(api, "bob", "greyhound Biscuit") == {kept}
+
+
+def test_a_redelivered_record_of_a_purged_session_deletes_what_a_crashed_attempt_indexed(
+    world: Any,
+) -> None:
+    """An attempt that indexed and then died (before marking the session) is retried from the
+    stream after the session was deleted and purged: the retry removes the orphans, using the
+    owner in the stream record since the session item is gone."""
+    api, deps, index, purger = world
+    sid = _ended(api, "alice", "my passport number is in the blue folder")
+    orphan = MemoryDoc(
+        doc_key=f"{sid}#summary",
+        user_id="alice",
+        kind="summary",
+        text="passport in the blue folder",
+        created_at="2026-11-01T00:00:00.000Z",
+        embedding=FakeEmbedder().embed(["passport in the blue folder"])[0],
+        session_id=sid,
+    )
+    index.upsert(MEMORY_INDEX, [orphan])  # what the crashed attempt left
+    assert api.call("DELETE", f"/sessions/{sid}", user="alice")[0] == 204
+    purger.drain()
+    index.upsert(MEMORY_INDEX, [orphan])  # ...written again by a zombie write after the purge
+    assert _recalled(api, "alice", "passport blue folder") == set()
+
+    assert _consolidate(deps, sid, owner="alice") == "deleted"
+    assert _indexed(index, sid) == 0
+
+
+def test_a_purge_that_runs_out_of_time_hands_over_and_finishes(world: Any) -> None:
+    """A very long session is purged in several invocations (each touches the item, which the
+    stream turns into the next invocation), never leaving its turns behind."""
+    from chatmemory.services.forget import PurgePolicy, purge_session
+
+    api, deps, index, purger = world
+    sid = api.new_session(user="alice")
+    for i in range(12):
+        api.say(sid, f"note {i}", user="alice")
+    assert api.call("DELETE", f"/sessions/{sid}", user="alice")[0] == 204
+    result = purge_session(
+        sid,
+        memory=deps.memory,
+        index=index,
+        time_left=lambda: 1.0,  # seconds left in this invocation: below the reserve at once
+        policy=PurgePolicy(turns_per_round=5, reserve_seconds=10),
+    )
+    assert (result.outcome, result.deleted) == ("continued", 5)
+    assert len(list(deps.memory.all_turns(sid))) == 7
+    purger.drain()  # the touch re-triggers the purge, which finishes
+    assert deps.memory.get_session(sid) is None
+    assert list(deps.memory.all_turns(sid)) == []
