@@ -32,8 +32,14 @@ def redrive(deps: Any, *, now: datetime) -> dict[str, str]:
 
 def main() -> None:
     from chatmemory import wiring
+    from chatmemory.services.forget import rekick_user_purges
 
-    print(json.dumps(redrive(wiring.consolidation_deps(), now=datetime.now(UTC)), indent=2))
+    deps = wiring.consolidation_deps()
+    report = {
+        "sessions": redrive(deps, now=datetime.now(UTC)),
+        "purges_restarted": rekick_user_purges(deps.memory),
+    }
+    print(json.dumps(report, indent=2))
 
 
 if __name__ == "__main__":

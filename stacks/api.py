@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cognito as cognito
@@ -13,7 +11,7 @@ from constructs import Construct
 
 from chatmemory import schema
 from stacks import nag
-from stacks.config import Config
+from stacks.config import CHAT_TIMEOUT_SECONDS, Config
 from stacks.functions import LambdaFactory, retention
 from stacks.long_term import LongTermMemory
 from stacks.models import Models
@@ -42,7 +40,6 @@ class ChatApi(Construct):
         storage: Storage,
         models: Models,
         long_term: LongTermMemory,
-        environment: Mapping[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -52,7 +49,7 @@ class ChatApi(Construct):
             handler="handlers.chat_api.handler",
             description="Chat API: sessions, messages, recall",
             environment={
-                **environment,
+                **storage.environment(storage.sessions, storage.conversations, storage.users),
                 **models.environment,
                 **long_term.environment,
                 schema.ENV_MAX_INPUT_CHARS: str(config.max_input_chars),
@@ -61,15 +58,42 @@ class ChatApi(Construct):
                 schema.ENV_CORS_ORIGINS: ",".join(config.cors_origins),
             },
             # API Gateway stops waiting after 29 s; model calls are budgeted below that.
-            timeout=Duration.seconds(29),
+            timeout=Duration.seconds(CHAT_TIMEOUT_SECONDS),
             memory_mb=1024,
         )
-        storage.sessions.grant_read_write_data(self.handler)
-        storage.conversations.grant_read_write_data(self.handler)
+        # Exactly the calls of the chat routes (chatmemory/adapters/dynamodb.py): BatchGetItem
+        # reads a session with its caller's state; a new session's transaction checks the
+        # caller's generation (ConditionCheckItem); an import writes turns in batches.
+        storage.grant(
+            self.handler,
+            storage.sessions,
+            "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+        )
+        storage.grant(
+            self.handler,
+            storage.conversations,
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchWriteItem",
+        )
+        storage.grant(
+            self.handler,
+            storage.users,
+            "dynamodb:GetItem",
+            "dynamodb:BatchGetItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:ConditionCheckItem",
+        )
         models.grant_text(self.handler)
         models.grant_embed(self.handler)
-        long_term.grant_read_write(self.handler)
-        storage.acknowledge_index_grants(self.handler.role)
+        # Recall only searches; deleting from the indexes is the purge's work.
+        long_term.grant(self.handler, search=schema.LONG_TERM_INDEXES)
 
         self.user_pool: cognito.UserPool | None = None
         self.client: cognito.UserPoolClient | None = None
@@ -173,9 +197,12 @@ class ChatApi(Construct):
         )
         self.client = self.user_pool.add_client(
             "CliClient",
-            # A public client (the CLI example, the web page): no secret, SRP or password auth.
+            # A public client for the README's CLI example (InitiateAuth with
+            # USER_PASSWORD_AUTH, then refresh tokens; the web page takes a pasted token): no
+            # secret, no SRP, and no OAuth flows, callback URLs or scopes (no hosted UI).
             generate_secret=False,
-            auth_flows=cognito.AuthFlow(user_srp=True, user_password=True),
+            auth_flows=cognito.AuthFlow(user_password=True),
+            disable_o_auth=True,
             prevent_user_existence_errors=True,
             enable_token_revocation=True,
             id_token_validity=Duration.hours(1),

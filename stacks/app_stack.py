@@ -7,7 +7,6 @@ from typing import Any
 from aws_cdk import App, CfnOutput, Stack
 from constructs import Construct
 
-from chatmemory import schema
 from stacks import nag
 from stacks.api import ChatApi
 from stacks.config import Config
@@ -16,6 +15,7 @@ from stacks.functions import LambdaFactory
 from stacks.long_term import LongTermMemory
 from stacks.models import Models
 from stacks.monitoring import Monitoring
+from stacks.operator_tools import OperatorTools
 from stacks.storage import Storage
 
 
@@ -36,10 +36,6 @@ class ChatMemoryStack(Stack):
 
         self.storage = Storage(self, "Storage", production=config.production)
         self.functions = LambdaFactory(self, "Functions", config=config)
-        tables = {
-            schema.ENV_SESSIONS_TABLE: self.storage.sessions.table_name,
-            schema.ENV_CONVERSATIONS_TABLE: self.storage.conversations.table_name,
-        }
         self.models = Models(self, "Models", config=config)
         self.long_term = LongTermMemory(
             self, "LongTermMemory", config=config, factory=self.functions
@@ -52,7 +48,6 @@ class ChatMemoryStack(Stack):
             storage=self.storage,
             models=self.models,
             long_term=self.long_term,
-            environment=tables,
         )
         self.consolidation = Consolidation(
             self,
@@ -62,7 +57,14 @@ class ChatMemoryStack(Stack):
             storage=self.storage,
             models=self.models,
             long_term=self.long_term,
-            environment=tables,
+        )
+        self.operator_tools = OperatorTools(
+            self,
+            "OperatorTools",
+            factory=self.functions,
+            storage=self.storage,
+            models=self.models,
+            long_term=self.long_term,
         )
         self.monitoring = Monitoring(
             self,
@@ -72,6 +74,7 @@ class ChatMemoryStack(Stack):
             stream_functions={
                 "Consolidate": self.consolidation.consolidate,
                 "Compact": self.consolidation.compact,
+                "Purge": self.consolidation.purge,
             },
             dead_letter_queues=self.consolidation.dead_letter_queues,
             api=self.api.rest_api,
@@ -79,6 +82,7 @@ class ChatMemoryStack(Stack):
         )
         CfnOutput(self, "SessionsTableName", value=self.storage.sessions.table_name)
         CfnOutput(self, "ConversationsTableName", value=self.storage.conversations.table_name)
+        CfnOutput(self, "UsersTableName", value=self.storage.users.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
 
 

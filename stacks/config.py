@@ -25,6 +25,11 @@ ARCHITECTURE = "arm64"
 PIP_PLATFORM = "manylinux2014_aarch64"
 # AWS's account that publishes the Powertools for AWS Lambda (Python) layers (commercial regions).
 POWERTOOLS_LAYER_ACCOUNT = "017000801446"
+# API Gateway stops waiting for an integration after 29 s: the chat Lambda's timeout.
+CHAT_TIMEOUT_SECONDS = 29
+# The purge hands over to a next invocation when it runs short; it may first sleep for
+# purgeSettleSeconds after a forget.
+PURGE_TIMEOUT_SECONDS = 300
 
 ModelMode = Literal["endpoints", "deploy", "bedrock"]
 SearchMode = Literal["domain", "serverless"]
@@ -112,6 +117,10 @@ class Config:
     stream_retry_attempts: int = schema.CONSOLIDATION_TRIGGER.retry_attempts
     consolidation_max_record_age_hours: int = 6
     compaction_max_record_age_hours: int = 1
+    purge_max_record_age_hours: int = 6
+    # How long a purge waits after a forget before it trusts the user index. Longer than the
+    # chat function's timeout, so no request that read the old generation is still writing.
+    purge_settle_seconds: int = 30
 
     # Operations.
     log_retention_days: int = 30
@@ -195,6 +204,11 @@ class Config:
             raise ValueError("powertoolsLayerVersion must be a version number or 'latest'")
         if not 0 <= self.stream_retry_attempts <= 10:
             raise ValueError("streamRetryAttempts must be between 0 and 10")
+        if not CHAT_TIMEOUT_SECONDS < self.purge_settle_seconds <= PURGE_TIMEOUT_SECONDS // 2:
+            raise ValueError(
+                f"purgeSettleSeconds must be longer than the chat function's timeout "
+                f"({CHAT_TIMEOUT_SECONDS} s) and at most {PURGE_TIMEOUT_SECONDS // 2} s"
+            )
 
     @property
     def zone_awareness(self) -> bool:

@@ -1,5 +1,5 @@
-"""Stream processing: consolidation (sessions stream), rolling summaries (conversations stream)
-and the scheduled idle-session sweeper."""
+"""Stream processing: consolidation (sessions stream), rolling summaries (conversations stream),
+the purge (sessions and users streams) and the scheduled idle-session sweeper."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from constructs import Construct
 
 from chatmemory import schema
 from stacks import nag
-from stacks.config import Config
+from stacks.config import PURGE_TIMEOUT_SECONDS, Config
 from stacks.functions import LambdaFactory
 from stacks.long_term import LongTermMemory
 from stacks.models import Models
@@ -36,7 +36,8 @@ def stream_filter(pattern: Mapping[str, Any]) -> dict[str, str]:
 
 
 class Consolidation(Construct):
-    """The three background functions and the dead-letter queues of the two stream mappings."""
+    """The background functions (consolidation, compaction, purge, the idle sweeper) and the
+    dead-letter queues of their stream mappings, one queue per mapping."""
 
     def __init__(
         self,
@@ -48,35 +49,33 @@ class Consolidation(Construct):
         storage: Storage,
         models: Models,
         long_term: LongTermMemory,
-        environment: Mapping[str, str],
     ) -> None:
         super().__init__(scope, construct_id)
         self.dead_letter_queues: dict[str, sqs.Queue] = {}
+        self._config = config
 
         self.consolidate = factory.function(
             self,
             "Consolidate",
             handler=schema.CONSOLIDATION_TRIGGER.handler,
             description="Sessions stream (OPEN -> ENDED): summarize, embed, index",
-            environment={**environment, **models.environment, **long_term.environment},
+            environment={
+                **storage.environment(storage.sessions, storage.conversations),
+                **models.environment,
+                **long_term.environment,
+            },
             # A batch of sessions, each a few model calls.
             timeout=Duration.minutes(5),
             memory_mb=1024,
             wildcard_reasons=[LIST_STREAMS_REASON],
         )
-        storage.sessions.grant_read_write_data(self.consolidate)
-        storage.acknowledge_index_grants(self.consolidate.role)
-        storage.conversations.grant_read_data(self.consolidate)
-        models.grant_text(self.consolidate)
-        models.grant_embed(self.consolidate)
-        long_term.grant_read_write(self.consolidate, bulk=True)
+        grant_consolidation(self.consolidate, storage, models, long_term)
         self._subscribe(
             self.consolidate,
             storage.sessions,
             "ConsolidationDlq",
             trigger=schema.CONSOLIDATION_TRIGGER,
             max_record_age=Duration.hours(config.consolidation_max_record_age_hours),
-            retries=config.stream_retry_attempts,
         )
 
         self.compact = factory.function(
@@ -84,14 +83,17 @@ class Consolidation(Construct):
             "Compact",
             handler=schema.COMPACTION_TRIGGER.handler,
             description="Conversations stream (new turns): extend the session's rolling summary",
-            environment={**environment, **models.environment},
+            environment={
+                **storage.environment(storage.sessions, storage.conversations),
+                **models.environment,
+            },
             timeout=Duration.minutes(2),
             memory_mb=512,
             wildcard_reasons=[LIST_STREAMS_REASON],
         )
-        storage.sessions.grant_read_write_data(self.compact)
-        storage.acknowledge_index_grants(self.compact.role)
-        storage.conversations.grant_read_data(self.compact)
+        # Reads the session and the turns to fold in, then advances the summary conditionally.
+        storage.grant(self.compact, storage.sessions, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        storage.grant(self.compact, storage.conversations, "dynamodb:Query")
         models.grant_text(self.compact)
         self._subscribe(
             self.compact,
@@ -100,23 +102,72 @@ class Consolidation(Construct):
             trigger=schema.COMPACTION_TRIGGER,
             # A summary is best effort: the next turn extends it again.
             max_record_age=Duration.hours(config.compaction_max_record_age_hours),
-            retries=config.stream_retry_attempts,
         )
+
+        self.purge = factory.function(
+            self,
+            "Purge",
+            handler=schema.SESSION_PURGE_TRIGGER.handler,
+            description="Sessions and users streams: delete what callers deleted or forgot",
+            environment={
+                **storage.environment(storage.sessions, storage.conversations, storage.users),
+                **long_term.environment,
+                schema.ENV_PURGE_SETTLE_SECONDS: str(config.purge_settle_seconds),
+            },
+            # A purge that runs short hands over to a next invocation; after a forget it may
+            # first wait PURGE_SETTLE_SECONDS.
+            timeout=Duration.seconds(PURGE_TIMEOUT_SECONDS),
+            memory_mb=512,
+            wildcard_reasons=[LIST_STREAMS_REASON],
+        )
+        # services/forget.py: a session's memories, turns (Query of keys, BatchWriteItem of
+        # deletes) and item; a forget marks the old owner's sessions (user index) DELETING.
+        storage.grant(
+            self.purge,
+            storage.sessions,
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
+        )
+        storage.grant(
+            self.purge, storage.conversations, "dynamodb:Query", "dynamodb:BatchWriteItem"
+        )
+        storage.grant(self.purge, storage.users, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        long_term.grant(self.purge, delete_by_query=[schema.MEMORY_INDEX])
+        for table, dlq_id, trigger in (
+            (storage.sessions, "SessionPurgeDlq", schema.SESSION_PURGE_TRIGGER),
+            (storage.users, "UserPurgeDlq", schema.USER_PURGE_TRIGGER),
+        ):
+            self._subscribe(
+                self.purge,
+                table,
+                dlq_id,
+                trigger=trigger,
+                max_record_age=Duration.hours(config.purge_max_record_age_hours),
+            )
 
         self.sweep = factory.function(
             self,
             "SweepIdle",
             handler="handlers.sweep_idle.handler",
-            description="Scheduled: end sessions idle too long (consolidation follows)",
+            description="Scheduled: end idle sessions, collect abandoned imports, re-kick purges",
             environment={
-                **environment,
+                **storage.environment(storage.sessions),
                 schema.ENV_IDLE_MINUTES: str(config.idle_minutes),
             },
             timeout=Duration.minutes(1),
             memory_mb=256,
         )
-        storage.sessions.grant_read_write_data(self.sweep)
-        storage.acknowledge_index_grants(self.sweep.role)
+        # Reads the sparse open-sessions index, then conditional updates (GetItem explains a
+        # failed one).
+        storage.grant(
+            self.sweep,
+            storage.sessions,
+            "dynamodb:Query",
+            "dynamodb:GetItem",
+            "dynamodb:UpdateItem",
+        )
         self.schedule = events.Rule(
             self,
             "SweepSchedule",
@@ -140,7 +191,6 @@ class Consolidation(Construct):
         *,
         trigger: schema.StreamTrigger,
         max_record_age: Duration,
-        retries: int,
     ) -> None:
         """A stream mapping that survives poison records: per-record failure reports, bisection,
         bounded retries and age, then the batch's coordinates go to an encrypted DLQ."""
@@ -166,10 +216,23 @@ class Consolidation(Construct):
                 batch_size=trigger.batch_size,
                 bisect_batch_on_error=True,
                 report_batch_item_failures=True,
-                retry_attempts=retries,
+                retry_attempts=self._config.stream_retry_attempts,
                 max_record_age=max_record_age,
                 parallelization_factor=1,
                 on_failure=sources.SqsDlq(queue),
                 filters=[stream_filter(trigger.filter)],
             )
         )
+
+
+def grant_consolidation(
+    function: lambda_.Function, storage: Storage, models: Models, long_term: LongTermMemory
+) -> None:
+    """What consolidating a session calls (services/consolidation.py): the session item and its
+    turns, both models, and the memory index (bulk upsert; delete-by-query to take back what a
+    session deleted meanwhile left there). No search."""
+    storage.grant(function, storage.sessions, "dynamodb:GetItem", "dynamodb:UpdateItem")
+    storage.grant(function, storage.conversations, "dynamodb:Query")
+    models.grant_text(function)
+    models.grant_embed(function)
+    long_term.grant(function, bulk=[schema.MEMORY_INDEX], delete_by_query=[schema.MEMORY_INDEX])

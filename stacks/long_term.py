@@ -6,12 +6,15 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import jsii
 from aws_cdk import (
     Aws,
     CustomResource,
     Duration,
+    IStableAnyProducer,
     IStableListProducer,
     Lazy,
     RemovalPolicy,
@@ -35,12 +38,31 @@ from stacks.functions import LambdaFactory, retention
 class _RoleArns:
     """The runtime roles granted access so far, read when the template is rendered."""
 
-    def __init__(self, fixed: list[str] | None = None) -> None:
-        self.fixed = fixed or []
+    def __init__(self) -> None:
         self.arns: list[str] = []
 
     def produce(self) -> list[str]:
-        return [*self.fixed, *self.arns]
+        # A role granted several operations is mapped once.
+        return list(dict.fromkeys(self.arns))
+
+
+@jsii.implements(IStableAnyProducer)
+class _Later:
+    """A value computed when the template is rendered, after every grant has been made."""
+
+    def __init__(self, compute: Callable[[], Any]) -> None:
+        self._compute = compute
+
+    def produce(self) -> Any:
+        return self._compute()
+
+
+# What each runtime operation is on a managed domain (IAM action, path under the domain ARN;
+# the paths opensearch-py requests, see chatmemory/adapters/opensearch.py) and on Serverless
+# (data access policy permissions on the index).
+_POST = "es:ESHttpPost"
+_SERVERLESS_READ = "aoss:ReadDocument"
+_SERVERLESS_WRITE = "aoss:WriteDocument"
 
 
 def physical_name(scope: Construct, suffix: str = "", *, max_length: int) -> str:
@@ -53,7 +75,13 @@ def physical_name(scope: Construct, suffix: str = "", *, max_length: int) -> str
 
 class LongTermMemory(Construct):
     """Where consolidated sessions and verified passages are searched. `environment` holds the
-    variables the runtime needs; `grant_read_write` gives a function document access."""
+    variables the runtime needs; `grant` gives a function exactly the operations it performs.
+
+    On a managed domain every app role is named in the domain access policy with exactly the
+    HTTP methods and paths of its IAM policy (within one account either policy alone would
+    allow a request, so both must be narrow), and fine-grained access control maps the runtime
+    roles to the `chatmemory_runtime` role (documents of the two indexes only). On Serverless
+    the data access policy gives each role exactly its permissions on each index."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: Config, factory: LambdaFactory
@@ -61,6 +89,10 @@ class LongTermMemory(Construct):
         super().__init__(scope, construct_id)
         self._config = config
         self._runtime_roles = _RoleArns()
+        # (role ARN, IAM action, paths) of every domain grant, setup role included.
+        self._http_grants: list[tuple[str, str, tuple[str, ...]]] = []
+        # Serverless: (description, role ARN, {index: permissions}) per runtime role.
+        self._serverless_grants: list[tuple[str, str, dict[str, set[str]]]] = []
         self.serverless = config.search_mode == "serverless"
         self.domain: opensearch.Domain | None = None
         self.collection: aoss.CfnCollection | None = None
@@ -180,40 +212,32 @@ class LongTermMemory(Construct):
             ),
             suppress_logs_resource_policy=True,
             enable_version_upgrade=True,
+            # A bulk request may only write the index its path names: IAM grants bulk writes
+            # per index path (POST /<index>/_bulk), and a body naming another index is refused.
+            advanced_options={"rest.action.multi.allow_explicit_index": "false"},
             removal_policy=removal,
         )
         domain.node.add_dependency(logs_policy)
-        # Resource policy: HTTP access only for the app's roles (SigV4); FGAC then decides what
-        # each may do. Set on the L1 resource, since the L2 option deploys a custom resource.
-        principals = _RoleArns([self._setup_role.role_arn])
-        principals.arns = self._runtime_roles.arns  # the same list: grants made later count
+        # Resource policy: each app role may send exactly the requests of its IAM policy
+        # (SigV4); FGAC then limits what those requests may touch. Set on the L1 resource,
+        # since the L2 option deploys a custom resource. The ARN is built from the name: the
+        # domain cannot reference its own ARN.
+        domain_arn = Stack.of(self).format_arn(
+            service="es", resource="domain", resource_name=domain_name
+        )
         cfn_domain = domain.node.default_child
         assert isinstance(cfn_domain, opensearch.CfnDomain)
         cfn_domain.access_policies = {
             "Version": "2012-10-17",
-            "Statement": [
-                {
-                    "Effect": "Allow",
-                    "Principal": {"AWS": Lazy.list(principals)},
-                    "Action": [
-                        "es:ESHttpDelete",
-                        "es:ESHttpGet",
-                        "es:ESHttpHead",
-                        "es:ESHttpPost",
-                        "es:ESHttpPut",
-                    ],
-                    "Resource": Stack.of(self).format_arn(
-                        service="es", resource="domain", resource_name=f"{domain_name}/*"
-                    ),
-                }
-            ],
+            "Statement": Lazy.any(_Later(lambda: self._domain_statements(domain_arn))),
         }
         self.domain = domain
         reason_vpc = (
             "Public endpoint on purpose: the Lambdas run outside a VPC (no NAT gateway or "
             "interface endpoints to pay for while idle). Every request must be SigV4-signed by "
-            "one of the app's IAM roles (the domain access policy names them), over TLS 1.2, "
-            "and fine-grained access control gives the runtime roles document access only."
+            "one of the app's IAM roles (the domain access policy names each with the requests "
+            "it makes), over TLS 1.2, and fine-grained access control gives the runtime roles "
+            "document access only."
         )
         nag.acknowledge(domain, "AwsSolutions-OS1", reason_vpc)
         nag.acknowledge(
@@ -293,41 +317,8 @@ class LongTermMemory(Construct):
             assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
             description="Index-setup Lambda of the long-term memory collection",
         )
-        indexes = [f"index/{name}/{index}" for index in schema.LONG_TERM_INDEXES]
-        data_policy = Stack.of(self).to_json_string(
-            [
-                {
-                    "Description": "Runtime Lambdas: documents only",
-                    "Rules": [
-                        {
-                            "ResourceType": "index",
-                            "Resource": indexes,
-                            "Permission": [
-                                "aoss:DescribeIndex",
-                                "aoss:ReadDocument",
-                                "aoss:WriteDocument",
-                            ],
-                        }
-                    ],
-                    "Principal": Lazy.list(self._runtime_roles),
-                },
-                {
-                    "Description": "Index setup: create and update the indexes",
-                    "Rules": [
-                        {
-                            "ResourceType": "index",
-                            "Resource": indexes,
-                            "Permission": [
-                                "aoss:CreateIndex",
-                                "aoss:DescribeIndex",
-                                "aoss:UpdateIndex",
-                            ],
-                        }
-                    ],
-                    "Principal": [self._setup_role.role_arn],
-                },
-            ]
-        )
+        # Rendered with the template: one entry per runtime role, then the setup role's.
+        data_policy = Stack.of(self).to_json_string(Lazy.any(_Later(self._data_access_policy)))
         self._access_policy = aoss.CfnAccessPolicy(
             self,
             "DataAccessPolicy",
@@ -339,47 +330,128 @@ class LongTermMemory(Construct):
 
     # --- grants -----------------------------------------------------------------------------
 
-    def _grant_setup(self) -> None:
-        """Index creation, and on a domain the two security API paths of the runtime role."""
-        if self.domain is not None:
-            for index in schema.LONG_TERM_INDEXES:
-                self.domain.grant_index_read_write(index, self._setup_role)
-            for path in ("roles", "rolesmapping"):
-                self.domain.grant_path_read_write(
-                    f"_plugins/_security/api/{path}/{schema.OPENSEARCH_RUNTIME_ROLE}",
-                    self._setup_role,
-                )
-            self._acknowledge_index_paths(self._setup_role)
-        else:
-            self._grant_collection(self._setup_role)
+    def grant(
+        self,
+        function: lambda_.Function,
+        *,
+        search: Sequence[str] = (),
+        bulk: Sequence[str] = (),
+        delete_by_query: Sequence[str] = (),
+    ) -> None:
+        """Exactly these operations, each on the named indexes (schema.LONG_TERM_INDEXES):
+        `search` (POST /<index>/_search), `bulk` (index documents: POST /<index>/_bulk) and
+        `delete_by_query` (POST /<index>/_delete_by_query). The role is mapped to the runtime's
+        OpenSearch role (a domain) or named in the data access policy (Serverless).
 
-    def grant_read_write(self, function: lambda_.Function, *, bulk: bool = False) -> None:
-        """Document reads and writes on both indexes (plus `_bulk` when `bulk`)."""
+        The adapter names the index in the bulk path, and the domain refuses an index named in
+        a bulk body (rest.action.multi.allow_explicit_index), so IAM ties each bulk write to
+        its index."""
+        unknown = set(search) | set(bulk) | set(delete_by_query)
+        unknown -= set(schema.LONG_TERM_INDEXES)
+        if unknown or not (search or bulk or delete_by_query):
+            raise ValueError(f"grant named no operation or an unknown index: {sorted(unknown)}")
         role = function.role
         assert role is not None
         self._runtime_roles.arns.append(role.role_arn)
         if self.domain is not None:
-            for index in schema.LONG_TERM_INDEXES:
-                self.domain.grant_index_read_write(index, role)
-            if bulk:
-                self.domain.grant_path_read_write("_bulk", role)
-            self._acknowledge_index_paths(role)
+            paths = [f"/{index}/_search" for index in search]
+            paths += [f"/{index}/_bulk" for index in bulk]
+            paths += [f"/{index}/_delete_by_query" for index in delete_by_query]
+            self._allow_http(role, _POST, paths)
+            return
+        permissions: dict[str, set[str]] = {}
+        for index in search:
+            permissions.setdefault(index, set()).add(_SERVERLESS_READ)
+        # A Serverless upsert deletes the documents' keys by query before indexing them.
+        for index in (*bulk, *delete_by_query):
+            permissions.setdefault(index, set()).update((_SERVERLESS_READ, _SERVERLESS_WRITE))
+        operations = [
+            f"{operation} {', '.join(indexes)}"
+            for operation, indexes in (
+                ("search", search),
+                ("bulk", bulk),
+                ("delete_by_query", delete_by_query),
+            )
+            if indexes
+        ]
+        description = f"{_function_name(function)}: {'; '.join(operations)}"
+        self._serverless_grants.append((description, role.role_arn, permissions))
+        self._grant_collection(role)
+
+    def _grant_setup(self) -> None:
+        """Index creation (HEAD, then PUT /<index>), and on a domain the two security API paths
+        of the runtime role, which the setup writes with PUT as the FGAC master user."""
+        if self.domain is not None:
+            indexes = [f"/{index}" for index in schema.LONG_TERM_INDEXES]
+            security = [
+                f"/_plugins/_security/api/{path}/{schema.OPENSEARCH_RUNTIME_ROLE}"
+                for path in ("roles", "rolesmapping")
+            ]
+            self._allow_http(self._setup_role, "es:ESHttpHead", indexes)
+            self._allow_http(self._setup_role, "es:ESHttpPut", [*indexes, *security])
         else:
-            self._grant_collection(role)
+            self._grant_collection(self._setup_role)
+
+    def _allow_http(self, role: iam.IRole, action: str, paths: Sequence[str]) -> None:
+        """The same grant in the role's IAM policy and in the domain access policy."""
+        assert self.domain is not None
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=[action], resources=[f"{self.domain.domain_arn}{p}" for p in paths]
+            )
+        )
+        self._http_grants.append((role.role_arn, action, tuple(paths)))
+
+    def _domain_statements(self, domain_arn: str) -> list[dict[str, Any]]:
+        return [
+            {
+                "Effect": "Allow",
+                "Principal": {"AWS": role_arn},
+                "Action": action,
+                "Resource": [f"{domain_arn}{path}" for path in paths],
+            }
+            for role_arn, action, paths in self._http_grants
+        ]
+
+    def _data_access_policy(self) -> list[dict[str, Any]]:
+        name = self._collection_name
+
+        def rules(permissions: dict[str, set[str]]) -> list[dict[str, Any]]:
+            return [
+                {
+                    "ResourceType": "index",
+                    "Resource": [f"index/{name}/{index}"],
+                    "Permission": sorted(permissions[index]),
+                }
+                for index in schema.LONG_TERM_INDEXES
+                if index in permissions
+            ]
+
+        entries = [
+            {"Description": description, "Rules": rules(permissions), "Principal": [role_arn]}
+            for description, role_arn, permissions in self._serverless_grants
+        ]
+        setup = {
+            index: {"aoss:CreateIndex", "aoss:DescribeIndex"} for index in schema.LONG_TERM_INDEXES
+        }
+        entries.append(
+            {
+                "Description": "Index setup: look up and create the indexes",
+                "Rules": rules(setup),
+                "Principal": [self._setup_role.role_arn],
+            }
+        )
+        return entries
 
     def _grant_collection(self, role: iam.IRole) -> None:
+        # Data-plane access to this collection; the data access policy decides the rest.
         assert self.collection is not None
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=["aoss:APIAccessAll"], resources=[self.collection.attr_arn])
         )
 
-    def _acknowledge_index_paths(self, role: iam.IRole) -> None:
-        assert self.domain is not None
-        domain = self.domain.node.default_child
-        for index in schema.LONG_TERM_INDEXES:
-            nag.wildcard(
-                role,
-                nag.arn_of(domain, f"/{index}/*"),
-                f"CDK's grant_index_read_write: any document path under the {index} index "
-                "(search, _doc, _delete_by_query); nothing outside it.",
-            )
+
+def _function_name(function: lambda_.Function) -> str:
+    """The factory's construct id of a function ("Chat", "Consolidate", ...)."""
+    scope = function.node.scope
+    return scope.node.id if scope is not None else function.node.id

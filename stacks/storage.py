@@ -1,10 +1,12 @@
-"""Short-term memory storage: the sessions and conversations tables, built from schema.py."""
+"""Short-term memory storage: the sessions, conversations and users tables, built from schema.py."""
 
 from __future__ import annotations
 
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
-from constructs import Construct, IConstruct
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from constructs import Construct
 
 from chatmemory import schema
 from stacks import nag
@@ -26,33 +28,50 @@ def _attr(key: schema.KeyAttr | None) -> dynamodb.Attribute | None:
 
 
 class Storage(Construct):
-    """Both tables: on demand, encrypted, point-in-time recovery, streams with both images.
+    """The tables of schema.TABLES: on demand, encrypted, point-in-time recovery, streams with
+    both images.
 
     Encryption uses the AWS managed key (aws/dynamodb): key use is logged in CloudTrail, nothing
     to pay or administer, and the stream consumers need no KMS grants. A customer managed key
     would add key-policy control at $1/month plus requests; nothing here needs that control.
-    Production settings add deletion protection and keep the tables when the stack goes."""
+    Production settings add deletion protection and keep the tables when the stack goes.
+
+    `grant` gives a function exactly the DynamoDB actions its code calls, and
+    `environment` the variables that name those tables."""
 
     def __init__(self, scope: Construct, construct_id: str, *, production: bool = False) -> None:
         super().__init__(scope, construct_id)
         self.sessions = self._table("Sessions", schema.SESSIONS, production)
         self.conversations = self._table("Conversations", schema.CONVERSATIONS, production)
+        self.users = self._table("Users", schema.USERS, production)
+        self.specs: dict[str, schema.TableSpec] = {
+            self.sessions.node.path: schema.SESSIONS,
+            self.conversations.node.path: schema.CONVERSATIONS,
+            self.users.node.path: schema.USERS,
+        }
+        self._acknowledged: set[tuple[iam.IRole, dynamodb.Table]] = set()
 
-    def acknowledge_index_grants(self, scope: IConstruct | None) -> None:
-        """CDK's table grants cover the table's GSIs as `<table arn>/index/*` (IAM5)."""
-        if scope is None:
-            return
-        for table, spec in (
-            (self.sessions, schema.SESSIONS),
-            (self.conversations, schema.CONVERSATIONS),
-        ):
-            if spec.indexes:
-                nag.wildcard(
-                    scope,
-                    nag.arn_of(table.node.default_child, "/index/*"),
-                    f"CDK's table grants include the {spec.logical_name} table's global secondary "
-                    f"indexes ({', '.join(i.name for i in spec.indexes)}) as '/index/*'.",
-                )
+    def grant(self, function: lambda_.Function, table: dynamodb.Table, *actions: str) -> None:
+        """Exactly `actions` ("dynamodb:GetItem", ...) on `table` and, when it has global
+        secondary indexes, on those (`<table arn>/index/*`, acknowledged for cdk-nag here)."""
+        if not actions or not all(a.startswith("dynamodb:") and "*" not in a for a in actions):
+            raise ValueError(f"name each DynamoDB action exactly: {actions}")
+        table.grant(function, *actions)
+        spec = self.specs[table.node.path]
+        role = function.role
+        if spec.indexes and role is not None and (role, table) not in self._acknowledged:
+            self._acknowledged.add((role, table))
+            nag.wildcard(
+                role,
+                nag.arn_of(table.node.default_child, "/index/*"),
+                f"table.grant names the {spec.logical_name} table's global secondary indexes "
+                f"({', '.join(i.name for i in spec.indexes)}) as '/index/*'; the actions are "
+                "listed one by one.",
+            )
+
+    def environment(self, *tables: dynamodb.Table) -> dict[str, str]:
+        """The schema.py variables that name `tables` (only the tables a function may use)."""
+        return {self.specs[t.node.path].env_var: t.table_name for t in tables}
 
     def _table(self, construct_id: str, spec: schema.TableSpec, production: bool) -> dynamodb.Table:
         table = dynamodb.Table(

@@ -100,6 +100,10 @@ class SessionStore(Protocol):
         namespace for purging. Raises Conflict if another forget won the race."""
         ...
 
+    def pending_user_purges(self) -> list[str]:
+        """Callers whose forget is not fully purged yet (an operator's scan)."""
+        ...
+
     def save_purges(self, user: UserState, purges: Sequence[PurgeEntry], *, handover: bool) -> bool:
         """Replace the purge entries (conditional on `user.purge_round`); with `handover`, bump
         the round so the stream starts a next invocation. False if the item changed meanwhile."""

@@ -1,8 +1,10 @@
-"""Redrive Lambda (an operator's tool): consolidate every FAILED session again.
+"""Redrive Lambda (an operator's tool): consolidate every FAILED session again, and hand every
+unfinished forget to a new purge (one whose stream record went to the dead-letter queue).
 
 Invoke it with `aws lambda invoke --function-name <RedriveFunctionName> out.json`; the answer
-lists each session with its outcome. It runs with the stack's own roles, so it reaches the
-long-term index as consolidation does (a person's credentials have no OpenSearch role).
+lists each session with its outcome and the callers whose purge was restarted. It runs with the
+stack's own roles, so it reaches the long-term index as consolidation does (a person's
+credentials have no OpenSearch role).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import wiring
 from chatmemory.services.consolidation import redrive_failed
+from chatmemory.services.forget import rekick_user_purges
 
 logger = Logger(service="redrive")
 
@@ -30,5 +33,6 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         policy=deps.policy,
         now=datetime.now(UTC),
     )
-    logger.info("redrive", extra={"sessions": len(outcomes)})
-    return {"sessions": outcomes}
+    purges = rekick_user_purges(deps.memory)
+    logger.info("redrive", extra={"sessions": len(outcomes), "purges": len(purges)})
+    return {"sessions": outcomes, "purges_restarted": purges}

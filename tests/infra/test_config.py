@@ -63,6 +63,9 @@ def test_command_line_strings_are_parsed() -> None:
         ("waf", "maybe", "not a boolean"),
         ("searchMasterNodes", "2", "searchMasterNodes"),
         ("corsOrigins", "", "corsOrigins"),
+        # The purge must outwait any chat request that read the caller's old generation.
+        ("purgeSettleSeconds", "29", "purgeSettleSeconds"),
+        ("purgeSettleSeconds", "151", "purgeSettleSeconds"),
     ],
 )
 def test_a_wrong_setting_fails_the_synth_with_its_name(key: str, value: str, message: str) -> None:

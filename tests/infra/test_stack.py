@@ -9,12 +9,36 @@ import pytest
 from aws_cdk.assertions import Capture, Match
 
 from chatmemory import schema
-from stacks.config import POWERTOOLS_LAYER_ACCOUNT, Config
+from stacks.config import (
+    CHAT_TIMEOUT_SECONDS,
+    POWERTOOLS_LAYER_ACCOUNT,
+    PURGE_TIMEOUT_SECONDS,
+    Config,
+)
 from tests.infra.synth import Synth, render, statements
 
 CONFIG = Config()
 # The only actions AWS offers no resource-level permissions for, among those the app uses.
 STAR_ONLY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
+# Each stream trigger of schema.py: the function that consumes it and its dead-letter queue.
+TRIGGERS = {
+    schema.CONSOLIDATION_TRIGGER.name: ("Consolidate", "ConsolidationDlq"),
+    schema.COMPACTION_TRIGGER.name: ("Compact", "CompactionDlq"),
+    schema.SESSION_PURGE_TRIGGER.name: ("Purge", "SessionPurgeDlq"),
+    schema.USER_PURGE_TRIGGER.name: ("Purge", "UserPurgeDlq"),
+}
+FUNCTIONS = {
+    "Chat": "handlers.chat_api.handler",
+    "Consolidate": "handlers.consolidate.handler",
+    "Compact": "handlers.compact.handler",
+    "Purge": "handlers.purge.handler",
+    "SweepIdle": "handlers.sweep_idle.handler",
+    "IndexSetup": "handlers.index_setup.handler",
+    "Ingest": "handlers.ingest.handler",
+    "Redrive": "handlers.redrive.handler",
+}
+# The roles mapped to the runtime's OpenSearch role: every function that touches long-term memory.
+LONG_TERM_ROLES = ("Chat", "Consolidate", "Purge", "Ingest", "Redrive")
 
 
 def _role_id(synth: Synth, function: Any) -> str:
@@ -25,27 +49,34 @@ def _functions(synth: Synth) -> dict[str, Any]:
     return dict(synth.stack.functions.functions)
 
 
+def _table_of(synth: Synth, spec: schema.TableSpec) -> Any:
+    return {
+        schema.SESSIONS.logical_name: synth.stack.storage.sessions,
+        schema.CONVERSATIONS.logical_name: synth.stack.storage.conversations,
+        schema.USERS.logical_name: synth.stack.storage.users,
+    }[spec.logical_name]
+
+
 # --- stream processing ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(
-    ("table", "trigger", "dlq"),
-    [
-        ("sessions", schema.CONSOLIDATION_TRIGGER, "ConsolidationDlq"),
-        ("conversations", schema.COMPACTION_TRIGGER, "CompactionDlq"),
-    ],
-)
+@pytest.mark.parametrize("trigger", schema.STREAM_TRIGGERS, ids=lambda t: t.name)
 def test_stream_mapping_isolates_poison_records_and_uses_the_schema_trigger(
-    default: Synth, table: str, trigger: schema.StreamTrigger, dlq: str
+    default: Synth, trigger: schema.StreamTrigger
 ) -> None:
     pattern = trigger.filter
     stack = default.stack
-    table_id = default.logical_id(getattr(stack.storage, table))
+    function, dlq = TRIGGERS[trigger.name]
+    function_id = default.logical_id(_functions(default)[function])
+    table_id = default.logical_id(_table_of(default, trigger.table))
     queue_id = default.logical_id(stack.consolidation.dead_letter_queues[dlq])
+    handler = default.json["Resources"][function_id]["Properties"]["Handler"]
+    assert handler == trigger.handler
     filters = Capture()
     default.template.has_resource_properties(
         "AWS::Lambda::EventSourceMapping",
         {
+            "FunctionName": {"Ref": function_id},
             "EventSourceArn": {"Fn::GetAtt": [table_id, "StreamArn"]},
             "FunctionResponseTypes": ["ReportBatchItemFailures"],
             "BisectBatchOnFunctionError": True,
@@ -61,21 +92,54 @@ def test_stream_mapping_isolates_poison_records_and_uses_the_schema_trigger(
     assert json.loads(filters.as_array()[0]["Pattern"]) == pattern
 
 
+def test_every_schema_trigger_is_one_mapping_with_its_own_dead_letter_queue(
+    default: Synth,
+) -> None:
+    mappings = default.resources("AWS::Lambda::EventSourceMapping").values()
+    assert len(mappings) == len(schema.STREAM_TRIGGERS)
+    destinations = [
+        m["Properties"]["DestinationConfig"]["OnFailure"]["Destination"] for m in mappings
+    ]
+    assert len({json.dumps(d) for d in destinations}) == len(schema.STREAM_TRIGGERS)
+    assert set(default.stack.consolidation.dead_letter_queues) == {
+        dlq for _, dlq in TRIGGERS.values()
+    }
+
+
 def test_record_age_limits_are_bounded_and_within_the_stream_retention(default: Synth) -> None:
     ages = sorted(
         m["Properties"]["MaximumRecordAgeInSeconds"]
         for m in default.resources("AWS::Lambda::EventSourceMapping").values()
     )
-    assert ages == [
-        CONFIG.compaction_max_record_age_hours * 3600,
-        CONFIG.consolidation_max_record_age_hours * 3600,
-    ]
+    assert ages == sorted(
+        [
+            CONFIG.compaction_max_record_age_hours * 3600,
+            CONFIG.consolidation_max_record_age_hours * 3600,
+            CONFIG.purge_max_record_age_hours * 3600,  # a session's purge
+            CONFIG.purge_max_record_age_hours * 3600,  # a user's forget
+        ]
+    )
     assert all(age <= 24 * 3600 for age in ages)  # DynamoDB Streams keeps records 24 h
+
+
+def test_purge_waits_longer_than_a_chat_request_can_run_and_fits_its_timeout(
+    default: Synth,
+) -> None:
+    resources = default.json["Resources"]
+    purge = resources[default.logical_id(default.stack.consolidation.purge)]["Properties"]
+    chat = resources[default.logical_id(default.stack.api.handler)]["Properties"]
+    settle = float(purge["Environment"]["Variables"][schema.ENV_PURGE_SETTLE_SECONDS])
+    assert settle == CONFIG.purge_settle_seconds
+    assert chat["Timeout"] == CHAT_TIMEOUT_SECONDS
+    assert settle > chat["Timeout"]
+    assert purge["Timeout"] == PURGE_TIMEOUT_SECONDS == 5 * 60
+    assert settle < purge["Timeout"] / 2
+    assert purge["Handler"] == "handlers.purge.handler"
 
 
 def test_dead_letter_queues_are_encrypted_and_refuse_plain_http(default: Synth) -> None:
     queues = default.resources("AWS::SQS::Queue")
-    assert len(queues) == 2
+    assert len(queues) == len(schema.STREAM_TRIGGERS)
     for queue_id, queue in queues.items():
         assert queue["Properties"]["SqsManagedSseEnabled"] is True
         assert queue["Properties"]["MessageRetentionPeriod"] == 14 * 24 * 3600
@@ -120,7 +184,11 @@ def test_every_function_uses_the_powertools_layer_arm64_tracing_and_json_logs(
     default: Synth,
 ) -> None:
     functions = default.resources("AWS::Lambda::Function")
-    assert len(functions) == 5
+    assert len(functions) == len(FUNCTIONS)
+    assert {
+        name: functions[default.logical_id(f)]["Properties"]["Handler"]
+        for name, f in _functions(default).items()
+    } == FUNCTIONS
     layer = (
         f"arn:${{AWS::Partition}}:lambda:${{AWS::Region}}:{POWERTOOLS_LAYER_ACCOUNT}:layer:"
         f"AWSLambdaPowertoolsPythonV3-python312-arm64:{CONFIG.powertools_layer_version}"
@@ -154,6 +222,7 @@ def test_functions_get_table_names_and_settings_through_schema_env_vars(default:
     assert env[schema.ENV_CONVERSATIONS_TABLE] == {
         "Ref": default.logical_id(stack.storage.conversations)
     }
+    assert env[schema.ENV_USERS_TABLE] == {"Ref": default.logical_id(stack.storage.users)}
     assert env[schema.ENV_TEXT_BACKEND] == "sagemaker"
     assert env[schema.ENV_TEXT_ENDPOINT] == CONFIG.text_endpoint
     assert env[schema.ENV_EMBED_ENDPOINT] == CONFIG.embed_endpoint
@@ -163,6 +232,28 @@ def test_functions_get_table_names_and_settings_through_schema_env_vars(default:
     assert env[schema.ENV_MAX_INPUT_CHARS] == str(CONFIG.max_input_chars)
     domain_id = default.logical_id(stack.long_term.domain)
     assert env[schema.ENV_OPENSEARCH_ENDPOINT] == {"Fn::GetAtt": [domain_id, "DomainEndpoint"]}
+
+
+def test_each_function_is_told_the_names_of_exactly_the_tables_it_may_use(
+    default: Synth,
+) -> None:
+    tables = {default.logical_id(_table_of(default, spec)): spec.env_var for spec in schema.TABLES}
+    resources = default.json["Resources"]
+    for name, function in _functions(default).items():
+        variables = resources[default.logical_id(function)]["Properties"]["Environment"][
+            "Variables"
+        ]
+        told = {key: value for key, value in variables.items() if key in tables.values()}
+        granted = {
+            tables[table_id]
+            for statement in statements(default, _role_id(default, function))
+            for resource in statement["Resource"]
+            for table_id in tables
+            if resource.startswith(f"${{{table_id}.Arn}}")
+        }
+        assert set(told) == granted, name
+        for key, value in told.items():
+            assert tables[value["Ref"]] == key, name
 
 
 def test_no_function_uses_a_managed_policy(default: Synth) -> None:
@@ -201,11 +292,17 @@ def test_functions_may_invoke_only_the_configured_endpoints(default: Synth) -> N
             for a in s["Action"]
         )
         invokes[name] = resources
-    assert invokes["Chat"] == allowed
-    assert invokes["Consolidate"] == allowed
-    assert invokes["Compact"] == {prefix + CONFIG.text_endpoint.lower()}
-    assert invokes["SweepIdle"] == set()
-    assert invokes["IndexSetup"] == set()
+    text, embed = (prefix + CONFIG.text_endpoint.lower(), prefix + CONFIG.embed_endpoint.lower())
+    assert invokes == {
+        "Chat": allowed,
+        "Consolidate": allowed,
+        "Compact": {text},
+        "Purge": set(),
+        "SweepIdle": set(),
+        "IndexSetup": set(),
+        "Ingest": {embed},
+        "Redrive": allowed,
+    }
     assert stack.long_term.setup_function.role is not None
 
 
@@ -270,16 +367,21 @@ def test_search_domain_encrypts_everything_and_requires_signed_tls_requests(
 
 def test_search_domain_admits_only_the_app_roles(default: Synth) -> None:
     (domain,) = default.resources("AWS::OpenSearchService::Domain").values()
-    (statement,) = domain["Properties"]["AccessPolicies"]["Statement"]
-    principals = set(render(statement["Principal"]["AWS"]))
+    policy = domain["Properties"]["AccessPolicies"]["Statement"]
+    principals = {render(statement["Principal"]["AWS"]) for statement in policy}
     functions = _functions(default)
     expected = {
         f"${{{_role_id(default, functions[name])}.Arn}}"
-        for name in ("IndexSetup", "Chat", "Consolidate")
+        for name in ("IndexSetup", *LONG_TERM_ROLES)
     }
     assert principals == expected
-    assert statement["Effect"] == "Allow"
-    assert "Condition" not in statement
+    for statement in policy:
+        assert statement["Effect"] == "Allow"
+        assert "Condition" not in statement
+        assert statement["Action"] in ("es:ESHttpPost", "es:ESHttpHead", "es:ESHttpPut")
+        for resource in render(statement["Resource"]):
+            assert "*" not in resource
+            assert ":domain/chatmemory-dev/" in resource
 
 
 def test_index_setup_runs_the_runtime_code_with_the_runtime_roles_to_map(default: Synth) -> None:
@@ -288,32 +390,11 @@ def test_index_setup_runs_the_runtime_code_with_the_runtime_roles_to_map(default
     resource = default.template.find_resources("Custom::LongTermIndexes")
     (props,) = [r["Properties"] for r in resource.values()]
     assert props["ServiceToken"] == {"Fn::GetAtt": [setup_id, "Arn"]}
-    assert set(render(props["RuntimeRoleArns"])) == {
-        f"${{{_role_id(default, functions[name])}.Arn}}" for name in ("Chat", "Consolidate")
-    }
+    assert sorted(render(props["RuntimeRoleArns"])) == sorted(
+        f"${{{_role_id(default, functions[name])}.Arn}}" for name in LONG_TERM_ROLES
+    )
     handler = default.json["Resources"][setup_id]["Properties"]["Handler"]
     assert handler == "handlers.index_setup.handler"
-
-
-def test_only_consolidation_may_bulk_index(default: Synth) -> None:
-    def paths(function: Any) -> set[str]:
-        return {
-            r.rsplit(".Arn}", 1)[-1]
-            for s in statements(default, _role_id(default, function))
-            for r in s["Resource"]
-            if s["Action"][0].startswith("es:")
-        }
-
-    functions = _functions(default)
-    indexes = {f"/{name}" for name in schema.LONG_TERM_INDEXES} | {
-        f"/{name}/*" for name in schema.LONG_TERM_INDEXES
-    }
-    assert paths(functions["Consolidate"]) == indexes | {"/_bulk"}
-    assert paths(functions["Chat"]) == indexes
-    assert paths(functions["IndexSetup"]) == indexes | {
-        f"/_plugins/_security/api/{kind}/{schema.OPENSEARCH_RUNTIME_ROLE}"
-        for kind in ("roles", "rolesmapping")
-    }
 
 
 # --- chat API -------------------------------------------------------------------------------
@@ -383,6 +464,8 @@ def test_the_chat_function_knows_the_cors_origins_for_its_answers(default: Synth
 
 
 def test_user_pool_has_a_strong_password_policy_and_a_public_cli_client(default: Synth) -> None:
+    """The client signs in as the README's CLI example does (USER_PASSWORD_AUTH, then refresh
+    tokens): no SRP, and no OAuth flows, scopes or callback URLs (no hosted UI uses them)."""
     default.template.has_resource_properties(
         "AWS::Cognito::UserPool",
         {
@@ -400,21 +483,30 @@ def test_user_pool_has_a_strong_password_policy_and_a_public_cli_client(default:
             "MfaConfiguration": "OPTIONAL",
         },
     )
-    default.template.has_resource_properties(
-        "AWS::Cognito::UserPoolClient",
-        {
-            "GenerateSecret": False,
-            "ExplicitAuthFlows": Match.array_with(
-                ["ALLOW_USER_PASSWORD_AUTH", "ALLOW_USER_SRP_AUTH", "ALLOW_REFRESH_TOKEN_AUTH"]
-            ),
-            "PreventUserExistenceErrors": "ENABLED",
-        },
-    )
+    (client,) = default.resources("AWS::Cognito::UserPoolClient").values()
+    props = client["Properties"]
+    assert props["GenerateSecret"] is False
+    assert props["PreventUserExistenceErrors"] == "ENABLED"
+    assert props["EnableTokenRevocation"] is True
+    assert sorted(props["ExplicitAuthFlows"]) == [
+        "ALLOW_REFRESH_TOKEN_AUTH",
+        "ALLOW_USER_PASSWORD_AUTH",
+    ]
+    assert props["AllowedOAuthFlowsUserPoolClient"] is False
+    for key in ("AllowedOAuthFlows", "AllowedOAuthScopes", "CallbackURLs", "LogoutURLs"):
+        assert key not in props, key
 
 
 def test_outputs_tell_a_client_where_to_connect(default: Synth) -> None:
     outputs = default.json["Outputs"]
     assert {"ApiUrl", "UserPoolId", "UserPoolClientId", "Region"} <= set(outputs)
+    storage = default.stack.storage
+    for key, table in (
+        ("SessionsTableName", storage.sessions),
+        ("ConversationsTableName", storage.conversations),
+        ("UsersTableName", storage.users),
+    ):
+        assert outputs[key]["Value"] == {"Ref": default.logical_id(table)}
 
 
 # --- operations -----------------------------------------------------------------------------
@@ -429,8 +521,8 @@ def test_alarms_cover_dlqs_iterator_age_errors_throttles_and_api_5xx(default: Sy
         by_metric[props["MetricName"]] = by_metric.get(props["MetricName"], 0) + 1
         assert props["AlarmActions"] == [{"Ref": topic_id}]
     functions = len(_functions(default))
-    assert by_metric["ApproximateNumberOfMessagesVisible"] == 2
-    assert by_metric["IteratorAge"] == 2
+    assert by_metric["ApproximateNumberOfMessagesVisible"] == len(schema.STREAM_TRIGGERS)
+    assert by_metric["IteratorAge"] == 3  # Consolidate, Compact, Purge (both of its streams)
     assert by_metric["Errors"] == functions
     assert by_metric["Throttles"] == functions
     assert by_metric["5XXError"] == 1
@@ -438,6 +530,30 @@ def test_alarms_cover_dlqs_iterator_age_errors_throttles_and_api_5xx(default: Sy
     assert {a["Properties"]["Threshold"] for a in iterator} == {
         CONFIG.iterator_age_alarm_seconds * 1000
     }
+
+
+def test_every_dead_letter_queue_and_stream_function_has_its_alarm(default: Synth) -> None:
+    alarms = [a["Properties"] for a in default.resources("AWS::CloudWatch::Alarm").values()]
+
+    def watched(metric: str, dimension: str) -> list[Any]:
+        return [
+            d["Value"]
+            for a in alarms
+            if a["MetricName"] == metric
+            for d in a["Dimensions"]
+            if d["Name"] == dimension
+        ]
+
+    queues = default.stack.consolidation.dead_letter_queues.values()
+    assert sorted(map(json.dumps, watched("ApproximateNumberOfMessagesVisible", "QueueName"))) == (
+        sorted(json.dumps({"Fn::GetAtt": [default.logical_id(q), "QueueName"]}) for q in queues)
+    )
+    functions = _functions(default)
+    assert sorted(map(json.dumps, watched("IteratorAge", "FunctionName"))) == sorted(
+        json.dumps({"Ref": default.logical_id(functions[name])})
+        for name in ("Consolidate", "Compact", "Purge")
+    )
+    assert len(watched("Errors", "FunctionName")) == len(functions)
 
 
 def test_alarm_topic_is_encrypted_with_a_rotating_key_cloudwatch_may_use(default: Synth) -> None:

@@ -201,17 +201,27 @@ def test_serverless_data_access_is_granted_only_to_the_app_roles(serverless: Syn
             f"${{{serverless.stack.get_logical_id(functions[name].role.node.default_child)}.Arn}}"
         )
 
-    assert rules[0]["Principal"] == [role("Chat"), role("Consolidate")]
-    assert rules[1]["Principal"] == [role("IndexSetup")]
-    assert "aoss:CreateIndex" not in rules[0]["Rules"][0]["Permission"]
+    runtime = ("Chat", "Consolidate", "Purge", "Ingest", "Redrive")
+    assert [rule["Principal"] for rule in rules] == [
+        *([role(name)] for name in runtime),
+        [role("IndexSetup")],
+    ]
+    for rule in rules[:-1]:
+        assert not {"aoss:CreateIndex", "aoss:UpdateIndex", "aoss:DeleteIndex"} & {
+            p for r in rule["Rules"] for p in r["Permission"]
+        }
     for rule in rules:
         assert {r["ResourceType"] for r in rule["Rules"]} == {"index"}
         assert all(
-            r.rsplit("/", 1)[-1] in schema.LONG_TERM_INDEXES for r in rule["Rules"][0]["Resource"]
+            r.rsplit("/", 1)[-1] in schema.LONG_TERM_INDEXES
+            for each in rule["Rules"]
+            for r in each["Resource"]
         )
     collection_arn = f"${{{serverless.logical_id(serverless.stack.long_term.collection)}.Arn}}"
-    for name in ("Chat", "Consolidate", "IndexSetup"):
+    for name in (*runtime, "IndexSetup"):
         assert _invoked(serverless, functions[name], "aoss:APIAccessAll") == {collection_arn}
+    for name in ("Compact", "SweepIdle"):
+        assert _invoked(serverless, functions[name], "aoss:APIAccessAll") == set()
 
 
 # --- chat API: IAM authorization -------------------------------------------------------------

@@ -167,7 +167,10 @@ def test_the_redrive_function_of_a_deployed_stack_consolidates_failed_sessions(
     deps.embedder.fail = None
     monkeypatch.setattr(wiring, "consolidation_deps", lambda: deps)
 
-    assert redrive.handler({}, lambda_context) == {"sessions": {sid: "consolidated"}}
+    assert redrive.handler({}, lambda_context) == {
+        "sessions": {sid: "consolidated"},
+        "purges_restarted": [],
+    }
     assert memory.get_session(sid).status == "CONSOLIDATED"
 
 

@@ -194,3 +194,28 @@ def test_a_purge_that_runs_out_of_time_hands_over_and_finishes(world: Any) -> No
     purger.drain()  # the touch re-triggers the purge, which finishes
     assert deps.memory.get_session(sid) is None
     assert list(deps.memory.all_turns(sid)) == []
+
+
+def test_a_forget_whose_purge_record_was_dead_lettered_is_restarted_by_the_redrive(
+    world: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sweeper restarts stalled session purges; a user purge whose stream retries ran out
+    is restarted by the operator's redrive (handlers.redrive), which touches the user item."""
+    from handlers import redrive
+
+    api, deps, index, purger = world
+    sid = _ended(api, "alice", "a secret about the garden")
+    assert api.call("DELETE", "/memories", user="alice")[0] == 204
+    for reader in purger._readers:  # the purge's records are lost (dead-lettered)
+        reader.records()
+    assert api.call("GET", "/deletions", user="alice")[1]["forget_requests_pending"] == 1
+
+    consolidation = wiring.ConsolidationDeps(
+        deps.memory, FakeSummarizer(), deps.embedder, index, ConsolidationPolicy()
+    )
+    monkeypatch.setattr(wiring, "consolidation_deps", lambda: consolidation)
+    assert redrive.handler({}, lambda_context)["purges_restarted"] == ["alice"]
+    purger.drain()
+
+    assert deps.memory.get_session(sid) is None
+    assert api.call("GET", "/deletions", user="alice")[1]["complete"] is True

@@ -74,7 +74,7 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
             {"conflicts": "proceed", "refresh": "true"},
         )
         assert delete.json() == SESSION_FILTER
-    assert bulk.url == "/_bulk"
+    assert bulk.url == "/conversation-memories/_bulk"
     assert {line["doc_key"] for line in bulk.ndjson() if "doc_key" in line} == {
         "sess-1#summary",
         "sess-1#opening",

@@ -244,11 +244,15 @@ def test_upsert_sends_one_bulk_request_with_doc_key_as_id(exchange: Exchange) ->
     index.upsert(schema.MEMORY_INDEX, docs)
 
     [sent] = exchange.sent
-    assert (sent.method, sent.url, sent.params) == ("POST", "/_bulk", {"refresh": "false"})
+    assert (sent.method, sent.url, sent.params) == (
+        "POST",
+        "/conversation-memories/_bulk",
+        {"refresh": "false"},
+    )
     assert sent.ndjson() == [
-        {"index": {"_index": "conversation-memories", "_id": "sess-1#summary"}},
+        {"index": {"_id": "sess-1#summary"}},
         source_of(docs[0]),
-        {"index": {"_index": "conversation-memories", "_id": "sess-1#chunk-0"}},
+        {"index": {"_id": "sess-1#chunk-0"}},
         source_of(docs[1]),
     ]
 
@@ -288,11 +292,11 @@ def test_serverless_upsert_deletes_same_doc_keys_then_indexes_without_id(
         {"conflicts": "proceed"},
     )
     assert delete.json() == {"query": {"terms": {"doc_key": ["sess-1#summary", "sess-1#chunk-0"]}}}
-    assert (bulk.method, bulk.url, bulk.params) == ("POST", "/_bulk", {})
+    assert (bulk.method, bulk.url, bulk.params) == ("POST", "/conversation-memories/_bulk", {})
     assert bulk.ndjson() == [
-        {"index": {"_index": "conversation-memories"}},
+        {"index": {}},
         source_of(docs[0]),
-        {"index": {"_index": "conversation-memories"}},
+        {"index": {}},
         source_of(docs[1]),
     ]
 

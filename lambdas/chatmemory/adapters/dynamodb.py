@@ -329,6 +329,18 @@ class DynamoShortTermMemory:
             raise
         return True
 
+    def pending_user_purges(self) -> list[str]:
+        """Callers whose forget still has keys to purge (an operator's scan: the redrive)."""
+        ids: list[str] = []
+        for page in self._db.get_paginator("scan").paginate(
+            TableName=self._users,
+            FilterExpression="attribute_exists(#ps)",
+            ExpressionAttributeNames={"#ps": schema.PURGE_STATE},
+            ProjectionExpression="user_id",
+        ):
+            ids += [item["user_id"]["S"] for item in page.get("Items", [])]
+        return ids
+
     # --- sessions ---------------------------------------------------------------------------
 
     def create_session(

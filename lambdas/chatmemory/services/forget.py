@@ -154,6 +154,18 @@ def purge_user(
     return PurgeResult(user_id, "marked", marked)
 
 
+def rekick_user_purges(memory: ShortTermMemory) -> list[str]:
+    """Hand every unfinished forget to a new purge invocation (touching the user item starts
+    one from the users stream): the redrive for a user purge whose stream retries ran out and
+    whose record went to the dead-letter queue. Returns the callers touched."""
+    touched: list[str] = []
+    for user_id in memory.pending_user_purges():
+        user = memory.get_user(user_id)
+        if memory.save_purges(user, user.purges, handover=True):
+            touched.append(user_id)
+    return touched
+
+
 def _settle_left(entry: PurgeEntry, now: datetime, settle_seconds: float) -> float:
     requested = parse_time(entry.requested_at)
     if requested is None:

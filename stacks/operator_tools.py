@@ -1,0 +1,90 @@
+"""Operators' tools on a deployed stack: ingest verified documents and redrive FAILED sessions.
+
+Both are Lambda functions invoked with `aws lambda invoke`: they run with roles of the stack
+that fine-grained access control maps (an operator's own credentials have no OpenSearch role),
+each allowed exactly what its code calls.
+"""
+
+from __future__ import annotations
+
+from aws_cdk import CfnOutput, Duration, Stack
+from constructs import Construct
+
+from chatmemory import schema
+from stacks.consolidation import grant_consolidation
+from stacks.functions import LambdaFactory
+from stacks.long_term import LongTermMemory
+from stacks.models import Models
+from stacks.storage import Storage
+
+# Lambda's maximum: a synchronous invocation waits for the answer (the CLI needs
+# --cli-read-timeout 900 for that).
+OPERATOR_TIMEOUT = Duration.minutes(15)
+
+
+class OperatorTools(Construct):
+    """`Ingest` (event: {"documents": [{"doc_id", "text", "title"?, "source"?}]}) and `Redrive`
+    (event: {}); their names are stack outputs."""
+
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        factory: LambdaFactory,
+        storage: Storage,
+        models: Models,
+        long_term: LongTermMemory,
+    ) -> None:
+        super().__init__(scope, construct_id)
+        self.ingest = factory.function(
+            self,
+            "Ingest",
+            handler="handlers.ingest.handler",
+            description="Operator tool: chunk, embed and index verified documents",
+            environment={**models.environment, **long_term.environment},
+            timeout=OPERATOR_TIMEOUT,
+            memory_mb=1024,
+        )
+        # services/ingest.py: embed the passages, bulk-index them, drop a shortened document's
+        # old tail by query. Verified passages only; no table, no text model.
+        models.grant_embed(self.ingest)
+        long_term.grant(
+            self.ingest, bulk=[schema.PASSAGE_INDEX], delete_by_query=[schema.PASSAGE_INDEX]
+        )
+
+        self.redrive = factory.function(
+            self,
+            "Redrive",
+            handler="handlers.redrive.handler",
+            description="Operator tool: consolidate FAILED sessions again, restart stalled forgets",
+            environment={
+                **storage.environment(storage.sessions, storage.conversations, storage.users),
+                **models.environment,
+                **long_term.environment,
+            },
+            timeout=OPERATOR_TIMEOUT,
+            memory_mb=1024,
+        )
+        # What consolidation calls, plus the scan that finds FAILED sessions (failed_sessions),
+        # and for forgets whose purge record was dead-lettered: the scan that finds them
+        # (pending_user_purges), the read and the touch that restarts their purge.
+        grant_consolidation(self.redrive, storage, models, long_term)
+        storage.grant(self.redrive, storage.sessions, "dynamodb:Scan")
+        storage.grant(
+            self.redrive, storage.users, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem"
+        )
+
+        stack = Stack.of(self)
+        CfnOutput(
+            stack,
+            "IngestFunctionName",
+            value=self.ingest.function_name,
+            description="aws lambda invoke --function-name <this> --payload file://docs.json",
+        )
+        CfnOutput(
+            stack,
+            "RedriveFunctionName",
+            value=self.redrive.function_name,
+            description="aws lambda invoke --function-name <this> out.json",
+        )

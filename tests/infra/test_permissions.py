@@ -1,0 +1,376 @@
+"""Least privilege, role by role: each function may do exactly what its code calls.
+
+The expected lists come from the runtime: which DynamoDB API each method of
+chatmemory/adapters/dynamodb.py calls, which of them each handler's services use, and the
+OpenSearch requests of chatmemory/adapters/opensearch.py (search: POST /<index>/_search, bulk:
+POST /<index>/_bulk, delete by query: POST /<index>/_delete_by_query; the index setup: HEAD and PUT
+/<index>, PUT on the runtime role's two security API paths). A grant added anywhere fails here
+until it is listed, with the code that needs it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from chatmemory import schema
+from stacks.config import Config
+from tests.infra.synth import Synth, render, statements
+
+CONFIG = Config()
+MEMORIES, PASSAGES = schema.MEMORY_INDEX, schema.PASSAGE_INDEX
+
+XRAY = {"xray:PutTraceSegments", "xray:PutTelemetryRecords"}
+LOGS = {"logs:CreateLogStream", "logs:PutLogEvents"}
+# What a DynamoDB stream event source adds (CDK's grant_stream_read); ListStreams needs "*".
+STREAM = {"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"}
+LIST_STREAMS = {"dynamodb:ListStreams"}
+# What an SQS on-failure destination adds.
+DLQ = {"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+INVOKE = {"sagemaker:InvokeEndpoint"}
+POST = {"es:ESHttpPost"}
+
+
+def dynamodb(*names: str) -> set[str]:
+    return {f"dynamodb:{name}" for name in names}
+
+
+def sessions(*names: str) -> dict[str, set[str]]:
+    """table.grant on the sessions table also names its global secondary indexes."""
+    return {"sessions": dynamodb(*names), "sessions/index/*": dynamodb(*names)}
+
+
+def runtime(**resources: set[str]) -> dict[str, set[str]]:
+    return {"own log group": LOGS, "*": XRAY, **resources}
+
+
+def consumer(**resources: set[str]) -> dict[str, set[str]]:
+    """A stream consumer: ListStreams joins the X-Ray actions on '*'."""
+    return {"own log group": LOGS, "*": XRAY | LIST_STREAMS, **resources}
+
+
+CONSOLIDATION = {
+    **sessions("GetItem", "UpdateItem"),
+    "conversations": dynamodb("Query"),
+    "text endpoint": INVOKE,
+    "embed endpoint": INVOKE,
+    f"domain/{MEMORIES}/_bulk": POST,
+    f"domain/{MEMORIES}/_delete_by_query": POST,
+}
+
+# Role by role, resource by resource (labels below), the exact actions of the default stack.
+EXPECTED: dict[str, dict[str, set[str]]] = {
+    # handlers.chat_api: sessions (get_owned and live_sessions batch-read, list and
+    # open_sessions_of query the user index, create/end/delete/finish_import write), turns
+    # (get, window and list queries, the turn put, complete_turn, the import's batch writes),
+    # the caller's state (get, get_owned, forget, create_session's condition check); recall
+    # only searches both indexes.
+    "Chat": runtime(
+        **sessions("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"),
+        conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
+        users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
+        **{
+            "text endpoint": INVOKE,
+            "embed endpoint": INVOKE,
+            f"domain/{MEMORIES}/_search": POST,
+            f"domain/{PASSAGES}/_search": POST,
+        },
+    ),
+    # handlers.consolidate: get_session, all_turns, record_consolidation_failure /
+    # mark_failed / mark_consolidated; summarize and embed; bulk upsert and the compensating
+    # delete of a session deleted meanwhile.
+    "Consolidate": consumer(
+        **CONSOLIDATION,
+        **{"sessions stream": STREAM, "dlq ConsolidationDlq": DLQ},
+    ),
+    # handlers.compact: get_session, turns_between, update_running_summary; the text model.
+    "Compact": consumer(
+        **sessions("GetItem", "UpdateItem"),
+        conversations=dynamodb("Query"),
+        **{
+            "text endpoint": INVOKE,
+            "conversations stream": STREAM,
+            "dlq CompactionDlq": DLQ,
+        },
+    ),
+    # handlers.purge: get_session, delete_turns (Query of keys + BatchWriteItem), continue_purge,
+    # remove_session; get_user, sessions_of_owner (user index), mark_deleting, save_purges;
+    # delete_session / delete_user in the memory index.
+    "Purge": consumer(
+        **sessions("GetItem", "Query", "UpdateItem", "DeleteItem"),
+        conversations=dynamodb("Query", "BatchWriteItem"),
+        users=dynamodb("GetItem", "UpdateItem"),
+        **{
+            f"domain/{MEMORIES}/_delete_by_query": POST,
+            "sessions stream": STREAM,
+            "users stream": STREAM,
+            "dlq SessionPurgeDlq": DLQ,
+            "dlq UserPurgeDlq": DLQ,
+        },
+    ),
+    # handlers.sweep_idle: stale_sessions (open-sessions index), end_session (GetItem explains
+    # a failed condition), mark_deleting, continue_purge.
+    "SweepIdle": runtime(**sessions("Query", "GetItem", "UpdateItem")),
+    # handlers.index_setup: indices.exists (HEAD) and create (PUT), then as the FGAC master
+    # user the runtime's security role and its mapping (PUT).
+    "IndexSetup": runtime(
+        **{
+            f"domain/{MEMORIES}": {"es:ESHttpHead", "es:ESHttpPut"},
+            f"domain/{PASSAGES}": {"es:ESHttpHead", "es:ESHttpPut"},
+            f"domain/_plugins/_security/api/roles/{schema.OPENSEARCH_RUNTIME_ROLE}": {
+                "es:ESHttpPut"
+            },
+            f"domain/_plugins/_security/api/rolesmapping/{schema.OPENSEARCH_RUNTIME_ROLE}": {
+                "es:ESHttpPut"
+            },
+        }
+    ),
+    # handlers.ingest: embed the passages, bulk-index them, delete a shortened document's tail.
+    "Ingest": runtime(
+        **{
+            "embed endpoint": INVOKE,
+            f"domain/{PASSAGES}/_bulk": POST,
+            f"domain/{PASSAGES}/_delete_by_query": POST,
+        }
+    ),
+    # handlers.redrive: failed_sessions scans, reset_consolidation, then consolidation; and
+    # rekick_user_purges: pending_user_purges scans the users, get_user, save_purges.
+    "Redrive": runtime(
+        **{
+            **CONSOLIDATION,
+            "sessions": dynamodb("GetItem", "UpdateItem", "Scan"),
+            "sessions/index/*": dynamodb("GetItem", "UpdateItem", "Scan"),
+            "users": dynamodb("Scan", "GetItem", "UpdateItem"),
+        }
+    ),
+}
+
+
+def _role_id(synth: Synth, function: Any) -> str:
+    return synth.stack.get_logical_id(function.role.node.default_child)
+
+
+def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
+    """Readable names for the resources of a role's statements."""
+    stack = synth.stack
+    resources = synth.json["Resources"]
+    names: dict[str, str] = {}
+    for label, table in (
+        ("sessions", stack.storage.sessions),
+        ("conversations", stack.storage.conversations),
+        ("users", stack.storage.users),
+    ):
+        table_id = synth.logical_id(table)
+        names[f"${{{table_id}.Arn}}"] = label
+        names[f"${{{table_id}.Arn}}/index/*"] = f"{label}/index/*"
+        names[f"${{{table_id}.StreamArn}}"] = f"{label} stream"
+    for name, queue in stack.consolidation.dead_letter_queues.items():
+        names[f"${{{synth.logical_id(queue)}.Arn}}"] = f"dlq {name}"
+    log_group = resources[synth.logical_id(function)]["Properties"]["LoggingConfig"]["LogGroup"]
+    names[f"${{{log_group['Ref']}.Arn}}"] = "own log group"
+    endpoint = "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/"
+    names[endpoint + CONFIG.text_endpoint.lower()] = "text endpoint"
+    names[endpoint + CONFIG.embed_endpoint.lower()] = "embed endpoint"
+    domain = f"${{{synth.logical_id(stack.long_term.domain)}.Arn}}"
+
+    def label(resource: str) -> str:
+        if resource.startswith(domain + "/"):
+            return "domain" + resource[len(domain) :]
+        return names.get(resource, resource)
+
+    return label
+
+
+def permissions(synth: Synth, function: Any) -> dict[str, set[str]]:
+    """{resource label: actions} over every policy of the function's role."""
+    label = _labeller(synth, function)
+    found: dict[str, set[str]] = {}
+    for statement in statements(synth, _role_id(synth, function)):
+        assert statement["Effect"] == "Allow"
+        assert "Condition" not in statement and "NotAction" not in statement
+        for resource in statement["Resource"]:
+            found.setdefault(label(resource), set()).update(statement["Action"])
+    return found
+
+
+def test_every_function_has_its_exact_permission_list(default: Synth) -> None:
+    assert set(default.stack.functions.functions) == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", EXPECTED)
+def test_role_may_do_exactly_what_its_code_calls(default: Synth, name: str) -> None:
+    function = default.stack.functions.functions[name]
+    assert permissions(default, function) == EXPECTED[name]
+
+
+def test_no_role_may_scan_except_the_redrive_operator_tool(default: Synth) -> None:
+    scanners = {
+        name
+        for name, function in default.stack.functions.functions.items()
+        for actions in permissions(default, function).values()
+        if "dynamodb:Scan" in actions
+    }
+    assert scanners == {"Redrive"}
+
+
+def _http_grants(synth: Synth) -> dict[str, set[tuple[str, str]]]:
+    """Domain access policy: {principal: {(action, path under the domain)}}."""
+    (domain,) = synth.resources("AWS::OpenSearchService::Domain").values()
+    prefix = f":domain/{domain['Properties']['DomainName']}"
+    grants: dict[str, set[tuple[str, str]]] = {}
+    for statement in domain["Properties"]["AccessPolicies"]["Statement"]:
+        principal = render(statement["Principal"]["AWS"])
+        for resource in render(statement["Resource"]):
+            path = resource.split(prefix, 1)[1]
+            grants.setdefault(principal, set()).add((statement["Action"], path))
+    return grants
+
+
+def test_domain_access_policy_allows_each_role_exactly_its_iam_requests(default: Synth) -> None:
+    """Within one account either the role's policy or the domain's would allow a request on
+    its own, so the domain's must not allow more than the role's."""
+    functions = default.stack.functions.functions
+    domain = f"${{{default.logical_id(default.stack.long_term.domain)}.Arn}}"
+    expected: dict[str, set[tuple[str, str]]] = {}
+    for function in functions.values():
+        iam = {
+            (action, resource[len(domain) :])
+            for statement in statements(default, _role_id(default, function))
+            for action in statement["Action"]
+            if action.startswith("es:")
+            for resource in statement["Resource"]
+        }
+        if iam:
+            expected[f"${{{_role_id(default, function)}.Arn}}"] = iam
+    assert _http_grants(default) == expected
+    assert len(expected) == 6  # the index setup and five runtime roles
+
+
+@pytest.mark.parametrize(
+    ("name", "handler"),
+    [("Ingest", "handlers.ingest.handler"), ("Redrive", "handlers.redrive.handler")],
+)
+def test_operator_tool_is_deployed_mapped_and_named_in_an_output(
+    default: Synth, name: str, handler: str
+) -> None:
+    """Issue 10 item 5: operators ingest and redrive on a deployed stack with `aws lambda
+    invoke`; the function's role is mapped in FGAC like the runtime roles and admitted by
+    the domain access policy."""
+    function = default.stack.functions.functions[name]
+    function_id = default.logical_id(function)
+    props = default.json["Resources"][function_id]["Properties"]
+    assert props["Handler"] == handler
+    assert props["Timeout"] == 15 * 60
+    variables = props["Environment"]["Variables"]
+    assert variables[schema.ENV_LONG_TERM_BACKEND] == "opensearch"
+    assert variables[schema.ENV_OPENSEARCH_ENDPOINT] == {
+        "Fn::GetAtt": [default.logical_id(default.stack.long_term.domain), "DomainEndpoint"]
+    }
+    role_arn = f"${{{_role_id(default, function)}.Arn}}"
+    (indexes,) = default.resources("Custom::LongTermIndexes").values()
+    assert role_arn in render(indexes["Properties"]["RuntimeRoleArns"])
+    assert role_arn in _http_grants(default)
+    assert default.json["Outputs"][f"{name}FunctionName"]["Value"] == {"Ref": function_id}
+
+
+def test_ingest_writes_only_verified_passages_and_redrive_only_memories(default: Synth) -> None:
+    functions = default.stack.functions.functions
+    ingest = permissions(default, functions["Ingest"])
+    redrive = permissions(default, functions["Redrive"])
+    assert {r for r in ingest if r.startswith("domain/")} == {
+        f"domain/{PASSAGES}/_bulk",
+        f"domain/{PASSAGES}/_delete_by_query",
+    }
+    assert {r for r in redrive if r.startswith("domain/")} == {
+        f"domain/{MEMORIES}/_bulk",
+        f"domain/{MEMORIES}/_delete_by_query",
+    }
+    assert "sessions" in redrive and "dynamodb:Scan" in redrive["sessions"]
+
+
+# --- other settings -------------------------------------------------------------------------
+
+
+def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -> None:
+    bedrock = synth_cache(modelMode="bedrock", powertoolsLayerVersion="latest")
+    prefix = "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/"
+    text = prefix + CONFIG.text_model_id
+    embed = prefix + CONFIG.embed_model_id
+    models = {}
+    for name, function in bedrock.stack.functions.functions.items():
+        found = set()
+        for statement in statements(bedrock, _role_id(bedrock, function)):
+            if any(a.startswith(("bedrock:", "sagemaker:")) for a in statement["Action"]):
+                assert statement["Action"] == ["bedrock:InvokeModel"], name
+                found.update(statement["Resource"])
+        models[name] = found
+    assert models == {
+        "Chat": {text, embed},
+        "Consolidate": {text, embed},
+        "Compact": {text},
+        "Purge": set(),
+        "SweepIdle": set(),
+        "IndexSetup": set(),
+        "Ingest": {embed},
+        "Redrive": {text, embed},
+    }
+
+
+def test_serverless_data_access_policy_gives_each_role_exactly_its_index_permissions(
+    synth_cache,
+) -> None:
+    serverless = synth_cache(searchMode="serverless")
+    functions = serverless.stack.functions.functions
+    (policy,) = serverless.resources("AWS::OpenSearchServerless::AccessPolicy").values()
+    entries = json.loads(render(policy["Properties"]["Policy"]))
+    collection = serverless.stack.long_term._collection_name
+    read, write = "aoss:ReadDocument", "aoss:WriteDocument"
+
+    def role(name: str) -> str:
+        return f"${{{_role_id(serverless, functions[name])}.Arn}}"
+
+    granted = {}
+    for entry in entries:
+        (principal,) = entry["Principal"]
+        granted[principal] = {
+            resource.removeprefix(f"index/{collection}/"): set(rule["Permission"])
+            for rule in entry["Rules"]
+            for resource in rule["Resource"]
+            if rule["ResourceType"] == "index"
+        }
+        assert len(granted[principal]) == len(entry["Rules"])
+    # A Serverless upsert deletes the documents' keys by query first: writers read too.
+    assert granted == {
+        role("Chat"): {MEMORIES: {read}, PASSAGES: {read}},
+        role("Consolidate"): {MEMORIES: {read, write}},
+        role("Purge"): {MEMORIES: {read, write}},
+        role("Ingest"): {PASSAGES: {read, write}},
+        role("Redrive"): {MEMORIES: {read, write}},
+        role("IndexSetup"): {
+            MEMORIES: {"aoss:CreateIndex", "aoss:DescribeIndex"},
+            PASSAGES: {"aoss:CreateIndex", "aoss:DescribeIndex"},
+        },
+    }
+    collection_arn = f"${{{serverless.logical_id(serverless.stack.long_term.collection)}.Arn}}"
+    for name, function in functions.items():
+        aoss = {
+            (action, resource)
+            for statement in statements(serverless, _role_id(serverless, function))
+            for action in statement["Action"]
+            if action.startswith(("aoss:", "es:"))
+            for resource in statement["Resource"]
+        }
+        expected = {("aoss:APIAccessAll", collection_arn)}
+        assert aoss == (expected if role(name) in granted else set()), name
+
+
+def test_a_bulk_request_may_only_write_the_index_its_path_names(default: Synth) -> None:
+    """Bulk writes are granted per index path (POST /<index>/_bulk); the domain must refuse a
+    body that names another index, or the path would limit nothing."""
+    (domain,) = default.resources("AWS::OpenSearchService::Domain").values()
+    assert domain["Properties"]["AdvancedOptions"] == {
+        "rest.action.multi.allow_explicit_index": "false"
+    }
