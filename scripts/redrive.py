@@ -8,18 +8,15 @@ its variables are set); for a deployed stack, invoking its Redrive function is s
 from __future__ import annotations
 
 import json
-import sys
 from datetime import UTC, datetime
-from pathlib import Path
-from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lambdas"))
+from chatmemory import wiring
+from chatmemory.services.consolidation import redrive_failed
+from chatmemory.services.forget import rekick_user_purges
 
 
-def redrive(deps: Any, *, now: datetime) -> dict[str, str]:
+def redrive(deps: wiring.ConsolidationDeps, *, now: datetime) -> dict[str, str]:
     """Consolidate each FAILED session again with a fresh attempt budget."""
-    from chatmemory.services.consolidation import redrive_failed
-
     return redrive_failed(
         memory=deps.memory,
         summarizer=deps.summarizer,
@@ -31,9 +28,7 @@ def redrive(deps: Any, *, now: datetime) -> dict[str, str]:
 
 
 def main() -> None:
-    from chatmemory import wiring
-    from chatmemory.services.forget import rekick_user_purges
-
+    """Redrive FAILED sessions and restart stalled purges; print what was done."""
     deps = wiring.consolidation_deps()
     report = {
         "sessions": redrive(deps, now=datetime.now(UTC)),

@@ -11,11 +11,14 @@ const STORE = {
 };
 const POLL_MS = 1500;
 const POLL_LIMIT_MS = 5 * 60 * 1000;
+// Statuses and intents come from the API's own definitions (schema.js, generated).
+const STATUS = SCHEMA.SessionStatus;
+const INTENT = SCHEMA.Intent;
 const STATUS_TEXT = {
-  OPEN: "open",
-  ENDED: "consolidating",
-  CONSOLIDATED: "remembered",
-  FAILED: "failed",
+  [STATUS.OPEN]: "open",
+  [STATUS.ENDED]: "consolidating",
+  [STATUS.CONSOLIDATED]: "remembered",
+  [STATUS.FAILED]: "failed",
 };
 
 const state = {
@@ -212,7 +215,7 @@ async function selectSession(sessionId, known) {
   renderHeader();
   renderTurns();
   closeSidebarOnNarrow();
-  if (session.status === "ENDED") startPolling(session.session_id);
+  if (session.status === STATUS.ENDED) startPolling(session.session_id);
 }
 
 async function loadTurns(sessionId) {
@@ -260,7 +263,7 @@ function startPolling(sessionId) {
     try {
       const session = (await api("GET", `/sessions/${encodeURIComponent(sessionId)}`)).session;
       upsertSession(session);
-      if (session.status === "ENDED" && Date.now() - started < POLL_LIMIT_MS) {
+      if (session.status === STATUS.ENDED && Date.now() - started < POLL_LIMIT_MS) {
         state.polling = setTimeout(tick, POLL_MS);
       } else {
         state.polling = null;
@@ -283,7 +286,7 @@ function stopPolling() {
 function renderHeader() {
   const session = state.current;
   const status = $("session-status");
-  $("end-session").hidden = !session || session.status !== "OPEN";
+  $("end-session").hidden = !session || session.status !== STATUS.OPEN;
   $("delete-session").hidden = !session;
   if (!session) {
     $("session-name").textContent = "No session selected";
@@ -300,7 +303,7 @@ function renderHeader() {
   const ended = session.ended_at ? ` · ended ${formatDate(session.ended_at)}` : "";
   $("session-meta").textContent =
     `${plural(session.num_turns, "turn")} · started ${formatDate(session.started_at)}${ended}`;
-  setComposer(session.status === "OPEN");
+  setComposer(session.status === STATUS.OPEN);
   renderBanner(session);
 }
 
@@ -308,22 +311,22 @@ function renderBanner(session) {
   const banner = $("status-banner");
   banner.replaceChildren();
   banner.className = "banner";
-  if (!session || session.status === "OPEN") {
+  if (!session || session.status === STATUS.OPEN) {
     banner.hidden = true;
     return;
   }
   banner.hidden = false;
   const newButton = el("button", { type: "button", class: "link", onclick: () => newSession().catch(showError) },
     "Start a new session");
-  if (session.status === "ENDED") {
+  if (session.status === STATUS.ENDED) {
     banner.classList.add("pending");
     banner.append(el("span", { class: "spinner", "aria-hidden": "true" }),
       el("span", { text: "Session ended. Consolidating it into long-term memory…" }));
-  } else if (session.status === "CONSOLIDATED") {
+  } else if (session.status === STATUS.CONSOLIDATED) {
     banner.classList.add("done");
     banner.append(el("span", { text: "Saved to long-term memory. Recall it from any session with " }),
       el("code", { text: "/past …" }), el("span", { text: ". " }), newButton);
-  } else if (session.status === "FAILED") {
+  } else if (session.status === STATUS.FAILED) {
     banner.classList.add("failed");
     banner.append(el("span", {
       text: "Consolidation failed after its retries; this session is not in long-term memory. " +
@@ -360,9 +363,9 @@ function renderTurn(turn) {
     el("span", { class: "turn-no", title: "turn number", text: label }),
     el("p", { class: "text", text: turn.input }),
     turn.created_at ? el("time", { class: "muted small", datetime: turn.created_at, text: formatDate(turn.created_at) }) : null));
-  const reply = el("div", { class: `bubble assistant intent-${turn.intent || "chat"}` });
-  if (turn.intent && turn.intent !== "chat") {
-    reply.append(el("span", { class: `intent-badge intent-${turn.intent}`, text: turn.intent === "past" ? "recalled" : "verified" }));
+  const reply = el("div", { class: `bubble assistant intent-${turn.intent || INTENT.CHAT}` });
+  if (turn.intent && turn.intent !== INTENT.CHAT) {
+    reply.append(el("span", { class: `intent-badge intent-${turn.intent}`, text: turn.intent === INTENT.PAST ? "recalled" : "verified" }));
   }
   if (turn.sending) {
     reply.append(el("p", { class: "text muted typing", text: "thinking…" }));
@@ -401,7 +404,7 @@ function renderSources(turn) {
         source.date ? el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }) : null));
     }
   }
-  const label = turn.intent === "verified" ? "Cited passages" : "Sessions used";
+  const label = turn.intent === INTENT.VERIFIED ? "Cited passages" : "Sessions used";
   return el("details", { class: "sources", open: true },
     el("summary", { text: `${label} (${turn.sources.length})` }), list);
 }
@@ -449,7 +452,7 @@ async function send(content, clientMessageId, placeholder) {
     showError(error);
   } finally {
     state.sending = false;
-    setComposer(state.current && state.current.status === "OPEN");
+    setComposer(state.current && state.current.status === STATUS.OPEN);
     if (state.current === session) renderTurns();
     $("message").focus();
   }
@@ -479,9 +482,9 @@ async function retry(turn) {
 }
 
 function guessIntent(content) {
-  if (content.startsWith("/past")) return "past";
-  if (content.startsWith("/verified")) return "verified";
-  return "chat";
+  if (content.startsWith("/past")) return INTENT.PAST;
+  if (content.startsWith("/verified")) return INTENT.VERIFIED;
+  return INTENT.CHAT;
 }
 
 // --- long-term memory search ---------------------------------------------------------------
@@ -566,7 +569,7 @@ async function start() {
   await loadSessions();
   const remembered = localStorage.getItem(STORE.session);
   const pick = state.sessions.find((s) => s.session_id === remembered)
-    || state.sessions.find((s) => s.status === "OPEN");
+    || state.sessions.find((s) => s.status === STATUS.OPEN);
   if (pick) await selectSession(pick.session_id, pick);
 }
 

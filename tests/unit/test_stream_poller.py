@@ -322,7 +322,7 @@ def test_an_expired_iterator_is_replaced_without_losing_or_repeating_records(
 def test_checkpoints_are_replaced_atomically(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from local import poller as module
+    from local.poller import checkpoints
 
     stream, handler = FakeStreams(), Recorder()
     _ended(stream, "a")
@@ -332,7 +332,7 @@ def test_checkpoints_are_replaced_atomically(
     def crash(*_: Any) -> None:
         raise OSError("disk full")
 
-    monkeypatch.setattr(module.os, "replace", crash)
+    monkeypatch.setattr(checkpoints.os, "replace", crash)
     _ended(stream, "b")
     with pytest.raises(OSError):
         _poller(stream, tmp_path, Recorder()).drain()
@@ -345,9 +345,11 @@ def test_local_mappings_are_the_deployed_triggers() -> None:
     from local.poller import MAPPINGS
 
     assert [
-        (m.name, m.table, m.handler, m.filters, m.batch_size, m.max_retry_attempts)
+        (m.name, m.table, m.handler, m.filters, m.batch_size, m.max_retry_attempts,
+         m.timeout_seconds)
         for m in MAPPINGS
     ] == [
-        (t.name, t.table.logical_name, t.handler, (t.filter,), t.batch_size, t.retry_attempts)
+        (t.name, t.table.logical_name, t.handler, t.filters, t.batch_size, t.retry_attempts,
+         t.timeout_seconds)
         for t in schema.STREAM_TRIGGERS
-    ]
+    ]  # fmt: skip

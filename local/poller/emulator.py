@@ -1,201 +1,25 @@
-"""A DynamoDB Streams poller with the semantics of Lambda's event source mappings.
-
-For each mapping (table stream -> handler) and each shard, in sequence-number order:
-records that do not match the mapping's filter patterns are dropped before invoking (Lambda
-event filtering); the rest go to the handler in batches of up to `batch_size`, in the Lambda
-DynamoDB event shape. A reply with `batchItemFailures` retries from the first failed record;
-a raised exception bisects the batch (without using the retry budget); a record still failing
-after `max_retry_attempts` retries is written, with its batch, to a dead-letter file, and the
-shard moves on. The last processed sequence number of every shard is checkpointed atomically, so
-a restart neither reprocesses nor skips records. Closed shards are read to their end before their
-children start (shard rollover).
-
-`StreamPoller.poll_once()` does one step per shard; `drain()` steps until there is nothing left;
-`start()` runs it in a thread, as `make run` does.
-"""
+"""The event source mapping emulator: reads each mapping's shards, filters, invokes the handler
+in batches, retries, bisects, dead-letters and checkpoints (see the package docstring)."""
 
 from __future__ import annotations
 
-import base64
-import importlib
-import json
 import logging
 import math
-import os
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from chatmemory import schema
 from chatmemory.streams import matches
-from local.lambda_context import LocalLambdaContext
+from local.lambda_context import Handler, LocalLambdaContext, load_handler
+from local.poller.checkpoints import CheckpointStore
+from local.poller.dead_letters import DeadLetterFile, dead_letter_entry
+from local.poller.mappings import MAPPINGS, StreamMapping
+from local.poller.records import lambda_record, sequence_number, sequence_order
 
 log = logging.getLogger("local.poller")
-
-Handler = Callable[[dict[str, Any], Any], Any]
-
-
-@dataclass(frozen=True)
-class StreamMapping:
-    """One event source mapping: which table's stream feeds which handler, and how."""
-
-    name: str
-    table: str  # logical table name (schema.TableSpec.logical_name)
-    handler: str  # "package.module.function"
-    filters: tuple[dict[str, Any], ...] = ()  # any pattern matching lets a record through
-    batch_size: int = 10
-    max_retry_attempts: int = 2  # retries after the first attempt; -1 retries forever
-    bisect_batch_on_error: bool = True
-    report_batch_item_failures: bool = True
-
-
-# The two mappings of the system, exactly as CDK deploys them: chatmemory.schema's triggers
-# (handler, filter pattern, batch size, retries), bisection and item failure reports. (A session
-# whose consolidation keeps failing is marked FAILED by its third attempt, ConsolidationPolicy's
-# max_attempts, before the retries run out: such records do not reach the dead letters.)
-# Not emulated: MaximumRecordAge (a laptop that slept should still consolidate its sessions).
-MAPPINGS: tuple[StreamMapping, ...] = tuple(
-    StreamMapping(
-        name=trigger.name,
-        table=trigger.table.logical_name,
-        handler=trigger.handler,
-        filters=(trigger.filter,),
-        batch_size=trigger.batch_size,
-        max_retry_attempts=trigger.retry_attempts,
-    )
-    for trigger in schema.STREAM_TRIGGERS
-)
-
-
-def load_handler(dotted: str) -> Handler:
-    """Import `package.module.function` (the Lambda handler string)."""
-    module, _, function = dotted.rpartition(".")
-    return getattr(importlib.import_module(module), function)
-
-
-# --- checkpoints and dead letters -----------------------------------------------------------
-
-
-class CheckpointStore:
-    """Last processed sequence number per mapping and shard, in one JSON file replaced
-    atomically (write a temporary file, fsync, rename), so a crash never leaves half a file."""
-
-    VERSION = 1
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._shards: dict[str, dict[str, Any]] = {}
-        if self.path.exists():
-            data = json.loads(self.path.read_text(encoding="utf-8") or "{}")
-            self._shards = dict(data.get("shards", {}))
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        with self._lock:
-            entry = self._shards.get(key)
-            return dict(entry) if entry else None
-
-    def shard_keys(self) -> list[str]:
-        with self._lock:
-            return list(self._shards)
-
-    def set(self, key: str, **entry: Any) -> None:
-        with self._lock:
-            self._shards[key] = {**self._shards.get(key, {}), **entry}
-            self._write()
-
-    def forget(self, keys: Iterable[str]) -> None:
-        with self._lock:
-            gone = [k for k in keys if self._shards.pop(k, None) is not None]
-            if gone:
-                self._write()
-
-    def _write(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        body = json.dumps({"version": self.VERSION, "shards": self._shards}, indent=1)
-        fd, tmp = tempfile.mkstemp(prefix=".checkpoints-", dir=self.path.parent)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.write(body)
-                out.flush()
-                os.fsync(out.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-
-
-class DeadLetterFile:
-    """The on-failure destination: one JSON line per discarded batch (AWS's record of the
-    batch, plus the records' identifiers and the error), appended and fsynced."""
-
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-
-    def write(self, entry: dict[str, Any]) -> None:
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="utf-8") as out:
-                out.write(json.dumps(entry, sort_keys=True) + "\n")
-                out.flush()
-                os.fsync(out.fileno())
-
-    def entries(self) -> list[dict[str, Any]]:
-        if not self.path.exists():
-            return []
-        lines = self.path.read_text(encoding="utf-8").splitlines()
-        return [json.loads(line) for line in lines if line.strip()]
-
-
-# --- records in the Lambda event shape ------------------------------------------------------
-
-
-def lambda_record(raw: Mapping[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A GetRecords record as Lambda delivers it: creation time in epoch seconds, binary values
-    base64-encoded, and the stream ARN."""
-    dynamodb = dict(raw.get("dynamodb", {}))
-    created = dynamodb.get("ApproximateCreationDateTime")
-    if isinstance(created, datetime):
-        dynamodb["ApproximateCreationDateTime"] = created.timestamp()
-    record: dict[str, Any] = {
-        "eventID": raw.get("eventID"),
-        "eventName": raw.get("eventName"),
-        "eventVersion": raw.get("eventVersion", "1.1"),
-        "eventSource": raw.get("eventSource", "aws:dynamodb"),
-        "awsRegion": raw.get("awsRegion"),
-        "dynamodb": _jsonable(dynamodb),
-        "eventSourceARN": stream_arn,
-    }
-    if "userIdentity" in raw:
-        record["userIdentity"] = _jsonable(raw["userIdentity"])
-    return record
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, bytes | bytearray):
-        return base64.b64encode(value).decode("ascii")
-    if isinstance(value, dict):
-        return {k: _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | set):
-        return [_jsonable(v) for v in value]
-    return value
-
-
-def sequence_number(record: Mapping[str, Any]) -> str:
-    return str(record["dynamodb"]["SequenceNumber"])
-
-
-def _seq_key(sequence: str) -> int:
-    return int(sequence)
-
-
-# --- the poller ------------------------------------------------------------------------------
 
 
 @dataclass
@@ -454,7 +278,7 @@ class StreamPoller:
         seen = shard.read_position or shard.checkpoint
         for raw in answer.get("Records", []):
             record = lambda_record(raw, shard.stream_arn)
-            if seen and _seq_key(sequence_number(record)) <= _seq_key(seen):
+            if seen and sequence_order(sequence_number(record)) <= sequence_order(seen):
                 continue  # read again after re-positioning the iterator
             shard.buffer.append(record)
             shard.read_position = sequence_number(record)
@@ -470,7 +294,8 @@ class StreamPoller:
         else:
             # The mapping's starting position: every record the stream still holds.
             kwargs["ShardIteratorType"] = "TRIM_HORIZON"
-        return self._streams.get_shard_iterator(**kwargs)["ShardIterator"]
+        iterator: str = self._streams.get_shard_iterator(**kwargs)["ShardIterator"]
+        return iterator
 
     @staticmethod
     def _matches(mapping: StreamMapping, record: Mapping[str, Any]) -> bool:
@@ -517,7 +342,9 @@ class StreamPoller:
 
     def _invoke(self, shard: _Shard, batch: list[dict[str, Any]], walked: int) -> _Outcome:
         mapping = shard.mapping
-        context = LocalLambdaContext(function_name=mapping.name)
+        context = LocalLambdaContext(
+            function_name=mapping.name, timeout_seconds=mapping.timeout_seconds
+        )
         self.invocations += 1
         try:
             response = self._handler(mapping)({"Records": batch}, context)
@@ -533,8 +360,8 @@ class StreamPoller:
             shard.plan[0] = len(batch) - failed_at
         self._advance(shard, _position(shard.buffer, batch[failed_at]))
         reported = _failure_ids(response)
-        error = f"batchItemFailures: {', '.join(reported) or 'invalid response'}"
-        return self._retry_or_discard(shard, batch[failed_at:], error, invoked=len(batch))
+        reason = f"batchItemFailures: {', '.join(reported) or 'invalid response'}"
+        return self._retry_or_discard(shard, batch[failed_at:], reason, invoked=len(batch))
 
     def _first_failure(
         self, mapping: StreamMapping, batch: list[dict[str, Any]], response: Any
@@ -592,39 +419,15 @@ class StreamPoller:
             shard.plan.pop(0)
 
     def _discard(self, shard: _Shard, batch: list[dict[str, Any]], error: str) -> None:
-        """Send the batch's description to the dead-letter file, as Lambda's on-failure
-        destination receives it, with each record's identifiers and the error."""
-        created = [r["dynamodb"].get("ApproximateCreationDateTime") for r in batch]
-        entry = {
-            "version": "1.0",
-            "timestamp": datetime.now(UTC).isoformat(),
-            "requestContext": {
-                "functionArn": LocalLambdaContext(shard.mapping.name).invoked_function_arn,
-                "condition": "RetryAttemptsExhausted",
-                "approximateInvokeCount": shard.failures,
-            },
-            "responseContext": {"functionError": error},
-            "DDBStreamBatchInfo": {
-                "shardId": shard.shard_id,
-                "startSequenceNumber": sequence_number(batch[0]),
-                "endSequenceNumber": sequence_number(batch[-1]),
-                "approximateArrivalOfFirstRecord": _iso(created[0]),
-                "approximateArrivalOfLastRecord": _iso(created[-1]),
-                "batchSize": len(batch),
-                "streamArn": shard.stream_arn,
-            },
-            "mapping": shard.mapping.name,
-            "error": error,
-            "records": [
-                {
-                    "eventID": r.get("eventID"),
-                    "eventName": r.get("eventName"),
-                    "sequenceNumber": sequence_number(r),
-                    "keys": r["dynamodb"].get("Keys"),
-                }
-                for r in batch
-            ],
-        }
+        """Send the batch's description to the dead-letter file."""
+        entry = dead_letter_entry(
+            mapping=shard.mapping.name,
+            shard_id=shard.shard_id,
+            stream_arn=shard.stream_arn,
+            batch=batch,
+            attempts=shard.failures,
+            error=error,
+        )
         self.dead_letters.write(entry)
         log.warning(
             "%s: %d record(s) from %s sent to %s after %d attempt(s): %s",
@@ -644,12 +447,6 @@ def _position(buffer: list[dict[str, Any]], record: dict[str, Any]) -> int:
 def _failure_ids(response: Any) -> list[str]:
     failures = response.get("batchItemFailures") if isinstance(response, dict) else None
     return [str(f.get("itemIdentifier")) for f in failures or [] if isinstance(f, dict)]
-
-
-def _iso(epoch: Any) -> str | None:
-    if isinstance(epoch, int | float):
-        return datetime.fromtimestamp(epoch, UTC).isoformat()
-    return None
 
 
 def default_poller(

@@ -1,0 +1,29 @@
+"""Print local/web/schema.js: the values the web page shares with the API (session statuses,
+message intents), generated from chatmemory.schema so the page never types them again."""
+
+from __future__ import annotations
+
+import json
+
+from chatmemory.schema import VISIBLE_STATUSES, Intent, SourceKind
+
+
+def document() -> str:
+    values = {
+        "SessionStatus": {status.name: status.value for status in VISIBLE_STATUSES},
+        "Intent": {intent.name: intent.value for intent in Intent},
+        "SourceKind": {kind.name: kind.value for kind in SourceKind},
+    }
+    return (
+        "// Generated from lambdas/chatmemory/schema.py by `make openapi`; do not edit.\n"
+        '"use strict";\n'
+        f"const SCHEMA = Object.freeze({json.dumps(values, indent=2, sort_keys=True)});\n"
+    )
+
+
+def main() -> None:
+    print(document(), end="")
+
+
+if __name__ == "__main__":
+    main()
