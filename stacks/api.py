@@ -1,34 +1,33 @@
-"""The chat API: API Gateway REST API -> chat Lambda (proxy), behind Cognito (default) or IAM."""
+"""The chat API: API Gateway REST API -> chat Lambda (proxy), with access logs, throttling, CORS
+and the error envelope; who may call it is stacks/auth.py, its firewall stacks/waf.py."""
 
 from __future__ import annotations
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
-from aws_cdk import aws_cognito as cognito
 from aws_cdk import aws_logs as logs
-from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
 from chatmemory import schema
 from stacks import nag
+from stacks.auth import ApiAuth
 from stacks.config import CHAT_TIMEOUT_SECONDS, Config
 from stacks.functions import LambdaFactory, retention
 from stacks.long_term import LongTermMemory
 from stacks.models import Models
 from stacks.storage import Storage
+from stacks.waf import ApiWaf
 
 # The error envelope of the Lambda ({"error": {"code", "message"}}) for answers the gateway
 # gives itself (401, 403, 429, 413, 5xx...), so clients parse one shape.
 _GATEWAY_ERROR = (
     '{"error": {"code": "$context.error.responseType", "message": $context.error.messageString}}'
 )
-# A message body is at most MAX_INPUT_CHARS characters (the Lambda enforces that exactly); the
-# WAF blocks message bodies beyond the 16 KB it inspects by default, long before Lambda runs.
-WAF_MESSAGE_BODY_LIMIT = 16 * 1024
 
 
 class ChatApi(Construct):
-    """REST API, chat Lambda, user pool (Cognito mode), access logs, throttling, CORS, WAF."""
+    """REST API and chat Lambda, access logs, throttling, CORS; `auth` (Cognito or IAM) and,
+    when configured, `waf` are built in this construct's scope (their ids predate the split)."""
 
     def __init__(
         self,
@@ -95,12 +94,7 @@ class ChatApi(Construct):
         # Recall only searches; deleting from the indexes is the purge's work.
         long_term.grant(self.handler, search=schema.LONG_TERM_INDEXES)
 
-        self.user_pool: cognito.UserPool | None = None
-        self.client: cognito.UserPoolClient | None = None
-        if config.auth == "cognito":
-            method_options = self._cognito()
-        else:
-            method_options = apigw.MethodOptions(authorization_type=apigw.AuthorizationType.IAM)
+        self.auth = ApiAuth(self, config=config)
 
         access_logs = logs.LogGroup(
             self,
@@ -148,7 +142,7 @@ class ChatApi(Construct):
                 ],
                 max_age=Duration.hours(1),
             ),
-            default_method_options=method_options,
+            default_method_options=self.auth.method_options,
         )
         integration = apigw.LambdaIntegration(self.handler, proxy=True, allow_test_invoke=False)
         # Every route goes to the Lambda, which answers 404 for unknown paths; the routes are
@@ -156,79 +150,12 @@ class ChatApi(Construct):
         self.rest_api.root.add_proxy(default_integration=integration, any_method=True)
         self._gateway_errors()
         self._acknowledge()
-        if config.waf:
-            self._waf()
+        self.auth.acknowledge(self.rest_api)
+        self.waf = ApiWaf(self, stage=self.rest_api.deployment_stage) if config.waf else None
 
         stack = Stack.of(self)
         CfnOutput(stack, "ApiUrl", value=self.rest_api.url, description="Base URL of the chat API")
         CfnOutput(stack, "Region", value=stack.region)
-        if self.user_pool is not None and self.client is not None:
-            CfnOutput(stack, "UserPoolId", value=self.user_pool.user_pool_id)
-            CfnOutput(stack, "UserPoolClientId", value=self.client.user_pool_client_id)
-
-    def _cognito(self) -> apigw.MethodOptions:
-        config = self._config
-        self.user_pool = cognito.UserPool(
-            self,
-            "UserPool",
-            # Users are created by an administrator (see the README); no public sign-up.
-            self_sign_up_enabled=False,
-            sign_in_aliases=cognito.SignInAliases(email=True),
-            auto_verify=cognito.AutoVerifiedAttrs(email=True),
-            password_policy=cognito.PasswordPolicy(
-                min_length=12,
-                require_lowercase=True,
-                require_uppercase=True,
-                require_digits=True,
-                require_symbols=True,
-                temp_password_validity=Duration.days(3),
-            ),
-            mfa=cognito.Mfa.REQUIRED if config.mfa == "required" else cognito.Mfa.OPTIONAL,
-            mfa_second_factor=cognito.MfaSecondFactor(otp=True, sms=False),
-            account_recovery=cognito.AccountRecovery.EMAIL_ONLY,
-            feature_plan=cognito.FeaturePlan.PLUS
-            if config.threat_protection
-            else cognito.FeaturePlan.ESSENTIALS,
-            standard_threat_protection_mode=cognito.StandardThreatProtectionMode.FULL_FUNCTION
-            if config.threat_protection
-            else None,
-            deletion_protection=config.production,
-            removal_policy=RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY,
-        )
-        self.client = self.user_pool.add_client(
-            "CliClient",
-            # A public client for the README's CLI example (InitiateAuth with
-            # USER_PASSWORD_AUTH, then refresh tokens; the web page takes a pasted token): no
-            # secret, no SRP, and no OAuth flows, callback URLs or scopes (no hosted UI).
-            generate_secret=False,
-            auth_flows=cognito.AuthFlow(user_password=True),
-            disable_o_auth=True,
-            prevent_user_existence_errors=True,
-            enable_token_revocation=True,
-            id_token_validity=Duration.hours(1),
-            access_token_validity=Duration.hours(1),
-            refresh_token_validity=Duration.days(30),
-        )
-        self.authorizer = apigw.CognitoUserPoolsAuthorizer(
-            self, "Authorizer", cognito_user_pools=[self.user_pool]
-        )
-        if config.mfa != "required":
-            nag.acknowledge(
-                self.user_pool,
-                "AwsSolutions-COG2",
-                "MFA (TOTP) is optional so the CLI example can sign in with a password; set "
-                "chatmemory:mfa=required to enforce it.",
-            )
-        if not config.threat_protection:
-            nag.acknowledge(
-                self.user_pool,
-                "AwsSolutions-COG8",
-                "Threat protection needs the Cognito Plus plan (billed per monthly active user); "
-                "it is on for chatmemory:stage=prod or chatmemory:threatProtection=true.",
-            )
-        return apigw.MethodOptions(
-            authorizer=self.authorizer, authorization_type=apigw.AuthorizationType.COGNITO
-        )
 
     def _gateway_errors(self) -> None:
         origin = self._config.cors_origins[0]
@@ -261,15 +188,6 @@ class ChatApi(Construct):
             "API Gateway's account-level logging role (needed for access and execution logs) "
             "uses the AWS managed policy that AWS documents for it.",
         )
-        if self._config.auth == "iam":
-            for method in _methods(api):
-                if method.http_method != "OPTIONS":
-                    nag.acknowledge(
-                        method,
-                        "AwsSolutions-COG4",
-                        "chatmemory:auth=iam: callers sign requests with SigV4 as IAM principals "
-                        "(AWS_IAM authorization on every method) instead of Cognito tokens.",
-                    )
         if not self._config.waf:
             nag.acknowledge(
                 api,
@@ -277,93 +195,3 @@ class ChatApi(Construct):
                 "WAF costs a monthly fee per web ACL and rule; it is on for chatmemory:stage=prod "
                 "or chatmemory:waf=true. Throttling and the Lambda's input limits stay on.",
             )
-
-    def _waf(self) -> None:
-        rules = [
-            wafv2.CfnWebACL.RuleProperty(
-                name="RatePerIp",
-                priority=0,
-                action=wafv2.CfnWebACL.RuleActionProperty(block={}),
-                statement=wafv2.CfnWebACL.StatementProperty(
-                    rate_based_statement=wafv2.CfnWebACL.RateBasedStatementProperty(
-                        aggregate_key_type="IP", limit=2000
-                    )
-                ),
-                visibility_config=_visibility("RatePerIp"),
-            ),
-            wafv2.CfnWebACL.RuleProperty(
-                name="MessageBodySize",
-                priority=1,
-                action=wafv2.CfnWebACL.RuleActionProperty(block={}),
-                statement=wafv2.CfnWebACL.StatementProperty(
-                    and_statement=wafv2.CfnWebACL.AndStatementProperty(
-                        statements=[
-                            wafv2.CfnWebACL.StatementProperty(
-                                byte_match_statement=wafv2.CfnWebACL.ByteMatchStatementProperty(
-                                    field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(
-                                        uri_path={}
-                                    ),
-                                    positional_constraint="ENDS_WITH",
-                                    search_string="/messages",
-                                    text_transformations=[
-                                        wafv2.CfnWebACL.TextTransformationProperty(
-                                            priority=0, type="NONE"
-                                        )
-                                    ],
-                                )
-                            ),
-                            wafv2.CfnWebACL.StatementProperty(
-                                size_constraint_statement=wafv2.CfnWebACL.SizeConstraintStatementProperty(
-                                    field_to_match=wafv2.CfnWebACL.FieldToMatchProperty(
-                                        body=wafv2.CfnWebACL.BodyProperty(oversize_handling="MATCH")
-                                    ),
-                                    comparison_operator="GT",
-                                    size=WAF_MESSAGE_BODY_LIMIT,
-                                    text_transformations=[
-                                        wafv2.CfnWebACL.TextTransformationProperty(
-                                            priority=0, type="NONE"
-                                        )
-                                    ],
-                                )
-                            ),
-                        ]
-                    )
-                ),
-                visibility_config=_visibility("MessageBodySize"),
-            ),
-            wafv2.CfnWebACL.RuleProperty(
-                name="KnownBadInputs",
-                priority=2,
-                override_action=wafv2.CfnWebACL.OverrideActionProperty(none={}),
-                statement=wafv2.CfnWebACL.StatementProperty(
-                    managed_rule_group_statement=wafv2.CfnWebACL.ManagedRuleGroupStatementProperty(
-                        vendor_name="AWS", name="AWSManagedRulesKnownBadInputsRuleSet"
-                    )
-                ),
-                visibility_config=_visibility("KnownBadInputs"),
-            ),
-        ]
-        acl = wafv2.CfnWebACL(
-            self,
-            "WebAcl",
-            scope="REGIONAL",
-            default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
-            visibility_config=_visibility("ChatApi"),
-            rules=rules,
-        )
-        wafv2.CfnWebACLAssociation(
-            self,
-            "WebAclAssociation",
-            resource_arn=self.rest_api.deployment_stage.stage_arn,
-            web_acl_arn=acl.attr_arn,
-        )
-
-
-def _methods(api: apigw.RestApi) -> list[apigw.Method]:
-    return [c for c in api.node.find_all() if isinstance(c, apigw.Method)]
-
-
-def _visibility(metric: str) -> wafv2.CfnWebACL.VisibilityConfigProperty:
-    return wafv2.CfnWebACL.VisibilityConfigProperty(
-        cloud_watch_metrics_enabled=True, metric_name=metric, sampled_requests_enabled=True
-    )

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from enum import StrEnum
+from typing import Any, Literal, TypeVar, get_args
 
 from constructs import Construct
 
 from chatmemory import schema
+from chatmemory.schema import EmbedFormat, TextFormat
 
 PREFIX = "chatmemory:"
 
@@ -29,11 +31,13 @@ POWERTOOLS_LAYER_ACCOUNT = "017000801446"
 CHAT_TIMEOUT_SECONDS = 29
 # The purge hands over to a next invocation when it runs short; it may first sleep for
 # purgeSettleSeconds after a forget.
-PURGE_TIMEOUT_SECONDS = 300
+PURGE_TIMEOUT_SECONDS = schema.SESSION_PURGE_TRIGGER.timeout_seconds
 
 ModelMode = Literal["endpoints", "deploy", "bedrock"]
+EnumT = TypeVar("EnumT", bound=StrEnum)
 SearchMode = Literal["domain", "serverless"]
 AuthMode = Literal["cognito", "iam"]
+MfaMode = Literal["optional", "required"]
 
 
 def _as_bool(raw: Any) -> bool:
@@ -63,6 +67,15 @@ def _choice(*allowed: str) -> Callable[[Any], str]:
     return parse
 
 
+def _member(kind: type[EnumT]) -> Callable[[Any], EnumT]:
+    """A value of one of the runtime's enums (chatmemory.schema): what its Settings accept."""
+
+    def parse(raw: Any) -> EnumT:
+        return kind(_choice(*kind)(raw))
+
+    return parse
+
+
 @dataclass(frozen=True)
 class Config:
     """Everything the stacks need to know about one deployment."""
@@ -73,11 +86,16 @@ class Config:
     # Models. "endpoints": existing SageMaker endpoints, by name (JumpStart FLAN-T5 + GPT-J, as in
     # the original design). "deploy": this stack deploys Hugging Face TGI (text, real-time) and
     # TEI (embeddings, serverless) endpoints. "bedrock": Amazon Bedrock model ids.
+    # Where a default differs from the runtime's (chatmemory.settings.Settings, made for local
+    # mode), it is because the deployment knows more: the runtime has no endpoint or model to
+    # default to and embeds with the offline MiniLM model (384 dimensions); a deployment names
+    # JumpStart's endpoints (GPT-J: 4096 dimensions) or Bedrock's models. tests/infra/
+    # test_config.py lists these differences and holds every other shared default equal.
     model_mode: ModelMode = "endpoints"
     text_endpoint: str = "jumpstart-dft-hf-text2text-flan-t5-xl"
-    text_format: str = "jumpstart-flan-t5"
+    text_format: TextFormat = TextFormat.JUMPSTART_FLAN_T5
     embed_endpoint: str = "jumpstart-dft-hf-textembedding-gpt-j-6b-fp16"
-    embed_format: str = "jumpstart-gpt-j"
+    embed_format: EmbedFormat = EmbedFormat.JUMPSTART_GPT_J
     embed_dimension: int = 4096
     text_model_id: str = "amazon.nova-micro-v1:0"
     embed_model_id: str = "amazon.titan-embed-text-v2:0"
@@ -100,8 +118,10 @@ class Config:
 
     # Chat API.
     auth: AuthMode = "cognito"
-    mfa: Literal["optional", "required"] = "optional"
+    mfa: MfaMode = "optional"
     threat_protection: bool = False
+    # The runtime allows no browser origin unless told; the deployed API allows any, since
+    # callers authenticate with a bearer token or a SigV4 signature (no cookies).
     cors_origins: tuple[str, ...] = ("*",)
     throttle_rate: int = 20
     throttle_burst: int = 40
@@ -145,7 +165,10 @@ class Config:
         """Parse and validate raw values (snake_case keys); stage-dependent defaults apply."""
         stage = str(raw.get("stage", cls.stage))
         production = _as_bool(raw.get("production", stage == "prod"))
-        mode = _choice("endpoints", "deploy", "bedrock")(raw.get("model_mode", cls.model_mode))
+        try:
+            mode = _choice(*get_args(ModelMode))(raw.get("model_mode", cls.model_mode))
+        except ValueError as error:
+            raise ValueError(f"{context_key('model_mode')}: {error}") from None
         defaults: dict[str, Any] = {
             # Production: keep logs a year, a search domain that survives an AZ outage, a WAF and
             # Cognito threat protection; development stays cheap.
@@ -156,16 +179,16 @@ class Config:
             "waf": production,
             "threat_protection": production,
             # Each model mode has its own payload formats and embedding size.
-            "text_format": "tgi" if mode == "deploy" else "jumpstart-flan-t5",
-            "embed_format": "tei" if mode == "deploy" else "jumpstart-gpt-j",
+            "text_format": TextFormat.TGI if mode == "deploy" else TextFormat.JUMPSTART_FLAN_T5,
+            "embed_format": EmbedFormat.TEI if mode == "deploy" else EmbedFormat.JUMPSTART_GPT_J,
             "embed_dimension": {"endpoints": 4096, "deploy": 384, "bedrock": 1024}[mode],
         }
         parsers: dict[str, Callable[[Any], Any]] = {
-            "search_mode": _choice("domain", "serverless"),
-            "auth": _choice("cognito", "iam"),
-            "mfa": _choice("optional", "required"),
-            "text_format": _choice("jumpstart-flan-t5", "tgi"),
-            "embed_format": _choice("jumpstart-gpt-j", "tei"),
+            "search_mode": _choice(*get_args(SearchMode)),
+            "auth": _choice(*get_args(AuthMode)),
+            "mfa": _choice(*get_args(MfaMode)),
+            "text_format": _member(TextFormat),
+            "embed_format": _member(EmbedFormat),
             "cors_origins": _as_list,
         }
         values: dict[str, Any] = {"stage": stage, "production": production, "model_mode": mode}
@@ -173,15 +196,10 @@ class Config:
             if name in values:
                 continue
             value = raw.get(name, defaults.get(name, spec.default))
-            if name in parsers:
-                value = parsers[name](value)
-            elif isinstance(spec.default, bool):
-                value = _as_bool(value)
-            elif isinstance(spec.default, int):
-                value = int(value)
-            elif isinstance(spec.default, str):
-                value = str(value)
-            values[name] = value
+            try:
+                values[name] = _parse(name, value, spec.default, parsers)
+            except ValueError as error:
+                raise ValueError(f"{context_key(name)}: {error}") from None
         config = cls(**values)
         config.validate()
         return config
@@ -223,6 +241,18 @@ class Config:
     @property
     def powertools_layer_name(self) -> str:
         return f"AWSLambdaPowertoolsPythonV3-python{PYTHON_VERSION.replace('.', '')}-{ARCHITECTURE}"
+
+
+def _parse(name: str, value: Any, default: Any, parsers: Mapping[str, Callable[[Any], Any]]) -> Any:
+    if name in parsers:
+        return parsers[name](value)
+    if isinstance(default, bool):
+        return _as_bool(value)
+    if isinstance(default, int):
+        return int(value)
+    if isinstance(default, str):
+        return str(value)
+    return value
 
 
 def _camel(snake: str) -> str:

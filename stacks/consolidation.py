@@ -18,7 +18,7 @@ from constructs import Construct
 
 from chatmemory import schema
 from stacks import nag
-from stacks.config import PURGE_TIMEOUT_SECONDS, Config
+from stacks.config import Config
 from stacks.functions import LambdaFactory
 from stacks.long_term import LongTermMemory
 from stacks.models import Models
@@ -65,7 +65,7 @@ class Consolidation(Construct):
                 **long_term.environment,
             },
             # A batch of sessions, each a few model calls.
-            timeout=Duration.minutes(5),
+            timeout=Duration.seconds(schema.CONSOLIDATION_TRIGGER.timeout_seconds),
             memory_mb=1024,
             wildcard_reasons=[LIST_STREAMS_REASON],
         )
@@ -87,7 +87,7 @@ class Consolidation(Construct):
                 **storage.environment(storage.sessions, storage.conversations),
                 **models.environment,
             },
-            timeout=Duration.minutes(2),
+            timeout=Duration.seconds(schema.COMPACTION_TRIGGER.timeout_seconds),
             memory_mb=512,
             wildcard_reasons=[LIST_STREAMS_REASON],
         )
@@ -116,7 +116,7 @@ class Consolidation(Construct):
             },
             # A purge that runs short hands over to a next invocation; after a forget it may
             # first wait PURGE_SETTLE_SECONDS.
-            timeout=Duration.seconds(PURGE_TIMEOUT_SECONDS),
+            timeout=Duration.seconds(schema.SESSION_PURGE_TRIGGER.timeout_seconds),
             memory_mb=512,
             wildcard_reasons=[LIST_STREAMS_REASON],
         )
@@ -220,7 +220,7 @@ class Consolidation(Construct):
                 max_record_age=max_record_age,
                 parallelization_factor=1,
                 on_failure=sources.SqsDlq(queue),
-                filters=[stream_filter(trigger.filter)],
+                filters=[stream_filter(pattern) for pattern in trigger.filters],
             )
         )
 

@@ -21,7 +21,8 @@ _ARCHITECTURES = {"arm64": lambda_.Architecture.ARM_64, "x86_64": lambda_.Archit
 
 class LambdaFactory(Construct):
     """Builds functions from the one shared asset: Python runtime on arm64, JSON logs into a log
-    group with retention, active X-Ray tracing, the Powertools layer, an own role per function."""
+    group with retention, active X-Ray tracing (recorded by Lambda, no SDK in the code), the
+    Powertools layer, an own role per function."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: Config) -> None:
         super().__init__(scope, construct_id)
@@ -92,6 +93,9 @@ class LambdaFactory(Construct):
             memory_size=memory_mb,
             environment=dict(environment),
             layers=[self.powertools],
+            # Lambda itself records each invocation's segment (Initialization on a cold start,
+            # Invocation, Overhead) and passes the trace header on to AWS calls: the code
+            # carries no tracing SDK (see lambdas/handlers/__init__.py).
             tracing=lambda_.Tracing.ACTIVE,
             log_group=log_group,
             logging_format=lambda_.LoggingFormat.JSON,

@@ -1,5 +1,6 @@
 """Long-term memory: an OpenSearch Service domain (default) or an OpenSearch Serverless vector
-collection, and the custom resource that creates the indexes from schema.py at deploy time."""
+collection, and the custom resource that creates the indexes from schema.py at deploy time
+(CDK's custom-resource Provider framework invoking handlers/index_setup.py)."""
 
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchserverless as aoss
 from aws_cdk import aws_opensearchservice as opensearch
+from aws_cdk import custom_resources as cr
 from constructs import Construct
 
 from chatmemory import schema
@@ -101,7 +103,7 @@ class LongTermMemory(Construct):
         else:
             self.endpoint = self._domain()
         self.environment = {
-            schema.ENV_LONG_TERM_BACKEND: "opensearch",
+            schema.ENV_LONG_TERM_BACKEND: schema.LongTermBackend.OPENSEARCH,
             schema.ENV_OPENSEARCH_ENDPOINT: self.endpoint,
             schema.ENV_OPENSEARCH_SERVERLESS: "true" if self.serverless else "false",
             schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
@@ -109,19 +111,23 @@ class LongTermMemory(Construct):
         self.setup_function = factory.function(
             self,
             "IndexSetup",
-            handler="handlers.index_setup.handler",
-            description="Creates the long-term memory indexes (CloudFormation custom resource)",
+            handler="handlers.index_setup.on_event",
+            description="Creates the long-term memory indexes (custom resource provider)",
             environment=self.environment,
             timeout=Duration.minutes(5),
             memory_mb=256,
             role=self._setup_role,
         )
         self._grant_setup()
+        self.provider = self._provider()
         body = json.dumps(schema.long_term_index_body(config.embed_dimension), sort_keys=True)
+        # Not "Indexes" as before the Provider: CloudFormation never changes a custom resource's
+        # service token, so the resource is replaced (handlers/index_setup.py answers the old
+        # one's Delete).
         self.index_setup = CustomResource(
             self,
-            "Indexes",
-            service_token=self.setup_function.function_arn,
+            "LongTermIndexes",
+            service_token=self.provider.service_token,
             resource_type="Custom::LongTermIndexes",
             properties={
                 # A new mapping or role list re-runs the setup (an Update event).
@@ -132,6 +138,45 @@ class LongTermMemory(Construct):
         if self.serverless:
             # Index creation is allowed by the data access policy, not by IAM alone.
             self.index_setup.node.add_dependency(self._access_policy)
+
+    def _provider(self) -> cr.Provider:
+        """CDK's custom-resource framework: its function answers CloudFormation and invokes the
+        setup function (on_event), which returns or raises. Its role may invoke only that
+        function and write its own log group. The one function not built by the LambdaFactory:
+        its Node.js code and settings are CDK's (an asset of aws-cdk-lib, no bundling)."""
+        config = self._config
+        role = iam.Role(
+            self,
+            "IndexSetupProviderRole",
+            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
+            description="Custom-resource framework: invokes the IndexSetup function",
+        )
+        log_group = logs.LogGroup(
+            self,
+            "IndexSetupProviderLogs",
+            retention=retention(config.log_retention_days),
+            removal_policy=RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY,
+        )
+        log_group.grant_write(role)
+        provider = cr.Provider(
+            self,
+            "IndexSetupProvider",
+            on_event_handler=self.setup_function,
+            framework_on_event_role=role,
+            log_group=log_group,
+        )
+        framework = provider.node.find_child("framework-onEvent")
+        assert isinstance(framework, lambda_.Function)
+        self.provider_function = framework
+        setup = self.setup_function.node.default_child
+        assert isinstance(setup, lambda_.CfnFunction)
+        nag.wildcard(
+            role,
+            nag.arn_of(setup, ":*"),
+            "CDK's Provider grants lambda:InvokeFunction on the setup function's ARN and on its "
+            "versions and aliases (':*'); that one function, nothing else.",
+        )
+        return provider
 
     # --- managed domain ---------------------------------------------------------------------
 

@@ -47,8 +47,8 @@ class Models(Construct):
             self.text_arn = self._foundation_model_arn(config.text_model_id)
             self.embed_arn = self._foundation_model_arn(config.embed_model_id)
             self.environment = {
-                schema.ENV_TEXT_BACKEND: "bedrock",
-                schema.ENV_EMBED_BACKEND: "bedrock",
+                schema.ENV_TEXT_BACKEND: schema.TextBackend.BEDROCK,
+                schema.ENV_EMBED_BACKEND: schema.EmbedBackend.BEDROCK,
                 schema.ENV_TEXT_MODEL_ID: config.text_model_id,
                 schema.ENV_EMBED_MODEL_ID: config.embed_model_id,
             }
@@ -67,8 +67,8 @@ class Models(Construct):
                     service="sagemaker", resource="endpoint", resource_name=embed_name.lower()
                 )
             self.environment = {
-                schema.ENV_TEXT_BACKEND: "sagemaker",
-                schema.ENV_EMBED_BACKEND: "sagemaker",
+                schema.ENV_TEXT_BACKEND: schema.TextBackend.SAGEMAKER,
+                schema.ENV_EMBED_BACKEND: schema.EmbedBackend.SAGEMAKER,
                 schema.ENV_TEXT_ENDPOINT: text_name,
                 schema.ENV_TEXT_FORMAT: config.text_format,
                 schema.ENV_EMBED_ENDPOINT: embed_name,

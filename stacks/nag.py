@@ -47,11 +47,6 @@ def arn_of(element: CfnElement, suffix: str = "") -> str:
     return f"<{Stack.of(element).get_logical_id(element)}.Arn>{suffix}"
 
 
-def ref_of(element: CfnElement, suffix: str = "") -> str:
-    """How cdk-nag renders `Ref <element>` followed by `suffix` in an IAM5 finding."""
-    return f"<{Stack.of(element).get_logical_id(element)}>{suffix}"
-
-
 def wildcard(scope: IConstruct, resource: str, reason: str) -> None:
     """Acknowledge one IAM5 wildcard resource finding on `scope`."""
     acknowledge(scope, f"AwsSolutions-IAM5[Resource::{resource}]", reason)

@@ -44,7 +44,7 @@ PROVIDED_BY_RUNTIME = (
     "six",
 )
 # Powertools for AWS Lambda comes from AWS's public layer, with pydantic (and its
-# typing-extensions) and the X-Ray SDK.
+# typing-extensions). The layer also ships the X-Ray SDK, which no handler imports any more.
 PROVIDED_BY_LAYER = (
     "aws-lambda-powertools",
     "pydantic",
@@ -52,8 +52,6 @@ PROVIDED_BY_LAYER = (
     "annotated-types",
     "typing-inspection",
     "typing-extensions",
-    "aws-xray-sdk",
-    "wrapt",
 )
 # opensearch-py 3 declares its gRPC transport's packages, which its HTTP client (the one the
 # adapter uses) never imports; tzdata only serves python-dateutil 4, removed above.

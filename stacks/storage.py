@@ -61,9 +61,11 @@ class Storage(Construct):
         role = function.role
         if spec.indexes and role is not None and (role, table) not in self._acknowledged:
             self._acknowledged.add((role, table))
+            cfn_table = table.node.default_child
+            assert isinstance(cfn_table, dynamodb.CfnTable)
             nag.wildcard(
                 role,
-                nag.arn_of(table.node.default_child, "/index/*"),
+                nag.arn_of(cfn_table, "/index/*"),
                 f"table.grant names the {spec.logical_name} table's global secondary indexes "
                 f"({', '.join(i.name for i in spec.indexes)}) as '/index/*'; the actions are "
                 "listed one by one.",

@@ -16,6 +16,17 @@ from stacks.app_stack import ChatMemoryStack, build
 
 CDK_JSON = Path(__file__).resolve().parents[2] / "cdk.json"
 
+# The configurations the checks run on (chatmemory: settings, camelCase keys).
+VARIANTS: dict[str, dict[str, str]] = {
+    "default": {},
+    "deploy-models": {"modelMode": "deploy"},
+    "bedrock-latest-layer": {"modelMode": "bedrock", "powertoolsLayerVersion": "latest"},
+    "serverless-search": {"searchMode": "serverless"},
+    "iam-auth": {"auth": "iam"},
+    "production": {"stage": "prod"},
+    "waf": {"waf": "true"},
+}
+
 
 @dataclass
 class Synth:

@@ -1,11 +1,47 @@
-"""Deployment settings from cdk.json context: defaults, stage presets, `-c` strings, mistakes."""
+"""Deployment settings from cdk.json context: defaults, stage presets, `-c` strings, mistakes,
+and that what the stacks hand the runtime is what the runtime's Settings accept."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import aws_cdk as cdk
 import pytest
 
+from chatmemory import schema
+from chatmemory.schema import EmbedFormat, TextFormat
+from chatmemory.settings import Settings
 from stacks.config import Config, context_key
+from tests.infra.synth import VARIANTS, Synth
+
+# Config fields that reach the functions as runtime settings (stacks/*.py), by variable. The
+# runtime's Settings field of each has the same name.
+RUNTIME_FIELDS = {
+    "text_endpoint": schema.ENV_TEXT_ENDPOINT,
+    "text_format": schema.ENV_TEXT_FORMAT,
+    "embed_endpoint": schema.ENV_EMBED_ENDPOINT,
+    "embed_format": schema.ENV_EMBED_FORMAT,
+    "embed_dimension": schema.ENV_EMBED_DIMENSION,
+    "text_model_id": schema.ENV_TEXT_MODEL_ID,
+    "embed_model_id": schema.ENV_EMBED_MODEL_ID,
+    "max_input_chars": schema.ENV_MAX_INPUT_CHARS,
+    "turn_ttl_days": schema.ENV_TURN_TTL_DAYS,
+    "idle_minutes": schema.ENV_IDLE_MINUTES,
+    "purge_settle_seconds": schema.ENV_PURGE_SETTLE_SECONDS,
+    "cors_origins": schema.ENV_CORS_ORIGINS,
+}
+# Deployed defaults that differ from the runtime's on purpose (see the comments in
+# stacks/config.py): the runtime has no endpoint or model to default to, embeds offline (384
+# dimensions) and allows no browser origin unless told.
+DEPLOYED_DIFFERS = {
+    "text_endpoint",
+    "embed_endpoint",
+    "embed_dimension",
+    "text_model_id",
+    "embed_model_id",
+    "cors_origins",
+}
 
 
 def _from_context(**values: object) -> Config:
@@ -60,14 +96,67 @@ def test_command_line_strings_are_parsed() -> None:
         ("modelMode", "sagemaker", "not one of"),
         ("searchMode", "elastic", "not one of"),
         ("auth", "apikey", "not one of"),
+        ("mfa", "sometimes", "not one of"),
+        # The runtime's payload formats (chatmemory.schema.TextFormat / EmbedFormat) only.
+        ("textFormat", "flan-t5", "not one of jumpstart-flan-t5, tgi"),
+        ("embedFormat", "tgi", "not one of jumpstart-gpt-j, tei"),
         ("waf", "maybe", "not a boolean"),
-        ("searchMasterNodes", "2", "searchMasterNodes"),
-        ("corsOrigins", "", "corsOrigins"),
+        ("idleMinutes", "half an hour", "invalid literal"),
+        ("searchMasterNodes", "2", "must be 0, 3 or 5"),
+        ("corsOrigins", "", "at least one origin"),
         # The purge must outwait any chat request that read the caller's old generation.
-        ("purgeSettleSeconds", "29", "purgeSettleSeconds"),
-        ("purgeSettleSeconds", "151", "purgeSettleSeconds"),
+        ("purgeSettleSeconds", "29", "longer than"),
+        ("purgeSettleSeconds", "151", "longer than"),
     ],
 )
 def test_a_wrong_setting_fails_the_synth_with_its_name(key: str, value: str, message: str) -> None:
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(ValueError, match=message) as raised:
         _from_context(**{key: value})
+    assert key in str(raised.value)
+
+
+def test_formats_are_the_runtimes_enums() -> None:
+    config = _from_context(modelMode="deploy", textFormat="jumpstart-flan-t5")
+    assert config.text_format is TextFormat.JUMPSTART_FLAN_T5
+    assert config.embed_format is EmbedFormat.TEI
+
+
+def _as_env(value: Any) -> str:
+    """How the stacks write a setting into a function's environment."""
+    return ",".join(value) if isinstance(value, tuple) else str(value)
+
+
+@pytest.mark.parametrize("mode", ["endpoints", "deploy", "bedrock"])
+def test_every_config_default_the_runtime_reads_is_an_allowed_runtime_value(mode: str) -> None:
+    config = Config.from_mapping({"model_mode": mode})
+    env = {name: _as_env(getattr(config, field)) for field, name in RUNTIME_FIELDS.items()}
+    settings = Settings.from_env(env)
+    for field in RUNTIME_FIELDS:
+        assert getattr(settings, field) == getattr(config, field), field
+
+
+def test_defaults_shared_with_the_runtime_agree_unless_the_deployment_knows_better() -> None:
+    config, runtime = Config(), Settings()
+    differ = {f for f in RUNTIME_FIELDS if getattr(config, f) != getattr(runtime, f)}
+    assert differ == DEPLOYED_DIFFERS
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_every_function_environment_is_accepted_by_the_runtime_settings(
+    synth_cache: Callable[..., Synth], variant: str
+) -> None:
+    """Backends, formats and numbers as the stacks write them are valid runtime values (values
+    CloudFormation fills in, such as table names, are stand-ins here)."""
+    synth = synth_cache(**VARIANTS[variant])
+    for name, function in synth.stack.functions.functions.items():
+        props = synth.json["Resources"][synth.logical_id(function)]["Properties"]
+        env = {
+            key: value if isinstance(value, str) else "resolved-at-deploy-time"
+            for key, value in props["Environment"]["Variables"].items()
+        }
+        settings = Settings.from_env(env)
+        if schema.ENV_TEXT_BACKEND in env:
+            assert settings.text_backend in schema.TextBackend, name
+            assert settings.embed_backend in schema.EmbedBackend, name
+        if schema.ENV_LONG_TERM_BACKEND in env:
+            assert settings.long_term_backend == schema.LongTermBackend.OPENSEARCH, name

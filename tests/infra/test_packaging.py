@@ -81,10 +81,11 @@ def test_the_long_term_adapter_imports_without_the_pruned_packages() -> None:
                     raise ImportError("pruned from the asset: " + name)
         sys.meta_path.insert(0, Block())
         from chatmemory.adapters.opensearch import OpenSearchLongTermIndex, opensearch_client
-        from chatmemory.adapters.opensearch_security import map_runtime_roles
+        from chatmemory.adapters.opensearch_security import OpenSearchSecurity
         client = opensearch_client("search-x.us-east-1.es.amazonaws.com", "us-east-1",
                                    serverless=False)
         OpenSearchLongTermIndex(client, dimension=8)
+        OpenSearchSecurity(client)
         import handlers.index_setup
         """
     )
@@ -132,13 +133,22 @@ def test_requirements_do_not_ship_boto3_or_powertools() -> None:
 
 
 def _synthesized_bundles() -> list[Path]:
-    """The Lambda asset(s) of the last `make synth` (it runs before pytest in `make test`)."""
+    """The app's Lambda asset(s) of the last `make synth` (it runs before pytest in `make
+    test`): the code of the functions running `handlers.*`, not CDK's own (the custom-resource
+    framework's)."""
     out = packaging.ROOT / "cdk.out"
+    keys = {
+        resource["Properties"]["Code"]["S3Key"]
+        for template in out.glob("*.template.json")
+        for resource in json.loads(template.read_text())["Resources"].values()
+        if resource["Type"] == "AWS::Lambda::Function"
+        and resource["Properties"]["Handler"].startswith("handlers.")
+    }
     bundles = []
     for manifest in out.glob("*.assets.json"):
-        for asset in json.loads(manifest.read_text())["files"].values():
+        for asset_hash, asset in json.loads(manifest.read_text())["files"].items():
             path = out / asset["source"]["path"]
-            if asset["source"].get("packaging") == "zip" and path.is_dir():
+            if f"{asset_hash}.zip" in keys and path.is_dir():
                 bundles.append(path)
     return bundles
 

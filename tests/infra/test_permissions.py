@@ -174,6 +174,9 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
     endpoint = "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/"
     names[endpoint + CONFIG.text_endpoint.lower()] = "text endpoint"
     names[endpoint + CONFIG.embed_endpoint.lower()] = "embed endpoint"
+    setup = f"${{{synth.logical_id(stack.long_term.setup_function)}.Arn}}"
+    names[setup] = "IndexSetup function"
+    names[f"{setup}:*"] = "IndexSetup function:*"
     domain = f"${{{synth.logical_id(stack.long_term.domain)}.Arn}}"
 
     def label(resource: str) -> str:
@@ -204,6 +207,20 @@ def test_every_function_has_its_exact_permission_list(default: Synth) -> None:
 def test_role_may_do_exactly_what_its_code_calls(default: Synth, name: str) -> None:
     function = default.stack.functions.functions[name]
     assert permissions(default, function) == EXPECTED[name]
+
+
+# CDK's custom-resource framework (stacks/long_term.py, Provider): it invokes the index setup's
+# on_event function, waiting with GetFunction until that function is active, and logs.
+FRAMEWORK = {
+    "own log group": LOGS,
+    "IndexSetup function": {"lambda:InvokeFunction", "lambda:GetFunction"},
+    # grant_invoke names the function's versions and aliases too.
+    "IndexSetup function:*": {"lambda:InvokeFunction"},
+}
+
+
+def test_the_provider_framework_may_only_invoke_the_index_setup(default: Synth) -> None:
+    assert permissions(default, default.stack.long_term.provider_function) == FRAMEWORK
 
 
 def test_no_role_may_scan_except_the_redrive_operator_tool(default: Synth) -> None:

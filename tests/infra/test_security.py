@@ -11,17 +11,9 @@ from pathlib import Path
 import pytest
 
 from stacks import nag
-from tests.infra.synth import Synth, synthesize
+from tests.infra.synth import VARIANTS, Synth, synthesize
 
 ROOT = Path(__file__).resolve().parents[2]
-VARIANTS = {
-    "default": {},
-    "deploy-models": {"modelMode": "deploy"},
-    "bedrock-latest-layer": {"modelMode": "bedrock", "powertoolsLayerVersion": "latest"},
-    "serverless-search": {"searchMode": "serverless"},
-    "iam-auth": {"auth": "iam"},
-    "production": {"stage": "prod"},
-}
 
 
 @pytest.mark.parametrize("settings", VARIANTS.values(), ids=VARIANTS.keys())

@@ -33,7 +33,7 @@ FUNCTIONS = {
     "Compact": "handlers.compact.handler",
     "Purge": "handlers.purge.handler",
     "SweepIdle": "handlers.sweep_idle.handler",
-    "IndexSetup": "handlers.index_setup.handler",
+    "IndexSetup": "handlers.index_setup.on_event",
     "Ingest": "handlers.ingest.handler",
     "Redrive": "handlers.redrive.handler",
 }
@@ -64,7 +64,6 @@ def _table_of(synth: Synth, spec: schema.TableSpec) -> Any:
 def test_stream_mapping_isolates_poison_records_and_uses_the_schema_trigger(
     default: Synth, trigger: schema.StreamTrigger
 ) -> None:
-    pattern = trigger.filter
     stack = default.stack
     function, dlq = TRIGGERS[trigger.name]
     function_id = default.logical_id(_functions(default)[function])
@@ -88,8 +87,8 @@ def test_stream_mapping_isolates_poison_records_and_uses_the_schema_trigger(
             "FilterCriteria": {"Filters": filters},
         },
     )
-    assert filters.as_array() == [{"Pattern": json.dumps(pattern)}]
-    assert json.loads(filters.as_array()[0]["Pattern"]) == pattern
+    assert filters.as_array() == [{"Pattern": json.dumps(p)} for p in trigger.filters]
+    assert [json.loads(f["Pattern"]) for f in filters.as_array()] == list(trigger.filters)
 
 
 def test_every_schema_trigger_is_one_mapping_with_its_own_dead_letter_queue(
@@ -183,7 +182,13 @@ def test_idle_sweeper_runs_on_the_configured_schedule(default: Synth) -> None:
 def test_every_function_uses_the_powertools_layer_arm64_tracing_and_json_logs(
     default: Synth,
 ) -> None:
-    functions = default.resources("AWS::Lambda::Function")
+    # Every function of the app; the other one is CDK's custom-resource framework (below).
+    provider = default.logical_id(default.stack.long_term.provider_function)
+    functions = {
+        key: value
+        for key, value in default.resources("AWS::Lambda::Function").items()
+        if key != provider
+    }
     assert len(functions) == len(FUNCTIONS)
     assert {
         name: functions[default.logical_id(f)]["Properties"]["Handler"]
@@ -385,16 +390,41 @@ def test_search_domain_admits_only_the_app_roles(default: Synth) -> None:
 
 
 def test_index_setup_runs_the_runtime_code_with_the_runtime_roles_to_map(default: Synth) -> None:
+    """CDK's Provider framework answers CloudFormation and invokes the setup's on_event."""
     functions = _functions(default)
     setup_id = default.logical_id(functions["IndexSetup"])
+    framework_id = default.logical_id(default.stack.long_term.provider_function)
     resource = default.template.find_resources("Custom::LongTermIndexes")
     (props,) = [r["Properties"] for r in resource.values()]
-    assert props["ServiceToken"] == {"Fn::GetAtt": [setup_id, "Arn"]}
+    assert props["ServiceToken"] == {"Fn::GetAtt": [framework_id, "Arn"]}
     assert sorted(render(props["RuntimeRoleArns"])) == sorted(
         f"${{{_role_id(default, functions[name])}.Arn}}" for name in LONG_TERM_ROLES
     )
     handler = default.json["Resources"][setup_id]["Properties"]["Handler"]
-    assert handler == "handlers.index_setup.handler"
+    assert handler == "handlers.index_setup.on_event"
+    framework = default.json["Resources"][framework_id]["Properties"]
+    assert framework["Environment"]["Variables"] == {
+        "USER_ON_EVENT_FUNCTION_ARN": {"Fn::GetAtt": [setup_id, "Arn"]}
+    }
+
+
+def test_the_provider_framework_is_cdks_own_code_with_its_own_logs_and_role(
+    default: Synth,
+) -> None:
+    """The framework function ships with aws-cdk-lib (an asset, no Docker, no bundling): one
+    more function, not one of the factory's, with a log group that expires and a role of its
+    own without managed policies (its exact permissions: test_permissions.py)."""
+    framework = default.stack.long_term.provider_function
+    props = default.json["Resources"][default.logical_id(framework)]["Properties"]
+    assert props["Handler"] == "framework.onEvent"
+    assert props["Runtime"].startswith("nodejs")
+    assert set(props["Code"]) == {"S3Bucket", "S3Key"}
+    log_group = props["LoggingConfig"]["LogGroup"]["Ref"]
+    retention = default.json["Resources"][log_group]["Properties"]["RetentionInDays"]
+    assert retention == CONFIG.log_retention_days
+    role = default.json["Resources"][_role_id(default, framework)]
+    assert "ManagedPolicyArns" not in role["Properties"]
+    assert framework.role not in [f.role for f in _functions(default).values()]
 
 
 # --- chat API -------------------------------------------------------------------------------
@@ -404,7 +434,7 @@ def test_every_api_method_requires_the_cognito_authorizer_except_cors_preflight(
     default: Synth,
 ) -> None:
     methods = default.resources("AWS::ApiGateway::Method")
-    authorizer_id = default.logical_id(default.stack.api.authorizer)
+    authorizer_id = default.logical_id(default.stack.api.auth.authorizer)
     assert {m["Properties"]["HttpMethod"] for m in methods.values()} == {"ANY", "OPTIONS"}
     for method in methods.values():
         props = method["Properties"]

@@ -147,8 +147,9 @@ def test_latest_powertools_layer_is_resolved_from_aws_public_parameter(
         if p["Type"] == "AWS::SSM::Parameter::Value<String>"
         and p["Default"] == "/aws/service/powertools/python/arm64/python3.12/latest"
     ]
-    for function in bedrock.resources("AWS::Lambda::Function").values():
-        assert function["Properties"]["Layers"] == [{"Ref": name}]
+    for function in bedrock.stack.functions.functions.values():
+        props = bedrock.json["Resources"][bedrock.logical_id(function)]["Properties"]
+        assert props["Layers"] == [{"Ref": name}]
 
 
 def test_cross_region_inference_profiles_are_refused_with_a_clear_message() -> None:

@@ -22,12 +22,20 @@ RUNTIME_ROLE_BODY: dict[str, Any] = {
 }
 
 
-def map_runtime_roles(client: Any, role_arns: Sequence[str]) -> None:
-    """Create (or overwrite) the runtime security role and map exactly `role_arns` to it."""
-    if not role_arns:
-        raise ValueError("no runtime roles to map")
-    client.security.create_role(role=schema.OPENSEARCH_RUNTIME_ROLE, body=RUNTIME_ROLE_BODY)
-    client.security.create_role_mapping(
-        role=schema.OPENSEARCH_RUNTIME_ROLE,
-        body={"backend_roles": sorted(set(role_arns)), "users": [], "hosts": []},
-    )
+class OpenSearchSecurity:
+    """The security plugin's API of one domain, called as its master user."""
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+
+    def map_runtime_roles(self, role_arns: Sequence[str]) -> None:
+        """Create (or overwrite) the runtime security role and map exactly `role_arns` to it."""
+        if not role_arns:
+            raise ValueError("no runtime roles to map")
+        self._client.security.create_role(
+            role=schema.OPENSEARCH_RUNTIME_ROLE, body=RUNTIME_ROLE_BODY
+        )
+        self._client.security.create_role_mapping(
+            role=schema.OPENSEARCH_RUNTIME_ROLE,
+            body={"backend_roles": sorted(set(role_arns)), "users": [], "hosts": []},
+        )
