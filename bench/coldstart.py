@@ -1,10 +1,14 @@
-"""Cold start: import time of each Lambda handler module, the chat handler's first-request setup,
-the zipped asset size, and what dominates.
+"""Cold start: import time of each Lambda handler module against `import boto3` (the baseline
+every Python Lambda of this app pays with its first client), the chat handler's first request
+(resolver and validation set up, then its clients and adapters), the zipped asset size, and
+what dominates.
 
 Each figure is the median of fresh interpreter processes (`python -c "import handlers.x"`, the
 work Lambda's init phase does), with PYTHONPATH=lambdas and the project's virtual environment
-standing in for the runtime, the asset and the Powertools layer. `python -X importtime` splits
-one import into self time per top-level package. The asset size needs `make synth` first.
+standing in for the runtime, the asset and the Powertools layer; the baseline is measured the
+same way in the same run, so `chat_api_vs_boto3` compares like with like on a noisy machine.
+`python -X importtime` splits one import into self time per top-level package. The asset size
+needs `make synth` first.
 
     python -m bench.coldstart [--runs 7] [--json]
 """
@@ -23,23 +27,50 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-HANDLERS = ("chat_api", "consolidate", "compact", "sweep_idle", "index_setup", "ingest")
+HANDLERS = (
+    "chat_api",
+    "consolidate",
+    "compact",
+    "purge",
+    "sweep_idle",
+    "redrive",
+    "index_setup",
+    "ingest",
+)
 HEAVY = ("torch", "numpy", "sentence_transformers", "opensearchpy", "boto3", "pydantic")
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
 
 _IMPORT = """
 import json, sys, time
 started = time.perf_counter()
-import handlers.{module}
+import {module}
 imported = time.perf_counter()
 heavy = [m for m in {heavy!r} if m in sys.modules]  # loaded by the import itself
-setup = None
+resolve = setup = None
 if {setup!r}:
+    class Context:
+        function_name = "chat-api"
+        memory_limit_in_mb = 512
+        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:chat-api"
+        aws_request_id = "bench"
+    # A request the resolver answers by itself (400 from validation): its first-request set-up
+    # (resolver, middleware stack, the route's validation models) without a store or model call.
+    event = {{"httpMethod": "GET", "path": "/sessions", "resource": "/sessions",
+             "headers": {{}}, "multiValueHeaders": {{}}, "body": None,
+             "queryStringParameters": {{"limit": "0"}},
+             "multiValueQueryStringParameters": {{"limit": ["0"]}},
+             "requestContext": {{"requestId": "bench",
+                                "authorizer": {{"claims": {{"sub": "bench"}}}}}}}}
+    import warnings
+    warnings.simplefilter("ignore")  # "no metrics to publish"
+    assert handlers.chat_api.handler(event, Context())["statusCode"] == 400
+    resolved = time.perf_counter()
+    resolve = (resolved - imported) * 1000
     from chatmemory import wiring
     wiring.chat_deps()  # clients and adapters the first request builds
-    setup = (time.perf_counter() - imported) * 1000
-print(json.dumps({{"import_ms": (imported - started) * 1000, "setup_ms": setup,
-                  "heavy": heavy}}))
+    setup = (time.perf_counter() - resolved) * 1000
+print(json.dumps({{"import_ms": (imported - started) * 1000, "resolve_ms": resolve,
+                  "setup_ms": setup, "heavy": heavy}}))
 """
 
 
@@ -56,20 +87,30 @@ def _env() -> dict[str, str]:
     }
 
 
-def time_import(module: str, runs: int) -> dict[str, Any]:
-    code = _IMPORT.format(module=module, setup=module == "chat_api", heavy=HEAVY)
+def _samples(module: str, runs: int) -> list[dict[str, Any]]:
+    """`runs` measurements of importing `module`, each in a fresh interpreter."""
+    code = _IMPORT.format(module=module, setup=module == "handlers.chat_api", heavy=HEAVY)
     samples = []
     for _ in range(runs + 1):  # the first run compiles .pyc files; not counted
         done = subprocess.run(
             [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
         )
         samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    samples = samples[1:]
+    return samples[1:]
+
+
+def time_import(module: str, runs: int) -> dict[str, Any]:
+    """Median import time of `module` (a handler as "handlers.x"), with what it loads; for the
+    chat handler also its first request."""
+    samples = _samples(module, runs)
     row: dict[str, Any] = {
         "import_ms": round(statistics.median(s["import_ms"] for s in samples), 1),
         "heavy_modules": samples[0]["heavy"],
     }
     if samples[0]["setup_ms"] is not None:
+        row["first_request_resolve_ms"] = round(
+            statistics.median(s["resolve_ms"] for s in samples), 1
+        )
         row["first_request_setup_ms"] = round(statistics.median(s["setup_ms"] for s in samples), 1)
     return row
 
@@ -106,10 +147,22 @@ def asset_size() -> dict[str, Any] | None:
 
 
 def run(runs: int) -> dict[str, Any]:
+    # The baseline is sampled before and after the handlers, so a machine that got slower (or
+    # faster) meanwhile moves both sides of the ratio.
+    boto3 = _samples("boto3", runs)
     modules = {}
     for module in HANDLERS:
-        modules[module] = time_import(module, runs) | {"dominant": import_breakdown(module)}
-    return {"handlers": modules, "asset": asset_size(), "python": sys.version.split()[0]}
+        row = time_import(f"handlers.{module}", runs)
+        modules[module] = row | {"dominant": import_breakdown(module)}
+    boto3 += _samples("boto3", runs)
+    baseline = statistics.median(s["import_ms"] for s in boto3)
+    return {
+        "handlers": modules,
+        "baseline": {"boto3": {"import_ms": round(baseline, 1)}},
+        "chat_api_vs_boto3": round(modules["chat_api"]["import_ms"] / baseline, 2),
+        "asset": asset_size(),
+        "python": sys.version.split()[0],
+    }
 
 
 def main() -> None:
@@ -119,11 +172,16 @@ def main() -> None:
     args = parser.parse_args()
     result = run(args.runs)
     print(f"{'handler':<12} {'import ms':>10}  dominant (self ms per package)")
+    print(f"{'(boto3)':<12} {result['baseline']['boto3']['import_ms']:>10}  baseline: import boto3")
     for name, row in result["handlers"].items():
         dominant = ", ".join(f"{p} {ms}" for p, ms in row["dominant"][:4])
         print(f"{name:<12} {row['import_ms']:>10}  {dominant}")
     chat = result["handlers"]["chat_api"]
-    print(f"chat_api first-request setup (clients, adapters): {chat['first_request_setup_ms']} ms")
+    print(f"chat_api import / boto3 import: {result['chat_api_vs_boto3']}x")
+    print(
+        f"chat_api first request: {chat['first_request_resolve_ms']} ms to resolve (resolver, "
+        f"validation), {chat['first_request_setup_ms']} ms to build its clients and adapters"
+    )
     if result["asset"]:
         a = result["asset"]
         print(f"asset: {a['zipped_bytes']:,} bytes zipped, {a['unzipped_bytes']:,} unzipped")

@@ -3,12 +3,22 @@
 from __future__ import annotations
 
 import json
+from functools import lru_cache
 from typing import Annotated, Any, Literal
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.event_handler import APIGatewayRestResolver, Response
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares.openapi_validation import (
+    OpenAPIRequestValidationMiddleware,
+    OpenAPIResponseValidationMiddleware,
+)
+from aws_lambda_powertools.event_handler.openapi.exceptions import (
+    RequestUnsupportedContentType,
+    RequestValidationError,
+)
 from aws_lambda_powertools.event_handler.openapi.params import Body, Path, Query
+from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -16,23 +26,22 @@ from pydantic import BeforeValidator
 
 from chatmemory import api_models as m
 from chatmemory import wiring
-from chatmemory.errors import ChatMemoryError
+from chatmemory.errors import ChatMemoryError, ConfigurationError
 from chatmemory.services import chat, forget, recall, sessions
 from handlers.http import (
+    UnsupportedMediaType,
     caller_id,
-    cors_headers,
+    cors_config,
     error_response,
-    json_media_type,
-    not_json,
+    json_bodies_only,
     strict_json,
     validation_message,
-    with_headers,
 )
 
 logger = Logger(service="chat-api")
-tracer = Tracer(service="chat-api")
 metrics = Metrics(namespace="ChatMemory", service="chat-api")
-app = APIGatewayRestResolver(enable_validation=True, json_body_deserializer=strict_json)
+# The routes; the resolver that serves them is built on the first request (see api()).
+router = APIGatewayRouter()
 
 
 def _digits(value: object) -> object:
@@ -49,7 +58,16 @@ Limit = Annotated[int, BeforeValidator(_digits), Query(ge=1, le=100, description
 NextToken = Annotated[str | None, Query(max_length=2048, description="From the previous page.")]
 
 
-@app.post("/sessions", responses={201: {"description": "Created"}})
+@router.post(
+    "/sessions",
+    summary="Start a session",
+    description=(
+        "Creates an OPEN session for the caller, optionally named. With end_previous, "
+        "the caller's open sessions are ended first (their consolidation into long-term "
+        "memory follows)."
+    ),
+    responses={201: {"description": "Created"}},
+)
 def create_session(
     body: Annotated[m.CreateSessionRequest | None, Body()] = None,
 ) -> tuple[m.SessionEnvelope, int]:
@@ -57,20 +75,34 @@ def create_session(
     created = sessions.create_session(
         wiring.chat_deps().memory, _user(), name=body.name, end_previous=body.end_previous
     )
-    return m.SessionEnvelope.model_validate({"session": created.public()}), 201
+    return m.SessionEnvelope.of(created), 201
 
 
-@app.get("/sessions")
+@router.get(
+    "/sessions",
+    summary="List sessions",
+    description=(
+        "The caller's sessions, newest first, one page at a time: pass the next_token "
+        "of a page to read the next one."
+    ),
+)
 def list_sessions(limit: Limit = 20, next_token: NextToken = None) -> m.SessionList:
     page = sessions.list_sessions(
         wiring.chat_deps().memory, _user(), limit=limit, next_token=next_token
     )
-    return m.SessionList.model_validate(
-        {"sessions": [s.public() for s in page.items], "next_token": page.next_token}
-    )
+    return m.SessionList.of(page)
 
 
-@app.post("/sessions/import", responses={201: {"description": "Imported"}})
+@router.post(
+    "/sessions/import",
+    summary="Import a session",
+    description=(
+        "Creates a new OPEN session of the caller from an export document (GET "
+        "/sessions/{session_id}/export), with every message, answer and time. The whole "
+        "document is checked before anything is stored."
+    ),
+    responses={201: {"description": "Imported"}},
+)
 def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.SessionEnvelope, int]:
     settings = wiring.settings()
     created = sessions.import_session(
@@ -79,28 +111,58 @@ def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.Session
         body,
         limits=sessions.ImportLimits(max_input_chars=settings.max_input_chars),
     )
-    return m.SessionEnvelope.model_validate({"session": created.public()}), 201
+    return m.SessionEnvelope.of(created), 201
 
 
-@app.get("/sessions/<session_id>")
+@router.get(
+    "/sessions/<session_id>",
+    summary="Get a session",
+    description=("The session's name, status, times and number of turns."),
+)
 def get_session(session_id: SessionId) -> m.SessionEnvelope:
     found = sessions.get_session(wiring.chat_deps().memory, _user(), session_id)
-    return m.SessionEnvelope.model_validate({"session": found.public()})
+    return m.SessionEnvelope.of(found)
 
 
-@app.post("/sessions/<session_id>/end")
+@router.post(
+    "/sessions/<session_id>/end",
+    summary="End a session",
+    description=(
+        "Ends an open session; its consolidation into long-term memory follows and no "
+        "message can be added. Ending an ended session answers it unchanged."
+    ),
+)
 def end_session(session_id: SessionId) -> m.SessionEnvelope:
     ended = sessions.end_session(wiring.chat_deps().memory, _user(), session_id)
-    return m.SessionEnvelope.model_validate({"session": ended.public()})
+    return m.SessionEnvelope.of(ended)
 
 
-@app.delete("/sessions/<session_id>", responses={204: {"description": "Deleted"}})
+@router.delete(
+    "/sessions/<session_id>",
+    summary="Delete a session",
+    description=(
+        "Hides the session from every route at once; its turns, its long-term memory "
+        "and the session itself are removed in the background (GET /deletions tells "
+        "when)."
+    ),
+    responses={204: {"description": "Deleted"}},
+)
 def delete_session(session_id: SessionId) -> Response[None]:
     sessions.delete_session(wiring.chat_deps().memory, _user(), session_id)
     return Response(status_code=204, body=None)
 
 
-@app.post("/sessions/<session_id>/messages")
+@router.post(
+    "/sessions/<session_id>/messages",
+    summary="Send a message",
+    description=(
+        "Stores the message, answers it with the model from the session's last "
+        "window_turns turns (/past and /verified messages: from long-term memory or "
+        "verified passages) and returns the stored turn. A retry with the same "
+        "client_message_id returns that turn without a second model call, and completes "
+        "a turn whose model call failed."
+    ),
+)
 def post_message(
     session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
 ) -> m.TurnEnvelope:
@@ -115,10 +177,14 @@ def post_message(
     )
     if not result.replayed:
         metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
-    return m.TurnEnvelope.model_validate({"turn": result.turn.public()})
+    return m.TurnEnvelope.of(result.turn)
 
 
-@app.get("/sessions/<session_id>/messages")
+@router.get(
+    "/sessions/<session_id>/messages",
+    summary="List messages",
+    description=("The session's turns in order (asc by default, or desc), one page at a time."),
+)
 def list_messages(
     session_id: SessionId,
     limit: Limit = 50,
@@ -133,18 +199,29 @@ def list_messages(
         next_token=next_token,
         ascending=order == "asc",
     )
-    return m.MessageList.model_validate(
-        {"messages": [t.public() for t in page.items], "next_token": page.next_token}
-    )
+    return m.MessageList.of(page)
 
 
-@app.get("/sessions/<session_id>/export")
+@router.get(
+    "/sessions/<session_id>/export",
+    summary="Export a session",
+    description=(
+        "The session and all its turns as one document that POST /sessions/import accepts."
+    ),
+)
 def export_session(session_id: SessionId) -> m.ExportDocument:
-    document = sessions.export_session(wiring.chat_deps().memory, _user(), session_id)
-    return m.ExportDocument.model_validate(document)
+    session, turns = sessions.export_session(wiring.chat_deps().memory, _user(), session_id)
+    return m.ExportDocument.of(session, turns)
 
 
-@app.get("/memories")
+@router.get(
+    "/memories",
+    summary="Search past sessions",
+    description=(
+        "The caller's consolidated past sessions that best match q (meaning, words and "
+        "recency), most relevant first."
+    ),
+)
 def search_memories(
     q: Annotated[str, Query(min_length=1, max_length=1000, description="What to recall.")],
     k: Annotated[
@@ -152,57 +229,120 @@ def search_memories(
     ] = 5,
 ) -> m.MemoryList:
     deps = wiring.chat_deps()
-    found = recall.search_memories(deps, wiring.chat_policy(), user_id=_user(), query=q, k=k)
-    return m.MemoryList.model_validate({"memories": found})
+    found = recall.search_memories(
+        deps.memory,
+        deps.embedder,
+        deps.long_term,
+        user_id=_user(),
+        query=q,
+        k=k,
+        weights=wiring.chat_policy().recall_weights,
+        now=deps.clock(),
+    )
+    return m.MemoryList(memories=[m.MemoryOut.of(s) for s in found])
 
 
-@app.delete("/memories", responses={204: {"description": "Forgotten"}})
+@router.delete(
+    "/memories",
+    summary="Forget everything",
+    description=(
+        "Makes every session, turn and long-term memory of the caller unreachable at "
+        "once and removes them in the background (GET /deletions tells when)."
+    ),
+    responses={204: {"description": "Forgotten"}},
+)
 def forget_memories() -> Response[None]:
     forget.forget_user(wiring.chat_deps().memory, _user())
     return Response(status_code=204, body=None)
 
 
-@app.get("/deletions")
+@router.get(
+    "/deletions",
+    summary="Deletion progress",
+    description=(
+        "Whether the removal of what the caller deleted or forgot has finished, and how "
+        "much is pending."
+    ),
+)
 def deletion_status() -> m.DeletionStatus:
-    status = forget.deletion_status(wiring.chat_deps().memory, _user())
-    return m.DeletionStatus.model_validate(status.__dict__)
+    return m.DeletionStatus.model_validate(
+        forget.deletion_status(wiring.chat_deps().memory, _user())
+    )
 
 
 def _user() -> str:
-    return caller_id(app.current_event.raw_event)
+    return caller_id(router.current_event.raw_event)
 
 
-@app.exception_handler(ChatMemoryError)
+@router.exception_handler(ChatMemoryError)
 def _known_error(error: ChatMemoryError) -> Response:
+    if isinstance(error, ConfigurationError):
+        # The operator's to fix: the details (setting names and values) go to the log only.
+        logger.error("configuration error", extra={"reason": str(error)})
+        return error_response(500, error.code, "the service is misconfigured; see its logs")
     if error.status >= 500:
         logger.warning("request failed", extra={"code": error.code, "reason": str(error)})
     return error_response(error.status, error.code, str(error))
 
 
-@app.exception_handler(RequestValidationError)
+@router.exception_handler(RequestValidationError)
 def _invalid_request(error: RequestValidationError) -> Response:
     return error_response(400, "bad_request", validation_message(error.errors()))
 
 
-@app.not_found
-def _no_route(_: Exception) -> Response:
+@router.exception_handler(RequestUnsupportedContentType)
+def _unsupported_media_type(_: RequestUnsupportedContentType) -> Response:
+    # Powertools' own check, when a route reads a body: for a request without one whose
+    # Content-Type is not JSON (one with a body was refused by json_bodies_only already).
+    return _known_error(UnsupportedMediaType())
+
+
+@router.exception_handler(NotFoundError)
+def _no_route(_: NotFoundError) -> Response:
     return error_response(404, "not_found", "no such route")
 
 
-@app.exception_handler(Exception)
+@router.exception_handler(Exception)
 def _unexpected(error: Exception) -> Response:
     logger.exception("unhandled error")
     return error_response(500, "internal_error", "internal error; the request was not completed")
 
 
+@lru_cache(maxsize=1)
+def api(cors_origins: tuple[str, ...]) -> APIGatewayRestResolver:
+    """The resolver of the routes above, answering browsers of `cors_origins` (CORSConfig).
+
+    Built on the first request from the settings of that moment, so in Lambda once per cold
+    start (and again in a test that changes the settings). Powertools' data validation would
+    run before any middleware; it is added after json_bodies_only instead, so a form or
+    multipart body is refused with 415 before Powertools parses it."""
+    resolver = APIGatewayRestResolver(
+        cors=cors_config(cors_origins), json_body_deserializer=strict_json
+    )
+    resolver.use(
+        [
+            json_bodies_only,
+            OpenAPIRequestValidationMiddleware(),
+            OpenAPIResponseValidationMiddleware(),
+        ]
+    )
+    resolver.include_router(router)
+    return resolver
+
+
+def _cors_origins() -> tuple[str, ...]:
+    """CORS_ALLOW_ORIGINS; none while the settings are invalid (the request is then answered
+    with the configuration error, without CORS headers)."""
+    try:
+        return wiring.settings().cors_origins
+    except ConfigurationError:
+        return ()
+
+
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
-@tracer.capture_lambda_handler
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    # Powertools would parse a form or multipart body (and fail with a 500 on a bad one).
-    response = not_json(event) or app.resolve(json_media_type(event), context)
-    origin = {k.lower(): v for k, v in (event.get("headers") or {}).items()}.get("origin")
-    return with_headers(response, cors_headers(origin, wiring.settings().cors_origins))
+    return api(_cors_origins()).resolve(event, context)
 
 
 _ERRORS = {
@@ -227,7 +367,7 @@ def openapi_document() -> str:
     Powertools documents request-validation failures as 422; this API answers them with 400
     and one error envelope, so the document says that instead."""
     document = json.loads(
-        app.get_openapi_json_schema(
+        api(()).get_openapi_json_schema(
             title="Chat memory API",
             version="1.0.0",
             summary="Sessions with short-term memory, recall of past sessions, verified answers.",

@@ -5,24 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
+from aws_lambda_powertools.utilities.batch import process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
 from chatmemory.services.maintenance import compact_session
 from chatmemory.streams import key_of, matches
+from handlers.batch import stream_processor
 
 logger = Logger(service="compact")
-# A batch whose every record failed is reported like any other (not raised), so Lambda
-# retries from the first failed record exactly as for a partial failure.
-processor = BatchProcessor(
-    event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
-)
+processor = stream_processor()
 
 
 def record_handler(record: DynamoDBRecord) -> None:
@@ -38,7 +32,7 @@ def record_handler(record: DynamoDBRecord) -> None:
 
 
 @logger.inject_lambda_context
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -1,4 +1,4 @@
-"""HTTP helpers shared by API handlers: caller identity and the error envelope."""
+"""HTTP helpers of the API handler: caller identity, CORS, JSON-only bodies, the error envelope."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from aws_lambda_powertools.event_handler import Response
+from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConfig, Response
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
 from chatmemory.errors import ChatMemoryError
 
@@ -38,46 +39,44 @@ def caller_id(event: dict[str, Any]) -> str:
     raise Unauthorized("no authenticated caller")
 
 
-def cors_headers(origin: str | None, allowed: Sequence[str]) -> dict[str, str]:
-    """CORS answer headers for a request from `origin`: any origin with "*", else only the
-    listed ones (API Gateway answers preflights; proxy responses need these from the Lambda)."""
-    if "*" in allowed:
-        return {"Access-Control-Allow-Origin": "*"}
-    if origin and origin in allowed:
-        return {"Access-Control-Allow-Origin": origin, "Vary": "Origin"}
-    return {}
+class UnsupportedMediaType(ChatMemoryError):
+    code = "unsupported_media_type"
+    status = 415
+
+    def __init__(self) -> None:
+        super().__init__("send the body as JSON (Content-Type: application/json)")
 
 
-def with_headers(response: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
-    """Add `headers` to a REST proxy response (Powertools answers in multiValueHeaders)."""
-    if headers:
-        multi = response.setdefault("multiValueHeaders", {}) or {}
-        response["multiValueHeaders"] = multi
-        for name, value in headers.items():
-            multi[name] = [value]
-    return response
+class OriginCORSConfig(CORSConfig):
+    """Powertools' CORSConfig, plus `Vary: Origin` on an answer that names the caller's origin,
+    so that no cache serves it to a page of another origin."""
+
+    def to_dict(self, origin: str | None) -> dict[str, str]:
+        headers = super().to_dict(origin)
+        if headers and origin != "*":
+            headers["Vary"] = "Origin"
+        return headers
 
 
-def not_json(event: dict[str, Any]) -> dict[str, Any] | None:
-    """A 415 proxy reply for a request whose body is not sent as JSON, else None: this API
-    reads JSON bodies only."""
+def cors_config(allowed: Sequence[str]) -> CORSConfig | None:
+    """CORS for pages of the `allowed` origins ("*": any), or None for no CORS headers at all.
+    API Gateway answers preflights; proxy answers need the headers from the Lambda."""
+    if not allowed:
+        return None
+    return OriginCORSConfig(allow_origin=allowed[0], extra_origins=list(allowed[1:]))
+
+
+def json_bodies_only(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:
+    """Middleware: refuse a body that is not sent as JSON (415), since this API reads JSON only
+    and Powertools would parse a form or multipart body; and give a JSON Content-Type its
+    media type in lower case for the validation that follows (see json_media_type)."""
+    event = app.current_event.raw_event
     headers = {k.lower(): v for k, v in (event.get("headers") or {}).items()}
     media = str(headers.get("content-type") or "application/json").split(";")[0]
-    if not event.get("body") or media.strip().lower() == "application/json":
-        return None
-    return {
-        "statusCode": 415,
-        "headers": {"Content-Type": "application/json"},
-        "body": json.dumps(
-            {
-                "error": {
-                    "code": "unsupported_media_type",
-                    "message": "send the body as JSON (Content-Type: application/json)",
-                }
-            }
-        ),
-        "isBase64Encoded": False,
-    }
+    if event.get("body") and media.strip().lower() != "application/json":
+        raise UnsupportedMediaType()
+    json_media_type(event)
+    return next_middleware(app)
 
 
 def json_media_type(event: dict[str, Any]) -> dict[str, Any]:

@@ -5,26 +5,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics, Tracer
+from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import (
-    BatchProcessor,
-    EventType,
-    process_partial_response,
-)
+from aws_lambda_powertools.utilities.batch import process_partial_response
+from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
 from chatmemory.services.forget import purge_session, purge_user
 from chatmemory.streams import key_of, matches
+from handlers.batch import stream_processor
 
 logger = Logger(service="purge")
-tracer = Tracer(service="purge")
 metrics = Metrics(namespace="ChatMemory", service="purge")
-processor = BatchProcessor(
-    event_type=EventType.DynamoDBStreams, raise_on_entire_batch_failure=False
-)
+processor = stream_processor()
 
 
 def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None = None) -> None:
@@ -61,9 +56,8 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
 
 
 @logger.inject_lambda_context
-@tracer.capture_lambda_handler
 @metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
+def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

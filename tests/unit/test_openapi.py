@@ -37,6 +37,31 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
     assert "422" not in post["responses"]
 
 
+def test_every_operation_has_its_own_summary_and_a_description() -> None:
+    document = json.loads(openapi_document())
+    operations = {
+        f"{method.upper()} {path}": operation
+        for path, ops in document["paths"].items()
+        for method, operation in ops.items()
+    }
+    for name, operation in operations.items():
+        assert operation.get("summary"), f"{name} has no summary"
+        assert operation["summary"] != name, f"{name}: the summary only repeats the route"
+        assert len(operation.get("description") or "") >= 40, f"{name} has no description"
+    summaries = [operation["summary"] for operation in operations.values()]
+    assert len(set(summaries)) == len(summaries), "two operations share a summary"
+
+
 def test_committed_openapi_json_matches_the_code() -> None:
     committed = json.loads((ROOT / "openapi.json").read_text())
     assert committed == json.loads(openapi_document()), "run `make openapi` and commit it"
+
+
+def test_the_pages_schema_is_generated_from_the_runtimes() -> None:
+    """The page's statuses and intents are chatmemory.schema's (`make openapi` writes them)."""
+    from pathlib import Path
+
+    from scripts.page_schema import document
+
+    committed = Path(__file__).resolve().parents[2] / "local" / "web" / "schema.js"
+    assert committed.read_text(encoding="utf-8") == document(), "run `make openapi`"

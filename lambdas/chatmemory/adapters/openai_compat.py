@@ -1,15 +1,26 @@
 """Text generation and embeddings on any OpenAI-compatible HTTP server (Ollama, vLLM, llama.cpp
-server, LM Studio), with the standard library only so the Lambda asset gains no dependency."""
+server, LM Studio), over urllib3 (already in the Lambda runtime, with botocore) so the Lambda
+asset gains no dependency: one pooled keep-alive connection per server, and urllib3's Retry with
+this project's retry rules (adapters/retry.py)."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Sequence
-from typing import Any
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+import urllib3
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    HTTPError,
+    MaxRetryError,
+    NewConnectionError,
+    ReadTimeoutError,
+    ResponseError,
+)
+from urllib3.util.retry import Retry
 
 from chatmemory.adapters.model_io import (
     cut_at_stop,
@@ -19,6 +30,7 @@ from chatmemory.adapters.model_io import (
     server_stops,
 )
 from chatmemory.adapters.retry import (
+    CONNECT_TIMEOUT_SECONDS,
     RETRYABLE_STATUS,
     backoff_delay,
     classify,
@@ -27,12 +39,62 @@ from chatmemory.adapters.retry import (
 from chatmemory.errors import ChatMemoryError, ModelUnavailable
 from chatmemory.ports import Generation
 
+if TYPE_CHECKING:
+    from urllib3.connectionpool import ConnectionPool
+    from urllib3.response import BaseHTTPResponse
+
 _MISSING = "was not found (is the model pulled, e.g. `ollama pull <model>`, and the URL right?)"
 
 
+class ModelRetry(Retry):
+    """urllib3's Retry under this project's rules: full jitter on an exponential ceiling, or the
+    server's Retry-After when it asks for at most MAX_BACKOFF_SECONDS (a longer one ends the
+    retries at once: the wait would outlast API Gateway), and never after a read timeout (the
+    server is connected but slow: another try would only be as slow). `sleep` is injectable."""
+
+    def __init__(
+        self, *args: Any, sleep: Callable[[float], None] = time.sleep, **kwargs: Any
+    ) -> None:
+        super().__init__(*args, **kwargs)
+        self._sleep = sleep
+        self._delay = 0.0
+
+    def new(self, **kw: Any) -> Self:
+        retry = super().new(**kw)
+        retry._sleep = self._sleep
+        return retry
+
+    def increment(
+        self,
+        method: str | None = None,
+        url: str | None = None,
+        response: BaseHTTPResponse | None = None,
+        error: Exception | None = None,
+        _pool: ConnectionPool | None = None,
+        _stacktrace: TracebackType | None = None,
+    ) -> Self:
+        if isinstance(error, ReadTimeoutError):
+            raise error
+        retry_after = None
+        if response is not None:
+            retry_after = parse_retry_after(response.headers.get("Retry-After"))
+        delay = backoff_delay(len(self.history) + 1, retry_after)
+        if delay is None:
+            # Raised here, urllib3 hands the (throttled) answer back instead of retrying.
+            reason = ResponseError("Retry-After is too long to wait")
+            raise MaxRetryError(_pool, url, reason)  # type: ignore[arg-type]  # as urllib3 does
+        retry = super().increment(method, url, response, error, _pool, _stacktrace)
+        retry._delay = delay
+        return retry
+
+    def sleep(self, response: BaseHTTPResponse | None = None) -> None:
+        self._sleep(self._delay)
+
+
 class OpenAICompatClient:
-    """POSTs JSON to one server; retries 429, 5xx and failed connections with exponential
-    backoff and jitter (or the server's Retry-After), never a read timeout."""
+    """POSTs JSON to one server over a pooled keep-alive connection; retries 429, 5xx and failed
+    or broken connections with exponential backoff and jitter (or the server's Retry-After),
+    never a read timeout."""
 
     def __init__(
         self,
@@ -44,75 +106,75 @@ class OpenAICompatClient:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.base_url = base_url.rstrip("/")
-        self._headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if api_key:
-            self._headers["Authorization"] = f"Bearer {api_key}"
+            headers["Authorization"] = f"Bearer {api_key}"
         self._timeout = timeout
-        self._attempts = max(1, attempts)
-        self._sleep = sleep
+        self._pool = urllib3.PoolManager(
+            num_pools=1,
+            maxsize=4,
+            headers=headers,
+            # A server that does not accept a connection within seconds is down, however slow
+            # its model may be to answer.
+            timeout=urllib3.Timeout(connect=min(CONNECT_TIMEOUT_SECONDS, timeout), read=timeout),
+            retries=ModelRetry(
+                total=max(1, attempts) - 1,
+                allowed_methods=frozenset({"POST"}),
+                status_forcelist=RETRYABLE_STATUS,
+                # ModelRetry reads Retry-After itself: urllib3 would wait however long it says.
+                respect_retry_after_header=False,
+                # The last failed answer comes back and is mapped to a project error below.
+                raise_on_status=False,
+                sleep=sleep,
+            ),
+        )
 
     def post(self, path: str, payload: dict[str, Any], *, target: str) -> Any:
         """The parsed JSON answer of POST {base_url}/{path}."""
-        body = json.dumps(payload).encode("utf-8")
         url = f"{self.base_url}/{path}"
-        attempt = 0
-        while True:
-            attempt += 1
-            retry_after: float | None = None
-            request = urllib.request.Request(url, data=body, headers=self._headers, method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self._timeout) as answer:
-                    raw = answer.read()
-            except urllib.error.HTTPError as error:
-                failure = classify(
-                    target, status=error.code, message=_server_message(error), missing=_MISSING
-                )
-                if error.code not in RETRYABLE_STATUS:
-                    raise failure from error
-                failure.__cause__ = error
-                retry_after = parse_retry_after(error.headers.get("Retry-After"))
-            except urllib.error.URLError as error:  # no connection was made
-                failure = self._unreachable(error.reason)
-                failure.__cause__ = error
-            except TimeoutError as error:
-                # Connected but the model is too slow: another try would only be as slow.
-                raise ModelUnavailable(
-                    f"{target} did not answer within {self._timeout:g} s"
-                ) from error
-            except (ConnectionError, http.client.HTTPException) as error:
-                failure = ModelUnavailable(f"{target}: the connection broke ({error!r})")
-                failure.__cause__ = error
-            else:
-                return parse_json(raw, target)
-            delay = backoff_delay(attempt, retry_after) if attempt < self._attempts else None
-            if delay is None:
-                raise failure
-            self._sleep(delay)
-
-    def _unreachable(self, reason: object) -> ChatMemoryError:
-        if isinstance(reason, ConnectionRefusedError):
-            return ModelUnavailable(
-                f"no model server answers at {self.base_url} (is Ollama or your model server "
-                "running?)"
+        try:
+            # A model server answers; a redirect (http to https, a moved path) means the base
+            # URL is wrong, and following it would resend a POST as a GET: it is an error.
+            answer = self._pool.request(
+                "POST", url, body=json.dumps(payload).encode("utf-8"), redirect=False
             )
-        if isinstance(reason, TimeoutError):
+        except ReadTimeoutError as error:
+            raise ModelUnavailable(f"{target} did not answer within {self._timeout:g} s") from error
+        except MaxRetryError as error:  # attempts used up without an answer
+            raise self._unreachable(target, error.reason) from error
+        except HTTPError as error:
+            raise ModelUnavailable(f"{target}: the connection broke ({error!r})") from error
+        if 200 <= answer.status < 300:
+            return parse_json(answer.data, target)
+        raise classify(
+            target, status=answer.status, message=_server_message(answer), missing=_MISSING
+        )
+
+    def _unreachable(self, target: str, reason: Exception | None) -> ChatMemoryError:
+        """What a request that got no answer in any of its attempts fails with."""
+        # NewConnectionError (refused, unknown host) is a ConnectTimeoutError too: test it first.
+        if isinstance(reason, NewConnectionError):
+            if isinstance(reason.__cause__, ConnectionRefusedError):
+                return ModelUnavailable(
+                    f"no model server answers at {self.base_url} (is Ollama or your model "
+                    "server running?)"
+                )
+            return ModelUnavailable(f"cannot reach the model server at {self.base_url}: {reason}")
+        if isinstance(reason, ConnectTimeoutError):
             return ModelUnavailable(
                 f"the model server at {self.base_url} did not accept a connection"
             )
-        return ModelUnavailable(f"cannot reach the model server at {self.base_url}: {reason}")
+        return ModelUnavailable(f"{target}: the connection broke ({reason!r})")
 
 
-def _server_message(error: urllib.error.HTTPError) -> str:
+def _server_message(answer: BaseHTTPResponse) -> str:
     """The error message of an OpenAI-style ({"error": {"message"}}), Ollama ({"error": "..."}),
     vLLM ({"message"}) or FastAPI ({"detail"}) error body, else its text."""
-    try:
-        raw = error.read()
-    except OSError:
-        return error.reason if isinstance(error.reason, str) else ""
+    raw = answer.data
     try:
         data = json.loads(raw)
     except ValueError:
-        return raw.decode("utf-8", "replace")[:300]
+        return raw.decode("utf-8", "replace")[:300] or answer.reason or ""
     if isinstance(data, dict):
         inner = data.get("error", data)
         if isinstance(inner, dict):
