@@ -28,7 +28,6 @@ def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
         "AWS_REGION": "us-east-1",
         # moto misses DynamoDB Streams calls when botocore resolves account-based endpoints.
         "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-        "POWERTOOLS_TRACE_DISABLED": "1",
         "POWERTOOLS_METRICS_NAMESPACE": "ChatMemoryTest",
         "POWERTOOLS_DEV": "0",
     }.items():

@@ -103,3 +103,10 @@ class FakeSummarizer:
     def extend(self, summary: str, new_text: str) -> str:
         self.calls += 1
         return (summary + " | " + self.summarize(new_text)).strip(" |")
+
+
+def indexed(index: Any, name: str) -> int:
+    """How many entries an embedded long-term index holds in one of its indexes (tests read
+    the SQLite file directly: the port has no count, nothing in the product needs one)."""
+    found = index._db.execute("SELECT count(*) FROM docs WHERE idx = ?", (name,))
+    return int(found.fetchone()[0])

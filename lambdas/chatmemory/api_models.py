@@ -3,24 +3,42 @@ document (`make openapi`), so the published contract is the code that runs."""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from chatmemory.clock import canonical_time
+from chatmemory.domain import Page, Session, Turn
+from chatmemory.schema import EXPORT_FORMAT, Intent, SessionStatus, SourceKind
+
+if TYPE_CHECKING:
+    from chatmemory.services.recall import RankedSession
 
 
-class _Strict(BaseModel):
+class _Model(BaseModel):
+    """Every model here: validators are built when a model is first used, not when the
+    module is imported (each Lambda cold start imports it; most requests use a few models)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+
+class _Strict(_Model):
     """A request body: unknown fields and loose types ("5" for 5, 1 for true) are refused."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
 # A time a client sends: ISO 8601 in a sane range, stored in one canonical form.
 Timestamp = Annotated[str, Field(max_length=64), AfterValidator(canonical_time)]
-# Scores a client may send back (sources of an exported turn): finite and of a sane size, so
-# they store exactly (DynamoDB numbers stop at 38 digits and 1E+125).
-Score = Annotated[float, Field(allow_inf_nan=False, ge=-1e6, le=1e6, strict=False)]
+# Scores a client may send back (sources of an exported turn): finite, of a sane size and
+# rounded to what our scores carry, so they store exactly (DynamoDB numbers stop at 38 digits,
+# 1E+125 and 1E-130: 1e-300 would not store at all).
+Score = Annotated[
+    float,
+    Field(allow_inf_nan=False, ge=-1e6, le=1e6, strict=False),
+    AfterValidator(lambda score: round(score, 6)),
+]
 
 
 class CreateSessionRequest(_Strict):
@@ -47,8 +65,14 @@ class PostMessageRequest(_Strict):
     )
 
 
-class SourceOut(BaseModel):
-    kind: Literal["session", "passage"] | str
+class _Out(_Model):
+    """An answer model, built from the domain object of the same name (its attributes)."""
+
+    model_config = ConfigDict(from_attributes=True, defer_build=True)
+
+
+class SourceOut(_Out):
+    kind: SourceKind | str
     id: str
     title: str | None = None
     date: str | None = None
@@ -57,30 +81,47 @@ class SourceOut(BaseModel):
     passage_id: str | None = None
 
 
-class SessionOut(BaseModel):
+# The statuses a caller can see (IMPORTING and DELETING sessions answer 404).
+VisibleStatus = Literal[
+    SessionStatus.OPEN, SessionStatus.ENDED, SessionStatus.CONSOLIDATED, SessionStatus.FAILED
+]
+
+
+class SessionOut(_Out):
     session_id: str
     name: str
-    status: Literal["OPEN", "ENDED", "CONSOLIDATED", "FAILED"]
+    status: VisibleStatus
     started_at: str
     last_active_at: str
     ended_at: str | None = None
     num_turns: int
 
 
-class SessionEnvelope(BaseModel):
+class SessionEnvelope(_Model):
     session: SessionOut
 
+    @classmethod
+    def of(cls, session: Session) -> SessionEnvelope:
+        return cls(session=SessionOut.model_validate(session))
 
-class SessionList(BaseModel):
+
+class SessionList(_Model):
     sessions: list[SessionOut]
     next_token: str | None = None
 
+    @classmethod
+    def of(cls, page: Page[Session]) -> SessionList:
+        return cls(
+            sessions=[SessionOut.model_validate(s) for s in page.items],
+            next_token=page.next_token,
+        )
 
-class TurnOut(BaseModel):
+
+class TurnOut(_Out):
     turn: int
     input: str
     response: str | None = None
-    intent: Literal["chat", "past", "verified"]
+    intent: Intent
     sources: list[SourceOut] = []
     created_at: str
     client_message_id: str | None = None
@@ -92,13 +133,24 @@ class TurnOut(BaseModel):
     )
 
 
-class TurnEnvelope(BaseModel):
+class TurnEnvelope(_Model):
     turn: TurnOut
 
+    @classmethod
+    def of(cls, turn: Turn) -> TurnEnvelope:
+        return cls(turn=TurnOut.model_validate(turn))
 
-class MessageList(BaseModel):
+
+class MessageList(_Model):
     messages: list[TurnOut]
     next_token: str | None = None
+
+    @classmethod
+    def of(cls, page: Page[Turn]) -> MessageList:
+        return cls(
+            messages=[TurnOut.model_validate(t) for t in page.items],
+            next_token=page.next_token,
+        )
 
 
 class ExportedSession(SessionOut):
@@ -106,22 +158,29 @@ class ExportedSession(SessionOut):
     summary_through_turn: int = 0
 
 
-class ExportDocument(BaseModel):
-    format: str = "chatmemory.session.v1"
+class ExportDocument(_Model):
+    format: str = EXPORT_FORMAT
     session: ExportedSession
     messages: list[TurnOut]
 
+    @classmethod
+    def of(cls, session: Session, turns: Iterable[Turn]) -> ExportDocument:
+        return cls(
+            session=ExportedSession.model_validate(session),
+            messages=[TurnOut.model_validate(t) for t in turns],
+        )
 
-class _Exported(BaseModel):
+
+class _Exported(_Model):
     """Part of an exported document: what this API wrote is accepted back, other fields of the
     export are ignored, and every value that is kept is strictly typed and bounded (one
     message must fit a DynamoDB item of 400 KB whatever its characters)."""
 
-    model_config = ConfigDict(extra="ignore", strict=True)
+    model_config = ConfigDict(extra="ignore", strict=True, defer_build=True)
 
 
 class ImportSource(_Exported):
-    kind: str = Field(default="session", max_length=32)
+    kind: Annotated[SourceKind, Field(strict=False)] = SourceKind.SESSION
     id: str = Field(default="", max_length=512)
     title: str = Field(default="", max_length=300)
     date: str | None = Field(default=None, max_length=64)
@@ -133,7 +192,7 @@ class ImportSource(_Exported):
 class ImportMessage(_Exported):
     input: str = Field(max_length=20_000)
     response: str | None = Field(default=None, max_length=20_000)
-    intent: Literal["chat", "past", "verified"] = "chat"
+    intent: Annotated[Intent, Field(strict=False)] = Intent.CHAT
     sources: list[ImportSource] = Field(default=[], max_length=20)
     created_at: Timestamp | None = None
 
@@ -160,21 +219,33 @@ class ImportDocument(_Exported):
     messages: list[ImportMessage] = Field(max_length=MAX_IMPORT_MESSAGES)
 
 
-class MemoryOut(BaseModel):
+class MemoryOut(_Model):
     session_id: str
     score: float
     similarity: float
     recency: float
     date: str
     title: str
-    snippets: list[str]
+    snippets: list[str] = Field(description="The session's best matching parts, best first.")
+
+    @classmethod
+    def of(cls, ranked: RankedSession) -> MemoryOut:
+        return cls(
+            session_id=ranked.session_id,
+            score=round(ranked.score, 4),
+            similarity=round(ranked.similarity, 4),
+            recency=round(ranked.recency, 4),
+            date=ranked.date,
+            title=ranked.title,
+            snippets=ranked.texts,
+        )
 
 
-class MemoryList(BaseModel):
+class MemoryList(_Model):
     memories: list[MemoryOut]
 
 
-class DeletionStatus(BaseModel):
+class DeletionStatus(_Out):
     complete: bool = Field(
         description="Everything the caller deleted or forgot is physically gone from storage."
     )
@@ -184,10 +255,10 @@ class DeletionStatus(BaseModel):
     )
 
 
-class ErrorBody(BaseModel):
+class ErrorBody(_Model):
     code: str
     message: str
 
 
-class ErrorEnvelope(BaseModel):
+class ErrorEnvelope(_Model):
     error: ErrorBody

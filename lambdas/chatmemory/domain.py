@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
+from chatmemory.schema import Intent, SessionStatus, SourceKind
 
-class Intent:
-    CHAT = "chat"
-    PAST = "past"
-    VERIFIED = "verified"
-    ALL = ("chat", "past", "verified")
+T = TypeVar("T")
 
 
 def message_key(client_message_id: str) -> str:
@@ -59,7 +56,7 @@ class Session:
     # The owner key (see owner_key): the caller's id, suffixed after a forget.
     user_id: str
     name: str
-    status: str
+    status: SessionStatus
     started_at: str
     last_active_at: str
     ended_at: str | None = None
@@ -75,6 +72,11 @@ class Session:
     summary: str = ""
     consolidated_at: str | None = None
     consolidation_attempts: int = 0
+    # A consolidation handed over to a next invocation: its summary, the first turn of the last
+    # window it indexed, and the handover's round (the next checkpoint is conditional on it).
+    consolidation_summary: str | None = None
+    consolidation_cursor: int = 0
+    consolidation_round: int = 0
 
     def turn_of(self, client_message_id: str | None) -> int | None:
         """The turn that stored this client message, if it is among the recent ones."""
@@ -82,33 +84,18 @@ class Session:
             return None
         return self.recent_messages.get(message_key(client_message_id))
 
-    def public(self) -> dict[str, Any]:
-        """The session object the API returns."""
-        return {
-            "session_id": self.session_id,
-            "name": self.name,
-            "status": self.status,
-            "started_at": self.started_at,
-            "last_active_at": self.last_active_at,
-            "ended_at": self.ended_at,
-            "num_turns": self.num_turns,
-        }
-
 
 @dataclass
 class Source:
     """Where an answer came from: a past session or a verified passage."""
 
-    kind: str  # "session" | "passage"
+    kind: SourceKind | str
     id: str
     title: str = ""
     date: str | None = None
     score: float | None = None
     doc_id: str | None = None
     passage_id: str | None = None
-
-    def public(self) -> dict[str, Any]:
-        return {k: v for k, v in asdict(self).items() if v is not None}
 
 
 @dataclass
@@ -118,7 +105,7 @@ class Turn:
     user_id: str
     input: str
     response: str | None
-    intent: str = Intent.CHAT
+    intent: Intent = Intent.CHAT
     sources: list[Source] = field(default_factory=list)
     model: str = ""
     created_at: str = ""
@@ -132,25 +119,10 @@ class Turn:
     degraded: bool = False
     expires_at: int | None = None
 
-    def public(self) -> dict[str, Any]:
-        """The turn object the API returns."""
-        body: dict[str, Any] = {
-            "turn": self.turn,
-            "input": self.input,
-            "response": self.response,
-            "intent": self.intent,
-            "sources": [s.public() for s in self.sources],
-            "created_at": self.created_at,
-            "client_message_id": self.client_message_id,
-            "pending": self.pending,
-            "degraded": self.degraded,
-        }
-        return body
-
 
 @dataclass
-class Page:
+class Page(Generic[T]):
     """One page of a listing; `next_token` is opaque to clients."""
 
-    items: list[Any]
+    items: list[T]
     next_token: str | None = None

@@ -10,6 +10,14 @@ class ChatMemoryError(Exception):
     status = 500
 
 
+class ConfigurationError(ChatMemoryError):
+    """The deployment's settings are wrong (a variable that does not parse, a backend that does
+    not exist): not the caller's fault, so a 500, logged with what to fix."""
+
+    code = "configuration_error"
+    status = 500
+
+
 class BadRequest(ChatMemoryError):
     code = "bad_request"
     status = 400

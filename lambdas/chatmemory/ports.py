@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Protocol
 
 from chatmemory.domain import Page, PurgeEntry, Session, Turn, UserState
+from chatmemory.schema import MemoryKind
 
 
 class SessionStore(Protocol):
@@ -66,8 +67,17 @@ class SessionStore(Protocol):
     def mark_failed(self, session_id: str, reason: str) -> None: ...
 
     def mark_consolidated(self, session_id: str, summary: str, at: str) -> bool:
-        """ENDED/FAILED -> CONSOLIDATED; False when the session is in no such state (deleted,
-        or consolidated by a concurrent run)."""
+        """ENDED/FAILED -> CONSOLIDATED (and its checkpoint cleared); False when the session is
+        in no such state (deleted, or consolidated by a concurrent run)."""
+        ...
+
+    def checkpoint_consolidation(
+        self, session_id: str, *, expected_round: int, cursor: int, summary: str
+    ) -> bool:
+        """Record a consolidation's progress and hand it over (the write is the stream record
+        that starts the next invocation), conditional on the session still being ENDED or
+        FAILED at `expected_round`. False if not (deleted, consolidated, or another run
+        checkpointed first)."""
         ...
 
     def failed_sessions(self) -> list[str]: ...
@@ -192,7 +202,7 @@ class MemoryDoc:
 
     doc_key: str
     user_id: str
-    kind: str  # "summary" | "chunk" | "passage"
+    kind: MemoryKind | str
     text: str
     created_at: str
     embedding: list[float] = field(default_factory=list)
@@ -247,3 +257,7 @@ class Summarizer(Protocol):
     name: str
 
     def summarize(self, text: str) -> str: ...
+
+    def extend(self, summary: str, new_text: str) -> str:
+        """The summary of what `summary` covered followed by `new_text`."""
+        ...

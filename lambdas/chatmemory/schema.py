@@ -6,7 +6,10 @@ the tests create tables from them, and the adapters read key names from them.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 AttrType = Literal["S", "N", "B"]
@@ -115,6 +118,24 @@ OPEN_SHARDS = 16
 IDLE_BUCKET = "idle_bucket"
 IDLE_BUCKET_MINUTES = 10
 
+
+def sweep_shard(state: str, shard: int) -> str:
+    """The sparse index's partition key for sessions in `state` of one shard: "<STATE>#<n>"."""
+    return f"{state}#{shard}"
+
+
+def sweep_shard_of(session_id: str, state: str) -> str:
+    """A session's partition of the sparse index: its id spread over OPEN_SHARDS shards."""
+    return sweep_shard(state, zlib.crc32(session_id.encode()) % OPEN_SHARDS)
+
+
+def idle_bucket(timestamp: str) -> str:
+    """A stored time (ISO 8601, UTC) rounded down to IDLE_BUCKET_MINUTES: "2026-11-23T07:10"."""
+    moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
+    minute = moment.minute - moment.minute % IDLE_BUCKET_MINUTES
+    return moment.strftime("%Y-%m-%dT%H:") + f"{minute:02d}"
+
+
 USER_SESSIONS_INDEX = IndexSpec(
     name="user-sessions",
     partition_key=KeyAttr(USER_ID, "S"),
@@ -170,7 +191,7 @@ USERS = TableSpec(
 TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS)
 
 
-class SessionStatus:
+class SessionStatus(StrEnum):
     OPEN = "OPEN"
     ENDED = "ENDED"
     CONSOLIDATED = "CONSOLIDATED"
@@ -179,13 +200,85 @@ class SessionStatus:
     IMPORTING = "IMPORTING"
     # Deleted for every reader; a purge removes its turns, memories and finally the item.
     DELETING = "DELETING"
-    # What a caller can see, list, continue or recall.
-    VISIBLE = (OPEN, ENDED, CONSOLIDATED, FAILED)
 
 
-class PurgeState:
+# What a caller can see, list, continue or recall (the API's statuses).
+VISIBLE_STATUSES: tuple[SessionStatus, ...] = (
+    SessionStatus.OPEN,
+    SessionStatus.ENDED,
+    SessionStatus.CONSOLIDATED,
+    SessionStatus.FAILED,
+)
+
+
+class PurgeState(StrEnum):
     PENDING = "PENDING"
     MARKED = "MARKED"  # every session of the namespace is marked DELETING
+
+
+class Intent(StrEnum):
+    """How a message is answered: chat, `/past` recall or `/verified` documents."""
+
+    CHAT = "chat"
+    PAST = "past"
+    VERIFIED = "verified"
+
+
+class SourceKind(StrEnum):
+    SESSION = "session"
+    PASSAGE = "passage"
+
+
+class MemoryKind(StrEnum):
+    """What one long-term index entry is."""
+
+    SUMMARY = "summary"
+    OPENING = "opening"
+    CHUNK = "chunk"
+    PASSAGE = "passage"
+
+
+# The owner key of verified passages: they belong to no user, and every caller may read them.
+SHARED_OWNER = ""
+# The format name of an exported session (GET /sessions/{id}/export, POST /sessions/import).
+EXPORT_FORMAT = "chatmemory.session.v1"
+
+
+# --- model and index backends (runtime settings and the stacks' config share these) ---------
+
+
+class TextBackend(StrEnum):
+    OFFLINE = "offline"
+    SAGEMAKER = "sagemaker"
+    BEDROCK = "bedrock"
+    OPENAI = "openai"
+
+
+class EmbedBackend(StrEnum):
+    OFFLINE = "offline"
+    SAGEMAKER = "sagemaker"
+    BEDROCK = "bedrock"
+    OPENAI = "openai"
+
+
+class TextFormat(StrEnum):
+    """Payload formats of SageMaker text endpoints."""
+
+    JUMPSTART_FLAN_T5 = "jumpstart-flan-t5"
+    TGI = "tgi"  # Hugging Face Text Generation Inference
+
+
+class EmbedFormat(StrEnum):
+    """Payload formats of SageMaker embedding endpoints."""
+
+    JUMPSTART_GPT_J = "jumpstart-gpt-j"
+    TEI = "tei"  # Hugging Face Text Embeddings Inference
+
+
+class LongTermBackend(StrEnum):
+    NONE = "none"
+    EMBEDDED = "embedded"
+    OPENSEARCH = "opensearch"
 
 
 # --- stream filter patterns (Lambda event source mappings and the local poller) -----------------
@@ -196,6 +289,19 @@ SESSION_ENDED_FILTER: dict[str, Any] = {
     "dynamodb": {
         "OldImage": {STATUS: {"S": [SessionStatus.OPEN]}},
         "NewImage": {STATUS: {"S": [SessionStatus.ENDED]}},
+    },
+}
+# A consolidation that handed over to a next invocation (its checkpoint's write): every change
+# of the session while the checkpoint stands lets a run resume, and runs are idempotent.
+CONSOLIDATION_STATE = "consolidation_state"
+CONSOLIDATION_CONTINUE = "CONTINUE"
+CONSOLIDATION_CONTINUE_FILTER: dict[str, Any] = {
+    "eventName": ["MODIFY"],
+    "dynamodb": {
+        "NewImage": {
+            STATUS: {"S": [SessionStatus.ENDED, SessionStatus.FAILED]},
+            CONSOLIDATION_STATE: {"S": [CONSOLIDATION_CONTINUE]},
+        }
     },
 }
 # A new turn: what the rolling-summary compaction looks at.
@@ -215,14 +321,17 @@ USER_PURGE_FILTER: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class StreamTrigger:
-    """One event source mapping: which table's stream runs which handler, with which filter,
-    batch size and retries. CDK deploys these and local mode's poller runs them."""
+    """One event source mapping: which table's stream runs which handler, with which filters (a
+    record matching any of them goes through), batch size and retries. CDK deploys these and
+    local mode's poller runs them."""
 
     name: str
     table: TableSpec
     handler: str
-    filter: dict[str, Any]
+    filters: tuple[dict[str, Any], ...]
     batch_size: int
+    # The function's timeout: what a run has before it must hand over to a next invocation.
+    timeout_seconds: int
     # Retries after the first attempt. Consolidation marks a session FAILED on its third
     # failed attempt, so its records stop failing before these run out.
     retry_attempts: int = 3
@@ -232,28 +341,32 @@ CONSOLIDATION_TRIGGER = StreamTrigger(
     name="consolidate",
     table=SESSIONS,
     handler="handlers.consolidate.handler",
-    filter=SESSION_ENDED_FILTER,
+    filters=(SESSION_ENDED_FILTER, CONSOLIDATION_CONTINUE_FILTER),
     batch_size=5,  # each session is a few model calls
+    timeout_seconds=300,
 )
 COMPACTION_TRIGGER = StreamTrigger(
     name="compact",
     table=CONVERSATIONS,
     handler="handlers.compact.handler",
-    filter=TURN_INSERTED_FILTER,
+    filters=(TURN_INSERTED_FILTER,),
+    timeout_seconds=120,  # an extension of the rolling summary: at most 2 rounds of calls
     batch_size=20,  # most records only find the session below the threshold
 )
 SESSION_PURGE_TRIGGER = StreamTrigger(
     name="purge-session",
     table=SESSIONS,
     handler="handlers.purge.handler",
-    filter=SESSION_DELETING_FILTER,
+    filters=(SESSION_DELETING_FILTER,),
+    timeout_seconds=300,
     batch_size=10,
 )
 USER_PURGE_TRIGGER = StreamTrigger(
     name="purge-user",
     table=USERS,
     handler="handlers.purge.handler",
-    filter=USER_PURGE_FILTER,
+    filters=(USER_PURGE_FILTER,),
+    timeout_seconds=300,
     batch_size=1,  # one forget request can mean thousands of sessions to mark
 )
 STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (
@@ -293,6 +406,7 @@ ENV_SYSTEM_PROMPT = "SYSTEM_PROMPT"
 ENV_INTENT_CLASSIFIER = "INTENT_CLASSIFIER"
 ENV_STORE_PROMPT = "STORE_PROMPT"
 ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"
+ENV_KEEP_MESSAGE_IDS = "KEEP_MESSAGE_IDS"
 ENV_LONG_TERM_BACKEND = "LONG_TERM_BACKEND"
 # Comma-separated origins allowed to call the API from a browser ("*" for any); unset: none.
 ENV_CORS_ORIGINS = "CORS_ALLOW_ORIGINS"

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
 from typing import Any
 
-from chatmemory.errors import BadRequest
+from chatmemory.errors import ConfigurationError
 from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory, Summarizer, TextGenerator
+from chatmemory.schema import EmbedBackend, LongTermBackend, TextBackend
 from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.consolidation import ConsolidationPolicy
 from chatmemory.services.forget import PurgePolicy
@@ -45,75 +47,145 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
     )
 
 
+# --- model and index adapters, one builder per backend ----------------------------------------
+# Each registry maps a backend (an enum of schema.py, validated in Settings) to the function that
+# builds its adapter; adapters are imported inside, so a Lambda loads only the one it uses.
+
+
+def _offline_text(cfg: Settings) -> TextGenerator:
+    from chatmemory.adapters.offline.responder import OfflineResponder
+
+    return OfflineResponder()
+
+
+def _sagemaker_text(cfg: Settings) -> TextGenerator:
+    from chatmemory.adapters.sagemaker import SageMakerTextGenerator
+
+    return SageMakerTextGenerator(
+        _model_client("sagemaker-runtime", cfg),
+        cfg.text_endpoint,
+        payload_format=cfg.text_format,
+        context_tokens=cfg.prompt_token_budget,
+    )
+
+
+def _bedrock_text(cfg: Settings) -> TextGenerator:
+    from chatmemory.adapters.bedrock import BedrockTextGenerator
+
+    return BedrockTextGenerator(_model_client("bedrock-runtime", cfg), cfg.text_model_id)
+
+
+def _openai_text(cfg: Settings) -> TextGenerator:
+    from chatmemory.adapters.openai_compat import OpenAICompatTextGenerator
+
+    return OpenAICompatTextGenerator(
+        cfg.openai_base_url,
+        cfg.text_model_id,
+        api_key=cfg.openai_api_key,
+        timeout=cfg.model_timeout_seconds,
+        attempts=cfg.model_max_attempts,
+    )
+
+
+TEXT_GENERATORS: dict[TextBackend, Callable[[Settings], TextGenerator]] = {
+    TextBackend.OFFLINE: _offline_text,
+    TextBackend.SAGEMAKER: _sagemaker_text,
+    TextBackend.BEDROCK: _bedrock_text,
+    TextBackend.OPENAI: _openai_text,
+}
+
+
+def _offline_embedder(cfg: Settings) -> Embedder:
+    from chatmemory.adapters.offline.embedder import MiniLMEmbedder
+
+    return MiniLMEmbedder()
+
+
+def _sagemaker_embedder(cfg: Settings) -> Embedder:
+    from chatmemory.adapters.sagemaker import SageMakerEmbedder
+
+    return SageMakerEmbedder(
+        _model_client("sagemaker-runtime", cfg),
+        cfg.embed_endpoint,
+        payload_format=cfg.embed_format,
+        dimension=cfg.embed_dimension,
+    )
+
+
+def _bedrock_embedder(cfg: Settings) -> Embedder:
+    from chatmemory.adapters.bedrock import BedrockEmbedder
+
+    return BedrockEmbedder(
+        _model_client("bedrock-runtime", cfg),
+        cfg.embed_model_id or "amazon.titan-embed-text-v2:0",
+        dimension=cfg.embed_dimension,
+    )
+
+
+def _openai_embedder(cfg: Settings) -> Embedder:
+    from chatmemory.adapters.openai_compat import OpenAICompatEmbedder
+
+    return OpenAICompatEmbedder(
+        cfg.openai_base_url,
+        cfg.embed_model_id,
+        dimension=cfg.embed_dimension,
+        api_key=cfg.openai_api_key,
+        timeout=cfg.model_timeout_seconds,
+        attempts=cfg.model_max_attempts,
+    )
+
+
+EMBEDDERS: dict[EmbedBackend, Callable[[Settings], Embedder]] = {
+    EmbedBackend.OFFLINE: _offline_embedder,
+    EmbedBackend.SAGEMAKER: _sagemaker_embedder,
+    EmbedBackend.BEDROCK: _bedrock_embedder,
+    EmbedBackend.OPENAI: _openai_embedder,
+}
+
+
+def _embedded_index(cfg: Settings) -> LongTermIndex:
+    from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+
+    return EmbeddedLongTermIndex(cfg.memory_path)
+
+
+def _opensearch_index(cfg: Settings) -> LongTermIndex:
+    import os
+
+    from chatmemory.adapters.opensearch import OpenSearchLongTermIndex, opensearch_client
+
+    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
+    client = opensearch_client(
+        cfg.opensearch_endpoint, region, serverless=cfg.opensearch_serverless
+    )
+    return OpenSearchLongTermIndex(
+        client, dimension=cfg.embed_dimension, serverless=cfg.opensearch_serverless
+    )
+
+
+LONG_TERM_INDEXES: dict[LongTermBackend, Callable[[Settings], LongTermIndex]] = {
+    LongTermBackend.EMBEDDED: _embedded_index,
+    LongTermBackend.OPENSEARCH: _opensearch_index,
+}
+
+
+def _build(registry: Mapping[Any, Callable[[Settings], Any]], backend: Any, cfg: Settings) -> Any:
+    builder = registry.get(backend)
+    if builder is None:
+        raise ConfigurationError(f"no adapter is registered for backend {backend!r}")
+    return builder(cfg)
+
+
 def text_generator(cfg: Settings | None = None) -> TextGenerator:
     cfg = cfg or settings()
-    backend = cfg.text_backend
-    if backend == "offline":
-        from chatmemory.adapters.offline.responder import OfflineResponder
-
-        return OfflineResponder()
-    if backend == "sagemaker":
-        from chatmemory.adapters.sagemaker import SageMakerTextGenerator
-
-        return SageMakerTextGenerator(
-            _model_client("sagemaker-runtime", cfg),
-            cfg.text_endpoint,
-            payload_format=cfg.text_format,
-            context_tokens=cfg.prompt_token_budget,
-        )
-    if backend == "bedrock":
-        from chatmemory.adapters.bedrock import BedrockTextGenerator
-
-        return BedrockTextGenerator(_model_client("bedrock-runtime", cfg), cfg.text_model_id)
-    if backend == "openai":
-        from chatmemory.adapters.openai_compat import OpenAICompatTextGenerator
-
-        return OpenAICompatTextGenerator(
-            cfg.openai_base_url,
-            cfg.text_model_id,
-            api_key=cfg.openai_api_key,
-            timeout=cfg.model_timeout_seconds,
-            attempts=cfg.model_max_attempts,
-        )
-    raise BadRequest(f"unknown text backend {backend!r}")
+    generator: TextGenerator = _build(TEXT_GENERATORS, cfg.text_backend, cfg)
+    return generator
 
 
 def embedder(cfg: Settings | None = None) -> Embedder:
     cfg = cfg or settings()
-    backend = cfg.embed_backend
-    if backend == "offline":
-        from chatmemory.adapters.offline.embedder import MiniLMEmbedder
-
-        return MiniLMEmbedder()
-    if backend == "sagemaker":
-        from chatmemory.adapters.sagemaker import SageMakerEmbedder
-
-        return SageMakerEmbedder(
-            _model_client("sagemaker-runtime", cfg),
-            cfg.embed_endpoint,
-            payload_format=cfg.embed_format,
-            dimension=cfg.embed_dimension,
-        )
-    if backend == "bedrock":
-        from chatmemory.adapters.bedrock import BedrockEmbedder
-
-        return BedrockEmbedder(
-            _model_client("bedrock-runtime", cfg),
-            cfg.embed_model_id or "amazon.titan-embed-text-v2:0",
-            dimension=cfg.embed_dimension,
-        )
-    if backend == "openai":
-        from chatmemory.adapters.openai_compat import OpenAICompatEmbedder
-
-        return OpenAICompatEmbedder(
-            cfg.openai_base_url,
-            cfg.embed_model_id,
-            dimension=cfg.embed_dimension,
-            api_key=cfg.openai_api_key,
-            timeout=cfg.model_timeout_seconds,
-            attempts=cfg.model_max_attempts,
-        )
-    raise BadRequest(f"unknown embedding backend {backend!r}")
+    built: Embedder = _build(EMBEDDERS, cfg.embed_backend, cfg)
+    return built
 
 
 @cache
@@ -151,29 +223,16 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
 def long_term_index(cfg: Settings | None = None) -> LongTermIndex | None:
     """The configured long-term index, or None when long-term memory is off."""
     cfg = cfg or settings()
-    if cfg.long_term_backend == "embedded":
-        from chatmemory.adapters.embedded import EmbeddedLongTermIndex
-
-        return EmbeddedLongTermIndex(cfg.memory_path)
-    if cfg.long_term_backend == "opensearch":
-        import os
-
-        from chatmemory.adapters.opensearch import OpenSearchLongTermIndex, opensearch_client
-
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION", "us-east-1")
-        client = opensearch_client(
-            cfg.opensearch_endpoint, region, serverless=cfg.opensearch_serverless
-        )
-        return OpenSearchLongTermIndex(
-            client, dimension=cfg.embed_dimension, serverless=cfg.opensearch_serverless
-        )
-    return None
+    if cfg.long_term_backend == LongTermBackend.NONE:
+        return None
+    index: LongTermIndex = _build(LONG_TERM_INDEXES, cfg.long_term_backend, cfg)
+    return index
 
 
 def summarizer(cfg: Settings | None = None) -> Any:
     """Offline: extractive. Otherwise the text model, in chunks that fit its context."""
     cfg = cfg or settings()
-    if cfg.text_backend == "offline":
+    if cfg.text_backend == TextBackend.OFFLINE:
         from chatmemory.adapters.offline.summarizer import ExtractiveSummarizer
 
         return ExtractiveSummarizer()
@@ -208,7 +267,7 @@ def consolidation_deps() -> ConsolidationDeps:
     cfg = settings()
     index = long_term_index(cfg)
     if index is None:
-        raise BadRequest("consolidation needs LONG_TERM_BACKEND=embedded or opensearch")
+        raise ConfigurationError("consolidation needs LONG_TERM_BACKEND=embedded or opensearch")
     return ConsolidationDeps(
         memory=short_term_memory(cfg),
         summarizer=summarizer(cfg),

@@ -83,8 +83,11 @@ CHECKS = [
     suppress_health_check=list(HealthCheck),
 )
 def test_the_api_answers_fuzzed_requests_as_documented(case: Case, gateway: World) -> None:
-    case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS)
+    # The client waits longer than the slowest documented request: an import of the largest
+    # size allowed gives up after ImportLimits.max_seconds (20 s) and answers 413.
+    wait = {"timeout": 40}
+    case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS, **wait)
     if "session_id" in (case.path_parameters or {}):
         # The same request on a real session of the caller, so bodies reach the handlers.
         case.path_parameters = {"session_id": gateway.api.new_session("fuzzed", user="fuzzer")}
-        case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS)
+        case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS, **wait)

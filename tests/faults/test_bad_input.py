@@ -446,6 +446,21 @@ def test_a_message_id_reused_for_other_content_is_a_conflict_and_stores_nothing(
     assert status == 200 and json.loads(body)["turn"]["input"] == "buy seeds"
 
 
+def test_an_imported_score_too_small_for_dynamodb_is_stored_rounded(seeded: Seeded) -> None:
+    """Failed first (found by the fuzzer): a score of 1e-300 is finite and in range, but
+    DynamoDB numbers stop at 1E-130, so the import answered 500 half way."""
+    message = {
+        "input": "x",
+        "sources": [{"id": "s", "score": 1e-300}, {"id": "t", "score": 0.1234567}],
+    }
+    status, _, body = seeded.call("POST", "/sessions/import", json.dumps({"messages": [message]}))
+    assert status == 201, body
+    sid = json.loads(body)["session"]["session_id"]
+    status, _, body = seeded.call("GET", f"/sessions/{sid}/messages")
+    scores = [s.get("score") for s in json.loads(body)["messages"][0]["sources"]]
+    assert scores == [0.0, 0.123457]
+
+
 def test_an_import_at_the_edge_of_the_time_range_stores_canonical_timestamps(
     seeded: Seeded,
 ) -> None:

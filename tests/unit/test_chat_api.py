@@ -5,22 +5,26 @@ from __future__ import annotations
 import json
 import threading
 from typing import Any
+from urllib.parse import quote, urlencode
 
 import pytest
 
 from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.services.chat import NO_LONG_TERM_MEMORY, ChatDeps
+from local.gateway import load_routes, proxy_event
 from tests.fakes import FakeGenerator, SerializedClient
 from tests.purging import Purger
 
 
 class Api:
-    """Calls the chat Lambda with API Gateway proxy events, as a given Cognito user."""
+    """Calls the chat Lambda with the API Gateway proxy events the local gateway builds (as API
+    Gateway does), as a given Cognito user."""
 
     def __init__(self, handler: Any, context: Any) -> None:
         self._handler = handler
         self._context = context
+        self._routes = load_routes()
 
     def call(
         self,
@@ -32,25 +36,16 @@ class Api:
         query: dict[str, str] | None = None,
         raw: str | None = None,
     ) -> tuple[int, Any]:
-        event = {
-            "resource": path,
-            "path": path,
-            "httpMethod": method,
-            "headers": {"Content-Type": "application/json"},
-            "multiValueHeaders": {},
-            "queryStringParameters": query,
-            "multiValueQueryStringParameters": (
-                {k: [v] for k, v in query.items()} if query else None
-            ),
-            "pathParameters": None,
-            "requestContext": {
-                "requestId": "r-1",
-                "authorizer": {"claims": {"sub": user}},
-                "identity": {},
-            },
-            "body": raw if raw is not None else (None if body is None else json.dumps(body)),
-            "isBase64Encoded": False,
-        }
+        # The event carries the path and query decoded: encode them as a client would.
+        target = quote(path, safe="/") + (f"?{urlencode(query)}" if query else "")
+        event = proxy_event(
+            method=method,
+            target=target,
+            headers=[("Content-Type", "application/json")],
+            body=raw if raw is not None else (None if body is None else json.dumps(body)),
+            user_id=user,
+            routes=self._routes,
+        )
         answer = self._handler(event, self._context)
         text = answer.get("body")
         return answer["statusCode"], json.loads(text) if text else None

@@ -16,7 +16,7 @@ from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.ingest import chunk_text
 from chatmemory.services.maintenance import CompactionPolicy, compact_session, sweep_idle_sessions
 from chatmemory.services.sessions import create_session
-from tests.fakes import FakeGenerator, FakeSummarizer
+from tests.fakes import FakeGenerator, FakeSummarizer, indexed
 from tests.streams import StreamReader
 
 
@@ -183,7 +183,7 @@ def test_the_ingest_command_indexes_every_text_and_markdown_file(tmp_path, monke
     assert ingest_documents(documents, embedder=FakeEmbedder(), index=index) == 2
     from chatmemory.schema import PASSAGE_INDEX
 
-    assert index.count(PASSAGE_INDEX) == 2  # re-ingestion overwrites
+    assert indexed(index, PASSAGE_INDEX) == 2  # re-ingestion overwrites
 
 
 def test_the_ingest_lambda_indexes_documents_of_its_event(tmp_path, monkeypatch, lambda_context):

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.schema import PASSAGE_INDEX, TEXT_STOPWORDS
+from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, TEXT_STOPWORDS
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(TEXT_STOPWORDS)
@@ -24,8 +24,6 @@ _META_FIELDS = [
     for f in fields(MemoryDoc)
     if f.name not in ("doc_key", "user_id", "kind", "text", "created_at", "embedding", "session_id")
 ]
-# The passage index is shared: its documents carry this user id (see services.ingest).
-SHARED = ""
 
 
 # Version of the file layout (PRAGMA user_version); older files are migrated when opened.
@@ -123,7 +121,7 @@ class EmbeddedLongTermIndex:
         self, index: str, vector: Sequence[float], k: int, user_id: str | None
     ) -> list[Candidate]:
         with self._lock:
-            ids, matrix = self._matrix(index, SHARED if user_id is None else user_id)
+            ids, matrix = self._matrix(index, SHARED_OWNER if user_id is None else user_id)
         if not len(ids):
             return []
         scores = matrix @ np.asarray(vector, dtype=np.float32)
@@ -135,7 +133,7 @@ class EmbeddedLongTermIndex:
         query = fts_query(text)
         if query is None:
             return []
-        owner = owner_token(index, SHARED if user_id is None else user_id)
+        owner = owner_token(index, SHARED_OWNER if user_id is None else user_id)
         with self._lock:
             # The owner column narrows the match to the caller's rows before BM25 is computed;
             # its weight 0 keeps it out of the score.
@@ -166,11 +164,6 @@ class EmbeddedLongTermIndex:
         with self._lock, self._db:
             self._delete_where(where, tuple(keys))
             self._matrices.clear()
-
-    def count(self, index: str) -> int:
-        with self._lock:
-            found = self._db.execute("SELECT count(*) FROM docs WHERE idx = ?", (index,))
-            return int(found.fetchone()[0])
 
     def _delete_where(self, where: str, params: tuple[str, ...]) -> None:
         ids = [r[0] for r in self._db.execute(f"SELECT id FROM docs WHERE {where}", params)]

@@ -10,7 +10,7 @@ Payload formats (TEXT_FORMAT / EMBED_FORMAT):
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from chatmemory.adapters.model_io import (
     cut_at_stop,
@@ -21,15 +21,16 @@ from chatmemory.adapters.model_io import (
 )
 from chatmemory.adapters.retry import stop_retrying_read_timeouts
 from chatmemory.ports import Generation
+from chatmemory.schema import EmbedFormat, TextFormat
 
-TEXT_FORMATS = ("jumpstart-flan-t5", "tgi")
-EMBED_FORMATS = ("jumpstart-gpt-j", "tei")
+F = TypeVar("F", TextFormat, EmbedFormat)
+
 _MISSING = "does not exist or is not InService"
 FLAN_T5_CONTEXT_TOKENS = 512
 # Requests per call: the GPT-J container takes a list, and 16 vectors of 4096 floats keep the
 # answer far below SageMaker's 6 MB payload limit; TEI refuses more than its default
 # --max-client-batch-size of 32.
-_MAX_BATCH = {"jumpstart-gpt-j": 16, "tei": 32}
+_MAX_BATCH = {EmbedFormat.JUMPSTART_GPT_J: 16, EmbedFormat.TEI: 32}
 
 
 class _Endpoint:
@@ -55,12 +56,14 @@ class _Endpoint:
         return invoke_json(send, payload, target=self.target, missing=_MISSING)
 
 
-def _check_format(payload_format: str, allowed: Sequence[str]) -> str:
-    if payload_format not in allowed:
+def _check_format(payload_format: str, allowed: type[F]) -> F:
+    try:
+        return allowed(payload_format)
+    except ValueError:
+        names = ", ".join(allowed)
         raise ValueError(
-            f"unknown SageMaker payload format {payload_format!r}; use one of {allowed}"
-        )
-    return payload_format
+            f"unknown SageMaker payload format {payload_format!r}; use one of {names}"
+        ) from None
 
 
 class SageMakerTextGenerator:
@@ -71,21 +74,21 @@ class SageMakerTextGenerator:
         client: Any,
         endpoint_name: str,
         *,
-        payload_format: str = "jumpstart-flan-t5",
+        payload_format: str = TextFormat.JUMPSTART_FLAN_T5,
         context_tokens: int = 512,
     ) -> None:
-        self.payload_format = _check_format(payload_format, TEXT_FORMATS)
+        self.payload_format = _check_format(payload_format, TextFormat)
         self._endpoint = _Endpoint(client, endpoint_name)
         self.name = endpoint_name
         # FLAN-T5 reads 512 tokens whatever the prompt budget; a TGI model's limit is whatever
         # its deployment allows (MAX_INPUT_TOKENS), so the configured budget is trusted.
-        if payload_format == "jumpstart-flan-t5":
+        if self.payload_format == TextFormat.JUMPSTART_FLAN_T5:
             context_tokens = min(context_tokens, FLAN_T5_CONTEXT_TOKENS)
         self.context_tokens = context_tokens
 
     def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
         target = self._endpoint.target
-        if self.payload_format == "tgi":
+        if self.payload_format == TextFormat.TGI:
             answer = self._endpoint.invoke(
                 {
                     "inputs": prompt,
@@ -129,14 +132,14 @@ class SageMakerEmbedder:
         client: Any,
         endpoint_name: str,
         *,
-        payload_format: str = "jumpstart-gpt-j",
+        payload_format: str = EmbedFormat.JUMPSTART_GPT_J,
         dimension: int,
     ) -> None:
-        self.payload_format = _check_format(payload_format, EMBED_FORMATS)
+        self.payload_format = _check_format(payload_format, EmbedFormat)
         self._endpoint = _Endpoint(client, endpoint_name)
         self.name = endpoint_name
         self.dimension = dimension
-        self.max_batch = _MAX_BATCH[payload_format]
+        self.max_batch = _MAX_BATCH[self.payload_format]
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return embed_in_batches(
@@ -149,7 +152,7 @@ class SageMakerEmbedder:
 
     def _embed_batch(self, texts: list[str]) -> list[Any]:
         target = self._endpoint.target
-        if self.payload_format == "tei":
+        if self.payload_format == EmbedFormat.TEI:
             # truncate: a passage longer than the model's input is embedded from its start
             # instead of being refused.
             answer = self._endpoint.invoke({"inputs": texts, "normalize": True, "truncate": True})

@@ -10,7 +10,7 @@ from __future__ import annotations
 from chatmemory.domain import Session
 from chatmemory.errors import SessionNotFound
 from chatmemory.ports import ShortTermMemory
-from chatmemory.schema import SessionStatus
+from chatmemory.schema import VISIBLE_STATUSES
 
 # Ids we issue are UUIDs; anything far longer is no id of ours (and would fail as a key).
 MAX_ID_LENGTH = 128
@@ -24,7 +24,7 @@ def owned_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Ses
     session, user = memory.get_owned(session_id, user_id)
     if session is None or session.user_id != user.owner:
         raise SessionNotFound(f"session {session_id} not found")
-    if session.status not in SessionStatus.VISIBLE:
+    if session.status not in VISIBLE_STATUSES:
         raise SessionNotFound(f"session {session_id} not found")
     return session
 

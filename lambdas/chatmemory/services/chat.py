@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from chatmemory.clock import iso, utc_now
-from chatmemory.domain import Intent, Session, Turn
+from chatmemory.domain import Session, Turn
 from chatmemory.errors import (
     BadRequest,
     ChatMemoryError,
@@ -23,7 +23,7 @@ from chatmemory.errors import (
     SessionEnded,
 )
 from chatmemory.ports import Clock, Embedder, LongTermIndex, ShortTermMemory, TextGenerator
-from chatmemory.schema import SessionStatus
+from chatmemory.schema import Intent, SessionStatus
 from chatmemory.services.access import owned_session
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 from chatmemory.services.recall import (

@@ -7,10 +7,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chatmemory.ports import Embedder, LongTermIndex, MemoryDoc
-from chatmemory.schema import PASSAGE_INDEX
+from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, MemoryKind
 from chatmemory.services.consolidation import embed_documents
-
-SHARED_USER = ""  # verified passages belong to no user; every caller may read them
 
 
 @dataclass(frozen=True)
@@ -63,8 +61,8 @@ def ingest_documents(
             docs.append(
                 MemoryDoc(
                     doc_key=f"{document.doc_id}#p{n}",
-                    user_id=SHARED_USER,
-                    kind="passage",
+                    user_id=SHARED_OWNER,
+                    kind=MemoryKind.PASSAGE,
                     text=passage,
                     created_at="1970-01-01T00:00:00.000Z",
                     title=title,

@@ -7,12 +7,19 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
 
 from chatmemory.domain import Source
 from chatmemory.errors import LongTermMemoryUnavailable
-from chatmemory.ports import Candidate, Embedder, LongTermIndex, MemoryDoc, TextGenerator
-from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX
+from chatmemory.ports import (
+    Candidate,
+    Embedder,
+    LongTermIndex,
+    MemoryDoc,
+    ShortTermMemory,
+    TextGenerator,
+)
+from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind
+from chatmemory.services.access import owner_of
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 from chatmemory.services.when import TimeWindow, time_window
 
@@ -239,7 +246,13 @@ def answer_from_past(
     )
     generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
     sources = [
-        Source(kind="session", id=s.session_id, title=s.title, date=s.date, score=round(s.score, 4))
+        Source(
+            kind=SourceKind.SESSION,
+            id=s.session_id,
+            title=s.title,
+            date=s.date,
+            score=round(s.score, 4),
+        )
         for s in sessions
     ]
     return Answer(generation.text.strip(), sources, generation.model or generator.name)
@@ -267,7 +280,7 @@ def answer_from_verified(
     generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
     sources = [
         Source(
-            kind="passage",
+            kind=SourceKind.PASSAGE,
             id=f"{p.doc.doc_id}#{p.doc.passage_id}",
             title=p.doc.title,
             doc_id=p.doc.doc_id,
@@ -292,30 +305,28 @@ def _grounded_prompt(instruction: str, blocks: list[str], question: str, budget:
     return "\n".join([instruction, *kept, tail])
 
 
-def search_memories(deps: Any, policy: Any, *, user_id: str, query: str, k: int) -> list[dict]:
-    """GET /memories: the caller's matching past sessions with their scores."""
-    if deps.long_term is None or deps.embedder is None:
+def search_memories(
+    memory: ShortTermMemory,
+    embedder: Embedder | None,
+    index: LongTermIndex | None,
+    *,
+    user_id: str,
+    query: str,
+    k: int,
+    weights: RecallWeights,
+    now: datetime,
+) -> list[RankedSession]:
+    """GET /memories: the caller's past sessions that match `query`, best first."""
+    if index is None or embedder is None:
         raise LongTermMemoryUnavailable("no long-term memory is configured")
-    owner = deps.memory.get_user(user_id).owner
-    found = search_sessions(
+    owner = owner_of(memory, user_id)
+    return search_sessions(
         query,
         user_id=owner,
-        embedder=deps.embedder,
-        index=deps.long_term,
-        weights=policy.recall_weights,
-        now=deps.clock(),
+        embedder=embedder,
+        index=index,
+        weights=weights,
+        now=now,
         k=k,
-        live=lambda ids: deps.memory.live_sessions(owner, ids),
+        live=lambda ids: memory.live_sessions(owner, ids),
     )
-    return [
-        {
-            "session_id": s.session_id,
-            "score": round(s.score, 4),
-            "similarity": round(s.similarity, 4),
-            "recency": round(s.recency, 4),
-            "date": s.date,
-            "title": s.title,
-            "snippets": s.texts,
-        }
-        for s in found
-    ]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from chatmemory.domain import Intent
 from chatmemory.errors import BadRequest, ChatMemoryError
 from chatmemory.ports import TextGenerator
+from chatmemory.schema import Intent
 
 _PREFIX = re.compile(r"^\s*/(past|verified)(?=\s|$)\s*", re.IGNORECASE)
 
@@ -34,7 +34,7 @@ Label:"""
 
 @dataclass(frozen=True)
 class Routed:
-    intent: str
+    intent: Intent
     text: str
     # "prefix" | "classifier" | "default"
     routed_by: str
@@ -45,21 +45,21 @@ def parse_prefix(content: str) -> Routed:
     match = _PREFIX.match(content)
     if not match:
         return Routed(Intent.CHAT, content.strip(), "default")
-    intent = match.group(1).lower()
+    intent = Intent(match.group(1).lower())
     text = content[match.end() :].strip()
     if not text:
         raise BadRequest(f"/{intent} needs a question after it")
     return Routed(intent, text, "prefix")
 
 
-def classify(message: str, generator: TextGenerator) -> str:
+def classify(message: str, generator: TextGenerator) -> Intent:
     """Ask the text model for a label; anything unexpected (or a model failure) means chat."""
     try:
         out = generator.generate(CLASSIFIER_PROMPT.format(message=message), max_new_tokens=4)
     except ChatMemoryError:
         return Intent.CHAT
     words = re.findall(r"[a-z]+", out.text.lower())
-    return words[0] if words and words[0] in Intent.ALL else Intent.CHAT
+    return Intent(words[0]) if words and words[0] in set(Intent) else Intent.CHAT
 
 
 def route(content: str, *, generator: TextGenerator | None = None) -> Routed:

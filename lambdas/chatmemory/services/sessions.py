@@ -10,7 +10,6 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from chatmemory.api_models import ImportDocument, ImportMessage
 from chatmemory.clock import iso, utc_now
@@ -18,11 +17,8 @@ from chatmemory.domain import Page, Session, Source, Turn
 from chatmemory.errors import BadRequest, Conflict, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import Clock, ShortTermMemory
 from chatmemory.schema import SessionStatus
-from chatmemory.services.access import MAX_ID_LENGTH, owned_session, owner_of
+from chatmemory.services.access import owned_session, owner_of
 
-__all__ = ["MAX_ID_LENGTH", "iso", "owned_session", "utc_now"]
-
-EXPORT_FORMAT = "chatmemory.session.v1"
 # One transaction holds at most 100 writes: the new session, the caller check and 98 ends.
 _MAX_ENDS_PER_TRANSACTION = 98
 # A create or forget that loses a race with a concurrent one reads again and retries.
@@ -78,7 +74,7 @@ def get_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Sessi
 
 def list_sessions(
     memory: ShortTermMemory, user_id: str, *, limit: int, next_token: str | None
-) -> Page:
+) -> Page[Session]:
     return memory.list_sessions(owner_of(memory, user_id), limit, next_token)
 
 
@@ -112,22 +108,17 @@ def list_messages(
     limit: int,
     next_token: str | None,
     ascending: bool,
-) -> Page:
+) -> Page[Turn]:
     owned_session(memory, user_id, session_id)
     return memory.list_turns(session_id, limit, next_token, ascending)
 
 
-def export_session(memory: ShortTermMemory, user_id: str, session_id: str) -> dict[str, Any]:
-    """The session and all its turns as one JSON-ready document (save/load of a chat)."""
+def export_session(
+    memory: ShortTermMemory, user_id: str, session_id: str
+) -> tuple[Session, list[Turn]]:
+    """The session and all its turns (save/load of a chat; api_models.ExportDocument)."""
     session = owned_session(memory, user_id, session_id)
-    body = session.public()
-    body["running_summary"] = session.running_summary
-    body["summary_through_turn"] = session.summary_through_turn
-    return {
-        "format": EXPORT_FORMAT,
-        "session": body,
-        "messages": [turn.public() for turn in memory.all_turns(session_id)],
-    }
+    return session, list(memory.all_turns(session_id))
 
 
 @dataclass(frozen=True)

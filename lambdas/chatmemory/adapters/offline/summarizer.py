@@ -5,18 +5,14 @@ from __future__ import annotations
 import re
 from collections import Counter
 
+from chatmemory.schema import TEXT_STOPWORDS
+
 _WORD = re.compile(r"[a-z0-9']+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
-_STOPWORDS = frozenset(
-    """a about above after again all am an and any are as at be because been before being
-    below between both but by can could did do does doing down during each few for from further
-    had has have having he her here hers herself him himself his how i if in into is it its
-    itself just me more most my myself no nor not now of off on once only or other our ours
-    ourselves out over own same she should so some such than that the their theirs them
-    themselves then there these they this those through to too under until up very was we were
-    what when where which while who whom why will with would you your yours yourself yourselves
-    yes yeah oh hey hi okay ok really so thanks thank like got get just also""".split()
-)
+# The index's stopwords (schema.TEXT_STOPWORDS), plus what people say in chat that carries no
+# content for a summary (greetings, fillers): a sentence is scored by its other words.
+_FILLERS = frozenset("yes yeah oh hey hi okay ok really thanks thank like got get also".split())
+_STOPWORDS = frozenset(TEXT_STOPWORDS) | _FILLERS
 
 
 class ExtractiveSummarizer:

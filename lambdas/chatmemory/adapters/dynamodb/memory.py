@@ -1,244 +1,59 @@
-"""Short-term memory on DynamoDB: the sessions and conversations tables from schema.py."""
+"""Short-term memory on DynamoDB: the sessions, conversations and users tables of schema.py."""
 
 from __future__ import annotations
 
-import base64
-import json
-import re
 import time
-import zlib
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.exceptions import ClientError, HTTPClientError
-from botocore.exceptions import ConnectionError as BotoConnectionError
+from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.domain import Page, PurgeEntry, Session, Source, Turn, UserState, message_key
+from chatmemory.adapters.dynamodb.client import (
+    Guarded,
+    is_conditional_failure,
+    suppress_conditional,
+)
+from chatmemory.adapters.dynamodb.codec import (
+    deserialize,
+    idle_bucket,
+    open_shard,
+    serialize,
+    serialize_value,
+    session_from_item,
+    session_to_item,
+    turn_from_item,
+    turn_to_item,
+    user_from_item,
+)
+from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
+from chatmemory.domain import Page, PurgeEntry, Session, Turn, UserState, message_key
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, ShortTermMemoryUnavailable
-from chatmemory.schema import PurgeState, SessionStatus
-
-_ser = TypeSerializer()
-_de = TypeDeserializer()
-
-_SESSION_FIELDS = (
-    "session_id user_id name status started_at last_active_at ended_at num_turns "
-    "running_summary summary_through_turn version recent_messages failure_reason "
-    "summary consolidated_at consolidation_attempts"
-).split()
-
-
-def _to_dynamo(value: Any) -> Any:
-    """Floats become Decimals and None values are dropped (DynamoDB stores neither)."""
-    if isinstance(value, float):
-        return Decimal(str(value))
-    if isinstance(value, dict):
-        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_to_dynamo(v) for v in value]
-    return value
-
-
-def _from_dynamo(value: Any) -> Any:
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, dict):
-        return {k: _from_dynamo(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_from_dynamo(v) for v in value]
-    return value
-
-
-def serialize(item: dict[str, Any]) -> dict[str, Any]:
-    return {k: _ser.serialize(v) for k, v in _to_dynamo(item).items()}
-
-
-def deserialize(item: dict[str, Any]) -> dict[str, Any]:
-    return _from_dynamo({k: _de.deserialize(v) for k, v in item.items()})
-
-
-def open_shard(session_id: str, state: str = SessionStatus.OPEN) -> str:
-    """Spread sessions in `state` over OPEN_SHARDS partitions of the sweeper's sparse index."""
-    return f"{state}#{zlib.crc32(session_id.encode()) % schema.OPEN_SHARDS}"
-
-
-def idle_bucket(timestamp: str) -> str:
-    """A stored time (ISO 8601, UTC) rounded down to IDLE_BUCKET_MINUTES: "2026-11-23T07:10"."""
-    moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
-    minute = moment.minute - moment.minute % schema.IDLE_BUCKET_MINUTES
-    return moment.strftime("%Y-%m-%dT%H:") + f"{minute:02d}"
-
-
-# Statuses whose sessions the sweeper watches through the sparse index.
-_SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
-
-
-def session_to_item(session: Session) -> dict[str, Any]:
-    item = {name: getattr(session, name) for name in _SESSION_FIELDS}
-    if session.status in _SWEPT:
-        item[schema.OPEN_SHARD] = open_shard(session.session_id, session.status)
-        item[schema.IDLE_BUCKET] = idle_bucket(session.last_active_at)
-    return item
-
-
-def session_from_item(item: dict[str, Any]) -> Session:
-    data = deserialize(item)
-    return Session(**{k: data[k] for k in _SESSION_FIELDS if k in data})
-
-
-def user_from_item(user_id: str, item: dict[str, Any] | None) -> UserState:
-    if not item:
-        return UserState(user_id)
-    data = deserialize(item)
-    return UserState(
-        user_id=user_id,
-        generation=int(data.get(schema.GENERATION, 0)),
-        purges=[PurgeEntry(**entry) for entry in data.get(schema.PURGES, [])],
-        purge_round=int(data.get(schema.PURGE_ROUND, 0)),
-    )
-
-
-def turn_to_item(turn: Turn) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        "session_id": turn.session_id,
-        "turn": turn.turn,
-        "user_id": turn.user_id,
-        "input": turn.input,
-        "response": turn.response,
-        "intent": turn.intent,
-        "sources": [s.public() for s in turn.sources],
-        "model": turn.model,
-        "created_at": turn.created_at,
-        "client_message_id": turn.client_message_id,
-        "prompt": turn.prompt,
-        "latency_ms": turn.latency_ms,
-        "input_tokens": turn.input_tokens,
-        "output_tokens": turn.output_tokens,
-        "expires_at": turn.expires_at,
-    }
-    if turn.pending:
-        item["pending"] = True
-    if turn.degraded:
-        item["degraded"] = True
-    return item
-
-
-def turn_from_item(item: dict[str, Any]) -> Turn:
-    data = deserialize(item)
-    return Turn(
-        session_id=data["session_id"],
-        turn=data["turn"],
-        user_id=data.get("user_id", ""),
-        input=data.get("input", ""),
-        response=data.get("response"),
-        intent=data.get("intent", "chat"),
-        sources=[Source(**s) for s in data.get("sources", [])],
-        model=data.get("model", ""),
-        created_at=data.get("created_at", ""),
-        client_message_id=data.get("client_message_id"),
-        prompt=data.get("prompt"),
-        latency_ms=data.get("latency_ms"),
-        input_tokens=data.get("input_tokens"),
-        output_tokens=data.get("output_tokens"),
-        pending=bool(data.get("pending", False)),
-        degraded=bool(data.get("degraded", False)),
-        expires_at=data.get("expires_at"),
-    )
-
-
-def encode_token(key: dict[str, Any]) -> str:
-    raw = json.dumps(key, separators=(",", ":"), sort_keys=True).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_token(token: str, types: dict[str, str]) -> dict[str, Any]:
-    """The start key in a next_token, if it has exactly the attributes `types` names
-    (name -> "S" or "N"), each of its type: anything else would reach DynamoDB as an invalid
-    ExclusiveStartKey (a 500), not as the client's bad request it is."""
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        key = json.loads(raw)
-    except (ValueError, TypeError) as exc:
-        raise BadRequest("next_token is not valid") from exc
-    if not isinstance(key, dict) or set(key) != set(types):
-        raise BadRequest("next_token is not valid")
-    for name, kind in types.items():
-        value = key[name]
-        if not isinstance(value, dict) or list(value) != [kind] or not isinstance(value[kind], str):
-            raise BadRequest("next_token is not valid")
-        if not value[kind] or len(value[kind]) > 1024:  # DynamoDB refuses empty key values
-            raise BadRequest("next_token is not valid")
-        if kind == "N" and not re.fullmatch(r"-?\d{1,38}", value[kind]):
-            raise BadRequest("next_token is not valid")
-    return key
-
-
-# What DynamoDB answers when it cannot serve a request now. botocore's standard retries have
-# already retried these; what is left is an outage to report as such (503), not a bug (500).
-_UNAVAILABLE_CODES = frozenset(
-    {
-        "ProvisionedThroughputExceededException",
-        "ThrottlingException",
-        "RequestLimitExceeded",
-        "TransactionInProgressException",
-        "InternalServerError",
-        "ServiceUnavailable",
-    }
+from chatmemory.schema import (
+    IDLE_BUCKET,
+    LAST_ACTIVE_AT,
+    OPEN_SHARD,
+    SESSION_ID,
+    STARTED_AT,
+    STATUS,
+    TURN,
+    USER_ID,
+    VISIBLE_STATUSES,
+    PurgeState,
+    SessionStatus,
 )
 
 
-@contextmanager
-def _outages() -> Iterator[None]:
-    """Throttling and outages that outlast botocore's retries become ShortTermMemoryUnavailable."""
-    try:
-        yield
-    except ClientError as error:
-        code = error.response.get("Error", {}).get("Code", "")
-        if code not in _UNAVAILABLE_CODES:
-            raise
-        raise ShortTermMemoryUnavailable(
-            f"DynamoDB is throttling or unavailable ({code}); retry the request"
-        ) from error
-    except (BotoConnectionError, HTTPClientError) as error:
-        raise ShortTermMemoryUnavailable(
-            f"DynamoDB did not answer ({type(error).__name__}); retry the request"
-        ) from error
+def _session_key(session_id: str) -> dict[str, Any]:
+    return {schema.SESSION_ID: {"S": session_id}}
 
 
-class _Guarded:
-    """A DynamoDB client (or paginator) whose calls, and pages, report outages via _outages."""
-
-    def __init__(self, target: Any) -> None:
-        self._target = target
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._target, name)
-        if not callable(attr):
-            return attr
-
-        def call(*args: Any, **kwargs: Any) -> Any:
-            with _outages():
-                answer = attr(*args, **kwargs)
-            if name == "get_paginator":
-                return _Guarded(answer)
-            if name == "paginate":
-                return _pages(answer)
-            return answer
-
-        return call
+def _turn_key(session_id: str, turn: int) -> dict[str, Any]:
+    return {schema.SESSION_ID: {"S": session_id}, schema.TURN: {"N": str(turn)}}
 
 
-def _pages(pages: Any) -> Iterator[Any]:
-    with _outages():
-        yield from pages
-
-
-def _is_conditional_failure(error: ClientError) -> bool:
-    return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+def _user_key(user_id: str) -> dict[str, Any]:
+    return {schema.USER_ID: {"S": user_id}}
 
 
 class DynamoShortTermMemory:
@@ -252,7 +67,7 @@ class DynamoShortTermMemory:
         conversations_table: str,
         users_table: str = schema.USERS.logical_name,
     ) -> None:
-        self._db = _Guarded(client)
+        self._db = Guarded(client)
         self._sessions = sessions_table
         self._turns = conversations_table
         self._users = users_table
@@ -261,7 +76,7 @@ class DynamoShortTermMemory:
 
     def get_user(self, user_id: str) -> UserState:
         answer = self._db.get_item(
-            TableName=self._users, Key={"user_id": {"S": user_id}}, ConsistentRead=True
+            TableName=self._users, Key=_user_key(user_id), ConsistentRead=True
         )
         return user_from_item(user_id, answer.get("Item"))
 
@@ -270,12 +85,12 @@ class DynamoShortTermMemory:
         try:
             answer = self._db.update_item(
                 TableName=self._users,
-                Key={"user_id": {"S": user.user_id}},
+                Key=_user_key(user.user_id),
                 UpdateExpression=(
                     "SET #g = :next, #p = list_append(if_not_exists(#p, :none), :entry), "
                     "#ps = :pending ADD #r :one"
                 ),
-                ConditionExpression="attribute_not_exists(user_id) OR #g = :current",
+                ConditionExpression=f"attribute_not_exists({USER_ID}) OR #g = :current",
                 ExpressionAttributeNames={
                     "#g": schema.GENERATION,
                     "#p": schema.PURGES,
@@ -286,14 +101,14 @@ class DynamoShortTermMemory:
                     ":next": {"N": str(user.generation + 1)},
                     ":current": {"N": str(user.generation)},
                     ":none": {"L": []},
-                    ":entry": {"L": [_ser.serialize(entry)]},
+                    ":entry": {"L": [serialize_value(entry)]},
                     ":pending": {"S": PurgeState.PENDING},
                     ":one": {"N": "1"},
                 },
                 ReturnValues="ALL_NEW",
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 raise Conflict("another request forgot this user's memory meanwhile") from None
             raise
         return user_from_item(user.user_id, answer["Attributes"])
@@ -303,7 +118,7 @@ class DynamoShortTermMemory:
         update = "SET #p = :purges" + (", #ps = :pending" if pending else "")
         update += " ADD #r :one" + ("" if pending else " REMOVE #ps")
         values: dict[str, Any] = {
-            ":purges": _ser.serialize([vars(p) for p in purges]),
+            ":purges": serialize_value([vars(p) for p in purges]),
             ":round": {"N": str(user.purge_round)},
             ":one": {"N": "1"},
         }
@@ -313,7 +128,7 @@ class DynamoShortTermMemory:
         try:
             self._db.update_item(
                 TableName=self._users,
-                Key={"user_id": {"S": user.user_id}},
+                Key=_user_key(user.user_id),
                 UpdateExpression=update,
                 ConditionExpression="#r = :round",
                 ExpressionAttributeNames={
@@ -324,7 +139,7 @@ class DynamoShortTermMemory:
                 ExpressionAttributeValues=values,
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 return False
             raise
         return True
@@ -336,9 +151,9 @@ class DynamoShortTermMemory:
             TableName=self._users,
             FilterExpression="attribute_exists(#ps)",
             ExpressionAttributeNames={"#ps": schema.PURGE_STATE},
-            ProjectionExpression="user_id",
+            ProjectionExpression=USER_ID,
         ):
-            ids += [item["user_id"]["S"] for item in page.get("Items", [])]
+            ids += [item[USER_ID]["S"] for item in page.get("Items", [])]
         return ids
 
     # --- sessions ---------------------------------------------------------------------------
@@ -351,7 +166,7 @@ class DynamoShortTermMemory:
                 "Put": {
                     "TableName": self._sessions,
                     "Item": serialize(session_to_item(session)),
-                    "ConditionExpression": "attribute_not_exists(session_id)",
+                    "ConditionExpression": f"attribute_not_exists({SESSION_ID})",
                 }
             },
             {
@@ -359,8 +174,8 @@ class DynamoShortTermMemory:
                 # no session can be born into a namespace that is being purged.
                 "ConditionCheck": {
                     "TableName": self._users,
-                    "Key": {"user_id": {"S": user.user_id}},
-                    "ConditionExpression": "attribute_not_exists(user_id) OR #g = :g",
+                    "Key": _user_key(user.user_id),
+                    "ConditionExpression": f"attribute_not_exists({USER_ID}) OR #g = :g",
                     "ExpressionAttributeNames": {"#g": schema.GENERATION},
                     "ExpressionAttributeValues": {":g": {"N": str(user.generation)}},
                 }
@@ -380,10 +195,10 @@ class DynamoShortTermMemory:
         return {
             "Update": {
                 "TableName": self._sessions,
-                "Key": {"session_id": {"S": session_id}},
+                "Key": _session_key(session_id),
                 "UpdateExpression": (
                     "SET #s = :ended, ended_at = :t, version = version + :one "
-                    "REMOVE open_shard, idle_bucket"
+                    f"REMOVE {OPEN_SHARD}, {IDLE_BUCKET}"
                 ),
                 "ConditionExpression": "#s = :open",
                 "ExpressionAttributeNames": {"#s": schema.STATUS},
@@ -399,7 +214,7 @@ class DynamoShortTermMemory:
     def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
         answer = self._db.get_item(
             TableName=self._sessions,
-            Key={"session_id": {"S": session_id}},
+            Key=_session_key(session_id),
             ConsistentRead=consistent,
         )
         item = answer.get("Item")
@@ -410,8 +225,8 @@ class DynamoShortTermMemory:
         a turn pays the caller's generation check without an extra round trip."""
         found = self._batch_get(
             {
-                self._sessions: [{"session_id": {"S": session_id}}],
-                self._users: [{"user_id": {"S": user_id}}],
+                self._sessions: [_session_key(session_id)],
+                self._users: [_user_key(user_id)],
             }
         )
         sessions = found.get(self._sessions) or []
@@ -423,16 +238,16 @@ class DynamoShortTermMemory:
         unique = list(dict.fromkeys(session_ids))
         live: set[str] = set()
         for start in range(0, len(unique), 100):
-            keys = [{"session_id": {"S": sid}} for sid in unique[start : start + 100]]
+            keys = [_session_key(sid) for sid in unique[start : start + 100]]
             items = self._batch_get(
                 {self._sessions: keys},
-                projection="session_id, user_id, #s",
+                projection=f"{SESSION_ID}, {USER_ID}, #s",
                 names={"#s": schema.STATUS},
             ).get(self._sessions, [])
             for item in items:
                 data = deserialize(item)
-                if data.get("user_id") == owner and data.get("status") in SessionStatus.VISIBLE:
-                    live.add(data["session_id"])
+                if data.get(USER_ID) == owner and data.get(STATUS) in VISIBLE_STATUSES:
+                    live.add(data[SESSION_ID])
         return live
 
     def _batch_get(
@@ -471,7 +286,7 @@ class DynamoShortTermMemory:
         consistent, and a session deleted a moment ago must not be listed."""
         page = self.sessions_of_owner(owner, limit, next_token)
         ids = [s.session_id for s in page.items]
-        items = self._batch_get({self._sessions: [{"session_id": {"S": i}} for i in ids]}).get(
+        items = self._batch_get({self._sessions: [_session_key(i) for i in ids]}).get(
             self._sessions, []
         )
         current = {s.session_id: s for s in map(session_from_item, items)}
@@ -480,7 +295,7 @@ class DynamoShortTermMemory:
             for i in ids
             if i in current
             and current[i].user_id == owner
-            and current[i].status in SessionStatus.VISIBLE
+            and current[i].status in VISIBLE_STATUSES
         ]
         return Page(items=visible, next_token=page.next_token)
 
@@ -488,20 +303,20 @@ class DynamoShortTermMemory:
         kwargs: dict[str, Any] = {
             "TableName": self._sessions,
             "IndexName": schema.USER_SESSIONS_INDEX.name,
-            "KeyConditionExpression": "user_id = :u",
+            "KeyConditionExpression": f"{USER_ID} = :u",
             "ExpressionAttributeValues": {":u": {"S": owner}},
             "ScanIndexForward": False,
             "Limit": limit,
         }
         if next_token:
-            start = decode_token(next_token, {"session_id": "S", "user_id": "S", "started_at": "S"})
-            if start["user_id"] != {"S": owner}:
+            start = decode_token(next_token, {SESSION_ID: "S", USER_ID: "S", STARTED_AT: "S"})
+            if start[USER_ID] != {"S": owner}:
                 raise BadRequest("next_token is not valid")
             kwargs["ExclusiveStartKey"] = start
         answer = self._db.query(**kwargs)
         return Page(
             items=[session_from_item(i) for i in answer.get("Items", [])],
-            next_token=_next(answer),
+            next_token=page_token(answer),
         )
 
     def open_sessions_of(self, owner: str) -> list[Session]:
@@ -509,9 +324,9 @@ class DynamoShortTermMemory:
         kwargs: dict[str, Any] = {
             "TableName": self._sessions,
             "IndexName": schema.USER_SESSIONS_INDEX.name,
-            "KeyConditionExpression": "user_id = :u",
+            "KeyConditionExpression": f"{USER_ID} = :u",
             "FilterExpression": "#s = :open",
-            "ExpressionAttributeNames": {"#s": "status"},
+            "ExpressionAttributeNames": {"#s": schema.STATUS},
             "ExpressionAttributeValues": {
                 ":u": {"S": owner},
                 ":open": {"S": SessionStatus.OPEN},
@@ -532,10 +347,10 @@ class DynamoShortTermMemory:
         try:
             answer = self._db.update_item(**action, ReturnValues="ALL_NEW")
         except ClientError as error:
-            if not _is_conditional_failure(error):
+            if not is_conditional_failure(error):
                 raise
             found = self.get_session(session_id)
-            if found is None or found.status not in SessionStatus.VISIBLE:
+            if found is None or found.status not in VISIBLE_STATUSES:
                 raise SessionNotFound(f"session {session_id} not found") from None
             raise Conflict(f"session {session_id} is not open") from None
         return session_from_item(answer["Attributes"])
@@ -546,20 +361,20 @@ class DynamoShortTermMemory:
         answer = self._db.query(
             TableName=self._sessions,
             IndexName=schema.OPEN_SESSIONS_INDEX.name,
-            KeyConditionExpression="open_shard = :shard AND idle_bucket < :bucket",
+            KeyConditionExpression=f"{OPEN_SHARD} = :shard AND {IDLE_BUCKET} < :bucket",
             ExpressionAttributeValues={
-                ":shard": {"S": f"{state}#{shard}"},
+                ":shard": {"S": schema.sweep_shard(state, shard)},
                 ":bucket": {"S": idle_bucket(before)},
             },
             Limit=limit,
         )
-        return [item["session_id"]["S"] for item in answer.get("Items", [])]
+        return [item[SESSION_ID]["S"] for item in answer.get("Items", [])]
 
     def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
         try:
             answer = self._db.update_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
+                Key=_session_key(session_id),
                 UpdateExpression="SET failure_reason = :r ADD consolidation_attempts :one",
                 ConditionExpression="#s IN (:ended, :failed)",
                 ExpressionAttributeNames={"#s": schema.STATUS},
@@ -572,7 +387,7 @@ class DynamoShortTermMemory:
                 ReturnValues="UPDATED_NEW",
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 return None  # deleted (or consolidated) meanwhile
             raise
         return int(answer["Attributes"]["consolidation_attempts"]["N"])
@@ -591,7 +406,45 @@ class DynamoShortTermMemory:
             SessionStatus.CONSOLIDATED,
             {"summary": summary, "consolidated_at": at, "consolidation_attempts": 0},
             allowed=(SessionStatus.ENDED, SessionStatus.FAILED),
+            remove=(
+                schema.CONSOLIDATION_STATE,
+                "consolidation_cursor",
+                "consolidation_summary",
+                "consolidation_round",
+            ),
         )
+
+    def checkpoint_consolidation(
+        self, session_id: str, *, expected_round: int, cursor: int, summary: str
+    ) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression=(
+                    "SET #state = :continue, consolidation_cursor = :cursor, "
+                    "consolidation_summary = :summary, consolidation_round = :next"
+                ),
+                ConditionExpression=(
+                    "#s IN (:ended, :failed) AND "
+                    "(attribute_not_exists(consolidation_round) OR consolidation_round = :round)"
+                ),
+                ExpressionAttributeNames={"#s": STATUS, "#state": schema.CONSOLIDATION_STATE},
+                ExpressionAttributeValues={
+                    ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
+                    ":cursor": {"N": str(cursor)},
+                    ":summary": {"S": summary},
+                    ":round": {"N": str(expected_round)},
+                    ":next": {"N": str(expected_round + 1)},
+                    ":ended": {"S": SessionStatus.ENDED},
+                    ":failed": {"S": SessionStatus.FAILED},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
 
     def failed_sessions(self) -> list[str]:
         """FAILED sessions, for the redrive command (an operator's scan, not a request path)."""
@@ -599,18 +452,18 @@ class DynamoShortTermMemory:
         for page in self._db.get_paginator("scan").paginate(
             TableName=self._sessions,
             FilterExpression="#s = :failed",
-            ExpressionAttributeNames={"#s": "status"},
+            ExpressionAttributeNames={"#s": schema.STATUS},
             ExpressionAttributeValues={":failed": {"S": SessionStatus.FAILED}},
-            ProjectionExpression="session_id",
+            ProjectionExpression=SESSION_ID,
         ):
-            ids += [item["session_id"]["S"] for item in page.get("Items", [])]
+            ids += [item[SESSION_ID]["S"] for item in page.get("Items", [])]
         return ids
 
     def reset_consolidation(self, session_id: str) -> None:
         with suppress_conditional():  # deleted meanwhile: nothing to redrive
             self._db.update_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
+                Key=_session_key(session_id),
                 UpdateExpression="SET consolidation_attempts = :zero",
                 ConditionExpression="#s = :failed",
                 ExpressionAttributeNames={"#s": schema.STATUS},
@@ -628,7 +481,7 @@ class DynamoShortTermMemory:
         try:
             self._db.update_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
+                Key=_session_key(session_id),
                 UpdateExpression="SET running_summary = :s, summary_through_turn = :t",
                 ConditionExpression="#st IN (:open, :ended) AND summary_through_turn = :e",
                 ExpressionAttributeNames={"#st": schema.STATUS},
@@ -641,32 +494,40 @@ class DynamoShortTermMemory:
                 },
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 return False
             raise
         return True
 
     def _set_status(
-        self, session_id: str, status: str, extra: dict[str, Any], *, allowed: tuple[str, ...]
+        self,
+        session_id: str,
+        status: str,
+        extra: dict[str, Any],
+        *,
+        allowed: tuple[str, ...],
+        remove: tuple[str, ...] = (),
     ) -> bool:
-        names = {"#s": "status", **{f"#{k}": k for k in extra}}
+        names = {"#s": schema.STATUS, **{f"#{k}": k for k in (*extra, *remove)}}
         values = {
             ":status": {"S": status},
-            **{f":{k}": _ser.serialize(_to_dynamo(v)) for k, v in extra.items()},
+            **{f":{k}": serialize_value(v) for k, v in extra.items()},
             **{f":a{i}": {"S": a} for i, a in enumerate(allowed)},
         }
         allowed_expr = ", ".join(f":a{i}" for i in range(len(allowed)))
         try:
             self._db.update_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
-                UpdateExpression="SET #s = :status, " + ", ".join(f"#{k} = :{k}" for k in extra),
+                Key=_session_key(session_id),
+                UpdateExpression="SET #s = :status, "
+                + ", ".join(f"#{k} = :{k}" for k in extra)
+                + (" REMOVE " + ", ".join(f"#{k}" for k in remove) if remove else ""),
                 ConditionExpression=f"#s IN ({allowed_expr})",
                 ExpressionAttributeNames=names,
                 ExpressionAttributeValues=values,
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 return False  # moved on meanwhile (already consolidated, deleted)
             raise
         return True
@@ -677,12 +538,12 @@ class DynamoShortTermMemory:
         try:
             self._db.update_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
+                Key=_session_key(session_id),
                 UpdateExpression=(
-                    "SET #s = :deleting, deleting_at = :t, open_shard = :shard, "
-                    "idle_bucket = :bucket, version = version + :one"
+                    f"SET #s = :deleting, deleting_at = :t, {OPEN_SHARD} = :shard, "
+                    f"{IDLE_BUCKET} = :bucket, version = version + :one"
                 ),
-                ConditionExpression="attribute_exists(session_id) AND #s <> :deleting",
+                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
                 ExpressionAttributeNames={"#s": schema.STATUS},
                 ExpressionAttributeValues={
                     ":deleting": {"S": SessionStatus.DELETING},
@@ -693,7 +554,7 @@ class DynamoShortTermMemory:
                 },
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 return False
             raise
         return True
@@ -702,8 +563,8 @@ class DynamoShortTermMemory:
         with suppress_conditional():  # already purged
             self._db.update_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
-                UpdateExpression="SET idle_bucket = :bucket ADD purge_round :one",
+                Key=_session_key(session_id),
+                UpdateExpression=f"SET {IDLE_BUCKET} = :bucket ADD purge_round :one",
                 ConditionExpression="#s = :deleting",
                 ExpressionAttributeNames={"#s": schema.STATUS},
                 ExpressionAttributeValues={
@@ -717,7 +578,7 @@ class DynamoShortTermMemory:
         with suppress_conditional():  # already removed by a concurrent purge
             self._db.delete_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
+                Key=_session_key(session_id),
                 ConditionExpression="#s = :deleting",
                 ExpressionAttributeNames={"#s": schema.STATUS},
                 ExpressionAttributeValues={":deleting": {"S": SessionStatus.DELETING}},
@@ -727,8 +588,11 @@ class DynamoShortTermMemory:
         try:
             self._db.update_item(
                 TableName=self._sessions,
-                Key={"session_id": {"S": session_id}},
-                UpdateExpression="SET #s = :open, open_shard = :shard, idle_bucket = :bucket",
+                Key=_session_key(session_id),
+                UpdateExpression=(
+                    f"SET #s = :open, {LAST_ACTIVE_AT} = :active, {OPEN_SHARD} = :shard, "
+                    f"{IDLE_BUCKET} = :bucket"
+                ),
                 ConditionExpression="#s = :importing",
                 ExpressionAttributeNames={"#s": schema.STATUS},
                 ExpressionAttributeValues={
@@ -736,10 +600,11 @@ class DynamoShortTermMemory:
                     ":importing": {"S": SessionStatus.IMPORTING},
                     ":shard": {"S": open_shard(session_id)},
                     ":bucket": {"S": idle_bucket(last_active_at)},
+                    ":active": {"S": last_active_at},
                 },
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 raise Conflict("the import was abandoned meanwhile; import again") from None
             raise
 
@@ -750,7 +615,7 @@ class DynamoShortTermMemory:
             return []
         answer = self._db.query(
             TableName=self._turns,
-            KeyConditionExpression="session_id = :s",
+            KeyConditionExpression=f"{SESSION_ID} = :s",
             ExpressionAttributeValues={":s": {"S": session_id}},
             ScanIndexForward=False,
             Limit=count,
@@ -761,7 +626,7 @@ class DynamoShortTermMemory:
     def get_turn(self, session_id: str, turn: int) -> Turn | None:
         answer = self._db.get_item(
             TableName=self._turns,
-            Key={"session_id": {"S": session_id}, "turn": {"N": str(turn)}},
+            Key=_turn_key(session_id, turn),
             ConsistentRead=True,
         )
         item = answer.get("Item")
@@ -772,20 +637,20 @@ class DynamoShortTermMemory:
     ) -> Page:
         kwargs: dict[str, Any] = {
             "TableName": self._turns,
-            "KeyConditionExpression": "session_id = :s",
+            "KeyConditionExpression": f"{SESSION_ID} = :s",
             "ExpressionAttributeValues": {":s": {"S": session_id}},
             "ScanIndexForward": ascending,
             "Limit": limit,
         }
         if next_token:
-            start = decode_token(next_token, {"session_id": "S", "turn": "N"})
-            if start["session_id"] != {"S": session_id}:
+            start = decode_token(next_token, {SESSION_ID: "S", TURN: "N"})
+            if start[SESSION_ID] != {"S": session_id}:
                 raise BadRequest("next_token is not valid")
             kwargs["ExclusiveStartKey"] = start
         answer = self._db.query(**kwargs)
         return Page(
             items=[turn_from_item(i) for i in answer.get("Items", [])],
-            next_token=_next(answer),
+            next_token=page_token(answer),
         )
 
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
@@ -793,8 +658,8 @@ class DynamoShortTermMemory:
         turns: list[Turn] = []
         for page in self._db.get_paginator("query").paginate(
             TableName=self._turns,
-            KeyConditionExpression="session_id = :s AND #t BETWEEN :a AND :b",
-            ExpressionAttributeNames={"#t": "turn"},
+            KeyConditionExpression=f"{SESSION_ID} = :s AND #t BETWEEN :a AND :b",
+            ExpressionAttributeNames={"#t": schema.TURN},
             ExpressionAttributeValues={
                 ":s": {"S": session_id},
                 ":a": {"N": str(after + 1)},
@@ -808,7 +673,7 @@ class DynamoShortTermMemory:
     def all_turns(self, session_id: str) -> Iterator[Turn]:
         for page in self._db.get_paginator("query").paginate(
             TableName=self._turns,
-            KeyConditionExpression="session_id = :s",
+            KeyConditionExpression=f"{SESSION_ID} = :s",
             ExpressionAttributeValues={":s": {"S": session_id}},
             ConsistentRead=True,
         ):
@@ -850,22 +715,22 @@ class DynamoShortTermMemory:
             # A failed model call keeps the message even if the session ended meanwhile, but
             # never in a session being deleted or imported.
             condition = "num_turns = :n AND #s IN (:v0, :v1, :v2, :v3)"
-            values.update({f":v{i}": {"S": v} for i, v in enumerate(SessionStatus.VISIBLE)})
+            values.update({f":v{i}": {"S": v} for i, v in enumerate(VISIBLE_STATUSES)})
             if session.status == SessionStatus.OPEN:
-                sets.append("idle_bucket = :bucket")
+                sets.append(f"{IDLE_BUCKET} = :bucket")
             else:
                 del values[":bucket"]
         else:
             # A completed turn is only accepted into an open session.
             condition = "num_turns = :n AND #s = :open"
             values[":open"] = {"S": SessionStatus.OPEN}
-            sets.append("idle_bucket = :bucket")
+            sets.append(f"{IDLE_BUCKET} = :bucket")
         update = "SET " + ", ".join(sets)
         if overflow:
             update += " REMOVE " + ", ".join(f"recent_messages.#o{i}" for i in range(len(overflow)))
         session_update: dict[str, Any] = {
             "TableName": self._sessions,
-            "Key": {"session_id": {"S": session.session_id}},
+            "Key": _session_key(session.session_id),
             "UpdateExpression": update,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -878,7 +743,7 @@ class DynamoShortTermMemory:
                         "Put": {
                             "TableName": self._turns,
                             "Item": serialize(turn_to_item(turn)),
-                            "ConditionExpression": "attribute_not_exists(session_id)",
+                            "ConditionExpression": f"attribute_not_exists({SESSION_ID})",
                         }
                     },
                     {"Update": session_update},
@@ -912,7 +777,7 @@ class DynamoShortTermMemory:
         try:
             self._db.update_item(
                 TableName=self._turns,
-                Key={"session_id": {"S": turn.session_id}, "turn": {"N": str(turn.turn)}},
+                Key=_turn_key(turn.session_id, turn.turn),
                 UpdateExpression="SET "
                 + ", ".join(f"#{f} = :{f}" for f in present)
                 + " REMOVE pending",
@@ -920,11 +785,11 @@ class DynamoShortTermMemory:
                 ExpressionAttributeNames={f"#{f}": f for f in present},
                 ExpressionAttributeValues={
                     ":true": {"BOOL": True},
-                    **{f":{f}": _ser.serialize(_to_dynamo(item[f])) for f in present},
+                    **{f":{f}": serialize_value(item[f]) for f in present},
                 },
             )
         except ClientError as error:
-            if _is_conditional_failure(error):
+            if is_conditional_failure(error):
                 raise Conflict("the turn was completed by another request") from None
             raise
 
@@ -936,15 +801,15 @@ class DynamoShortTermMemory:
     def delete_turns(self, session_id: str, limit: int) -> int:
         answer = self._db.query(
             TableName=self._turns,
-            KeyConditionExpression="session_id = :s",
+            KeyConditionExpression=f"{SESSION_ID} = :s",
             ExpressionAttributeValues={":s": {"S": session_id}},
             ProjectionExpression="#t",
-            ExpressionAttributeNames={"#t": "turn"},
+            ExpressionAttributeNames={"#t": schema.TURN},
             ConsistentRead=True,
             Limit=limit,
         )
         keys = [
-            {"session_id": {"S": session_id}, "turn": item["turn"]}
+            {schema.SESSION_ID: {"S": session_id}, schema.TURN: item[schema.TURN]}
             for item in answer.get("Items", [])
         ]
         self._batch_write(self._turns, ({"DeleteRequest": {"Key": k}} for k in keys))
@@ -970,18 +835,3 @@ class DynamoShortTermMemory:
             time.sleep(min(0.05 * 2**attempt, 1.0))
         # Unprocessed items are DynamoDB shedding load: an outage to retry, not a conflict.
         raise ShortTermMemoryUnavailable("DynamoDB kept items unprocessed; retry the request")
-
-
-@contextmanager
-def suppress_conditional() -> Iterator[None]:
-    """A conditional write whose condition no longer holds is expected here: nothing to do."""
-    try:
-        yield
-    except ClientError as error:
-        if not _is_conditional_failure(error):
-            raise
-
-
-def _next(answer: dict[str, Any]) -> str | None:
-    key = answer.get("LastEvaluatedKey")
-    return encode_token(key) if key else None

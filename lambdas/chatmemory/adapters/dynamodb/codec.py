@@ -1,0 +1,152 @@
+"""Items of the three tables and the domain objects they hold, in DynamoDB's JSON."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, fields
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from chatmemory import schema
+from chatmemory.domain import PurgeEntry, Session, Source, Turn, UserState
+from chatmemory.schema import Intent, SessionStatus, SourceKind
+
+_ser = TypeSerializer()
+_de = TypeDeserializer()
+
+# A session item holds the Session dataclass's fields under their own names (session_id,
+# user_id, status, started_at and last_active_at being schema.py's key attributes).
+_SESSION_FIELDS = [f.name for f in fields(Session)]
+
+
+def to_dynamo(value: Any) -> Any:
+    """Floats become Decimals and None values are dropped (DynamoDB stores neither)."""
+    if isinstance(value, float):
+        return Decimal(str(value))
+    if isinstance(value, dict):
+        return {k: to_dynamo(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [to_dynamo(v) for v in value]
+    return value
+
+
+def from_dynamo(value: Any) -> Any:
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [from_dynamo(v) for v in value]
+    return value
+
+
+def serialize_value(value: Any) -> dict[str, Any]:
+    """One attribute value in DynamoDB's JSON (for expression values)."""
+    return dict(_ser.serialize(to_dynamo(value)))
+
+
+def serialize(item: dict[str, Any]) -> dict[str, Any]:
+    return {k: _ser.serialize(v) for k, v in to_dynamo(item).items()}
+
+
+def deserialize(item: dict[str, Any]) -> dict[str, Any]:
+    return from_dynamo({k: _de.deserialize(v) for k, v in item.items()})
+
+
+def open_shard(session_id: str, state: str = SessionStatus.OPEN) -> str:
+    """Spread sessions in `state` over OPEN_SHARDS partitions of the sweeper's sparse index."""
+    return schema.sweep_shard_of(session_id, state)
+
+
+idle_bucket = schema.idle_bucket
+
+
+# Statuses whose sessions the sweeper watches through the sparse index.
+_SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
+
+
+def session_to_item(session: Session) -> dict[str, Any]:
+    item = {name: getattr(session, name) for name in _SESSION_FIELDS}
+    if session.status in _SWEPT:
+        item[schema.OPEN_SHARD] = open_shard(session.session_id, session.status)
+        item[schema.IDLE_BUCKET] = idle_bucket(session.last_active_at)
+    return item
+
+
+def session_from_item(item: dict[str, Any]) -> Session:
+    data = deserialize(item)
+    values = {k: data[k] for k in _SESSION_FIELDS if k in data}
+    if schema.STATUS in values:
+        values[schema.STATUS] = SessionStatus(values[schema.STATUS])
+    return Session(**values)
+
+
+def user_from_item(user_id: str, item: dict[str, Any] | None) -> UserState:
+    if not item:
+        return UserState(user_id)
+    data = deserialize(item)
+    return UserState(
+        user_id=user_id,
+        generation=int(data.get(schema.GENERATION, 0)),
+        purges=[PurgeEntry(**entry) for entry in data.get(schema.PURGES, [])],
+        purge_round=int(data.get(schema.PURGE_ROUND, 0)),
+    )
+
+
+def _source_item(source: Source) -> dict[str, Any]:
+    return {k: v for k, v in asdict(source).items() if v is not None}
+
+
+def _source(data: dict[str, Any]) -> Source:
+    kind = data.get("kind", SourceKind.SESSION)
+    known = kind in set(SourceKind)
+    return Source(**{**data, "kind": SourceKind(kind) if known else kind})
+
+
+def turn_to_item(turn: Turn) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "session_id": turn.session_id,
+        "turn": turn.turn,
+        "user_id": turn.user_id,
+        "input": turn.input,
+        "response": turn.response,
+        "intent": turn.intent,
+        "sources": [_source_item(s) for s in turn.sources],
+        "model": turn.model,
+        "created_at": turn.created_at,
+        "client_message_id": turn.client_message_id,
+        "prompt": turn.prompt,
+        "latency_ms": turn.latency_ms,
+        "input_tokens": turn.input_tokens,
+        "output_tokens": turn.output_tokens,
+        "expires_at": turn.expires_at,
+    }
+    if turn.pending:
+        item["pending"] = True
+    if turn.degraded:
+        item["degraded"] = True
+    return item
+
+
+def turn_from_item(item: dict[str, Any]) -> Turn:
+    data = deserialize(item)
+    return Turn(
+        session_id=data["session_id"],
+        turn=data["turn"],
+        user_id=data.get("user_id", ""),
+        input=data.get("input", ""),
+        response=data.get("response"),
+        intent=Intent(data.get("intent", Intent.CHAT)),
+        sources=[_source(s) for s in data.get("sources", [])],
+        model=data.get("model", ""),
+        created_at=data.get("created_at", ""),
+        client_message_id=data.get("client_message_id"),
+        prompt=data.get("prompt"),
+        latency_ms=data.get("latency_ms"),
+        input_tokens=data.get("input_tokens"),
+        output_tokens=data.get("output_tokens"),
+        pending=bool(data.get("pending", False)),
+        degraded=bool(data.get("degraded", False)),
+        expires_at=data.get("expires_at"),
+    )

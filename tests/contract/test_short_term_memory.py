@@ -1,0 +1,342 @@
+"""One contract for every ShortTermMemory: the DynamoDB adapter (on moto) and the in-memory fake
+that service tests use must keep the same promises, or a service test proves nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from chatmemory import wiring
+from chatmemory.domain import PurgeEntry, Session, Turn, UserState
+from chatmemory.errors import BadRequest, Conflict, SessionNotFound
+from chatmemory.ports import ShortTermMemory
+from chatmemory.schema import PurgeState, SessionStatus
+from tests.memory_fake import InMemoryShortTermMemory
+
+T0 = "2026-11-23T10:00:00.000Z"
+T1 = "2026-11-23T10:01:00.000Z"
+LATER = "2026-11-23T12:00:00.000Z"
+
+
+@pytest.fixture(params=["in-memory", "dynamodb"])
+def memory(request: pytest.FixtureRequest) -> Iterator[ShortTermMemory]:
+    if request.param == "in-memory":
+        yield InMemoryShortTermMemory()
+        return
+    request.getfixturevalue("dynamodb")  # moto tables from schema.py
+    yield wiring.short_term_memory()
+
+
+def _session(
+    sid: str, owner: str = "alice", status: str = SessionStatus.OPEN, **kw: Any
+) -> Session:
+    return Session(sid, owner, sid, SessionStatus(status), kw.pop("started", T0), T0, **kw)
+
+
+def _create(memory: ShortTermMemory, sid: str, owner: str = "alice", **kw: Any) -> Session:
+    session = _session(sid, owner, **kw)
+    memory.create_session(session, user=UserState(owner.split("#")[0]))
+    return session
+
+
+def _turn(sid: str, text: str, *, pending: bool = False, cmid: str | None = None) -> Turn:
+    return Turn(sid, 0, "alice", text, None if pending else f"re: {text}", created_at=T1,
+                client_message_id=cmid, pending=pending)  # fmt: skip
+
+
+# --- sessions ---------------------------------------------------------------------------------
+
+
+def test_a_created_session_reads_back_with_its_callers_state(memory: ShortTermMemory) -> None:
+    _create(memory, "s1")
+    session, user = memory.get_owned("s1", "alice")
+    assert session is not None and (session.session_id, session.status) == ("s1", "OPEN")
+    assert (user.user_id, user.generation, user.owner) == ("alice", 0, "alice")
+    assert memory.get_session("missing") is None
+
+
+def test_creating_under_a_forgotten_generation_writes_nothing(memory: ShortTermMemory) -> None:
+    _create(memory, "old")
+    stale = memory.get_user("alice")
+    memory.forget_user(stale, T1)
+    with pytest.raises(Conflict):
+        memory.create_session(_session("new"), user=stale, end=["old"], ended_at=T1)
+    assert memory.get_session("new") is None
+    assert memory.get_session("old").status == "OPEN"  # type: ignore[union-attr]
+
+
+def test_ending_the_previous_sessions_is_part_of_the_create(memory: ShortTermMemory) -> None:
+    _create(memory, "a")
+    _create(memory, "b")
+    memory.end_session("b", T1)
+    with pytest.raises(Conflict):  # "b" is no longer open: nothing happens
+        memory.create_session(_session("c"), user=UserState("alice"), end=["a", "b"], ended_at=T1)
+    assert memory.get_session("c") is None and memory.get_session("a").status == "OPEN"  # type: ignore[union-attr]
+    memory.create_session(_session("c"), user=UserState("alice"), end=["a"], ended_at=T1)
+    ended = memory.get_session("a")
+    assert ended is not None and (ended.status, ended.ended_at) == ("ENDED", T1)
+
+
+def test_listing_is_newest_first_paged_per_owner_and_shows_only_visible_sessions(
+    memory: ShortTermMemory,
+) -> None:
+    for i in range(5):
+        _create(memory, f"s{i}", started=f"2026-11-2{i}T10:00:00.000Z")
+    _create(memory, "bobs", "bob")
+    memory.mark_deleting("s3", T1)
+    _create(memory, "importing", status=SessionStatus.IMPORTING, started="2026-11-29T10:00:00.000Z")
+    seen: list[str] = []
+    token = None
+    while True:
+        page = memory.list_sessions("alice", 2, token)
+        seen += [s.session_id for s in page.items]
+        token = page.next_token
+        if not token:
+            break
+    assert seen == ["s4", "s2", "s1", "s0"]
+    everything = memory.sessions_of_owner("alice", 10, None).items
+    assert {s.session_id for s in everything} == {"s0", "s1", "s2", "s3", "s4", "importing"}
+    first = memory.list_sessions("bob", 1, None)
+    assert [s.session_id for s in first.items] == ["bobs"]
+
+
+def test_a_page_token_of_another_owner_is_refused(memory: ShortTermMemory) -> None:
+    for i in range(3):
+        _create(memory, f"s{i}", started=f"2026-11-2{i}T10:00:00.000Z")
+    token = memory.list_sessions("alice", 1, None).next_token
+    assert token
+    with pytest.raises(BadRequest):
+        memory.list_sessions("bob", 1, token)
+
+
+def test_live_sessions_are_the_owners_visible_ones(memory: ShortTermMemory) -> None:
+    _create(memory, "mine")
+    _create(memory, "gone")
+    _create(memory, "bobs", "bob")
+    memory.mark_deleting("gone", T1)
+    assert memory.live_sessions("alice", ["mine", "gone", "bobs", "never"]) == {"mine"}
+
+
+def test_ending_is_conditional(memory: ShortTermMemory) -> None:
+    _create(memory, "s1")
+    with pytest.raises(Conflict):  # active since the idle limit
+        memory.end_session("s1", LATER, idle_before="2026-11-23T09:00:00.000Z")
+    assert memory.end_session("s1", LATER).status == "ENDED"
+    with pytest.raises(Conflict):
+        memory.end_session("s1", LATER)
+    with pytest.raises(SessionNotFound):
+        memory.end_session("missing", LATER)
+    memory.mark_deleting("s1", LATER)
+    with pytest.raises(SessionNotFound):
+        memory.end_session("s1", LATER)
+
+
+def test_the_sweepers_index_finds_idle_open_abandoned_and_deleting_sessions(
+    memory: ShortTermMemory,
+) -> None:
+    _create(memory, "idle")
+    _create(memory, "importing", status=SessionStatus.IMPORTING)
+    _create(memory, "ended")
+    memory.end_session("ended", T1)
+    _create(memory, "deleting")
+    memory.mark_deleting("deleting", T1)
+
+    def stale(state: str, before: str) -> set[str]:
+        return {
+            sid for shard in range(16) for sid in memory.stale_sessions(state, shard, before, 100)
+        }
+
+    assert stale("OPEN", LATER) == {"idle"}
+    assert stale("OPEN", T0) == set()  # same bucket: not idle yet
+    assert stale("IMPORTING", LATER) == {"importing"}
+    assert stale("DELETING", LATER) == {"deleting"}
+    memory.continue_purge("deleting", LATER)
+    assert stale("DELETING", LATER) == set()  # touched: fresh again
+
+
+# --- turns ------------------------------------------------------------------------------------
+
+
+def test_turns_are_numbered_and_written_with_their_session(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1")
+    for text in ("one", "two", "three"):
+        memory.append_turn(session, _turn("s1", text), keep_message_ids=50)
+    stored = memory.get_session("s1")
+    assert stored is not None and stored.num_turns == 3 and stored.last_active_at == T1
+    assert [t.input for t in memory.all_turns("s1")] == ["one", "two", "three"]
+    assert [t.turn for t in memory.recent_turns("s1", 2)] == [2, 3]
+    assert [t.turn for t in memory.turns_between("s1", 1, 2)] == [2]
+    assert memory.get_turn("s1", 2).input == "two"  # type: ignore[union-attr]
+
+
+def test_a_turn_of_a_stale_session_read_is_a_conflict_and_writes_nothing(
+    memory: ShortTermMemory,
+) -> None:
+    session = _create(memory, "s1")
+    stale = memory.get_session("s1")
+    assert stale is not None
+    memory.append_turn(session, _turn("s1", "first"), keep_message_ids=50)
+    with pytest.raises(Conflict):
+        memory.append_turn(stale, _turn("s1", "racing"), keep_message_ids=50)
+    assert [t.input for t in memory.all_turns("s1")] == ["first"]
+
+
+def test_answers_go_into_open_sessions_only_and_nothing_into_a_deleted_one(
+    memory: ShortTermMemory,
+) -> None:
+    _create(memory, "s1")
+    memory.end_session("s1", T1)
+    ended = memory.get_session("s1")
+    assert ended is not None
+    with pytest.raises(Conflict):
+        memory.append_turn(ended, _turn("s1", "answered"), keep_message_ids=50)
+    memory.append_turn(ended, _turn("s1", "kept", pending=True), keep_message_ids=50)
+    memory.mark_deleting("s1", T1)
+    deleting = memory.get_session("s1")
+    assert deleting is not None
+    with pytest.raises(Conflict):
+        memory.append_turn(deleting, _turn("s1", "late", pending=True), keep_message_ids=50)
+    assert [t.input for t in memory.all_turns("s1")] == ["kept"]
+
+
+def test_the_session_remembers_the_last_message_ids(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1")
+    for i in range(4):
+        memory.append_turn(session, _turn("s1", f"m{i}", cmid=f"id-{i}"), keep_message_ids=2)
+    stored = memory.get_session("s1")
+    assert stored is not None
+    assert [stored.turn_of(f"id-{i}") for i in range(4)] == [None, None, 3, 4]
+
+
+def test_a_pending_turn_is_completed_once(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "q", pending=True), keep_message_ids=50)
+    pending = memory.get_turn("s1", 1)
+    assert pending is not None and pending.pending
+    pending.response, pending.pending = "an answer", False
+    memory.complete_turn(pending)
+    done = memory.get_turn("s1", 1)
+    assert done is not None and (done.response, done.pending) == ("an answer", False)
+    with pytest.raises(Conflict):
+        memory.complete_turn(pending)
+
+
+def test_turns_are_listed_both_ways_across_pages(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1")
+    for i in range(5):
+        memory.append_turn(session, _turn("s1", f"m{i}"), keep_message_ids=50)
+    for ascending, expected in ((True, [1, 2, 3, 4, 5]), (False, [5, 4, 3, 2, 1])):
+        seen: list[int] = []
+        token = None
+        while True:
+            page = memory.list_turns("s1", 2, token, ascending)
+            seen += [t.turn for t in page.items]
+            token = page.next_token
+            if not token:
+                break
+        assert seen == expected
+
+
+# --- deletion and imports ---------------------------------------------------------------------
+
+
+def test_a_tombstone_is_written_once_and_removes_only_a_deleting_session(
+    memory: ShortTermMemory,
+) -> None:
+    session = _create(memory, "s1")
+    for i in range(7):
+        memory.append_turn(session, _turn("s1", f"m{i}"), keep_message_ids=50)
+    memory.remove_session("s1")  # not deleting: nothing happens
+    assert memory.get_session("s1") is not None
+    assert memory.mark_deleting("s1", T1) is True
+    assert memory.mark_deleting("s1", T1) is False
+    assert memory.mark_deleting("never", T1) is False
+    assert memory.delete_turns("s1", 5) == 5
+    assert [t.turn for t in memory.all_turns("s1")] == [6, 7]
+    assert memory.delete_turns("s1", 5) == 2 and memory.delete_turns("s1", 5) == 0
+    memory.remove_session("s1")
+    assert memory.get_session("s1") is None
+
+
+def test_an_import_becomes_visible_in_one_conditional_write(memory: ShortTermMemory) -> None:
+    _create(memory, "imp", status=SessionStatus.IMPORTING)
+    memory.put_turns([Turn("imp", n, "alice", f"m{n}", None, created_at=T0) for n in (1, 2)])
+    assert memory.live_sessions("alice", ["imp"]) == set()
+    memory.finish_import("imp", T1)
+    opened = memory.get_session("imp")
+    assert opened is not None and (opened.status, opened.last_active_at) == ("OPEN", T1)
+    with pytest.raises(Conflict):
+        memory.finish_import("imp", T1)
+
+
+def test_consolidation_marks_are_conditional(memory: ShortTermMemory) -> None:
+    _create(memory, "s1")
+    assert memory.mark_consolidated("s1", "sum", T1) is False  # still open
+    memory.end_session("s1", T1)
+    assert memory.record_consolidation_failure("s1", "boom") == 1
+    memory.mark_failed("s1", "boom")
+    assert memory.failed_sessions() == ["s1"]
+    memory.reset_consolidation("s1")
+    assert memory.mark_consolidated("s1", "sum", T1) is True
+    stored = memory.get_session("s1")
+    assert stored is not None and (stored.status, stored.summary) == ("CONSOLIDATED", "sum")
+    memory.mark_deleting("s1", T1)
+    assert memory.record_consolidation_failure("s1", "late") is None
+
+
+def test_the_running_summary_advances_only_from_what_was_read(memory: ShortTermMemory) -> None:
+    _create(memory, "s1")
+    assert memory.update_running_summary("s1", "first", 6, expected_through=0) is True
+    assert memory.update_running_summary("s1", "stale", 8, expected_through=0) is False
+    memory.mark_deleting("s1", T1)
+    assert memory.update_running_summary("s1", "late", 9, expected_through=6) is False
+    stored = memory.get_session("s1")
+    assert stored is not None and (stored.running_summary, stored.summary_through_turn) == (
+        "first",
+        6,
+    )
+
+
+# --- forgetting -------------------------------------------------------------------------------
+
+
+def test_a_forget_moves_the_caller_to_a_new_owner_key_and_queues_the_old_one(
+    memory: ShortTermMemory,
+) -> None:
+    user = memory.get_user("alice")
+    after = memory.forget_user(user, T1)
+    assert (after.generation, after.owner) == (1, "alice#1")
+    assert [(p.owner, p.state) for p in after.purges] == [("alice", "PENDING")]
+    assert memory.pending_user_purges() == ["alice"]
+    with pytest.raises(Conflict):
+        memory.forget_user(user, T1)  # a stale read of the caller
+
+
+def test_purge_progress_is_saved_only_over_the_round_it_read(memory: ShortTermMemory) -> None:
+    user = memory.forget_user(memory.get_user("alice"), T1)
+    marked = [PurgeEntry("alice", T1, PurgeState.MARKED)]
+    assert memory.save_purges(user, marked, handover=False) is True
+    assert memory.save_purges(user, [], handover=False) is False  # the round moved on
+    assert memory.pending_user_purges() == []
+    assert [p.state for p in memory.get_user("alice").purges] == ["MARKED"]
+
+
+def test_a_consolidation_checkpoint_is_taken_once_per_round_and_cleared_at_the_end(
+    memory: ShortTermMemory,
+) -> None:
+    _create(memory, "s1")
+    assert memory.checkpoint_consolidation("s1", expected_round=0, cursor=5, summary="x") is False
+    memory.end_session("s1", T1)  # only an ended (or failed) session is consolidated
+    assert memory.checkpoint_consolidation("s1", expected_round=0, cursor=5, summary="x") is True
+    assert memory.checkpoint_consolidation("s1", expected_round=0, cursor=9, summary="y") is False
+    stored = memory.get_session("s1")
+    assert stored is not None
+    assert (stored.consolidation_summary, stored.consolidation_cursor) == ("x", 5)
+    assert stored.consolidation_round == 1
+    assert memory.mark_consolidated("s1", "x", T1) is True
+    done = memory.get_session("s1")
+    assert (
+        done is not None and done.consolidation_summary is None and done.consolidation_cursor == 0
+    )

@@ -1,0 +1,414 @@
+"""InMemoryShortTermMemory: the ShortTermMemory port in plain Python, for fast service tests.
+
+It keeps the DynamoDB adapter's promises, which tests/contract checks against both: every
+conditional write fails (Conflict, False or nothing) exactly where DynamoDB's condition would,
+a turn and its session change together or not at all, objects handed out are copies (as
+objects read from a table would be), and the sweeper's sparse index is emulated from the same
+schema.py functions (shards, 10-minute activity buckets)."""
+
+from __future__ import annotations
+
+import base64
+import copy
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatmemory import schema
+from chatmemory.domain import Page, PurgeEntry, Session, Turn, UserState, message_key
+from chatmemory.errors import BadRequest, Conflict, SessionNotFound
+from chatmemory.schema import VISIBLE_STATUSES, PurgeState, SessionStatus
+
+_SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
+
+
+@dataclass
+class _Row:
+    """A session item: the session and what only the table knows (the sparse index keys)."""
+
+    session: Session
+    sweep_bucket: str | None = None  # idle_bucket while the session is in a swept status
+    purge_round: int = 0
+
+
+@dataclass
+class _UserRow:
+    user: UserState
+    purge_pending: bool = False
+
+
+def _token(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key, sort_keys=True).encode()).decode()
+
+
+def _untoken(token: str, owner: str) -> dict[str, Any]:
+    try:
+        key = json.loads(base64.urlsafe_b64decode(token.encode()))
+    except ValueError as error:
+        raise BadRequest("next_token is not valid") from error
+    if not isinstance(key, dict) or key.get("owner") != owner:
+        raise BadRequest("next_token is not valid")
+    return key
+
+
+@dataclass
+class InMemoryShortTermMemory:
+    """SessionStore + TurnStore in dictionaries, safe across threads."""
+
+    _sessions: dict[str, _Row] = field(default_factory=dict)
+    _turns: dict[str, dict[int, Turn]] = field(default_factory=dict)
+    _users: dict[str, _UserRow] = field(default_factory=dict)
+    _lock: threading.RLock = field(default_factory=threading.RLock)
+
+    # --- users ------------------------------------------------------------------------------
+
+    def get_user(self, user_id: str) -> UserState:
+        with self._lock:
+            row = self._users.get(user_id)
+            return copy.deepcopy(row.user) if row else UserState(user_id)
+
+    def forget_user(self, user: UserState, at: str) -> UserState:
+        with self._lock:
+            current = self._users.get(user.user_id)
+            if (current.user.generation if current else 0) != user.generation:
+                raise Conflict("another request forgot this user's memory meanwhile")
+            state = copy.deepcopy(current.user) if current else UserState(user.user_id)
+            state.purges.append(PurgeEntry(state.owner, at, PurgeState.PENDING))
+            state.generation += 1
+            state.purge_round += 1
+            self._users[user.user_id] = _UserRow(state, purge_pending=True)
+            return copy.deepcopy(state)
+
+    def pending_user_purges(self) -> list[str]:
+        with self._lock:
+            return [uid for uid, row in self._users.items() if row.purge_pending]
+
+    def save_purges(self, user: UserState, purges: Sequence[PurgeEntry], *, handover: bool) -> bool:
+        with self._lock:
+            row = self._users.get(user.user_id)
+            if row is None or row.user.purge_round != user.purge_round:
+                return False
+            row.user.purges = [copy.copy(p) for p in purges]
+            row.user.purge_round += 1
+            row.purge_pending = any(p.state == PurgeState.PENDING for p in purges)
+            return True
+
+    # --- sessions ---------------------------------------------------------------------------
+
+    def create_session(
+        self, session: Session, *, user: UserState, end: Sequence[str] = (), ended_at: str = ""
+    ) -> None:
+        with self._lock:
+            current = self._users.get(user.user_id)
+            generation = current.user.generation if current else 0
+            ends = [self._sessions.get(sid) for sid in end]
+            if (
+                session.session_id in self._sessions
+                or generation != user.generation
+                or any(r is None or r.session.status != SessionStatus.OPEN for r in ends)
+            ):
+                raise Conflict("the caller's sessions changed while this one was created; retry")
+            self._sessions[session.session_id] = self._row(copy.deepcopy(session))
+            for row in ends:
+                assert row is not None
+                self._end(row, ended_at)
+
+    def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            return copy.deepcopy(row.session) if row else None
+
+    def get_owned(self, session_id: str, user_id: str) -> tuple[Session | None, UserState]:
+        with self._lock:
+            return self.get_session(session_id), self.get_user(user_id)
+
+    def live_sessions(self, owner: str, session_ids: Sequence[str]) -> set[str]:
+        with self._lock:
+            return {
+                sid
+                for sid in session_ids
+                if (row := self._sessions.get(sid)) is not None
+                and row.session.user_id == owner
+                and row.session.status in VISIBLE_STATUSES
+            }
+
+    def list_sessions(self, owner: str, limit: int, next_token: str | None) -> Page[Session]:
+        page = self.sessions_of_owner(owner, limit, next_token)
+        with self._lock:
+            visible = [
+                copy.deepcopy(row.session)
+                for s in page.items
+                if (row := self._sessions.get(s.session_id)) is not None
+                and row.session.status in VISIBLE_STATUSES
+            ]
+        return Page(visible, page.next_token)
+
+    def sessions_of_owner(self, owner: str, limit: int, next_token: str | None) -> Page[Session]:
+        with self._lock:
+            ordered = sorted(
+                (r.session for r in self._sessions.values() if r.session.user_id == owner),
+                key=lambda s: (s.started_at, s.session_id),
+                reverse=True,
+            )
+            if next_token:
+                start = _untoken(next_token, owner)
+                after = (start["started_at"], start["session_id"])
+                ordered = [s for s in ordered if (s.started_at, s.session_id) < after]
+            items = [copy.deepcopy(s) for s in ordered[:limit]]
+            more = len(ordered) > limit
+        token = None
+        if more and items:
+            last = items[-1]
+            token = _token(
+                {"owner": owner, "started_at": last.started_at, "session_id": last.session_id}
+            )
+        return Page(items, token)
+
+    def open_sessions_of(self, owner: str) -> list[Session]:
+        with self._lock:
+            return [
+                copy.deepcopy(r.session)
+                for r in self._sessions.values()
+                if r.session.user_id == owner and r.session.status == SessionStatus.OPEN
+            ]
+
+    def end_session(
+        self, session_id: str, ended_at: str, *, idle_before: str | None = None
+    ) -> Session:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.session.status not in VISIBLE_STATUSES:
+                raise SessionNotFound(f"session {session_id} not found")
+            idle = idle_before is None or row.session.last_active_at < idle_before
+            if row.session.status != SessionStatus.OPEN or not idle:
+                raise Conflict(f"session {session_id} is not open")
+            self._end(row, ended_at)
+            return copy.deepcopy(row.session)
+
+    def stale_sessions(self, state: str, shard: int, before: str, limit: int) -> list[str]:
+        with self._lock:
+            bucket = schema.idle_bucket(before)
+            return [
+                sid
+                for sid, row in self._sessions.items()
+                if row.session.status == state
+                and row.sweep_bucket is not None
+                and schema.sweep_shard_of(sid, state) == schema.sweep_shard(state, shard)
+                and row.sweep_bucket < bucket
+            ][:limit]
+
+    def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.session.status not in (
+                SessionStatus.ENDED,
+                SessionStatus.FAILED,
+            ):
+                return None
+            row.session.failure_reason = reason
+            row.session.consolidation_attempts += 1
+            return row.session.consolidation_attempts
+
+    def mark_failed(self, session_id: str, reason: str) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is not None and row.session.status == SessionStatus.ENDED:
+                row.session.status = SessionStatus.FAILED
+                row.session.failure_reason = reason
+
+    def mark_consolidated(self, session_id: str, summary: str, at: str) -> bool:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.session.status not in (
+                SessionStatus.ENDED,
+                SessionStatus.FAILED,
+            ):
+                return False
+            row.session.status = SessionStatus.CONSOLIDATED
+            row.session.summary = summary
+            row.session.consolidated_at = at
+            row.session.consolidation_attempts = 0
+            row.session.consolidation_summary = None
+            row.session.consolidation_cursor = row.session.consolidation_round = 0
+            return True
+
+    def checkpoint_consolidation(
+        self, session_id: str, *, expected_round: int, cursor: int, summary: str
+    ) -> bool:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if (
+                row is None
+                or row.session.status not in (SessionStatus.ENDED, SessionStatus.FAILED)
+                or row.session.consolidation_round != expected_round
+            ):
+                return False
+            row.session.consolidation_summary = summary
+            row.session.consolidation_cursor = cursor
+            row.session.consolidation_round = expected_round + 1
+            return True
+
+    def failed_sessions(self) -> list[str]:
+        with self._lock:
+            return [
+                sid for sid, r in self._sessions.items() if r.session.status == SessionStatus.FAILED
+            ]
+
+    def reset_consolidation(self, session_id: str) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is not None and row.session.status == SessionStatus.FAILED:
+                row.session.consolidation_attempts = 0
+
+    def update_running_summary(
+        self, session_id: str, summary: str, through_turn: int, expected_through: int
+    ) -> bool:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if (
+                row is None
+                or row.session.status not in (SessionStatus.OPEN, SessionStatus.ENDED)
+                or row.session.summary_through_turn != expected_through
+            ):
+                return False
+            row.session.running_summary = summary
+            row.session.summary_through_turn = through_turn
+            return True
+
+    def mark_deleting(self, session_id: str, at: str) -> bool:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.session.status == SessionStatus.DELETING:
+                return False
+            row.session.status = SessionStatus.DELETING
+            row.session.version += 1
+            row.sweep_bucket = schema.idle_bucket(at)
+            return True
+
+    def continue_purge(self, session_id: str, at: str) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is not None and row.session.status == SessionStatus.DELETING:
+                row.sweep_bucket = schema.idle_bucket(at)
+                row.purge_round += 1
+
+    def remove_session(self, session_id: str) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is not None and row.session.status == SessionStatus.DELETING:
+                del self._sessions[session_id]
+
+    def finish_import(self, session_id: str, last_active_at: str) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.session.status != SessionStatus.IMPORTING:
+                raise Conflict("the import was abandoned meanwhile; import again")
+            row.session.status = SessionStatus.OPEN
+            row.session.last_active_at = last_active_at
+            row.sweep_bucket = schema.idle_bucket(last_active_at)
+
+    # --- turns ------------------------------------------------------------------------------
+
+    def recent_turns(self, session_id: str, count: int) -> list[Turn]:
+        if count <= 0:
+            return []
+        return self._ordered(session_id)[-count:]
+
+    def get_turn(self, session_id: str, turn: int) -> Turn | None:
+        with self._lock:
+            found = self._turns.get(session_id, {}).get(turn)
+            return copy.deepcopy(found) if found else None
+
+    def list_turns(
+        self, session_id: str, limit: int, next_token: str | None, ascending: bool
+    ) -> Page[Turn]:
+        ordered = self._ordered(session_id)
+        if not ascending:
+            ordered.reverse()
+        if next_token:
+            after = int(_untoken(next_token, session_id)["turn"])
+            ordered = [t for t in ordered if (t.turn > after if ascending else t.turn < after)]
+        items = ordered[:limit]
+        token = None
+        if len(ordered) > limit and items:
+            token = _token({"owner": session_id, "turn": items[-1].turn})
+        return Page(items, token)
+
+    def all_turns(self, session_id: str) -> Iterator[Turn]:
+        yield from self._ordered(session_id)
+
+    def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
+        return [t for t in self._ordered(session_id) if after < t.turn <= through]
+
+    def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
+        number = session.num_turns + 1
+        turn.turn = number
+        with self._lock:
+            row = self._sessions.get(session.session_id)
+            allowed = VISIBLE_STATUSES if turn.pending else (SessionStatus.OPEN,)
+            turns = self._turns.setdefault(session.session_id, {})
+            if (
+                row is None
+                or row.session.num_turns != session.num_turns
+                or row.session.status not in allowed
+                or number in turns
+            ):
+                raise Conflict("the session changed while the turn was written")
+            stored = row.session
+            stored.num_turns = number
+            stored.last_active_at = turn.created_at
+            stored.version += 1
+            if turn.client_message_id:
+                stored.recent_messages[message_key(turn.client_message_id)] = number
+                oldest = sorted(stored.recent_messages, key=stored.recent_messages.__getitem__)
+                for key in oldest[: max(0, len(oldest) - keep_message_ids)]:
+                    del stored.recent_messages[key]
+            if stored.status == SessionStatus.OPEN:
+                row.sweep_bucket = schema.idle_bucket(turn.created_at)
+            turns[number] = copy.deepcopy(turn)
+            session.num_turns = number
+            session.last_active_at = turn.created_at
+            session.version = stored.version
+            session.recent_messages = dict(stored.recent_messages)
+            return session
+
+    def complete_turn(self, turn: Turn) -> None:
+        with self._lock:
+            stored = self._turns.get(turn.session_id, {}).get(turn.turn)
+            if stored is None or not stored.pending:
+                raise Conflict("the turn was completed by another request")
+            done = copy.deepcopy(turn)
+            done.pending = False
+            self._turns[turn.session_id][turn.turn] = done
+
+    def put_turns(self, turns: Sequence[Turn]) -> None:
+        with self._lock:
+            for turn in turns:
+                self._turns.setdefault(turn.session_id, {})[turn.turn] = copy.deepcopy(turn)
+
+    def delete_turns(self, session_id: str, limit: int) -> int:
+        with self._lock:
+            stored = self._turns.get(session_id, {})
+            doomed = sorted(stored)[:limit]
+            for number in doomed:
+                del stored[number]
+            return len(doomed)
+
+    # --- helpers ----------------------------------------------------------------------------
+
+    def _row(self, session: Session) -> _Row:
+        bucket = schema.idle_bucket(session.last_active_at) if session.status in _SWEPT else None
+        return _Row(session, bucket)
+
+    def _end(self, row: _Row, ended_at: str) -> None:
+        row.session.status = SessionStatus.ENDED
+        row.session.ended_at = ended_at
+        row.session.version += 1
+        row.sweep_bucket = None
+
+    def _ordered(self, session_id: str) -> list[Turn]:
+        with self._lock:
+            stored = self._turns.get(session_id, {})
+            return [copy.deepcopy(stored[n]) for n in sorted(stored)]

@@ -1,0 +1,71 @@
+"""Settings are validated once, from the environment: a wrong value is the deployment's error,
+named with the variable, and the API answers it as a configuration error (500), not as the
+caller's bad request."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chatmemory import schema, wiring
+from chatmemory.errors import ConfigurationError
+from chatmemory.schema import EmbedBackend, LongTermBackend, TextBackend, TextFormat
+from chatmemory.settings import ENV, Settings
+
+
+def test_every_setting_has_its_variable_named_in_schema() -> None:
+    assert set(ENV) == set(Settings.model_fields)
+    names = {value for key, value in vars(schema).items() if key.startswith("ENV_")}
+    assert set(ENV.values()) <= names
+
+
+def test_values_from_the_environment_are_parsed_into_their_types() -> None:
+    cfg = Settings.from_env(
+        {
+            schema.ENV_TEXT_BACKEND: "sagemaker",
+            schema.ENV_TEXT_FORMAT: "tgi",
+            schema.ENV_EMBED_DIMENSION: "1024",
+            schema.ENV_STORE_PROMPT: "yes",
+            schema.ENV_CORS_ORIGINS: "https://a.example, https://b.example",
+            schema.ENV_LONG_TERM_BACKEND: "",  # empty means the default
+        }
+    )
+    assert cfg.text_backend is TextBackend.SAGEMAKER and cfg.text_format is TextFormat.TGI
+    assert (cfg.embed_dimension, cfg.store_prompt) == (1024, True)
+    assert cfg.cors_origins == ("https://a.example", "https://b.example")
+    assert cfg.long_term_backend is LongTermBackend.NONE
+    assert cfg.embed_backend is EmbedBackend.OFFLINE
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        (schema.ENV_TEXT_BACKEND, "gpt-4"),
+        (schema.ENV_EMBED_FORMAT, "openai"),
+        (schema.ENV_EMBED_DIMENSION, "many"),
+        (schema.ENV_WINDOW_TURNS, "-1"),
+        (schema.ENV_INTENT_CLASSIFIER, "perhaps"),
+        (schema.ENV_RECALL_WEIGHTS, "1,two"),
+    ],
+)
+def test_a_wrong_value_is_a_configuration_error_naming_its_variable(
+    variable: str, value: str
+) -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        Settings.from_env({variable: value})
+    assert variable in str(raised.value) and raised.value.status == 500
+
+
+def test_the_api_answers_a_configuration_error_with_500_and_keeps_details_in_the_log(
+    monkeypatch: pytest.MonkeyPatch, lambda_context: Any, dynamodb: Any
+) -> None:
+    """Failed first: an unknown backend answered 400 bad_request, as if the caller were wrong."""
+    from handlers import chat_api
+    from tests.unit.test_chat_api import Api
+
+    monkeypatch.setenv(schema.ENV_TEXT_BACKEND, "gpt-4")
+    wiring.clear_caches()
+    status, body = Api(chat_api.handler, lambda_context).call("POST", "/sessions", {})
+    assert status == 500 and body["error"]["code"] == "configuration_error"
+    assert "gpt-4" not in body["error"]["message"]
