@@ -7,6 +7,7 @@ side by side with one request per document.
 Sessions are DialogSum dialogues (../shared/data, read at run time), imported as chats.
 
     python -m bench.consolidation [--data ../shared/data] [--sessions 40] [--json]
+    python -m bench.consolidation --model-latency 0.5 --context-tokens 512 --turns 10,100 --json
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from chatmemory import wiring
+from chatmemory.api_models import ImportDocument
 from chatmemory.ports import Embedder, LongTermIndex, MemoryDoc
 from chatmemory.services.sessions import end_session, import_session
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
@@ -99,7 +101,8 @@ def run_variant(data: Path, sessions: int, *, one_per_call: bool) -> dict[str, A
             deps.embedder.calls = 0
             turns = 0
             for number, lines in enumerate(dialogues(data, sessions)):
-                session = import_session(deps.memory, USER, _document(lines, number))
+                document = ImportDocument.model_validate(_document(lines, number))
+                session = import_session(deps.memory, USER, document)
                 end_session(deps.memory, USER, session.session_id)
                 turns += session.num_turns
             poller = default_poller(
@@ -137,7 +140,6 @@ def run(data: Path, sessions: int) -> dict[str, Any]:
             "AWS_ACCESS_KEY_ID": "local",
             "AWS_SECRET_ACCESS_KEY": "local",
             "AWS_DEFAULT_REGION": "us-east-1",
-            "POWERTOOLS_TRACE_DISABLED": "1",
             "POWERTOOLS_LOG_LEVEL": "WARNING",
             "POWERTOOLS_METRICS_DISABLED": "1",
         }
@@ -155,8 +157,24 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data"))
     parser.add_argument("--sessions", type=int, default=40)
+    parser.add_argument(
+        "--model-latency",
+        type=float,
+        help="seconds per call of a simulated remote model: measure work against session "
+        "length instead (bench/consolidation_scaling.py)",
+    )
+    parser.add_argument("--context-tokens", type=int, default=512)
+    parser.add_argument("--turns", default="10,100,1000,10000", help="session lengths")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
+    if args.model_latency is not None:
+        from bench import consolidation_scaling
+
+        counts = [int(t) for t in args.turns.split(",")]
+        scaling = consolidation_scaling.run(counts, args.model_latency, args.context_tokens)
+        if args.json:
+            print(json.dumps(scaling))
+        return
     result = run(args.data, args.sessions)
     keys = [
         "sessions_per_s",

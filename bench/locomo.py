@@ -15,14 +15,11 @@ import json
 import math
 import os
 import re
-import sys
 import time
 from collections import defaultdict
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "lambdas"))
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE = re.compile(r"D:?(\d+):")
@@ -61,6 +58,8 @@ def utterance(message: dict[str, Any]) -> str:
 
 def export_document(number: int, when: datetime, messages: list[dict[str, Any]], speaker_a: str):
     """One LoCoMo session as an exported chat: speaker A's lines are inputs, B's responses."""
+    from chatmemory.schema import EXPORT_FORMAT
+
     turns: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
         stamp = (when + timedelta(seconds=30 * i)).isoformat()
@@ -72,7 +71,7 @@ def export_document(number: int, when: datetime, messages: list[dict[str, Any]],
         else:
             turns[-1]["response"] = utterance(message)
     return {
-        "format": "chatmemory.session.v1",
+        "format": EXPORT_FORMAT,
         "session": {"name": f"session {number}", "started_at": when.isoformat()},
         "messages": turns,
     }
@@ -95,6 +94,7 @@ def run(data: Path, ks: list[int]) -> dict[str, Any]:
     from chatmemory import schema, wiring
     from chatmemory.adapters.dynamodb import DynamoShortTermMemory
     from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+    from chatmemory.api_models import ImportDocument
     from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
     from chatmemory.services.prompt import Roles
     from chatmemory.services.recall import search_sessions
@@ -131,7 +131,7 @@ def run(data: Path, ks: list[int]) -> dict[str, Any]:
             tick = time.perf_counter()
             for number, when, messages in sessions_of(conv):
                 document = export_document(number, when, messages, conv["speaker_a"])
-                session = import_session(memory, user, document)
+                session = import_session(memory, user, ImportDocument.model_validate(document))
                 end_session(
                     memory, user, session.session_id, clock=lambda w=when: w + timedelta(hours=1)
                 )

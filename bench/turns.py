@@ -200,7 +200,6 @@ def run(checkpoints: list[int], sample: int) -> dict[str, Any]:
                 "AWS_SECRET_ACCESS_KEY": "local",
                 "AWS_DEFAULT_REGION": "us-east-1",
                 "LONG_TERM_BACKEND": "none",
-                "POWERTOOLS_TRACE_DISABLED": "1",
                 "POWERTOOLS_LOG_LEVEL": "WARNING",
                 "POWERTOOLS_METRICS_NAMESPACE": "Bench",
                 "POWERTOOLS_METRICS_DISABLED": "1",

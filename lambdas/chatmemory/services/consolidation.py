@@ -1,9 +1,27 @@
-"""Consolidation: an ended session becomes long-term memory (summary + transcript chunks,
-embedded and indexed), and the session is marked CONSOLIDATED. Safe to run twice."""
+"""Consolidation: an ended session becomes long-term memory (its summary, its opening and
+two-turn windows of its transcript, embedded and indexed), then it is marked CONSOLIDATED.
+
+The work does not grow out of a Lambda's reach with the session:
+
+* the summary starts from the rolling summary (compaction keeps it current turn by turn), so
+  only the turns after `summary_through_turn` are summarized, with bounded model work
+  (services/summarize.py: at most 9 calls in at most 2 rounds, whatever the length);
+* windows are embedded in batches of the model's size, `embed_concurrency` requests at once,
+  and indexed a block of turns at a time;
+* when the invocation runs short of time it checkpoints on the session item (the summary and
+  the last indexed turn, conditional on the round it read) and hands over: that write is a
+  stream record the consolidation mapping takes (schema.CONSOLIDATION_CONTINUE_FILTER), and
+  the next invocation resumes from the checkpoint instead of starting over.
+
+Everything it writes has a deterministic key, so a redelivered or concurrent run overwrites
+instead of duplicating; a session deleted meanwhile is cleaned up (see consolidate_session).
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -16,8 +34,14 @@ from chatmemory.ports import (
     ShortTermMemory,
     Summarizer,
 )
-from chatmemory.schema import MEMORY_INDEX, SessionStatus
+from chatmemory.schema import MEMORY_INDEX, MemoryKind, SessionStatus
 from chatmemory.services.prompt import Roles
+
+TimeLeft = Callable[[], float]
+
+
+def _forever() -> float:
+    return math.inf
 
 
 @dataclass(frozen=True)
@@ -32,12 +56,21 @@ class ConsolidationPolicy:
     # Attempts before a session is marked FAILED (the stream record then stops retrying).
     max_attempts: int = 3
     roles: Roles = Roles()
+    # Turns whose windows are embedded and indexed together (one bulk write each).
+    block_turns: int = 500
+    # Embedding requests in flight at once.
+    embed_concurrency: int = 8
+    # Hand over to a next invocation when less than this is left of the current one.
+    reserve_seconds: float = 30.0
+    # Turns read for the opening entry (its first `opening_words` words).
+    opening_turns: int = 10
 
 
 @dataclass
 class ConsolidationResult:
     session_id: str
-    outcome: str  # "consolidated" | "skipped" | "failed" | "deleted"
+    # "consolidated" | "continued" (handed over) | "skipped" | "failed" | "deleted"
+    outcome: str
     documents: int = 0
     embed_calls: int = 0
     reason: str = ""
@@ -54,25 +87,25 @@ def transcript(turns: Sequence[Turn], roles: Roles) -> str:
     return "\n".join(lines)
 
 
-def _chunk_ranges(count: int, size: int, overlap: int) -> list[tuple[int, int]]:
-    step = max(size - overlap, 1)
-    ranges = []
-    for start in range(0, count, step):
-        end = min(start + size, count)
-        ranges.append((start, end))
-        if end == count:
-            break
-    return ranges
+def window_starts(num_turns: int, policy: ConsolidationPolicy) -> list[int]:
+    """First turns of the transcript windows: every `chunk_turns - chunk_overlap` turns, the
+    last window ending at the last turn (one window for a session shorter than a window)."""
+    if num_turns <= 0:
+        return []
+    step = max(policy.chunk_turns - policy.chunk_overlap, 1)
+    last = max(num_turns - policy.chunk_turns + 1, 1)
+    starts = list(range(1, last + 1, step))
+    if starts[-1] != last:
+        starts.append(last)
+    return starts
 
 
-def memory_documents(
-    session: Session, turns: Sequence[Turn], summary: str, policy: ConsolidationPolicy
+def head_documents(
+    session: Session, first_turns: Sequence[Turn], summary: str, policy: ConsolidationPolicy
 ) -> list[MemoryDoc]:
-    """What a session leaves in long-term memory: its summary, its opening, and overlapping
-    transcript chunks. Keys are deterministic (`<session>#summary`, `<session>#opening`,
-    `<session>#chunk-<first turn>`), so a retried consolidation overwrites its own documents."""
-    ordered = sorted(turns, key=lambda t: t.turn)
-    date = session.started_at
+    """The session's summary and its opening (the first `opening_words` words: a topic key
+    that does not depend on the summarizer's choices). Keys `<session>#summary`, `#opening`."""
+    ordered = sorted(first_turns, key=lambda t: t.turn)
     docs = []
     if summary:
         docs.append(
@@ -80,12 +113,12 @@ def memory_documents(
                 doc_key=f"{session.session_id}#summary",
                 user_id=session.user_id,
                 session_id=session.session_id,
-                kind="summary",
+                kind=MemoryKind.SUMMARY,
                 text=summary,
-                created_at=date,
+                created_at=session.started_at,
                 title=session.name,
-                turn_from=ordered[0].turn if ordered else None,
-                turn_to=ordered[-1].turn if ordered else None,
+                turn_from=1 if session.num_turns else None,
+                turn_to=session.num_turns or None,
             )
         )
     if ordered and policy.opening_words > 0:
@@ -95,23 +128,35 @@ def memory_documents(
                 doc_key=f"{session.session_id}#opening",
                 user_id=session.user_id,
                 session_id=session.session_id,
-                kind="opening",
+                kind=MemoryKind.OPENING,
                 text=" ".join(words),
-                created_at=date,
+                created_at=session.started_at,
                 title=session.name,
                 turn_from=ordered[0].turn,
             )
         )
-    for start, end in _chunk_ranges(len(ordered), policy.chunk_turns, policy.chunk_overlap):
-        part = ordered[start:end]
+    return docs
+
+
+def window_documents(
+    session: Session, turns: Sequence[Turn], starts: Sequence[int], policy: ConsolidationPolicy
+) -> list[MemoryDoc]:
+    """The transcript windows beginning at `starts` (`turns` holds every turn they cover):
+    keys `<session>#chunk-<first turn>`, so a retried consolidation overwrites its own."""
+    by_number = {t.turn: t for t in turns}
+    docs = []
+    for start in starts:
+        part = [by_number[n] for n in range(start, start + policy.chunk_turns) if n in by_number]
+        if not part:
+            continue
         docs.append(
             MemoryDoc(
                 doc_key=f"{session.session_id}#chunk-{part[0].turn}",
                 user_id=session.user_id,
                 session_id=session.session_id,
-                kind="chunk",
+                kind=MemoryKind.CHUNK,
                 text=transcript(part, policy.roles),
-                created_at=part[0].created_at or date,
+                created_at=part[0].created_at or session.started_at,
                 title=session.name,
                 turn_from=part[0].turn,
                 turn_to=part[-1].turn,
@@ -120,16 +165,49 @@ def memory_documents(
     return docs
 
 
-def embed_documents(embedder: Embedder, docs: Sequence[MemoryDoc]) -> int:
-    """Fill in embeddings with as few requests as the model allows; returns the request count."""
-    calls = 0
+def memory_documents(
+    session: Session, turns: Sequence[Turn], summary: str, policy: ConsolidationPolicy
+) -> list[MemoryDoc]:
+    """Everything a session leaves in long-term memory, at once (for short sessions and tests):
+    its summary, its opening and its overlapping transcript windows."""
+    ordered = sorted(turns, key=lambda t: t.turn)
+    starts = window_starts(len(ordered), policy)
+    return head_documents(session, ordered[: policy.opening_turns], summary, policy) + (
+        window_documents(session, ordered, starts, policy)
+    )
+
+
+def embed_documents(embedder: Embedder, docs: Sequence[MemoryDoc], *, concurrency: int = 1) -> int:
+    """Fill in embeddings with as few requests as the model allows, up to `concurrency` of them
+    in flight at once; returns the request count."""
     batch = max(embedder.max_batch, 1)
-    for start in range(0, len(docs), batch):
-        part = docs[start : start + batch]
+    parts = [list(docs[start : start + batch]) for start in range(0, len(docs), batch)]
+
+    def embed(part: list[MemoryDoc]) -> None:
         for doc, vector in zip(part, embedder.embed([d.text for d in part]), strict=True):
             doc.embedding = vector
-        calls += 1
-    return calls
+
+    if concurrency <= 1 or len(parts) <= 1:
+        for part in parts:
+            embed(part)
+    else:
+        with ThreadPoolExecutor(min(concurrency, len(parts)), thread_name_prefix="embed") as pool:
+            list(pool.map(embed, parts))
+    return len(parts)
+
+
+def session_summary(
+    session: Session, memory: ShortTermMemory, summarizer: Summarizer, policy: ConsolidationPolicy
+) -> str:
+    """The session's summary, continuing its rolling summary: only the turns after
+    `summary_through_turn` are read and summarized."""
+    uncovered = memory.turns_between(
+        session.session_id, session.summary_through_turn, session.num_turns
+    )
+    text = transcript(uncovered, policy.roles)
+    if session.running_summary:
+        return summarizer.extend(session.running_summary, text) if text else session.running_summary
+    return summarizer.summarize(text) if text else ""
 
 
 def consolidate_session(
@@ -142,29 +220,59 @@ def consolidate_session(
     policy: ConsolidationPolicy,
     now: datetime,
     owner: str | None = None,
+    time_left: TimeLeft = _forever,
 ) -> ConsolidationResult:
-    """Summarize, embed and index one ended session, then mark it CONSOLIDATED.
+    """Summarize, embed and index one ended session, then mark it CONSOLIDATED; or, when
+    `time_left()` runs below the policy's reserve, checkpoint and hand over (outcome
+    "continued"): the next invocation resumes from the checkpoint.
 
     A failure counts an attempt on the session; after `max_attempts` the session is marked
     FAILED with the reason and the error is not raised again (the stream moves on; the redrive
-    command retries FAILED sessions).
+    command retries FAILED sessions, from their checkpoint).
 
-    A session deleted while this runs is never left in the index: marking it CONSOLIDATED is
-    conditional on its status, and when that fails because it is DELETING or gone, what was
-    indexed is deleted again. A redelivered record of a deleted session (`owner` comes from
-    the stream record, for when the item is gone) deletes whatever an earlier attempt left."""
+    A session deleted while this runs is never left in the index: marking it CONSOLIDATED (or
+    checkpointing it) is conditional on its status, and when that fails because it is DELETING
+    or gone, what was indexed is deleted again. A redelivered record of a deleted session
+    (`owner` comes from the stream record, for when the item is gone) deletes whatever an
+    earlier attempt left."""
     session = memory.get_session(session_id)
     if session is None or session.status == SessionStatus.DELETING:
         _compensate(index, session.user_id if session else owner, session_id)
         return ConsolidationResult(session_id, "deleted")
     if session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
         return ConsolidationResult(session_id, "skipped")
+    documents = calls = 0
     try:
-        turns = list(memory.all_turns(session_id))
-        summary = summarizer.summarize(transcript(turns, policy.roles)) if turns else ""
-        docs = memory_documents(session, turns, summary, policy)
-        calls = embed_documents(embedder, docs)
-        index.upsert(MEMORY_INDEX, docs)
+        summary = session.consolidation_summary
+        cursor = session.consolidation_cursor
+        pending: list[MemoryDoc] = []
+        if summary is None:  # a first run (a checkpoint always carries the summary)
+            summary = session_summary(session, memory, summarizer, policy)
+            first = memory.turns_between(session_id, 0, policy.opening_turns)
+            # Written with the first block of windows: one embedding request and one bulk
+            # write for a short session.
+            pending = head_documents(session, first, summary, policy)
+            cursor = 0
+        starts = [s for s in window_starts(session.num_turns, policy) if s > cursor]
+        blocks = [
+            starts[i : i + policy.block_turns] for i in range(0, len(starts), policy.block_turns)
+        ]
+        for chosen in blocks or [[]]:
+            docs = pending
+            pending = []
+            if chosen:
+                turns = memory.turns_between(
+                    session_id, chosen[0] - 1, chosen[-1] + policy.chunk_turns - 1
+                )
+                docs = docs + window_documents(session, turns, chosen, policy)
+            if docs:
+                calls += embed_documents(embedder, docs, concurrency=policy.embed_concurrency)
+                index.upsert(MEMORY_INDEX, docs)
+                documents += len(docs)
+            if chosen:
+                cursor = chosen[-1]
+            if chosen and cursor != starts[-1] and time_left() < policy.reserve_seconds:
+                return _hand_over(session, cursor, summary, memory, index, documents, calls)
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
         attempts = memory.record_consolidation_failure(session_id, _reason(error))
         if attempts is None:  # deleted meanwhile: nothing to retry, nothing may stay
@@ -180,7 +288,30 @@ def consolidate_session(
             # Deleted while this ran: its purge may already have cleared the index.
             _compensate(index, session.user_id, session_id)
             return ConsolidationResult(session_id, "deleted")
-    return ConsolidationResult(session_id, "consolidated", len(docs), calls)
+    return ConsolidationResult(session_id, "consolidated", documents, calls)
+
+
+def _hand_over(
+    session: Session,
+    cursor: int,
+    summary: str,
+    memory: ShortTermMemory,
+    index: LongTermIndex,
+    documents: int,
+    calls: int,
+) -> ConsolidationResult:
+    """Checkpoint the progress; its stream record starts the next invocation."""
+    if memory.checkpoint_consolidation(
+        session.session_id, expected_round=session.consolidation_round, cursor=cursor,
+        summary=summary,
+    ):  # fmt: skip
+        return ConsolidationResult(session.session_id, "continued", documents, calls)
+    current = memory.get_session(session.session_id)
+    if current is None or current.status == SessionStatus.DELETING:
+        _compensate(index, session.user_id, session.session_id)
+        return ConsolidationResult(session.session_id, "deleted")
+    # Another run checkpointed (or finished) meanwhile: it carries on.
+    return ConsolidationResult(session.session_id, "skipped", documents, calls)
 
 
 def redrive_failed(
