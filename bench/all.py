@@ -161,11 +161,14 @@ def coldstart_section(r: dict[str, Any]) -> str:
                 ["handler", "import ms", "dominant (self ms)", "heavy modules its import loads"],
                 rows,
             ),
-            f"The chat handler's first request also builds its clients and adapters: "
-            f"{chat['first_request_setup_ms']} ms. Ratio: chat_api imports "
+            f"**Ratio: importing the chat handler takes {r['chat_api_vs_boto3']}x as long as "
+            f"`import boto3`** ({r['baseline']['boto3']['import_ms']} ms in this run; target: "
+            "at most 1.5x). The chat handler's first request also builds its clients and "
+            f"adapters: {chat['first_request_setup_ms']} ms. chat_api imports "
             f"{round(chat['import_ms'] / smallest, 1)}x as long as the lightest handler. No "
-            "handler loads torch, numpy, sentence-transformers, opensearch-py or boto3 at "
-            "import (boto3 comes with the first request's clients).",
+            "handler loads the X-Ray SDK, torch, numpy, sentence-transformers, opensearch-py or "
+            "boto3 at import (boto3 comes with the first request's clients); tracing is "
+            "Lambda's own (active tracing), with no SDK in the handler path.",
             size,
         ]
     )
@@ -217,13 +220,89 @@ def recall_section(r: dict[str, Any]) -> str:
     )
 
 
+def scaling_section(r: dict[str, Any]) -> str:
+    keys = ["turns", "rolling_summary", "model_calls", "sequential_rounds",
+            "embedding_requests", "embedding_rounds", "invocations", "seconds"]  # fmt: skip
+    rows = [[row[k] for k in keys] for row in r["rows"]]
+    return "\n\n".join(
+        [
+            "## Consolidation against session length",
+            f"`python -m bench.consolidation --model-latency {r['model_latency_s']} "
+            f"--context-tokens {r['context_tokens']} --turns 10,100,1000,10000 --json` — a "
+            "session of realistic turns (a ~60-word message, a ~80-word answer) on DynamoDB "
+            "Local, consolidated by the real service with a simulated remote text model and "
+            "embedding endpoint that each answer after the given latency (16 texts per "
+            "embedding request, as JumpStart GPT-J). `current`: the rolling summary is a window "
+            "behind, as compaction keeps it in chat; `none`: an import. Rounds are the calls on "
+            "the critical path (8 in flight at once); invocations have Lambda's 300 s.",
+            _table(keys, rows),
+            "The text model's work is bounded: at most 8 chunks summarized at once plus one "
+            "combining call, so at most 9 calls in 2 rounds whatever the length (the rolling "
+            "summary leaves only the last turns to read). Before (the same transcripts through "
+            "the previous map-reduce, all calls one after another): 6 calls for 10 turns, 54 "
+            "for 100, 526 for 1,000 and 5,240 for 10,000, that is 263 s and 44 minutes at "
+            "0.5 s a call. What still grows with the session is one embedding per two-turn "
+            "window: requests in flight 8 at once, written a block of 500 turns at a time, "
+            "handed over to a next invocation when time runs short.",
+        ]
+    )
+
+
+def forget_section(r: dict[str, Any]) -> str:
+    rows = [
+        ["forget everything (`DELETE /memories`)", f"{r['sessions']} × {r['turns_per_session']}",
+         r["forget_request_ms"], r["purge_seconds"], r["turns_deleted"], r["items_left"]],
+        ["delete one session (`DELETE /sessions/{id}`)", f"1 × {r['long_session_turns']}",
+         r["long_delete_request_ms"], r["long_purge_seconds"], r["long_session_turns"],
+         r["long_items_left"]],
+    ]  # fmt: skip
+    return "\n\n".join(
+        [
+            "## Forgetting",
+            "`python -m bench.forget` — a user with sessions of ~60-word messages and ~80-word "
+            "answers on DynamoDB Local forgets everything; then one very long session is "
+            "deleted. The request is one conditional write; the purge (services/forget.py) "
+            "runs in this process, one session after another as one stream shard would.",
+            _table(
+                [
+                    "what",
+                    "sessions × turns",
+                    "request ms",
+                    "purge s",
+                    "turns deleted",
+                    "items left",
+                ],
+                rows,
+            ),  # fmt: skip
+            f"Right after the forget returned: {r['listed_after_forget']} sessions listed, "
+            f"{r['reachable_after_forget']} readable. The purge deleted "
+            f"{r['turns_deleted_per_second']} turns/s (marking the sessions took "
+            f"{r['purge_mark_seconds']} s). Setting the user up took {r['setup_seconds']} s.",
+            "On DynamoDB the purge is bounded by write throughput: one session's turns share a "
+            "partition key, and a partition takes at most 1,000 write units a second, so a "
+            "1,000-turn session is purged in about a second (40 batch writes of 25 deletes "
+            "plus 2 queries); 100 such sessions take about 100 s in one stream shard, and "
+            "proportionally less over several shards or with a parallelization factor. The "
+            "request itself stays one write of a few milliseconds whatever the size.",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--output", type=Path, default=RESULTS)
     args = parser.parse_args()
-    from bench import coldstart, consolidation, locomo, search, turns
+    from bench import (
+        coldstart,
+        consolidation,
+        consolidation_scaling,
+        forget,
+        locomo,
+        search,
+        turns,
+    )
 
     started = time.perf_counter()
     sections = []
@@ -248,6 +327,22 @@ def main() -> None:
         (
             "recall",
             lambda: recall_section(locomo.run(args.data / "locomo-dev.json", [1, 3, 5, 10])),
+        ),
+        (
+            "consolidation scaling",
+            lambda: scaling_section(
+                consolidation_scaling.run([10, 100] if quick else [10, 100, 1000, 10000], 0.5, 512)
+            ),
+        ),
+        (
+            "forget",
+            lambda: forget_section(
+                forget.run(
+                    session_count=10 if quick else 100,
+                    turns=100 if quick else 1000,
+                    long_session=1000 if quick else 10_000,
+                )
+            ),
         ),
     ]
     for name, step in steps:
