@@ -119,7 +119,11 @@ def run(turn_counts: Sequence[int], latency: float, context_tokens: int) -> dict
             client = wiring.aws_client("dynamodb", server.endpoint)
             ensure_tables(client, table_names(cfg))
             memory = DynamoShortTermMemory(
-                client, cfg.sessions_table, cfg.conversations_table, cfg.users_table
+                client,
+                cfg.sessions_table,
+                cfg.conversations_table,
+                cfg.users_table,
+                cfg.records_table,
             )
             policy = ConsolidationPolicy()
             for count in turn_counts:

@@ -75,7 +75,7 @@ def run(*, session_count: int, turns: int, long_session: int) -> dict[str, Any]:
         client = wiring.aws_client("dynamodb", server.endpoint)
         ensure_tables(client, table_names(cfg))
         memory = DynamoShortTermMemory(
-            client, cfg.sessions_table, cfg.conversations_table, cfg.users_table
+            client, cfg.sessions_table, cfg.conversations_table, cfg.users_table, cfg.records_table
         )
         result: dict[str, Any] = {"sessions": session_count, "turns_per_session": turns}
 

@@ -1,11 +1,24 @@
-"""Recall of past sessions on LoCoMo, through the real pipeline.
+"""Long-term memory on LoCoMo, through the real pipeline.
 
-For each conversation: import every session as a session of one user (the same path as
-POST /sessions/import, on moto's in-process DynamoDB), end it, consolidate it with the offline
-models into the embedded index, then ask every question of categories 1-4 through the retrieval
-that /past uses. A question's gold sessions come from its evidence ids (D<session>:<turn>).
+For each conversation: import every session as a session of one user (speaker A's lines are the
+user's, speaker B's the assistant's; the same path as POST /sessions/import, on moto's
+in-process DynamoDB), end it, consolidate it with the offline models into the embedded index
+(summary, windows, the profile records the offline extractor draws), then:
 
-    python -m bench.locomo --data ../shared/data/locomo-dev.json [--k 1,3,5,10] [--json]
+* `--mode past` (default): ask every question of categories 1-4 through the retrieval that /past
+  uses. A question's gold sessions come from its evidence ids (D<session>:<turn>).
+* `--mode chat`: send every question as an ordinary message (no prefix) in a new session of the
+  conversation's user, through services/chat.post_message with auto-recall on, and look at the
+  memory it put in the prompt: `evidence_in_prompt` (a gold evidence turn's text is in it, or a
+  record drawn from a gold evidence turn), `evidence_all_in_prompt`, `memory_tokens_p50/p95`;
+  `quiet_rate` (share of the `--smalltalk` messages, each sent to each user, that inject
+  nothing) and `foreign_injection_rate` (share of 200 turns sampled from the other
+  conversations that inject something). `--sequential` also asks each conversation's questions
+  one after another in one session, with and without the follow-up rule (see
+  services/auto_recall.standalone_query), to show what borrowing the previous message does to
+  questions that need no help.
+
+    python -m bench.locomo --data ../shared/data/locomo-dev.json [--mode past|chat] [--json]
 """
 
 from __future__ import annotations
@@ -14,23 +27,34 @@ import argparse
 import json
 import math
 import os
+import random
 import re
+import statistics
 import time
 from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-_EVIDENCE = re.compile(r"D:?(\d+):")
+_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
+_SESSION_OF = re.compile(r"D:?(\d+):")
+FOREIGN_SAMPLES = 200
 
 
 def gold_sessions(evidence: list[str]) -> set[int]:
     """Session numbers of evidence ids, parsed leniently ("D8:6; D9:17", "D:11:26")."""
     found: set[int] = set()
     for item in evidence:
-        found.update(int(n) for n in _EVIDENCE.findall(str(item)))
+        found.update(int(n) for n in _SESSION_OF.findall(str(item)))
     return found
+
+
+def gold_turns(evidence: list[str]) -> set[str]:
+    """Evidence ids normalised to "D<session>:<turn>"."""
+    return {f"D{s}:{t}" for item in evidence for s, t in _EVIDENCE.findall(str(item))}
 
 
 def parse_when(text: str) -> datetime:
@@ -56,25 +80,34 @@ def utterance(message: dict[str, Any]) -> str:
     return f"{text} [shares a photo of {caption}]".strip() if caption else text
 
 
-def export_document(number: int, when: datetime, messages: list[dict[str, Any]], speaker_a: str):
-    """One LoCoMo session as an exported chat: speaker A's lines are inputs, B's responses."""
+def export_document(
+    number: int, when: datetime, messages: list[dict[str, Any]], speaker_a: str
+) -> tuple[dict[str, Any], list[tuple[str | None, str | None]]]:
+    """One LoCoMo session as an exported chat (speaker A's lines are inputs, B's responses),
+    and for each turn the dia_ids of its input and its response."""
     from chatmemory.schema import EXPORT_FORMAT
 
     turns: list[dict[str, Any]] = []
+    ids: list[tuple[str | None, str | None]] = []
     for i, message in enumerate(messages):
         stamp = (when + timedelta(seconds=30 * i)).isoformat()
+        dia = str(message.get("dia_id", ""))
         if message["speaker"] == speaker_a or not turns or turns[-1]["response"] is not None:
             if message["speaker"] == speaker_a:
                 turns.append({"input": utterance(message), "response": None, "created_at": stamp})
+                ids.append((dia, None))
             else:
                 turns.append({"input": "", "response": utterance(message), "created_at": stamp})
+                ids.append((None, dia))
         else:
             turns[-1]["response"] = utterance(message)
-    return {
+            ids[-1] = (ids[-1][0], dia)
+    document = {
         "format": EXPORT_FORMAT,
         "session": {"name": f"session {number}", "started_at": when.isoformat()},
         "messages": turns,
     }
+    return document, ids
 
 
 def ndcg(ranked: list[int], gold: set[int], k: int) -> float:
@@ -87,9 +120,40 @@ def mrr(ranked: list[int], gold: set[int]) -> float:
     return next((1 / (i + 1) for i, s in enumerate(ranked) if s in gold), 0.0)
 
 
-def run(data: Path, ks: list[int]) -> dict[str, Any]:
+def _normal(text: str) -> str:
+    return " ".join(text.split()).lower()
+
+
+@dataclass
+class Conversation:
+    user: str
+    speaker_a: str
+    speaker_b: str
+    qa: list[dict[str, Any]]
+    observation: dict[str, Any]
+    asked_at: datetime
+    number_of: dict[str, int] = field(default_factory=dict)  # session id -> LoCoMo number
+    # (session id, turn) -> dia_ids of that turn's input and response
+    turn_ids: dict[tuple[str, int], tuple[str | None, str | None]] = field(default_factory=dict)
+    texts: dict[str, str] = field(default_factory=dict)  # dia_id -> what was said
+    lines: list[str] = field(default_factory=list)  # every utterance, for foreign samples
+
+
+@dataclass
+class World:
+    """Every conversation imported, ended and consolidated: what both modes start from."""
+
+    memory: Any
+    index: Any
+    embedder: Any
+    settings: Any
+    conversations: list[Conversation]
+    timings: dict[str, float]
+
+
+def build(data: Path, *, extract: bool = True) -> World:
+    """Import, end and consolidate every conversation (inside moto's mock: call within it)."""
     import boto3
-    from moto import mock_aws
 
     from chatmemory import schema, wiring
     from chatmemory.adapters.dynamodb import DynamoShortTermMemory
@@ -97,83 +161,99 @@ def run(data: Path, ks: list[int]) -> dict[str, Any]:
     from chatmemory.api_models import ImportDocument
     from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
     from chatmemory.services.prompt import Roles
-    from chatmemory.services.recall import search_sessions
     from chatmemory.services.sessions import end_session, import_session
     from chatmemory.settings import Settings
 
     settings = Settings.from_env({})
     embedder = wiring.embedder(settings)
     summarizer = wiring.summarizer(settings)
-    weights = wiring.chat_policy(settings).recall_weights
-    conversations = json.loads(data.read_text())
-    per_question: list[dict[str, Any]] = []
-    started = time.perf_counter()
-    timings = defaultdict(float)
-    for env_key, value in {
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-    }.items():
-        os.environ.setdefault(env_key, value)
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        for spec in schema.TABLES:
-            client.create_table(**spec.create_table_kwargs(spec.logical_name))
-        memory = DynamoShortTermMemory(client, "sessions", "conversations")
-        index = EmbeddedLongTermIndex()
-        for conversation in conversations:
-            conv = conversation["conversation"]
-            user = conversation["sample_id"]
-            policy = ConsolidationPolicy(roles=Roles(conv["speaker_a"], conv["speaker_b"]))
-            number_of: dict[str, int] = {}
-            last = None
-            tick = time.perf_counter()
-            for number, when, messages in sessions_of(conv):
-                document = export_document(number, when, messages, conv["speaker_a"])
-                session = import_session(memory, user, ImportDocument.model_validate(document))
-                end_session(
-                    memory, user, session.session_id, clock=lambda w=when: w + timedelta(hours=1)
-                )
-                number_of[session.session_id] = number
-                last = when
-            timings["import"] += time.perf_counter() - tick
-            tick = time.perf_counter()
-            for session_id in number_of:
-                consolidate_session(
-                    session_id,
-                    memory=memory,
-                    summarizer=summarizer,
-                    embedder=embedder,
-                    index=index,
-                    policy=policy,
-                    now=datetime.now(UTC),
-                )
-            timings["consolidate"] += time.perf_counter() - tick
-            tick = time.perf_counter()
-            asked_at = (last or datetime.now(UTC)) + timedelta(days=1)
-            for qa in conversation["qa"]:
-                if qa.get("category") not in CATEGORIES:
-                    continue
-                gold = gold_sessions(qa.get("evidence", []))
-                if not gold:
-                    continue
-                found = search_sessions(
-                    str(qa["question"]),
-                    user_id=user,
-                    embedder=embedder,
-                    index=index,
-                    weights=weights,
-                    now=asked_at,
-                    k=max(ks),
-                )
-                ranked = [number_of[s.session_id] for s in found]
-                per_question.append({"category": qa["category"], "gold": gold, "ranked": ranked})
-            timings["questions"] += time.perf_counter() - tick
-    return summarize_metrics(per_question, ks) | {
-        "seconds": round(time.perf_counter() - started, 1),
-        "timings": {k: round(v, 1) for k, v in timings.items()},
-    }
+    extractor = wiring.extractor(settings) if extract else None
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    for spec in schema.TABLES:
+        client.create_table(**spec.create_table_kwargs(spec.logical_name))
+    memory = DynamoShortTermMemory(client, "sessions", "conversations")
+    index = EmbeddedLongTermIndex()
+    timings: dict[str, float] = defaultdict(float)
+    conversations: list[Conversation] = []
+    for raw in json.loads(data.read_text()):
+        conv = raw["conversation"]
+        item = Conversation(
+            user=raw["sample_id"],
+            speaker_a=conv["speaker_a"],
+            speaker_b=conv["speaker_b"],
+            qa=raw["qa"],
+            observation=raw.get("observation", {}),
+            asked_at=datetime.now(UTC),
+        )
+        policy = ConsolidationPolicy(roles=Roles(conv["speaker_a"], conv["speaker_b"]))
+        last = None
+        tick = time.perf_counter()
+        for number, when, messages in sessions_of(conv):
+            document, ids = export_document(number, when, messages, conv["speaker_a"])
+            session = import_session(memory, item.user, ImportDocument.model_validate(document))
+            end_session(
+                memory, item.user, session.session_id, clock=lambda w=when: w + timedelta(hours=1)
+            )
+            item.number_of[session.session_id] = number
+            for turn, pair in enumerate(ids, start=1):
+                item.turn_ids[(session.session_id, turn)] = pair
+            for message in messages:
+                item.texts[str(message.get("dia_id", ""))] = str(message.get("text", ""))
+                item.lines.append(str(message.get("text", "")))
+            last = when
+        item.asked_at = (last or datetime.now(UTC)) + timedelta(days=1)
+        timings["import"] += time.perf_counter() - tick
+        tick = time.perf_counter()
+        for session_id in item.number_of:
+            consolidate_session(
+                session_id,
+                memory=memory,
+                summarizer=summarizer,
+                embedder=embedder,
+                index=index,
+                policy=policy,
+                now=datetime.now(UTC),
+                extractor=extractor,
+            )
+        timings["consolidate"] += time.perf_counter() - tick
+        conversations.append(item)
+    return World(memory, index, embedder, settings, conversations, timings)
+
+
+def _questions(conversation: Conversation) -> list[dict[str, Any]]:
+    return [
+        qa
+        for qa in conversation.qa
+        if qa.get("category") in CATEGORIES and gold_sessions(qa.get("evidence", []))
+    ]
+
+
+# --- --mode past ---------------------------------------------------------------------------------
+
+
+def run_past(world: World, ks: list[int]) -> dict[str, Any]:
+    from chatmemory import wiring
+    from chatmemory.services.recall import search_sessions
+
+    weights = wiring.chat_policy(world.settings).recall_weights
+    rows: list[dict[str, Any]] = []
+    tick = time.perf_counter()
+    for conversation in world.conversations:
+        for qa in _questions(conversation):
+            found = search_sessions(
+                str(qa["question"]),
+                user_id=conversation.user,
+                embedder=world.embedder,
+                index=world.index,
+                weights=weights,
+                now=conversation.asked_at,
+                k=max(ks),
+            )
+            ranked = [conversation.number_of[s.session_id] for s in found]
+            gold = gold_sessions(qa.get("evidence", []))
+            rows.append({"category": qa["category"], "gold": gold, "ranked": ranked})
+    world.timings["questions"] += time.perf_counter() - tick
+    return summarize_metrics(rows, ks)
 
 
 def summarize_metrics(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
@@ -195,14 +275,211 @@ def summarize_metrics(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, An
     return {"overall": metrics(rows) | {"questions": len(rows)}, "by_category": by_category}
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo-dev.json"))
-    parser.add_argument("--k", default="1,3,5,10")
-    parser.add_argument("--json", action="store_true", help="end with one JSON line")
-    args = parser.parse_args()
-    ks = sorted({int(k) for k in args.k.split(",")} | {5})
-    result = run(args.data, ks)
+# --- --mode chat ---------------------------------------------------------------------------------
+
+
+def evidence_found(
+    recalled: Any, conversation: Conversation, gold: set[str], memory: Any
+) -> set[str]:
+    """The gold turns whose text is in the injected memory, or that a recalled record was drawn
+    from (its provenance: the input of a turn of a session)."""
+    if recalled is None or not recalled.block:
+        return set()
+    block = _normal(recalled.block)
+    found = {
+        g for g in gold if conversation.texts.get(g) and _normal(conversation.texts[g]) in block
+    }
+    for item in recalled.items:
+        for doc in item.docs:
+            if not doc.record_id or doc.kind not in ("fact", "preference"):
+                continue
+            record = memory.get_record(conversation.user, doc.record_id)
+            for p in record.provenance if record else []:
+                said, _ = conversation.turn_ids.get((p.session_id, p.turn), (None, None))
+                if said in gold:
+                    found.add(said)
+    return found
+
+
+Send = Callable[[str, str, str], Any]  # (user, session id, message) -> TurnResult
+
+
+def _chat(world: World, policy: Any) -> tuple[Callable[[Conversation], str], Send]:
+    """A session starter and a sender through services/chat.post_message, auto-recall on."""
+    from chatmemory import wiring
+    from chatmemory.services.chat import ChatDeps, post_message
+    from chatmemory.services.sessions import create_session
+
+    clock_at: list[datetime] = [datetime.now(UTC)]
+    deps = ChatDeps(
+        memory=world.memory,
+        generator=wiring.text_generator(world.settings),
+        embedder=world.embedder,
+        long_term=world.index,
+        clock=lambda: clock_at[0],
+    )
+
+    def start(conversation: Conversation) -> str:
+        clock_at[0] = conversation.asked_at
+        return create_session(world.memory, conversation.user, clock=lambda: clock_at[0]).session_id
+
+    def send(user: str, session_id: str, message: str) -> Any:
+        return post_message(deps, policy, user_id=user, session_id=session_id, content=message)
+
+    return start, send
+
+
+def run_chat(
+    world: World,
+    smalltalk: list[str],
+    *,
+    auto_recall: Any = None,
+    sequential: bool = False,
+    seed: int = 7,
+) -> dict[str, Any]:
+    from chatmemory import wiring
+
+    policy = wiring.chat_policy(world.settings)
+    if auto_recall is not None:
+        policy = replace(policy, auto_recall=auto_recall)
+    start, send = _chat(world, policy)
+    tick = time.perf_counter()
+    rows: list[dict[str, Any]] = []
+    for conversation in world.conversations:
+        for qa in _questions(conversation):
+            gold = gold_turns(qa.get("evidence", []))
+            result = send(conversation.user, start(conversation), str(qa["question"]))
+            found = evidence_found(result.recalled, conversation, gold, world.memory)
+            rows.append(
+                {
+                    "category": qa["category"],
+                    "any": bool(found),
+                    "all": found >= gold,
+                    "tokens": result.recalled.tokens if result.recalled else 0,
+                    "reason": result.recalled.reason if result.recalled else "none",
+                }
+            )
+    world.timings["questions"] += time.perf_counter() - tick
+    tick = time.perf_counter()
+    quiet: list[bool] = []
+    for conversation in world.conversations:
+        for message in smalltalk:
+            result = send(conversation.user, start(conversation), message)
+            quiet.append(not (result.recalled and result.recalled.block))
+    rng = random.Random(seed)
+    foreign: list[bool] = []
+    per_user = math.ceil(FOREIGN_SAMPLES / max(len(world.conversations), 1))
+    for conversation in world.conversations:
+        others = [
+            line
+            for other in world.conversations
+            if other is not conversation
+            for line in other.lines
+            if line.strip()
+        ]
+        for line in rng.sample(others, min(per_user, len(others))):
+            if len(foreign) == FOREIGN_SAMPLES:
+                break
+            result = send(conversation.user, start(conversation), line)
+            foreign.append(bool(result.recalled and result.recalled.block))
+    world.timings["small talk and foreign"] += time.perf_counter() - tick
+    out = chat_metrics(rows) | {
+        "quiet_rate": round(sum(quiet) / max(len(quiet), 1), 3),
+        "smalltalk_messages": len(quiet),
+        "foreign_injection_rate": round(sum(foreign) / max(len(foreign), 1), 3),
+        "foreign_messages": len(foreign),
+    }
+    if sequential:
+        out["sequential"] = run_sequential(world, policy)
+    return out
+
+
+def chat_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    def metrics(subset: list[dict[str, Any]]) -> dict[str, Any]:
+        n = len(subset) or 1
+        tokens = sorted(r["tokens"] for r in subset) or [0]
+        return {
+            "evidence_in_prompt": round(sum(r["any"] for r in subset) / n, 3),
+            "evidence_all_in_prompt": round(sum(r["all"] for r in subset) / n, 3),
+            "memory_tokens_p50": int(statistics.median(tokens)),
+            "memory_tokens_p95": tokens[min(len(tokens) - 1, math.ceil(0.95 * len(tokens)) - 1)],
+            "questions": len(subset),
+        }
+
+    reasons: dict[str, int] = defaultdict(int)
+    for row in rows:
+        reasons[row["reason"]] += 1
+    return metrics(rows) | {
+        "by_category": {
+            CATEGORIES[c]: metrics([r for r in rows if r["category"] == c])
+            for c in sorted(CATEGORIES)
+        },
+        "question_outcomes": dict(sorted(reasons.items())),
+    }
+
+
+def run_sequential(world: World, policy: Any) -> dict[str, float]:
+    """Each conversation's questions one after another in one session (the window holds the
+    earlier questions): evidence_in_prompt with the follow-up rule, and with it switched off."""
+    out: dict[str, float] = {}
+    for name, terms in (("follow_up_rule", policy.auto_recall.follow_up_terms), ("never", -1)):
+        variant = replace(policy, auto_recall=replace(policy.auto_recall, follow_up_terms=terms))
+        start, send = _chat(world, variant)
+        hits: list[bool] = []
+        for conversation in world.conversations:
+            session_id = start(conversation)
+            for qa in _questions(conversation):
+                gold = gold_turns(qa.get("evidence", []))
+                result = send(conversation.user, session_id, str(qa["question"]))
+                hits.append(bool(evidence_found(result.recalled, conversation, gold, world.memory)))
+        out[f"evidence_in_prompt_{name}"] = round(sum(hits) / max(len(hits), 1), 3)
+    return out
+
+
+# --- running ------------------------------------------------------------------------------------
+
+
+def _aws_env() -> None:
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "bench",
+        "AWS_SECRET_ACCESS_KEY": "bench",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+    }.items():
+        os.environ.setdefault(key, value)
+
+
+def run(data: Path, ks: list[int]) -> dict[str, Any]:
+    """--mode past (bench/all.py calls this)."""
+    from moto import mock_aws
+
+    _aws_env()
+    started = time.perf_counter()
+    with mock_aws():
+        world = build(data)
+        result = run_past(world, ks)
+    return result | {
+        "seconds": round(time.perf_counter() - started, 1),
+        "timings": {k: round(v, 1) for k, v in world.timings.items()},
+    }
+
+
+def run_chat_mode(data: Path, smalltalk: Path, *, sequential: bool = False) -> dict[str, Any]:
+    from moto import mock_aws
+
+    _aws_env()
+    lines = [ln.strip() for ln in smalltalk.read_text().splitlines() if ln.strip()]
+    started = time.perf_counter()
+    with mock_aws():
+        world = build(data)
+        result = run_chat(world, lines, sequential=sequential)
+    return result | {
+        "seconds": round(time.perf_counter() - started, 1),
+        "timings": {k: round(v, 1) for k, v in world.timings.items()},
+    }
+
+
+def _print_past(result: dict[str, Any], ks: list[int], as_json: bool) -> None:
     names = [f"recall_any@{k}" for k in ks] + [f"recall_all@{k}" for k in ks] + ["ndcg@5", "mrr"]
     print(f"{'category':<12} {'n':>4} " + " ".join(f"{n:>13}" for n in names))
     rows = list(result["by_category"].items()) + [("overall", result["overall"])]
@@ -211,19 +488,55 @@ def main() -> None:
             f"{name:<12} {values['questions']:>4} " + " ".join(f"{values[n]:>13.3f}" for n in names)
         )
     print(f"took {result['seconds']} s ({result['timings']})")
-    if args.json:
+    if as_json:
         o = result["overall"]
-        print(
-            json.dumps(
-                {
-                    "recall_any@5": o["recall_any@5"],
-                    "recall_all@5": o["recall_all@5"],
-                    "ndcg@5": o["ndcg@5"],
-                    "mrr": o["mrr"],
-                    "questions": o["questions"],
-                }
-            )
-        )
+        keys = ("recall_any@5", "recall_all@5", "ndcg@5", "mrr", "questions")
+        print(json.dumps({k: o[k] for k in keys}))
+
+
+def _print_chat(result: dict[str, Any], as_json: bool) -> None:
+    names = [
+        "evidence_in_prompt",
+        "evidence_all_in_prompt",
+        "memory_tokens_p50",
+        "memory_tokens_p95",
+    ]
+    print(f"{'category':<12} {'n':>4} " + " ".join(f"{n:>23}" for n in names))
+    rows = list(result["by_category"].items()) + [("overall", result)]
+    for name, values in rows:
+        print(f"{name:<12} {values['questions']:>4} " + " ".join(f"{values[n]:>23}" for n in names))
+    print(
+        f"quiet_rate {result['quiet_rate']} ({result['smalltalk_messages']} small-talk messages), "
+        f"foreign_injection_rate {result['foreign_injection_rate']} "
+        f"({result['foreign_messages']} foreign turns); question outcomes "
+        f"{result['question_outcomes']}"
+    )
+    if "sequential" in result:
+        print(f"sequential: {result['sequential']}")
+    print(f"took {result['seconds']} s ({result['timings']})")
+    if as_json:
+        keys = (*names, "quiet_rate", "foreign_injection_rate", "questions")
+        print(json.dumps({k: result[k] for k in keys} | {"sequential": result.get("sequential")}))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo-dev.json"))
+    parser.add_argument("--mode", choices=("past", "chat"), default="past")
+    parser.add_argument("--k", default="1,3,5,10", help="--mode past: the cut-offs")
+    parser.add_argument(
+        "--smalltalk", type=Path, default=Path("../shared/data/smalltalk.txt"), help="--mode chat"
+    )
+    parser.add_argument(
+        "--sequential", action="store_true", help="--mode chat: also the follow-up comparison"
+    )
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args()
+    if args.mode == "chat":
+        _print_chat(run_chat_mode(args.data, args.smalltalk, sequential=args.sequential), args.json)
+        return
+    ks = sorted({int(k) for k in args.k.split(",")} | {5})
+    _print_past(run(args.data, ks), ks, args.json)
 
 
 if __name__ == "__main__":

@@ -221,6 +221,7 @@ def table_names(settings: Any) -> dict[str, str]:
         schema.SESSIONS.logical_name: settings.sessions_table,
         schema.CONVERSATIONS.logical_name: settings.conversations_table,
         schema.USERS.logical_name: settings.users_table,
+        schema.RECORDS.logical_name: settings.records_table,
     }
 
 

@@ -89,7 +89,7 @@ class LocalStack:
                 self.poller.start(o.poll_interval)
             self._line(
                 "stream poller",
-                "sessions stream -> consolidate, conversations stream -> compact "
+                f"{_mapping_summary(self.poller)} "
                 f"(checkpoints in {self._rel(self.paths['checkpoints'])})",
             )
             if o.sweep_seconds > 0:
@@ -187,6 +187,15 @@ class LocalStack:
             return str(path.relative_to(Path.cwd()))
         except ValueError:
             return str(path)
+
+
+def _mapping_summary(poller: StreamPoller) -> str:
+    """Every stream the poller reads (schema.STREAM_TRIGGERS, as deployed) and what it runs:
+    "sessions -> consolidate, purge-session; conversations -> compact; ..."."""
+    by_table: dict[str, list[str]] = {}
+    for mapping in poller.mappings:
+        by_table.setdefault(mapping.table, []).append(mapping.name)
+    return "; ".join(f"{table} -> {', '.join(names)}" for table, names in by_table.items())
 
 
 def quiet_warnings() -> None:

@@ -1,11 +1,19 @@
 """Print local/web/schema.js: the values the web page shares with the API (session statuses,
-message intents), generated from chatmemory.schema so the page never types them again."""
+message intents, source kinds, the profile's record types, statuses and origins), generated
+from chatmemory.schema so the page never types them again."""
 
 from __future__ import annotations
 
 import json
 
-from chatmemory.schema import VISIBLE_STATUSES, Intent, SourceKind
+from chatmemory.schema import (
+    VISIBLE_STATUSES,
+    Intent,
+    RecordOrigin,
+    RecordStatus,
+    RecordType,
+    SourceKind,
+)
 
 
 def document() -> str:
@@ -13,6 +21,9 @@ def document() -> str:
         "SessionStatus": {status.name: status.value for status in VISIBLE_STATUSES},
         "Intent": {intent.name: intent.value for intent in Intent},
         "SourceKind": {kind.name: kind.value for kind in SourceKind},
+        "RecordType": {kind.name: kind.value for kind in RecordType},
+        "RecordStatus": {status.name: status.value for status in RecordStatus},
+        "RecordOrigin": {origin.name: origin.value for origin in RecordOrigin},
     }
     return (
         "// Generated from lambdas/chatmemory/schema.py by `make openapi`; do not edit.\n"

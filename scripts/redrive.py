@@ -23,6 +23,7 @@ def redrive(deps: wiring.ConsolidationDeps, *, now: datetime) -> dict[str, str]:
         embedder=deps.embedder,
         index=deps.index,
         policy=deps.policy,
+        extractor=deps.extractor,
         now=now,
     )
 

@@ -48,7 +48,9 @@ class ChatApi(Construct):
             handler="handlers.chat_api.handler",
             description="Chat API: sessions, messages, recall",
             environment={
-                **storage.environment(storage.sessions, storage.conversations, storage.users),
+                **storage.environment(
+                    storage.sessions, storage.conversations, storage.users, storage.records
+                ),
                 **models.environment,
                 **long_term.environment,
                 schema.ENV_MAX_INPUT_CHARS: str(config.max_input_chars),
@@ -89,10 +91,33 @@ class ChatApi(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:ConditionCheckItem",
         )
+        # The caller's profile (services/profile.py): get_record (GetItem: a record, and each
+        # hit of GET /memories/records?q=), list_records and records_of_owner (Query of the
+        # caller's partition), put_record and save_record (conditional PutItem: POST and PATCH
+        # /memories/records, /remember), mark_record_deleting (UpdateItem: DELETE), and live
+        # (auto-recall and record search: one BatchGetItem over the sessions and records).
+        storage.grant(
+            self.handler,
+            storage.records,
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:UpdateItem",
+            "dynamodb:BatchGetItem",
+        )
         models.grant_text(self.handler)
         models.grant_embed(self.handler)
-        # Recall only searches; deleting from the indexes is the purge's work.
-        long_term.grant(self.handler, search=schema.LONG_TERM_INDEXES)
+        # /past and /verified search both indexes; auto-recall sends one _msearch to the memory
+        # index. A record the caller states or corrects is indexed at once (bulk), and a
+        # correction that lost to a delete takes its entry back (delete by query). Deleting
+        # sessions and forgetting stay the purge's work.
+        long_term.grant(
+            self.handler,
+            search=schema.LONG_TERM_INDEXES,
+            msearch=[schema.MEMORY_INDEX],
+            bulk=[schema.MEMORY_INDEX],
+            delete_by_query=[schema.MEMORY_INDEX],
+        )
 
         self.auth = ApiAuth(self, config=config)
 
@@ -133,7 +158,8 @@ class ChatApi(Construct):
             ),
             default_cors_preflight_options=apigw.CorsOptions(
                 allow_origins=list(config.cors_origins),
-                allow_methods=["GET", "POST", "DELETE", "OPTIONS"],
+                # The chat handler's methods (PATCH: correcting a profile record).
+                allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
                 allow_headers=[
                     "Authorization",
                     "Content-Type",

@@ -83,6 +83,7 @@ class ChatMemoryStack(Stack):
         CfnOutput(self, "SessionsTableName", value=self.storage.sessions.table_name)
         CfnOutput(self, "ConversationsTableName", value=self.storage.conversations.table_name)
         CfnOutput(self, "UsersTableName", value=self.storage.users.table_name)
+        CfnOutput(self, "RecordsTableName", value=self.storage.records.table_name)
         CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
 
 

@@ -1,5 +1,5 @@
 """Stream processing: consolidation (sessions stream), rolling summaries (conversations stream),
-the purge (sessions and users streams) and the scheduled idle-session sweeper."""
+the purge (sessions, users and records streams) and the scheduled idle-session sweeper."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ class Consolidation(Construct):
             handler=schema.CONSOLIDATION_TRIGGER.handler,
             description="Sessions stream (OPEN -> ENDED): summarize, embed, index",
             environment={
-                **storage.environment(storage.sessions, storage.conversations),
+                **storage.environment(storage.sessions, storage.conversations, storage.records),
                 **models.environment,
                 **long_term.environment,
             },
@@ -108,9 +108,11 @@ class Consolidation(Construct):
             self,
             "Purge",
             handler=schema.SESSION_PURGE_TRIGGER.handler,
-            description="Sessions and users streams: delete what callers deleted or forgot",
+            description="Sessions, users, records streams: delete what callers deleted or forgot",
             environment={
-                **storage.environment(storage.sessions, storage.conversations, storage.users),
+                **storage.environment(
+                    storage.sessions, storage.conversations, storage.users, storage.records
+                ),
                 **long_term.environment,
                 schema.ENV_PURGE_SETTLE_SECONDS: str(config.purge_settle_seconds),
             },
@@ -134,10 +136,23 @@ class Consolidation(Construct):
             self.purge, storage.conversations, "dynamodb:Query", "dynamodb:BatchWriteItem"
         )
         storage.grant(self.purge, storage.users, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # services/profile.py: purge_record reads the DELETING record (GetItem); a session's
+        # purge lists its owner's records (records_of_owner: Query), trims the provenance of
+        # those drawn from other sessions too (save_record: conditional PutItem); both, and a
+        # forget's purge, delete records in batches (remove_records: BatchWriteItem).
+        storage.grant(
+            self.purge,
+            storage.records,
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:PutItem",
+            "dynamodb:BatchWriteItem",
+        )
         long_term.grant(self.purge, delete_by_query=[schema.MEMORY_INDEX])
         for table, dlq_id, trigger in (
             (storage.sessions, "SessionPurgeDlq", schema.SESSION_PURGE_TRIGGER),
             (storage.users, "UserPurgeDlq", schema.USER_PURGE_TRIGGER),
+            (storage.records, "RecordPurgeDlq", schema.RECORD_PURGE_TRIGGER),
         ):
             self._subscribe(
                 self.purge,
@@ -230,9 +245,33 @@ def grant_consolidation(
 ) -> None:
     """What consolidating a session calls (services/consolidation.py): the session item and its
     turns, both models, and the memory index (bulk upsert; delete-by-query to take back what a
-    session deleted meanwhile left there). No search."""
+    session deleted meanwhile left there).
+
+    The profile (services/profile.py): remember_summary and remember_facts read a record
+    (get_record: GetItem), the owner's records (records_of_owner: Query) and write them
+    (put_record, save_record: conditional PutItem); a session deleted meanwhile takes its
+    records along (drop_session_records -> remove_records: BatchWriteItem). After writing
+    records' entries it checks the records are still live (live: BatchGetItem), and a summary
+    the caller deleted meanwhile is marked deleting (mark_record_deleting: UpdateItem). A fact
+    without a subject is merged with a near duplicate found by a k-NN search of the memory
+    index."""
     storage.grant(function, storage.sessions, "dynamodb:GetItem", "dynamodb:UpdateItem")
     storage.grant(function, storage.conversations, "dynamodb:Query")
+    storage.grant(
+        function,
+        storage.records,
+        "dynamodb:GetItem",
+        "dynamodb:Query",
+        "dynamodb:PutItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchWriteItem",
+        "dynamodb:BatchGetItem",
+    )
     models.grant_text(function)
     models.grant_embed(function)
-    long_term.grant(function, bulk=[schema.MEMORY_INDEX], delete_by_query=[schema.MEMORY_INDEX])
+    long_term.grant(
+        function,
+        search=[schema.MEMORY_INDEX],
+        bulk=[schema.MEMORY_INDEX],
+        delete_by_query=[schema.MEMORY_INDEX],
+    )

@@ -380,32 +380,35 @@ class LongTermMemory(Construct):
         function: lambda_.Function,
         *,
         search: Sequence[str] = (),
+        msearch: Sequence[str] = (),
         bulk: Sequence[str] = (),
         delete_by_query: Sequence[str] = (),
     ) -> None:
         """Exactly these operations, each on the named indexes (schema.LONG_TERM_INDEXES):
-        `search` (POST /<index>/_search), `bulk` (index documents: POST /<index>/_bulk) and
+        `search` (POST /<index>/_search), `msearch` (several searches of one index in one
+        request: POST /<index>/_msearch), `bulk` (index documents: POST /<index>/_bulk) and
         `delete_by_query` (POST /<index>/_delete_by_query). The role is mapped to the runtime's
         OpenSearch role (a domain) or named in the data access policy (Serverless).
 
-        The adapter names the index in the bulk path, and the domain refuses an index named in
-        a bulk body (rest.action.multi.allow_explicit_index), so IAM ties each bulk write to
-        its index."""
-        unknown = set(search) | set(bulk) | set(delete_by_query)
+        The adapter names the index in the bulk and msearch paths, and the domain refuses an
+        index named in their bodies (rest.action.multi.allow_explicit_index), so IAM ties each
+        bulk write and each multi-search to its index."""
+        unknown = set(search) | set(msearch) | set(bulk) | set(delete_by_query)
         unknown -= set(schema.LONG_TERM_INDEXES)
-        if unknown or not (search or bulk or delete_by_query):
+        if unknown or not (search or msearch or bulk or delete_by_query):
             raise ValueError(f"grant named no operation or an unknown index: {sorted(unknown)}")
         role = function.role
         assert role is not None
         self._runtime_roles.arns.append(role.role_arn)
         if self.domain is not None:
             paths = [f"/{index}/_search" for index in search]
+            paths += [f"/{index}/_msearch" for index in msearch]
             paths += [f"/{index}/_bulk" for index in bulk]
             paths += [f"/{index}/_delete_by_query" for index in delete_by_query]
             self._allow_http(role, _POST, paths)
             return
         permissions: dict[str, set[str]] = {}
-        for index in search:
+        for index in (*search, *msearch):
             permissions.setdefault(index, set()).add(_SERVERLESS_READ)
         # A Serverless upsert deletes the documents' keys by query before indexing them.
         for index in (*bulk, *delete_by_query):
@@ -414,6 +417,7 @@ class LongTermMemory(Construct):
             f"{operation} {', '.join(indexes)}"
             for operation, indexes in (
                 ("search", search),
+                ("msearch", msearch),
                 ("bulk", bulk),
                 ("delete_by_query", delete_by_query),
             )
@@ -424,16 +428,19 @@ class LongTermMemory(Construct):
         self._grant_collection(role)
 
     def _grant_setup(self) -> None:
-        """Index creation (HEAD, then PUT /<index>), and on a domain the two security API paths
-        of the runtime role, which the setup writes with PUT as the FGAC master user."""
+        """Index creation (HEAD, then PUT /<index>), the fields a newer schema adds to an
+        existing index (GET, then PUT /<index>/_mapping), and on a domain the two security API
+        paths of the runtime role, which the setup writes with PUT as the FGAC master user."""
         if self.domain is not None:
             indexes = [f"/{index}" for index in schema.LONG_TERM_INDEXES]
+            mappings = [f"/{index}/_mapping" for index in schema.LONG_TERM_INDEXES]
             security = [
                 f"/_plugins/_security/api/{path}/{schema.OPENSEARCH_RUNTIME_ROLE}"
                 for path in ("roles", "rolesmapping")
             ]
             self._allow_http(self._setup_role, "es:ESHttpHead", indexes)
-            self._allow_http(self._setup_role, "es:ESHttpPut", [*indexes, *security])
+            self._allow_http(self._setup_role, "es:ESHttpGet", mappings)
+            self._allow_http(self._setup_role, "es:ESHttpPut", [*indexes, *mappings, *security])
         else:
             self._grant_collection(self._setup_role)
 
@@ -476,12 +483,15 @@ class LongTermMemory(Construct):
             {"Description": description, "Rules": rules(permissions), "Principal": [role_arn]}
             for description, role_arn, permissions in self._serverless_grants
         ]
+        # DescribeIndex: HEAD /<index> and GET /<index>/_mapping; UpdateIndex: PUT
+        # /<index>/_mapping (the fields a newer schema adds to an existing index).
         setup = {
-            index: {"aoss:CreateIndex", "aoss:DescribeIndex"} for index in schema.LONG_TERM_INDEXES
+            index: {"aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex"}
+            for index in schema.LONG_TERM_INDEXES
         }
         entries.append(
             {
-                "Description": "Index setup: look up and create the indexes",
+                "Description": "Index setup: look up, create and extend the indexes",
                 "Rules": rules(setup),
                 "Principal": [self._setup_role.role_arn],
             }

@@ -59,16 +59,19 @@ class OperatorTools(Construct):
             handler="handlers.redrive.handler",
             description="Operator tool: consolidate FAILED sessions again, restart stalled forgets",
             environment={
-                **storage.environment(storage.sessions, storage.conversations, storage.users),
+                **storage.environment(
+                    storage.sessions, storage.conversations, storage.users, storage.records
+                ),
                 **models.environment,
                 **long_term.environment,
             },
             timeout=OPERATOR_TIMEOUT,
             memory_mb=1024,
         )
-        # What consolidation calls, plus the scan that finds FAILED sessions (failed_sessions),
-        # and for forgets whose purge record was dead-lettered: the scan that finds them
-        # (pending_user_purges), the read and the touch that restarts their purge.
+        # What consolidation calls (the profile's records included), plus the scan that finds
+        # FAILED sessions (failed_sessions), and for forgets whose purge record was
+        # dead-lettered: the scan that finds them (pending_user_purges), the read and the touch
+        # that restarts their purge.
         grant_consolidation(self.redrive, storage, models, long_term)
         storage.grant(self.redrive, storage.sessions, "dynamodb:Scan")
         storage.grant(

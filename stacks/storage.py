@@ -1,4 +1,5 @@
-"""Short-term memory storage: the sessions, conversations and users tables, built from schema.py."""
+"""Short-term memory storage: the sessions, conversations, users and records tables, built from
+schema.py."""
 
 from __future__ import annotations
 
@@ -44,10 +45,13 @@ class Storage(Construct):
         self.sessions = self._table("Sessions", schema.SESSIONS, production)
         self.conversations = self._table("Conversations", schema.CONVERSATIONS, production)
         self.users = self._table("Users", schema.USERS, production)
+        # The caller's profile (issue 13): facts, preferences and session summaries.
+        self.records = self._table("Records", schema.RECORDS, production)
         self.specs: dict[str, schema.TableSpec] = {
             self.sessions.node.path: schema.SESSIONS,
             self.conversations.node.path: schema.CONVERSATIONS,
             self.users.node.path: schema.USERS,
+            self.records.node.path: schema.RECORDS,
         }
         self._acknowledged: set[tuple[iam.IRole, dynamodb.Table]] = set()
 

@@ -17,9 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmemory import schema
-from chatmemory.domain import Page, PurgeEntry, Session, Turn, UserState, message_key
+from chatmemory.domain import (
+    MemoryRecord,
+    Page,
+    PurgeEntry,
+    Session,
+    Turn,
+    UserState,
+    message_key,
+)
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound
-from chatmemory.schema import VISIBLE_STATUSES, PurgeState, SessionStatus
+from chatmemory.schema import VISIBLE_STATUSES, PurgeState, RecordStatus, SessionStatus
 
 _SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
@@ -60,6 +68,7 @@ class InMemoryShortTermMemory:
     _sessions: dict[str, _Row] = field(default_factory=dict)
     _turns: dict[str, dict[int, Turn]] = field(default_factory=dict)
     _users: dict[str, _UserRow] = field(default_factory=dict)
+    _records: dict[tuple[str, str], MemoryRecord] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     # --- users ------------------------------------------------------------------------------
@@ -262,6 +271,12 @@ class InMemoryShortTermMemory:
             if row is not None and row.session.status == SessionStatus.FAILED:
                 row.session.consolidation_attempts = 0
 
+    def forget_summary(self, session_id: str) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is not None and row.session.status != SessionStatus.DELETING:
+                row.session.summary_forgotten = True
+
     def update_running_summary(
         self, session_id: str, summary: str, through_turn: int, expected_through: int
     ) -> bool:
@@ -342,7 +357,9 @@ class InMemoryShortTermMemory:
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
         return [t for t in self._ordered(session_id) if after < t.turn <= through]
 
-    def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
+    def append_turn(
+        self, session: Session, turn: Turn, *, keep_message_ids: int, rename: str | None = None
+    ) -> Session:
         number = session.num_turns + 1
         turn.turn = number
         with self._lock:
@@ -367,6 +384,9 @@ class InMemoryShortTermMemory:
                     del stored.recent_messages[key]
             if stored.status == SessionStatus.OPEN:
                 row.sweep_bucket = schema.idle_bucket(turn.created_at)
+            if rename:
+                stored.name, stored.auto_named = rename, False
+                session.name, session.auto_named = rename, False
             turns[number] = copy.deepcopy(turn)
             session.num_turns = number
             session.last_active_at = turn.created_at
@@ -395,6 +415,88 @@ class InMemoryShortTermMemory:
             for number in doomed:
                 del stored[number]
             return len(doomed)
+
+    # --- records ----------------------------------------------------------------------------
+
+    def put_record(self, record: MemoryRecord) -> bool:
+        with self._lock:
+            key = (record.user_id, record.record_id)
+            if key in self._records:
+                return False
+            self._records[key] = copy.deepcopy(record)
+            return True
+
+    def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:
+        with self._lock:
+            found = self._records.get((owner, record_id))
+            return copy.deepcopy(found) if found else None
+
+    def list_records(
+        self, owner: str, record_type: str | None, limit: int, next_token: str | None
+    ) -> Page[MemoryRecord]:
+        with self._lock:
+            ordered = sorted(
+                (r for (o, _), r in self._records.items() if o == owner),
+                key=lambda r: r.record_id,
+                reverse=True,
+            )
+        if next_token:
+            after = _untoken(next_token, owner)["record_id"]
+            ordered = [r for r in ordered if r.record_id < after]
+        window = ordered[:limit]
+        items = [
+            copy.deepcopy(r)
+            for r in window
+            if r.status != RecordStatus.DELETING and (not record_type or r.type == record_type)
+        ]
+        token = None
+        if len(ordered) > limit and window:
+            token = _token({"owner": owner, "record_id": window[-1].record_id})
+        return Page(items, token)
+
+    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
+        with self._lock:
+            found = [copy.deepcopy(r) for (o, _), r in self._records.items() if o == owner]
+        yield from found
+
+    def save_record(self, record: MemoryRecord) -> bool:
+        with self._lock:
+            current = self._records.get((record.user_id, record.record_id))
+            if (
+                current is None
+                or current.version != record.version
+                or current.status == RecordStatus.DELETING
+            ):
+                return False
+            record.version += 1
+            self._records[(record.user_id, record.record_id)] = copy.deepcopy(record)
+            return True
+
+    def mark_record_deleting(self, owner: str, record_id: str) -> bool:
+        with self._lock:
+            current = self._records.get((owner, record_id))
+            if current is None or current.status == RecordStatus.DELETING:
+                return False
+            current.status = RecordStatus.DELETING
+            current.version += 1
+            return True
+
+    def remove_records(self, owner: str, record_ids: Sequence[str]) -> None:
+        with self._lock:
+            for record_id in record_ids:
+                self._records.pop((owner, record_id), None)
+
+    def live(
+        self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
+    ) -> tuple[set[str], set[str]]:
+        with self._lock:
+            records = {
+                rid
+                for rid in record_ids
+                if (r := self._records.get((owner, rid))) is not None
+                and r.status != RecordStatus.DELETING
+            }
+        return self.live_sessions(owner, session_ids), records
 
     # --- helpers ----------------------------------------------------------------------------
 

@@ -9,8 +9,16 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from chatmemory.clock import canonical_time
-from chatmemory.domain import Page, Session, Turn
-from chatmemory.schema import EXPORT_FORMAT, Intent, SessionStatus, SourceKind
+from chatmemory.domain import MemoryRecord, Page, Session, Turn
+from chatmemory.schema import (
+    EXPORT_FORMAT,
+    Intent,
+    RecordOrigin,
+    RecordStatus,
+    RecordType,
+    SessionStatus,
+    SourceKind,
+)
 
 if TYPE_CHECKING:
     from chatmemory.services.recall import RankedSession
@@ -243,6 +251,62 @@ class MemoryOut(_Model):
 
 class MemoryList(_Model):
     memories: list[MemoryOut]
+
+
+class ProvenanceOut(_Out):
+    session_id: str
+    turn: int
+    date: str
+
+
+class RecordOut(_Out):
+    record_id: str
+    type: RecordType
+    text: str
+    subject: str = Field(
+        default="", description="What it is about; a newer record on it supersedes this one."
+    )
+    status: Literal[RecordStatus.ACTIVE, RecordStatus.SUPERSEDED]
+    origin: RecordOrigin
+    created_at: str = Field(description="When it was said (or stated).")
+    updated_at: str
+    provenance: list[ProvenanceOut] = Field(
+        default=[], description="The turns of past sessions it was drawn from."
+    )
+    superseded_by: str | None = Field(default=None, description="The record that replaced it.")
+    valid_until: str | None = Field(default=None, description="When it was superseded.")
+
+
+class RecordEnvelope(_Model):
+    record: RecordOut
+
+    @classmethod
+    def of(cls, record: MemoryRecord) -> RecordEnvelope:
+        return cls(record=RecordOut.model_validate(record))
+
+
+class RecordList(_Model):
+    records: list[RecordOut]
+    next_token: str | None = None
+
+    @classmethod
+    def of(cls, records: Iterable[MemoryRecord], next_token: str | None) -> RecordList:
+        return cls(records=[RecordOut.model_validate(r) for r in records], next_token=next_token)
+
+
+# What a caller can state or correct: a fact or a preference, in a sentence or a few.
+RecordText = Annotated[str, Field(min_length=1, max_length=1000, pattern=r"\S")]
+
+
+class CreateRecordRequest(_Strict):
+    text: RecordText = Field(description="What to remember, e.g. 'I moved to Porto'.")
+    type: Literal["fact", "preference"] | None = Field(
+        default=None, description="fact or preference; inferred when absent."
+    )
+
+
+class UpdateRecordRequest(_Strict):
+    text: RecordText = Field(description="The corrected text; it is embedded again.")
 
 
 class DeletionStatus(_Out):

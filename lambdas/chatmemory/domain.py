@@ -7,7 +7,14 @@ import hashlib
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from chatmemory.schema import Intent, SessionStatus, SourceKind
+from chatmemory.schema import (
+    Intent,
+    RecordOrigin,
+    RecordStatus,
+    RecordType,
+    SessionStatus,
+    SourceKind,
+)
 
 T = TypeVar("T")
 
@@ -77,6 +84,12 @@ class Session:
     consolidation_summary: str | None = None
     consolidation_cursor: int = 0
     consolidation_round: int = 0
+    # True while the name is the generated "Session <date>": the first message with something
+    # in it names the session (a name the caller gave is never replaced).
+    auto_named: bool = False
+    # The caller deleted the session's summary record: a consolidation retried later must not
+    # write it again (see profile.remember_summary).
+    summary_forgotten: bool = False
 
     def turn_of(self, client_message_id: str | None) -> int | None:
         """The turn that stored this client message, if it is among the recent ones."""
@@ -116,8 +129,48 @@ class Turn:
     output_tokens: int | None = None
     # True when the model failed: the user's input is kept, a retry completes the turn.
     pending: bool = False
+    # False when the response is no model's answer (the offline responder's notes): kept for
+    # the conversation, never made into memory.
+    remember_response: bool = True
     degraded: bool = False
     expires_at: int | None = None
+
+
+@dataclass
+class Provenance:
+    """Where a record was said: a turn of a session, and when."""
+
+    session_id: str
+    turn: int
+    date: str
+
+
+@dataclass
+class MemoryRecord:
+    """One entry of the caller's profile: a fact, a preference or a session's summary.
+
+    `subject` names what the record is about ("residence", "pet", "job"...): a newer record
+    with the same type and subject supersedes an older one, which stays as history with the
+    date it stopped being true (`valid_until`) and its successor (`superseded_by`)."""
+
+    record_id: str
+    user_id: str  # the owner key
+    type: RecordType
+    text: str
+    created_at: str
+    updated_at: str
+    origin: RecordOrigin
+    status: RecordStatus = RecordStatus.ACTIVE
+    subject: str = ""
+    provenance: list[Provenance] = field(default_factory=list)
+    superseded_by: str | None = None
+    valid_until: str | None = None
+    version: int = 0
+
+    @property
+    def sessions(self) -> list[str]:
+        """The sessions it was drawn from, in order, each once."""
+        return list(dict.fromkeys(p.session_id for p in self.provenance))
 
 
 @dataclass

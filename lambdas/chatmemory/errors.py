@@ -28,6 +28,11 @@ class SessionNotFound(ChatMemoryError):
     status = 404
 
 
+class RecordNotFound(ChatMemoryError):
+    code = "record_not_found"
+    status = 404
+
+
 class SessionEnded(ChatMemoryError):
     code = "session_ended"
     status = 409

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
-from chatmemory.domain import Page, PurgeEntry, Session, Turn, UserState
-from chatmemory.schema import MemoryKind
+from chatmemory.domain import MemoryRecord, Page, PurgeEntry, Session, Turn, UserState
+from chatmemory.schema import MemoryKind, RecordType
 
 
 class SessionStore(Protocol):
@@ -84,6 +84,11 @@ class SessionStore(Protocol):
 
     def reset_consolidation(self, session_id: str) -> None: ...
 
+    def forget_summary(self, session_id: str) -> None:
+        """Mark for good that the caller deleted the session's summary record (nothing if the
+        session is gone or being deleted)."""
+        ...
+
     def update_running_summary(
         self, session_id: str, summary: str, through_turn: int, expected_through: int
     ) -> bool: ...
@@ -137,8 +142,11 @@ class TurnStore(Protocol):
 
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]: ...
 
-    def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
-        """Write `turn` as number num_turns + 1 together with the session counters, atomically.
+    def append_turn(
+        self, session: Session, turn: Turn, *, keep_message_ids: int, rename: str | None = None
+    ) -> Session:
+        """Write `turn` as number num_turns + 1 together with the session counters, atomically;
+        with `rename`, the session takes that name in the same write (auto_named goes False).
 
         Raises Conflict when the session changed since it was read (another turn won the race,
         or it is being deleted), SessionEnded when it is no longer OPEN. Returns the updated
@@ -159,8 +167,49 @@ class TurnStore(Protocol):
         ...
 
 
-class ShortTermMemory(SessionStore, TurnStore, Protocol):
-    """Both tables behind one adapter, because a turn is written atomically with its session."""
+class RecordStore(Protocol):
+    """The caller's profile records, one partition per owner key."""
+
+    def put_record(self, record: MemoryRecord) -> bool:
+        """Write a new record; False if one with its id exists (an extraction retried)."""
+        ...
+
+    def get_record(self, owner: str, record_id: str) -> MemoryRecord | None: ...
+
+    def list_records(
+        self, owner: str, record_type: str | None, limit: int, next_token: str | None
+    ) -> Page[MemoryRecord]:
+        """The owner's records (active and superseded, not deleting), newest first."""
+        ...
+
+    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
+        """Every record item of the owner, whatever its status (merges and purges)."""
+        ...
+
+    def save_record(self, record: MemoryRecord) -> bool:
+        """Replace a record conditional on its `version` (then incremented) and on it not being
+        deleted; False when it changed meanwhile."""
+        ...
+
+    def mark_record_deleting(self, owner: str, record_id: str) -> bool:
+        """The record's tombstone (one conditional write); False if missing or deleting."""
+        ...
+
+    def remove_records(self, owner: str, record_ids: Sequence[str]) -> None:
+        """Delete record items (the purge's last step)."""
+        ...
+
+    def live(
+        self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
+    ) -> tuple[set[str], set[str]]:
+        """Which sessions and records exist for `owner` and are visible, in one strongly
+        consistent read: whatever long-term memory returns is checked against this."""
+        ...
+
+
+class ShortTermMemory(SessionStore, TurnStore, RecordStore, Protocol):
+    """The tables behind one adapter: a turn is written atomically with its session, and one
+    read checks sessions and records together."""
 
 
 @dataclass
@@ -169,6 +218,8 @@ class Generation:
     model: str = ""
     input_tokens: int | None = None
     output_tokens: int | None = None
+    # False for text no model wrote (the offline responder): it is not made into memory.
+    remember: bool = True
 
 
 class TextGenerator(Protocol):
@@ -213,6 +264,12 @@ class MemoryDoc:
     source: str | None = None
     turn_from: int | None = None
     turn_to: int | None = None
+    # A profile record's entry: its id, when a newer record superseded it, and the sessions an
+    # extracted record was drawn from (it is recalled only while one of them exists; a record
+    # the caller stated or corrected lists none: it is theirs, whatever happens to sessions).
+    record_id: str | None = None
+    valid_until: str | None = None
+    sessions: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -240,6 +297,13 @@ class LongTermIndex(Protocol):
         self, index: str, text: str, k: int, user_id: str | None
     ) -> list[Candidate]: ...
 
+    def hybrid_search(
+        self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """vector_search and lexical_search together, in one request where the store allows
+        (a chat turn's recall costs one search)."""
+        ...
+
     def delete_session(self, user_id: str, session_id: str) -> None:
         """Forget every memory of one session; searchable no more once this returns."""
         ...
@@ -248,8 +312,31 @@ class LongTermIndex(Protocol):
         """Forget every memory of one owner key; searchable no more once this returns."""
         ...
 
+    def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
+        """Forget these entries of one owner key (a record's), searchable no more once this
+        returns."""
+        ...
+
     def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
         """Remove the verified passages of `doc_id` except those whose doc_key is in `keep`."""
+        ...
+
+
+@dataclass
+class ExtractedFact:
+    """A durable fact or preference found in a session: what, about what, said at which turn."""
+
+    type: RecordType
+    text: str
+    subject: str  # what it is about ("residence", "likes:coffee"), "" when nothing in particular
+    turn: int
+
+
+class Extractor(Protocol):
+    name: str
+
+    def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
+        """The user's durable facts and preferences in `turns`, each with its turn."""
         ...
 
 

@@ -188,7 +188,20 @@ USERS = TableSpec(
     env_var="USERS_TABLE",
 )
 
-TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS)
+# --- records (the caller's profile: facts, preferences, session summaries) ------------------
+
+# One item per record under the owner key, so a caller's records are one partition (listed,
+# searched and purged together) and a forgotten owner key takes them along.
+RECORD_ID = "record_id"
+
+RECORDS = TableSpec(
+    logical_name="records",
+    partition_key=KeyAttr(USER_ID, "S"),
+    sort_key=KeyAttr(RECORD_ID, "S"),
+    env_var="RECORDS_TABLE",
+)
+
+TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS, RECORDS)
 
 
 class SessionStatus(StrEnum):
@@ -217,16 +230,39 @@ class PurgeState(StrEnum):
 
 
 class Intent(StrEnum):
-    """How a message is answered: chat, `/past` recall or `/verified` documents."""
+    """How a message is answered: chat, `/past` recall, `/verified` documents, or `/remember`
+    (the caller states a record of their profile)."""
 
     CHAT = "chat"
     PAST = "past"
     VERIFIED = "verified"
+    REMEMBER = "remember"
 
 
 class SourceKind(StrEnum):
     SESSION = "session"
     PASSAGE = "passage"
+    RECORD = "record"
+
+
+class RecordType(StrEnum):
+    """What the caller's profile holds."""
+
+    FACT = "fact"  # who they are, people, places, plans, decisions
+    PREFERENCE = "preference"  # likes and dislikes
+    SUMMARY = "summary"  # what one past session was about
+
+
+class RecordStatus(StrEnum):
+    ACTIVE = "ACTIVE"
+    SUPERSEDED = "SUPERSEDED"  # a newer record about the same thing replaced it (history)
+    DELETING = "DELETING"  # deleted for every reader; the purge removes it
+
+
+class RecordOrigin(StrEnum):
+    EXTRACTED = "extracted"  # drawn from a session at consolidation
+    STATED = "stated"  # the caller said it (POST /memories/records, /remember)
+    CORRECTED = "corrected"  # the caller corrected its text
 
 
 class MemoryKind(StrEnum):
@@ -236,7 +272,16 @@ class MemoryKind(StrEnum):
     OPENING = "opening"
     CHUNK = "chunk"
     PASSAGE = "passage"
+    FACT = "fact"
+    PREFERENCE = "preference"
 
+
+# Auto-recall's block in a chat prompt sits between these lines (services/auto_recall.py writes
+# it; the offline responder reads it back).
+PROMPT_MEMORY_HEADER = (
+    "From earlier conversations with the user (dated; use only what helps with the message):"
+)
+PROMPT_MEMORY_FOOTER = "(End of earlier conversations.)"
 
 # The owner key of verified passages: they belong to no user, and every caller may read them.
 SHARED_OWNER = ""
@@ -312,6 +357,11 @@ SESSION_DELETING_FILTER: dict[str, Any] = {
     "eventName": ["MODIFY"],
     "dynamodb": {"NewImage": {STATUS: {"S": [SessionStatus.DELETING]}}},
 }
+# A record marked DELETING (by DELETE /memories/records/{id}).
+RECORD_DELETING_FILTER: dict[str, Any] = {
+    "eventName": ["MODIFY"],
+    "dynamodb": {"NewImage": {STATUS: {"S": [RecordStatus.DELETING]}}},
+}
 # A user whose forget request still has namespaces to purge.
 USER_PURGE_FILTER: dict[str, Any] = {
     "eventName": ["INSERT", "MODIFY"],
@@ -369,11 +419,20 @@ USER_PURGE_TRIGGER = StreamTrigger(
     timeout_seconds=300,
     batch_size=1,  # one forget request can mean thousands of sessions to mark
 )
+RECORD_PURGE_TRIGGER = StreamTrigger(
+    name="purge-record",
+    table=RECORDS,
+    handler="handlers.purge.handler",
+    filters=(RECORD_DELETING_FILTER,),
+    batch_size=10,
+    timeout_seconds=300,
+)
 STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (
     CONSOLIDATION_TRIGGER,
     COMPACTION_TRIGGER,
     SESSION_PURGE_TRIGGER,
     USER_PURGE_TRIGGER,
+    RECORD_PURGE_TRIGGER,
 )
 
 # --- environment variables read by Settings.from_env ----------------------------------------
@@ -381,6 +440,9 @@ STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (
 ENV_SESSIONS_TABLE = SESSIONS.env_var
 ENV_CONVERSATIONS_TABLE = CONVERSATIONS.env_var
 ENV_USERS_TABLE = USERS.env_var
+ENV_RECORDS_TABLE = RECORDS.env_var
+ENV_AUTO_RECALL = "AUTO_RECALL"
+ENV_MEMORY_TOKEN_BUDGET = "MEMORY_TOKEN_BUDGET"
 ENV_DYNAMODB_ENDPOINT = "DYNAMODB_ENDPOINT_URL"
 ENV_TEXT_BACKEND = "TEXT_BACKEND"
 ENV_EMBED_BACKEND = "EMBED_BACKEND"
@@ -483,6 +545,10 @@ def long_term_index_body(dimension: int) -> dict[str, Any]:
                 "source": {"type": "keyword"},
                 "turn_from": {"type": "integer"},
                 "turn_to": {"type": "integer"},
+                # A profile record's id, and when a newer record superseded it (history).
+                "record_id": {"type": "keyword"},
+                "valid_until": {"type": "date"},
+                "sessions": {"type": "keyword"},
                 "embedding": {
                     "type": "knn_vector",
                     "dimension": dimension,

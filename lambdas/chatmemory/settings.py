@@ -50,6 +50,7 @@ class Settings(BaseModel):
     sessions_table: str = "sessions"
     conversations_table: str = "conversations"
     users_table: str = "users"
+    records_table: str = "records"
     dynamodb_endpoint: str | None = None
     text_backend: TextBackend = TextBackend.OFFLINE
     embed_backend: EmbedBackend = EmbedBackend.OFFLINE
@@ -91,6 +92,10 @@ class Settings(BaseModel):
     idle_minutes: Positive = 30
     # How long a purge waits after a forget before trusting the user index (its lag).
     purge_settle_seconds: float = Field(default=30.0, ge=0)
+    # Ordinary chat turns bring relevant long-term memory into the prompt (not only /past),
+    # at most this many tokens of it.
+    auto_recall: Flag = True
+    memory_token_budget: int = Field(default=400, ge=0)
     # Origins a browser page may call the API from ("*": any); none by default.
     cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = ()
 
@@ -114,6 +119,9 @@ ENV: dict[str, str] = {
     "sessions_table": s.ENV_SESSIONS_TABLE,
     "conversations_table": s.ENV_CONVERSATIONS_TABLE,
     "users_table": s.ENV_USERS_TABLE,
+    "records_table": s.ENV_RECORDS_TABLE,
+    "auto_recall": s.ENV_AUTO_RECALL,
+    "memory_token_budget": s.ENV_MEMORY_TOKEN_BUDGET,
     "dynamodb_endpoint": s.ENV_DYNAMODB_ENDPOINT,
     "text_backend": s.ENV_TEXT_BACKEND,
     "embed_backend": s.ENV_EMBED_BACKEND,

@@ -8,8 +8,16 @@ from functools import cache, lru_cache
 from typing import Any
 
 from chatmemory.errors import ConfigurationError
-from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory, Summarizer, TextGenerator
+from chatmemory.ports import (
+    Embedder,
+    Extractor,
+    LongTermIndex,
+    ShortTermMemory,
+    Summarizer,
+    TextGenerator,
+)
 from chatmemory.schema import EmbedBackend, LongTermBackend, TextBackend
+from chatmemory.services.auto_recall import AutoRecallPolicy
 from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.consolidation import ConsolidationPolicy
 from chatmemory.services.forget import PurgePolicy
@@ -44,6 +52,7 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
         cfg.sessions_table,
         cfg.conversations_table,
         cfg.users_table,
+        cfg.records_table,
     )
 
 
@@ -55,7 +64,8 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
 def _offline_text(cfg: Settings) -> TextGenerator:
     from chatmemory.adapters.offline.responder import OfflineResponder
 
-    return OfflineResponder()
+    # Quotes by meaning with the configured embedder, built on first use (it is cached).
+    return OfflineResponder(lambda: embedder(cfg))
 
 
 def _sagemaker_text(cfg: Settings) -> TextGenerator:
@@ -217,6 +227,12 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
         keep_message_ids=cfg.keep_message_ids,
         turn_ttl_days=cfg.turn_ttl_days,
         recall_weights=RecallWeights.parse(cfg.recall_weights, cfg.recency_half_life_days),
+        auto_recall=AutoRecallPolicy(
+            enabled=cfg.auto_recall,
+            token_budget=cfg.memory_token_budget,
+            half_life_days=cfg.recency_half_life_days,
+        ),
+        rewrite_follow_ups=cfg.text_backend != TextBackend.OFFLINE,
     )
 
 
@@ -253,6 +269,16 @@ def chat_deps() -> ChatDeps:
     )
 
 
+def extractor(cfg: Settings | None = None) -> Extractor:
+    """Offline: first-person statements by pattern. Otherwise the text model, bounded."""
+    from chatmemory.services.extract import ModelExtractor, PatternExtractor
+
+    cfg = cfg or settings()
+    if cfg.text_backend == TextBackend.OFFLINE:
+        return PatternExtractor()
+    return ModelExtractor(text_generator(cfg))
+
+
 @dataclass
 class ConsolidationDeps:
     memory: ShortTermMemory
@@ -260,6 +286,7 @@ class ConsolidationDeps:
     embedder: Embedder
     index: LongTermIndex
     policy: ConsolidationPolicy
+    extractor: Extractor | None = None
 
 
 @lru_cache(maxsize=1)
@@ -274,6 +301,7 @@ def consolidation_deps() -> ConsolidationDeps:
         embedder=embedder(cfg),
         index=index,
         policy=ConsolidationPolicy(roles=Roles(cfg.user_role, cfg.assistant_role)),
+        extractor=extractor(cfg),
     )
 
 

@@ -26,8 +26,11 @@ from pydantic import BeforeValidator
 
 from chatmemory import api_models as m
 from chatmemory import wiring
-from chatmemory.errors import ChatMemoryError, ConfigurationError
-from chatmemory.services import chat, forget, recall, sessions
+from chatmemory.errors import ChatMemoryError, ConfigurationError, LongTermMemoryUnavailable
+from chatmemory.ports import Embedder, LongTermIndex
+from chatmemory.schema import RecordType
+from chatmemory.services import chat, forget, profile, recall, sessions
+from chatmemory.services.access import owner_of
 from handlers.http import (
     UnsupportedMediaType,
     caller_id,
@@ -268,6 +271,104 @@ def deletion_status() -> m.DeletionStatus:
     return m.DeletionStatus.model_validate(
         forget.deletion_status(wiring.chat_deps().memory, _user())
     )
+
+
+RecordId = Annotated[str, Path(description="A record id from GET /memories/records.")]
+
+
+@router.get(
+    "/memories/records",
+    summary="What is remembered about the caller",
+    description=(
+        "The caller's profile: facts, preferences and session summaries, newest first, each "
+        "with its provenance and, when a newer record replaced it, what superseded it. With "
+        "q, the records closest to q by meaning and words instead (no next_token)."
+    ),
+)
+def list_records(
+    type: Annotated[RecordType | None, Query(description="fact, preference or summary.")] = None,  # noqa: A002
+    q: Annotated[str | None, Query(min_length=1, max_length=1000, description="A search.")] = None,
+    limit: Limit = 20,
+    next_token: NextToken = None,
+) -> m.RecordList:
+    deps = wiring.chat_deps()
+    if q:
+        index, embedder = _long_term(deps)
+        found = profile.search_records(
+            deps.memory, _user(), q, record_type=type, limit=limit, embedder=embedder, index=index
+        )
+        return m.RecordList.of(found, None)
+    records, token = profile.list_records(
+        deps.memory, _user(), record_type=type, limit=limit, next_token=next_token
+    )
+    return m.RecordList.of(records, token)
+
+
+@router.post(
+    "/memories/records",
+    summary="Remember something",
+    description=(
+        "The caller states a fact or a preference (the chat command /remember does the "
+        "same). A newer record about the same thing (where they live, their job, a liking) "
+        "supersedes the older one, which is kept as history."
+    ),
+    responses={201: {"description": "Remembered"}},
+)
+def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.RecordEnvelope, int]:
+    deps = wiring.chat_deps()
+    index, embedder = _long_term(deps)
+    record = profile.state_record(
+        owner_of(deps.memory, _user()),
+        body.text,
+        record_type=RecordType(body.type) if body.type else None,
+        memory=deps.memory,
+        embedder=embedder,
+        index=index,
+        now=deps.clock(),
+    )
+    return m.RecordEnvelope.of(record), 201
+
+
+@router.patch(
+    "/memories/records/<record_id>",
+    summary="Correct a record",
+    description="Replaces the record's text (it is embedded again); its history is kept.",
+)
+def correct_record(
+    record_id: RecordId, body: Annotated[m.UpdateRecordRequest, Body()]
+) -> m.RecordEnvelope:
+    deps = wiring.chat_deps()
+    index, embedder = _long_term(deps)
+    record = profile.correct_record(
+        _user(),
+        record_id,
+        body.text,
+        memory=deps.memory,
+        embedder=embedder,
+        index=index,
+        now=deps.clock(),
+    )
+    return m.RecordEnvelope.of(record)
+
+
+@router.delete(
+    "/memories/records/<record_id>",
+    summary="Delete a record",
+    description=(
+        "The record is unreachable at once (never recalled, listed or searched again) and "
+        "removed in the background."
+    ),
+    responses={204: {"description": "Deleted"}},
+)
+def delete_record(record_id: RecordId) -> Response[None]:
+    profile.delete_record(wiring.chat_deps().memory, _user(), record_id)
+    return Response(status_code=204, body=None)
+
+
+def _long_term(deps: chat.ChatDeps) -> tuple[LongTermIndex, Embedder]:
+    if deps.long_term is None or deps.embedder is None:
+        raise LongTermMemoryUnavailable("no long-term memory is configured")
+    return deps.long_term, deps.embedder
 
 
 def _user() -> str:

@@ -38,6 +38,7 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
         policy=deps.policy,
         now=datetime.now(UTC),
         time_left=remaining_seconds(lambda_context),
+        extractor=deps.extractor,
     )
     logger.info("consolidation", extra={"result": result.__dict__})
     metrics.add_metric(name=f"Sessions{result.outcome.title()}", unit=MetricUnit.Count, value=1)

@@ -2,9 +2,11 @@
 long-term indexes from schema.py at deploy time.
 
 Create/Update: on a managed domain map the runtime roles (fine-grained access control), then
-create both indexes through the runtime's own OpenSearchLongTermIndex. Delete: nothing (the
-indexes go with the domain or collection). The Provider framework answers CloudFormation: a
-return is SUCCESS, an exception is FAILED with its message.
+create both indexes through the runtime's own OpenSearchLongTermIndex, or add to an existing one
+the fields a newer schema.py defines (a new mapping changes the resource's IndexBodySha256, so a
+deployment runs an Update). Delete: nothing (the indexes go with the domain or collection). The
+Provider framework answers CloudFormation: a return is SUCCESS, an exception is FAILED with its
+message.
 """
 
 from __future__ import annotations
@@ -39,7 +41,8 @@ MARGIN_SECONDS = 30.0
 
 
 def setup(role_arns: Sequence[str], *, region: str) -> None:
-    """Map the runtime roles (domain only) and create the indexes if missing."""
+    """Map the runtime roles (domain only), create the indexes if missing and add missing
+    fields to the existing ones (idempotent: a rerun finds nothing to add)."""
     from chatmemory.adapters.opensearch import OpenSearchLongTermIndex, opensearch_client
     from chatmemory.adapters.opensearch_security import OpenSearchSecurity
 

@@ -1,5 +1,6 @@
 """Purge Lambda: physical deletion of what callers deleted (sessions stream: a session marked
-DELETING; users stream: a forget request). See services/forget.py for why it is safe."""
+DELETING; users stream: a forget request; records stream: a profile record marked DELETING).
+See services/forget.py for why it is safe."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
 from chatmemory.services.forget import purge_session, purge_user
+from chatmemory.services.profile import purge_record
 from chatmemory.streams import key_of, matches
-from handlers.batch import stream_processor
+from handlers.batch import remaining_seconds, stream_processor
 
 logger = Logger(service="purge")
 metrics = Metrics(namespace="ChatMemory", service="purge")
@@ -24,35 +26,44 @@ processor = stream_processor()
 
 def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None = None) -> None:
     deps = wiring.purge_deps()
-
-    def time_left() -> float:
-        if lambda_context is None:
-            return float("inf")
-        return lambda_context.get_remaining_time_in_millis() / 1000
-
-    keys = record.raw_event["dynamodb"]["Keys"]
-    if schema.SESSION_ID in keys:
-        if not matches(schema.SESSION_DELETING_FILTER, record.raw_event):
+    time_left = remaining_seconds(lambda_context)
+    event = record.raw_event
+    keys = event["dynamodb"]["Keys"]
+    if schema.RECORD_ID in keys:  # a profile record deleted through the API
+        if not matches(schema.RECORD_DELETING_FILTER, event):
+            return
+        purged = purge_record(
+            key_of(event, schema.USER_ID),
+            key_of(event, schema.RECORD_ID),
+            memory=deps.memory,
+            index=deps.index,
+        )
+        outcome = "purged" if purged else "gone"
+    elif schema.SESSION_ID in keys:
+        if not matches(schema.SESSION_DELETING_FILTER, event):
             return
         result = purge_session(
-            key_of(record.raw_event, schema.SESSION_ID),
+            key_of(event, schema.SESSION_ID),
             memory=deps.memory,
             index=deps.index,
             time_left=time_left,
             policy=deps.policy,
         )
+        outcome = result.outcome
+        logger.info("purge", extra={"result": result.__dict__})
     else:
-        if not matches(schema.USER_PURGE_FILTER, record.raw_event):
+        if not matches(schema.USER_PURGE_FILTER, event):
             return
         result = purge_user(
-            key_of(record.raw_event, schema.USER_ID),
+            key_of(event, schema.USER_ID),
             memory=deps.memory,
             index=deps.index,
             time_left=time_left,
             policy=deps.policy,
         )
-    logger.info("purge", extra={"result": result.__dict__})
-    metrics.add_metric(name=f"Purge{result.outcome.title()}", unit=MetricUnit.Count, value=1)
+        outcome = result.outcome
+        logger.info("purge", extra={"result": result.__dict__})
+    metrics.add_metric(name=f"Purge{outcome.title()}", unit=MetricUnit.Count, value=1)
 
 
 @logger.inject_lambda_context

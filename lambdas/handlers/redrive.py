@@ -31,6 +31,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         embedder=deps.embedder,
         index=deps.index,
         policy=deps.policy,
+        extractor=deps.extractor,
         now=datetime.now(UTC),
     )
     purges = rekick_user_purges(deps.memory)

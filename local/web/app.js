@@ -14,6 +14,28 @@ const POLL_LIMIT_MS = 5 * 60 * 1000;
 // Statuses and intents come from the API's own definitions (schema.js, generated).
 const STATUS = SCHEMA.SessionStatus;
 const INTENT = SCHEMA.Intent;
+const SOURCE = SCHEMA.SourceKind;
+// Record types, statuses and origins: generated into schema.js from chatmemory.schema.
+const RECORD_TYPE = SCHEMA.RecordType;
+const RECORD_STATUS = SCHEMA.RecordStatus;
+const RECORD_ORIGIN = SCHEMA.RecordOrigin;
+const RECORD_TYPE_TEXT = {
+  [RECORD_TYPE.FACT]: "fact",
+  [RECORD_TYPE.PREFERENCE]: "preference",
+  [RECORD_TYPE.SUMMARY]: "session summary",
+};
+const INTENT_BADGE = {
+  [INTENT.PAST]: "recalled",
+  [INTENT.VERIFIED]: "verified",
+  [INTENT.REMEMBER]: "remembered",
+};
+const SOURCES_LABEL = {
+  [INTENT.PAST]: "Sessions used",
+  [INTENT.VERIFIED]: "Cited passages",
+  [INTENT.REMEMBER]: "Remembered",
+};
+const RECORDS_PAGE = 100;
+const RECORDS_CAP = 1000;
 const STATUS_TEXT = {
   [STATUS.OPEN]: "open",
   [STATUS.ENDED]: "consolidating",
@@ -28,6 +50,12 @@ const state = {
   turns: [],
   polling: null,
   sending: false,
+  records: [], // the caller's records (every type), as GET /memories/records lists them
+  recordsLoaded: false,
+  recordsComplete: true,
+  editing: null, // the record_id being corrected
+  draft: "", // its text as typed so far (kept when the panel is drawn again meanwhile)
+  profileLoading: null,
 };
 
 const $ = (id) => document.getElementById(id);
@@ -243,6 +271,7 @@ async function deleteSession(session) {
     `Delete "${session.name}"? Its turns and its long-term memories are removed for good.`);
   if (!ok) return;
   await api("DELETE", `/sessions/${encodeURIComponent(session.session_id)}`);
+  loadProfile(); // the records drawn only from it go with it
   state.sessions = state.sessions.filter((s) => s.session_id !== session.session_id);
   if (state.current && state.current.session_id === session.session_id) {
     stopPolling();
@@ -267,6 +296,8 @@ function startPolling(sessionId) {
         state.polling = setTimeout(tick, POLL_MS);
       } else {
         state.polling = null;
+        // Consolidation draws facts, preferences and a summary from the session.
+        if (session.status === STATUS.CONSOLIDATED) loadProfile();
       }
     } catch (error) {
       state.polling = null;
@@ -339,7 +370,7 @@ function setComposer(enabled) {
   $("message").disabled = !enabled || state.sending;
   $("send").disabled = !enabled || state.sending;
   $("message").placeholder = enabled
-    ? "Message… (Enter sends, Shift+Enter for a new line; try /past or /verified)"
+    ? "Message… (Enter sends, Shift+Enter for a new line; try /past, /verified or /remember)"
     : (state.current ? "This session has ended: start a new session to keep chatting."
       : "Start or pick a session to chat.");
 }
@@ -350,8 +381,9 @@ function renderTurns() {
   $("welcome").hidden = Boolean(state.current);
   if (state.current && !state.turns.length) {
     list.append(el("li", { class: "hint muted" },
-      "Say something. Ask ", el("code", { text: "/past …" }), " to recall an ended session, or ",
-      el("code", { text: "/verified …" }), " to answer from verified documents."));
+      "Say something. Ask ", el("code", { text: "/past …" }), " to recall an ended session, ",
+      el("code", { text: "/verified …" }), " to answer from verified documents, or ",
+      el("code", { text: "/remember …" }), " to add to what I remember about you."));
   }
   scrollToEnd();
 }
@@ -364,8 +396,8 @@ function renderTurn(turn) {
     el("p", { class: "text", text: turn.input }),
     turn.created_at ? el("time", { class: "muted small", datetime: turn.created_at, text: formatDate(turn.created_at) }) : null));
   const reply = el("div", { class: `bubble assistant intent-${turn.intent || INTENT.CHAT}` });
-  if (turn.intent && turn.intent !== INTENT.CHAT) {
-    reply.append(el("span", { class: `intent-badge intent-${turn.intent}`, text: turn.intent === INTENT.PAST ? "recalled" : "verified" }));
+  if (turn.intent && INTENT_BADGE[turn.intent]) {
+    reply.append(el("span", { class: `intent-badge intent-${turn.intent}`, text: INTENT_BADGE[turn.intent] }));
   }
   if (turn.sending) {
     reply.append(el("p", { class: "text muted typing", text: "thinking…" }));
@@ -384,10 +416,19 @@ function renderTurn(turn) {
   return item;
 }
 
+// What an answer used: past sessions (open them), records of the profile (their text and date;
+// show them in the panel) and verified passages (cited).
 function renderSources(turn) {
   const list = el("ul", { class: "source-list" });
   for (const source of turn.sources) {
-    if (source.kind === "session") {
+    if (source.kind === SOURCE.RECORD) {
+      list.append(el("li", { class: "source source-record" },
+        el("button", {
+          type: "button", class: "link", title: "Show it in What I remember about you",
+          onclick: () => showRecord(source.id).catch(showError),
+        }, source.title || source.id),
+        source.date ? el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }) : null));
+    } else if (source.kind === SOURCE.SESSION) {
       list.append(el("li", { class: "source" },
         el("button", {
           type: "button", class: "link", title: "Open this session",
@@ -404,7 +445,7 @@ function renderSources(turn) {
         source.date ? el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }) : null));
     }
   }
-  const label = turn.intent === INTENT.VERIFIED ? "Cited passages" : "Sessions used";
+  const label = SOURCES_LABEL[turn.intent] || "Memories used";
   return el("details", { class: "sources", open: true },
     el("summary", { text: `${label} (${turn.sources.length})` }), list);
 }
@@ -437,11 +478,21 @@ async function send(content, clientMessageId, placeholder) {
   setComposer(true);
   try {
     const data = await api("POST", `/sessions/${encodeURIComponent(session.session_id)}/messages`, body);
+    const firstChat = data.turn.intent === INTENT.CHAT
+      && !state.turns.some((t) => t !== placeholder && t.intent === INTENT.CHAT && t.turn);
     const index = state.turns.indexOf(placeholder);
     if (index >= 0) state.turns[index] = data.turn;
     else state.turns.push(data.turn);
     session.num_turns = Math.max(session.num_turns, data.turn.turn);
     upsertSession(session);
+    if (firstChat) {
+      // The first message with something in it names a session that has no name of its own.
+      api("GET", `/sessions/${encodeURIComponent(session.session_id)}`)
+        .then((fresh) => upsertSession(fresh.session)).catch(() => {});
+    }
+    if (data.turn.intent === INTENT.REMEMBER && !data.turn.pending) {
+      loadProfile({ announce: "Added what you asked me to remember." });
+    }
   } catch (error) {
     placeholder.sending = false;
     placeholder.failed = error.message;
@@ -484,6 +535,7 @@ async function retry(turn) {
 function guessIntent(content) {
   if (content.startsWith("/past")) return INTENT.PAST;
   if (content.startsWith("/verified")) return INTENT.VERIFIED;
+  if (content.startsWith("/remember")) return INTENT.REMEMBER;
   return INTENT.CHAT;
 }
 
@@ -513,6 +565,293 @@ async function searchMemories(event) {
   $("memory-results").hidden = false;
 }
 
+// --- what I remember about you (the records API) -----------------------------------------------
+
+async function loadRecordPages() {
+  let records = [];
+  let token = null;
+  do {
+    const next = token ? `&next_token=${encodeURIComponent(token)}` : "";
+    const page = await api("GET", `/memories/records?limit=${RECORDS_PAGE}${next}`);
+    records = records.concat(page.records);
+    token = page.next_token;
+  } while (token && records.length < RECORDS_CAP);
+  return { records, complete: !token };
+}
+
+// Reload the caller's records. Errors show in the panel, not as a toast: the rest of the page
+// works without them (a deployment without the records API). Calls made while one is under
+// way wait for it, then load again, so the last call sees the latest state.
+function loadProfile({ announce } = {}) {
+  if (state.profileLoading) {
+    return state.profileLoading.then(() => loadProfile({ announce }));
+  }
+  const asked = settings();
+  state.profileLoading = (async () => {
+    try {
+      const { records, complete } = await loadRecordPages();
+      const now = settings();
+      if (now.base !== asked.base || now.user !== asked.user) return; // another user meanwhile
+      state.records = records;
+      state.recordsLoaded = true;
+      state.recordsComplete = complete;
+      renderProfile();
+      if (announce) announceProfile(announce);
+    } catch (error) {
+      state.records = [];
+      state.recordsLoaded = false;
+      renderProfile();
+      announceProfile(`Could not load what I remember: ${error.message}`, true);
+    } finally {
+      state.profileLoading = null;
+    }
+  })();
+  return state.profileLoading;
+}
+
+// The panel's live region: what just changed (screen readers read it out).
+function announceProfile(text, failed = false) {
+  const status = $("profile-status");
+  status.textContent = text;
+  status.classList.toggle("error-text", failed);
+}
+
+function isSuperseded(record) {
+  return record.status === RECORD_STATUS.SUPERSEDED;
+}
+
+// Current records, each with the older ones it superseded (following superseded_by chains);
+// a superseded record whose successor is gone stays on its own, as history.
+function groupRecords(records) {
+  const byId = new Map(records.map((r) => [r.record_id, r]));
+  const headOf = (record) => {
+    let at = record;
+    const seen = new Set([at.record_id]);
+    while (at.superseded_by && byId.has(at.superseded_by) && !seen.has(at.superseded_by)) {
+      at = byId.get(at.superseded_by);
+      seen.add(at.record_id);
+    }
+    return at;
+  };
+  const groups = new Map();
+  for (const record of records) {
+    const head = headOf(record);
+    if (!groups.has(head.record_id)) groups.set(head.record_id, { record: head, history: [] });
+    if (head !== record) groups.get(head.record_id).history.push(record);
+  }
+  const until = (r) => r.valid_until || r.updated_at || r.created_at || "";
+  for (const group of groups.values()) group.history.sort((a, b) => until(b).localeCompare(until(a)));
+  // What holds now first (newest first, as listed), then history whose successor is gone.
+  return [...groups.values()].sort((a, b) => Number(isSuperseded(a.record)) - Number(isSuperseded(b.record)));
+}
+
+function renderProfile() {
+  const typing = document.activeElement && document.activeElement.closest
+    && document.activeElement.closest(".record-editor") ? document.activeElement : null;
+  const caret = typing && typing.tagName === "TEXTAREA" ? typing.selectionStart : null;
+  const profile = state.records.filter((r) => r.type !== RECORD_TYPE.SUMMARY);
+  const summaries = state.records.filter((r) => r.type === RECORD_TYPE.SUMMARY);
+  const list = $("record-list");
+  list.replaceChildren(...groupRecords(profile).map((g) => renderRecord(g.record, g.history)));
+  if (!profile.length && state.recordsLoaded) {
+    list.append(el("li", { class: "muted small empty",
+      text: "Nothing yet. Tell me something below, use /remember in the chat, or end a session." }));
+  }
+  if (!state.recordsComplete) {
+    list.append(el("li", { class: "muted small empty", text: `Showing the newest ${RECORDS_CAP}.` }));
+  }
+  $("summary-list").replaceChildren(...groupRecords(summaries).map((g) => renderRecord(g.record, g.history)));
+  $("summaries").hidden = !summaries.length;
+  $("summaries-label").textContent = `Session summaries (${summaries.length})`;
+  if (typing && state.editing) {
+    // Drawn again while a correction is typed (a refresh): keep the caret where it was.
+    const box = focusRecord(state.editing, "textarea");
+    if (box && caret !== null) box.setSelectionRange(caret, caret);
+  }
+}
+
+function recordMeta(record) {
+  const meta = el("p", { class: "muted small record-meta" });
+  if (isSuperseded(record)) {
+    meta.append(el("time", { datetime: record.created_at, text: formatDate(record.created_at, false) }),
+      " – until ", el("time", {
+        datetime: record.valid_until || record.updated_at,
+        text: formatDate(record.valid_until || record.updated_at, false),
+      }));
+  } else {
+    meta.append("since ", el("time", { datetime: record.created_at, text: formatDate(record.created_at, false) }));
+  }
+  const sessions = new Map();
+  for (const p of record.provenance || []) if (!sessions.has(p.session_id)) sessions.set(p.session_id, p);
+  if (sessions.size) {
+    meta.append(" · from the session of ");
+    [...sessions.values()].forEach((p, i) => {
+      if (i) meta.append(", ");
+      meta.append(el("button", {
+        type: "button", class: "link", title: "Open the session it was drawn from",
+        onclick: () => selectSession(p.session_id).catch(showError),
+      }, formatDate(p.date, false)));
+    });
+  } else if (record.origin === RECORD_ORIGIN.STATED) {
+    meta.append(" · you told me");
+  }
+  if (record.origin === RECORD_ORIGIN.CORRECTED) meta.append(` · corrected ${formatDate(record.updated_at, false)}`);
+  return meta;
+}
+
+function renderRecord(record, history = []) {
+  const superseded = isSuperseded(record);
+  const editing = state.editing === record.record_id;
+  const item = el("li", {
+    class: superseded ? "record superseded" : "record",
+    dataset: { recordId: record.record_id },
+    tabindex: "-1",
+  },
+    el("div", { class: "record-line" },
+      el("span", { class: `badge record-type type-${record.type}`, text: RECORD_TYPE_TEXT[record.type] || record.type }),
+      superseded ? el("span", { class: "muted small", text: "no longer true" }) : null),
+    editing ? renderEditor(record) : el("p", { class: "record-text", text: record.text }),
+    recordMeta(record),
+    editing ? null : el("div", { class: "record-actions" },
+      superseded ? null : el("button", {
+        type: "button", class: "link", "aria-label": `Correct: ${record.text}`,
+        onclick: () => startEditing(record),
+      }, "Correct"),
+      el("button", {
+        type: "button", class: "link danger-link", "aria-label": `Delete: ${record.text}`,
+        onclick: () => deleteRecord(record).catch(showError),
+      }, "Delete")));
+  if (history.length) {
+    item.append(el("details", { class: "record-history" },
+      el("summary", { text: `Earlier (${history.length})` }),
+      el("ul", { class: "record-list" }, history.map((old) => renderRecord(old)))));
+  }
+  return item;
+}
+
+function renderEditor(record) {
+  const id = `edit-${record.record_id.replace(/[^A-Za-z0-9_-]/g, "_")}`;
+  const box = el("textarea", { id, rows: "3", maxlength: "1000", required: true });
+  box.value = state.draft;
+  box.addEventListener("input", () => { state.draft = box.value; });
+  const form = el("form", {
+    class: "record-editor",
+    onsubmit: (event) => {
+      event.preventDefault();
+      correctRecord(record, box.value).catch(showError);
+    },
+  },
+    el("label", { for: id, class: "visually-hidden", text: "Corrected text" }),
+    box,
+    el("div", { class: "inline" },
+      el("button", { type: "submit", class: "primary" }, "Save"),
+      el("button", { type: "button", onclick: () => stopEditing(record) }, "Cancel")));
+  box.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") {
+      event.preventDefault();
+      stopEditing(record);
+    } else if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      form.requestSubmit();
+    }
+  });
+  return form;
+}
+
+function startEditing(record) {
+  state.editing = record.record_id;
+  state.draft = record.text;
+  renderProfile();
+  const box = focusRecord(record.record_id, "textarea");
+  if (box) box.setSelectionRange(box.value.length, box.value.length);
+}
+
+function stopEditing(record) {
+  state.editing = null;
+  renderProfile();
+  focusRecord(record.record_id, ".record-actions button");
+}
+
+async function correctRecord(record, text) {
+  const corrected = text.trim();
+  if (!corrected) return;
+  if (corrected === record.text) {
+    stopEditing(record);
+    return;
+  }
+  const path = `/memories/records/${encodeURIComponent(record.record_id)}`;
+  const updated = (await api("PATCH", path, { text: corrected })).record;
+  state.records = state.records.map((r) => (r.record_id === updated.record_id ? updated : r));
+  stopEditing(updated);
+  announceProfile(`Corrected: ${updated.text}`);
+}
+
+async function deleteRecord(record) {
+  const ok = window.confirm(
+    `Forget "${record.text}"? It is deleted for good and no answer will use it again.`);
+  if (!ok) return;
+  const item = document.querySelector(`#profile [data-record-id="${CSS.escape(record.record_id)}"]`);
+  const next = item && item.nextElementSibling ? item.nextElementSibling.dataset.recordId : null;
+  await api("DELETE", `/memories/records/${encodeURIComponent(record.record_id)}`);
+  if (state.editing === record.record_id) state.editing = null;
+  // What it had superseded stays, as history on its own: the server's list says how.
+  await loadProfile({ announce: `Forgotten: ${record.text}` });
+  if (!(next && focusRecord(next))) $("record-text").focus();
+}
+
+async function addRecord(event) {
+  event.preventDefault();
+  const box = $("record-text");
+  const text = box.value.trim();
+  if (!text) return;
+  const body = { text };
+  if ($("record-type").value) body.type = $("record-type").value;
+  $("record-save").disabled = true;
+  try {
+    const record = (await api("POST", "/memories/records", body)).record;
+    box.value = "";
+    $("record-type").value = "";
+    await loadProfile({
+      announce: `Remembered (${RECORD_TYPE_TEXT[record.type] || record.type}): ${record.text}`,
+    });
+  } finally {
+    $("record-save").disabled = false;
+  }
+}
+
+// The record's item in the panel, or an element in it; focused.
+function focusRecord(recordId, selector) {
+  const item = document.querySelector(`#profile [data-record-id="${CSS.escape(recordId)}"]`);
+  if (!item) return null;
+  const target = (selector && item.querySelector(selector)) || item;
+  target.focus();
+  return target;
+}
+
+// A record an answer used: bring it into view in the panel (opening what hides it).
+async function showRecord(recordId) {
+  if (!state.records.some((r) => r.record_id === recordId)) await loadProfile();
+  const item = document.querySelector(`#profile [data-record-id="${CSS.escape(recordId)}"]`);
+  if (!item) {
+    announceProfile("That memory is no longer stored.");
+    return;
+  }
+  for (let box = item.closest("details"); box; box = box.parentElement.closest("details")) box.open = true;
+  if (window.matchMedia("(max-width: 760px)").matches) toggleSidebar(true);
+  item.scrollIntoView({ block: "nearest" });
+  item.focus();
+  item.classList.remove("flash");
+  void item.offsetWidth; // restarts the highlight
+  item.classList.add("flash");
+}
+
+function fillRecordTypes() {
+  const select = $("record-type");
+  for (const type of [RECORD_TYPE.FACT, RECORD_TYPE.PREFERENCE]) {
+    select.append(el("option", { value: type, text: RECORD_TYPE_TEXT[type] }));
+  }
+}
+
 // --- settings ---------------------------------------------------------------------------------
 
 function openSettings() {
@@ -532,6 +871,9 @@ function saveSettings() {
   localStorage.removeItem(STORE.session);
   state.current = null;
   state.turns = [];
+  state.records = [];
+  state.recordsLoaded = false;
+  state.editing = null;
   describeConnection();
   start().catch(showError);
 }
@@ -566,6 +908,8 @@ async function start() {
   describeConnection();
   renderHeader();
   renderTurns();
+  renderProfile();
+  loadProfile(); // its errors show in the panel
   await loadSessions();
   const remembered = localStorage.getItem(STORE.session);
   const pick = state.sessions.find((s) => s.session_id === remembered)
@@ -590,6 +934,15 @@ function wire() {
   });
   $("memory-search").addEventListener("submit", guard(searchMemories));
   $("close-memories").addEventListener("click", () => { $("memory-results").hidden = true; });
+  fillRecordTypes();
+  $("record-add").addEventListener("submit", guard(addRecord));
+  $("record-text").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      $("record-add").requestSubmit();
+    }
+  });
+  $("refresh-profile").addEventListener("click", () => loadProfile({ announce: "Up to date." }));
   $("open-settings").addEventListener("click", openSettings);
   // Enter in a field submits with Save (the form's only submit button); Cancel just closes.
   $("cancel-settings").addEventListener("click", () => $("settings").close("cancel"));

@@ -4,7 +4,23 @@ const SCHEMA = Object.freeze({
   "Intent": {
     "CHAT": "chat",
     "PAST": "past",
+    "REMEMBER": "remember",
     "VERIFIED": "verified"
+  },
+  "RecordOrigin": {
+    "CORRECTED": "corrected",
+    "EXTRACTED": "extracted",
+    "STATED": "stated"
+  },
+  "RecordStatus": {
+    "ACTIVE": "ACTIVE",
+    "DELETING": "DELETING",
+    "SUPERSEDED": "SUPERSEDED"
+  },
+  "RecordType": {
+    "FACT": "fact",
+    "PREFERENCE": "preference",
+    "SUMMARY": "summary"
   },
   "SessionStatus": {
     "CONSOLIDATED": "CONSOLIDATED",
@@ -14,6 +30,7 @@ const SCHEMA = Object.freeze({
   },
   "SourceKind": {
     "PASSAGE": "passage",
+    "RECORD": "record",
     "SESSION": "session"
   }
 });

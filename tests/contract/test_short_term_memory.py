@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from chatmemory import wiring
-from chatmemory.domain import PurgeEntry, Session, Turn, UserState
+from chatmemory.domain import MemoryRecord, Provenance, PurgeEntry, Session, Turn, UserState
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound
 from chatmemory.ports import ShortTermMemory
-from chatmemory.schema import PurgeState, SessionStatus
+from chatmemory.schema import PurgeState, RecordOrigin, RecordType, SessionStatus
 from tests.memory_fake import InMemoryShortTermMemory
 
 T0 = "2026-11-23T10:00:00.000Z"
@@ -169,6 +169,28 @@ def test_turns_are_numbered_and_written_with_their_session(memory: ShortTermMemo
     assert [t.turn for t in memory.recent_turns("s1", 2)] == [2, 3]
     assert [t.turn for t in memory.turns_between("s1", 1, 2)] == [2]
     assert memory.get_turn("s1", 2).input == "two"  # type: ignore[union-attr]
+
+
+def test_a_turn_can_name_its_session_in_the_same_write(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1", auto_named=True)
+    renamed = memory.append_turn(
+        session, _turn("s1", "we adopt a greyhound"), keep_message_ids=50, rename="Adopting a dog"
+    )
+    stored = memory.get_session("s1")
+    assert stored is not None and stored.num_turns == 1
+    assert (stored.name, stored.auto_named) == ("Adopting a dog", False)
+    assert (renamed.name, renamed.auto_named) == ("Adopting a dog", False)
+    memory.append_turn(renamed, _turn("s1", "more"), keep_message_ids=50)
+    assert memory.get_session("s1").name == "Adopting a dog"  # type: ignore[union-attr]
+
+
+def test_a_forgotten_summary_is_marked_on_its_session_for_good(memory: ShortTermMemory) -> None:
+    _create(memory, "s1")
+    assert memory.get_session("s1").summary_forgotten is False  # type: ignore[union-attr]
+    memory.forget_summary("s1")
+    assert memory.get_session("s1").summary_forgotten is True  # type: ignore[union-attr]
+    memory.forget_summary("missing")  # a session gone meanwhile: nothing to mark, no error
+    assert memory.get_session("missing") is None
 
 
 def test_a_turn_of_a_stale_session_read_is_a_conflict_and_writes_nothing(
@@ -340,3 +362,77 @@ def test_a_consolidation_checkpoint_is_taken_once_per_round_and_cleared_at_the_e
     assert (
         done is not None and done.consolidation_summary is None and done.consolidation_cursor == 0
     )
+
+
+# --- records ----------------------------------------------------------------------------------
+
+
+def _record(rid: str, owner: str = "alice", **kw: Any) -> MemoryRecord:
+    return MemoryRecord(
+        rid, owner, kw.pop("type", RecordType.FACT), kw.pop("text", f"text of {rid}"), T0, T0,
+        RecordOrigin.EXTRACTED,
+        provenance=[Provenance("s1", 3, T0)], **kw,
+    )  # fmt: skip
+
+
+def test_a_record_is_written_once_and_reads_back(memory: ShortTermMemory) -> None:
+    record = _record("2026-01-01-a", subject="residence")
+    assert memory.put_record(record) is True
+    assert memory.put_record(record) is False  # an extraction retried: nothing changes
+    found = memory.get_record("alice", "2026-01-01-a")
+    assert found == record
+    assert memory.get_record("bob", "2026-01-01-a") is None
+
+
+def test_records_are_listed_newest_first_by_type_without_deleting_ones(
+    memory: ShortTermMemory,
+) -> None:
+    for i, kind in enumerate([RecordType.FACT, RecordType.PREFERENCE, RecordType.FACT]):
+        memory.put_record(_record(f"2026-01-0{i + 1}", type=kind))
+    memory.put_record(_record("2026-01-09", "bob"))
+    memory.put_record(_record("2026-01-05"))
+    memory.mark_record_deleting("alice", "2026-01-05")
+    seen: list[str] = []
+    token = None
+    while True:
+        page = memory.list_records("alice", None, 2, token)
+        seen += [r.record_id for r in page.items]
+        token = page.next_token
+        if not token:
+            break
+    assert seen == ["2026-01-03", "2026-01-02", "2026-01-01"]
+    facts = memory.list_records("alice", RecordType.FACT, 10, None).items
+    assert [r.record_id for r in facts] == ["2026-01-03", "2026-01-01"]
+    assert {r.record_id for r in memory.records_of_owner("alice")} == {
+        "2026-01-01", "2026-01-02", "2026-01-03", "2026-01-05"
+    }  # fmt: skip
+
+
+def test_saving_a_record_is_conditional_on_its_version(memory: ShortTermMemory) -> None:
+    memory.put_record(_record("r1"))
+    first = memory.get_record("alice", "r1")
+    second = memory.get_record("alice", "r1")
+    assert first is not None and second is not None
+    first.text = "corrected"
+    assert memory.save_record(first) is True and first.version == 1
+    second.text = "lost update"
+    assert memory.save_record(second) is False
+    assert memory.get_record("alice", "r1").text == "corrected"  # type: ignore[union-attr]
+    assert memory.mark_record_deleting("alice", "r1") is True
+    assert memory.mark_record_deleting("alice", "r1") is False
+    current = memory.get_record("alice", "r1")
+    assert current is not None and memory.save_record(current) is False  # deleting: final
+    memory.remove_records("alice", ["r1"])
+    assert memory.get_record("alice", "r1") is None
+
+
+def test_one_read_tells_which_sessions_and_records_are_live(memory: ShortTermMemory) -> None:
+    _create(memory, "mine")
+    _create(memory, "gone")
+    memory.mark_deleting("gone", T1)
+    memory.put_record(_record("r1"))
+    memory.put_record(_record("r2"))
+    memory.mark_record_deleting("alice", "r2")
+    memory.put_record(_record("r3", "bob"))
+    sessions, records = memory.live("alice", ["mine", "gone", "never"], ["r1", "r2", "r3"])
+    assert (sessions, records) == ({"mine"}, {"r1"})

@@ -65,7 +65,7 @@ def _snapshot(world: World) -> dict[str, Any]:
     client = world.dynamodb()
     cfg = wiring.settings()
     tables = {}
-    for table in (cfg.sessions_table, cfg.conversations_table, cfg.users_table):
+    for table in (cfg.sessions_table, cfg.conversations_table, cfg.users_table, cfg.records_table):
         items = [
             i
             for page in client.get_paginator("scan").paginate(TableName=table)

@@ -2,10 +2,17 @@
 
 The expected lists come from the runtime: which DynamoDB API each method of
 chatmemory/adapters/dynamodb.py calls, which of them each handler's services use, and the
-OpenSearch requests of chatmemory/adapters/opensearch.py (search: POST /<index>/_search, bulk:
-POST /<index>/_bulk, delete by query: POST /<index>/_delete_by_query; the index setup: HEAD and PUT
-/<index>, PUT on the runtime role's two security API paths). A grant added anywhere fails here
-until it is listed, with the code that needs it.
+OpenSearch requests of chatmemory/adapters/opensearch.py (search: POST /<index>/_search,
+hybrid search: POST /<index>/_msearch, bulk: POST /<index>/_bulk, delete by query: POST
+/<index>/_delete_by_query; the index setup: HEAD and PUT /<index>, GET and PUT /<index>/_mapping,
+PUT on the runtime role's two security API paths). A grant added anywhere fails here until it is
+listed, with the code that needs it.
+
+The records table (issue 13), by the DynamoDB call of each method of
+chatmemory/adapters/dynamodb/memory.py: get_record GetItem; list_records and records_of_owner
+Query; put_record and save_record PutItem (conditional); mark_record_deleting UpdateItem;
+remove_records BatchWriteItem; live BatchGetItem (with the sessions table). No DeleteItem: records
+are removed in batches.
 """
 
 from __future__ import annotations
@@ -52,11 +59,22 @@ def consumer(**resources: set[str]) -> dict[str, set[str]]:
     return {"own log group": LOGS, "*": XRAY | LIST_STREAMS, **resources}
 
 
+# services/consolidation.py with services/profile.py: remember_summary (put_record, get_record,
+# save_record), remember_facts (get_record, records_of_owner, save_record, put_record; a fact
+# without a subject looks for a near duplicate with a k-NN search of the memory index), and
+# _compensate for a session deleted meanwhile (drop_session_records: records_of_owner,
+# save_record, remove_records); write_record_entries checks the records it indexed are still live
+# (live: BatchGetItem of records only) and remember_summary marks a summary the caller deleted
+# meanwhile (mark_record_deleting: UpdateItem).
 CONSOLIDATION = {
     **sessions("GetItem", "UpdateItem"),
     "conversations": dynamodb("Query"),
+    "records": dynamodb(
+        "GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem", "BatchGetItem"
+    ),
     "text endpoint": INVOKE,
     "embed endpoint": INVOKE,
+    f"domain/{MEMORIES}/_search": POST,
     f"domain/{MEMORIES}/_bulk": POST,
     f"domain/{MEMORIES}/_delete_by_query": POST,
 }
@@ -66,22 +84,33 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # handlers.chat_api: sessions (get_owned and live_sessions batch-read, list and
     # open_sessions_of query the user index, create/end/delete/finish_import write), turns
     # (get, window and list queries, the turn put, complete_turn, the import's batch writes),
-    # the caller's state (get, get_owned, forget, create_session's condition check); recall
-    # only searches both indexes.
+    # the caller's state (get, get_owned, forget, create_session's condition check); /past
+    # and /verified search both indexes.
+    # The profile (services/profile.py via the records routes and /remember): owned_record and
+    # search_records read records (GetItem), list_records and _place's records_of_owner query
+    # the caller's partition, state_record and correct_record write (put_record, save_record:
+    # PutItem) and index the record at once (bulk), a correction that lost to a delete takes
+    # its entry back (delete_documents: delete by query), delete_record marks it
+    # (mark_record_deleting: UpdateItem). Auto-recall (services/auto_recall.py): one _msearch
+    # of the memory index per turn, then live (BatchGetItem over sessions and records).
     "Chat": runtime(
         **sessions("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"),
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
+        records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem"),
         **{
             "text endpoint": INVOKE,
             "embed endpoint": INVOKE,
             f"domain/{MEMORIES}/_search": POST,
+            f"domain/{MEMORIES}/_msearch": POST,
+            f"domain/{MEMORIES}/_bulk": POST,
+            f"domain/{MEMORIES}/_delete_by_query": POST,
             f"domain/{PASSAGES}/_search": POST,
         },
     ),
     # handlers.consolidate: get_session, all_turns, record_consolidation_failure /
     # mark_failed / mark_consolidated; summarize and embed; bulk upsert and the compensating
-    # delete of a session deleted meanwhile.
+    # delete of a session deleted meanwhile; the profile's records (CONSOLIDATION above).
     "Consolidate": consumer(
         **CONSOLIDATION,
         **{"sessions stream": STREAM, "dlq ConsolidationDlq": DLQ},
@@ -98,28 +127,37 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     ),
     # handlers.purge: get_session, delete_turns (Query of keys + BatchWriteItem), continue_purge,
     # remove_session; get_user, sessions_of_owner (user index), mark_deleting, save_purges;
-    # delete_session / delete_user in the memory index.
+    # delete_session / delete_user in the memory index. Records: purge_record (get_record, then
+    # _drop: delete_documents by query and remove_records), a session's purge
+    # (drop_session_records: records_of_owner, save_record of the records that keep other
+    # sessions, remove_records), a forget's purge (records_of_owner, remove_records).
     "Purge": consumer(
         **sessions("GetItem", "Query", "UpdateItem", "DeleteItem"),
         conversations=dynamodb("Query", "BatchWriteItem"),
         users=dynamodb("GetItem", "UpdateItem"),
+        records=dynamodb("GetItem", "Query", "PutItem", "BatchWriteItem"),
         **{
             f"domain/{MEMORIES}/_delete_by_query": POST,
             "sessions stream": STREAM,
             "users stream": STREAM,
+            "records stream": STREAM,
             "dlq SessionPurgeDlq": DLQ,
             "dlq UserPurgeDlq": DLQ,
+            "dlq RecordPurgeDlq": DLQ,
         },
     ),
     # handlers.sweep_idle: stale_sessions (open-sessions index), end_session (GetItem explains
     # a failed condition), mark_deleting, continue_purge.
     "SweepIdle": runtime(**sessions("Query", "GetItem", "UpdateItem")),
-    # handlers.index_setup: indices.exists (HEAD) and create (PUT), then as the FGAC master
-    # user the runtime's security role and its mapping (PUT).
+    # handlers.index_setup: indices.exists (HEAD) and create (PUT); for an index that exists,
+    # get_mapping (GET) and put_mapping (PUT) of the fields a newer schema adds; then as the
+    # FGAC master user the runtime's security role and its mapping (PUT).
     "IndexSetup": runtime(
         **{
             f"domain/{MEMORIES}": {"es:ESHttpHead", "es:ESHttpPut"},
             f"domain/{PASSAGES}": {"es:ESHttpHead", "es:ESHttpPut"},
+            f"domain/{MEMORIES}/_mapping": {"es:ESHttpGet", "es:ESHttpPut"},
+            f"domain/{PASSAGES}/_mapping": {"es:ESHttpGet", "es:ESHttpPut"},
             f"domain/_plugins/_security/api/roles/{schema.OPENSEARCH_RUNTIME_ROLE}": {
                 "es:ESHttpPut"
             },
@@ -162,6 +200,7 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
         ("sessions", stack.storage.sessions),
         ("conversations", stack.storage.conversations),
         ("users", stack.storage.users),
+        ("records", stack.storage.records),
     ):
         table_id = synth.logical_id(table)
         names[f"${{{table_id}.Arn}}"] = label
@@ -221,6 +260,52 @@ FRAMEWORK = {
 
 def test_the_provider_framework_may_only_invoke_the_index_setup(default: Synth) -> None:
     assert permissions(default, default.stack.long_term.provider_function) == FRAMEWORK
+
+
+# The records table, role by role (also in EXPECTED; spelled out so that a change to who may
+# touch a caller's profile is read in one place). Compact, SweepIdle, IndexSetup and Ingest
+# never build a record.
+RECORDS = {
+    "Chat": dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem"),
+    "Consolidate": CONSOLIDATION["records"],
+    "Purge": dynamodb("GetItem", "Query", "PutItem", "BatchWriteItem"),
+    "Redrive": CONSOLIDATION["records"],
+}
+
+
+def test_the_records_table_is_granted_per_role_exactly_its_calls(default: Synth) -> None:
+    found = {
+        name: actions
+        for name, function in default.stack.functions.functions.items()
+        if (actions := permissions(default, function).get("records"))
+    }
+    assert found == RECORDS
+    # The API marks a record DELETING, and consolidation a summary the caller deleted while it
+    # ran (profile.remember_summary); only the purge reads the records stream.
+    assert {n for n, a in found.items() if "dynamodb:UpdateItem" in a} == {
+        "Chat",
+        "Consolidate",
+        "Redrive",
+    }
+    streams = {
+        name
+        for name, function in default.stack.functions.functions.items()
+        if "records stream" in permissions(default, function)
+    }
+    assert streams == {"Purge"}
+    assert not any("dynamodb:DeleteItem" in a or "dynamodb:Scan" in a for a in found.values())
+
+
+def test_only_the_chat_may_multi_search_and_only_the_memory_index(default: Synth) -> None:
+    """Auto-recall's one request per turn (POST /conversation-memories/_msearch): the index is
+    in the path and the domain refuses one named in the body, so the path is the limit."""
+    msearch = {
+        (name, resource)
+        for name, function in default.stack.functions.functions.items()
+        for resource in permissions(default, function)
+        if resource.endswith("_msearch")
+    }
+    assert msearch == {("Chat", f"domain/{MEMORIES}/_msearch")}
 
 
 def test_no_role_may_scan_except_the_redrive_operator_tool(default: Synth) -> None:
@@ -302,6 +387,7 @@ def test_ingest_writes_only_verified_passages_and_redrive_only_memories(default:
         f"domain/{PASSAGES}/_delete_by_query",
     }
     assert {r for r in redrive if r.startswith("domain/")} == {
+        f"domain/{MEMORIES}/_search",
         f"domain/{MEMORIES}/_bulk",
         f"domain/{MEMORIES}/_delete_by_query",
     }
@@ -361,14 +447,14 @@ def test_serverless_data_access_policy_gives_each_role_exactly_its_index_permiss
         assert len(granted[principal]) == len(entry["Rules"])
     # A Serverless upsert deletes the documents' keys by query first: writers read too.
     assert granted == {
-        role("Chat"): {MEMORIES: {read}, PASSAGES: {read}},
+        role("Chat"): {MEMORIES: {read, write}, PASSAGES: {read}},
         role("Consolidate"): {MEMORIES: {read, write}},
         role("Purge"): {MEMORIES: {read, write}},
         role("Ingest"): {PASSAGES: {read, write}},
         role("Redrive"): {MEMORIES: {read, write}},
         role("IndexSetup"): {
-            MEMORIES: {"aoss:CreateIndex", "aoss:DescribeIndex"},
-            PASSAGES: {"aoss:CreateIndex", "aoss:DescribeIndex"},
+            MEMORIES: {"aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex"},
+            PASSAGES: {"aoss:CreateIndex", "aoss:DescribeIndex", "aoss:UpdateIndex"},
         },
     }
     collection_arn = f"${{{serverless.logical_id(serverless.stack.long_term.collection)}.Arn}}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,6 +27,7 @@ TRIGGERS = {
     schema.COMPACTION_TRIGGER.name: ("Compact", "CompactionDlq"),
     schema.SESSION_PURGE_TRIGGER.name: ("Purge", "SessionPurgeDlq"),
     schema.USER_PURGE_TRIGGER.name: ("Purge", "UserPurgeDlq"),
+    schema.RECORD_PURGE_TRIGGER.name: ("Purge", "RecordPurgeDlq"),
 }
 FUNCTIONS = {
     "Chat": "handlers.chat_api.handler",
@@ -54,6 +56,7 @@ def _table_of(synth: Synth, spec: schema.TableSpec) -> Any:
         schema.SESSIONS.logical_name: synth.stack.storage.sessions,
         schema.CONVERSATIONS.logical_name: synth.stack.storage.conversations,
         schema.USERS.logical_name: synth.stack.storage.users,
+        schema.RECORDS.logical_name: synth.stack.storage.records,
     }[spec.logical_name]
 
 
@@ -116,6 +119,7 @@ def test_record_age_limits_are_bounded_and_within_the_stream_retention(default: 
             CONFIG.consolidation_max_record_age_hours * 3600,
             CONFIG.purge_max_record_age_hours * 3600,  # a session's purge
             CONFIG.purge_max_record_age_hours * 3600,  # a user's forget
+            CONFIG.purge_max_record_age_hours * 3600,  # a profile record's delete
         ]
     )
     assert all(age <= 24 * 3600 for age in ages)  # DynamoDB Streams keeps records 24 h
@@ -228,6 +232,7 @@ def test_functions_get_table_names_and_settings_through_schema_env_vars(default:
         "Ref": default.logical_id(stack.storage.conversations)
     }
     assert env[schema.ENV_USERS_TABLE] == {"Ref": default.logical_id(stack.storage.users)}
+    assert env[schema.ENV_RECORDS_TABLE] == {"Ref": default.logical_id(stack.storage.records)}
     assert env[schema.ENV_TEXT_BACKEND] == "sagemaker"
     assert env[schema.ENV_TEXT_ENDPOINT] == CONFIG.text_endpoint
     assert env[schema.ENV_EMBED_ENDPOINT] == CONFIG.embed_endpoint
@@ -383,7 +388,12 @@ def test_search_domain_admits_only_the_app_roles(default: Synth) -> None:
     for statement in policy:
         assert statement["Effect"] == "Allow"
         assert "Condition" not in statement
-        assert statement["Action"] in ("es:ESHttpPost", "es:ESHttpHead", "es:ESHttpPut")
+        assert statement["Action"] in (
+            "es:ESHttpPost",
+            "es:ESHttpHead",
+            "es:ESHttpGet",
+            "es:ESHttpPut",
+        )
         for resource in render(statement["Resource"]):
             assert "*" not in resource
             assert ":domain/chatmemory-dev/" in resource
@@ -444,6 +454,24 @@ def test_every_api_method_requires_the_cognito_authorizer_except_cors_preflight(
         else:
             assert props["AuthorizationType"] == "COGNITO_USER_POOLS"
             assert props["AuthorizerId"] == {"Ref": authorizer_id}
+
+
+def test_cors_preflight_allows_every_method_of_the_chat_routes(default: Synth) -> None:
+    """A browser of another origin asks before each PATCH /memories/records/{id} and DELETE;
+    API Gateway answers the preflight, so it must list every method of the API's contract
+    (openapi.json, checked against the handler's routes by tests/unit/test_openapi.py)."""
+    contract = json.loads((Path(__file__).resolve().parents[2] / "openapi.json").read_text())
+    routed = {method.upper() for path in contract["paths"].values() for method in path}
+    assert "PATCH" in routed
+    preflights = [
+        m["Properties"]["Integration"]["IntegrationResponses"][0]["ResponseParameters"]
+        for m in default.resources("AWS::ApiGateway::Method").values()
+        if m["Properties"]["HttpMethod"] == "OPTIONS"
+    ]
+    assert preflights
+    for parameters in preflights:
+        allowed = parameters["method.response.header.Access-Control-Allow-Methods"]
+        assert set(allowed.strip("'").split(",")) >= routed | {"OPTIONS"}
 
 
 def test_stage_throttles_and_writes_access_logs(default: Synth) -> None:
@@ -535,6 +563,7 @@ def test_outputs_tell_a_client_where_to_connect(default: Synth) -> None:
         ("SessionsTableName", storage.sessions),
         ("ConversationsTableName", storage.conversations),
         ("UsersTableName", storage.users),
+        ("RecordsTableName", storage.records),
     ):
         assert outputs[key]["Value"] == {"Ref": default.logical_id(table)}
 
@@ -552,7 +581,7 @@ def test_alarms_cover_dlqs_iterator_age_errors_throttles_and_api_5xx(default: Sy
         assert props["AlarmActions"] == [{"Ref": topic_id}]
     functions = len(_functions(default))
     assert by_metric["ApproximateNumberOfMessagesVisible"] == len(schema.STREAM_TRIGGERS)
-    assert by_metric["IteratorAge"] == 3  # Consolidate, Compact, Purge (both of its streams)
+    assert by_metric["IteratorAge"] == 3  # Consolidate, Compact, Purge (all three streams)
     assert by_metric["Errors"] == functions
     assert by_metric["Throttles"] == functions
     assert by_metric["5XXError"] == 1

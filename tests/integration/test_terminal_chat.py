@@ -26,7 +26,9 @@ def test_terminal_chat_ends_a_session_and_recalls_it(running_world: World) -> No
     chat.handle("/past where is my spare key?")
     text = out.getvalue()
     assert "bot #1 [recalled]>" in text and "blue flower pot" in text
-    assert f"session {first['name']} ({first['started_at'][:10]}) {first['session_id']}" in text
+    # Named from its first message, not "Session <date>" any more.
+    named = "I keep my spare house key"
+    assert f"session {named} ({first['started_at'][:10]}) {first['session_id']}" in text
     assert chat.handle("/quit") is False
 
 

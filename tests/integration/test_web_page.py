@@ -1,5 +1,7 @@
 """The web page in headless Chromium, against local mode (gateway + poller thread + DynamoDB
-Local): create a session, chat, end it, see it consolidated, recall it from a new session."""
+Local): create a session, chat, end it, see it consolidated, recall it from a new session; and
+the "What I remember about you" panel (state, list, correct, delete) with answers that cite the
+memories they used."""
 
 from __future__ import annotations
 
@@ -43,7 +45,6 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
     page.get_by_role("button", name="+ New session").click()
     name = page.locator("#session-name")
     expect(name).to_contain_text("Session ")
-    first_name = name.inner_text()
     message = page.get_by_label("Message")
     for text in ("My tomatoes have blight on the lower leaves.", "I planted basil next to them."):
         message.fill(text)
@@ -57,6 +58,8 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
     page.get_by_role("button", name="End session").click()
     # Pending while the poller consolidates, then done (the page polls the session).
     expect(page.locator("#session-status")).to_have_text("remembered", timeout=30_000)
+    # Its name now: the first message names a session created without one.
+    first_name = name.inner_text()
     expect(page.get_by_role("status")).to_contain_text("Saved to long-term memory")
     expect(message).to_be_disabled()
 
@@ -97,3 +100,102 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
     expect(page.locator("#session-list")).to_have_text("No sessions yet.")
     # Nothing failed in the page but the refused message.
     assert problems == [] or all("413" in p for p in problems), problems
+
+
+def test_the_panel_lists_corrects_and_deletes_what_is_remembered_and_answers_cite_it(
+    browser: Any, running_world: World
+) -> None:
+    from playwright.sync_api import expect
+
+    from chatmemory import wiring
+    from chatmemory.schema import EmbedBackend, LongTermBackend
+
+    # The records API and auto-recall need long-term memory: the embedded index and the
+    # offline embedder, as local mode has them.
+    settings = wiring.settings()
+    assert settings.long_term_backend == LongTermBackend.EMBEDDED
+    assert settings.embed_backend == EmbedBackend.OFFLINE and settings.auto_recall
+
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on("console", lambda m: problems.append(m.text) if m.type == "error" else None)
+    page.goto(running_world.url + "/")
+    panel = page.get_by_role("region", name="What I remember about you")
+    records = panel.locator("#record-list > li.record")
+    expect(panel.locator("#record-list")).to_contain_text("Nothing yet")
+
+    # Stated in the panel: listed with its kind and date, and announced.
+    page.get_by_label("Tell me something to remember").fill("I live in Lisbon.")
+    panel.get_by_role("button", name="Remember", exact=True).click()
+    # The first embedding loads the offline model (the test stack does not warm it).
+    expect(records).to_have_count(1, timeout=60_000)
+    lisbon = records.filter(has_text="I live in Lisbon.")
+    expect(lisbon.locator(".record-type")).to_have_text("fact")
+    expect(lisbon.locator(".record-meta")).to_contain_text("since")
+    expect(lisbon.locator(".record-meta")).to_contain_text("you told me")
+    expect(panel.locator("#profile-status")).to_have_text("Remembered (fact): I live in Lisbon.")
+
+    # Stated in the chat: the answer cites the record it stored, and the panel lists it.
+    page.get_by_role("button", name="+ New session").click()
+    message = page.get_by_label("Message")
+    expect(message).to_be_enabled()
+    message.fill("/remember I prefer green tea to coffee.")
+    message.press("Enter")
+    turns = page.locator("#messages > li.turn")
+    answer = turns.nth(0).locator(".bubble.assistant")
+    expect(answer.locator(".intent-badge")).to_have_text("remembered")
+    expect(answer.locator(".sources summary")).to_have_text("Remembered (1)")
+    expect(answer.locator(".source-record")).to_contain_text("I prefer green tea to coffee.")
+    expect(records).to_have_count(2)
+    expect(records.first).to_contain_text("I prefer green tea to coffee.")
+
+    # An ordinary turn brings the relevant record in and lists it under the answer, dated.
+    message.fill("Which city do I live in?")
+    message.press("Enter")
+    answer = turns.nth(1).locator(".bubble.assistant")
+    expect(answer.locator(".typing")).to_have_count(0)
+    expect(answer.locator(".sources summary")).to_contain_text("Memories used")
+    used = answer.locator(".source-record", has_text="I live in Lisbon.")
+    expect(used).to_have_count(1)
+    expect(used.locator(".muted")).not_to_be_empty()
+    used.get_by_role("button").click()  # shows it in the panel
+    expect(lisbon).to_be_focused()
+
+    # A newer fact about the same thing supersedes it: the old one is kept as dated history,
+    # under the current one.
+    page.get_by_label("Tell me something to remember").fill("I moved to Porto.")
+    panel.get_by_role("button", name="Remember", exact=True).click()
+    expect(panel.locator("#profile-status")).to_have_text("Remembered (fact): I moved to Porto.")
+    expect(records).to_have_count(2)
+    porto = records.filter(has_text="I moved to Porto.")
+    history = porto.locator(".record-history")
+    expect(history.locator("summary")).to_have_text("Earlier (1)")
+    history.locator("summary").click()
+    old = history.locator(".record.superseded")
+    expect(old.locator(".record-text")).to_have_text("I live in Lisbon.")
+    expect(old.locator(".record-meta")).to_contain_text("until")
+    expect(old.get_by_role("button", name="Correct: I live in Lisbon.")).to_have_count(0)
+
+    # Corrected inline: the new text replaces the old one.
+    panel.get_by_role("button", name="Correct: I moved to Porto.").click()
+    editor = panel.get_by_label("Corrected text")
+    expect(editor).to_be_focused()
+    editor.fill("I moved to Braga.")
+    panel.get_by_role("button", name="Save").click()
+    expect(panel.locator("#profile-status")).to_have_text("Corrected: I moved to Braga.")
+    braga = records.filter(has_text="I moved to Braga.")
+    expect(braga.locator(":scope > .record-meta")).to_contain_text("corrected")
+    expect(panel.locator("#record-list")).not_to_contain_text("Porto")
+    expect(records).to_have_count(2)
+
+    # Deleted after confirming: gone from the panel, and still gone after a reload.
+    page.once("dialog", lambda dialog: dialog.accept())
+    panel.get_by_role("button", name="Delete: I moved to Braga.").click()
+    expect(panel.locator("#profile-status")).to_have_text("Forgotten: I moved to Braga.")
+    expect(panel.locator("#record-list")).not_to_contain_text("Braga")
+    expect(records.filter(has_text="I prefer green tea to coffee.")).to_have_count(1)
+    page.reload()
+    expect(records.filter(has_text="I prefer green tea to coffee.")).to_have_count(1)
+    expect(panel.locator("#record-list")).not_to_contain_text("Braga")
+    assert problems == [], problems

@@ -25,11 +25,13 @@ ROLES = [
 
 
 class FakeOpenSearch:
-    """Records the calls the setup makes; indexes exist once created."""
+    """Records the calls the setup makes; indexes exist once created. An index in `existing`
+    has the mapping in `mappings`, or schema.py's current one."""
 
     def __init__(self, failures: int = 0) -> None:
         self.calls: list[tuple[str, str, Any]] = []
         self.existing: set[str] = set()
+        self.mappings: dict[str, dict[str, Any]] = {}
         self.failures = failures
         self.regions: list[str] = []
         self.indices = self._Indices(self)
@@ -50,6 +52,17 @@ class FakeOpenSearch:
         def create(self, *, index: str, body: dict[str, Any]) -> None:
             self.outer.calls.append(("create", index, body))
             self.outer.existing.add(index)
+            self.outer.mappings[index] = dict(body["mappings"]["properties"])
+
+        def get_mapping(self, *, index: str) -> dict[str, Any]:
+            current = schema.long_term_index_body(8)["mappings"]["properties"]
+            properties = self.outer.mappings.get(index, current)
+            return {index: {"mappings": {"dynamic": "strict", "properties": properties}}}
+
+        def put_mapping(self, *, index: str, body: dict[str, Any]) -> None:
+            self.outer.calls.append(("put_mapping", index, body))
+            # Adding fields merges them into the mapping (OpenSearch refuses nothing here).
+            self.outer.mappings.setdefault(index, {}).update(body["properties"])
 
     class _Security:
         def __init__(self, outer: FakeOpenSearch) -> None:
@@ -170,6 +183,34 @@ def test_update_maps_the_new_role_list_and_leaves_existing_indexes_alone(
     assert [call[0] for call in fake_search.calls] == ["role", "mapping"]
     # The same physical id: CloudFormation updates the resource in place, never replaces it.
     assert answer["PhysicalResourceId"] == index_setup.PHYSICAL_ID
+
+
+def test_update_adds_the_new_fields_to_indexes_of_an_earlier_deployment_once(
+    fake_search: FakeOpenSearch,
+) -> None:
+    """Indexes created before the profile records (issue 13) lack record_id, valid_until and
+    sessions, and their mapping is strict: the deployment that brings the records adds them,
+    and a later deployment (or a retry) finds nothing to add."""
+    current = schema.long_term_index_body(8)["mappings"]["properties"]
+    new_fields = ("record_id", "valid_until", "sessions")
+    fake_search.existing.update(schema.LONG_TERM_INDEXES)
+    for name in schema.LONG_TERM_INDEXES:
+        fake_search.mappings[name] = {k: v for k, v in current.items() if k not in new_fields}
+    event = _event("Update", PhysicalResourceId=index_setup.PHYSICAL_ID)
+
+    index_setup.on_event(event, LongContext())
+
+    puts = [call for call in fake_search.calls if call[0] == "put_mapping"]
+    assert puts == [
+        ("put_mapping", name, {"properties": {k: current[k] for k in new_fields}})
+        for name in schema.LONG_TERM_INDEXES
+    ]
+    assert not [call for call in fake_search.calls if call[0] == "create"]
+    assert all(fake_search.mappings[name] == current for name in schema.LONG_TERM_INDEXES)
+
+    fake_search.calls.clear()
+    index_setup.on_event(event, LongContext())
+    assert [call[0] for call in fake_search.calls] == ["role", "mapping"]
 
 
 def test_delete_touches_nothing_and_keeps_the_physical_id(fake_search: FakeOpenSearch) -> None:

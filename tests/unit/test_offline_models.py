@@ -128,3 +128,47 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
     assert "[2026-05-01] User: The tomatoes have blight." in answer.text
     assert answer.text.count("tomatoes") == 1
     assert "You said" not in answer.text and "Lisbon" not in answer.text
+
+
+def _past_answer(question: str, texts: list[str], embedder: object | None) -> str:
+    from chatmemory.services.recall import RankedSession, answer_from_past
+
+    session = RankedSession("s1", 1.0, 1.0, 1.0, "2026-11-23T10:00:00Z", "dog", texts=texts)
+    generator = OfflineResponder(None if embedder is None else lambda: embedder)  # type: ignore[arg-type,return-value]
+    return answer_from_past(
+        question, [session], generator=generator, max_new_tokens=100, token_budget=512
+    ).text
+
+
+BISCUIT = [
+    "User: We are adopting a rescue greyhound named Biscuit next month.",
+    "User: I moved from Lisbon to Porto last month.",
+]
+
+
+def test_without_an_embedder_a_quote_needs_a_shared_word() -> None:
+    """What local mode did before: "dog" is not "greyhound", so nothing was quoted."""
+    answer = _past_answer("what was the name of the dog we adopt?", BISCUIT[:1], None)
+    assert "Biscuit" not in answer
+
+
+def test_with_an_embedder_the_responder_quotes_by_meaning() -> None:
+    """A stand-in embedder for which a dog is a greyhound (MiniLM agrees: below)."""
+
+    class Concepts:
+        name, dimension, max_batch = "concepts", 2, 16
+
+        def embed(self, texts: list[str]) -> list[list[float]]:
+            dog = ("dog", "greyhound")
+            return [[1.0, 0.0] if any(w in t for w in dog) else [0.0, 1.0] for t in texts]
+
+    answer = _past_answer("which dog?", BISCUIT, Concepts())
+    assert "greyhound named Biscuit" in answer and "Lisbon" not in answer
+
+
+@pytest.mark.slow
+def test_minilm_finds_the_greyhound_when_asked_about_the_dog() -> None:
+    from chatmemory.adapters.offline.embedder import MiniLMEmbedder
+
+    answer = _past_answer("what was the name of the dog we adopt?", BISCUIT, MiniLMEmbedder())
+    assert "greyhound named Biscuit" in answer and "Lisbon" not in answer

@@ -28,6 +28,10 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
         ("/sessions/{session_id}/export", "get"),
         ("/memories", "get"),
         ("/memories", "delete"),
+        ("/memories/records", "get"),
+        ("/memories/records", "post"),
+        ("/memories/records/{record_id}", "patch"),
+        ("/memories/records/{record_id}", "delete"),
         ("/deletions", "get"),
     }
     post = document["paths"]["/sessions/{session_id}/messages"]["post"]

@@ -4,6 +4,7 @@ fake is the connection, so request paths, parameters and bodies are the ones sen
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -144,6 +145,9 @@ def source_of(doc: MemoryDoc) -> dict[str, Any]:
         "source": None,
         "turn_from": doc.turn_from,
         "turn_to": doc.turn_to,
+        "record_id": doc.record_id,
+        "valid_until": doc.valid_until,
+        "sessions": doc.sessions,
     }
 
 
@@ -188,20 +192,133 @@ def test_missing_indexes_are_created_with_the_schema_body(exchange: Exchange) ->
     }
 
 
-def test_existing_indexes_are_left_alone(exchange: Exchange) -> None:
-    index = make_index(exchange, "head_present", "head_present")
+def current_mapping(index: str) -> dict[str, Any]:
+    """GET /<index>/_mapping of an index that has every field of schema.py (OpenSearch answers
+    with the mapping under the concrete index name, as in get_mapping_before_records.json)."""
+    mappings = schema.long_term_index_body(DIMENSION)["mappings"]
+    return {
+        "status": 200,
+        "headers": {"content-type": "application/json; charset=UTF-8"},
+        "body": {index: {"mappings": mappings}},
+    }
+
+
+def test_existing_indexes_with_every_field_are_left_alone(exchange: Exchange) -> None:
+    index = make_index(
+        exchange,
+        "head_present",
+        current_mapping(schema.MEMORY_INDEX),
+        "head_present",
+        current_mapping(schema.PASSAGE_INDEX),
+    )
 
     index.ensure_indexes()
 
-    assert [s.method for s in exchange.sent] == ["HEAD", "HEAD"]
+    assert [(s.method, s.url) for s in exchange.sent] == [
+        ("HEAD", "/conversation-memories"),
+        ("GET", "/conversation-memories/_mapping"),
+        ("HEAD", "/verified-passages"),
+        ("GET", "/verified-passages/_mapping"),
+    ]
+
+
+def test_an_index_created_before_the_record_fields_gets_them_with_one_put_mapping(
+    exchange: Exchange,
+) -> None:
+    """The mapping is `dynamic: strict`: without this, every write of a profile record's entry
+    (record_id, valid_until, sessions) would be refused by an index of an earlier deployment."""
+    index = make_index(
+        exchange,
+        "head_present",
+        "get_mapping_before_records",
+        "put_mapping",
+        "head_present",
+        current_mapping(schema.PASSAGE_INDEX),
+    )
+
+    index.ensure_indexes()
+
+    assert [(s.method, s.url) for s in exchange.sent] == [
+        ("HEAD", "/conversation-memories"),
+        ("GET", "/conversation-memories/_mapping"),
+        ("PUT", "/conversation-memories/_mapping"),
+        ("HEAD", "/verified-passages"),
+        ("GET", "/verified-passages/_mapping"),
+    ]
+    schema_fields = schema.long_term_index_body(DIMENSION)["mappings"]["properties"]
+    # Only the absent fields, exactly as schema.py defines them: restating an existing field
+    # (the knn_vector above all) is never attempted.
+    assert exchange.sent[2].json() == {
+        "properties": {
+            "record_id": {"type": "keyword"},
+            "valid_until": {"type": "date"},
+            "sessions": {"type": "keyword"},
+        }
+    }
+    before = recorded("get_mapping_before_records")["body"][schema.MEMORY_INDEX]["mappings"]
+    added = exchange.sent[2].json()["properties"]
+    assert set(before["properties"]) | set(added) == set(schema_fields)
+    assert all(schema_fields[name] == spec for name, spec in added.items())
+
+
+def test_adding_the_fields_is_idempotent(exchange: Exchange) -> None:
+    """A second deployment (or a retried setup) finds the fields there and sends no PUT."""
+    index = make_index(
+        exchange,
+        "head_present",
+        "get_mapping_before_records",
+        "put_mapping",
+        "head_present",
+        current_mapping(schema.PASSAGE_INDEX),
+        "head_present",
+        current_mapping(schema.MEMORY_INDEX),
+        "head_present",
+        current_mapping(schema.PASSAGE_INDEX),
+    )
+
+    index.ensure_indexes()
+    index.ensure_indexes()
+
+    assert [s.method for s in exchange.sent[5:]] == ["HEAD", "GET", "HEAD", "GET"]
+
+
+def test_serverless_existing_index_gets_the_missing_fields_too(exchange: Exchange) -> None:
+    index = make_index(
+        exchange,
+        "head_present",
+        "get_mapping_before_records",
+        "put_mapping",
+        "head_present",
+        current_mapping(schema.PASSAGE_INDEX),
+        serverless=True,
+    )
+
+    index.ensure_indexes()
+
+    put = exchange.sent[2]
+    assert (put.method, put.url) == ("PUT", "/conversation-memories/_mapping")
+    assert set(put.json()["properties"]) == {"record_id", "valid_until", "sessions"}
+
+
+def test_throttled_put_mapping_is_unavailable_so_the_setup_retries(exchange: Exchange) -> None:
+    index = make_index(exchange, "head_present", "get_mapping_before_records", "too_many_requests")
+
+    with pytest.raises(LongTermMemoryUnavailable, match="record_id, sessions, valid_until"):
+        index.ensure_indexes()
 
 
 def test_index_created_concurrently_by_another_setup_is_not_an_error(exchange: Exchange) -> None:
-    index = make_index(exchange, "head_present", "head_missing", "resource_already_exists")
+    index = make_index(
+        exchange,
+        "head_present",
+        current_mapping(schema.MEMORY_INDEX),
+        "head_missing",
+        "resource_already_exists",
+    )
 
     index.ensure_indexes()
 
-    assert [s.method for s in exchange.sent] == ["HEAD", "HEAD", "PUT"]
+    assert [s.method for s in exchange.sent] == ["HEAD", "GET", "HEAD", "PUT"]
 
 
 def test_serverless_indexes_are_created_without_number_of_shards(exchange: Exchange) -> None:
@@ -222,7 +339,14 @@ def test_serverless_indexes_are_created_without_number_of_shards(exchange: Excha
 
 
 def test_index_prefix_is_prepended_to_both_index_names(exchange: Exchange) -> None:
-    exchange.replies.extend([recorded("head_present")] * 2)
+    exchange.replies.extend(
+        [
+            recorded("head_present"),
+            current_mapping("dev-conversation-memories"),
+            recorded("head_present"),
+            current_mapping("dev-verified-passages"),
+        ]
+    )
     client = OpenSearch(hosts=[HOST], connection_class=RecordedConnection, exchange=exchange)
     index = OpenSearchLongTermIndex(client, dimension=DIMENSION, index_prefix="dev-")
 
@@ -230,7 +354,9 @@ def test_index_prefix_is_prepended_to_both_index_names(exchange: Exchange) -> No
 
     assert [s.url for s in exchange.sent] == [
         "/dev-conversation-memories",
+        "/dev-conversation-memories/_mapping",
         "/dev-verified-passages",
+        "/dev-verified-passages/_mapping",
     ]
 
 
@@ -244,10 +370,13 @@ def test_upsert_sends_one_bulk_request_with_doc_key_as_id(exchange: Exchange) ->
     index.upsert(schema.MEMORY_INDEX, docs)
 
     [sent] = exchange.sent
+    # wait_for: searchable when it returns, so a delete-by-query right after (a writer that
+    # finds its session or record deleted meanwhile) sees what it wrote. Failed before the fix
+    # (refresh=false: the compensating delete missed the unrefreshed documents).
     assert (sent.method, sent.url, sent.params) == (
         "POST",
         "/conversation-memories/_bulk",
-        {"refresh": "false"},
+        {"refresh": "wait_for"},
     )
     assert sent.ndjson() == [
         {"index": {"_id": "sess-1#summary"}},
@@ -442,6 +571,126 @@ def test_lexical_search_hits_carry_the_bm25_score(exchange: Exchange) -> None:
         "p-4",
         "s3://docs/handbook.pdf",
     )
+
+
+# --- hybrid_search (auto-recall: both searches in one request) --------------------------------
+
+
+def test_hybrid_search_sends_both_searches_in_one_msearch_of_the_memory_index(
+    exchange: Exchange,
+) -> None:
+    index = make_index(exchange, "msearch")
+
+    index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon trip", 5, "user-a")
+
+    [sent] = exchange.sent
+    # The index is in the path, never in a header line: IAM allows exactly this path, and the
+    # domain refuses an index named in the body (rest.action.multi.allow_explicit_index).
+    assert (sent.method, sent.url, sent.params) == ("POST", "/conversation-memories/_msearch", {})
+    assert sent.ndjson() == [
+        {},
+        {
+            "size": 5,
+            "_source": {"excludes": ["embedding"]},
+            "query": {
+                "knn": {
+                    "embedding": {
+                        "vector": [0.6, 0.8],
+                        "k": 5,
+                        "filter": {"term": {"user_id": "user-a"}},
+                    }
+                }
+            },
+        },
+        {},
+        {
+            "size": 5,
+            "_source": {"excludes": ["embedding"]},
+            "query": {
+                "bool": {
+                    "must": [{"match": {"text": {"query": "Lisbon trip"}}}],
+                    "filter": [{"term": {"user_id": "user-a"}}],
+                }
+            },
+        },
+    ]
+
+
+def test_hybrid_search_answers_become_vector_and_lexical_candidates(exchange: Exchange) -> None:
+    index = make_index(exchange, "msearch")
+
+    vector, lexical = index.hybrid_search(
+        schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon trip", 5, "user-a"
+    )
+
+    assert [(c.doc.doc_key, c.vector_score, c.lexical_score) for c in vector] == [
+        ("sess-1#summary", pytest.approx(0.8068256), None),
+        ("sess-2#chunk-3", pytest.approx(-0.25), None),
+    ]
+    assert vector[0].doc.record_id == "20240501T100000000-sess-1-summary"
+    # An entry indexed before the record fields existed has none of them.
+    assert (vector[1].doc.record_id, vector[1].doc.sessions) == (None, [])
+    [fact] = lexical
+    assert fact.lexical_score == pytest.approx(2.7725887)
+    assert fact.vector_score is None
+    assert fact.doc == MemoryDoc(
+        doc_key="record#20240501T100500000-sess-1-t3-0",
+        user_id="user-a",
+        kind="fact",
+        text="I live in Lisbon.",
+        created_at="2024-05-01T10:05:00Z",
+        turn_from=3,
+        record_id="20240501T100500000-sess-1-t3-0",
+        valid_until="2024-09-12T18:20:00Z",
+        sessions=["sess-1"],
+    )
+
+
+@pytest.mark.parametrize("answer", ["msearch_index_not_found", "index_not_found"])
+def test_hybrid_search_of_a_missing_index_finds_nothing(exchange: Exchange, answer: str) -> None:
+    """Nothing consolidated yet: per search (how _msearch reports it) or for the request."""
+    index = make_index(exchange, answer)
+
+    assert index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a") == ([], [])
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        ("msearch_item_rejected", "429 (search conversation-memories): rejected_execution"),
+        ("msearch_item_shards_failed", "503 (search conversation-memories): search_phase"),
+    ],
+)
+def test_a_search_rejected_or_failed_inside_the_msearch_is_unavailable(
+    exchange: Exchange, answer: str, reason: str
+) -> None:
+    """_msearch answers 200 and reports each search's failure in its item: a shard under load
+    (429) or failing (5xx) is an outage, which the turn survives degraded."""
+    index = make_index(exchange, answer)
+
+    with pytest.raises(LongTermMemoryUnavailable, match=re.escape(reason)) as raised:
+        index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")
+
+    assert raised.value.status == 503
+
+
+def test_a_search_refused_inside_the_msearch_is_a_long_term_memory_error(
+    exchange: Exchange,
+) -> None:
+    index = make_index(exchange, "msearch_item_parsing_exception")
+
+    with pytest.raises(LongTermMemoryError) as raised:
+        index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")
+
+    assert not isinstance(raised.value, LongTermMemoryUnavailable)
+    assert "parsing_exception: [knn] requires 'vector' to be non-null" in str(raised.value)
+
+
+def test_a_throttled_msearch_request_is_unavailable(exchange: Exchange) -> None:
+    index = make_index(exchange, "too_many_requests")
+
+    with pytest.raises(LongTermMemoryUnavailable, match="429"):
+        index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")
 
 
 # --- deletes ---------------------------------------------------------------------------------

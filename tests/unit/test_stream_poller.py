@@ -353,3 +353,97 @@ def test_local_mappings_are_the_deployed_triggers() -> None:
          t.timeout_seconds)
         for t in schema.STREAM_TRIGGERS
     ]  # fmt: skip
+
+
+# --- the records table (issue 13): deleted profile records reach the purge -------------------
+
+
+class TableStreams:
+    """One FakeStreams per physical table: the poller finds each table's own stream (a table
+    that is not listed does not exist yet)."""
+
+    def __init__(self, **tables: FakeStreams) -> None:
+        self.tables = tables
+        self.exceptions = next(iter(tables.values())).exceptions
+
+    def describe_table(self, TableName: str) -> dict[str, Any]:  # noqa: N803 - boto3's names
+        if TableName not in self.tables:
+            raise self.exceptions.ResourceNotFoundException(TableName)
+        return self.tables[TableName].describe_table(TableName=TableName)
+
+    def _of(self, stream_arn: str) -> FakeStreams:
+        return self.tables[stream_arn.removeprefix("arn:stream/")]
+
+    def describe_stream(self, StreamArn: str, **kwargs: Any) -> dict[str, Any]:  # noqa: N803
+        return self._of(StreamArn).describe_stream(StreamArn=StreamArn, **kwargs)
+
+    def get_shard_iterator(self, StreamArn: str, **kwargs: Any) -> dict[str, Any]:  # noqa: N803
+        answer = self._of(StreamArn).get_shard_iterator(StreamArn=StreamArn, **kwargs)
+        return {"ShardIterator": f"{StreamArn}#{answer['ShardIterator']}"}
+
+    def get_records(self, ShardIterator: str, Limit: int) -> dict[str, Any]:  # noqa: N803
+        stream_arn, iterator = ShardIterator.split("#", 1)
+        answer = self._of(stream_arn).get_records(ShardIterator=iterator, Limit=Limit)
+        if "NextShardIterator" in answer:
+            answer["NextShardIterator"] = f"{stream_arn}#{answer['NextShardIterator']}"
+        return answer
+
+
+def _record_change(stream: FakeStreams, name: str, record_id: str, old: str, new: str) -> None:
+    """A change of one profile record (keys: owner and record id) on the records stream."""
+    stream.put("shard-1", name, "unused", NewImage={"status": {"S": new}})
+    change = stream.shards["shard-1"]["records"][-1]["dynamodb"]
+    change["Keys"] = {"user_id": {"S": "user-a"}, "record_id": {"S": record_id}}
+    if old:
+        change["OldImage"] = {"status": {"S": old}}
+
+
+def test_local_mode_feeds_deleted_records_from_the_records_stream_to_the_purge(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`make run`'s poller (default_poller) reads the records table named by Settings and runs
+    RECORD_PURGE_TRIGGER as the deployed mapping does: only a record marked DELETING reaches
+    handlers.purge."""
+    from chatmemory import wiring
+    from local.poller import MAPPINGS, default_poller
+
+    [mapping] = [m for m in MAPPINGS if m.table == schema.RECORDS.logical_name]
+    assert (mapping.name, mapping.handler, mapping.filters) == (
+        schema.RECORD_PURGE_TRIGGER.name,
+        "handlers.purge.handler",
+        (schema.RECORD_DELETING_FILTER,),
+    )
+    records = FakeStreams()
+    _record_change(records, "INSERT", "r-1", "", "ACTIVE")
+    _record_change(records, "MODIFY", "r-1", "ACTIVE", "SUPERSEDED")
+    _record_change(records, "MODIFY", "r-2", "ACTIVE", "DELETING")
+    streams = TableStreams(**{"dev-records": records})
+    monkeypatch.setattr(wiring, "aws_client", lambda service, endpoint=None: streams)
+    settings = SimpleNamespace(
+        dynamodb_endpoint="http://127.0.0.1:1",
+        sessions_table="dev-sessions",
+        conversations_table="dev-conversations",
+        users_table="dev-users",
+        records_table="dev-records",
+    )
+    events: dict[str, list[dict[str, Any]]] = {m.name: [] for m in MAPPINGS}
+
+    def recorder(name: str) -> Any:
+        def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+            events[name].extend(event["Records"])
+            return {"batchItemFailures": []}
+
+        return handle
+
+    poller = default_poller(
+        settings,
+        checkpoint_path=tmp_path / "checkpoints.json",
+        dead_letter_path=tmp_path / "dead-letters.jsonl",
+        handlers={m.name: recorder(m.name) for m in MAPPINGS},
+    )
+    poller.drain()
+
+    [purged] = events.pop(schema.RECORD_PURGE_TRIGGER.name)
+    assert purged["eventSourceARN"] == "arn:stream/dev-records"
+    assert purged["dynamodb"]["Keys"] == {"user_id": {"S": "user-a"}, "record_id": {"S": "r-2"}}
+    assert all(not batch for batch in events.values())  # the other tables' mappings wait

@@ -145,6 +145,14 @@ class EmbeddedLongTermIndex:
         found = self._docs([r[0] for r in rows])
         return [Candidate(doc=found[r[0]], lexical_score=float(r[1])) for r in rows]
 
+    def hybrid_search(
+        self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        return (
+            self.vector_search(index, vector, k, user_id),
+            self.lexical_search(index, text, k, user_id),
+        )
+
     def delete_session(self, user_id: str, session_id: str) -> None:
         with self._lock, self._db:
             self._delete_where("user_id = ? AND session_id = ?", (user_id, session_id))
@@ -153,6 +161,17 @@ class EmbeddedLongTermIndex:
     def delete_user(self, user_id: str) -> None:
         with self._lock, self._db:
             self._delete_where("user_id = ?", (user_id,))
+            self._matrices.clear()
+
+    def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
+        if not doc_keys:
+            return
+        marks = ",".join("?" * len(doc_keys))
+        with self._lock, self._db:
+            self._delete_where(
+                f"idx = ? AND user_id = ? AND doc_key IN ({marks})",
+                (index, user_id, *doc_keys),
+            )
             self._matrices.clear()
 
     def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:

@@ -72,7 +72,8 @@ class OpenSearchLongTermIndex:
         self._prefix = index_prefix
 
     def ensure_indexes(self) -> None:
-        """Create both indexes from schema.py when missing; a concurrent creator is fine."""
+        """Create both indexes from schema.py when missing (a concurrent creator is fine), and
+        add to an existing index the fields a newer schema.py defines."""
         body = schema.long_term_index_body(self._dimension)
         if self._serverless:
             # Serverless manages shards itself and rejects the setting.
@@ -81,12 +82,33 @@ class OpenSearchLongTermIndex:
             name = self._name(logical)
             with _translated(f"create index {name}"):
                 if self._client.indices.exists(index=name):
+                    self._add_missing_fields(name, body["mappings"]["properties"])
                     continue
                 try:
                     self._client.indices.create(index=name, body=body)
                 except RequestError as error:
                     if error.error != "resource_already_exists_exception":
                         raise
+
+    def _add_missing_fields(self, name: str, properties: dict[str, Any]) -> None:
+        """Put the schema's fields that the index's mapping lacks (an index created before
+        they were added). The mapping is `dynamic: strict`, so a document with such a field
+        would be refused. Only absent fields are sent: adding a field is always allowed, while
+        restating an existing one could be refused (a knn_vector's method, say), and a field
+        whose definition changed needs a new index, which this does not attempt."""
+        with _translated(f"read the mapping of {name}"):
+            answer = self._client.indices.get_mapping(index=name)
+        # Keyed by concrete index name (`name` may be an alias); put_mapping reaches them all.
+        present = [set(e.get("mappings", {}).get("properties", {})) for e in answer.values()]
+        missing = {
+            field: spec
+            for field, spec in properties.items()
+            if not all(field in fields for fields in present)
+        }
+        if not missing:
+            return
+        with _translated(f"add fields {', '.join(sorted(missing))} to {name}"):
+            self._client.indices.put_mapping(index=name, body={"properties": missing})
 
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None:
         """Index `docs` in one bulk request, each under its deterministic `doc_key`."""
@@ -105,8 +127,13 @@ class OpenSearchLongTermIndex:
             for doc in docs:
                 action: dict[str, Any] = {} if self._serverless else {"_id": doc.doc_key}
                 lines += [{"index": action}, _source(doc)]
-            # refresh=false: consolidation never reads its own writes; the refresh interval does.
-            params = {} if self._serverless else {"refresh": "false"}
+            # refresh=wait_for: the call returns once the documents are searchable, so a
+            # delete-by-query that follows sees them. Every writer that may race a deletion
+            # checks liveness after its write and deletes again (consolidation's compensation,
+            # write_record_entries); with refresh=false a just-written document was invisible
+            # to that delete (it only sees refreshed documents) and outlived the deletion. The
+            # cost is up to one refresh interval (1 s) per write, never a forced refresh.
+            params = {} if self._serverless else {"refresh": "wait_for"}
             # The index is in the path (POST /<index>/_bulk), never in the body: IAM can then
             # allow each function the bulk path of its own index only, and the domain refuses
             # an index named in a body (rest.action.multi.allow_explicit_index=false).
@@ -133,24 +160,41 @@ class OpenSearchLongTermIndex:
         self, index: str, vector: Sequence[float], k: int, user_id: str | None
     ) -> list[Candidate]:
         """The k nearest documents of `user_id` (filtered inside HNSW by faiss), cosine-scored."""
-        knn: dict[str, Any] = {"vector": list(vector), "k": k}
-        if user_id is not None:
-            knn["filter"] = {"term": {"user_id": user_id}}
-        body = {"size": k, "_source": _NO_VECTOR, "query": {"knn": {"embedding": knn}}}
-        hits = self._search(index, body)
-        return [
-            Candidate(_doc(hit["_source"]), vector_score=inner_product_from_score(hit["_score"]))
-            for hit in hits
-        ]
+        return _vector_hits(self._search(index, _knn_body(vector, k, user_id)))
 
     def lexical_search(self, index: str, text: str, k: int, user_id: str | None) -> list[Candidate]:
         """The k best BM25 matches of `text` among the documents of `user_id`."""
-        query: dict[str, Any] = {"must": [{"match": {"text": {"query": text}}}]}
-        if user_id is not None:
-            query["filter"] = [{"term": {"user_id": user_id}}]
-        body = {"size": k, "_source": _NO_VECTOR, "query": {"bool": query}}
-        hits = self._search(index, body)
-        return [Candidate(_doc(hit["_source"]), lexical_score=hit["_score"]) for hit in hits]
+        return _lexical_hits(self._search(index, _match_body(text, k, user_id)))
+
+    def hybrid_search(
+        self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
+    ) -> tuple[list[Candidate], list[Candidate]]:
+        """Both searches in one _msearch request (the index in the path, as for _bulk)."""
+        name = self._name(index)
+        bodies = [{}, _knn_body(vector, k, user_id), {}, _match_body(text, k, user_id)]
+        with _translated(f"search {name}"):
+            try:
+                reply = self._client.msearch(body=bodies, index=name)
+            except NotFoundError as error:
+                if _missing_index(error):
+                    return [], []
+                raise
+        answers = reply.get("responses", [])
+        hits: list[list[dict[str, Any]]] = []
+        for answer in answers:
+            failure = answer.get("error")
+            if failure is None:
+                hits.append(list(answer["hits"]["hits"]))
+            elif isinstance(failure, dict) and failure.get("type") == "index_not_found_exception":
+                hits.append([])  # nothing consolidated yet: no memories, not an outage
+            else:
+                status = answer.get("status", 500)
+                outage = status >= 500 or status == 429
+                kind = LongTermMemoryUnavailable if outage else LongTermMemoryError
+                raise kind(f"OpenSearch answered {status} (search {name}): {_reason(failure)}")
+        if len(hits) != 2:
+            raise LongTermMemoryUnavailable(f"search {name}: {len(hits)} answers to 2 searches")
+        return _vector_hits(hits[0]), _lexical_hits(hits[1])
 
     def delete_session(self, user_id: str, session_id: str) -> None:
         """Forget every memory of one session (summary and chunks)."""
@@ -163,6 +207,18 @@ class OpenSearchLongTermIndex:
         """Forget every memory of one user; shared passages are nobody's and stay."""
         with _translated("delete a user's memories"):
             self._delete_where(self._name(schema.MEMORY_INDEX), _terms(user_id=user_id))
+
+    def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
+        """Forget entries by key, only among the owner's (a record's entry)."""
+        if not doc_keys:
+            return
+        query = {
+            "bool": {
+                "filter": [{"term": {"user_id": user_id}}, {"terms": {"doc_key": list(doc_keys)}}]
+            }
+        }
+        with _translated("delete entries"):
+            self._delete_where(self._name(index), query)
 
     def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
         """Remove a verified document's passages, except the doc_keys in `keep` (a re-ingested
@@ -205,6 +261,31 @@ class OpenSearchLongTermIndex:
             raise LongTermMemoryError(
                 f"deleting from {name} failed: {_reason(reply['failures'][0].get('cause', {}))}"
             )
+
+
+def _knn_body(vector: Sequence[float], k: int, user_id: str | None) -> dict[str, Any]:
+    knn: dict[str, Any] = {"vector": list(vector), "k": k}
+    if user_id is not None:
+        knn["filter"] = {"term": {"user_id": user_id}}
+    return {"size": k, "_source": _NO_VECTOR, "query": {"knn": {"embedding": knn}}}
+
+
+def _match_body(text: str, k: int, user_id: str | None) -> dict[str, Any]:
+    query: dict[str, Any] = {"must": [{"match": {"text": {"query": text}}}]}
+    if user_id is not None:
+        query["filter"] = [{"term": {"user_id": user_id}}]
+    return {"size": k, "_source": _NO_VECTOR, "query": {"bool": query}}
+
+
+def _vector_hits(hits: list[dict[str, Any]]) -> list[Candidate]:
+    return [
+        Candidate(_doc(hit["_source"]), vector_score=inner_product_from_score(hit["_score"]))
+        for hit in hits
+    ]
+
+
+def _lexical_hits(hits: list[dict[str, Any]]) -> list[Candidate]:
+    return [Candidate(_doc(hit["_source"]), lexical_score=hit["_score"]) for hit in hits]
 
 
 def _source(doc: MemoryDoc) -> dict[str, Any]:

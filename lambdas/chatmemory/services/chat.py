@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from chatmemory.clock import iso, utc_now
-from chatmemory.domain import Session, Turn
+from chatmemory.domain import Session, Source, Turn
 from chatmemory.errors import (
     BadRequest,
     ChatMemoryError,
@@ -23,8 +23,10 @@ from chatmemory.errors import (
     SessionEnded,
 )
 from chatmemory.ports import Clock, Embedder, LongTermIndex, ShortTermMemory, TextGenerator
-from chatmemory.schema import Intent, SessionStatus
+from chatmemory.schema import Intent, SessionStatus, SourceKind
 from chatmemory.services.access import owned_session
+from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
+from chatmemory.services.profile import state_record
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 from chatmemory.services.recall import (
     Answer,
@@ -35,6 +37,7 @@ from chatmemory.services.recall import (
     search_sessions,
 )
 from chatmemory.services.routing import Routed, parse_prefix, route
+from chatmemory.services.sessions import title_from
 
 NO_LONG_TERM_MEMORY = (
     "No long-term memory is configured for this deployment, so past conversations and "
@@ -66,6 +69,9 @@ class ChatPolicy:
     verified_passages: int = 4
     # Below this fused score a verified passage does not count as relevant.
     verified_min_score: float = 0.35
+    auto_recall: AutoRecallPolicy = field(default_factory=AutoRecallPolicy)
+    # With a text model: make follow-ups standalone with it before auto-recall searches.
+    rewrite_follow_ups: bool = False
 
 
 @dataclass
@@ -83,6 +89,8 @@ class TurnResult:
     turn: Turn
     # True when this answer was stored earlier and is returned for a retried request.
     replayed: bool = False
+    # What auto-recall put in the prompt (None when it did not run: a replay, a command).
+    recalled: Recalled | None = None
 
 
 def post_message(
@@ -124,7 +132,7 @@ def post_message(
         expires_at=_expiry(deps, policy),
     )
     try:
-        _answer(deps, policy, session, routed, turn, window)
+        recalled = _answer(deps, policy, session, routed, turn, window)
     except ChatMemoryError as failure:
         if failure.status < 500:
             raise
@@ -133,7 +141,10 @@ def post_message(
         _append(deps, policy, user_id, session, turn)
         raise
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
-    return _append(deps, policy, user_id, session, turn)
+    result = _append(deps, policy, user_id, session, turn)
+    if not result.replayed:
+        result.recalled = recalled
+    return result
 
 
 def _same_message(stored: Turn, content: str) -> None:
@@ -171,41 +182,93 @@ def _answer(
     turn: Turn,
     window: int,
     before_turn: int | None = None,
-) -> None:
-    """Fill in turn.response (and sources/model/tokens) for the routed intent."""
+) -> Recalled | None:
+    """Fill in turn.response (and sources/model/tokens) for the routed intent; returns what
+    auto-recall brought into an ordinary turn's prompt."""
     if routed.intent != Intent.CHAT:
         if deps.long_term is None or deps.embedder is None:
             turn.response = NO_LONG_TERM_MEMORY
             turn.model = "none"
-            return
+            turn.remember_response = False
+            return None
         try:
-            answer = _recall(deps, policy, session.user_id, routed)
+            answer = _command(deps, policy, session, routed)
         except LongTermMemoryUnavailable:
+            if routed.intent == Intent.REMEMBER:
+                raise  # "noted" must not be said of what was not stored: a retry completes it
             # Degrade to short-term memory rather than fail the turn; the reply says so.
             turn.degraded = True
         else:
             turn.response, turn.sources, turn.model = answer.text, answer.sources, answer.model
-            return
+            turn.remember_response = answer.remember
+            return None
     history = deps.memory.recent_turns(session.session_id, window) if window else []
     if before_turn is not None:
         history = [t for t in history if t.turn < before_turn]
+    context = deps.generator.context_tokens
+    recalled = None
+    if turn.degraded:
+        pass  # a command that could not reach long-term memory: no second try
+    elif deps.long_term is not None and deps.embedder is not None:
+        recalled = recall_for_turn(
+            routed.text,
+            history,
+            owner=session.user_id,
+            memory=deps.memory,
+            embedder=deps.embedder,
+            index=deps.long_term,
+            policy=replace(
+                policy.auto_recall,
+                token_budget=min(policy.auto_recall.token_budget, context // 2),
+            ),
+            now=deps.clock(),
+            rewriter=deps.generator if policy.rewrite_follow_ups else None,
+        )
+        turn.degraded = recalled.degraded
+        turn.sources = recalled.sources
+    memory_tokens = recalled.tokens if recalled else 0
     prompt = build_chat_prompt(
         system=policy.system_prompt,
         summary=session.running_summary,
         window=history,
         message=routed.text,
         roles=policy.roles,
-        token_budget=min(policy.prompt_token_budget, deps.generator.context_tokens),
+        token_budget=min(policy.prompt_token_budget, context - memory_tokens),
+        memory=recalled.block if recalled else "",
     )
     generation = deps.generator.generate(
         prompt.text, max_new_tokens=policy.max_new_tokens, stop=policy.roles.stop_words()
     )
     turn.response = clean_output(generation.text, policy.roles)
+    turn.remember_response = generation.remember
     turn.model = generation.model or deps.generator.name
     turn.input_tokens = generation.input_tokens or prompt.tokens
     turn.output_tokens = generation.output_tokens
     if policy.store_prompt:
         turn.prompt = prompt.text
+    return recalled
+
+
+REMEMBERED = "Noted: I will remember that ({type})."
+
+
+def _command(deps: ChatDeps, policy: ChatPolicy, session: Session, routed: Routed) -> Answer:
+    if routed.intent == Intent.REMEMBER:
+        assert deps.long_term is not None and deps.embedder is not None
+        record = state_record(
+            session.user_id,
+            routed.text,
+            record_type=None,
+            memory=deps.memory,
+            embedder=deps.embedder,
+            index=deps.long_term,
+            now=deps.clock(),
+        )
+        source = Source(
+            kind=SourceKind.RECORD, id=record.record_id, title=record.text, date=record.created_at
+        )
+        return Answer(REMEMBERED.format(type=record.type), [source], "none", remember=False)
+    return _recall(deps, policy, session.user_id, routed)
 
 
 def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) -> Answer:
@@ -220,7 +283,7 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
             weights=policy.recall_weights,
             now=deps.clock(),
             k=policy.recall_sessions,
-            live=lambda ids: deps.memory.live_sessions(user_id, ids),
+            live=lambda sessions, records: deps.memory.live(user_id, sessions, records),
         )
         floor = found[0].score * policy.recall_relative_floor if found else 0.0
         return answer_from_past(
@@ -254,8 +317,13 @@ def _append(
     session deleted or forgotten meanwhile then answers 404)."""
     for attempt in range(policy.append_attempts):
         turn.turn = session.num_turns + 1
+        rename = None
+        if session.auto_named and turn.intent == Intent.CHAT and not turn.pending:
+            rename = title_from(turn.input)  # the first message with something in it
         try:
-            deps.memory.append_turn(session, turn, keep_message_ids=policy.keep_message_ids)
+            deps.memory.append_turn(
+                session, turn, keep_message_ids=policy.keep_message_ids, rename=rename
+            )
             return TurnResult(turn)
         except Conflict:
             session = owned_session(deps.memory, caller, turn.session_id)
@@ -288,7 +356,7 @@ def _complete_pending(
         )
     routed = Routed(turn.intent, parse_prefix(turn.input).text, "stored")
     started = time.perf_counter()
-    _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)
+    recalled = _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)
     turn.pending = False
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
     try:
@@ -300,4 +368,4 @@ def _complete_pending(
         if stored is None or stored.pending:
             raise
         return TurnResult(stored, replayed=True)
-    return TurnResult(turn)
+    return TurnResult(turn, recalled=recalled)

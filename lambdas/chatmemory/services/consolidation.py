@@ -29,12 +29,19 @@ from chatmemory.clock import iso
 from chatmemory.domain import Session, Turn
 from chatmemory.ports import (
     Embedder,
+    Extractor,
     LongTermIndex,
     MemoryDoc,
     ShortTermMemory,
     Summarizer,
 )
-from chatmemory.schema import MEMORY_INDEX, MemoryKind, SessionStatus
+from chatmemory.schema import MemoryKind, SessionStatus
+from chatmemory.services.profile import (
+    drop_session_records,
+    remember_facts,
+    remember_summary,
+    write_record_entries,
+)
 from chatmemory.services.prompt import Roles
 
 TimeLeft = Callable[[], float]
@@ -82,7 +89,8 @@ def transcript(turns: Sequence[Turn], roles: Roles) -> str:
     for turn in sorted(turns, key=lambda t: t.turn):
         if turn.input:
             lines.append(f"{roles.user}: {turn.input}")
-        if turn.response:
+        # What no model really said (the offline responder's notes) never becomes memory.
+        if turn.response and turn.remember_response:
             lines.append(f"{roles.assistant}: {turn.response}")
     return "\n".join(lines)
 
@@ -221,8 +229,10 @@ def consolidate_session(
     now: datetime,
     owner: str | None = None,
     time_left: TimeLeft = _forever,
+    extractor: Extractor | None = None,
 ) -> ConsolidationResult:
-    """Summarize, embed and index one ended session, then mark it CONSOLIDATED; or, when
+    """Summarize, embed and index one ended session, draw the user's facts and preferences from
+    it into their profile (services/profile.py), then mark it CONSOLIDATED; or, when
     `time_left()` runs below the policy's reserve, checkpoint and hand over (outcome
     "continued"): the next invocation resumes from the checkpoint.
 
@@ -237,7 +247,7 @@ def consolidate_session(
     earlier attempt left."""
     session = memory.get_session(session_id)
     if session is None or session.status == SessionStatus.DELETING:
-        _compensate(index, session.user_id if session else owner, session_id)
+        _compensate(memory, index, session.user_id if session else owner, session_id)
         return ConsolidationResult(session_id, "deleted")
     if session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
         return ConsolidationResult(session_id, "skipped")
@@ -252,6 +262,23 @@ def consolidate_session(
             # Written with the first block of windows: one embedding request and one bulk
             # write for a short session.
             pending = head_documents(session, first, summary, policy)
+            summary_record = remember_summary(session, summary, memory=memory, now=now)
+            if session.summary_forgotten:  # the caller deleted it: not indexed again
+                pending = [d for d in pending if d.kind != MemoryKind.SUMMARY]
+            for doc in pending:
+                if doc.kind == MemoryKind.SUMMARY and summary_record is not None:
+                    doc.record_id = summary_record.record_id
+            if extractor is not None:
+                turns = list(memory.all_turns(session_id))
+                remember_facts(
+                    session,
+                    extractor.extract(turns),
+                    turns,
+                    memory=memory,
+                    embedder=embedder,
+                    index=index,
+                    now=now,
+                )
             cursor = 0
         starts = [s for s in window_starts(session.num_turns, policy) if s > cursor]
         blocks = [
@@ -267,7 +294,9 @@ def consolidate_session(
                 docs = docs + window_documents(session, turns, chosen, policy)
             if docs:
                 calls += embed_documents(embedder, docs, concurrency=policy.embed_concurrency)
-                index.upsert(MEMORY_INDEX, docs)
+                # The summary's entry carries its record's id: a record deleted (and purged)
+                # meanwhile has its entry deleted again right after this write.
+                write_record_entries(index, memory, docs)
                 documents += len(docs)
             if chosen:
                 cursor = chosen[-1]
@@ -276,7 +305,7 @@ def consolidate_session(
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
         attempts = memory.record_consolidation_failure(session_id, _reason(error))
         if attempts is None:  # deleted meanwhile: nothing to retry, nothing may stay
-            _compensate(index, session.user_id, session_id)
+            _compensate(memory, index, session.user_id, session_id)
             return ConsolidationResult(session_id, "deleted")
         if attempts >= policy.max_attempts:
             memory.mark_failed(session_id, _reason(error))
@@ -286,7 +315,7 @@ def consolidate_session(
         current = memory.get_session(session_id)
         if current is None or current.status == SessionStatus.DELETING:
             # Deleted while this ran: its purge may already have cleared the index.
-            _compensate(index, session.user_id, session_id)
+            _compensate(memory, index, session.user_id, session_id)
             return ConsolidationResult(session_id, "deleted")
     return ConsolidationResult(session_id, "consolidated", documents, calls)
 
@@ -308,7 +337,7 @@ def _hand_over(
         return ConsolidationResult(session.session_id, "continued", documents, calls)
     current = memory.get_session(session.session_id)
     if current is None or current.status == SessionStatus.DELETING:
-        _compensate(index, session.user_id, session.session_id)
+        _compensate(memory, index, session.user_id, session.session_id)
         return ConsolidationResult(session.session_id, "deleted")
     # Another run checkpointed (or finished) meanwhile: it carries on.
     return ConsolidationResult(session.session_id, "skipped", documents, calls)
@@ -322,6 +351,7 @@ def redrive_failed(
     index: LongTermIndex,
     policy: ConsolidationPolicy,
     now: datetime,
+    extractor: Extractor | None = None,
 ) -> dict[str, str]:
     """Consolidate each FAILED session again with a fresh attempt budget; the outcome per
     session (an error is reported for its session and the others go on)."""
@@ -337,6 +367,7 @@ def redrive_failed(
                 index=index,
                 policy=policy,
                 now=now,
+                extractor=extractor,
             )
             outcomes[session_id] = result.outcome
         except Exception as error:  # noqa: BLE001 - reported per session, the rest go on
@@ -344,9 +375,14 @@ def redrive_failed(
     return outcomes
 
 
-def _compensate(index: LongTermIndex, owner: str | None, session_id: str) -> None:
+def _compensate(
+    memory: ShortTermMemory, index: LongTermIndex, owner: str | None, session_id: str
+) -> None:
+    """A session deleted while it was consolidated: its entries, and the records drawn only
+    from it (the purge may have run before this consolidation wrote them)."""
     if owner:
         index.delete_session(owner, session_id)
+        drop_session_records(owner, session_id, memory=memory, index=index)
 
 
 def _reason(error: Exception) -> str:

@@ -20,7 +20,10 @@ Why a delete is final whatever runs at the same time:
   the session's entries sees the tombstone (or no item) when it tries to mark the session
   CONSOLIDATED, and deletes what it wrote; its retries do the same from the stream record.
 * A forget queues the old owner key; its purge (from the users stream) marks every session
-  under that key DELETING, which starts their purges, and deletes the key's long-term entries.
+  under that key DELETING, which starts their purges, and deletes the key's long-term entries
+  and profile records.
+* A session's purge also removes the profile records drawn only from it; a record deleted
+  through the API is a tombstone (status DELETING) purged from the records stream.
   It waits `settle_seconds` after the forget first, so that sessions written just before it
   have reached the user index it reads.
 
@@ -39,6 +42,7 @@ from chatmemory.domain import PurgeEntry
 from chatmemory.errors import Conflict
 from chatmemory.ports import Clock, LongTermIndex, ShortTermMemory
 from chatmemory.schema import PurgeState, SessionStatus
+from chatmemory.services.profile import drop_session_records
 
 
 @dataclass(frozen=True)
@@ -90,6 +94,7 @@ def purge_session(
         return PurgeResult(session_id, "skipped")
     if index is not None:
         index.delete_session(session.user_id, session_id)
+    drop_session_records(session.user_id, session_id, memory=memory, index=index)
     deleted = 0
     while True:
         count = memory.delete_turns(session_id, policy.turns_per_round)
@@ -143,6 +148,9 @@ def purge_user(
                 return PurgeResult(user_id, "continued", marked)
         if index is not None:
             index.delete_user(entry.owner)
+        memory.remove_records(
+            entry.owner, [r.record_id for r in memory.records_of_owner(entry.owner)]
+        )
         entry.state = PurgeState.MARKED
     # Keys whose sessions are all purged need no entry any more.
     remaining = [

@@ -55,15 +55,19 @@ def build_chat_prompt(
     message: str,
     roles: Roles,
     token_budget: int,
+    memory: str = "",
 ) -> BuiltPrompt:
-    """System line, rolling summary of older turns, the newest turns that fit, the new message.
+    """System line, recalled long-term memory, rolling summary of older turns, the newest turns
+    that fit, the new message.
 
-    Oldest window turns are dropped first; if the summary alone overflows, its beginning is cut
-    (the end is the most recent part of a rolling summary).
+    `memory` (auto-recall's block, already within its own budget) comes on top of
+    `token_budget`, which is the conversation's; the caller keeps both within the model's
+    context. Oldest window turns are dropped first; if the summary alone overflows, its
+    beginning is cut (the end is the most recent part of a rolling summary).
     """
-    head = system.strip()
+    head = "\n".join(part for part in (system.strip(), memory.strip()) if part)
     tail = f"{roles.user}: {message}\n{roles.assistant}:"
-    fixed = estimate_tokens(head) + estimate_tokens(tail)
+    fixed = estimate_tokens(head) + estimate_tokens(tail) - estimate_tokens(memory)
     budget_left = token_budget - fixed
     summary_block = ""
     if summary:

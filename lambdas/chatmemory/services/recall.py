@@ -149,7 +149,8 @@ def rank_sessions(
     return ranked[:k]
 
 
-LiveCheck = Callable[[Sequence[str]], set[str]]
+# Which of these sessions and records exist for the caller and are visible (ShortTermMemory.live).
+LiveCheck = Callable[[Sequence[str], Sequence[str]], tuple[set[str], set[str]]]
 
 
 def search_sessions(
@@ -165,31 +166,48 @@ def search_sessions(
 ) -> list[RankedSession]:
     """The caller's past sessions most relevant to `query` (filtered to user_id in the index).
 
-    `live` says which session ids still exist for the caller: the index may hold entries of a
-    session deleted a moment ago, and those are dropped here, before anything is returned."""
+    `live` says which sessions and records still exist for the caller: the index may hold
+    entries of a session deleted a moment ago, or a session's summary entry whose record the
+    caller deleted; those are dropped here, before anything is returned. The sessions of the
+    top k are checked (one read, with the records their entries carry), then ranked again
+    without what was gone, until the top k are all checked: usually one read."""
     vector = embedder.embed([query])[0]
     depth = k * weights.depth
     vector_hits = index.vector_search(MEMORY_INDEX, vector, depth, user_id)
     lexical_hits = index.lexical_search(MEMORY_INDEX, query, depth, user_id)
-    ranked = rank_sessions(
-        vector_hits,
-        lexical_hits,
-        weights=weights,
-        now=now,
-        k=len(vector_hits) + len(lexical_hits),
-        window=time_window(query, now),
-    )
-    if live is None:
-        return ranked[:k]
-    kept: list[RankedSession] = []
-    # Usually one check of k sessions; more only while deleted sessions are still indexed.
-    for start in range(0, len(ranked), k):
-        chunk = ranked[start : start + k]
-        alive = live([s.session_id for s in chunk])
-        kept += [s for s in chunk if s.session_id in alive]
-        if len(kept) >= k:
-            break
-    return kept[:k]
+    window = time_window(query, now)
+    checked: set[str] = set()
+    gone_sessions: set[str] = set()
+    gone_records: set[str] = set()
+    while True:
+        kept_vector, kept_lexical = (
+            [
+                h
+                for h in hits
+                if h.doc.session_id not in gone_sessions and h.doc.record_id not in gone_records
+            ]
+            for hits in (vector_hits, lexical_hits)
+        )
+        ranked = rank_sessions(
+            kept_vector,
+            kept_lexical,
+            weights=weights,
+            now=now,
+            k=len(kept_vector) + len(kept_lexical),
+            window=window,
+        )[:k]
+        unchecked = {s.session_id for s in ranked} - checked
+        if live is None or not unchecked:
+            return ranked
+        records = {
+            h.doc.record_id
+            for h in vector_hits + lexical_hits
+            if h.doc.session_id in unchecked and h.doc.record_id
+        }
+        alive_sessions, alive_records = live(sorted(unchecked), sorted(records))
+        checked |= unchecked
+        gone_sessions |= unchecked - alive_sessions
+        gone_records |= records - alive_records
 
 
 def search_passages(
@@ -223,6 +241,7 @@ class Answer:
     text: str
     sources: list[Source]
     model: str
+    remember: bool = True  # False when no model wrote it (services/chat.py keeps it out)
 
 
 def answer_from_past(
@@ -235,7 +254,7 @@ def answer_from_past(
 ) -> Answer:
     """One model call over the retrieved sessions; their dates are cited as sources."""
     if not sessions:
-        return Answer(NOTHING_REMEMBERED, [], "none")
+        return Answer(NOTHING_REMEMBERED, [], "none", remember=False)
     blocks = [f"[{s.date[:10]}] " + "\n".join(s.texts) for s in sessions]
     prompt = _grounded_prompt(
         "Answer the question using only these notes from past conversations with the user. "
@@ -255,7 +274,9 @@ def answer_from_past(
         )
         for s in sessions
     ]
-    return Answer(generation.text.strip(), sources, generation.model or generator.name)
+    return Answer(
+        generation.text.strip(), sources, generation.model or generator.name, generation.remember
+    )
 
 
 def answer_from_verified(
@@ -268,7 +289,7 @@ def answer_from_verified(
 ) -> Answer:
     """One model call over verified passages, citing doc_id/passage_id; none → say so."""
     if not passages:
-        return Answer(NOTHING_VERIFIED, [], "none")
+        return Answer(NOTHING_VERIFIED, [], "none", remember=False)
     blocks = [f"[{p.doc.doc_id}#{p.doc.passage_id}] {p.doc.text}" for p in passages]
     prompt = _grounded_prompt(
         "Answer the question using only these verified passages and cite the passage ids in "
@@ -289,7 +310,9 @@ def answer_from_verified(
         )
         for p in passages
     ]
-    return Answer(generation.text.strip(), sources, generation.model or generator.name)
+    return Answer(
+        generation.text.strip(), sources, generation.model or generator.name, generation.remember
+    )
 
 
 def _grounded_prompt(instruction: str, blocks: list[str], question: str, budget: int) -> str:
@@ -328,5 +351,5 @@ def search_memories(
         weights=weights,
         now=now,
         k=k,
-        live=lambda ids: memory.live_sessions(owner, ids),
+        live=lambda sessions, records: memory.live(owner, sessions, records),
     )

@@ -1,4 +1,5 @@
-"""Intent routing: `/past` and `/verified` prefixes, and an optional few-shot classifier."""
+"""Intent routing: `/past`, `/verified` and `/remember` prefixes, and an optional few-shot
+classifier (which only ever chooses between chat, past and verified)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from chatmemory.errors import BadRequest, ChatMemoryError
 from chatmemory.ports import TextGenerator
 from chatmemory.schema import Intent
 
-_PREFIX = re.compile(r"^\s*/(past|verified)(?=\s|$)\s*", re.IGNORECASE)
+_PREFIX = re.compile(r"^\s*/(past|verified|remember)(?=\s|$)\s*", re.IGNORECASE)
+_CLASSIFIED = frozenset({Intent.CHAT, Intent.PAST, Intent.VERIFIED})
 
 CLASSIFIER_PROMPT = """Classify the user's message into one of: chat, past, verified.
 past: the user asks about an earlier conversation with the assistant.
@@ -41,14 +43,16 @@ class Routed:
 
 
 def parse_prefix(content: str) -> Routed:
-    """`/past q` -> past, `/verified q` -> verified; the prefix never reaches a model."""
+    """`/past q` -> past, `/verified q` -> verified, `/remember text` -> remember; the prefix
+    never reaches a model."""
     match = _PREFIX.match(content)
     if not match:
         return Routed(Intent.CHAT, content.strip(), "default")
     intent = Intent(match.group(1).lower())
     text = content[match.end() :].strip()
     if not text:
-        raise BadRequest(f"/{intent} needs a question after it")
+        what = "what to remember" if intent == Intent.REMEMBER else "a question"
+        raise BadRequest(f"/{intent} needs {what} after it")
     return Routed(intent, text, "prefix")
 
 
@@ -59,7 +63,7 @@ def classify(message: str, generator: TextGenerator) -> Intent:
     except ChatMemoryError:
         return Intent.CHAT
     words = re.findall(r"[a-z]+", out.text.lower())
-    return Intent(words[0]) if words and words[0] in set(Intent) else Intent.CHAT
+    return Intent(words[0]) if words and words[0] in _CLASSIFIED else Intent.CHAT
 
 
 def route(content: str, *, generator: TextGenerator | None = None) -> Routed:

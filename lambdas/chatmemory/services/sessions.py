@@ -6,6 +6,7 @@ removes its turns and memories in the background (services/forget.py)."""
 from __future__ import annotations
 
 import contextlib
+import re
 import time
 import uuid
 from collections.abc import Callable
@@ -16,7 +17,7 @@ from chatmemory.clock import iso, utc_now
 from chatmemory.domain import Page, Session, Source, Turn
 from chatmemory.errors import BadRequest, Conflict, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import Clock, ShortTermMemory
-from chatmemory.schema import SessionStatus
+from chatmemory.schema import TEXT_STOPWORDS, SessionStatus
 from chatmemory.services.access import owned_session, owner_of
 
 # One transaction holds at most 100 writes: the new session, the caller check and 98 ends.
@@ -52,13 +53,15 @@ def create_session(
                 with contextlib.suppress(Conflict, SessionNotFound):
                     memory.end_session(extra, now)
             ends = ends[:_MAX_ENDS_PER_TRANSACTION]
+        given = (name or "").strip()
         session = Session(
             session_id=session_id,
             user_id=user.owner,
-            name=(name or "").strip() or f"Session {now[:16].replace('T', ' ')}",
+            name=given or f"Session {now[:16].replace('T', ' ')}",
             status=SessionStatus.OPEN,
             started_at=now,
             last_active_at=now,
+            auto_named=not given,
         )
         try:
             memory.create_session(session, user=user, end=ends, ended_at=now)
@@ -66,6 +69,45 @@ def create_session(
             continue  # a forget, or a session ended meanwhile: read again
         return session
     raise Conflict("the caller's sessions kept changing; retry the request")
+
+
+_LEAD = re.compile(
+    r"^(?:(?:hi|hello|hey|ok|okay|so|well|um|uh|please|thanks|thank you)\b[\s,!.:-]*)+"
+    r"|^(?:(?:can|could|would|will) you\s+(?:please\s+)?)"
+    r"|^(?:(?:i|we)(?:\s+am|'m|\s+are|'re|\s+have|'ve|\s+will|'ll|\s+want(?: to)?"
+    r"|\s+would like(?: to)?|\s+need(?: to)?)\s+)"
+    r"|^(?:help me(?: to)?\s+)",
+    re.IGNORECASE,
+)
+_TITLE_WORDS = 6
+_TITLE_CHARS = 60
+
+
+def title_from(message: str) -> str | None:
+    """A session name from what a message is about, as chat apps name conversations: its first
+    sentence with something in it, without the greeting and the "I'm"/"can you", cut to a few
+    words ("We are adopting a rescue greyhound named Biscuit next month." -> "Adopting a rescue
+    greyhound named Biscuit"). None for small talk and commands: there is nothing to go on."""
+    from chatmemory.services.auto_recall import content_terms
+
+    if message.lstrip().startswith("/"):
+        return None
+    for sentence in re.split(r"(?<=[.!?])\s+|\n+", message):
+        text = sentence.strip()
+        while True:
+            stripped = _LEAD.sub("", text, count=1).strip()
+            if stripped == text:
+                break
+            text = stripped
+        text = text.strip(" \"'.,!?;:-")
+        if not content_terms(text):
+            continue
+        words = text.split()[:_TITLE_WORDS]
+        while len(words) > 1 and words[-1].lower().strip(",.;:-") in TEXT_STOPWORDS:
+            words.pop()  # "Plan a trip to" -> "Plan a trip"
+        title = " ".join(words)[:_TITLE_CHARS].rstrip(" ,.;:-")
+        return title[0].upper() + title[1:]
+    return None
 
 
 def get_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Session:

@@ -52,6 +52,9 @@ class SummaryBudget:
     partial_tokens: int = 48
 
 
+DEFAULT_BUDGET = SummaryBudget()
+
+
 def split_lines(lines: Sequence[str], budget: int) -> list[str]:
     """Greedy chunks of whole lines under `budget` tokens; an overlong line is clipped."""
     chunks: list[str] = []

@@ -9,8 +9,23 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from chatmemory import schema
-from chatmemory.domain import PurgeEntry, Session, Source, Turn, UserState
-from chatmemory.schema import Intent, SessionStatus, SourceKind
+from chatmemory.domain import (
+    MemoryRecord,
+    Provenance,
+    PurgeEntry,
+    Session,
+    Source,
+    Turn,
+    UserState,
+)
+from chatmemory.schema import (
+    Intent,
+    RecordOrigin,
+    RecordStatus,
+    RecordType,
+    SessionStatus,
+    SourceKind,
+)
 
 _ser = TypeSerializer()
 _de = TypeDeserializer()
@@ -104,6 +119,31 @@ def _source(data: dict[str, Any]) -> Source:
     return Source(**{**data, "kind": SourceKind(kind) if known else kind})
 
 
+def record_to_item(record: MemoryRecord) -> dict[str, Any]:
+    item = asdict(record)
+    item["provenance"] = [asdict(p) for p in record.provenance]
+    return item
+
+
+def record_from_item(item: dict[str, Any]) -> MemoryRecord:
+    data = deserialize(item)
+    return MemoryRecord(
+        record_id=data[schema.RECORD_ID],
+        user_id=data[schema.USER_ID],
+        type=RecordType(data["type"]),
+        text=data.get("text", ""),
+        created_at=data.get("created_at", ""),
+        updated_at=data.get("updated_at", ""),
+        origin=RecordOrigin(data.get("origin", RecordOrigin.EXTRACTED)),
+        status=RecordStatus(data.get(schema.STATUS, RecordStatus.ACTIVE)),
+        subject=data.get("subject", ""),
+        provenance=[Provenance(**p) for p in data.get("provenance", [])],
+        superseded_by=data.get("superseded_by"),
+        valid_until=data.get("valid_until"),
+        version=int(data.get("version", 0)),
+    )
+
+
 def turn_to_item(turn: Turn) -> dict[str, Any]:
     item: dict[str, Any] = {
         "session_id": turn.session_id,
@@ -126,6 +166,8 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
         item["pending"] = True
     if turn.degraded:
         item["degraded"] = True
+    if not turn.remember_response:
+        item["remember_response"] = False
     return item
 
 
@@ -148,5 +190,6 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         output_tokens=data.get("output_tokens"),
         pending=bool(data.get("pending", False)),
         degraded=bool(data.get("degraded", False)),
+        remember_response=bool(data.get("remember_response", True)),
         expires_at=data.get("expires_at"),
     )

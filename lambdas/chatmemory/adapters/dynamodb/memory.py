@@ -18,6 +18,8 @@ from chatmemory.adapters.dynamodb.codec import (
     deserialize,
     idle_bucket,
     open_shard,
+    record_from_item,
+    record_to_item,
     serialize,
     serialize_value,
     session_from_item,
@@ -27,12 +29,21 @@ from chatmemory.adapters.dynamodb.codec import (
     user_from_item,
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
-from chatmemory.domain import Page, PurgeEntry, Session, Turn, UserState, message_key
+from chatmemory.domain import (
+    MemoryRecord,
+    Page,
+    PurgeEntry,
+    Session,
+    Turn,
+    UserState,
+    message_key,
+)
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, ShortTermMemoryUnavailable
 from chatmemory.schema import (
     IDLE_BUCKET,
     LAST_ACTIVE_AT,
     OPEN_SHARD,
+    RECORD_ID,
     SESSION_ID,
     STARTED_AT,
     STATUS,
@@ -40,6 +51,7 @@ from chatmemory.schema import (
     USER_ID,
     VISIBLE_STATUSES,
     PurgeState,
+    RecordStatus,
     SessionStatus,
 )
 
@@ -56,6 +68,10 @@ def _user_key(user_id: str) -> dict[str, Any]:
     return {schema.USER_ID: {"S": user_id}}
 
 
+def _record_key(owner: str, record_id: str) -> dict[str, Any]:
+    return {schema.USER_ID: {"S": owner}, schema.RECORD_ID: {"S": record_id}}
+
+
 class DynamoShortTermMemory:
     """SessionStore + TurnStore on the sessions, conversations and users tables (physical names
     from the deployment)."""
@@ -66,11 +82,13 @@ class DynamoShortTermMemory:
         sessions_table: str,
         conversations_table: str,
         users_table: str = schema.USERS.logical_name,
+        records_table: str = schema.RECORDS.logical_name,
     ) -> None:
         self._db = Guarded(client)
         self._sessions = sessions_table
         self._turns = conversations_table
         self._users = users_table
+        self._records = records_table
 
     # --- users ------------------------------------------------------------------------------
 
@@ -473,6 +491,20 @@ class DynamoShortTermMemory:
                 },
             )
 
+    def forget_summary(self, session_id: str) -> None:
+        with suppress_conditional():  # gone or being deleted: its records go with it
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression="SET summary_forgotten = :yes",
+                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":yes": {"BOOL": True},
+                    ":deleting": {"S": SessionStatus.DELETING},
+                },
+            )
+
     def update_running_summary(
         self, session_id: str, summary: str, through_turn: int, expected_through: int
     ) -> bool:
@@ -608,6 +640,145 @@ class DynamoShortTermMemory:
                 raise Conflict("the import was abandoned meanwhile; import again") from None
             raise
 
+    # --- records ----------------------------------------------------------------------------
+
+    def put_record(self, record: MemoryRecord) -> bool:
+        try:
+            self._db.put_item(
+                TableName=self._records,
+                Item=serialize(record_to_item(record)),
+                ConditionExpression=f"attribute_not_exists({RECORD_ID})",
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:
+        answer = self._db.get_item(
+            TableName=self._records, Key=_record_key(owner, record_id), ConsistentRead=True
+        )
+        item = answer.get("Item")
+        return record_from_item(item) if item else None
+
+    def list_records(
+        self, owner: str, record_type: str | None, limit: int, next_token: str | None
+    ) -> Page[MemoryRecord]:
+        names = {"#s": STATUS}
+        values: dict[str, Any] = {
+            ":u": {"S": owner},
+            ":deleting": {"S": RecordStatus.DELETING},
+        }
+        condition = "#s <> :deleting"
+        if record_type:
+            names["#type"] = "type"
+            values[":type"] = {"S": record_type}
+            condition += " AND #type = :type"
+        kwargs: dict[str, Any] = {
+            "TableName": self._records,
+            "KeyConditionExpression": f"{USER_ID} = :u",
+            "FilterExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,  # record ids begin with their time: newest first
+            "Limit": limit,
+            "ConsistentRead": True,
+        }
+        if next_token:
+            start = decode_token(next_token, {USER_ID: "S", RECORD_ID: "S"})
+            if start[USER_ID] != {"S": owner}:
+                raise BadRequest("next_token is not valid")
+            kwargs["ExclusiveStartKey"] = start
+        answer = self._db.query(**kwargs)
+        return Page(
+            items=[record_from_item(i) for i in answer.get("Items", [])],
+            next_token=page_token(answer),
+        )
+
+    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
+        for page in self._db.get_paginator("query").paginate(
+            TableName=self._records,
+            KeyConditionExpression=f"{USER_ID} = :u",
+            ExpressionAttributeValues={":u": {"S": owner}},
+            ConsistentRead=True,
+        ):
+            for item in page.get("Items", []):
+                yield record_from_item(item)
+
+    def save_record(self, record: MemoryRecord) -> bool:
+        expected = record.version
+        record.version = expected + 1
+        try:
+            self._db.put_item(
+                TableName=self._records,
+                Item=serialize(record_to_item(record)),
+                ConditionExpression="version = :v AND #s <> :deleting",
+                ExpressionAttributeNames={"#s": STATUS},
+                ExpressionAttributeValues={
+                    ":v": {"N": str(expected)},
+                    ":deleting": {"S": RecordStatus.DELETING},
+                },
+            )
+        except ClientError as error:
+            record.version = expected
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def mark_record_deleting(self, owner: str, record_id: str) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._records,
+                Key=_record_key(owner, record_id),
+                UpdateExpression="SET #s = :deleting ADD version :one",
+                ConditionExpression=f"attribute_exists({RECORD_ID}) AND #s <> :deleting",
+                ExpressionAttributeNames={"#s": STATUS},
+                ExpressionAttributeValues={
+                    ":deleting": {"S": RecordStatus.DELETING},
+                    ":one": {"N": "1"},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def remove_records(self, owner: str, record_ids: Sequence[str]) -> None:
+        self._batch_write(
+            self._records,
+            ({"DeleteRequest": {"Key": _record_key(owner, rid)}} for rid in record_ids),
+        )
+
+    def live(
+        self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
+    ) -> tuple[set[str], set[str]]:
+        """One BatchGetItem (strongly consistent) over both tables, 100 keys a request."""
+        keys = [(self._sessions, _session_key(s)) for s in dict.fromkeys(session_ids)]
+        keys += [(self._records, _record_key(owner, r)) for r in dict.fromkeys(record_ids)]
+        sessions: set[str] = set()
+        records: set[str] = set()
+        for start in range(0, len(keys), 100):
+            request: dict[str, list[dict[str, Any]]] = {}
+            for table, key in keys[start : start + 100]:
+                request.setdefault(table, []).append(key)
+            found = self._batch_get(
+                request,
+                projection=f"{SESSION_ID}, {RECORD_ID}, {USER_ID}, #s",
+                names={"#s": STATUS},
+            )
+            for item in found.get(self._sessions, []):
+                data = deserialize(item)
+                if data.get(USER_ID) == owner and data.get(STATUS) in VISIBLE_STATUSES:
+                    sessions.add(data[SESSION_ID])
+            for item in found.get(self._records, []):
+                data = deserialize(item)
+                if data.get(STATUS) != RecordStatus.DELETING:
+                    records.add(data[RECORD_ID])
+        return sessions, records
+
     # --- turns ------------------------------------------------------------------------------
 
     def recent_turns(self, session_id: str, count: int) -> list[Turn]:
@@ -680,7 +851,9 @@ class DynamoShortTermMemory:
             for item in page.get("Items", []):
                 yield turn_from_item(item)
 
-    def append_turn(self, session: Session, turn: Turn, *, keep_message_ids: int) -> Session:
+    def append_turn(
+        self, session: Session, turn: Turn, *, keep_message_ids: int, rename: str | None = None
+    ) -> Session:
         """One TransactWriteItems: put the turn (new number only) and advance the session,
         conditional on nobody else having advanced it since `session` was read."""
         number = session.num_turns + 1
@@ -699,6 +872,10 @@ class DynamoShortTermMemory:
             "last_active_at = :now",
             "version = version + :one",
         ]
+        if rename:
+            names["#name"] = "name"
+            values.update({":name": {"S": rename}, ":false": {"BOOL": False}})
+            sets += ["#name = :name", "auto_named = :false"]
         recent = dict(session.recent_messages)
         overflow: list[str] = []
         if turn.client_message_id:
@@ -757,6 +934,8 @@ class DynamoShortTermMemory:
         session.last_active_at = turn.created_at
         session.version += 1
         session.recent_messages = recent
+        if rename:
+            session.name, session.auto_named = rename, False
         return session
 
     def complete_turn(self, turn: Turn) -> None:

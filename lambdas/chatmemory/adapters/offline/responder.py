@@ -1,16 +1,22 @@
 """A plainly labelled stand-in for a language model, so local mode runs with no model at all.
 
 It does not pretend to understand: it says it is offline, echoes the message and shows what
-short-term memory put in front of it, which is what a person trying local mode wants to see.
+memory put in front of it (the conversation so far, and what auto-recall brought from earlier
+conversations), which is what a person trying local mode wants to see. Asked from notes
+(/past, /verified) or shown recalled memory, it quotes the sentences closest to the question by
+meaning (the embedder, when one is given) as well as by shared words: "dog" finds "greyhound".
+Nothing it says is remembered (`Generation.remember` is False): it is no model's answer.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from chatmemory.ports import Generation
-from chatmemory.schema import TEXT_STOPWORDS
+from chatmemory.errors import ChatMemoryError
+from chatmemory.ports import Embedder, Generation
+from chatmemory.schema import PROMPT_MEMORY_FOOTER, PROMPT_MEMORY_HEADER, TEXT_STOPWORDS
 
 LABEL = "[offline responder]"
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s?(.*)$")
@@ -18,28 +24,39 @@ _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s?(.*)$")
 
 class OfflineResponder:
     name = "offline-responder"
-    context_tokens = 512
+    # No model reads this prompt: room for a conversation and recalled memory side by side.
+    context_tokens = 2048
+
+    def __init__(self, embedder: Callable[[], Embedder | None] | None = None) -> None:
+        """`embedder` builds the embedder on first use (quoting by meaning); None: by words."""
+        self._embedder = embedder
 
     def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
         lines = [line for line in prompt.splitlines() if line.strip()]
         # Grounded answers, summaries and labels first: their last line ends with ":" too.
         if lines and lines[-1] in ("Answer:", "Summary:", "Label:"):
-            return Generation(self._task_reply(lines), self.name)
+            return Generation(self._task_reply(lines), self.name, remember=False)
         if len(lines) >= 2 and lines[-1].endswith(":"):
-            assistant = lines[-1][:-1]
+            recalled, lines = _split_memory(lines)
             user_match = _SPEAKER.match(lines[-2])
             user = user_match.group(1) if user_match else "User"
             message = user_match.group(2) if user_match else lines[-2]
             spoken = (m for m in map(_SPEAKER.match, lines[:-2]) if m and m.group(1) == user)
             history = [m.group(2) for m in spoken]
             summary = next((x for x in lines if x.startswith("Summary of the earlier")), "")
-            return Generation(self._chat_reply(message, history, summary, assistant), self.name)
-        return Generation(f"{LABEL} No language model is configured.", self.name)
+            reply = self._chat_reply(message, history, summary, recalled)
+            return Generation(reply, self.name, remember=False)
+        return Generation(f"{LABEL} No language model is configured.", self.name, remember=False)
 
-    @staticmethod
-    def _chat_reply(message: str, history: list[str], summary: str, assistant: str) -> str:
+    def _chat_reply(
+        self, message: str, history: list[str], summary: str, recalled: list[tuple[str, str]]
+    ) -> str:
         parts = [f"{LABEL} No language model is configured, so I can only show what I remember."]
         parts.append(f'You said: "{message}".')
+        if recalled:
+            quotes = self._closest(message, recalled, 2, require_overlap=False)
+            shown = " ".join(f"[{where}] {sentence}" for sentence, where in quotes)
+            parts.append(f"From earlier conversations I remember: {shown}")
         if history:
             parts.append(
                 f"I can see {len(history)} earlier message(s) of yours in this conversation; "
@@ -51,16 +68,80 @@ class OfflineResponder:
             parts.append("I also have a summary of the older part of our conversation.")
         return " ".join(parts)
 
-    @staticmethod
-    def _task_reply(lines: list[str]) -> str:
+    def _task_reply(self, lines: list[str]) -> str:
         if lines[-1] == "Label:":
             return "chat"
         if lines[-1] == "Summary:":
             return " ".join(lines[1:-1])[:600]
-        return _grounded_reply(lines)
+        return self._grounded_reply(lines)
+
+    def _grounded_reply(self, lines: list[str]) -> str:
+        """An answer from retrieved notes or passages without a language model: the sentences
+        closest to the question, with where they came from. The responder's own earlier
+        replies in the notes are skipped: they quote, they do not inform."""
+        asked = next((line for line in lines if line.startswith("Question:")), "")
+        question = asked[len("Question:") :].strip()
+        candidates: list[tuple[str, str]] = []
+        where = ""
+        for line in lines[1:]:
+            if line.startswith("Question:"):
+                break
+            block = _BLOCK.match(line)
+            if block:
+                where, line = block.group(1), block.group(2)
+            if LABEL in line:
+                continue
+            candidates += [(s, where) for s in _SENTENCE.split(line) if s.strip()]
+        quotes = self._closest(question, candidates, 2, require_overlap=True)
+        if not quotes:
+            return f"{LABEL} I found notes, but none of them mentions what you asked."
+        shown = " ".join(f"[{w}] {s}" if w else s for s, w in quotes)
+        return f"{LABEL} Without a language model I can only quote what I found: {shown}"[:800]
+
+    def _closest(
+        self, query: str, candidates: list[tuple[str, str]], n: int, *, require_overlap: bool
+    ) -> list[tuple[str, str]]:
+        """The `n` candidate sentences closest to `query`: cosine of their embeddings plus a
+        share for words they share; each sentence once (a session's summary and transcript
+        repeat them). Without an embedder (or if it fails), by shared words alone, and then a
+        sentence sharing none is never a quote when `require_overlap`."""
+        unique: dict[str, str] = {}
+        for sentence, where in candidates:
+            unique.setdefault(" ".join(sentence.split()), where)
+        if not unique:
+            return []
+        texts = list(unique)
+        wanted = _terms(query)
+        overlap = [len(_terms(t) & wanted) / math.sqrt(max(len(_terms(t)), 1)) for t in texts]
+        meaning = self._similarities(query, texts)
+        if meaning is None:
+            scored = [(o, i) for i, o in enumerate(overlap) if o > 0 or not require_overlap]
+        else:
+            # Close enough by meaning, or sharing a word, to count as being about the question.
+            scored = [
+                (m + 0.2 * o, i)
+                for i, (m, o) in enumerate(zip(meaning, overlap, strict=True))
+                if m >= _RELATED or o > 0 or not require_overlap
+            ]
+        best = sorted(scored, key=lambda pair: (-pair[0], pair[1]))[:n]
+        return [(texts[i], unique[texts[i]]) for _, i in sorted(best, key=lambda p: p[1])]
+
+    def _similarities(self, query: str, texts: list[str]) -> list[float] | None:
+        embedder = self._embedder() if self._embedder is not None else None
+        if embedder is None:
+            return None
+        try:
+            vectors = embedder.embed([query, *texts])
+        except ChatMemoryError:
+            return None
+        asked = vectors[0]
+        return [sum(a * b for a, b in zip(asked, v, strict=True)) for v in vectors[1:]]
 
 
 _BLOCK = re.compile(r"^\[([^\]]{1,80})\]\s*(.*)$")
+# Cosine above which a sentence is about the question even with no word in common
+# (all-MiniLM-L6-v2: "dog" and "rescue greyhound" are ~0.5 apart, unrelated sentences ~0.1).
+_RELATED = 0.35
 _WORD = re.compile(r"[a-z0-9']+")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _COMMON = frozenset(TEXT_STOPWORDS)
@@ -72,34 +153,20 @@ def _terms(text: str) -> set[str]:
     return {re.sub(r"(?<=\w\w\w)(es|s)$", "", w) for w in words}
 
 
-def _grounded_reply(lines: list[str]) -> str:
-    """An answer from retrieved notes or passages without a language model: the sentences that
-    share the most words with the question, with where they came from. The responder's own
-    earlier replies in the notes are skipped: they quote, they do not inform."""
-    asked = next((line for line in lines if line.startswith("Question:")), "")
-    wanted = _terms(asked[len("Question:") :])
-    scored: list[tuple[float, int, str, str]] = []
+def _split_memory(lines: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
+    """Auto-recall's block out of a chat prompt: its sentences with their labels ("2023-05-08"),
+    and the prompt's other lines."""
+    if PROMPT_MEMORY_HEADER not in lines:
+        return [], lines
+    start = lines.index(PROMPT_MEMORY_HEADER)
+    end = lines.index(PROMPT_MEMORY_FOOTER) if PROMPT_MEMORY_FOOTER in lines else start
+    recalled: list[tuple[str, str]] = []
     where = ""
-    for line in lines[1:]:
-        if line.startswith("Question:"):
-            break
+    for line in lines[start + 1 : end]:
         block = _BLOCK.match(line)
         if block:
             where, line = block.group(1), block.group(2)
-        if LABEL in line:
-            continue
-        for sentence in _SENTENCE.split(line):
-            words = _terms(sentence)
-            overlap = len(words & wanted)
-            if overlap:
-                scored.append((overlap / (len(words) ** 0.5), -len(scored), where, sentence))
-    if not scored:
-        return f"{LABEL} I found notes, but none of them mentions what you asked."
-    # A session's summary, opening and transcript windows repeat its sentences: quote each once.
-    best: dict[str, str] = {}
-    for _, _, where_from, sentence in sorted(scored, reverse=True):
-        best.setdefault(" ".join(sentence.split()), where_from)
-        if len(best) == 2:
-            break
-    quotes = " ".join(f"[{w}] {s}" if w else s for s, w in best.items())
-    return f"{LABEL} Without a language model I can only quote what I found: {quotes}"[:800]
+        speaker = _SPEAKER.match(line)
+        said = speaker.group(2) if speaker and len(speaker.group(1).split()) <= 3 else line
+        recalled += [(s, where) for s in _SENTENCE.split(said) if s.strip()]
+    return recalled, lines[:start] + lines[end + 1 :]

@@ -1,0 +1,472 @@
+"""Memory in every turn: what the caller told us before, brought into an ordinary chat turn when
+it is relevant, within a token budget, each piece cited with its date.
+
+Per turn at most one embedding request and one search request (both methods of the hybrid
+search in one `_msearch`), then one consistent read that drops anything deleted meanwhile.
+Nothing is injected, and nothing is searched, when the message has nothing to look up:
+
+1. No content: a message whose words are all function words or the vocabulary of greeting,
+   thanking, agreeing, reacting and leaving ("thanks!", "ok cool", "see you") is small talk.
+   This costs nothing and keeps most small talk from reaching the index at all.
+2. Small talk by meaning: the message's embedding is compared with a few dozen phrasings of
+   small talk (embedded once per process) and with the best memory the search found. A message
+   closer to small talk than to any memory is small talk ("can you hear me?" shares the word
+   "hear" with many memories, but it means what "are you there?" means).
+3. Relevance: the best memory must reach `min_similarity` by meaning or match the message's
+   rarer words; then memories are kept while they reach `relative_floor` of the best score.
+
+A cosine threshold alone cannot do 2: "hi" is as close to a chat history full of greetings as a
+real question is to its answer. The measurements behind each gate are in bench/RESULTS.md
+(`python -m bench.locomo --mode chat`).
+
+What goes in: transcript windows (overlapping windows of one session merge, so no line is paid
+twice), session summaries and profile records (facts and preferences; a superseded one says
+until when it was true). A follow-up ("what about May?") is made standalone first: with a text
+model by asking it, offline by borrowing the previous message's words when the message is
+elliptical (see `standalone_query`; measured in the same benchmark's sequential mode).
+
+If the embedder or the index is down, the turn goes on without long-term memory (`degraded`).
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from chatmemory.domain import Source, Turn
+from chatmemory.errors import ChatMemoryError
+from chatmemory.ports import (
+    Candidate,
+    Embedder,
+    LongTermIndex,
+    MemoryDoc,
+    ShortTermMemory,
+    TextGenerator,
+)
+from chatmemory.schema import (
+    MEMORY_INDEX,
+    PROMPT_MEMORY_FOOTER,
+    PROMPT_MEMORY_HEADER,
+    TEXT_STOPWORDS,
+    Intent,
+    MemoryKind,
+    SourceKind,
+)
+from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
+
+MEMORY_HEADER = PROMPT_MEMORY_HEADER
+MEMORY_FOOTER = PROMPT_MEMORY_FOOTER
+
+# Function words plus the words small talk is made of: greeting, thanking, agreeing, reacting,
+# apologising, checking the line, leaving. A message made only of these has nothing to recall.
+_PHATIC = frozenset(
+    """hi hello hey heya hiya howdy yo greetings morning afternoon evening night nite day
+    good great fine nice cool awesome amazing wonderful lovely sweet neat perfect excellent
+    fantastic brilliant super wow whoa yay woo ok okay k kk alright right sure yes yeah yep yup
+    yea ya no nope nah not really indeed exactly totally absolutely definitely certainly agreed
+    agree true fair enough course thanks thank thx ty tysm cheers appreciate appreciated
+    welcome np problem worries bye goodbye cya later see soon again take care ttyl farewell
+    tomorrow
+    sorry pardon excuse oops hmm hm hmmm um umm uh uhh er ah ahh oh ooh aha ha haha hahaha
+    hehe heh lol lmao rofl xd wait hold on go ahead continue carry keep going more still
+    there here back hear listening understand understood get got gotcha noted sounds makes
+    sense whatever forget mind nevermind never well anyway anyways so yeah just kind much
+    lot lots bit little one thing stuff doing going how's what's whats sup up new today
+    tonight weekend you're youre thats that's it's its let's lets please pls plz thank-you
+    bot assistant friend buddy mate dude man guys everyone everybody all love happy glad
+    interesting funny hilarious crazy wild true sad shame pity tell repeat say said talk
+    chat ask asking question answer hope hoping wish well-done done bravo congrats""".split()
+)
+_COMMON = frozenset(TEXT_STOPWORDS) | _PHATIC
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
+# Ways of saying nothing to recall, embedded once per process for gate 2. Written for this
+# module: greetings, thanks, agreement, reactions, checks of the line, leaving, chit-chat.
+SMALL_TALK = (
+    "hello",
+    "hi there, how are you?",
+    "good morning!",
+    "hey, what's up?",
+    "how is it going?",
+    "how are you doing today?",
+    "nice to meet you",
+    "thank you so much",
+    "thanks, that helps",
+    "I appreciate it",
+    "you're welcome",
+    "ok",
+    "okay, got it",
+    "sounds good to me",
+    "sure, why not",
+    "yes, exactly",
+    "no, not really",
+    "I agree",
+    "that makes sense",
+    "fair point",
+    "cool",
+    "wow, amazing",
+    "haha, that's funny",
+    "lol",
+    "oh no, that's sad",
+    "interesting",
+    "hmm, let me think",
+    "are you there?",
+    "can you hear me?",
+    "hello? anyone there?",
+    "sorry, what did you say?",
+    "could you say that again?",
+    "go on",
+    "tell me more",
+    "please continue",
+    "never mind",
+    "forget about it",
+    "anyway",
+    "bye",
+    "see you later",
+    "good night",
+    "talk to you soon",
+    "have a great day",
+    "take care",
+    "I'm back",
+    "just checking in",
+    "what do you think?",
+    "really?",
+    "I see",
+    "oops, my mistake",
+)
+_FOLLOW_UP = re.compile(
+    r"^\s*(?:and|but|also|then|so|or|what about|how about|and what about|what else|"
+    r"anything else|how come|why|why not|when|where|which one|who else|same for)\b",
+    re.I,
+)
+_REFERS_BACK = re.compile(
+    r"\b(?:it|its|that|this|those|these|they|them|their|there|then|he|she|him|her|one)\b", re.I
+)
+
+
+def content_terms(text: str) -> list[str]:
+    """The words of `text` that could name something to recall."""
+    return [w for w in _WORD.findall(text.lower()) if w not in _COMMON and len(w) > 1]
+
+
+@dataclass(frozen=True)
+class AutoRecallPolicy:
+    """The knobs of auto-recall (AUTO_RECALL, MEMORY_TOKEN_BUDGET; the rest measured)."""
+
+    enabled: bool = True
+    token_budget: int = 400
+    # Candidates fetched per retrieval method.
+    depth: int = 24
+    # The best memory must be at least this close by meaning (cosine), or match by words.
+    min_similarity: float = 0.35
+    # ...and words match when the best BM25 document shares this share of the query's terms.
+    min_term_share: float = 0.5
+    # Memories below this share of the best one's score are left out.
+    relative_floor: float = 0.6
+    # Gate 2: quiet when the best small-talk phrasing is closer than the best memory minus this.
+    small_talk_margin: float = 0.0
+    vector_weight: float = 1.0
+    lexical_weight: float = 0.6
+    recency_weight: float = 0.05
+    half_life_days: float = 30.0
+    # A message with at most this many content words that reads as a follow-up borrows the
+    # previous message's words (offline), or is rewritten by the text model.
+    follow_up_terms: int = 3
+    rewrite_tokens: int = 48
+
+
+@dataclass
+class RecalledItem:
+    text: str
+    source: Source
+    score: float
+    docs: list[MemoryDoc] = field(default_factory=list)
+
+
+@dataclass
+class Recalled:
+    """What auto-recall put in the prompt (nothing when `block` is empty) and why."""
+
+    query: str
+    block: str = ""
+    items: list[RecalledItem] = field(default_factory=list)
+    tokens: int = 0
+    # "injected" | "off" | "no content" | "small talk" | "not relevant" | "unavailable"
+    reason: str = "injected"
+    degraded: bool = False
+
+    @property
+    def sources(self) -> list[Source]:
+        return [item.source for item in self.items]
+
+
+# --- the query ----------------------------------------------------------------------------------
+
+REWRITE_PROMPT = """Rewrite the user's last message as one standalone question or statement that \
+can be understood without the conversation. Keep its meaning; add only what it refers to.
+
+Previous message: {previous}
+Last message: {message}
+Standalone:"""
+
+
+def is_follow_up(message: str, policy: AutoRecallPolicy) -> bool:
+    """Elliptical: few content words and an opening or a word that points back ("and in May?",
+    "what about her sister?", "when was that?")."""
+    if len(content_terms(message)) > policy.follow_up_terms:
+        return False
+    return bool(_FOLLOW_UP.match(message) or _REFERS_BACK.search(message))
+
+
+def standalone_query(
+    message: str,
+    history: Sequence[Turn],
+    policy: AutoRecallPolicy,
+    rewriter: TextGenerator | None = None,
+) -> str:
+    """The message as a search query. A follow-up is completed from the previous user message:
+    rewritten by the text model when one is configured (one short call, only for follow-ups),
+    else the previous message's words are put before it."""
+    previous = next(
+        (t.input for t in reversed(history) if t.input and t.intent == Intent.CHAT), None
+    )
+    if previous is None or not is_follow_up(message, policy):
+        return message
+    if rewriter is not None:
+        try:
+            answer = rewriter.generate(
+                REWRITE_PROMPT.format(previous=previous, message=message),
+                max_new_tokens=policy.rewrite_tokens,
+            ).text
+        except ChatMemoryError:
+            answer = ""
+        lines = [line.strip() for line in answer.strip().splitlines() if line.strip()]
+        if lines and content_terms(lines[0]):
+            return lines[0][:500]
+    return f"{clip_to_tokens(previous, 60)} {message}"
+
+
+# --- gates --------------------------------------------------------------------------------------
+
+_small_talk_vectors: dict[str, list[list[float]]] = {}
+_small_talk_lock = threading.Lock()
+
+
+def small_talk_similarity(embedder: Embedder, vector: Sequence[float]) -> float:
+    """Cosine of the message to the closest small-talk phrasing (the phrasings are embedded
+    once per process: one request at a container's first turn; plain Python, as the Lambda
+    asset has no numpy)."""
+    key = f"{embedder.name}:{embedder.dimension}"
+    with _small_talk_lock:
+        vectors = _small_talk_vectors.get(key)
+        if vectors is None:
+            vectors = _small_talk_vectors[key] = embedder.embed(list(SMALL_TALK))
+    return max(sum(a * b for a, b in zip(v, vector, strict=True)) for v in vectors)
+
+
+def _term_share(query: str, text: str) -> float:
+    wanted = {_stem(w) for w in content_terms(query)}
+    if not wanted:
+        return 0.0
+    have = {_stem(w) for w in _WORD.findall(text.lower())}
+    return len(wanted & have) / len(wanted)
+
+
+def _stem(word: str) -> str:
+    return re.sub(r"(?<=\w\w\w)(ing|ed|es|s)$", "", word.strip("'"))
+
+
+# --- ranking and the block ----------------------------------------------------------------------
+
+
+def _recency(created_at: str, now: datetime, half_life_days: float) -> float:
+    from chatmemory.services.recall import recency_factor
+
+    return recency_factor(created_at, now, half_life_days)
+
+
+def rank_memories(
+    vector_hits: Sequence[Candidate],
+    lexical_hits: Sequence[Candidate],
+    policy: AutoRecallPolicy,
+    now: datetime,
+) -> list[tuple[MemoryDoc, float]]:
+    """Every document once: weighted cosine plus weighted BM25 (normalised by the query's best)
+    plus a little recency. Openings are left out (a session's first lines, repeated)."""
+    best_lexical = max((c.lexical_score or 0.0 for c in lexical_hits), default=0.0)
+    scores: dict[str, tuple[MemoryDoc, float]] = {}
+    for hit in vector_hits:
+        scores[hit.doc.doc_key] = (hit.doc, policy.vector_weight * max(hit.vector_score or 0, 0))
+    for hit in lexical_hits:
+        share = (hit.lexical_score or 0.0) / best_lexical if best_lexical > 0 else 0.0
+        doc, score = scores.get(hit.doc.doc_key, (hit.doc, 0.0))
+        scores[hit.doc.doc_key] = (doc, score + policy.lexical_weight * share)
+    ranked = [
+        (doc, score + policy.recency_weight * _recency(doc.created_at, now, policy.half_life_days))
+        for doc, score in scores.values()
+        if doc.kind != MemoryKind.OPENING
+    ]
+    ranked.sort(key=lambda pair: (-pair[1], pair[0].doc_key))
+    return ranked
+
+
+def live_documents(
+    memory: ShortTermMemory, owner: str, docs: Sequence[MemoryDoc]
+) -> list[MemoryDoc]:
+    """The documents whose session and record still exist, in one consistent read. A record
+    drawn from sessions needs one of them alive (see profile.record_document)."""
+    sessions = {d.session_id for d in docs if d.session_id} | {s for d in docs for s in d.sessions}
+    records = {d.record_id for d in docs if d.record_id}
+    if not sessions and not records:
+        return []
+    alive_sessions, alive_records = memory.live(owner, sorted(sessions), sorted(records))
+    return [
+        d
+        for d in docs
+        if (d.record_id is None or d.record_id in alive_records)
+        and (d.session_id is None or d.session_id in alive_sessions)
+        and (not d.sessions or any(s in alive_sessions for s in d.sessions))
+    ]
+
+
+def _label(doc: MemoryDoc) -> str:
+    date = doc.created_at[:10]
+    if doc.kind in (MemoryKind.FACT, MemoryKind.PREFERENCE):
+        until = f" until {doc.valid_until[:10]}" if doc.valid_until else ""
+        return f"[{date}{until}, {doc.kind}]"
+    if doc.kind == MemoryKind.SUMMARY:
+        return f"[{date}, summary]"
+    return f"[{date}]"
+
+
+def _source(doc: MemoryDoc, score: float) -> Source:
+    if doc.record_id and doc.kind != MemoryKind.SUMMARY:
+        return Source(
+            kind=SourceKind.RECORD,
+            id=doc.record_id,
+            title=doc.text[:120],
+            date=doc.created_at,
+            score=round(score, 4),
+        )
+    return Source(
+        kind=SourceKind.SESSION,
+        id=doc.session_id or doc.doc_key,
+        title=doc.title,
+        date=doc.created_at,
+        score=round(score, 4),
+    )
+
+
+def build_block(
+    ranked: Sequence[tuple[MemoryDoc, float]], budget: int
+) -> tuple[str, list[RecalledItem]]:
+    """The memory block: best first while it fits `budget` tokens (header included). Windows of
+    one session that overlap become one item whose lines are not repeated; a line already in
+    the block (a summary quoting a transcript line) is not paid for twice."""
+    left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
+    items: list[RecalledItem] = []
+    by_session: dict[str, RecalledItem] = {}
+    seen_lines: set[str] = set()
+    for doc, score in ranked:
+        if left <= 8:
+            break
+        lines = [ln for ln in doc.text.splitlines() if ln.strip() and ln not in seen_lines]
+        if not lines:
+            continue
+        group = by_session.get(doc.session_id or "") if doc.kind == MemoryKind.CHUNK else None
+        if group is not None and _adjacent(group.docs, doc):
+            merged = _merge_window([*group.docs, doc])
+            cost = estimate_tokens(merged) - estimate_tokens(group.text)
+            if cost > left:
+                continue
+            group.docs.append(doc)
+            group.text = merged
+            seen_lines.update(lines)
+            left -= cost
+            continue
+        text = f"{_label(doc)} " + "\n".join(lines)
+        cost = estimate_tokens(text)
+        if cost > left:
+            continue
+        item = RecalledItem(text=text, source=_source(doc, score), score=score, docs=[doc])
+        items.append(item)
+        seen_lines.update(lines)
+        left -= cost
+        if doc.kind == MemoryKind.CHUNK and doc.session_id:
+            by_session.setdefault(doc.session_id, item)
+    if not items:
+        return "", []
+    return "\n".join([MEMORY_HEADER, *(item.text for item in items), MEMORY_FOOTER]), items
+
+
+def _adjacent(docs: Sequence[MemoryDoc], doc: MemoryDoc) -> bool:
+    if doc.turn_from is None:
+        return False
+    return any(
+        d.turn_from is not None
+        and d.turn_to is not None
+        and doc.turn_to is not None
+        and doc.turn_from <= d.turn_to + 1
+        and d.turn_from <= doc.turn_to + 1
+        for d in docs
+    )
+
+
+def _merge_window(docs: list[MemoryDoc]) -> str:
+    """One session's adjacent windows as one dated excerpt, in turn order, each line once."""
+    docs = sorted(docs, key=lambda d: d.turn_from or 0)
+    lines: list[str] = []
+    for doc in docs:
+        lines += [ln for ln in doc.text.splitlines() if ln.strip() and ln not in lines]
+    return f"{_label(docs[0])} " + "\n".join(lines)
+
+
+# --- one turn -----------------------------------------------------------------------------------
+
+
+def recall_for_turn(
+    message: str,
+    history: Sequence[Turn],
+    *,
+    owner: str,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    policy: AutoRecallPolicy,
+    now: datetime,
+    rewriter: TextGenerator | None = None,
+) -> Recalled:
+    """The long-term memory relevant to `message`, ready for the prompt, or why there is none."""
+    if not policy.enabled or policy.token_budget <= 0:
+        return Recalled(message, reason="off")
+    query = standalone_query(message, history, policy, rewriter)
+    if not content_terms(query):
+        return Recalled(query, reason="no content")
+    try:
+        [vector] = embedder.embed([query])
+        vector_hits, lexical_hits = index.hybrid_search(
+            MEMORY_INDEX, vector, query, policy.depth, owner
+        )
+        best_vector = max((c.vector_score or 0.0 for c in vector_hits), default=0.0)
+        if small_talk_similarity(embedder, vector) > best_vector - policy.small_talk_margin:
+            return Recalled(query, reason="small talk")
+    except ChatMemoryError as failure:
+        if failure.status < 500:
+            raise
+        return Recalled(query, reason="unavailable", degraded=True)
+    ranked = rank_memories(vector_hits, lexical_hits, policy, now)
+    if not ranked:
+        return Recalled(query, reason="not relevant")
+    best_words = max((_term_share(query, c.doc.text) for c in lexical_hits[:3]), default=0.0)
+    if best_vector < policy.min_similarity and best_words < policy.min_term_share:
+        return Recalled(query, reason="not relevant")
+    floor = ranked[0][1] * policy.relative_floor
+    ranked = [pair for pair in ranked if pair[1] >= floor]
+    alive = {d.doc_key for d in live_documents(memory, owner, [d for d, _ in ranked])}
+    ranked = [pair for pair in ranked if pair[0].doc_key in alive]
+    block, items = build_block(ranked, policy.token_budget)
+    if not items:
+        return Recalled(query, reason="not relevant")
+    return Recalled(query, block=block, items=items, tokens=estimate_tokens(block))

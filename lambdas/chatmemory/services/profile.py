@@ -1,0 +1,638 @@
+"""The caller's profile: records of facts, preferences and session summaries that stay current
+and that the caller can see, correct and delete.
+
+Records live in DynamoDB (the source of truth: listed, corrected, deleted there) and each has
+one entry in the long-term index, so auto-recall and /past find them by meaning.
+
+"The same thing": two records of one type are about the same thing when they share a subject
+("residence", "job", "partner", "name", "likes:coffee"): then the newer one supersedes the
+older, which stays as history with the date it stopped being true (`valid_until`), so "where
+did I live before?" still has an answer. Records without a subject never supersede: they merge
+with a duplicate instead (same type, and the same words or an embedding at least
+`merge_similarity` close), adding their provenance to it.
+
+Deleting follows the rules of services/forget.py: a record deleted through the API is a
+tombstone first (unreachable at once; the purge removes its entry and item); a session's purge
+removes the records drawn only from it; a forget takes every record of the old owner key along.
+What a removed record had superseded stays history: a deleted claim does not make an older one
+true again.
+
+Why nothing of a deleted record or session is seen again, whatever runs at the same time:
+
+* Every read checks liveness in one consistent read: a record being deleted is never listed,
+  searched, corrected or recalled, and neither is a record drawn from sessions (an extracted
+  fact or preference, a session's summary) once none of those sessions is visible - from the
+  moment the session's tombstone is written, not when its purge gets to the record.
+* Whatever writes a record's index entry checks afterwards, in one consistent read, that the
+  record is still live, and deletes the entry it wrote if not. A delete whose tombstone comes
+  after that check has a purge that comes after the write too, so one of the two removes it.
+* A session's purge (or consolidation's compensation) retries a record whose save lost a race,
+  so no record keeps a deleted session in its provenance (and outlives its last session).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from chatmemory.clock import iso
+from chatmemory.domain import MemoryRecord, Provenance, Session, Turn
+from chatmemory.errors import Conflict, RecordNotFound
+from chatmemory.ports import (
+    Embedder,
+    ExtractedFact,
+    LongTermIndex,
+    MemoryDoc,
+    ShortTermMemory,
+)
+from chatmemory.schema import (
+    MEMORY_INDEX,
+    MemoryKind,
+    RecordOrigin,
+    RecordStatus,
+    RecordType,
+)
+from chatmemory.services.access import MAX_ID_LENGTH, owner_of
+from chatmemory.services.extract import classify
+
+_SPACE = re.compile(r"\W+")
+
+
+@dataclass(frozen=True)
+class ProfilePolicy:
+    # Two records without a subject are one when their embeddings are at least this close.
+    merge_similarity: float = 0.92
+    # Optimistic-concurrency retries when two consolidations of one caller meet.
+    attempts: int = 5
+
+
+@dataclass
+class ProfileResult:
+    created: int = 0
+    merged: int = 0
+    superseded: int = 0
+
+
+# --- ids and index entries ---------------------------------------------------------------------
+
+
+def _stamp(timestamp: str) -> str:
+    """ "2026-11-23T10:07:00.000Z" -> "20261123T100700000": ids sort by time."""
+    return re.sub(r"[^0-9T]", "", timestamp)[:18]
+
+
+def extracted_record_id(session_id: str, date: str, turn: int, n: int) -> str:
+    """Deterministic: a retried consolidation writes the same records."""
+    return f"{_stamp(date)}-{session_id}-t{turn}-{n}"
+
+
+def summary_record_id(session: Session) -> str:
+    return f"{_stamp(session.started_at)}-{session.session_id}-summary"
+
+
+def stated_record_id(now: str, make_id: Callable[[], str]) -> str:
+    return f"{_stamp(now)}-{make_id()}"
+
+
+def doc_key_of(record: MemoryRecord) -> str:
+    """A summary record's entry is its session's summary entry; other records have their own."""
+    if record.type == RecordType.SUMMARY and record.provenance:
+        return f"{record.provenance[0].session_id}#summary"
+    return f"record#{record.record_id}"
+
+
+def record_document(record: MemoryRecord, title: str = "") -> MemoryDoc:
+    """The index entry of a record. A summary's entry belongs to its session (deleted with it,
+    ranked with it by /past). A fact's or a preference's entry lists the sessions it was drawn
+    from when it was extracted: recall checks that one of them still exists, so deleting the
+    last of them hides it at once, before the purge removes it. What the caller stated or
+    corrected lists none: it stays theirs whatever happens to sessions."""
+    first = record.provenance[0] if record.provenance else None
+    kind = {
+        RecordType.FACT: MemoryKind.FACT,
+        RecordType.PREFERENCE: MemoryKind.PREFERENCE,
+        RecordType.SUMMARY: MemoryKind.SUMMARY,
+    }[record.type]
+    summary = record.type == RecordType.SUMMARY
+    return MemoryDoc(
+        doc_key=doc_key_of(record),
+        user_id=record.user_id,
+        kind=kind,
+        text=record.text,
+        created_at=first.date if first else record.created_at,
+        session_id=first.session_id if first and summary else None,
+        title=title,
+        turn_from=first.turn if first else None,
+        record_id=record.record_id,
+        valid_until=record.valid_until,
+        sessions=record.sessions if record.origin == RecordOrigin.EXTRACTED and not summary else [],
+    )
+
+
+def _index(
+    index: LongTermIndex, embedder: Embedder, memory: ShortTermMemory, docs: Sequence[MemoryDoc]
+) -> None:
+    if not docs:
+        return
+    for doc, vector in zip(docs, embedder.embed([d.text for d in docs]), strict=True):
+        doc.embedding = vector
+    write_record_entries(index, memory, docs)
+
+
+def write_record_entries(
+    index: LongTermIndex, memory: ShortTermMemory, docs: Sequence[MemoryDoc]
+) -> None:
+    """Write records' entries, then delete those whose record was deleted meanwhile: its purge
+    may have run before this write, and nothing else would ever remove them."""
+    if not docs:
+        return
+    index.upsert(MEMORY_INDEX, docs)
+    owner = docs[0].user_id
+    _, live = memory.live(owner, [], [d.record_id for d in docs if d.record_id])
+    dead = [d.doc_key for d in docs if d.record_id and d.record_id not in live]
+    if dead:
+        index.delete_documents(MEMORY_INDEX, owner, dead)
+
+
+def _drawn_from_sessions(record: MemoryRecord) -> bool:
+    """A record that lives only as long as one of the sessions it was drawn from: an extracted
+    fact or preference, and a session's summary (corrected or not: its entry is its session's).
+    What the caller stated or corrected is theirs."""
+    return bool(record.provenance) and (
+        record.type == RecordType.SUMMARY or record.origin == RecordOrigin.EXTRACTED
+    )
+
+
+def visible_records(
+    memory: ShortTermMemory, owner: str, records: Sequence[MemoryRecord]
+) -> list[MemoryRecord]:
+    """The records a caller may see: not being deleted and, when drawn from sessions, with one
+    of them still visible (one consistent read, only when some record needs it). A session's
+    records disappear with its tombstone, before its purge removes them."""
+    alive = [r for r in records if r.status != RecordStatus.DELETING]
+    needed = sorted({s for r in alive if _drawn_from_sessions(r) for s in r.sessions})
+    sessions = memory.live(owner, needed, [])[0] if needed else set()
+    return [
+        r for r in alive if not _drawn_from_sessions(r) or any(s in sessions for s in r.sessions)
+    ]
+
+
+def _same_words(a: str, b: str) -> bool:
+    return _SPACE.sub(" ", a.lower()).strip() == _SPACE.sub(" ", b.lower()).strip()
+
+
+# --- from sessions (consolidation) --------------------------------------------------------------
+
+
+def remember_summary(
+    session: Session,
+    summary: str,
+    *,
+    memory: ShortTermMemory,
+    now: datetime,
+) -> MemoryRecord | None:
+    """The session's summary as a record of the profile (its index entry is the session's
+    summary entry, which consolidation writes with this record's id). A summary record being
+    deleted is returned as it is: the entry consolidation writes then carries its id, so recall
+    does not use it and it is deleted right after its write (write_record_entries).
+
+    None when the caller deleted this summary before (the session is marked: delete_record).
+    That mark is read again after the record is written: a delete that ran between the first
+    read and the write (its purge finding nothing yet) has its record marked deleting here."""
+    if not summary or session.summary_forgotten:
+        return None
+    at = iso(now)
+    record = MemoryRecord(
+        record_id=summary_record_id(session),
+        user_id=session.user_id,
+        type=RecordType.SUMMARY,
+        text=summary,
+        created_at=session.started_at,
+        updated_at=at,
+        origin=RecordOrigin.EXTRACTED,
+        provenance=[Provenance(session.session_id, 1, session.started_at)],
+    )
+    if memory.put_record(record):
+        now_session = memory.get_session(session.session_id)
+        if now_session is not None and now_session.summary_forgotten:
+            memory.mark_record_deleting(record.user_id, record.record_id)
+            record.status = RecordStatus.DELETING
+        return record
+    current = memory.get_record(session.user_id, record.record_id)
+    if current is None or current.status == RecordStatus.DELETING:
+        return current
+    if current.origin == RecordOrigin.EXTRACTED and current.text != summary:
+        current.text, current.updated_at = summary, at  # a redrive summarized again
+        memory.save_record(current)
+    return current
+
+
+def remember_facts(
+    session: Session,
+    facts: Sequence[ExtractedFact],
+    turns: Sequence[Turn],
+    *,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    now: datetime,
+    policy: ProfilePolicy = ProfilePolicy(),
+) -> ProfileResult:
+    """Turn what the extractor found into records: new ones, merged into a duplicate, or
+    superseding an older record about the same thing. Idempotent: a retried consolidation
+    finds its records already written."""
+    dates = {t.turn: t.created_at or session.started_at for t in turns}
+    result = ProfileResult()
+    records = [
+        MemoryRecord(
+            record_id=extracted_record_id(
+                session.session_id, dates.get(f.turn, session.started_at), f.turn, n
+            ),
+            user_id=session.user_id,
+            type=f.type,
+            text=f.text,
+            created_at=dates.get(f.turn, session.started_at),
+            updated_at=iso(now),
+            origin=RecordOrigin.EXTRACTED,
+            subject=f.subject,
+            provenance=[
+                Provenance(session.session_id, f.turn, dates.get(f.turn, session.started_at))
+            ],
+        )
+        for n, f in enumerate(facts)
+    ]
+    if not records:
+        return result
+    vectors = embedder.embed([r.text for r in records])
+    # The caller's records, read once for the whole batch (each placement keeps it current; a
+    # conflict reads it again): one Query per session, not one per fact.
+    known = list(memory.records_of_owner(session.user_id))
+    for record, vector in zip(records, vectors, strict=True):
+        outcome, placed = _place(
+            record,
+            vector,
+            memory=memory,
+            embedder=embedder,
+            index=index,
+            policy=policy,
+            known=known,
+        )
+        if outcome in ("created", "superseding"):
+            known.append(placed)
+        if outcome == "merged":
+            result.merged += 1
+        elif outcome != "exists":
+            result.created += 1
+            result.superseded += outcome == "superseding"
+    return result
+
+
+def _place(
+    record: MemoryRecord,
+    vector: list[float],
+    *,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    policy: ProfilePolicy,
+    known: list[MemoryRecord] | None = None,
+) -> tuple[str, MemoryRecord]:
+    """Write one new record where it belongs (retried when a concurrent writer moved first).
+    Returns how ("created", "superseding", "merged", "exists") and the record that holds it
+    now (the duplicate it merged into, for a merge). `known`: the caller's records as read
+    for this batch (updated in place here); read again after a conflict."""
+    existing = memory.get_record(record.user_id, record.record_id)
+    if existing is not None:
+        # A retry: the earlier attempt may have stopped between the record and its entries.
+        if existing.status != RecordStatus.DELETING and existing.text == record.text:
+            _rewrite_entries(existing, vector, memory=memory, embedder=embedder, index=index)
+        return "exists", existing
+    for attempt in range(policy.attempts):
+        if known is None or attempt > 0:
+            fresh = list(memory.records_of_owner(record.user_id))
+            if known is not None:
+                known[:] = fresh
+            mine = fresh
+        else:
+            mine = known
+        active = {
+            r.record_id: r
+            for r in mine
+            if r.status == RecordStatus.ACTIVE and r.type == record.type
+        }
+        duplicate = _duplicate(record, vector, active, index, policy)
+        if duplicate is not None:
+            seen = {(p.session_id, p.turn) for p in duplicate.provenance}
+            duplicate.provenance += [
+                p for p in record.provenance if (p.session_id, p.turn) not in seen
+            ]
+            duplicate.updated_at = record.updated_at
+            duplicate.subject = duplicate.subject or record.subject
+            if record.origin == RecordOrigin.STATED and duplicate.origin == RecordOrigin.EXTRACTED:
+                # The caller says it themselves now: theirs, whatever becomes of the sessions.
+                duplicate.origin = RecordOrigin.STATED
+            if memory.save_record(duplicate):
+                # Its entry now lists the new session too (see record_document).
+                _index(index, embedder, memory, [record_document(duplicate)])
+                return "merged", duplicate
+            continue
+        same = [r for r in active.values() if record.subject and r.subject == record.subject]
+        older = [r for r in same if r.created_at <= record.created_at]
+        newer = [r for r in same if r.created_at > record.created_at]
+        if newer:  # an older session consolidated late: it is history from the start
+            record.status = RecordStatus.SUPERSEDED
+            record.superseded_by = min(newer, key=lambda r: r.created_at).record_id
+            record.valid_until = min(r.created_at for r in newer)
+        # History an earlier attempt marked superseded by this record before it stopped (the
+        # id is deterministic): its entry may still lack its end date.
+        superseded = [
+            r
+            for r in mine
+            if r.status == RecordStatus.SUPERSEDED and r.superseded_by == record.record_id
+        ]
+        lost = False
+        for old in older:
+            old.status = RecordStatus.SUPERSEDED
+            old.superseded_by = record.record_id
+            old.valid_until = record.created_at
+            lost = not memory.save_record(old)
+            if lost:  # a concurrent writer moved first: read the records again
+                break
+            superseded.append(old)
+        if lost:
+            continue
+        if not memory.put_record(record):
+            return "exists", memory.get_record(record.user_id, record.record_id) or record
+        # The superseded records' entries learn their end date (they are embedded again).
+        _index(index, embedder, memory, [record_document(r) for r in superseded])
+        write_record_entries(index, memory, [replace(record_document(record), embedding=vector)])
+        return ("superseding" if older else "created"), record
+    raise Conflict("the caller's records kept changing; the consolidation will be retried")
+
+
+def _rewrite_entries(
+    record: MemoryRecord,
+    vector: list[float],
+    *,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+) -> None:
+    """A retried placement: the record's entry, and the entries of the records it superseded
+    (an attempt that stopped before writing them left them without their end date, and recall
+    would present them as still true)."""
+    superseded = []
+    if record.subject:
+        superseded = [
+            r
+            for r in memory.records_of_owner(record.user_id)
+            if r.status == RecordStatus.SUPERSEDED and r.superseded_by == record.record_id
+        ]
+    _index(index, embedder, memory, [record_document(r) for r in superseded])
+    write_record_entries(index, memory, [replace(record_document(record), embedding=vector)])
+
+
+def _duplicate(
+    record: MemoryRecord,
+    vector: list[float],
+    active: dict[str, MemoryRecord],
+    index: LongTermIndex,
+    policy: ProfilePolicy,
+) -> MemoryRecord | None:
+    for other in active.values():
+        if _same_words(other.text, record.text):
+            return other
+    if record.subject:
+        return None  # about a named thing: the same subject supersedes instead
+    hits = index.vector_search(MEMORY_INDEX, vector, 8, record.user_id)
+    for hit in hits:
+        similar = active.get(hit.doc.record_id or "")
+        if (
+            similar is not None
+            and not similar.subject
+            and (hit.vector_score or 0.0) >= policy.merge_similarity
+        ):
+            return similar
+    return None
+
+
+# --- the caller's own edits (the records API, /remember) ---------------------------------------
+
+
+def owned_record(memory: ShortTermMemory, user_id: str, record_id: str) -> MemoryRecord:
+    """The caller's record (not being deleted), or RecordNotFound: another caller's record, or
+    one of a forgotten generation, looks like no record."""
+    if not record_id or len(record_id) > 2 * MAX_ID_LENGTH:
+        raise RecordNotFound("record not found")
+    owner = owner_of(memory, user_id)
+    record = memory.get_record(owner, record_id)
+    if record is None or not visible_records(memory, owner, [record]):
+        raise RecordNotFound(f"record {record_id} not found")
+    return record
+
+
+def state_record(
+    owner: str,
+    text: str,
+    *,
+    record_type: RecordType | None,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    now: datetime,
+    make_id: Callable[[], str] = lambda: str(uuid.uuid4()),
+    policy: ProfilePolicy = ProfilePolicy(),
+) -> MemoryRecord:
+    """A record the caller states (POST /memories/records, "/remember ..."): placed like an
+    extracted one, so it supersedes what it replaces ("I moved to Porto"). `owner` is the key
+    the caller's data lives under (owner_of, or the session's user_id). Stating what is already
+    remembered answers that record (made the caller's own), not a second one."""
+    kind, subject = classify(text)
+    at = iso(now)
+    record = MemoryRecord(
+        record_id=stated_record_id(at, make_id),
+        user_id=owner,
+        type=record_type or kind,
+        text=text.strip(),
+        created_at=at,
+        updated_at=at,
+        origin=RecordOrigin.STATED,
+        subject=subject if (record_type or kind) == kind else "",
+    )
+    [vector] = embedder.embed([record.text])
+    _, placed = _place(record, vector, memory=memory, embedder=embedder, index=index, policy=policy)
+    return placed
+
+
+def correct_record(
+    user_id: str,
+    record_id: str,
+    text: str,
+    *,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    now: datetime,
+) -> MemoryRecord:
+    """The caller corrects a record's text: saved (conditional on its version), embedded again
+    and indexed again; if it was deleted meanwhile, the entry just written is removed."""
+    record = owned_record(memory, user_id, record_id)
+    record.text, record.origin, record.updated_at = text.strip(), RecordOrigin.CORRECTED, iso(now)
+    if record.type != RecordType.SUMMARY:
+        record.subject = classify(record.text)[1] or record.subject
+    if not memory.save_record(record):
+        current = memory.get_record(record.user_id, record.record_id)
+        if current is None or current.status == RecordStatus.DELETING:
+            raise RecordNotFound(f"record {record_id} not found")
+        raise Conflict("the record changed meanwhile; read it again and retry")
+    doc = record_document(record)
+    if record.type == RecordType.SUMMARY and record.provenance:
+        # The session's summary entry: keep what consolidation wrote of the session.
+        session = memory.get_session(record.provenance[0].session_id)
+        if session is not None:
+            doc = replace(
+                record_document(record, title=session.name), turn_to=session.num_turns or None
+            )
+    [doc.embedding] = embedder.embed([doc.text])
+    index.upsert(MEMORY_INDEX, [doc])
+    current = memory.get_record(record.user_id, record.record_id)
+    if current is None or current.status == RecordStatus.DELETING:
+        index.delete_documents(MEMORY_INDEX, record.user_id, [doc_key_of(record)])
+        raise RecordNotFound(f"record {record_id} not found")
+    return current
+
+
+def delete_record(memory: ShortTermMemory, user_id: str, record_id: str) -> None:
+    """Unreachable at once (the tombstone); the purge removes its entry and item. A session's
+    summary is marked forgotten on its session first, for good: a consolidation retried after
+    the purge would otherwise write it again (see remember_summary)."""
+    record = owned_record(memory, user_id, record_id)
+    if record.type == RecordType.SUMMARY and record.provenance:
+        memory.forget_summary(record.provenance[0].session_id)
+    memory.mark_record_deleting(record.user_id, record.record_id)
+
+
+def list_records(
+    memory: ShortTermMemory,
+    user_id: str,
+    *,
+    record_type: RecordType | None,
+    limit: int,
+    next_token: str | None,
+) -> tuple[list[MemoryRecord], str | None]:
+    owner = owner_of(memory, user_id)
+    page = memory.list_records(owner, record_type, limit, next_token)
+    return visible_records(memory, owner, page.items), page.next_token
+
+
+def search_records(
+    memory: ShortTermMemory,
+    user_id: str,
+    query: str,
+    *,
+    record_type: RecordType | None,
+    limit: int,
+    embedder: Embedder,
+    index: LongTermIndex,
+) -> list[MemoryRecord]:
+    """The caller's records closest to `query` by meaning and words, checked live."""
+    from chatmemory.services.recall import RecallWeights, fuse
+
+    owner = owner_of(memory, user_id)
+    vector = embedder.embed([query])[0]
+    depth = max(limit * 8, 40)
+    fused = fuse(
+        index.vector_search(MEMORY_INDEX, vector, depth, owner),
+        index.lexical_search(MEMORY_INDEX, query, depth, owner),
+        RecallWeights(),
+    )
+    ranked = sorted(
+        (pair for pair in fused.values() if pair[0].record_id),
+        key=lambda pair: -pair[1],
+    )
+    ids = list(dict.fromkeys(doc.record_id for doc, _ in ranked if doc.record_id))
+    _, live = memory.live(owner, [], ids)
+    pending = [record_id for record_id in ids if record_id in live]
+    found: list[MemoryRecord] = []
+    while pending and len(found) < limit:
+        batch, pending = pending[: limit - len(found)], pending[limit - len(found) :]
+        records = [memory.get_record(owner, record_id) for record_id in batch]
+        found += visible_records(
+            memory,
+            owner,
+            [r for r in records if r and (record_type is None or r.type == record_type)],
+        )
+    return found
+
+
+# --- purges (services/forget.py's) ---------------------------------------------------------------
+
+
+def purge_record(
+    owner: str, record_id: str, *, memory: ShortTermMemory, index: LongTermIndex | None
+) -> bool:
+    """Remove a DELETING record's entry and item (what it had superseded stays history)."""
+    record = memory.get_record(owner, record_id)
+    if record is None:
+        return False
+    if record.status != RecordStatus.DELETING:
+        return False
+    _drop([record], memory=memory, index=index)
+    return True
+
+
+def drop_session_records(
+    owner: str,
+    session_id: str,
+    *,
+    memory: ShortTermMemory,
+    index: LongTermIndex | None,
+    policy: ProfilePolicy = ProfilePolicy(),
+) -> int:
+    """A deleted session takes along the records drawn only from it, its summary among them
+    (what the caller stated or corrected is theirs: it only loses that provenance). Returns
+    records removed. A record saved concurrently is read again and trimmed again: one that kept
+    the deleted session would outlive its last session. The session's own entries (its
+    summary's among them) go with the session's (index.delete_session): only the records' own
+    entries are deleted here."""
+    doomed: list[MemoryRecord] = []
+    for record in memory.records_of_owner(owner):
+        for _ in range(policy.attempts):
+            if session_id not in record.sessions:
+                break
+            rest = [p for p in record.provenance if p.session_id != session_id]
+            if not rest and _drawn_from_sessions(record):
+                doomed.append(record)
+                break
+            record.provenance = rest
+            if memory.save_record(record):
+                break
+            current = memory.get_record(owner, record.record_id)
+            if current is None or current.status == RecordStatus.DELETING:
+                break  # gone, or its own purge removes it
+            record = current
+        else:
+            raise Conflict("the caller's records kept changing; the purge will be retried")
+    _drop(doomed, memory=memory, index=index, session_id=session_id)
+    return len(doomed)
+
+
+def _drop(
+    records: Sequence[MemoryRecord],
+    *,
+    memory: ShortTermMemory,
+    index: LongTermIndex | None,
+    session_id: str | None = None,
+) -> None:
+    if not records:
+        return
+    owner = records[0].user_id
+    keys = [doc_key_of(r) for r in records]
+    if session_id is not None:
+        keys = [k for k in keys if k != f"{session_id}#summary"]
+    if index is not None and keys:
+        index.delete_documents(MEMORY_INDEX, owner, keys)
+    memory.remove_records(owner, [r.record_id for r in records])

@@ -1,0 +1,92 @@
+"""Memory in every turn on local mode (DynamoDB Local, the stream poller, the real handlers, the
+offline models): a fact told in one session is used in a later ordinary turn, then corrected,
+then deleted; and what a new user sees when they try it."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+
+from chatmemory.schema import PROMPT_MEMORY_HEADER
+from tests.integration.helpers import World
+
+pytestmark = pytest.mark.integration
+
+
+def _told(world: World, lines: list[str]) -> str:
+    """A session that says `lines`, ended and consolidated by the poller."""
+    sid = world.api.ok("POST", "/sessions", {})["session"]["session_id"]
+    for line in lines:
+        world.api.say(sid, line)
+    world.api.end(sid)
+    world.poller.drain()
+    assert world.api.status(sid) == "CONSOLIDATED"
+    return sid
+
+
+def _records(world: World, query: str = "") -> list[dict[str, Any]]:
+    path = "/memories/records" + (f"?q={quote(query)}" if query else "")
+    return world.api.ok("GET", path)["records"]
+
+
+def test_a_fact_told_once_is_used_later_then_corrected_then_deleted(world: World) -> None:
+    api = world.api
+    told = _told(world, ["We are adopting a rescue greyhound named Biscuit next month."])
+    [fact] = [r for r in _records(world) if r["type"] == "fact"]
+    assert "Biscuit" in fact["text"]
+    assert fact["provenance"] == [{"session_id": told, "turn": 1, "date": fact["created_at"]}]
+
+    # A later, ordinary turn (no /past): the memory is in the answer's sources, with its date.
+    later = api.ok("POST", "/sessions", {})["session"]["session_id"]
+    turn = api.say(later, "what is the name of the dog we are adopting?")
+    assert turn["intent"] == "chat"
+    cited = {s["id"]: s for s in turn["sources"]}
+    assert fact["record_id"] in cited or told in cited
+    assert all(s["date"] for s in turn["sources"])
+    assert "Biscuit" in turn["response"]  # the offline responder quotes what it was given
+
+    # The user corrects it: the next turn uses the corrected text.
+    corrected = api.ok(
+        "PATCH",
+        f"/memories/records/{fact['record_id']}",
+        {"text": "We adopted a rescue greyhound named Pixel."},
+    )["record"]
+    assert corrected["origin"] == "corrected" and "Pixel" in corrected["text"]
+    turn = api.say(later, "what is our greyhound called?")
+    assert fact["record_id"] in {s["id"] for s in turn["sources"]}
+    assert "Pixel" in turn["response"]
+
+    # Deleted: never listed, searched or recalled again, and purged by the poller.
+    assert api.call("DELETE", f"/memories/records/{fact['record_id']}")[0] == 204
+    assert fact["record_id"] not in {r["record_id"] for r in _records(world)}
+    assert fact["record_id"] not in {r["record_id"] for r in _records(world, "greyhound Pixel")}
+    turn = api.say(later, "what is our greyhound called?")
+    assert fact["record_id"] not in {s["id"] for s in turn["sources"]}
+    assert "Pixel" not in turn["response"]
+    world.poller.drain()
+    status, _ = api.call("PATCH", f"/memories/records/{fact['record_id']}", {"text": "x"})
+    assert status == 404
+
+
+def test_what_a_new_user_sees(world: World) -> None:
+    """The walk-through of the issue: /past finds the dog by meaning, the responder's notes
+    are not memory, small talk stays quiet, and sessions are named from what they are about."""
+    api = world.api
+    told = _told(world, ["We are adopting a rescue greyhound named Biscuit next month."])
+    session = api.ok("GET", f"/sessions/{told}")["session"]
+    assert session["name"] == "Adopting a rescue greyhound named Biscuit"
+
+    now = api.ok("POST", "/sessions", {"name": "Mine"})["session"]["session_id"]
+    turn = api.say(now, "/past what was the name of the dog we adopt?")
+    assert [s["id"] for s in turn["sources"]][:1] == [told]
+    assert "Biscuit" in turn["response"]
+    hello = api.say(now, "hi!")
+    assert hello["sources"] == []
+    assert api.ok("GET", f"/sessions/{now}")["session"]["name"] == "Mine"  # kept as given
+
+    # What the offline responder said is not memory: no snippet quotes its boilerplate.
+    memories = api.ok("GET", "/memories?q=greyhound&k=3")["memories"]
+    assert memories and all("[offline responder]" not in str(m) for m in memories)
+    assert PROMPT_MEMORY_HEADER not in str(memories)

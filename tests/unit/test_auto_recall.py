@@ -1,0 +1,317 @@
+"""Auto-recall: long-term memory in ordinary chat turns, its gates, its budget, its failures.
+
+Through the chat API with the embedded index and the bag-of-words fake embedder (texts that share
+words are close), so what is asserted is the mechanism; the quality with a real embedder is
+measured by `python -m bench.locomo --mode chat`."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from chatmemory import wiring
+from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+from chatmemory.domain import Turn
+from chatmemory.errors import LongTermMemoryUnavailable
+from chatmemory.ports import MemoryDoc
+from chatmemory.schema import MEMORY_INDEX, PROMPT_MEMORY_HEADER, Intent
+from chatmemory.services import auto_recall
+from chatmemory.services.auto_recall import (
+    AutoRecallPolicy,
+    build_block,
+    content_terms,
+    is_follow_up,
+    standalone_query,
+)
+from chatmemory.services.chat import ChatDeps, ChatPolicy
+from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.prompt import estimate_tokens
+from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
+from tests.unit.test_chat_api import Api
+
+
+class CountingIndex(EmbeddedLongTermIndex):
+    """Counts searches; `down` makes every search an outage."""
+
+    down = False
+    searches = 0
+
+    def hybrid_search(self, *args: Any, **kwargs: Any):
+        self.searches += 1
+        if self.down:
+            raise LongTermMemoryUnavailable("index down")
+        return super().hybrid_search(*args, **kwargs)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_small_talk_cache() -> None:
+    auto_recall._small_talk_vectors.clear()
+
+
+@pytest.fixture
+def setup(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any):
+    from handlers import chat_api
+
+    index = CountingIndex()
+    # Wide enough that hashed words rarely collide: only shared words make texts close.
+    embedder = FakeEmbedder(dimension=4096)
+    model = FakeGenerator()
+    deps = ChatDeps(
+        memory=wiring.short_term_memory(), generator=model, embedder=embedder, long_term=index
+    )
+    monkeypatch.setattr(wiring, "chat_deps", lambda: deps)
+    return Api(chat_api.handler, lambda_context), deps, index, model
+
+
+def _told(api: Api, deps: ChatDeps, user: str, texts: list[str]) -> str:
+    """A session in which `user` said `texts`, ended and consolidated."""
+    sid = api.new_session(user=user)
+    for text in texts:
+        api.say(sid, text, user=user)
+    api.call("POST", f"/sessions/{sid}/end", user=user)
+    result = consolidate_session(
+        sid,
+        memory=deps.memory,
+        summarizer=FakeSummarizer(),
+        embedder=deps.embedder,
+        index=deps.long_term,
+        policy=ConsolidationPolicy(),
+        now=datetime.now(UTC),
+    )
+    assert result.outcome == "consolidated"
+    return sid
+
+
+def _memory_in(prompt: str) -> str:
+    if PROMPT_MEMORY_HEADER not in prompt:
+        return ""
+    return prompt.split(PROMPT_MEMORY_HEADER, 1)[1]
+
+
+def test_a_fact_told_in_an_earlier_session_reaches_an_ordinary_turn_cited_with_its_date(
+    setup: Any,
+) -> None:
+    api, deps, index, model = setup
+    told = _told(api, deps, "alice", ["My sister Ana lives in Porto and teaches piano"])
+    _told(api, deps, "alice", ["The car needs new tyres before the winter comes"])
+
+    turn = api.say(api.new_session(user="alice"), "where does my sister Ana live?", user="alice")
+
+    assert turn["intent"] == "chat" and not turn["degraded"]
+    assert "lives in Porto" in _memory_in(model.prompts[-1])
+    assert "tyres" not in _memory_in(model.prompts[-1])
+    cited = [s for s in turn["sources"] if s["kind"] == "session"]
+    assert [s["id"] for s in cited] == [told] and cited[0]["date"]
+
+
+def test_small_talk_injects_nothing_and_costs_no_embedding_and_no_search(setup: Any) -> None:
+    api, deps, index, model = setup
+    _told(api, deps, "alice", ["Hi! thanks, great, see you", "My sister lives in Porto"])
+    sid = api.new_session(user="alice")
+    embeds, searches = deps.embedder.calls, index.searches
+
+    for message in ("hi!", "thanks a lot", "ok, cool", "good night, see you tomorrow"):
+        turn = api.say(sid, message, user="alice")
+        assert turn["sources"] == [] and PROMPT_MEMORY_HEADER not in model.prompts[-1]
+
+    assert (deps.embedder.calls, index.searches) == (embeds, searches)
+
+
+def test_a_message_closer_to_small_talk_than_to_any_memory_stays_quiet(setup: Any) -> None:
+    """Gate 2: "can you hear me?" has a content word, but it means what small talk means."""
+    api, deps, index, model = setup
+    _told(api, deps, "alice", ["My sister lives in Porto and I hear her piano every day"])
+
+    turn = api.say(api.new_session(user="alice"), "can you hear me?", user="alice")
+
+    assert turn["sources"] == [] and PROMPT_MEMORY_HEADER not in model.prompts[-1]
+    assert index.searches == 1  # it was searched: the gate needs the best memory's score
+
+
+def test_nothing_relevant_injects_nothing(setup: Any) -> None:
+    api, deps, index, model = setup
+    _told(api, deps, "alice", ["My sister lives in Porto and teaches piano"])
+
+    turn = api.say(
+        api.new_session(user="alice"), "explain quantum tunnelling briefly", user="alice"
+    )
+
+    assert turn["sources"] == [] and PROMPT_MEMORY_HEADER not in model.prompts[-1]
+
+
+def test_one_embedding_and_one_search_per_turn(setup: Any) -> None:
+    api, deps, index, model = setup
+    _told(api, deps, "alice", ["My sister lives in Porto and teaches piano"])
+    sid = api.new_session(user="alice")
+    api.say(sid, "does my sister still teach piano?", user="alice")  # embeds the phrasings once
+    embeds, searches = deps.embedder.calls, index.searches
+
+    api.say(sid, "which city does my sister live in?", user="alice")
+
+    assert (deps.embedder.calls - embeds, index.searches - searches) == (1, 1)
+
+
+def test_another_users_memories_are_never_injected(setup: Any) -> None:
+    api, deps, index, model = setup
+    _told(api, deps, "bob", ["My sister lives in Porto and teaches piano"])
+
+    turn = api.say(api.new_session(user="alice"), "where does my sister live?", user="alice")
+
+    assert turn["sources"] == [] and "Porto" not in model.prompts[-1]
+
+
+def test_a_deleted_session_is_not_injected_even_while_the_index_still_holds_it(
+    setup: Any,
+) -> None:
+    api, deps, index, model = setup
+    sid = _told(api, deps, "alice", ["My sister lives in Porto and teaches piano"])
+    assert api.call("DELETE", f"/sessions/{sid}", user="alice")[0] == 204
+    assert index.vector_search(MEMORY_INDEX, [0.1] * 4096, 50, "alice")  # not purged yet
+
+    turn = api.say(api.new_session(user="alice"), "where does my sister live?", user="alice")
+
+    assert turn["sources"] == [] and "Porto" not in model.prompts[-1]
+
+
+@pytest.mark.parametrize("outage", ["index", "embedder"])
+def test_with_the_index_or_the_embedder_down_the_turn_answers_degraded(
+    setup: Any, outage: str
+) -> None:
+    api, deps, index, model = setup
+    _told(api, deps, "alice", ["My sister lives in Porto and teaches piano"])
+    sid = api.new_session(user="alice")
+    api.say(sid, "I am back from my holidays", user="alice")
+    if outage == "index":
+        index.down = True
+    else:
+        deps.embedder.fail = lambda texts: True
+
+    turn = api.say(sid, "where does my sister live?", user="alice")
+
+    assert turn["degraded"] is True and turn["sources"] == []
+    assert turn["response"].startswith("reply #")
+    assert "I am back from my holidays" in model.prompts[-1]  # short-term memory still used
+
+
+def test_auto_recall_off_injects_nothing(setup: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    api, deps, index, model = setup
+    _told(api, deps, "alice", ["My sister lives in Porto and teaches piano"])
+    policy = wiring.chat_policy()
+    monkeypatch.setattr(
+        wiring,
+        "chat_policy",
+        lambda cfg=None: ChatPolicy(auto_recall=AutoRecallPolicy(enabled=False)),
+    )
+    searches = index.searches
+
+    turn = api.say(api.new_session(user="alice"), "where does my sister live?", user="alice")
+
+    assert turn["sources"] == [] and index.searches == searches
+    assert policy.auto_recall.enabled  # the default is on
+
+
+def test_the_memory_block_stays_within_its_token_budget(setup: Any) -> None:
+    api, deps, index, model = setup
+    for n in range(8):
+        _told(
+            api,
+            deps,
+            "alice",
+            [f"Piano lesson {n}: my sister and I played Chopin waltzes for an hour in Porto"] * 3,
+        )
+
+    api.say(api.new_session(user="alice"), "what did my sister and I play on the piano?", "alice")
+
+    block = _memory_in(model.prompts[-1]).split("\nUser:")[0]
+    # FakeGenerator's context is 512 tokens: memory gets at most half of it.
+    assert block and estimate_tokens(PROMPT_MEMORY_HEADER + block) <= 256
+
+
+def test_overlapping_windows_of_one_session_are_merged_without_repeating_lines() -> None:
+    def window(first: int, lines: list[str]) -> MemoryDoc:
+        return MemoryDoc(
+            doc_key=f"s1#chunk-{first}",
+            user_id="alice",
+            kind="chunk",
+            text="\n".join(lines),
+            created_at="2024-05-01T10:00:00Z",
+            session_id="s1",
+            turn_from=first,
+            turn_to=first + 1,
+        )
+
+    first = window(1, ["User: a", "Assistant: b", "User: c", "Assistant: d"])
+    second = window(2, ["User: c", "Assistant: d", "User: e", "Assistant: f"])
+
+    block, items = build_block([(first, 2.0), (second, 1.5)], 400)
+
+    assert len(items) == 1 and len(items[0].docs) == 2
+    assert block.count("User: c") == 1
+    assert "[2024-05-01] User: a\nAssistant: b\nUser: c\nAssistant: d\nUser: e" in block
+
+
+def test_a_superseded_record_says_until_when_it_was_true() -> None:
+    record = MemoryDoc(
+        doc_key="record#r1",
+        user_id="alice",
+        kind="fact",
+        text="I live in Lisbon.",
+        created_at="2023-01-10T00:00:00Z",
+        record_id="r1",
+        valid_until="2024-03-01T00:00:00Z",
+    )
+
+    block, items = build_block([(record, 1.0)], 400)
+
+    assert "[2023-01-10 until 2024-03-01, fact] I live in Lisbon." in block
+    assert items[0].source.kind == "record" and items[0].source.id == "r1"
+
+
+# --- the query of a follow-up -------------------------------------------------------------------
+
+
+def _said(text: str) -> Turn:
+    return Turn("s", 1, "alice", text, "ok", intent=Intent.CHAT)
+
+
+def test_follow_ups_borrow_the_previous_message_offline() -> None:
+    policy = AutoRecallPolicy()
+    history = [_said("Tell me about the trip to Lisbon we planned")]
+
+    assert is_follow_up("what about May?", policy)
+    assert standalone_query("what about May?", history, policy).startswith(
+        "Tell me about the trip to Lisbon"
+    )
+    # A message that stands on its own is searched as it is.
+    alone = "Which restaurants did my sister recommend in Porto last year?"
+    assert not is_follow_up(alone, policy)
+    assert standalone_query(alone, history, policy) == alone
+
+
+def test_with_a_text_model_a_follow_up_is_rewritten_once_and_standalone_messages_never() -> None:
+    model = FakeGenerator(reply=lambda prompt: "What is planned for the Lisbon trip in May?\nok")
+    policy = AutoRecallPolicy()
+    history = [_said("Tell me about the trip to Lisbon we planned")]
+
+    assert (
+        standalone_query("what about May?", history, policy, model)
+        == "What is planned for the Lisbon trip in May?"
+    )
+    assert "Last message: what about May?" in model.prompts[-1]
+    standalone_query("Which restaurants did my sister recommend in Porto?", history, policy, model)
+    assert model.calls == 1
+
+
+def test_a_failed_or_empty_rewrite_falls_back_to_borrowing() -> None:
+    history = [_said("Tell me about the trip to Lisbon we planned")]
+    for model in (FakeGenerator(fail_next=1), FakeGenerator(reply=lambda prompt: "  \n")):
+        query = standalone_query("and in May?", history, AutoRecallPolicy(), model)
+        assert "Lisbon" in query and query.endswith("and in May?")
+
+
+def test_content_terms_ignore_the_words_small_talk_is_made_of() -> None:
+    assert content_terms("Hey, thanks! See you tomorrow :)") == []
+    assert content_terms("ok cool, good night") == []
+    assert content_terms("my sister's piano in Porto") == ["sister's", "piano", "porto"]
