@@ -100,6 +100,106 @@ def turns_section(r: dict[str, Any]) -> str:
             "puts the turn and updates the session item and its listing index; the sweeper's "
             "index changes only when a turn opens a new 10-minute bucket. Each turn sends a new "
             "UUID client_message_id, as real clients do (the session keeps the last 50).",
+            *auto_recall_part(r.get("auto_recall")),
+        ]
+    )
+
+
+def auto_recall_part(r: dict[str, Any] | None) -> list[str]:
+    if not r:
+        return []
+    names = ["requests", "embed_calls", "searches", "p50_ms", "p95_ms", "injected_share"]
+    rows = [[v] + [r[v][n] for n in names] for v in ("auto_recall_on", "auto_recall_off")]
+    ratio = r["ratio_on_off"]
+    return [
+        "### Auto-recall on and off",
+        "The same handler with long-term memory on (the embedded index holding 200 memories of "
+        "20 past sessions, the offline all-MiniLM-L6-v2 embedder on the CPU), the messages "
+        "alternating between one that matches a memory and one that matches nothing, once "
+        "with AUTO_RECALL on and once off, turn by turn (100 turns each, after 10 of warm-up).",
+        _table(
+            [
+                "variant",
+                "DynamoDB requests",
+                "embeddings",
+                "searches",
+                "p50 ms",
+                "p95 ms",
+                "share of turns injected",
+            ],
+            rows,
+        ),  # fmt: skip
+        f"Ratio on / off in this run: p50 {ratio['p50_ms']}x, p95 {ratio['p95_ms']}x, DynamoDB "
+        f"requests {ratio['requests']}x. The added work is one embedding and one search per "
+        "turn, plus one BatchGetItem (the live check) when something is found; the time is "
+        "almost all the embedding of the message on the CPU (a remote embedder costs its "
+        "round trip instead).",
+    ]
+
+
+def chat_section(r: dict[str, Any]) -> str:
+    names = ["evidence_in_prompt", "evidence_all_in_prompt", "memory_tokens_p50",
+             "memory_tokens_p95"]  # fmt: skip
+    rows = [
+        [name, values["questions"]] + [values[n] for n in names]
+        for name, values in [*r["by_category"].items(), ("overall", r)]
+    ]
+    return "\n\n".join(
+        [
+            "## Memory in ordinary chat turns (auto-recall) on LoCoMo",
+            "`python -m bench.locomo --data ../shared/data/locomo-dev.json --mode chat --json` "
+            "— the same pipeline as above (the profile's records extracted too), then every "
+            "question sent as an ordinary message, without a prefix, in a new session of its "
+            "conversation's user, through the chat service with auto-recall on. "
+            "`evidence_in_prompt`: the memory placed in the prompt holds a gold evidence "
+            "turn's text, or a record drawn from one.",
+            _table(["category", "questions"] + names, rows),
+            f"quiet_rate **{r['quiet_rate']}** ({r['smalltalk_messages']} small-talk messages "
+            "of ../shared/data/smalltalk.txt, each sent to each user: share with nothing "
+            f"injected); foreign_injection_rate **{r['foreign_injection_rate']}** "
+            f"({r['foreign_messages']} turns of the other conversations: share with something "
+            f"injected; they often share topics). Outcomes: {r['question_outcomes']}. "
+            f"Took {r['seconds']} s ({r['timings']}).",
+        ]
+    )
+
+
+def facts_section(r: dict[str, Any]) -> str:
+    rows = [
+        [name, m["sessions"], m["records"], m["records_per_session"],
+         m["user"]["observation_coverage"], m["user"]["record_precision"],
+         m["all"]["observation_coverage"], m["all"]["record_precision"]]
+        for name, m in [*r["per_conversation"].items(), ("overall", r)]
+    ]  # fmt: skip
+    return "\n\n".join(
+        [
+            "## Facts and preferences extracted (the profile)",
+            "`python -m bench.facts --data ../shared/data/locomo-dev.json --json` — the same "
+            f"sessions consolidated with the `{r['extractor']}` extractor; its records (facts "
+            "and preferences) scored against the dataset's `observation` annotations (read "
+            "only to score). Coverage: share of observations one of whose evidence turns is a "
+            "record's provenance; precision: share of records drawn from an evidence turn. "
+            "`A`: the observations about speaker A, the user whose lines the extractor reads; "
+            "`all`: with speaker B's too (out of its reach).",
+            _table(
+                [
+                    "conversation",
+                    "sessions",
+                    "records",
+                    "records/session",
+                    "A coverage",
+                    "A precision",
+                    "all coverage",
+                    "all precision",
+                ],
+                rows,
+            ),  # fmt: skip
+            f"For reference, keeping every turn of the user would have precision "
+            f"{r['user']['evidence_turn_share']} (the share of the user's turns that are "
+            f"evidence of an observation about them). Records by type: {r['records_by_type']}. "
+            f"Extraction took {r['extract_seconds']} s of {r['seconds']} s. With a model: "
+            "`TEXT_BACKEND=openai OPENAI_BASE_URL=... TEXT_MODEL_ID=... python -m bench.facts "
+            "--json` (or bedrock, sagemaker; see the module's docstring).",
         ]
     )
 
@@ -298,6 +398,7 @@ def main() -> None:
         coldstart,
         consolidation,
         consolidation_scaling,
+        facts,
         forget,
         locomo,
         search,
@@ -328,6 +429,13 @@ def main() -> None:
             "recall",
             lambda: recall_section(locomo.run(args.data / "locomo-dev.json", [1, 3, 5, 10])),
         ),
+        (
+            "chat",
+            lambda: chat_section(
+                locomo.run_chat_mode(args.data / "locomo-dev.json", args.data / "smalltalk.txt")
+            ),
+        ),
+        ("facts", lambda: facts_section(facts.run(args.data / "locomo-dev.json", env={}))),
         (
             "consolidation scaling",
             lambda: scaling_section(

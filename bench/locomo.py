@@ -151,8 +151,9 @@ class World:
     timings: dict[str, float]
 
 
-def build(data: Path, *, extract: bool = True) -> World:
-    """Import, end and consolidate every conversation (inside moto's mock: call within it)."""
+def build(data: Path, *, extract: bool = True, client: Any = None) -> World:
+    """Import, end and consolidate every conversation, on `client` (DynamoDB Local), else on
+    moto's in-process DynamoDB (call within its mock)."""
     import boto3
 
     from chatmemory import schema, wiring
@@ -168,9 +169,12 @@ def build(data: Path, *, extract: bool = True) -> World:
     embedder = wiring.embedder(settings)
     summarizer = wiring.summarizer(settings)
     extractor = wiring.extractor(settings) if extract else None
-    client = boto3.client("dynamodb", region_name="us-east-1")
+    if client is None:
+        client = boto3.client("dynamodb", region_name="us-east-1")
     for spec in schema.TABLES:
         client.create_table(**spec.create_table_kwargs(spec.logical_name))
+    for spec in schema.TABLES:
+        client.get_waiter("table_exists").wait(TableName=spec.logical_name)
     memory = DynamoShortTermMemory(client, "sessions", "conversations")
     index = EmbeddedLongTermIndex()
     timings: dict[str, float] = defaultdict(float)
@@ -304,16 +308,29 @@ def evidence_found(
 Send = Callable[[str, str, str], Any]  # (user, session id, message) -> TurnResult
 
 
+class PromptOnly:
+    """A model that answers at once: only the prompt is measured. Its context is the offline
+    responder's (2,048 tokens, as in local mode), so the memory budget is the configured one
+    (at most half the context)."""
+
+    name = "prompt-only"
+    context_tokens = 2048
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Any:
+        from chatmemory.ports import Generation
+
+        return Generation("ok", self.name)
+
+
 def _chat(world: World, policy: Any) -> tuple[Callable[[Conversation], str], Send]:
     """A session starter and a sender through services/chat.post_message, auto-recall on."""
-    from chatmemory import wiring
     from chatmemory.services.chat import ChatDeps, post_message
     from chatmemory.services.sessions import create_session
 
     clock_at: list[datetime] = [datetime.now(UTC)]
     deps = ChatDeps(
         memory=world.memory,
-        generator=wiring.text_generator(world.settings),
+        generator=PromptOnly(),
         embedder=world.embedder,
         long_term=world.index,
         clock=lambda: clock_at[0],
@@ -418,21 +435,33 @@ def chat_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+FOLLOW_UP = "And what else do you remember about that?"
+
+
 def run_sequential(world: World, policy: Any) -> dict[str, float]:
-    """Each conversation's questions one after another in one session (the window holds the
-    earlier questions): evidence_in_prompt with the follow-up rule, and with it switched off."""
+    """Each conversation's questions one after another in one session, each followed by an
+    elliptical follow-up (FOLLOW_UP, whose evidence is its question's), with the follow-up rule
+    of services/auto_recall.standalone_query and with it switched off: what borrowing the
+    previous message does to follow-ups, and to the questions (standalone) around them."""
     out: dict[str, float] = {}
     for name, terms in (("follow_up_rule", policy.auto_recall.follow_up_terms), ("never", -1)):
         variant = replace(policy, auto_recall=replace(policy.auto_recall, follow_up_terms=terms))
         start, send = _chat(world, variant)
-        hits: list[bool] = []
+        asked: list[bool] = []
+        followed: list[bool] = []
         for conversation in world.conversations:
             session_id = start(conversation)
             for qa in _questions(conversation):
                 gold = gold_turns(qa.get("evidence", []))
                 result = send(conversation.user, session_id, str(qa["question"]))
-                hits.append(bool(evidence_found(result.recalled, conversation, gold, world.memory)))
-        out[f"evidence_in_prompt_{name}"] = round(sum(hits) / max(len(hits), 1), 3)
+                asked.append(
+                    bool(evidence_found(result.recalled, conversation, gold, world.memory))
+                )
+                result = send(conversation.user, session_id, FOLLOW_UP)
+                found = evidence_found(result.recalled, conversation, gold, world.memory)
+                followed.append(bool(found))
+        out[f"questions_{name}"] = round(sum(asked) / max(len(asked), 1), 3)
+        out[f"follow_ups_{name}"] = round(sum(followed) / max(len(followed), 1), 3)
     return out
 
 
@@ -465,13 +494,16 @@ def run(data: Path, ks: list[int]) -> dict[str, Any]:
 
 
 def run_chat_mode(data: Path, smalltalk: Path, *, sequential: bool = False) -> dict[str, Any]:
-    from moto import mock_aws
+    """On DynamoDB Local: every chat turn is a transaction, and moto copies each table it
+    touches for every transaction (its rollback), so turn by turn it slows with the store."""
+    from bench.turns import dynamodb_local
+    from chatmemory import wiring
 
     _aws_env()
     lines = [ln.strip() for ln in smalltalk.read_text().splitlines() if ln.strip()]
     started = time.perf_counter()
-    with mock_aws():
-        world = build(data)
+    with dynamodb_local() as endpoint:
+        world = build(data, client=wiring.aws_client("dynamodb", endpoint))
         result = run_chat(world, lines, sequential=sequential)
     return result | {
         "seconds": round(time.perf_counter() - started, 1),

@@ -7,7 +7,14 @@ the boto3 client (ReturnConsumedCapacity=TOTAL is added to every call that suppo
 The same run drives a naive baseline that reads the whole history each turn, as the original
 design did, and reports the ratio.
 
-    python -m bench.turns [--turns 10,100,1000] [--sample 10] [--json]
+Auto-recall on and off (`--recall-turns`, 0 to skip): the same messages through the same handler
+with long-term memory on (the embedded index holding 200 memories of 20 past sessions, the
+offline MiniLM embedder), once with AUTO_RECALL on and once off, alternating turn by turn.
+Reported per turn: DynamoDB requests, embedding calls, index searches, p50/p95 latency, and the
+ratio on/off. The messages alternate between one that matches a memory (the live check then
+adds a BatchGetItem) and one that matches nothing.
+
+    python -m bench.turns [--turns 10,100,1000] [--sample 10] [--recall-turns 100] [--json]
 """
 
 from __future__ import annotations
@@ -180,6 +187,131 @@ def drive(checkpoints: list[int], sample: int) -> dict[str, dict[int, dict[str, 
     return rows
 
 
+TOPICS = [
+    "we planted tomatoes and basil in the garden and the seedlings look strong",
+    "my sister Ana moved to Porto for a job at the children's hospital",
+    "I am training for a half marathon in October, running four times a week",
+    "we are adopting a rescue greyhound named Biscuit next month",
+    "the kitchen renovation is delayed because the tiles arrived broken",
+    "I started learning Japanese with an app, twenty minutes every morning",
+    "our trip to Lisbon is booked for the first week of May",
+    "my daughter's school play is on Friday and she plays the fox",
+    "I switched to decaf because coffee was keeping me awake",
+    "the book club is reading a novel about a lighthouse keeper",
+]
+RECALL_MESSAGES = [
+    "how are the tomatoes in my garden doing?",  # matches a memory: injected
+    "please convert three miles into kilometres",  # matches nothing: searched, quiet
+]
+
+
+class CountingEmbedder:
+    """The configured embedder, counting embedding requests."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner, self.name, self.calls = inner, inner.name, 0
+        self.dimension, self.max_batch = inner.dimension, inner.max_batch
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        self.calls += 1
+        return list(self.inner.embed(texts))
+
+
+def drive_recall(turns: int) -> dict[str, dict[str, float]]:
+    """Auto-recall on and off, alternating turn by turn on one session each."""
+    from dataclasses import replace
+
+    from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+    from chatmemory.ports import MemoryDoc
+    from chatmemory.schema import MEMORY_INDEX, MemoryKind
+    from handlers import chat_api
+
+    class CountingIndex(EmbeddedLongTermIndex):
+        searches = 0
+
+        def hybrid_search(self, *args: Any, **kwargs: Any) -> Any:
+            CountingIndex.searches += 1
+            return super().hybrid_search(*args, **kwargs)
+
+    wiring.clear_caches()
+    settings = wiring.settings()
+    client = wiring.aws_client("dynamodb", settings.dynamodb_endpoint)
+    meter = Meter()
+    meter.attach(client)
+    deps = wiring.chat_deps()
+    deps.generator = ZeroLatencyModel()
+    deps.memory = DynamoShortTermMemory(
+        client, settings.sessions_table, settings.conversations_table
+    )
+    embedder = CountingEmbedder(wiring.embedder(settings))
+    index = CountingIndex()
+    deps.embedder, deps.long_term = embedder, index
+    docs = []
+    for n in range(20):
+        past = _call(chat_api.handler, "POST", "/sessions", {"name": f"past {n}"})["session"]
+        for w in range(10):
+            docs.append(
+                MemoryDoc(
+                    doc_key=f"{past['session_id']}#w{w}",
+                    user_id="bench-user",
+                    kind=MemoryKind.CHUNK,
+                    text=f"User: {TOPICS[(n + w) % len(TOPICS)]} (note {n}.{w})",
+                    created_at=past["started_at"],
+                    session_id=past["session_id"],
+                    title=past["name"],
+                    turn_from=w + 1,
+                )
+            )
+    for doc, vector in zip(docs, embedder.embed([d.text for d in docs]), strict=True):
+        doc.embedding = vector
+    index.upsert(MEMORY_INDEX, docs)
+    base = wiring.chat_policy(settings)
+    policies = {
+        "auto_recall_on": replace(base, auto_recall=replace(base.auto_recall, enabled=True)),
+        "auto_recall_off": replace(base, auto_recall=replace(base.auto_recall, enabled=False)),
+    }
+    paths = {}
+    for name in policies:
+        session = _call(chat_api.handler, "POST", "/sessions", {"name": name})["session"]
+        paths[name] = f"/sessions/{session['session_id']}/messages"
+    original = wiring.chat_policy
+    samples: dict[str, list[tuple[float, float, float, float, float]]] = {n: [] for n in policies}
+    try:
+        for turn in range(-10, turns):  # ten turns to warm up, not counted
+            content = RECALL_MESSAGES[turn % len(RECALL_MESSAGES)]
+            for name, policy in policies.items():
+                wiring.chat_policy = lambda cfg=None, policy=policy: policy  # type: ignore[misc]
+                meter.reset()
+                embeds, searches = embedder.calls, CountingIndex.searches
+                started = time.perf_counter()
+                answer = _call(chat_api.handler, "POST", paths[name], {"content": content})
+                elapsed = (time.perf_counter() - started) * 1000
+                if turn >= 0:
+                    samples[name].append(
+                        (
+                            sum(meter.requests.values()),
+                            embedder.calls - embeds,
+                            CountingIndex.searches - searches,
+                            elapsed,
+                            float(bool(answer["turn"]["sources"])),
+                        )
+                    )
+    finally:
+        wiring.chat_policy = original  # type: ignore[misc]
+    out: dict[str, dict[str, float]] = {}
+    for name, rows in samples.items():
+        latencies = sorted(r[3] for r in rows)
+        out[name] = {
+            "requests": round(statistics.mean(r[0] for r in rows), 2),
+            "embed_calls": round(statistics.mean(r[1] for r in rows), 2),
+            "searches": round(statistics.mean(r[2] for r in rows), 2),
+            "p50_ms": round(statistics.median(latencies), 2),
+            "p95_ms": round(latencies[max(0, int(len(latencies) * 0.95) - 1)], 2),
+            "injected_share": round(statistics.mean(r[4] for r in rows), 2),
+        }
+    return out
+
+
 def _summary(window: list[tuple[int, float, float, float]]) -> dict[str, float]:
     latencies = sorted(w[3] for w in window)
     return {
@@ -191,7 +323,7 @@ def _summary(window: list[tuple[int, float, float, float]]) -> dict[str, float]:
     }
 
 
-def run(checkpoints: list[int], sample: int) -> dict[str, Any]:
+def run(checkpoints: list[int], sample: int, recall_turns: int = 100) -> dict[str, Any]:
     with dynamodb_local() as endpoint:
         os.environ.update(
             {
@@ -209,6 +341,14 @@ def run(checkpoints: list[int], sample: int) -> dict[str, Any]:
         ensure_tables(wiring.aws_client("dynamodb", endpoint), table_names(Settings.from_env()))
         sample = min(sample, min(checkpoints))
         result: dict[str, Any] = dict(drive(checkpoints, sample))
+        if recall_turns:
+            recall = drive_recall(recall_turns)
+            on, off = recall["auto_recall_on"], recall["auto_recall_off"]
+            recall["ratio_on_off"] = {
+                key: round(on[key] / off[key], 2) if off[key] else None
+                for key in ("requests", "p50_ms", "p95_ms")
+            }
+            result["auto_recall"] = recall
     last = max(checkpoints)
     windowed, naive = result["windowed"][last], result["naive"][last]
     result["ratio_at_last"] = {
@@ -225,10 +365,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", default="10,100,1000")
     parser.add_argument("--sample", type=int, default=10, help="turns averaged per checkpoint")
+    parser.add_argument(
+        "--recall-turns", type=int, default=100, help="auto-recall on/off turns (0: skip)"
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     checkpoints = sorted(int(t) for t in args.turns.split(","))
-    result = run(checkpoints, args.sample)
+    result = run(checkpoints, args.sample, args.recall_turns)
     header = ["requests", "RCU", "WCU", "p50 ms", "p95 ms"]
     print(f"{'variant':<9} {'turn':>5} " + " ".join(f"{h:>9}" for h in header))
     for variant in ("windowed", "naive"):
@@ -238,6 +381,13 @@ def main() -> None:
                 f"{row['write_units']:>9.2f} {row['p50_ms']:>9.2f} {row['p95_ms']:>9.2f}"
             )
     print(f"naive / windowed at turn {checkpoints[-1]}: {result['ratio_at_last']}")
+    if "auto_recall" in result:
+        recall = result["auto_recall"]
+        names = ["requests", "embed_calls", "searches", "p50_ms", "p95_ms", "injected_share"]
+        print(f"{'auto-recall':<16} " + " ".join(f"{n:>14}" for n in names))
+        for variant in ("auto_recall_on", "auto_recall_off"):
+            print(f"{variant:<16} " + " ".join(f"{recall[variant][n]:>14}" for n in names))
+        print(f"on / off: {recall['ratio_on_off']}")
     if args.json:
         print(json.dumps(result))
 

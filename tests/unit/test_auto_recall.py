@@ -288,6 +288,12 @@ def test_follow_ups_borrow_the_previous_message_offline() -> None:
     alone = "Which restaurants did my sister recommend in Porto last year?"
     assert not is_follow_up(alone, policy)
     assert standalone_query(alone, history, policy) == alone
+    # Short questions that name what they are about stand alone too (failed before: "when" was
+    # an opening, and 64 of LoCoMo's 762 questions borrowed the previous one's words).
+    for short in ("When did Melanie paint a sunrise?", "What has Melanie done with her family?"):
+        assert not is_follow_up(short, policy)
+    for elliptical in ("and in May?", "when was that?", "what did she paint?"):
+        assert is_follow_up(elliptical, policy)
 
 
 def test_with_a_text_model_a_follow_up_is_rewritten_once_and_standalone_messages_never() -> None:
@@ -315,3 +321,18 @@ def test_content_terms_ignore_the_words_small_talk_is_made_of() -> None:
     assert content_terms("Hey, thanks! See you tomorrow :)") == []
     assert content_terms("ok cool, good night") == []
     assert content_terms("my sister's piano in Porto") == ["sister's", "piano", "porto"]
+
+
+def test_what_the_offline_responder_said_never_becomes_memory(setup: Any) -> None:
+    """Its notes ("[offline responder] No language model is configured...") are no model's
+    answer: they were indexed as the assistant's side of every turn and came back as memory."""
+    from chatmemory.adapters.offline.responder import LABEL, OfflineResponder
+
+    api, deps, index, _ = setup
+    deps.generator = OfflineResponder()
+    sid = _told(api, deps, "alice", ["We are adopting a rescue greyhound named Biscuit"])
+    [turn] = api.call("GET", f"/sessions/{sid}/messages", user="alice")[1]["messages"]
+    assert turn["response"].startswith(LABEL)  # shown to the caller as it was...
+    indexed = [hit.doc.text for hit in index.vector_search(MEMORY_INDEX, [1.0] * 4096, 50, "alice")]
+    assert any("greyhound named Biscuit" in text for text in indexed)
+    assert not any(LABEL in text or "You said" in text for text in indexed)  # ...never memory
