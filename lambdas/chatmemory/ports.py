@@ -290,11 +290,19 @@ class LongTermIndex(Protocol):
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None: ...
 
     def vector_search(
-        self, index: str, vector: Sequence[float], k: int, user_id: str | None
-    ) -> list[Candidate]: ...
+        self,
+        index: str,
+        vector: Sequence[float],
+        k: int,
+        user_id: str | None,
+        *,
+        sessions_only: bool = False,
+    ) -> list[Candidate]:
+        """`sessions_only`: only documents of a session (not profile records): /past's."""
+        ...
 
     def lexical_search(
-        self, index: str, text: str, k: int, user_id: str | None
+        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
     ) -> list[Candidate]: ...
 
     def hybrid_search(

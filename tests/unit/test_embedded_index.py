@@ -65,3 +65,21 @@ def test_lexical_search_ignores_stopwords_and_other_users(tmp_path: Path) -> Non
     assert index.lexical_search(MEMORY_INDEX, "what did you say about the", 5, "alice") == []
     found = index.lexical_search(MEMORY_INDEX, "what about sailing?", 5, "alice")
     assert [c.doc.doc_key for c in found] == ["sailing"]
+
+
+def test_sessions_only_leaves_out_profile_records() -> None:
+    """/past ranks sessions: a fact or preference (no session_id) must not take its slots."""
+    from dataclasses import replace
+
+    index = EmbeddedLongTermIndex()
+    window = replace(_doc("s1", [1.0, 0.0]), text="our Lisbon trip")
+    fact = replace(window, doc_key="record#r1", session_id=None, kind="fact")
+    index.upsert(MEMORY_INDEX, [window, fact])
+
+    both = index.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice")
+    assert {c.doc.doc_key for c in both} == {"s1", "record#r1"}
+    only = index.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice", sessions_only=True)
+    assert [c.doc.doc_key for c in only] == ["s1"]
+    words = index.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice", sessions_only=True)
+    assert [c.doc.doc_key for c in words] == ["s1"]
+    assert len(index.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice")) == 2

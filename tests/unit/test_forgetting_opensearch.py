@@ -86,4 +86,6 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
     # The purge took the turns too, so only the summary (computed before) was left to write.
     assert {line["doc_key"] for line in bulk.ndjson() if "doc_key" in line} == {"sess-1#summary"}
     assert knn.url == match.url == "/conversation-memories/_search"
-    assert knn.json()["query"]["knn"]["embedding"]["filter"] == {"term": {"user_id": "user-a"}}
+    assert knn.json()["query"]["knn"]["embedding"]["filter"] == {
+        "bool": {"filter": [{"term": {"user_id": "user-a"}}, {"exists": {"field": "session_id"}}]}
+    }

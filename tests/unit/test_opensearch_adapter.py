@@ -476,6 +476,24 @@ def test_vector_search_sends_knn_query_filtered_to_the_user(exchange: Exchange) 
     }
 
 
+def test_past_searches_only_documents_of_sessions(exchange: Exchange) -> None:
+    """Profile records share the memory index but belong to no session: /past asks for a
+    session's documents only, so records never take its candidates."""
+    index = make_index(exchange, "knn_search", "match_search")
+
+    index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a", sessions_only=True)
+    index.lexical_search(schema.MEMORY_INDEX, "Lisbon trip", 4, "user-a", sessions_only=True)
+
+    knn, match = (sent.json()["query"] for sent in exchange.sent)
+    assert knn["knn"]["embedding"]["filter"] == {
+        "bool": {"filter": [{"term": {"user_id": "user-a"}}, {"exists": {"field": "session_id"}}]}
+    }
+    assert match["bool"]["filter"] == [
+        {"term": {"user_id": "user-a"}},
+        {"exists": {"field": "session_id"}},
+    ]
+
+
 def test_vector_search_of_shared_passages_has_no_user_filter(exchange: Exchange) -> None:
     index = make_index(exchange, "knn_search")
 

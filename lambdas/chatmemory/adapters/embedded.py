@@ -51,8 +51,9 @@ class EmbeddedLongTermIndex:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(str(path), check_same_thread=False)
         self._lock = threading.RLock()
-        # (index, user) -> row ids and their unit vectors, one row per document with a vector.
-        self._matrices: dict[tuple[str, str], tuple[np.ndarray, np.ndarray]] = {}
+        # (index, user) -> row ids, their unit vectors (one row per document with a vector) and
+        # whether each belongs to a session.
+        self._matrices: dict[tuple[str, str], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         # SQLite's data_version changes when another connection (another process of local
         # mode, `make ingest`...) commits: then the cached matrices are stale.
         self._data_version: int | None = None
@@ -118,10 +119,20 @@ class EmbeddedLongTermIndex:
                 self._matrices.pop((index, user), None)
 
     def vector_search(
-        self, index: str, vector: Sequence[float], k: int, user_id: str | None
+        self,
+        index: str,
+        vector: Sequence[float],
+        k: int,
+        user_id: str | None,
+        *,
+        sessions_only: bool = False,
     ) -> list[Candidate]:
         with self._lock:
-            ids, matrix = self._matrix(index, SHARED_OWNER if user_id is None else user_id)
+            ids, matrix, of_session = self._matrix(
+                index, SHARED_OWNER if user_id is None else user_id
+            )
+        if sessions_only:
+            ids, matrix = ids[of_session], matrix[of_session]
         if not len(ids):
             return []
         scores = matrix @ np.asarray(vector, dtype=np.float32)
@@ -129,17 +140,24 @@ class EmbeddedLongTermIndex:
         found = self._docs([int(ids[i]) for i in top])
         return [Candidate(doc=found[int(ids[i])], vector_score=float(scores[i])) for i in top]
 
-    def lexical_search(self, index: str, text: str, k: int, user_id: str | None) -> list[Candidate]:
+    def lexical_search(
+        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
+    ) -> list[Candidate]:
         query = fts_query(text)
         if query is None:
             return []
         owner = owner_token(index, SHARED_OWNER if user_id is None else user_id)
+        only = (
+            " AND rowid IN (SELECT id FROM docs WHERE session_id IS NOT NULL)"
+            if sessions_only
+            else ""
+        )
         with self._lock:
             # The owner column narrows the match to the caller's rows before BM25 is computed;
             # its weight 0 keeps it out of the score.
             rows = self._db.execute(
                 "SELECT rowid, -bm25(docs_fts, 1.0, 0.0) FROM docs_fts "
-                "WHERE docs_fts MATCH ? ORDER BY bm25(docs_fts, 1.0, 0.0) LIMIT ?",
+                f"WHERE docs_fts MATCH ?{only} ORDER BY bm25(docs_fts, 1.0, 0.0) LIMIT ?",
                 (f"owner : {owner} AND text : ({query})", k),
             ).fetchall()
         found = self._docs([r[0] for r in rows])
@@ -191,7 +209,7 @@ class EmbeddedLongTermIndex:
             self._db.execute(f"DELETE FROM docs_fts WHERE rowid IN ({marks})", ids)
             self._db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
 
-    def _matrix(self, index: str, user_id: str) -> tuple[np.ndarray, np.ndarray]:
+    def _matrix(self, index: str, user_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         version = self._db.execute("PRAGMA data_version").fetchone()[0]
         if version != self._data_version:
             self._matrices.clear()
@@ -199,14 +217,15 @@ class EmbeddedLongTermIndex:
         cached = self._matrices.get((index, user_id))
         if cached is None:
             rows = self._db.execute(
-                "SELECT id, embedding FROM docs WHERE idx = ? AND user_id = ? "
-                "AND length(embedding) > 0 ORDER BY id",
+                "SELECT id, embedding, session_id IS NOT NULL FROM docs WHERE idx = ? "
+                "AND user_id = ? AND length(embedding) > 0 ORDER BY id",
                 (index, user_id),
             ).fetchall()
             ids = np.array([r[0] for r in rows], dtype=np.int64)
             vectors = [np.frombuffer(r[1], dtype=np.float32) for r in rows]
             matrix = np.vstack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32)
-            cached = self._matrices[(index, user_id)] = (ids, matrix)
+            of_session = np.array([bool(r[2]) for r in rows], dtype=bool)
+            cached = self._matrices[(index, user_id)] = (ids, matrix, of_session)
         return cached
 
     def _docs(self, ids: list[int]) -> dict[int, MemoryDoc]:

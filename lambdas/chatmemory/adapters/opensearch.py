@@ -157,14 +157,23 @@ class OpenSearchLongTermIndex:
             raise LongTermMemoryError(message)
 
     def vector_search(
-        self, index: str, vector: Sequence[float], k: int, user_id: str | None
+        self,
+        index: str,
+        vector: Sequence[float],
+        k: int,
+        user_id: str | None,
+        *,
+        sessions_only: bool = False,
     ) -> list[Candidate]:
         """The k nearest documents of `user_id` (filtered inside HNSW by faiss), cosine-scored."""
-        return _vector_hits(self._search(index, _knn_body(vector, k, user_id)))
+        body = _knn_body(vector, k, user_id, sessions_only)
+        return _vector_hits(self._search(index, body))
 
-    def lexical_search(self, index: str, text: str, k: int, user_id: str | None) -> list[Candidate]:
+    def lexical_search(
+        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
+    ) -> list[Candidate]:
         """The k best BM25 matches of `text` among the documents of `user_id`."""
-        return _lexical_hits(self._search(index, _match_body(text, k, user_id)))
+        return _lexical_hits(self._search(index, _match_body(text, k, user_id, sessions_only)))
 
     def hybrid_search(
         self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
@@ -263,17 +272,31 @@ class OpenSearchLongTermIndex:
             )
 
 
-def _knn_body(vector: Sequence[float], k: int, user_id: str | None) -> dict[str, Any]:
+# A session's documents (not profile records, which have no session_id).
+_OF_SESSION = {"exists": {"field": "session_id"}}
+
+
+def _knn_body(
+    vector: Sequence[float], k: int, user_id: str | None, sessions_only: bool = False
+) -> dict[str, Any]:
     knn: dict[str, Any] = {"vector": list(vector), "k": k}
     if user_id is not None:
         knn["filter"] = {"term": {"user_id": user_id}}
+    if sessions_only:
+        terms = [knn["filter"]] if "filter" in knn else []
+        knn["filter"] = {"bool": {"filter": [*terms, _OF_SESSION]}}
     return {"size": k, "_source": _NO_VECTOR, "query": {"knn": {"embedding": knn}}}
 
 
-def _match_body(text: str, k: int, user_id: str | None) -> dict[str, Any]:
+def _match_body(
+    text: str, k: int, user_id: str | None, sessions_only: bool = False
+) -> dict[str, Any]:
     query: dict[str, Any] = {"must": [{"match": {"text": {"query": text}}}]}
-    if user_id is not None:
-        query["filter"] = [{"term": {"user_id": user_id}}]
+    filters = [{"term": {"user_id": user_id}}] if user_id is not None else []
+    if sessions_only:
+        filters.append(_OF_SESSION)
+    if filters:
+        query["filter"] = filters
     return {"size": k, "_source": _NO_VECTOR, "query": {"bool": query}}
 
 
