@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -685,15 +685,28 @@ class DynamoShortTermMemory:
             "Limit": limit,
             "ConsistentRead": True,
         }
+        key = {USER_ID: "S", RECORD_ID: "S"}
+        return self._page(kwargs, next_token, key, (USER_ID, owner), record_from_item)
+
+    def _page(
+        self,
+        kwargs: dict[str, Any],
+        next_token: str | None,
+        key: dict[str, str],
+        partition: tuple[str, str],
+        convert: Callable[[dict[str, Any]], Any],
+    ) -> Page:
+        """One page of a Query from `next_token`, which must belong to the same partition (a
+        token of another owner or session is refused)."""
         if next_token:
-            start = decode_token(next_token, {USER_ID: "S", RECORD_ID: "S"})
-            if start[USER_ID] != {"S": owner}:
+            start = decode_token(next_token, key)
+            name, value = partition
+            if start[name] != {"S": value}:
                 raise BadRequest("next_token is not valid")
             kwargs["ExclusiveStartKey"] = start
         answer = self._db.query(**kwargs)
         return Page(
-            items=[record_from_item(i) for i in answer.get("Items", [])],
-            next_token=page_token(answer),
+            items=[convert(i) for i in answer.get("Items", [])], next_token=page_token(answer)
         )
 
     def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
@@ -813,16 +826,8 @@ class DynamoShortTermMemory:
             "ScanIndexForward": ascending,
             "Limit": limit,
         }
-        if next_token:
-            start = decode_token(next_token, {SESSION_ID: "S", TURN: "N"})
-            if start[SESSION_ID] != {"S": session_id}:
-                raise BadRequest("next_token is not valid")
-            kwargs["ExclusiveStartKey"] = start
-        answer = self._db.query(**kwargs)
-        return Page(
-            items=[turn_from_item(i) for i in answer.get("Items", [])],
-            next_token=page_token(answer),
-        )
+        key = {SESSION_ID: "S", TURN: "N"}
+        return self._page(kwargs, next_token, key, (SESSION_ID, session_id), turn_from_item)
 
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
         """Turns after..through (exclusive, inclusive), oldest first."""
