@@ -321,7 +321,7 @@ def recall_section(r: dict[str, Any]) -> str:
 
 
 def scaling_section(r: dict[str, Any]) -> str:
-    keys = ["turns", "rolling_summary", "model_calls", "sequential_rounds",
+    keys = ["turns", "rolling_summary", "model_calls", "sequential_rounds", "extraction_calls",
             "embedding_requests", "embedding_rounds", "invocations", "seconds"]  # fmt: skip
     rows = [[row[k] for k in keys] for row in r["rows"]]
     return "\n\n".join(
@@ -338,12 +338,13 @@ def scaling_section(r: dict[str, Any]) -> str:
             _table(keys, rows),
             "The text model's work is bounded: at most 8 chunks summarized at once plus one "
             "combining call, so at most 9 calls in 2 rounds whatever the length (the rolling "
-            "summary leaves only the last turns to read). Before (the same transcripts through "
-            "the previous map-reduce, all calls one after another): 6 calls for 10 turns, 54 "
-            "for 100, 526 for 1,000 and 5,240 for 10,000, that is 263 s and 44 minutes at "
-            "0.5 s a call. What still grows with the session is one embedding per two-turn "
-            "window: requests in flight 8 at once, written a block of 500 turns at a time, "
-            "handed over to a next invocation when time runs short.",
+            "summary leaves only the last turns to read); the profile's extraction adds at most 8"
+            " calls, all at once (its own model here, so its calls are counted apart). Before "
+            "(the same transcripts through the previous map-reduce, all calls one after another):"
+            " 6 calls for 10 turns, 54 for 100, 526 for 1,000 and 5,240 for 10,000, that is 263 s"
+            " and 44 minutes at 0.5 s a call. What still grows with the session is one embedding "
+            "per two-turn window: requests in flight 8 at once, written a block of 500 turns at a"
+            " time, handed over to a next invocation when time runs short.",
         ]
     )
 

@@ -8,7 +8,9 @@ it a few turns behind, as in chat); an "imported" one has none (a long import). 
 Lambda's 5 minutes and hand over when short of time, as deployed.
 
 Reported per row: model calls, sequential model rounds (the calls on the critical path, as the
-summarizer counts them), embedding requests and their rounds, Lambda invocations, seconds.
+summarizer counts them), the profile's extraction calls (services/extract.ModelExtractor, on its
+own simulated model: one more round, all at once), embedding requests and their rounds, Lambda
+invocations, seconds.
 
     python -m bench.consolidation --model-latency 0.5 --context-tokens 512 \\
         --turns 10,100,1000,10000 --json
@@ -31,6 +33,7 @@ from chatmemory.domain import Turn
 from chatmemory.ports import Generation
 from chatmemory.services import sessions
 from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.extract import ModelExtractor
 from chatmemory.services.summarize import ModelSummarizer
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
@@ -131,6 +134,7 @@ def run(turn_counts: Sequence[int], latency: float, context_tokens: int) -> dict
                     sid = _session(memory, count, live=live)
                     generator = RemoteTextModel(latency, context_tokens)
                     summarizer = ModelSummarizer(generator)
+                    extractor = ModelExtractor(RemoteTextModel(latency, context_tokens))
                     embedder = RemoteEmbedder(latency)
                     index = EmbeddedLongTermIndex(Path(tmp) / f"memory-{count}-{live}.sqlite3")
                     invocations = 0
@@ -140,7 +144,7 @@ def run(turn_counts: Sequence[int], latency: float, context_tokens: int) -> dict
                         begun = time.monotonic()
                         result = consolidate_session(
                             sid, memory=memory, summarizer=summarizer, embedder=embedder,
-                            index=index, policy=policy, now=_now(),
+                            index=index, policy=policy, now=_now(), extractor=extractor,
                             time_left=lambda b=begun: FUNCTION_SECONDS - (time.monotonic() - b),
                         )  # fmt: skip
                         if result.outcome != "continued":
@@ -154,6 +158,7 @@ def run(turn_counts: Sequence[int], latency: float, context_tokens: int) -> dict
                             "outcome": result.outcome,
                             "model_calls": summarizer.calls,
                             "sequential_rounds": summarizer.rounds,
+                            "extraction_calls": extractor.calls,
                             "embedding_requests": embedder.requests,
                             "embedding_rounds": -(-embedder.requests // per_round),
                             "invocations": invocations,

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache, lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmemory.errors import ConfigurationError
 from chatmemory.ports import (
@@ -19,12 +19,14 @@ from chatmemory.ports import (
 from chatmemory.schema import EmbedBackend, LongTermBackend, TextBackend
 from chatmemory.services.auto_recall import AutoRecallPolicy
 from chatmemory.services.chat import ChatDeps, ChatPolicy
-from chatmemory.services.consolidation import ConsolidationPolicy
 from chatmemory.services.forget import PurgePolicy
-from chatmemory.services.maintenance import CompactionPolicy
 from chatmemory.services.prompt import Roles
 from chatmemory.services.recall import RecallWeights
 from chatmemory.settings import Settings
+
+if TYPE_CHECKING:  # imported where used: the chat handler's cold start does not need them
+    from chatmemory.services.consolidation import ConsolidationPolicy
+    from chatmemory.services.maintenance import CompactionPolicy
 
 
 @lru_cache(maxsize=1)
@@ -295,6 +297,8 @@ def consolidation_deps() -> ConsolidationDeps:
     index = long_term_index(cfg)
     if index is None:
         raise ConfigurationError("consolidation needs LONG_TERM_BACKEND=embedded or opensearch")
+    from chatmemory.services.consolidation import ConsolidationPolicy
+
     return ConsolidationDeps(
         memory=short_term_memory(cfg),
         summarizer=summarizer(cfg),
@@ -314,6 +318,8 @@ class CompactionDeps:
 
 @lru_cache(maxsize=1)
 def compaction_deps() -> CompactionDeps:
+    from chatmemory.services.maintenance import CompactionPolicy
+
     cfg = settings()
     return CompactionDeps(
         memory=short_term_memory(cfg),

@@ -15,6 +15,7 @@ from chatmemory.ports import ExtractedFact
 from chatmemory.schema import MEMORY_INDEX, RecordOrigin, RecordStatus, RecordType
 from chatmemory.services import profile, sessions
 from chatmemory.services.auto_recall import live_documents
+from chatmemory.services.extract import classify
 from chatmemory.services.forget import purge_session
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
@@ -155,7 +156,7 @@ def test_the_same_words_in_two_sessions_are_one_record_with_both_provenances(mem
 def test_a_near_duplicate_without_a_subject_merges_by_embedding_similarity(memory, index) -> None:
     near = "We have two cats called Tom and Jerry at home now"
     assert cosine(CATS, near) >= profile.ProfilePolicy().merge_similarity
-    assert profile.classify(near)[1] == ""  # nothing in particular: no subject
+    assert classify(near)[1] == ""  # nothing in particular: no subject
     first = _remembered(memory, index, "alice", at(1), CATS)
     second = _remembered(memory, index, "alice", at(5), near)
 

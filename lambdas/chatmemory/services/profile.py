@@ -56,7 +56,6 @@ from chatmemory.schema import (
     RecordType,
 )
 from chatmemory.services.access import MAX_ID_LENGTH, owner_of
-from chatmemory.services.extract import classify
 
 _SPACE = re.compile(r"\W+")
 
@@ -450,6 +449,8 @@ def state_record(
     extracted one, so it supersedes what it replaces ("I moved to Porto"). `owner` is the key
     the caller's data lives under (owner_of, or the session's user_id). Stating what is already
     remembered answers that record (made the caller's own), not a second one."""
+    from chatmemory.services.extract import classify  # its patterns: not at cold start
+
     kind, subject = classify(text)
     at = iso(now)
     record = MemoryRecord(
@@ -482,6 +483,8 @@ def correct_record(
     record = owned_record(memory, user_id, record_id)
     record.text, record.origin, record.updated_at = text.strip(), RecordOrigin.CORRECTED, iso(now)
     if record.type != RecordType.SUMMARY:
+        from chatmemory.services.extract import classify
+
         record.subject = classify(record.text)[1] or record.subject
     if not memory.save_record(record):
         current = memory.get_record(record.user_id, record.record_id)
