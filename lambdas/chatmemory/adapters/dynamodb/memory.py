@@ -710,14 +710,20 @@ class DynamoShortTermMemory:
         )
 
     def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
+        yield from self._partition(self._records, USER_ID, owner, record_from_item)
+
+    def _partition(
+        self, table: str, key: str, value: str, convert: Callable[[dict[str, Any]], Any]
+    ) -> Iterator[Any]:
+        """Every item of one partition, page by page, strongly consistent."""
         for page in self._db.get_paginator("query").paginate(
-            TableName=self._records,
-            KeyConditionExpression=f"{USER_ID} = :u",
-            ExpressionAttributeValues={":u": {"S": owner}},
+            TableName=table,
+            KeyConditionExpression=f"{key} = :k",
+            ExpressionAttributeValues={":k": {"S": value}},
             ConsistentRead=True,
         ):
             for item in page.get("Items", []):
-                yield record_from_item(item)
+                yield convert(item)
 
     def save_record(self, record: MemoryRecord) -> bool:
         expected = record.version
@@ -847,14 +853,7 @@ class DynamoShortTermMemory:
         return turns
 
     def all_turns(self, session_id: str) -> Iterator[Turn]:
-        for page in self._db.get_paginator("query").paginate(
-            TableName=self._turns,
-            KeyConditionExpression=f"{SESSION_ID} = :s",
-            ExpressionAttributeValues={":s": {"S": session_id}},
-            ConsistentRead=True,
-        ):
-            for item in page.get("Items", []):
-                yield turn_from_item(item)
+        yield from self._partition(self._turns, SESSION_ID, session_id, turn_from_item)
 
     def append_turn(
         self, session: Session, turn: Turn, *, keep_message_ids: int, rename: str | None = None
