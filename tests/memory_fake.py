@@ -18,6 +18,7 @@ from typing import Any
 
 from chatmemory import schema
 from chatmemory.domain import (
+    Feedback,
     MemoryRecord,
     Page,
     PurgeEntry,
@@ -26,8 +27,14 @@ from chatmemory.domain import (
     UserState,
     message_key,
 )
-from chatmemory.errors import BadRequest, Conflict, SessionNotFound
-from chatmemory.schema import VISIBLE_STATUSES, PurgeState, RecordStatus, SessionStatus
+from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
+from chatmemory.schema import (
+    VISIBLE_STATUSES,
+    PurgeState,
+    RecordStatus,
+    SessionStatus,
+    TurnOrigin,
+)
 
 _SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
@@ -358,13 +365,21 @@ class InMemoryShortTermMemory:
         return [t for t in self._ordered(session_id) if after < t.turn <= through]
 
     def append_turn(
-        self, session: Session, turn: Turn, *, keep_message_ids: int, rename: str | None = None
+        self,
+        session: Session,
+        turn: Turn,
+        *,
+        keep_message_ids: int,
+        rename: str | None = None,
+        at: str | None = None,
     ) -> Session:
+        at = at or turn.created_at
         number = session.num_turns + 1
         turn.turn = number
         with self._lock:
             row = self._sessions.get(session.session_id)
-            allowed = VISIBLE_STATUSES if turn.pending else (SessionStatus.OPEN,)
+            failed_answer = turn.pending and turn.origin == TurnOrigin.CHAT
+            allowed = VISIBLE_STATUSES if failed_answer else (SessionStatus.OPEN,)
             turns = self._turns.setdefault(session.session_id, {})
             if (
                 row is None
@@ -375,7 +390,7 @@ class InMemoryShortTermMemory:
                 raise Conflict("the session changed while the turn was written")
             stored = row.session
             stored.num_turns = number
-            stored.last_active_at = turn.created_at
+            stored.last_active_at = at
             stored.version += 1
             if turn.client_message_id:
                 stored.recent_messages[message_key(turn.client_message_id)] = number
@@ -383,13 +398,13 @@ class InMemoryShortTermMemory:
                 for key in oldest[: max(0, len(oldest) - keep_message_ids)]:
                     del stored.recent_messages[key]
             if stored.status == SessionStatus.OPEN:
-                row.sweep_bucket = schema.idle_bucket(turn.created_at)
+                row.sweep_bucket = schema.idle_bucket(at)
             if rename:
                 stored.name, stored.auto_named = rename, False
                 session.name, session.auto_named = rename, False
             turns[number] = copy.deepcopy(turn)
             session.num_turns = number
-            session.last_active_at = turn.created_at
+            session.last_active_at = at
             session.version = stored.version
             session.recent_messages = dict(stored.recent_messages)
             return session
@@ -402,6 +417,16 @@ class InMemoryShortTermMemory:
             done = copy.deepcopy(turn)
             done.pending = False
             self._turns[turn.session_id][turn.turn] = done
+
+    def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
+        with self._lock:
+            stored = self._turns.get(session_id, {}).get(turn)
+            if stored is None:
+                raise TurnNotFound(f"turn {turn} of session {session_id} not found")
+            for name, value in copy.deepcopy(values).items():
+                if name == "feedback" and value is not None:
+                    value = Feedback(**value)
+                setattr(stored, name, value)
 
     def put_turns(self, turns: Sequence[Turn]) -> None:
         with self._lock:

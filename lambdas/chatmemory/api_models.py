@@ -3,6 +3,7 @@ document (`make openapi`), so the published contract is the code that runs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Literal
 
@@ -13,11 +14,13 @@ from chatmemory.domain import MemoryRecord, Page, Session, Turn
 from chatmemory.schema import (
     EXPORT_FORMAT,
     Intent,
+    Rating,
     RecordOrigin,
     RecordStatus,
     RecordType,
     SessionStatus,
     SourceKind,
+    TurnOrigin,
 )
 
 if TYPE_CHECKING:
@@ -37,6 +40,8 @@ class _Strict(_Model):
     model_config = ConfigDict(extra="forbid", strict=True, defer_build=True)
 
 
+# What a client may store as one turn's answer (the bound an import has too).
+MAX_STORED_RESPONSE_CHARS = 20_000
 # A time a client sends: ISO 8601 in a sane range, stored in one canonical form.
 Timestamp = Annotated[str, Field(max_length=64), AfterValidator(canonical_time)]
 # Scores a client may send back (sources of an exported turn): finite, of a sane size and
@@ -71,6 +76,73 @@ class PostMessageRequest(_Strict):
     window_turns: int | None = Field(
         default=None, ge=0, description="How many recent turns the model sees."
     )
+
+
+def _small_object(value: dict[str, object]) -> dict[str, object]:
+    size = len(json.dumps(value, ensure_ascii=False).encode("utf-8"))
+    if size > MAX_METADATA_BYTES:
+        raise ValueError(f"is {size} bytes as JSON; at most {MAX_METADATA_BYTES} are kept")
+    return value
+
+
+MAX_METADATA_BYTES = 2048
+MetadataKey = Annotated[str, Field(min_length=1, max_length=64, pattern=r"^[A-Za-z0-9_.:-]+$")]
+MetadataValue = (
+    Annotated[bool, Field(strict=True)]
+    | Annotated[int, Field(strict=True, ge=-(2**53), le=2**53)]
+    | Score
+    | Annotated[str, Field(max_length=512)]
+)
+# Small user-defined key/values kept with a turn (a trace id, a channel, an agent's name).
+Metadata = Annotated[
+    dict[MetadataKey, MetadataValue],
+    Field(
+        max_length=16,
+        description=(
+            "At most 16 keys (letters, digits and _ . : -, up to 64 characters) with string "
+            f"(up to 512 characters), number or boolean values; at most {MAX_METADATA_BYTES} "
+            "bytes as JSON."
+        ),
+    ),
+    AfterValidator(_small_object),
+]
+ClientMessageId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=128,
+        description="Idempotency key: a retry with the same id returns the stored turn.",
+    ),
+]
+
+
+class StoreTurnRequest(_Strict):
+    input: str = Field(description="What the user said.")
+    response: str | None = Field(
+        default=None,
+        max_length=MAX_STORED_RESPONSE_CHARS,
+        description="The answer, if there is one yet (else PATCH it later).",
+    )
+    client_message_id: ClientMessageId | None = None
+    created_at: Timestamp | None = Field(
+        default=None, description="When it was said (ISO 8601); default: now."
+    )
+    metadata: Metadata = {}
+
+
+class UpdateTurnRequest(_Strict):
+    response: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_STORED_RESPONSE_CHARS,
+        description="The answer to a turn stored without one.",
+    )
+    metadata: Metadata | None = Field(default=None, description="Replaces the turn's metadata.")
+
+
+class FeedbackRequest(_Strict):
+    rating: Annotated[Rating, Field(strict=False)] = Field(description="up or down.")
+    comment: str | None = Field(default=None, max_length=1000)
 
 
 class _Out(_Model):
@@ -125,6 +197,12 @@ class SessionList(_Model):
         )
 
 
+class FeedbackOut(_Out):
+    rating: Rating
+    comment: str | None = None
+    at: str
+
+
 class TurnOut(_Out):
     turn: int
     input: str
@@ -139,6 +217,12 @@ class TurnOut(_Out):
     degraded: bool = Field(
         default=False, description="Answered without a component that was unavailable."
     )
+    origin: TurnOrigin = Field(
+        default=TurnOrigin.CHAT,
+        description="chat: answered by this service's model; client: stored with POST /turns.",
+    )
+    metadata: dict[str, MetadataValue] = {}
+    feedback: FeedbackOut | None = None
 
 
 class TurnEnvelope(_Model):
@@ -197,12 +281,21 @@ class ImportSource(_Exported):
     passage_id: str | None = Field(default=None, max_length=512)
 
 
+class ImportFeedback(_Exported):
+    rating: Annotated[Rating, Field(strict=False)]
+    comment: str | None = Field(default=None, max_length=1000)
+    at: Timestamp
+
+
 class ImportMessage(_Exported):
     input: str = Field(max_length=20_000)
-    response: str | None = Field(default=None, max_length=20_000)
+    response: str | None = Field(default=None, max_length=MAX_STORED_RESPONSE_CHARS)
     intent: Annotated[Intent, Field(strict=False)] = Intent.CHAT
     sources: list[ImportSource] = Field(default=[], max_length=20)
     created_at: Timestamp | None = None
+    origin: Annotated[TurnOrigin, Field(strict=False)] = TurnOrigin.CHAT
+    metadata: Metadata = {}
+    feedback: ImportFeedback | None = None
 
 
 class ImportSession(_Exported):
@@ -302,6 +395,16 @@ class CreateRecordRequest(_Strict):
     text: RecordText = Field(description="What to remember, e.g. 'I moved to Porto'.")
     type: Literal["fact", "preference"] | None = Field(
         default=None, description="fact or preference; inferred when absent."
+    )
+    record_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        pattern=r"^[A-Za-z0-9_.:-]+$",
+        description=(
+            "The client's own id for the record (a key of an agent's store): the request then "
+            "creates the record with that id or replaces the text of the one that has it."
+        ),
     )
 
 

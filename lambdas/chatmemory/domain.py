@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 from dataclasses import dataclass, field
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from chatmemory.schema import (
     Intent,
@@ -14,6 +14,7 @@ from chatmemory.schema import (
     RecordType,
     SessionStatus,
     SourceKind,
+    TurnOrigin,
 )
 
 T = TypeVar("T")
@@ -112,6 +113,15 @@ class Source:
 
 
 @dataclass
+class Feedback:
+    """The caller's rating of a turn's answer."""
+
+    rating: str
+    at: str
+    comment: str | None = None
+
+
+@dataclass
 class Turn:
     session_id: str
     turn: int
@@ -134,6 +144,10 @@ class Turn:
     remember_response: bool = True
     degraded: bool = False
     expires_at: int | None = None
+    origin: TurnOrigin = TurnOrigin.CHAT
+    # Small key/values of the client's (POST /turns), kept with the turn and exported.
+    metadata: dict[str, Any] = field(default_factory=dict)
+    feedback: Feedback | None = None
 
 
 @dataclass

@@ -33,6 +33,11 @@ class RecordNotFound(ChatMemoryError):
     status = 404
 
 
+class TurnNotFound(ChatMemoryError):
+    code = "turn_not_found"
+    status = 404
+
+
 class SessionEnded(ChatMemoryError):
     code = "session_ended"
     status = 409

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from chatmemory.domain import MemoryRecord, Page, PurgeEntry, Session, Turn, UserState
 from chatmemory.schema import MemoryKind, RecordType
@@ -143,10 +143,17 @@ class TurnStore(Protocol):
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]: ...
 
     def append_turn(
-        self, session: Session, turn: Turn, *, keep_message_ids: int, rename: str | None = None
+        self,
+        session: Session,
+        turn: Turn,
+        *,
+        keep_message_ids: int,
+        rename: str | None = None,
+        at: str | None = None,
     ) -> Session:
         """Write `turn` as number num_turns + 1 together with the session counters, atomically;
         with `rename`, the session takes that name in the same write (auto_named goes False).
+        The session's last activity is `at` (default: the turn's created_at).
 
         Raises Conflict when the session changed since it was read (another turn won the race,
         or it is being deleted), SessionEnded when it is no longer OPEN. Returns the updated
@@ -156,6 +163,11 @@ class TurnStore(Protocol):
 
     def complete_turn(self, turn: Turn) -> None:
         """Fill in the response of a pending turn (conditional on it still being pending)."""
+        ...
+
+    def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
+        """Set attributes of a stored turn (its metadata, its feedback); TurnNotFound if the
+        turn is gone."""
         ...
 
     def put_turns(self, turns: Sequence[Turn]) -> None:

@@ -239,6 +239,19 @@ class Intent(StrEnum):
     REMEMBER = "remember"
 
 
+class TurnOrigin(StrEnum):
+    """Who wrote a turn's response: this service's model (POST /messages), or the client that
+    stored the turn as it was (POST /turns: the caller's own agent answered, or will)."""
+
+    CHAT = "chat"
+    CLIENT = "client"
+
+
+class Rating(StrEnum):
+    UP = "up"
+    DOWN = "down"
+
+
 class SourceKind(StrEnum):
     SESSION = "session"
     PASSAGE = "passage"

@@ -29,7 +29,7 @@ from chatmemory import wiring
 from chatmemory.errors import ChatMemoryError, ConfigurationError, LongTermMemoryUnavailable
 from chatmemory.ports import Embedder, LongTermIndex
 from chatmemory.schema import RecordType
-from chatmemory.services import chat, forget, profile, recall, sessions
+from chatmemory.services import chat, forget, profile, recall, sessions, turns
 from chatmemory.services.access import owner_of
 from handlers.http import (
     UnsupportedMediaType,
@@ -205,6 +205,101 @@ def list_messages(
     return m.MessageList.of(page)
 
 
+TurnNumber = Annotated[int, Path(ge=1, description="The turn's number in its session.")]
+
+
+@router.post(
+    "/sessions/<session_id>/turns",
+    summary="Store a turn",
+    description=(
+        "Stores what the user said and, if there is one yet, the answer, as the session's next "
+        "turn, without calling this service's model: for an agent that answers with its own "
+        "model and keeps its memory here. A turn stored without a response waits for one "
+        "(pending) until PATCH gives it. Consolidation, the rolling summary and recall treat "
+        "these turns like any other. A retry with the same client_message_id returns the "
+        "stored turn (200)."
+    ),
+    responses={201: {"description": "Stored"}, 200: {"description": "Stored earlier"}},
+)
+def store_turn(
+    session_id: SessionId, body: Annotated[m.StoreTurnRequest, Body()]
+) -> tuple[m.TurnEnvelope, int]:
+    deps = wiring.chat_deps()
+    result = turns.store_turn(
+        deps.memory,
+        user_id=_user(),
+        session_id=session_id,
+        input=body.input,
+        response=body.response,
+        client_message_id=body.client_message_id,
+        created_at=body.created_at,
+        metadata=body.metadata,
+        max_input_chars=wiring.settings().max_input_chars,
+        clock=deps.clock,
+        sleep=deps.sleep,
+    )
+    if result.replayed:
+        return m.TurnEnvelope.of(result.turn), 200
+    metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
+    return m.TurnEnvelope.of(result.turn), 201
+
+
+@router.get(
+    "/sessions/<session_id>/turns/<turn>",
+    summary="Get a turn",
+    description="One turn of the session, with its metadata and feedback.",
+)
+def get_turn(session_id: SessionId, turn: TurnNumber) -> m.TurnEnvelope:
+    found = turns.get_turn(wiring.chat_deps().memory, _user(), session_id, turn)
+    return m.TurnEnvelope.of(found)
+
+
+@router.patch(
+    "/sessions/<session_id>/turns/<turn>",
+    summary="Complete a turn",
+    description=(
+        "Gives a turn stored without a response its response (once, while the session is "
+        "open; the same response again is a no-op), and/or replaces its metadata."
+    ),
+)
+def update_turn(
+    session_id: SessionId, turn: TurnNumber, body: Annotated[m.UpdateTurnRequest, Body()]
+) -> m.TurnEnvelope:
+    updated = turns.update_turn(
+        wiring.chat_deps().memory,
+        user_id=_user(),
+        session_id=session_id,
+        number=turn,
+        response=body.response,
+        metadata=body.metadata,
+    )
+    return m.TurnEnvelope.of(updated)
+
+
+@router.put(
+    "/sessions/<session_id>/turns/<turn>/feedback",
+    summary="Rate a turn",
+    description=(
+        "The caller's rating of the turn's answer (up or down) with an optional comment, "
+        "kept with the turn and exported with it; a new rating replaces the previous one."
+    ),
+)
+def rate_turn(
+    session_id: SessionId, turn: TurnNumber, body: Annotated[m.FeedbackRequest, Body()]
+) -> m.TurnEnvelope:
+    deps = wiring.chat_deps()
+    rated = turns.rate_turn(
+        deps.memory,
+        user_id=_user(),
+        session_id=session_id,
+        number=turn,
+        rating=body.rating,
+        comment=body.comment,
+        clock=deps.clock,
+    )
+    return m.TurnEnvelope.of(rated)
+
+
 @router.get(
     "/sessions/<session_id>/export",
     summary="Export a session",
@@ -310,13 +405,26 @@ def list_records(
     description=(
         "The caller states a fact or a preference (the chat command /remember does the "
         "same). A newer record about the same thing (where they live, their job, a liking) "
-        "supersedes the older one, which is kept as history."
+        "supersedes the older one, which is kept as history. With record_id (the client's "
+        "own key), the record with that id is created (201) or its text replaced (200)."
     ),
-    responses={201: {"description": "Remembered"}},
+    responses={201: {"description": "Remembered"}, 200: {"description": "Replaced"}},
 )
 def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.RecordEnvelope, int]:
     deps = wiring.chat_deps()
     index, embedder = _long_term(deps)
+    if body.record_id:
+        keyed, created = profile.put_keyed_record(
+            _user(),
+            body.record_id,
+            body.text,
+            record_type=RecordType(body.type) if body.type else None,
+            memory=deps.memory,
+            embedder=embedder,
+            index=index,
+            now=deps.clock(),
+        )
+        return m.RecordEnvelope.of(keyed), 201 if created else 200
     record = profile.state_record(
         owner_of(deps.memory, _user()),
         body.text,
@@ -327,6 +435,15 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
         now=deps.clock(),
     )
     return m.RecordEnvelope.of(record), 201
+
+
+@router.get(
+    "/memories/records/<record_id>",
+    summary="Get a record",
+    description="One record of the caller's profile, with its provenance and history.",
+)
+def get_record(record_id: RecordId) -> m.RecordEnvelope:
+    return m.RecordEnvelope.of(profile.owned_record(wiring.chat_deps().memory, _user(), record_id))
 
 
 @router.patch(

@@ -4,15 +4,16 @@ that service tests use must keep the same promises, or a service test proves not
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from chatmemory import wiring
 from chatmemory.domain import MemoryRecord, Provenance, PurgeEntry, Session, Turn, UserState
-from chatmemory.errors import BadRequest, Conflict, SessionNotFound
+from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.ports import ShortTermMemory
-from chatmemory.schema import PurgeState, RecordOrigin, RecordType, SessionStatus
+from chatmemory.schema import PurgeState, RecordOrigin, RecordType, SessionStatus, TurnOrigin
 from tests.memory_fake import InMemoryShortTermMemory
 
 T0 = "2026-11-23T10:00:00.000Z"
@@ -243,6 +244,46 @@ def test_a_pending_turn_is_completed_once(memory: ShortTermMemory) -> None:
     assert done is not None and (done.response, done.pending) == ("an answer", False)
     with pytest.raises(Conflict):
         memory.complete_turn(pending)
+
+
+def test_a_clients_turn_waits_for_its_response_in_an_open_session_only(
+    memory: ShortTermMemory,
+) -> None:
+    session = _create(memory, "s1")
+    waiting = replace(_turn("s1", "asked", pending=True), origin=TurnOrigin.CLIENT)
+    waiting.metadata = {"agent": "planner", "step": 3, "ok": True, "cost": 0.25}
+    memory.append_turn(session, waiting, keep_message_ids=50, at=LATER)
+    stored = memory.get_turn("s1", 1)
+    assert stored is not None and stored.pending and stored.origin == TurnOrigin.CLIENT
+    assert stored.metadata == {"agent": "planner", "step": 3, "ok": True, "cost": 0.25}
+    # The session's activity is the server's time, not the turn's (a client's, maybe old).
+    after = memory.get_session("s1")
+    assert after is not None and (after.last_active_at, stored.created_at) == (LATER, T1)
+    memory.end_session("s1", LATER)
+    ended = memory.get_session("s1")
+    assert ended is not None
+    # Unlike a chat turn whose model call failed, a client's unanswered turn is not kept in
+    # an ended session: nothing would ever answer it.
+    late = replace(_turn("s1", "late", pending=True), origin=TurnOrigin.CLIENT)
+    with pytest.raises(Conflict):
+        memory.append_turn(ended, late, keep_message_ids=50)
+    assert [t.input for t in memory.all_turns("s1")] == ["asked"]
+
+
+def test_a_turns_metadata_and_feedback_are_set_on_the_stored_turn_only(
+    memory: ShortTermMemory,
+) -> None:
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "q"), keep_message_ids=50)
+    memory.update_turn("s1", 1, {"feedback": {"rating": "down", "at": LATER, "comment": None}})
+    memory.update_turn("s1", 1, {"metadata": {"channel": "web"}})
+    turn = memory.get_turn("s1", 1)
+    assert turn is not None and turn.feedback is not None
+    assert (turn.feedback.rating, turn.feedback.at, turn.feedback.comment) == ("down", LATER, None)
+    assert (turn.metadata, turn.response) == ({"channel": "web"}, "re: q")
+    with pytest.raises(TurnNotFound):
+        memory.update_turn("s1", 2, {"metadata": {}})
+    assert memory.get_turn("s1", 2) is None
 
 
 def test_turns_are_listed_both_ways_across_pages(memory: ShortTermMemory) -> None:

@@ -7,7 +7,6 @@ turn through the session item and never calls the model twice for a completed tu
 
 from __future__ import annotations
 
-import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -23,7 +22,7 @@ from chatmemory.errors import (
     SessionEnded,
 )
 from chatmemory.ports import Clock, Embedder, LongTermIndex, ShortTermMemory, TextGenerator
-from chatmemory.schema import Intent, SessionStatus, SourceKind
+from chatmemory.schema import Intent, SessionStatus, SourceKind, TurnOrigin
 from chatmemory.services.access import owned_session
 from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
 from chatmemory.services.profile import state_record
@@ -37,7 +36,7 @@ from chatmemory.services.recall import (
     search_sessions,
 )
 from chatmemory.services.routing import Routed, parse_prefix, route
-from chatmemory.services.sessions import title_from
+from chatmemory.services.turns import AppendPolicy, append_next, same_message
 
 NO_LONG_TERM_MEMORY = (
     "No long-term memory is configured for this deployment, so past conversations and "
@@ -110,7 +109,12 @@ def post_message(
     if known is not None:
         stored = deps.memory.get_turn(session_id, known)
         if stored is not None:
-            _same_message(stored, content)
+            same_message(stored, content)
+            if stored.origin == TurnOrigin.CLIENT:
+                raise Conflict(
+                    f"client_message_id was used to store turn {stored.turn} with POST /turns; "
+                    "use a new id to have this service answer"
+                )
             if not stored.pending:
                 return TurnResult(stored, replayed=True)
             return _complete_pending(deps, policy, session, stored, window)
@@ -145,16 +149,6 @@ def post_message(
     if not result.replayed:
         result.recalled = recalled
     return result
-
-
-def _same_message(stored: Turn, content: str) -> None:
-    """A retry must carry the message it retries: one id reused for another text is a client
-    bug that would otherwise silently answer with the first message's turn."""
-    if stored.input != content:
-        raise Conflict(
-            f"client_message_id was already used for a different message (turn {stored.turn}); "
-            "use a new id for a new message"
-        )
 
 
 def _check_request(policy: ChatPolicy, content: str, window_turns: int | None) -> int:
@@ -313,32 +307,15 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
 def _append(
     deps: ChatDeps, policy: ChatPolicy, caller: str, session: Session, turn: Turn
 ) -> TurnResult:
-    """Write the turn as the next number; on a lost race, re-read and try the next number (a
-    session deleted or forgotten meanwhile then answers 404)."""
-    for attempt in range(policy.append_attempts):
-        turn.turn = session.num_turns + 1
-        rename = None
-        if session.auto_named and turn.intent == Intent.CHAT and not turn.pending:
-            rename = title_from(turn.input)  # the first message with something in it
-        try:
-            deps.memory.append_turn(
-                session, turn, keep_message_ids=policy.keep_message_ids, rename=rename
-            )
-            return TurnResult(turn)
-        except Conflict:
-            session = owned_session(deps.memory, caller, turn.session_id)
-            cmid = turn.client_message_id
-            known = session.turn_of(cmid)
-            if known is not None:
-                # A concurrent request with the same client_message_id stored it first.
-                stored = deps.memory.get_turn(session.session_id, known)
-                if stored is not None:
-                    _same_message(stored, turn.input)
-                    return TurnResult(stored, replayed=True)
-            if session.status != SessionStatus.OPEN:
-                raise SessionEnded(f"session {session.session_id} ended meanwhile") from None
-            deps.sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # full jitter
-    raise Conflict("the session is busy with other messages; retry with the same client_message_id")
+    stored = append_next(
+        deps.memory,
+        caller,
+        session,
+        turn,
+        policy=AppendPolicy(policy.keep_message_ids, policy.append_attempts),
+        sleep=deps.sleep,
+    )
+    return TurnResult(stored.turn, replayed=stored.replayed)
 
 
 def _complete_pending(

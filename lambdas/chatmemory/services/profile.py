@@ -298,11 +298,13 @@ def _place(
     index: LongTermIndex,
     policy: ProfilePolicy,
     known: list[MemoryRecord] | None = None,
+    merge: bool = True,
 ) -> tuple[str, MemoryRecord]:
     """Write one new record where it belongs (retried when a concurrent writer moved first).
     Returns how ("created", "superseding", "merged", "exists") and the record that holds it
     now (the duplicate it merged into, for a merge). `known`: the caller's records as read
-    for this batch (updated in place here); read again after a conflict."""
+    for this batch (updated in place here); read again after a conflict. Without `merge`, a
+    duplicate is written as a record of its own (its id is the client's key)."""
     existing = memory.get_record(record.user_id, record.record_id)
     if existing is not None:
         # A retry: the earlier attempt may have stopped between the record and its entries.
@@ -322,7 +324,7 @@ def _place(
             for r in mine
             if r.status == RecordStatus.ACTIVE and r.type == record.type
         }
-        duplicate = _duplicate(record, vector, active, index, policy)
+        duplicate = _duplicate(record, vector, active, index, policy) if merge else None
         if duplicate is not None:
             seen = {(p.session_id, p.turn) for p in duplicate.provenance}
             duplicate.provenance += [
@@ -444,6 +446,7 @@ def state_record(
     now: datetime,
     make_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     policy: ProfilePolicy = ProfilePolicy(),
+    record_id: str | None = None,
 ) -> MemoryRecord:
     """A record the caller states (POST /memories/records, "/remember ..."): placed like an
     extracted one, so it supersedes what it replaces ("I moved to Porto"). `owner` is the key
@@ -454,7 +457,7 @@ def state_record(
     kind, subject = classify(text)
     at = iso(now)
     record = MemoryRecord(
-        record_id=stated_record_id(at, make_id),
+        record_id=record_id or stated_record_id(at, make_id),
         user_id=owner,
         type=record_type or kind,
         text=text.strip(),
@@ -464,8 +467,55 @@ def state_record(
         subject=subject if (record_type or kind) == kind else "",
     )
     [vector] = embedder.embed([record.text])
-    _, placed = _place(record, vector, memory=memory, embedder=embedder, index=index, policy=policy)
+    _, placed = _place(
+        record,
+        vector,
+        memory=memory,
+        embedder=embedder,
+        index=index,
+        policy=policy,
+        merge=record_id is None,
+    )
     return placed
+
+
+def put_keyed_record(
+    user_id: str,
+    record_id: str,
+    text: str,
+    *,
+    record_type: RecordType | None,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    now: datetime,
+) -> tuple[MemoryRecord, bool]:
+    """A record under the client's own id (an agent's store keys its memories): created, or,
+    when the caller has a record with that id, its text replaced (a correction). Such a record
+    never merges into another one (the key is its identity), but it supersedes and is
+    superseded like any other. Returns the record and whether it was created."""
+    owner = owner_of(memory, user_id)
+    existing = memory.get_record(owner, record_id)
+    if existing is not None and existing.status == RecordStatus.DELETING:
+        raise Conflict(f"record {record_id} is being deleted; retry in a minute or use another id")
+    if existing is not None:
+        if existing.text == text.strip():
+            return existing, False
+        corrected = correct_record(
+            user_id, record_id, text, memory=memory, embedder=embedder, index=index, now=now
+        )
+        return corrected, False
+    record = state_record(
+        owner,
+        text,
+        record_type=record_type,
+        memory=memory,
+        embedder=embedder,
+        index=index,
+        now=now,
+        record_id=record_id,
+    )
+    return record, record.record_id == record_id
 
 
 def correct_record(

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from chatmemory.api_models import ImportDocument, ImportMessage
 from chatmemory.clock import iso, utc_now
-from chatmemory.domain import Page, Session, Source, Turn
+from chatmemory.domain import Feedback, Page, Session, Source, Turn
 from chatmemory.errors import BadRequest, Conflict, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import Clock, ShortTermMemory
 from chatmemory.schema import TEXT_STOPWORDS, SessionStatus
@@ -257,4 +257,7 @@ def _imported_turn(session_id: str, number: int, message: ImportMessage, now: st
         sources=[Source(**source.model_dump()) for source in message.sources],
         created_at=message.created_at or now,
         client_message_id=None,
+        origin=message.origin,
+        metadata=dict(message.metadata),
+        feedback=Feedback(**message.feedback.model_dump()) if message.feedback else None,
     )

@@ -10,6 +10,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from chatmemory import schema
 from chatmemory.domain import (
+    Feedback,
     MemoryRecord,
     Provenance,
     PurgeEntry,
@@ -25,6 +26,7 @@ from chatmemory.schema import (
     RecordType,
     SessionStatus,
     SourceKind,
+    TurnOrigin,
 )
 
 _ser = TypeSerializer()
@@ -168,7 +170,18 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
         item["degraded"] = True
     if not turn.remember_response:
         item["remember_response"] = False
+    # Written only when set: a chat turn's item (and its write units) stays as it was.
+    if turn.origin != TurnOrigin.CHAT:
+        item["origin"] = turn.origin
+    if turn.metadata:
+        item["metadata"] = turn.metadata
+    if turn.feedback is not None:
+        item["feedback"] = feedback_item(turn.feedback)
     return item
+
+
+def feedback_item(feedback: Feedback) -> dict[str, Any]:
+    return {"rating": feedback.rating, "at": feedback.at, "comment": feedback.comment}
 
 
 def turn_from_item(item: dict[str, Any]) -> Turn:
@@ -192,4 +205,7 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         degraded=bool(data.get("degraded", False)),
         remember_response=bool(data.get("remember_response", True)),
         expires_at=data.get("expires_at"),
+        origin=TurnOrigin(data.get("origin", TurnOrigin.CHAT)),
+        metadata=dict(data.get("metadata") or {}),
+        feedback=Feedback(**data["feedback"]) if data.get("feedback") else None,
     )

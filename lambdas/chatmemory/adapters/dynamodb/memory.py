@@ -38,7 +38,13 @@ from chatmemory.domain import (
     UserState,
     message_key,
 )
-from chatmemory.errors import BadRequest, Conflict, SessionNotFound, ShortTermMemoryUnavailable
+from chatmemory.errors import (
+    BadRequest,
+    Conflict,
+    SessionNotFound,
+    ShortTermMemoryUnavailable,
+    TurnNotFound,
+)
 from chatmemory.schema import (
     IDLE_BUCKET,
     LAST_ACTIVE_AT,
@@ -53,6 +59,7 @@ from chatmemory.schema import (
     PurgeState,
     RecordStatus,
     SessionStatus,
+    TurnOrigin,
 )
 
 
@@ -856,7 +863,13 @@ class DynamoShortTermMemory:
         yield from self._partition(self._turns, SESSION_ID, session_id, turn_from_item)
 
     def append_turn(
-        self, session: Session, turn: Turn, *, keep_message_ids: int, rename: str | None = None
+        self,
+        session: Session,
+        turn: Turn,
+        *,
+        keep_message_ids: int,
+        rename: str | None = None,
+        at: str | None = None,
     ) -> Session:
         """One TransactWriteItems: put the turn (new number only) and advance the session,
         conditional on nobody else having advanced it since `session` was read."""
@@ -866,11 +879,12 @@ class DynamoShortTermMemory:
         values: dict[str, Any] = {
             ":n": {"N": str(session.num_turns)},
             ":n1": {"N": str(number)},
-            ":now": {"S": turn.created_at},
+            # The session's activity is the server's time: a client's created_at may be old.
+            ":now": {"S": at or turn.created_at},
             ":one": {"N": "1"},
         }
         # idle_bucket only changes (and so only rewrites the sweeper's index) in a new bucket.
-        values[":bucket"] = {"S": idle_bucket(turn.created_at)}
+        values[":bucket"] = {"S": idle_bucket(at or turn.created_at)}
         sets = [
             "num_turns = :n1",
             "last_active_at = :now",
@@ -892,7 +906,7 @@ class DynamoShortTermMemory:
         for i, old in enumerate(overflow):
             names[f"#o{i}"] = old
             del recent[old]
-        if turn.pending:
+        if turn.pending and turn.origin == TurnOrigin.CHAT:
             # A failed model call keeps the message even if the session ended meanwhile, but
             # never in a session being deleted or imported.
             condition = "num_turns = :n AND #s IN (:v0, :v1, :v2, :v3)"
@@ -935,7 +949,7 @@ class DynamoShortTermMemory:
                 raise Conflict("the session changed while the turn was written") from None
             raise
         session.num_turns = number
-        session.last_active_at = turn.created_at
+        session.last_active_at = at or turn.created_at
         session.version += 1
         session.recent_messages = recent
         if rename:
@@ -955,6 +969,7 @@ class DynamoShortTermMemory:
             "input_tokens",
             "output_tokens",
             "prompt",
+            "metadata",
         ]
         present = [f for f in fields if item.get(f) is not None]
         try:
@@ -974,6 +989,21 @@ class DynamoShortTermMemory:
         except ClientError as error:
             if is_conditional_failure(error):
                 raise Conflict("the turn was completed by another request") from None
+            raise
+
+    def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._turns,
+                Key=_turn_key(session_id, turn),
+                UpdateExpression="SET " + ", ".join(f"#{f} = :{f}" for f in values),
+                ConditionExpression=f"attribute_exists({SESSION_ID})",
+                ExpressionAttributeNames={f"#{f}": f for f in values},
+                ExpressionAttributeValues={f":{f}": serialize_value(v) for f, v in values.items()},
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                raise TurnNotFound(f"turn {turn} of session {session_id} not found") from None
             raise
 
     def put_turns(self, turns: Sequence[Turn]) -> None:

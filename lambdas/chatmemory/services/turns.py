@@ -1,0 +1,219 @@
+"""Storing turns: the next number of a session, atomically with its counters, for a chat turn
+(answered by our model, see chat.py) and for a turn a client stores as it is (POST /turns:
+an agent that answers with its own model and uses this service as its memory).
+
+A stored turn costs what a chat turn costs without the model and the window: one read of the
+session and the caller's state, one transaction for the turn and the session counters. A retry
+with the same client_message_id finds its turn through the session item it reads anyway.
+A turn stored without its response waits for it (`pending`) and gets it with PATCH, the way
+OpenSearch's conversation memory pairs a message's input with its response; until then the
+turn is memory like any other (consolidation and the rolling summary take its input).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from chatmemory.clock import iso
+from chatmemory.domain import Feedback, Session, Turn
+from chatmemory.errors import (
+    BadRequest,
+    Conflict,
+    PayloadTooLarge,
+    SessionEnded,
+    TurnNotFound,
+)
+from chatmemory.ports import Clock, ShortTermMemory
+from chatmemory.schema import Intent, Rating, SessionStatus, TurnOrigin
+from chatmemory.services.access import owned_session
+from chatmemory.services.sessions import title_from
+
+
+@dataclass(frozen=True)
+class AppendPolicy:
+    keep_message_ids: int = 50
+    # Optimistic-concurrency retries when parallel turns race for the same turn number.
+    attempts: int = 30
+
+
+@dataclass
+class Stored:
+    turn: Turn
+    # True when the turn was stored by an earlier request with the same client_message_id.
+    replayed: bool = False
+
+
+def append_next(
+    memory: ShortTermMemory,
+    caller: str,
+    session: Session,
+    turn: Turn,
+    *,
+    policy: AppendPolicy,
+    sleep: Callable[[float], None],
+    at: str | None = None,
+) -> Stored:
+    """Write the turn as the session's next number; on a lost race, re-read and try the next
+    number (a session deleted or forgotten meanwhile then answers 404)."""
+    for attempt in range(policy.attempts):
+        turn.turn = session.num_turns + 1
+        rename = None
+        answered_or_own = not turn.pending or turn.origin == TurnOrigin.CLIENT
+        if session.auto_named and turn.intent == Intent.CHAT and answered_or_own:
+            rename = title_from(turn.input)  # the first message with something in it
+        try:
+            memory.append_turn(
+                session, turn, keep_message_ids=policy.keep_message_ids, rename=rename, at=at
+            )
+            return Stored(turn)
+        except Conflict:
+            session = owned_session(memory, caller, turn.session_id)
+            known = session.turn_of(turn.client_message_id)
+            if known is not None:
+                # A concurrent request with the same client_message_id stored it first.
+                stored = memory.get_turn(session.session_id, known)
+                if stored is not None:
+                    same_message(stored, turn.input)
+                    return Stored(stored, replayed=True)
+            if session.status != SessionStatus.OPEN:
+                raise SessionEnded(f"session {session.session_id} ended meanwhile") from None
+            sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # full jitter
+    raise Conflict("the session is busy with other messages; retry with the same client_message_id")
+
+
+def same_message(stored: Turn, content: str) -> None:
+    """A retry must carry the message it retries: one id reused for another text is a client
+    bug that would otherwise silently answer with the first message's turn."""
+    if stored.input != content:
+        raise Conflict(
+            f"client_message_id was already used for a different message (turn {stored.turn}); "
+            "use a new id for a new message"
+        )
+
+
+def store_turn(
+    memory: ShortTermMemory,
+    *,
+    user_id: str,
+    session_id: str,
+    input: str,  # noqa: A002 - the API's name for what the user said
+    response: str | None,
+    client_message_id: str | None,
+    created_at: str | None,
+    metadata: dict[str, Any],
+    max_input_chars: int,
+    clock: Clock,
+    sleep: Callable[[float], None],
+    policy: AppendPolicy = AppendPolicy(),
+) -> Stored:
+    """Store a turn as the client sent it (no model call) as the session's next turn."""
+    if not input.strip():
+        raise BadRequest("input must not be empty")
+    if len(input) > max_input_chars:
+        raise PayloadTooLarge(f"input is longer than {max_input_chars} characters")
+    session = owned_session(memory, user_id, session_id)
+    known = session.turn_of(client_message_id)
+    if known is not None:
+        stored = memory.get_turn(session_id, known)
+        if stored is not None:
+            same_message(stored, input)
+            return Stored(stored, replayed=True)
+    if session.status != SessionStatus.OPEN:
+        raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
+    now = iso(clock())
+    turn = Turn(
+        session_id=session_id,
+        turn=0,
+        user_id=session.user_id,
+        input=input,
+        response=response or None,
+        created_at=created_at or now,
+        client_message_id=client_message_id,
+        pending=not response,
+        origin=TurnOrigin.CLIENT,
+        metadata=dict(metadata),
+    )
+    return append_next(memory, user_id, session, turn, policy=policy, sleep=sleep, at=now)
+
+
+def get_turn(memory: ShortTermMemory, user_id: str, session_id: str, number: int) -> Turn:
+    owned_session(memory, user_id, session_id)
+    return _stored_turn(memory, session_id, number)
+
+
+def _stored_turn(memory: ShortTermMemory, session_id: str, number: int) -> Turn:
+    turn = memory.get_turn(session_id, number) if number >= 1 else None
+    if turn is None:
+        raise TurnNotFound(f"turn {number} of session {session_id} not found")
+    return turn
+
+
+def update_turn(
+    memory: ShortTermMemory,
+    *,
+    user_id: str,
+    session_id: str,
+    number: int,
+    response: str | None,
+    metadata: dict[str, Any] | None,
+) -> Turn:
+    """Give a turn stored without a response its response, and/or replace its metadata.
+
+    A response is accepted once, only for a turn a client stored, and only while the session
+    is open (after it ended, consolidation has taken it without the answer). Sending the same
+    response again is a no-op, so a retried PATCH is safe; another one is a conflict."""
+    if response is None and metadata is None:
+        raise BadRequest("send a response, metadata or both")
+    session = owned_session(memory, user_id, session_id)
+    turn = _stored_turn(memory, session_id, number)
+    if response is not None and turn.response != response:
+        if turn.origin != TurnOrigin.CLIENT:
+            raise Conflict(
+                f"turn {number} is answered by this service's model; only a turn stored with "
+                "POST /turns takes a response"
+            )
+        if not turn.pending:
+            raise Conflict(f"turn {number} already has a response")
+        if session.status != SessionStatus.OPEN:
+            raise SessionEnded(f"session {session_id} ended before turn {number} got its response")
+        turn.response, turn.pending = response, False
+        if metadata is not None:
+            turn.metadata = dict(metadata)
+        try:
+            memory.complete_turn(turn)
+        except Conflict:
+            return _settled(memory, session_id, number, response)
+        return turn
+    if metadata is not None:
+        memory.update_turn(session_id, number, {"metadata": dict(metadata)})
+        turn.metadata = dict(metadata)
+    return turn
+
+
+def _settled(memory: ShortTermMemory, session_id: str, number: int, response: str) -> Turn:
+    """A concurrent PATCH answered the turn first: the same answer is this request's too."""
+    stored = _stored_turn(memory, session_id, number)
+    if stored.response != response:
+        raise Conflict(f"turn {number} already has a response")
+    return stored
+
+
+def rate_turn(
+    memory: ShortTermMemory,
+    *,
+    user_id: str,
+    session_id: str,
+    number: int,
+    rating: Rating,
+    comment: str | None,
+    clock: Clock,
+) -> Turn:
+    """The caller's feedback on a turn's answer (replacing an earlier one), in any visible
+    session: people rate answers after the conversation too."""
+    turn = get_turn(memory, user_id, session_id, number)
+    turn.feedback = Feedback(rating=str(rating), at=iso(clock()), comment=comment or None)
+    memory.update_turn(session_id, number, {"feedback": asdict(turn.feedback)})
+    return turn
