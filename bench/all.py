@@ -82,14 +82,19 @@ def turns_section(r: dict[str, Any]) -> str:
     first = min(windowed, key=int)
     flat = round(windowed[max(windowed, key=int)]["p50_ms"] / windowed[first]["p50_ms"], 2)
     ratio = r["ratio_at_last"]
+    texts = r["texts"]
     return "\n\n".join(
         [
             "## Turn overhead and cost growth",
             "`python -m bench.turns` — one session per variant driven to 1,000 turns through "
             "the chat Lambda handler on DynamoDB Local, with a model that answers at once, the "
-            "two variants taking turns so both see the same warm JVM; each row is the mean of "
+            "variants taking turns so all see the same warm JVM; each row is the mean of "
             "the 10 turns ending at that turn (latency: their p50/p95, the handler's own time). "
-            "`naive` reads the whole history each turn, as the original design did.",
+            f"Every turn is a message of {texts['message_words']} words "
+            f"({texts['message_bytes']} bytes on average) and an answer of "
+            f"{texts['answer_words']} words ({texts['answer_bytes']} bytes), made by the bench "
+            "from fixed sentences with a seeded generator. `naive` reads the whole history each "
+            "turn, as the original design did.",
             _table(
                 ["variant", "turn", "DynamoDB requests", "RCU", "WCU", "p50 ms", "p95 ms"], rows
             ),
@@ -100,9 +105,73 @@ def turns_section(r: dict[str, Any]) -> str:
             "puts the turn and updates the session item and its listing index; the sweeper's "
             "index changes only when a turn opens a new 10-minute bucket. Each turn sends a new "
             "UUID client_message_id, as real clients do (the session keeps the last 50).",
+            *langchain_part(r),
             *auto_recall_part(r.get("auto_recall")),
         ]
     )
+
+
+def langchain_part(r: dict[str, Any]) -> list[str]:
+    """LangChain's DynamoDBChatMessageHistory beside ours, from the same bench.turns run."""
+    lc = r.get("langchain-dynamodb")
+    if lc is None:
+        return []
+    keys = ("requests", "read_units", "write_units")
+    failed = r["langchain_fails_at_turn"]
+    rows = []
+    for turn, ours in r["windowed"].items():
+        theirs, ratio = lc.get(turn), r["ratio_langchain_windowed"].get(turn)
+        rows.append(
+            [turn, " / ".join(str(ours[k]) for k in keys)]
+            + (
+                [" / ".join(str(theirs[k]) for k in keys), " / ".join(f"{ratio[k]}x" for k in keys)]
+                if theirs and ratio
+                else [f"failed at turn {failed}" if failed else "not measured", "—"]
+            )
+        )
+    versions = ", ".join(f"{p} {v}" for p, v in r["langchain_versions"].items())
+    parts = [
+        "### LangChain's DynamoDBChatMessageHistory beside ours",
+        "The same run drives the same messages and answers through LangChain's "
+        f"`DynamoDBChatMessageHistory` ({versions}) behind `RunnableWithMessageHistory`, with "
+        "a chat model that answers at once, in the table its documentation asks for "
+        "(`SessionTable`, hash key `SessionId`, on demand), one turn of it after each turn of "
+        "ours. It keeps a session's whole history in one item: the chain reads it for the "
+        "prompt, `add_messages` reads it again and rewrites it whole with the turn appended. "
+        "Its requests and capacity are counted on its own boto3 client by the same hooks "
+        "(ReturnConsumedCapacity=TOTAL). Cells: requests / RCU / WCU per turn, mean of the 10 "
+        "turns ending at that turn.",
+        _table(["turn", "ours (windowed)", "LangChain", "LangChain / ours"], rows),
+    ]
+    if failed:
+        good, after = r["langchain_last_good_turn"], r["langchain_turns_from_failure"]
+        end = max(r["windowed"], key=int)
+        ours = r["windowed"][end]
+        parts.append(
+            f"**LangChain's history fails at turn {failed}**: its item would pass DynamoDB's "
+            f"400 KB (turn {good['turn']}, the last stored, cost {good['requests']} requests, "
+            f"{good['read_units']} RCU and {good['write_units']} WCU). Through "
+            "`RunnableWithMessageHistory` the error is only a logged warning: "
+            f"`{r['langchain_error']}`. The chain still answered {after['answered']} of the "
+            f"{after['driven']} turns from the failure on, while the item held "
+            f"{r['langchain_messages_stored_at_failure']} messages right after the failure and "
+            f"{after['messages_stored_at_end']} at the end: turns 1 to {failed - 1}, nothing "
+            f"from turn {failed} on, and nothing told the caller. Ours went on to turn "
+            f"{int(end):,}: {ours['requests']} requests, {ours['read_units']} RCU and "
+            f"{ours['write_units']} WCU there."
+        )
+    else:
+        parts.append("LangChain's history did not fail within the turns driven.")
+    turn = max((t for t in lc if t in r["windowed"]), key=int)
+    parts.append(
+        f"Time per turn at turn {turn}, p50: {lc[turn]['p50_ms']} ms for LangChain's chain "
+        f"against {r['windowed'][turn]['p50_ms']} ms for our handler (not the same code path, "
+        "so only indicative). Both LangChain pieces say they are on their way out: "
+        "langchain-community warns that it is being sunset and no longer actively maintained, "
+        "and langchain-core marks `RunnableWithMessageHistory` deprecated in favour of "
+        "LangGraph's persistence; langchain-aws (1.9.1) has no chat message history."
+    )
+    return parts
 
 
 def auto_recall_part(r: dict[str, Any] | None) -> list[str]:

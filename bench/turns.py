@@ -1,11 +1,20 @@
 """Turn overhead and cost growth: DynamoDB requests, consumed capacity and handler latency per
 chat turn at turn 10, 100 and 1,000, against DynamoDB Local with a model of zero latency.
 
-Every turn goes through the real chat Lambda handler (an API Gateway proxy event, Powertools
-routing and validation, the service, the DynamoDB adapter). Requests and capacity are read off
-the boto3 client (ReturnConsumedCapacity=TOTAL is added to every call that supports it).
-The same run drives a naive baseline that reads the whole history each turn, as the original
-design did, and reports the ratio.
+Every turn is realistic: a ~60-word message and a ~80-word answer (made here from fixed sentences
+with a seeded generator, the same for every variant and every run). Each goes through the real
+chat Lambda handler (an API Gateway proxy event, Powertools routing and validation, the service,
+the DynamoDB adapter). Requests and capacity are read off the boto3 client
+(ReturnConsumedCapacity=TOTAL is added to every call that supports it). The same run drives a
+naive baseline that reads the whole history each turn, as the original design did, and reports
+the ratio.
+
+`langchain-dynamodb`: the same texts through LangChain's DynamoDBChatMessageHistory
+(langchain-community) behind a RunnableWithMessageHistory, as LangChain chats on AWS commonly
+keep their history: one item per session in the table its documentation asks for, read twice and
+rewritten whole every turn, counted the same way on its own client. It fails once that item would
+pass DynamoDB's 400 KB: the turn and the error are reported, and a few turns after it show what
+the chain does then (it logs a warning, answers, and the stored history stops growing).
 
 Auto-recall on and off (`--recall-turns`, 0 to skip): the same messages through the same handler
 with long-term memory on (the embedded index holding 200 memories of 20 past sessions, the
@@ -21,14 +30,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
+import random
 import statistics
 import tempfile
 import time
+import warnings as python_warnings
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
+from importlib import metadata
 from pathlib import Path
 from typing import Any
 from uuid import uuid4
@@ -54,9 +67,63 @@ class ZeroLatencyModel:
 
     name = "zero-latency"
     context_tokens = 512
+    reply = "ok, noted."  # the bench sets each turn's answer here
 
     def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
-        return Generation("ok, noted.", self.name)
+        return Generation(self.reply, self.name)
+
+
+# Sentences that realistic turns are drawn from: a user's news and questions, an assistant's
+# answers. Made up here, so the bench needs no data set.
+_USER_SENTENCES = [
+    "We planted tomatoes and basil in the raised beds last weekend and the seedlings look strong.",
+    "My sister Ana moved to Porto for a job at the children's hospital and loves the river.",
+    "I am training for a half marathon in October and run four times a week before work.",
+    "We are adopting a rescue greyhound named Biscuit next month, so the garden needs a fence.",
+    "The kitchen renovation is delayed again because half of the tiles arrived broken.",
+    "I started learning Japanese with an app, twenty minutes every morning on the train.",
+    "Our trip to Lisbon is booked for the first week of May and we still need a hotel.",
+    "My daughter's school play is on Friday evening and she plays the fox in the second act.",
+    "I switched to decaf in the afternoon because coffee was keeping me awake at night.",
+    "The book club is reading a long novel about a lighthouse keeper and his three daughters.",
+    "Could you help me plan the week so that I still have time for the garden and the dog?",
+    "What would you suggest for a birthday present for my father, who likes maps and trains?",
+    "I keep forgetting to water the herbs on the balcony when the weather turns hot.",
+    "Next Tuesday I have a job interview at a small design studio near the old harbour.",
+]
+_ANSWER_SENTENCES = [
+    "That sounds like a good plan, and it leaves some room in case the weather changes.",
+    "Tomatoes like a sunny spot and deep watering twice a week rather than a little every day.",
+    "A half marathon plan usually adds one longer run each week and keeps the other runs easy.",
+    "Greyhounds are calm indoors and need a secure fence, because they can run very fast.",
+    "For the tiles, ask the supplier for a photo report of the damage and a firm delivery date.",
+    "Twenty minutes a day adds up quickly, and reading short stories aloud helps with kana.",
+    "In May Lisbon is busy with festivals, so booking a hotel near the centre early is wise.",
+    "A small bouquet after the play is a classic gesture, and a photo with the cast is a keepsake.",
+    "Caffeine can stay in the body for many hours, so an earlier cut-off often helps sleep.",
+    "A lighthouse novel sounds lovely for a book club, with plenty to talk about at the end.",
+    "You could block two evenings for the garden and take the dog along on the weekend walk.",
+    "An old railway map in a frame or a ticket for a heritage train ride could make him happy.",
+    "A self-watering pot or a reminder on the phone can keep the balcony herbs alive in summer.",
+    "Before the interview, prepare two projects to show and a question about how the team works.",
+]
+
+
+def _compose(sentences: Sequence[str], words: int, seed: str) -> str:
+    """`words` words of sentences in a seeded order: the same text for the same seed."""
+    order = random.Random(seed).sample(sentences, len(sentences))
+    drawn = [word for sentence in order for word in sentence.split()]
+    return " ".join(drawn[:words]).rstrip(",.?") + "."
+
+
+def user_message(turn: int) -> str:
+    """The user's message of a turn: 60 words."""
+    return _compose(_USER_SENTENCES, 60, f"message {turn}")
+
+
+def assistant_answer(turn: int) -> str:
+    """The assistant's answer of a turn: 80 words."""
+    return _compose(_ANSWER_SENTENCES, 80, f"answer {turn}")
 
 
 class NaiveShortTermMemory(DynamoShortTermMemory):
@@ -137,11 +204,132 @@ def dynamodb_local() -> Iterator[str]:
 
 
 VARIANTS = {"windowed": DynamoShortTermMemory, "naive": NaiveShortTermMemory}
+LANGCHAIN = "langchain-dynamodb"
+AFTER_FAILURE = 5  # LangChain turns driven after its first failure, to show what follows
 
 
-def drive(checkpoints: list[int], sample: int) -> dict[str, dict[int, dict[str, float]]]:
-    """One session per variant, driven turn by turn in alternation (so both see the same warm
-    JVM and machine); per checkpoint, the mean over the `sample` turns that end at it."""
+class _Warnings(logging.Handler):
+    """Keeps the warnings a logger emits (LangChain reports a failed history write so)."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.messages.append(record.getMessage())
+
+
+class LangChainVariant:
+    """LangChain's DynamoDBChatMessageHistory behind a RunnableWithMessageHistory, with a chat
+    model that answers at once: the history is one item per session, which the chain reads
+    for the prompt and `add_messages` reads again and rewrites whole with the turn appended.
+    A failed write is logged by LangChain's callback manager, not raised: the logger is watched.
+    """
+
+    LOGGER = "langchain_core.callbacks.manager"
+
+    def __init__(self, endpoint: str, answers: Sequence[str], table: str = "SessionTable") -> None:
+        import boto3
+
+        self.endpoint, self.table, self.meter, self.warnings = endpoint, table, Meter(), _Warnings()
+        self.session = boto3.Session()
+        client = self.session.client("dynamodb", endpoint_url=endpoint)
+        # The table its documentation asks for: one item per session, hash key SessionId.
+        client.create_table(
+            TableName=table,
+            KeySchema=[{"AttributeName": "SessionId", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "SessionId", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.get_waiter("table_exists").wait(TableName=table)
+        self.histories: dict[str, Any] = {}
+        self.session_id = str(uuid4())
+        self.chain = self._chain(answers)
+
+    def __enter__(self) -> LangChainVariant:
+        logging.getLogger(self.LOGGER).addHandler(self.warnings)
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        logging.getLogger(self.LOGGER).removeHandler(self.warnings)
+
+    def warm_up(self, turns: int) -> None:
+        chain = self._chain([f"warm-up answer {n}" for n in range(turns)])
+        for n in range(turns):
+            chain.invoke({"input": f"warm-up {n}"}, {"configurable": {"session_id": "warm-up"}})
+
+    def turn(self, message: str) -> tuple[str, str | None]:
+        """One turn of the measured session: the answer, and the warning it logged if any."""
+        logged = len(self.warnings.messages)
+        reply = self.chain.invoke(
+            {"input": message}, {"configurable": {"session_id": self.session_id}}
+        )
+        warning = self.warnings.messages[-1] if len(self.warnings.messages) > logged else None
+        return str(reply.content), warning
+
+    def stored_messages(self) -> int:
+        """How many messages the measured session's item holds, read outside the count."""
+        client = self._history(self.session_id).table.meta.client
+        self.meter.detach(client)
+        try:
+            return len(self._history(self.session_id).messages)
+        finally:
+            self.meter.attach(client)
+
+    def _history(self, session_id: str) -> Any:
+        """One history object per session, kept (as a warm Lambda keeps its clients), its
+        client counted by the meter."""
+        with _quiet():
+            from langchain_community.chat_message_histories import DynamoDBChatMessageHistory
+
+        if session_id not in self.histories:
+            history = DynamoDBChatMessageHistory(
+                table_name=self.table,
+                session_id=session_id,
+                endpoint_url=self.endpoint,
+                boto3_session=self.session,
+            )
+            self.meter.attach(history.table.meta.client)
+            self.histories[session_id] = history
+        return self.histories[session_id]
+
+    def _chain(self, answers: Sequence[str]) -> Any:
+        """The usual chat chain: a prompt with the history, a model answering `answers` in turn."""
+        from langchain_core.language_models.fake_chat_models import FakeListChatModel
+        from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+        from langchain_core.runnables.history import RunnableWithMessageHistory
+
+        prompt = ChatPromptTemplate.from_messages(
+            [
+                ("system", "You are a helpful assistant."),
+                MessagesPlaceholder("history"),
+                ("human", "{input}"),
+            ]
+        )
+        with _quiet():
+            return RunnableWithMessageHistory(
+                prompt | FakeListChatModel(responses=list(answers)),
+                self._history,
+                input_messages_key="input",
+                history_messages_key="history",
+            )
+
+
+@contextmanager
+def _quiet() -> Iterator[None]:
+    """Without the two warnings LangChain's pieces give on use: both are true, and RESULTS.md
+    says them once."""
+    with python_warnings.catch_warnings():
+        python_warnings.filterwarnings("ignore", "RunnableWithMessageHistory is deprecated")
+        python_warnings.filterwarnings("ignore", "`langchain-community` is being sunset")
+        yield
+
+
+def drive(checkpoints: list[int], sample: int, langchain_turns: int = 1000) -> dict[str, Any]:
+    """One session per variant, driven turn by turn in alternation (so all see the same warm
+    JVM and machine); per checkpoint, the mean over the `sample` turns that end at it.
+    LangChain's variant goes on past the last checkpoint until AFTER_FAILURE turns after its
+    first failure, `langchain_turns` turns at most (0: not at all)."""
     from handlers import chat_api
 
     wiring.clear_caches()
@@ -150,7 +338,8 @@ def drive(checkpoints: list[int], sample: int) -> dict[str, dict[int, dict[str, 
     meter = Meter()
     meter.attach(client)
     deps = wiring.chat_deps()
-    deps.generator = ZeroLatencyModel()
+    model = ZeroLatencyModel()
+    deps.generator = model
     memories = {
         name: memory_class(client, settings.sessions_table, settings.conversations_table)
         for name, memory_class in VARIANTS.items()
@@ -164,26 +353,72 @@ def drive(checkpoints: list[int], sample: int) -> dict[str, dict[int, dict[str, 
                   {"content": f"warm-up {turn}"})  # fmt: skip
         session = _call(chat_api.handler, "POST", "/sessions", {"name": name})["session"]
         paths[name] = f"/sessions/{session['session_id']}/messages"
-    rows: dict[str, dict[int, dict[str, float]]] = {name: {} for name in VARIANTS}
-    windows: dict[str, list[tuple[int, float, float, float]]] = {name: [] for name in VARIANTS}
-    for turn in range(1, max(checkpoints) + 1):
-        # A UUID per message, as real clients send: the session keeps the last 50.
-        body = {"content": f"message {turn}: it is sunny", "client_message_id": str(uuid4())}
-        for name, memory in memories.items():
-            deps.memory = memory
-            meter.reset()
+    last = max(checkpoints)
+    rows: dict[str, Any] = {name: {} for name in VARIANTS}
+    windows: dict[str, list[tuple[int, float, float, float]]] = {}
+
+    def record(name: str, turn: int, used: Meter, elapsed: float) -> None:
+        sample_row = (sum(used.requests.values()), used.read_units, used.write_units, elapsed)
+        windows[name] = [*windows.get(name, [])[-(sample - 1) :], sample_row]
+        if turn in checkpoints:
+            rows[name][turn] = _summary(windows[name])
+
+    with ExitStack() as stack:
+        langchain = None
+        if langchain_turns:
+            answers = [assistant_answer(turn) for turn in range(1, langchain_turns + 1)]
+            langchain = stack.enter_context(LangChainVariant(settings.dynamodb_endpoint, answers))
+            langchain.warm_up(10)
+            rows[LANGCHAIN] = {}
+        failed_at: int | None = None
+        answered_after = 0
+        for turn in range(1, max(last, langchain_turns) + 1):
+            message, answer = user_message(turn), assistant_answer(turn)
+            if turn <= last:
+                model.reply = answer
+                # A UUID per message, as real clients send: the session keeps the last 50.
+                body = {"content": message, "client_message_id": str(uuid4())}
+                for name, memory in memories.items():
+                    deps.memory = memory
+                    meter.reset()
+                    started = time.perf_counter()
+                    _call(chat_api.handler, "POST", paths[name], body)
+                    record(name, turn, meter, (time.perf_counter() - started) * 1000)
+            over = failed_at is not None and turn > failed_at + AFTER_FAILURE
+            if langchain is None or turn > langchain_turns or over:
+                continue
+            langchain.meter.reset()
             started = time.perf_counter()
-            _call(chat_api.handler, "POST", paths[name], body)
+            reply, warning = langchain.turn(message)
             elapsed = (time.perf_counter() - started) * 1000
-            sample_row = (
-                sum(meter.requests.values()),
-                meter.read_units,
-                meter.write_units,
-                elapsed,
-            )
-            windows[name] = [*windows[name][-(sample - 1) :], sample_row]
-            if turn in checkpoints:
-                rows[name][turn] = _summary(windows[name])
+            if warning and failed_at is None:
+                failed_at = turn
+                rows["langchain_error"] = warning
+                rows["langchain_messages_stored_at_failure"] = langchain.stored_messages()
+            if failed_at is None:
+                record(LANGCHAIN, turn, langchain.meter, elapsed)
+                rows["langchain_last_good_turn"] = {
+                    "turn": turn,
+                    "requests": sum(langchain.meter.requests.values()),
+                    "read_units": round(langchain.meter.read_units, 2),
+                    "write_units": round(langchain.meter.write_units, 2),
+                }
+            elif reply == answer:
+                answered_after += 1
+        if langchain is not None:
+            rows["langchain_versions"] = {
+                package: metadata.version(package)
+                for package in ("langchain-community", "langchain-core")
+            }
+            rows["langchain_fails_at_turn"] = failed_at
+            if failed_at is not None:
+                # The failing turn and those after it: answered, logged, not stored.
+                rows["langchain_turns_from_failure"] = {
+                    "driven": AFTER_FAILURE + 1,
+                    "answered": answered_after,
+                    "warnings_logged": len(langchain.warnings.messages),
+                    "messages_stored_at_end": langchain.stored_messages(),
+                }
     return rows
 
 
@@ -323,7 +558,9 @@ def _summary(window: list[tuple[int, float, float, float]]) -> dict[str, float]:
     }
 
 
-def run(checkpoints: list[int], sample: int, recall_turns: int = 100) -> dict[str, Any]:
+def run(
+    checkpoints: list[int], sample: int, recall_turns: int = 100, langchain_turns: int = 1000
+) -> dict[str, Any]:
     with dynamodb_local() as endpoint:
         os.environ.update(
             {
@@ -340,7 +577,7 @@ def run(checkpoints: list[int], sample: int, recall_turns: int = 100) -> dict[st
         wiring.clear_caches()
         ensure_tables(wiring.aws_client("dynamodb", endpoint), table_names(Settings.from_env()))
         sample = min(sample, min(checkpoints))
-        result: dict[str, Any] = dict(drive(checkpoints, sample))
+        result: dict[str, Any] = drive(checkpoints, sample, langchain_turns)
         if recall_turns:
             recall = drive_recall(recall_turns)
             on, off = recall["auto_recall_on"], recall["auto_recall_off"]
@@ -355,6 +592,23 @@ def run(checkpoints: list[int], sample: int, recall_turns: int = 100) -> dict[st
         key: round(naive[key] / windowed[key], 1) if windowed[key] else None
         for key in ("requests", "read_units", "p50_ms")
     }
+    if LANGCHAIN in result:
+        # Where LangChain's history still works: its cost per turn over ours (windowed).
+        result["ratio_langchain_windowed"] = {
+            turn: {
+                key: round(row[key] / result["windowed"][turn][key], 1)
+                for key in ("requests", "read_units", "write_units")
+            }
+            for turn, row in result[LANGCHAIN].items()
+            if turn in result["windowed"]
+        }
+    turns = range(1, last + 1)
+    result["texts"] = {
+        "message_words": len(user_message(1).split()),
+        "answer_words": len(assistant_answer(1).split()),
+        "message_bytes": round(statistics.mean(len(user_message(t).encode()) for t in turns)),
+        "answer_bytes": round(statistics.mean(len(assistant_answer(t).encode()) for t in turns)),
+    }
     return result
 
 
@@ -368,19 +622,43 @@ def main() -> None:
     parser.add_argument(
         "--recall-turns", type=int, default=100, help="auto-recall on/off turns (0: skip)"
     )
+    parser.add_argument(
+        "--langchain-turns",
+        type=int,
+        default=1000,
+        help=f"LangChain's turns at most; it stops {AFTER_FAILURE} turns after failing (0: skip)",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     checkpoints = sorted(int(t) for t in args.turns.split(","))
-    result = run(checkpoints, args.sample, args.recall_turns)
+    result = run(checkpoints, args.sample, args.recall_turns, args.langchain_turns)
+    texts = result["texts"]
+    print(
+        f"turns of a {texts['message_words']}-word message ({texts['message_bytes']} bytes) and "
+        f"a {texts['answer_words']}-word answer ({texts['answer_bytes']} bytes)"
+    )
     header = ["requests", "RCU", "WCU", "p50 ms", "p95 ms"]
-    print(f"{'variant':<9} {'turn':>5} " + " ".join(f"{h:>9}" for h in header))
-    for variant in ("windowed", "naive"):
-        for turn, row in result[variant].items():
+    print(f"{'variant':<18} {'turn':>5} " + " ".join(f"{h:>9}" for h in header))
+    for variant in [*VARIANTS, LANGCHAIN]:
+        for turn, row in result.get(variant, {}).items():
             print(
-                f"{variant:<9} {turn:>5} {row['requests']:>9.1f} {row['read_units']:>9.2f} "
+                f"{variant:<18} {turn:>5} {row['requests']:>9.1f} {row['read_units']:>9.2f} "
                 f"{row['write_units']:>9.2f} {row['p50_ms']:>9.2f} {row['p95_ms']:>9.2f}"
             )
     print(f"naive / windowed at turn {checkpoints[-1]}: {result['ratio_at_last']}")
+    if LANGCHAIN in result:
+        for turn, ratio in result["ratio_langchain_windowed"].items():
+            print(f"{LANGCHAIN} / windowed at turn {turn}: {ratio}")
+        print(f"{LANGCHAIN} fails at turn: {result['langchain_fails_at_turn']}")
+        for key in (
+            "langchain_versions",
+            "langchain_error",
+            "langchain_last_good_turn",
+            "langchain_messages_stored_at_failure",
+            "langchain_turns_from_failure",
+        ):
+            if key in result:
+                print(f"{key}: {result[key]}")
     if "auto_recall" in result:
         recall = result["auto_recall"]
         names = ["requests", "embed_calls", "searches", "p50_ms", "p95_ms", "injected_share"]

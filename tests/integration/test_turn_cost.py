@@ -6,11 +6,12 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
-from bench.turns import Meter, ZeroLatencyModel
+from bench.turns import LangChainVariant, Meter, ZeroLatencyModel
 from chatmemory import wiring
 from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.forget import forget_user
 from chatmemory.services.sessions import create_session
+from local.dynamodb_local import DynamoDBLocal
 from tests.integration.helpers import World
 
 NOW = datetime(2026, 11, 23, 12, 1, tzinfo=UTC)
@@ -58,3 +59,31 @@ def test_a_turn_costs_the_same_bounded_capacity_at_turn_70_as_once_ids_fill_up(
     # idempotency keys were compacted and the indexes trimmed this was 18.
     assert late.write_units <= 8
     assert [c.write_units for c in costs[55:]] == [late.write_units] * 15
+
+
+def test_langchain_history_rewrites_one_item_per_turn_and_silently_stops_growing_past_400_kb(
+    dynamodb_local: DynamoDBLocal,
+) -> None:
+    """The baseline bench.turns measures: LangChain's DynamoDBChatMessageHistory behind
+    RunnableWithMessageHistory. With 150 KB messages its one item passes DynamoDB's 400 KB at
+    the second turn; the chain answers anyway, logs the error, and stores nothing more."""
+    message = " ".join(["word"] * 30_000)  # 150 KB
+    answers = [f"answer {n} " + message for n in range(3)]
+    with LangChainVariant(dynamodb_local.endpoint, answers, table=f"lc-{uuid.uuid4()}") as chain:
+        outcomes = []
+        for _ in range(3):
+            chain.meter.reset()
+            reply, warning = chain.turn(message)
+            outcomes.append((reply, warning, dict(chain.meter.requests), chain.meter.write_units))
+        stored = chain.stored_messages()
+    (first, first_warning, first_requests, first_wcu), *failed = outcomes
+    assert first_warning is None
+    # The chain reads the item for the prompt, add_messages reads it again and rewrites it whole.
+    assert first_requests == {"GetItem": 2, "UpdateItem": 1}
+    assert first_wcu >= 290  # one unit per KB of the whole item: about 300 KB after one turn
+    for (reply, warning, _, _), answer in zip(failed, answers[1:], strict=True):
+        assert reply == answer
+        assert warning is not None
+        assert "ValidationException" in warning
+        assert "exceeded the maximum allowed size" in warning
+    assert stored == 2
