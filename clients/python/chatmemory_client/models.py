@@ -1,0 +1,245 @@
+"""What the API answers, as frozen dataclasses. Parsing is tolerant: fields the API adds later
+are ignored and optional fields it leaves out take their defaults, so an older client keeps
+working against a newer server. Times stay ISO 8601 strings, as the API sends them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MetadataValue = str | int | float | bool
+
+
+def _str(data: Mapping[str, Any], key: str, default: str = "") -> str:
+    value = data.get(key)
+    return default if value is None else str(value)
+
+
+def _opt_str(data: Mapping[str, Any], key: str) -> str | None:
+    value = data.get(key)
+    return None if value is None else str(value)
+
+
+def _int(data: Mapping[str, Any], key: str, default: int = 0) -> int:
+    value = data.get(key)
+    return default if value is None or isinstance(value, bool) else int(value)
+
+
+def _opt_float(data: Mapping[str, Any], key: str) -> float | None:
+    value = data.get(key)
+    return None if value is None or isinstance(value, bool) else float(value)
+
+
+def _float(data: Mapping[str, Any], key: str) -> float:
+    value = _opt_float(data, key)
+    return 0.0 if value is None else value
+
+
+def _items(data: Mapping[str, Any], key: str) -> list[Any]:
+    value = data.get(key)
+    return value if isinstance(value, list) else []
+
+
+@dataclass(frozen=True)
+class Session:
+    """A conversation: status OPEN, ENDED, CONSOLIDATED or FAILED."""
+
+    session_id: str
+    name: str = ""
+    status: str = "OPEN"
+    started_at: str = ""
+    last_active_at: str = ""
+    ended_at: str | None = None
+    num_turns: int = 0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Session:
+        """A Session from the API's JSON object."""
+        return cls(
+            session_id=_str(data, "session_id"),
+            name=_str(data, "name"),
+            status=_str(data, "status", "OPEN"),
+            started_at=_str(data, "started_at"),
+            last_active_at=_str(data, "last_active_at"),
+            ended_at=_opt_str(data, "ended_at"),
+            num_turns=_int(data, "num_turns"),
+        )
+
+
+@dataclass(frozen=True)
+class Source:
+    """A memory an answer used: a past session, a record or a verified passage."""
+
+    kind: str
+    id: str
+    title: str | None = None
+    date: str | None = None
+    score: float | None = None
+    doc_id: str | None = None
+    passage_id: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Source:
+        """A Source from the API's JSON object."""
+        return cls(
+            kind=_str(data, "kind"),
+            id=_str(data, "id"),
+            title=_opt_str(data, "title"),
+            date=_opt_str(data, "date"),
+            score=_opt_float(data, "score"),
+            doc_id=_opt_str(data, "doc_id"),
+            passage_id=_opt_str(data, "passage_id"),
+        )
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """A caller's rating of a turn's answer: "up" or "down", with an optional comment."""
+
+    rating: str
+    comment: str | None = None
+    at: str = ""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Feedback:
+        """A Feedback from the API's JSON object."""
+        return cls(
+            rating=_str(data, "rating"), comment=_opt_str(data, "comment"), at=_str(data, "at")
+        )
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One exchange of a session: the user's input and the answer (None while `pending`).
+
+    origin is "chat" for a message the server's model answered, "client" for a turn stored
+    by the caller (store_turn)."""
+
+    turn: int
+    input: str
+    response: str | None = None
+    intent: str = "chat"
+    sources: tuple[Source, ...] = ()
+    created_at: str = ""
+    client_message_id: str | None = None
+    pending: bool = False
+    degraded: bool = False
+    origin: str = "chat"
+    metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
+    feedback: Feedback | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Turn:
+        """A Turn from the API's JSON object."""
+        feedback = data.get("feedback")
+        metadata = data.get("metadata")
+        return cls(
+            turn=_int(data, "turn"),
+            input=_str(data, "input"),
+            response=_opt_str(data, "response"),
+            intent=_str(data, "intent", "chat"),
+            sources=tuple(Source.from_json(s) for s in _items(data, "sources")),
+            created_at=_str(data, "created_at"),
+            client_message_id=_opt_str(data, "client_message_id"),
+            pending=bool(data.get("pending", False)),
+            degraded=bool(data.get("degraded", False)),
+            origin=_str(data, "origin", "chat"),
+            metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
+            feedback=Feedback.from_json(feedback) if isinstance(feedback, Mapping) else None,
+        )
+
+
+@dataclass(frozen=True)
+class Memory:
+    """A consolidated past session that matched a search, with its best snippets."""
+
+    session_id: str
+    score: float = 0.0
+    similarity: float = 0.0
+    recency: float = 0.0
+    date: str = ""
+    title: str = ""
+    snippets: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Memory:
+        """A Memory from the API's JSON object."""
+        return cls(
+            session_id=_str(data, "session_id"),
+            score=_float(data, "score"),
+            similarity=_float(data, "similarity"),
+            recency=_float(data, "recency"),
+            date=_str(data, "date"),
+            title=_str(data, "title"),
+            snippets=tuple(str(s) for s in _items(data, "snippets")),
+        )
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a record was drawn from: a session's turn, and its date."""
+
+    session_id: str
+    turn: int
+    date: str = ""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Provenance:
+        """A Provenance from the API's JSON object."""
+        return cls(
+            session_id=_str(data, "session_id"), turn=_int(data, "turn"), date=_str(data, "date")
+        )
+
+
+@dataclass(frozen=True)
+class Record:
+    """A fact, preference or session summary of the caller's profile; a SUPERSEDED one is
+    history (valid_until, superseded_by)."""
+
+    record_id: str
+    type: str
+    text: str
+    subject: str = ""
+    status: str = "ACTIVE"
+    origin: str = ""
+    created_at: str = ""
+    updated_at: str = ""
+    provenance: tuple[Provenance, ...] = ()
+    superseded_by: str | None = None
+    valid_until: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Record:
+        """A Record from the API's JSON object."""
+        return cls(
+            record_id=_str(data, "record_id"),
+            type=_str(data, "type"),
+            text=_str(data, "text"),
+            subject=_str(data, "subject"),
+            status=_str(data, "status", "ACTIVE"),
+            origin=_str(data, "origin"),
+            created_at=_str(data, "created_at"),
+            updated_at=_str(data, "updated_at"),
+            provenance=tuple(Provenance.from_json(p) for p in _items(data, "provenance")),
+            superseded_by=_opt_str(data, "superseded_by"),
+            valid_until=_opt_str(data, "valid_until"),
+        )
+
+
+@dataclass(frozen=True)
+class DeletionStatus:
+    """Whether the physical removal of what the caller deleted or forgot has finished."""
+
+    complete: bool
+    sessions_pending: int = 0
+    forget_requests_pending: int = 0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> DeletionStatus:
+        """A DeletionStatus from the API's JSON object."""
+        return cls(
+            complete=bool(data.get("complete", False)),
+            sessions_pending=_int(data, "sessions_pending"),
+            forget_requests_pending=_int(data, "forget_requests_pending"),
+        )

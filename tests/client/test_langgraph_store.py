@@ -1,0 +1,334 @@
+"""ChatMemoryStore, LangGraph's BaseStore over the records API, against local mode (DynamoDB
+Local, the real handlers, the offline embedding model): a graph that learns in one thread and
+recalls in a later one, isolation between users, and the store contract item by item.
+
+LangGraph ships no reusable conformance tests for stores (langgraph-checkpoint-conformance covers
+checkpointers only; its store tests live in its repository, written for InMemoryStore), so the
+contract checks below follow BaseStore's documented behaviour."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+import pytest
+from chatmemory_client import ChatMemoryClient, Conflict, Record
+from chatmemory_client.langgraph import ChatMemoryStore
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+from langgraph.runtime import Runtime
+
+from tests.integration.helpers import World
+
+pytestmark = pytest.mark.integration
+
+
+# --- a small agent: "remember: ..." stores a memory, anything else answers from memory ----------
+
+
+class AgentState(TypedDict, total=False):
+    message: str
+    answer: str
+
+
+@dataclass
+class AgentContext:
+    user: str
+
+
+def _memories(context: AgentContext) -> tuple[str, ...]:
+    return ("memories", context.user)
+
+
+def route(state: AgentState) -> str:
+    return "learn" if state["message"].lower().startswith("remember:") else "respond"
+
+
+def learn(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
+    assert runtime.store is not None
+    fact = state["message"].split(":", 1)[1].strip()
+    runtime.store.put(_memories(runtime.context), str(uuid.uuid4()), {"text": fact})
+    return {"answer": f"Noted: {fact}"}
+
+
+def respond(state: AgentState, runtime: Runtime[AgentContext]) -> AgentState:
+    assert runtime.store is not None
+    found = runtime.store.search(_memories(runtime.context), query=state["message"], limit=3)
+    if not found:
+        return {"answer": "I don't know yet."}
+    return {"answer": f"From memory: {found[0].value['text']}"}
+
+
+def agent(store: ChatMemoryStore):
+    builder = StateGraph(AgentState, context_schema=AgentContext)
+    builder.add_node("learn", learn)
+    builder.add_node("respond", respond)
+    builder.add_conditional_edges(START, route, ["learn", "respond"])
+    builder.add_edge("learn", END)
+    builder.add_edge("respond", END)
+    # A checkpointer keeps each thread's own state; the store is what threads share.
+    return builder.compile(checkpointer=InMemorySaver(), store=store)
+
+
+def run(graph, message: str, *, thread: str, user: str) -> str:
+    config = {"configurable": {"thread_id": thread}}
+    out = graph.invoke({"message": message}, config, context=AgentContext(user=user))
+    return out["answer"]
+
+
+def test_a_memory_put_in_one_thread_is_found_by_search_in_a_later_thread(world: World) -> None:
+    first = agent(ChatMemoryStore(base_url=world.url, user_id="alice"))
+    said = run(first, "remember: My greyhound is called Biscuit", thread="monday", user="alice")
+    assert said == "Noted: My greyhound is called Biscuit"
+
+    # A later conversation, from a new store and graph (as another process would build them):
+    # what it finds comes from the server, not from anything kept in memory here.
+    later = agent(ChatMemoryStore(base_url=world.url, user_id="alice"))
+    answer = run(later, "What is my greyhound called?", thread="friday", user="alice")
+    assert answer == "From memory: My greyhound is called Biscuit"
+
+    # The same memory is part of alice's profile, where the chat itself recalls it.
+    records = list(ChatMemoryClient(world.url, user_id="alice").list_records())
+    assert [r.text for r in records] == ["My greyhound is called Biscuit"]
+
+
+def test_the_async_graph_stores_and_finds_through_abatch(world: World) -> None:
+    graph = agent(ChatMemoryStore(base_url=world.url, user_id="carol"))
+    context = AgentContext(user="carol")
+
+    async def both() -> tuple[str, str]:
+        stored = await graph.ainvoke(
+            {"message": "remember: I take my coffee black"},
+            {"configurable": {"thread_id": "a"}},
+            context=context,
+        )
+        found = await graph.ainvoke(
+            {"message": "How do I take my coffee?"},
+            {"configurable": {"thread_id": "b"}},
+            context=context,
+        )
+        return stored["answer"], found["answer"]
+
+    assert asyncio.run(both()) == (
+        "Noted: I take my coffee black",
+        "From memory: I take my coffee black",
+    )
+
+
+def test_one_users_memories_are_invisible_to_another_user(world: World) -> None:
+    alice = ChatMemoryStore(base_url=world.url, user_id="alice")
+    bob = ChatMemoryStore(base_url=world.url, user_id="bob")
+    run(agent(alice), "remember: My locker code is 4512", thread="1", user="alice")
+    # Bob asks with alice's namespace and key space: the store is bob's profile all the same.
+    answer = run(agent(bob), "What is my locker code?", thread="2", user="alice")
+    assert answer == "I don't know yet."
+    [item] = alice.search(("memories", "alice"))
+    assert bob.get(("memories", "alice"), item.key) is None
+    assert bob.search(()) == [] and bob.list_namespaces() == []
+    bob.delete(("memories", "alice"), item.key)  # nothing of alice's to delete
+    assert alice.get(("memories", "alice"), item.key) is not None
+
+
+# --- the store contract ------------------------------------------------------------------------
+
+
+def test_put_then_get_returns_the_same_value_whatever_its_shape(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="dana")
+    namespace = ("mémoires", "dana@example")
+    values = {
+        "sentence": {"text": "I prefer window seats on long flights"},
+        "structured": {"kind": "todo", "priority": 2, "tags": ["home", "urgent"], "done": False},
+        "json-looking": {"text": '{"not": "an object of mine"}'},
+        "padded": {"text": "  spaces around  "},
+        "other key": {"memory": "Likes jazz"},
+        "ключ 1": {"text": "Unicode key and namespace"},
+        "v1.2:draft": {"text": "A key with the id's separators in it"},
+    }
+    for key, value in values.items():
+        store.put(namespace, key, value)
+    for key, value in values.items():
+        item = store.get(namespace, key)
+        assert item is not None and (item.namespace, item.key, item.value) == (
+            namespace,
+            key,
+            value,
+        )
+        assert item.created_at.tzinfo is not None and item.updated_at >= item.created_at
+    assert store.get(namespace, "never put") is None
+    assert store.get(("elsewhere",), "sentence") is None
+
+    # A plain sentence is the record's text as it is; anything else is its compact JSON.
+    client = ChatMemoryClient(world.url, user_id="dana")
+    plain = client.get_record(store.record_id(namespace, "sentence"))
+    assert plain.record_id == "m.C3.A9moires:dana.40example:sentence"
+    assert plain.text == "I prefer window seats on long flights"
+    structured = client.get_record(store.record_id(namespace, "structured"))
+    assert structured.text == '{"kind":"todo","priority":2,"tags":["home","urgent"],"done":false}'
+
+
+def test_put_again_replaces_the_value_and_delete_removes_the_item(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="erin")
+    namespace = ("notes",)
+    store.put(namespace, "plan", {"text": "Visit the dentist on Tuesday"})
+    store.put(namespace, "plan", {"text": "Visit the dentist on Thursday"})
+    item = store.get(namespace, "plan")
+    assert item is not None and item.value == {"text": "Visit the dentist on Thursday"}
+    assert [i.key for i in store.search(namespace)] == ["plan"]  # one record, not two
+
+    store.delete(namespace, "plan")
+    assert store.get(namespace, "plan") is None
+    assert store.search(namespace, query="dentist") == []
+    store.delete(namespace, "plan")  # deleting what is gone is not an error
+
+
+def test_a_deleted_key_can_be_put_again_once_the_purge_has_run(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="ezra")
+    store.put(("notes",), "plan", {"text": "Call the plumber"})
+    store.delete(("notes",), "plan")
+    with pytest.raises(Conflict, match="being deleted"):
+        store.put(("notes",), "plan", {"text": "Call the electrician"})
+    world.poller.drain()  # the records stream's purge removes the deleted record
+    store.put(("notes",), "plan", {"text": "Call the electrician"})
+    item = store.get(("notes",), "plan")
+    assert item is not None and item.value == {"text": "Call the electrician"}
+
+
+def test_the_same_key_in_two_namespaces_is_two_items(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="frank")
+    store.put(("work",), "lunch", {"text": "Lunch with the team on Fridays"})
+    store.put(("home",), "lunch", {"text": "Lunch with grandma on Sundays"})
+    work, home = store.get(("work",), "lunch"), store.get(("home",), "lunch")
+    assert work is not None and work.value == {"text": "Lunch with the team on Fridays"}
+    assert home is not None and home.value == {"text": "Lunch with grandma on Sundays"}
+    store.delete(("work",), "lunch")
+    assert store.get(("work",), "lunch") is None and store.get(("home",), "lunch") is not None
+
+
+def test_search_applies_namespace_prefix_filter_offset_and_limit(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="gina")
+    for n, (kind, priority) in enumerate(
+        [("todo", 1), ("todo", 3), ("idea", 2), ("todo", 2), ("idea", 5)]
+    ):
+        store.put(("tasks", "gina"), f"t{n}", {"kind": kind, "priority": priority, "n": n})
+    store.put(("other",), "t9", {"kind": "todo", "priority": 9, "n": 9})
+
+    def ns(items) -> list[int]:
+        return sorted(i.value["n"] for i in items)
+
+    assert ns(store.search(("tasks",))) == [0, 1, 2, 3, 4]
+    assert ns(store.search(())) == [0, 1, 2, 3, 4, 9]
+    assert ns(store.search(("tasks",), filter={"kind": "todo"})) == [0, 1, 3]
+    assert ns(store.search(("tasks",), filter={"priority": {"$gte": 2, "$lt": 5}})) == [1, 2, 3]
+    assert ns(store.search(("tasks",), filter={"kind": {"$ne": "todo"}})) == [2, 4]
+    # Newest first without a query: offset and limit page through that order.
+    page = store.search(("tasks",), limit=2, offset=1)
+    assert [i.key for i in page] == ["t3", "t2"]
+    assert all(i.namespace == ("tasks", "gina") for i in page)
+
+
+def test_search_with_a_query_ranks_the_matching_item_first(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="hugo")
+    namespace = ("memories", "hugo")
+    store.put(namespace, "a", {"text": "My sister lives in Montreal"})
+    store.put(namespace, "b", {"text": "I am allergic to peanuts"})
+    store.put(namespace, "c", {"text": "My favourite band is Radiohead"})
+    [best, *_] = store.search(namespace, query="Which food allergy do I have?", limit=3)
+    assert best.key == "b" and best.value == {"text": "I am allergic to peanuts"}
+    assert best.score is None  # records carry no score: rank order only
+    assert store.search(namespace, query="Which food allergy do I have?", limit=1) == [best]
+    assert store.search(("elsewhere",), query="allergic to peanuts") == []
+
+
+class CountingClient(ChatMemoryClient):
+    """A client that notes the limit of each record search."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.search_limits: list[int] = []
+
+    def search_records(self, query: str, **kwargs: Any) -> list[Record]:
+        self.search_limits.append(kwargs["limit"])
+        return super().search_records(query, **kwargs)
+
+
+def test_search_reaches_past_other_namespaces_that_outrank_the_prefix(world: World) -> None:
+    client = CountingClient(world.url, user_id="hana")
+    store = ChatMemoryStore(client=client)
+    for n in range(24):
+        store.put(("noise",), f"n{n}", {"text": f"Gardening tip {n}: water tomato plants early"})
+    store.put(("mine",), "only", {"text": "I grow tomatoes on my balcony"})
+    [found] = store.search(("mine",), query="gardening tip: water tomato plants", limit=1)
+    assert (found.namespace, found.key) == (("mine",), "only")
+    # The first ask (20 ranked records) was all noise; the store asked again for all 100.
+    assert client.search_limits == [20, 100]
+
+
+def test_records_the_server_made_are_items_of_the_profile_namespace(world: World) -> None:
+    client = ChatMemoryClient(world.url, user_id="iris")
+    stated = client.remember("I work as a nurse in Lyon")  # not through the store: no key
+    store = ChatMemoryStore(base_url=world.url, user_id="iris")
+    store.put(("memories", "iris"), "k1", {"text": "I play the cello"})
+
+    [found] = store.search(("profile",), query="What is my job?")
+    assert (found.namespace, found.key, found.value) == (
+        ("profile",),
+        stated.record_id,
+        {"text": "I work as a nurse in Lyon"},
+    )
+    item = store.get(("profile",), stated.record_id)
+    assert item is not None and item.value == {"text": "I work as a nurse in Lyon"}
+    # Items put in the profile namespace are records keyed by the key alone.
+    store.put(("profile",), "diet", {"text": "I am vegetarian"})
+    assert client.get_record("diet").text == "I am vegetarian"
+    assert sorted(store.list_namespaces()) == [("memories", "iris"), ("profile",)]
+    assert {i.key for i in store.search((), query="cello nurse vegetarian", limit=10)} == {
+        "k1",
+        "diet",
+        stated.record_id,
+    }
+
+
+def test_list_namespaces_matches_prefixes_suffixes_and_depth(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="jon")
+    for namespace in [("a", "b", "c"), ("a", "b", "d", "e"), ("a", "b", "d", "i"), ("x", "b")]:
+        store.put(namespace, "k", {"text": f"Item of {'/'.join(namespace)}"})
+    assert store.list_namespaces() == [
+        ("a", "b", "c"),
+        ("a", "b", "d", "e"),
+        ("a", "b", "d", "i"),
+        ("x", "b"),
+    ]
+    assert store.list_namespaces(prefix=("a", "b"), max_depth=3) == [
+        ("a", "b", "c"),
+        ("a", "b", "d"),
+    ]
+    assert store.list_namespaces(suffix=("b",)) == [("x", "b")]
+    assert store.list_namespaces(prefix=("*", "b"), suffix=("i",)) == [("a", "b", "d", "i")]
+    assert store.list_namespaces(limit=1, offset=1) == [("a", "b", "d", "e")]
+
+
+def test_an_item_a_newer_one_superseded_leaves_search_but_get_still_has_it(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="kim")
+    namespace = ("memories", "kim")
+    store.put(namespace, "home-2019", {"text": "I live in Lisbon"})
+    store.put(namespace, "home-2024", {"text": "I live in Porto"})
+    # The server keeps one current record per subject; the older is history.
+    assert [i.key for i in store.search(namespace, query="Where do I live?")] == ["home-2024"]
+    old = store.get(namespace, "home-2019")
+    assert old is not None and old.value == {"text": "I live in Lisbon"}
+    history = ChatMemoryStore(base_url=world.url, user_id="kim", include_history=True)
+    assert {i.key for i in history.search(namespace, query="Where do I live?")} == {
+        "home-2019",
+        "home-2024",
+    }
+
+
+def test_put_refuses_what_no_record_id_can_hold(world: World) -> None:
+    store = ChatMemoryStore(base_url=world.url, user_id="lee")
+    with pytest.raises(ValueError, match="record id of 1[0-9]{2} characters"):
+        store.put(("memories",), "k" * 120, {"text": "Too long a key"})
+    assert store.get(("memories",), "k" * 120) is None
+    with pytest.raises(ValueError, match="key cannot be empty"):
+        store.put(("profile",), "", {"text": "No key"})
