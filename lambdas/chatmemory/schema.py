@@ -337,6 +337,7 @@ class LongTermBackend(StrEnum):
     NONE = "none"
     EMBEDDED = "embedded"
     OPENSEARCH = "opensearch"
+    S3VECTORS = "s3vectors"  # Amazon S3 Vectors: pay per stored GB and per query, no idle cost
 
 
 # --- stream filter patterns (Lambda event source mappings and the local poller) -----------------
@@ -496,6 +497,9 @@ LONG_TERM_INDEXES = (MEMORY_INDEX, PASSAGE_INDEX)
 OPENSEARCH_RUNTIME_ROLE = "chatmemory_runtime"
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
+# Amazon S3 Vectors: the vector bucket holding one vector index per LONG_TERM_INDEXES name
+# (index names are the same as OpenSearch's).
+ENV_VECTOR_BUCKET = "VECTOR_BUCKET_NAME"
 ENV_MEMORY_PATH = "MEMORY_PATH"
 ENV_RECALL_WEIGHTS = "RECALL_WEIGHTS"
 ENV_RECENCY_HALF_LIFE_DAYS = "RECENCY_HALF_LIFE_DAYS"
