@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from chatmemory.clock import utc_now
 from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded
 from chatmemory.ports import Generation
 from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
 from chatmemory.services.sessions import create_session, end_session
+from chatmemory.services.turns import Stored, store_turn
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
 
@@ -197,3 +199,50 @@ def test_concurrent_retries_of_a_pending_message_complete_it_once_and_both_get_t
     assert first.turn.turn == second.turn.turn == 1
     assert first.turn.response == second.turn.response == turns[0]["response"]
     assert sorted([first.replayed, second.replayed]) == [False, True]
+
+
+def _store(store: Store, session_id: str, content: str, cmid: str) -> Stored:
+    """A client of the store-only route that retries a 409 "busy" with the same id."""
+    for _ in range(20):
+        try:
+            return store_turn(
+                store.memory,
+                user_id="alice",
+                session_id=session_id,
+                input=content,
+                response=f"answer to {content}",
+                client_message_id=cmid,
+                created_at=None,
+                metadata={},
+                max_input_chars=4000,
+                clock=utc_now,
+                sleep=lambda _: None,
+            )
+        except Conflict:
+            continue
+    raise AssertionError(f"{cmid} was refused 20 times")
+
+
+def test_stored_turns_racing_with_chat_turns_and_their_own_retries_are_stored_once(
+    store: Store,
+) -> None:
+    """Agents storing turns (POST /turns) follow the chat route's rules: threads of stored
+    turns, each sent twice at once, interleaved with chat turns on the same session."""
+    deps = ChatDeps(memory=store.memory, generator=FakeGenerator())
+    sid = create_session(store.memory, "alice").session_id
+    jobs: list[Callable[[], Any]] = []
+    for i in range(12):
+        jobs += [(lambda i=i: _store(store, sid, f"stored {i}", f"s-{i}"))] * 2
+        jobs.append(lambda i=i: _say(deps, "alice", sid, f"chat {i}", f"c-{i}"))
+
+    results = _in_parallel(6, jobs)
+
+    expected = {f"stored {i}" for i in range(12)} | {f"chat {i}" for i in range(12)}
+    _assert_contiguous(store, sid, expected)
+    origins = Counter(t.get("origin", "chat") for t in store.turns(sid))
+    assert origins == {"client": 12, "chat": 12}
+    for i in range(12):
+        first, second = results[3 * i], results[3 * i + 1]
+        assert first.turn.turn == second.turn.turn
+        assert first.replayed or second.replayed
+    assert deps.generator.calls == 12  # type: ignore[attr-defined]
