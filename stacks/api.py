@@ -158,8 +158,9 @@ class ChatApi(Construct):
             ),
             default_cors_preflight_options=apigw.CorsOptions(
                 allow_origins=list(config.cors_origins),
-                # The chat handler's methods (PATCH: correcting a profile record).
-                allow_methods=["GET", "POST", "PATCH", "DELETE", "OPTIONS"],
+                # The chat handler's methods (PATCH: correcting a profile record; PUT: a turn's
+                # feedback in the store-only API).
+                allow_methods=["GET", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
                 allow_headers=[
                     "Authorization",
                     "Content-Type",

@@ -89,5 +89,6 @@ def test_the_api_answers_fuzzed_requests_as_documented(case: Case, gateway: Worl
     case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS, **wait)
     if "session_id" in (case.path_parameters or {}):
         # The same request on a real session of the caller, so bodies reach the handlers.
-        case.path_parameters = {"session_id": gateway.api.new_session("fuzzed", user="fuzzer")}
+        session_id = gateway.api.new_session("fuzzed", user="fuzzer")
+        case.path_parameters = {**case.path_parameters, "session_id": session_id}
         case.call_and_validate(base_url=gateway.url, headers=USER, checks=CHECKS, **wait)
