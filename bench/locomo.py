@@ -18,7 +18,13 @@ in-process DynamoDB), end it, consolidate it with the offline models into the em
   services/auto_recall.standalone_query), to show what borrowing the previous message does to
   questions that need no help.
 
+`--ranking s3vectors` ranks as the S3 Vectors adapter can (no full-text search): the embedded
+index returns the `--candidates` nearest entries of one vector query (100, the service's topK
+limit), and words are scored by BM25 over those candidates only (services/lexical.rescore, the
+adapter's own code); `--ranking hybrid` (default) is today's k-NN plus BM25 over every entry.
+
     python -m bench.locomo --data ../shared/data/locomo-dev.json [--mode past|chat] [--json]
+        [--ranking hybrid|s3vectors] [--candidates 100]
 """
 
 from __future__ import annotations
@@ -151,9 +157,46 @@ class World:
     timings: dict[str, float]
 
 
-def build(data: Path, *, extract: bool = True, client: Any = None) -> World:
+def s3vectors_ranking(candidates: int = 100) -> Any:
+    """The embedded index searching as S3 Vectors allows: one vector query for the nearest
+    `candidates` (at least k), BM25 over their text, and no search by words alone: what
+    adapters/s3vectors.S3VectorsLongTermIndex.hybrid_search does with its default of 100 (the
+    service's topK limit; more would take pages, one request each)."""
+    from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+    from chatmemory.services.lexical import rescore
+
+    class S3VectorsRanking(EmbeddedLongTermIndex):
+        def lexical_search(self, *args: Any, **kwargs: Any) -> list[Any]:
+            return []
+
+        def hybrid_search(
+            self,
+            index: str,
+            vector: Any,
+            text: str,
+            k: int,
+            user_id: str | None,
+            *,
+            sessions_only: bool = False,
+        ) -> tuple[list[Any], list[Any]]:
+            depth = max(k, candidates)
+            found = self.vector_search(index, vector, depth, user_id, sessions_only=sessions_only)
+            return rescore(found, text, k)
+
+    return S3VectorsRanking()
+
+
+def build(
+    data: Path,
+    *,
+    extract: bool = True,
+    client: Any = None,
+    ranking: str = "hybrid",
+    candidates: int = 100,
+) -> World:
     """Import, end and consolidate every conversation, on `client` (DynamoDB Local), else on
-    moto's in-process DynamoDB (call within its mock)."""
+    moto's in-process DynamoDB (call within its mock), into the embedded index searching with
+    `ranking` (see the module's docstring)."""
     import boto3
 
     from chatmemory import schema, wiring
@@ -176,7 +219,7 @@ def build(data: Path, *, extract: bool = True, client: Any = None) -> World:
     for spec in schema.TABLES:
         client.get_waiter("table_exists").wait(TableName=spec.logical_name)
     memory = DynamoShortTermMemory(client, "sessions", "conversations")
-    index = EmbeddedLongTermIndex()
+    index = EmbeddedLongTermIndex() if ranking == "hybrid" else s3vectors_ranking(candidates)
     timings: dict[str, float] = defaultdict(float)
     conversations: list[Conversation] = []
     for raw in json.loads(data.read_text()):
@@ -478,14 +521,16 @@ def _aws_env() -> None:
         os.environ.setdefault(key, value)
 
 
-def run(data: Path, ks: list[int]) -> dict[str, Any]:
+def run(
+    data: Path, ks: list[int], *, ranking: str = "hybrid", candidates: int = 100
+) -> dict[str, Any]:
     """--mode past (bench/all.py calls this)."""
     from moto import mock_aws
 
     _aws_env()
     started = time.perf_counter()
     with mock_aws():
-        world = build(data)
+        world = build(data, ranking=ranking, candidates=candidates)
         result = run_past(world, ks)
     return result | {
         "seconds": round(time.perf_counter() - started, 1),
@@ -493,7 +538,14 @@ def run(data: Path, ks: list[int]) -> dict[str, Any]:
     }
 
 
-def run_chat_mode(data: Path, smalltalk: Path, *, sequential: bool = False) -> dict[str, Any]:
+def run_chat_mode(
+    data: Path,
+    smalltalk: Path,
+    *,
+    sequential: bool = False,
+    ranking: str = "hybrid",
+    candidates: int = 100,
+) -> dict[str, Any]:
     """On DynamoDB Local: every chat turn is a transaction, and moto copies each table it
     touches for every transaction (its rollback), so turn by turn it slows with the store."""
     from bench.turns import dynamodb_local
@@ -503,7 +555,12 @@ def run_chat_mode(data: Path, smalltalk: Path, *, sequential: bool = False) -> d
     lines = [ln.strip() for ln in smalltalk.read_text().splitlines() if ln.strip()]
     started = time.perf_counter()
     with dynamodb_local() as endpoint:
-        world = build(data, client=wiring.aws_client("dynamodb", endpoint))
+        world = build(
+            data,
+            client=wiring.aws_client("dynamodb", endpoint),
+            ranking=ranking,
+            candidates=candidates,
+        )
         result = run_chat(world, lines, sequential=sequential)
     return result | {
         "seconds": round(time.perf_counter() - started, 1),
@@ -562,13 +619,24 @@ def main() -> None:
     parser.add_argument(
         "--sequential", action="store_true", help="--mode chat: also the follow-up comparison"
     )
+    parser.add_argument(
+        "--ranking",
+        choices=("hybrid", "s3vectors"),
+        default="hybrid",
+        help="hybrid: k-NN and BM25 over every entry; s3vectors: BM25 over vector candidates",
+    )
+    parser.add_argument(
+        "--candidates", type=int, default=100, help="--ranking s3vectors: vector candidates"
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
+    ranked = {"ranking": args.ranking, "candidates": args.candidates}
     if args.mode == "chat":
-        _print_chat(run_chat_mode(args.data, args.smalltalk, sequential=args.sequential), args.json)
+        result = run_chat_mode(args.data, args.smalltalk, sequential=args.sequential, **ranked)
+        _print_chat(result, args.json)
         return
     ks = sorted({int(k) for k in args.k.split(",")} | {5})
-    _print_past(run(args.data, ks), ks, args.json)
+    _print_past(run(args.data, ks, **ranked), ks, args.json)
 
 
 if __name__ == "__main__":

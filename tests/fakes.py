@@ -110,3 +110,23 @@ def indexed(index: Any, name: str) -> int:
     the SQLite file directly: the port has no count, nothing in the product needs one)."""
     found = index._db.execute("SELECT count(*) FROM docs WHERE idx = ?", (name,))
     return int(found.fetchone()[0])
+
+
+class PausesOnUpsert:
+    """A long-term index mixin (put it first in the bases): calls `hook` once, just before or
+    just after its next write (`moment`), where a concurrent delete may land."""
+
+    hook: Callable[[], None] | None = None
+    moment = "after"
+
+    def upsert(self, index: str, docs: Any) -> None:
+        if self.moment == "before":
+            self._fire()
+        super().upsert(index, docs)  # type: ignore[misc]
+        if self.moment == "after":
+            self._fire()
+
+    def _fire(self) -> None:
+        hook, self.hook = self.hook, None
+        if hook is not None:
+            hook()

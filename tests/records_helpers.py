@@ -65,11 +65,18 @@ class HookedIndex(EmbeddedLongTermIndex):
         return found
 
     def hybrid_search(
-        self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
+        self,
+        index: str,
+        vector: Sequence[float],
+        text: str,
+        k: int,
+        user_id: str | None,
+        *,
+        sessions_only: bool = False,
     ) -> tuple[list[Candidate], list[Candidate]]:
         found = (
-            super().vector_search(index, vector, k, user_id),
-            super().lexical_search(index, text, k, user_id),
+            super().vector_search(index, vector, k, user_id, sessions_only=sessions_only),
+            super().lexical_search(index, text, k, user_id, sessions_only=sessions_only),
         )
         self._fire("after_search")
         return found

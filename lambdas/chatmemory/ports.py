@@ -315,21 +315,40 @@ class LongTermIndex(Protocol):
 
     def lexical_search(
         self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
-    ) -> list[Candidate]: ...
+    ) -> list[Candidate]:
+        """BM25 matches of `text`. A store without full-text search (S3 Vectors) cannot
+        search by words alone and returns none: services search through hybrid_search."""
+        ...
 
     def hybrid_search(
-        self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
+        self,
+        index: str,
+        vector: Sequence[float],
+        text: str,
+        k: int,
+        user_id: str | None,
+        *,
+        sessions_only: bool = False,
     ) -> tuple[list[Candidate], list[Candidate]]:
         """vector_search and lexical_search together, in one request where the store allows
-        (a chat turn's recall costs one search)."""
+        (a chat turn's recall costs one search). A store without full-text search scores
+        words over its vector candidates (services/lexical.py)."""
         ...
 
-    def delete_session(self, user_id: str, session_id: str) -> None:
-        """Forget every memory of one session; searchable no more once this returns."""
+    def delete_session(
+        self, user_id: str, session_id: str, *, num_turns: int | None = None
+    ) -> None:
+        """Forget every memory of one session; searchable no more once this returns.
+        `num_turns`: the session's turn count, from which a store that deletes by key (S3
+        Vectors, no delete-by-query) derives every key the session can have."""
         ...
 
-    def delete_user(self, user_id: str) -> None:
-        """Forget every memory of one owner key; searchable no more once this returns."""
+    def delete_user(self, user_id: str, *, doc_keys: Sequence[str] = ()) -> None:
+        """Forget every memory of one owner key; searchable no more once this returns.
+        A store that deletes by key cannot find an owner's entries by itself: it deletes
+        `doc_keys` (the owner's entries outside its sessions: its records'), and each session's
+        entries go with that session's own purge (delete_session), which purge_user starts for
+        every session of the key."""
         ...
 
     def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:

@@ -106,6 +106,7 @@ USER_ID = "user_id"
 STARTED_AT = "started_at"
 LAST_ACTIVE_AT = "last_active_at"
 STATUS = "status"
+NUM_TURNS = "num_turns"
 # Present only while a session needs background attention: a write-sharded key "<STATE>#<n>" for
 # the sparse index the sweeper reads (OPEN: ended when idle; IMPORTING: an import that never
 # finished; DELETING: a purge to re-kick if it stalled), so no partition of that index becomes
@@ -526,6 +527,79 @@ TEXT_STOPWORDS: tuple[str, ...] = tuple(
 # The analyzer of `text`: lowercase, drop TEXT_STOPWORDS, Porter stemming (as the embedded
 # index's FTS5 `porter unicode61` tokenizer does).
 TEXT_ANALYZER = "memory_text"
+
+
+# --- the keys of long-term entries (consolidation, profile and ingestion write them; a store
+# that deletes by key, S3 Vectors, derives a session's keys from its turn count) -------------
+
+
+def summary_doc_key(session_id: str) -> str:
+    return f"{session_id}#summary"
+
+
+def opening_doc_key(session_id: str) -> str:
+    return f"{session_id}#opening"
+
+
+def chunk_doc_key(session_id: str, first_turn: int) -> str:
+    """A transcript window's key: the session and the window's first turn."""
+    return f"{session_id}#chunk-{first_turn}"
+
+
+def session_doc_keys(session_id: str, num_turns: int) -> list[str]:
+    """Every key a session of `num_turns` turns can have in the index, whatever the windowing
+    policy (a window starts at one of its turns)."""
+    return [
+        summary_doc_key(session_id),
+        opening_doc_key(session_id),
+        *(chunk_doc_key(session_id, turn) for turn in range(1, num_turns + 1)),
+    ]
+
+
+def record_doc_key(owner: str, record_id: str) -> str:
+    """A record's entry: its owner key and id. Record ids are unique per owner only (a client may
+    choose one), and an index keys entries across owners."""
+    return f"record#{owner}#{record_id}"
+
+
+def legacy_record_doc_key(record_id: str) -> str:
+    """The key record entries had before ids could be chosen by clients: deletions remove it too,
+    so an entry written then is not left behind."""
+    return f"record#{record_id}"
+
+
+def passage_doc_key(doc_id: str, number: int) -> str:
+    """The n-th passage (from 1) of a verified document."""
+    return f"{doc_id}#p{number}"
+
+
+# --- Amazon S3 Vectors: one vector index per LONG_TERM_INDEXES name in the vector bucket ---------
+# What CloudFormation (AWS::S3Vectors::Index), local set-up and the adapter's ensure_indexes use.
+# Metadata an entry carries: the filterable keys below (every query filters on user_id; /past on
+# session_id existing; each value is short, within the 2 KB of filterable metadata a vector may
+# carry), and the non-filterable keys the index must declare when it is created (they cannot be
+# changed later): "text" (what ranking and snippets read) and "doc" (the rest of the entry as one
+# JSON string, so a new MemoryDoc field never needs a new index).
+S3VECTORS_DATA_TYPE = "float32"
+# Cosine distance is 1 - cosine similarity: the adapter turns it back into the similarity the
+# other stores return, so RECALL_WEIGHTS mean the same everywhere.
+S3VECTORS_DISTANCE_METRIC = "cosine"
+S3VECTORS_FILTERABLE_KEYS = ("user_id", "kind", "session_id")
+S3VECTORS_NON_FILTERABLE_KEYS = ("text", "doc")
+# Filter before the vector search (not in tandem with it), so a filter matching one user among
+# many never starves topK; buckets created before 30 September 2026 default to CLASSIC.
+S3VECTORS_INDEX_MODE = "ENHANCED"
+
+
+def s3vectors_index_spec(dimension: int) -> dict[str, Any]:
+    """CreateIndex's arguments besides the bucket and index names (AWS::S3Vectors::Index takes
+    the same values: DataType, Dimension, DistanceMetric, MetadataConfiguration)."""
+    return {
+        "dataType": S3VECTORS_DATA_TYPE,
+        "dimension": dimension,
+        "distanceMetric": S3VECTORS_DISTANCE_METRIC,
+        "metadataConfiguration": {"nonFilterableMetadataKeys": list(S3VECTORS_NON_FILTERABLE_KEYS)},
+    }
 
 
 def long_term_index_body(dimension: int) -> dict[str, Any]:

@@ -13,7 +13,15 @@ import re
 from collections.abc import Mapping
 from typing import Annotated, Any
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from chatmemory import schema as s
 from chatmemory.errors import ConfigurationError
@@ -85,6 +93,8 @@ class Settings(BaseModel):
     memory_path: str = ".local/memory.sqlite3"
     opensearch_endpoint: str = ""
     opensearch_serverless: Flag = False
+    # Amazon S3 Vectors: the vector bucket holding the long-term indexes (required with it).
+    vector_bucket: str = Field(default="", validate_default=True)
     # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
     recall_weights: str = Field(default="1.0,1.0,0.05,0.5", pattern=_WEIGHTS.pattern)
     recency_half_life_days: float = Field(default=30.0, gt=0)
@@ -98,6 +108,14 @@ class Settings(BaseModel):
     memory_token_budget: int = Field(default=400, ge=0)
     # Origins a browser page may call the API from ("*": any); none by default.
     cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = ()
+
+    @field_validator("vector_bucket")
+    @classmethod
+    def _bucket_with_s3vectors(cls, value: str, info: ValidationInfo) -> str:
+        backend = info.data.get("long_term_backend")
+        if backend == LongTermBackend.S3VECTORS and not value.strip():
+            raise ValueError(f"required when {s.ENV_LONG_TERM_BACKEND}={backend.value}")
+        return value.strip()
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -152,6 +170,7 @@ ENV: dict[str, str] = {
     "memory_path": s.ENV_MEMORY_PATH,
     "opensearch_endpoint": s.ENV_OPENSEARCH_ENDPOINT,
     "opensearch_serverless": s.ENV_OPENSEARCH_SERVERLESS,
+    "vector_bucket": s.ENV_VECTOR_BUCKET,
     "recall_weights": s.ENV_RECALL_WEIGHTS,
     "recency_half_life_days": s.ENV_RECENCY_HALF_LIFE_DAYS,
     "compact_after_turns": s.ENV_COMPACT_AFTER_TURNS,

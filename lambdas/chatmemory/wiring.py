@@ -175,9 +175,19 @@ def _opensearch_index(cfg: Settings) -> LongTermIndex:
     )
 
 
+def _s3vectors_index(cfg: Settings) -> LongTermIndex:
+    from chatmemory.adapters.s3vectors import S3VectorsLongTermIndex
+
+    # The shared client: standard retries back off on TooManyRequestsException and 5xx.
+    return S3VectorsLongTermIndex(
+        aws_client("s3vectors"), cfg.vector_bucket, dimension=cfg.embed_dimension
+    )
+
+
 LONG_TERM_INDEXES: dict[LongTermBackend, Callable[[Settings], LongTermIndex]] = {
     LongTermBackend.EMBEDDED: _embedded_index,
     LongTermBackend.OPENSEARCH: _opensearch_index,
+    LongTermBackend.S3VECTORS: _s3vectors_index,
 }
 
 
@@ -296,7 +306,9 @@ def consolidation_deps() -> ConsolidationDeps:
     cfg = settings()
     index = long_term_index(cfg)
     if index is None:
-        raise ConfigurationError("consolidation needs LONG_TERM_BACKEND=embedded or opensearch")
+        raise ConfigurationError(
+            "consolidation needs LONG_TERM_BACKEND=embedded, opensearch or s3vectors"
+        )
     from chatmemory.services.consolidation import ConsolidationPolicy
 
     return ConsolidationDeps(

@@ -28,9 +28,11 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
         return  # the event source mapping filters too; this guards other callers
     deps = wiring.consolidation_deps()
     image = record.raw_event["dynamodb"].get("NewImage") or {}
+    turns = (image.get(schema.NUM_TURNS) or {}).get("N")
     result = consolidate_session(
         key_of(record.raw_event, schema.SESSION_ID),
         owner=(image.get(schema.USER_ID) or {}).get("S"),
+        num_turns=int(turns) if turns is not None else None,
         memory=deps.memory,
         summarizer=deps.summarizer,
         embedder=deps.embedder,

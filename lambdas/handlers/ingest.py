@@ -36,7 +36,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     request = IngestEvent.model_validate(event)
     index = wiring.long_term_index()
     if index is None:
-        raise RuntimeError("ingestion needs LONG_TERM_BACKEND=embedded or opensearch")
+        raise RuntimeError("ingestion needs LONG_TERM_BACKEND=embedded, opensearch or s3vectors")
     documents = [SourceDocument(**d.model_dump()) for d in request.documents]
     passages = ingest_documents(documents, embedder=wiring.embedder(), index=index)
     logger.info("ingested", extra={"documents": len(documents), "passages": passages})

@@ -7,7 +7,6 @@ deletes (and runs the purge, or not) at that point, then lets consolidation fini
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,30 +18,15 @@ from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.chat import ChatDeps
 from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
-from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
+from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, PausesOnUpsert
 from tests.purging import Purger
 from tests.unit.test_chat_api import Api
 
 
-class PausingIndex(EmbeddedLongTermIndex):
-    """The embedded index, calling a hook once, just before or just after its next write: the
-    moments a concurrent delete hurt before the fix (session read, documents about to be or
-    just written, session not yet marked CONSOLIDATED)."""
-
-    hook: Callable[[], None] | None = None
-    moment = "after"
-
-    def upsert(self, index: str, docs: Any) -> None:
-        if self.moment == "before":
-            self._fire()
-        super().upsert(index, docs)
-        if self.moment == "after":
-            self._fire()
-
-    def _fire(self) -> None:
-        hook, self.hook = self.hook, None
-        if hook is not None:
-            hook()
+class PausingIndex(PausesOnUpsert, EmbeddedLongTermIndex):
+    """The embedded index, pausing just before or just after its next write: the moments a
+    concurrent delete hurt before the fix (session read, documents about to be or just written,
+    session not yet marked CONSOLIDATED)."""
 
 
 @pytest.fixture

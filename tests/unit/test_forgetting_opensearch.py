@@ -32,8 +32,7 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
         "delete_by_query",  # the purge, while consolidation summarizes
         "bulk_created",  # consolidation's write, after the purge
         "delete_by_query",  # consolidation's compensating delete
-        "knn_search",  # a later /memories: the index still answers with sess-1...
-        "match_search",
+        "msearch",  # a later /memories: the index still answers with sess-1...
     )
     assert isinstance(index, OpenSearchLongTermIndex)
     memory = wiring.short_term_memory()
@@ -75,7 +74,7 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
     )
     assert found == []  # sess-1 is gone from DynamoDB, so the index's answer is not trusted
 
-    purge, bulk, compensation, knn, match = exchange.sent
+    purge, bulk, compensation, search = exchange.sent
     for delete in (purge, compensation):
         assert (delete.url, delete.params) == (
             "/conversation-memories/_delete_by_query",
@@ -85,7 +84,9 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
     assert bulk.url == "/conversation-memories/_bulk"
     # The purge took the turns too, so only the summary (computed before) was left to write.
     assert {line["doc_key"] for line in bulk.ndjson() if "doc_key" in line} == {"sess-1#summary"}
-    assert knn.url == match.url == "/conversation-memories/_search"
-    assert knn.json()["query"]["knn"]["embedding"]["filter"] == {
-        "bool": {"filter": [{"term": {"user_id": "user-a"}}, {"exists": {"field": "session_id"}}]}
-    }
+    # Both searches of /memories in one request, each to the user's session documents.
+    assert search.url == "/conversation-memories/_msearch"
+    _, knn, _, match = search.ndjson()
+    only_sessions = [{"term": {"user_id": "user-a"}}, {"exists": {"field": "session_id"}}]
+    assert knn["query"]["knn"]["embedding"]["filter"] == {"bool": {"filter": only_sessions}}
+    assert match["query"]["bool"]["filter"] == only_sessions

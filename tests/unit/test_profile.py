@@ -455,7 +455,7 @@ def test_a_summarys_entry_belongs_to_its_session() -> None:
 
 def test_an_extracted_facts_entry_lists_its_sessions_and_is_its_own() -> None:
     doc = profile.record_document(_record(valid_until="2026-03-01T00:00:00.000Z"))
-    assert (doc.doc_key, doc.session_id, doc.sessions) == ("record#r1", None, ["s1", "s2"])
+    assert (doc.doc_key, doc.session_id, doc.sessions) == ("record#alice#r1", None, ["s1", "s2"])
     assert (doc.created_at, doc.turn_from) == ("2026-01-01T10:03:00.000Z", 3)
     assert doc.valid_until == "2026-03-01T00:00:00.000Z" and doc.kind == "fact"
     preference = profile.record_document(_record(type=RecordType.PREFERENCE))
@@ -465,7 +465,7 @@ def test_an_extracted_facts_entry_lists_its_sessions_and_is_its_own() -> None:
 @pytest.mark.parametrize("origin", [RecordOrigin.STATED, RecordOrigin.CORRECTED])
 def test_what_the_caller_stated_or_corrected_lists_no_session(origin: RecordOrigin) -> None:
     doc = profile.record_document(_record(origin=origin))
-    assert doc.sessions == [] and doc.session_id is None and doc.doc_key == "record#r1"
+    assert doc.sessions == [] and doc.session_id is None and doc.doc_key == "record#alice#r1"
     bare = profile.record_document(_record(origin=origin, provenance=[]))
     assert bare.created_at == "2026-01-01T10:00:00.000Z" and bare.turn_from is None
 
@@ -477,8 +477,8 @@ def test_consolidation_writes_the_entries_record_document_describes(memory, inde
     assert found[f"{sid}#summary"]["record_id"] == summary.record_id
     assert found[f"{sid}#summary"]["session_id"] == sid
     [cats] = _facts(memory)
-    assert found[f"record#{cats.record_id}"]["sessions"] == [sid]
-    assert found[f"record#{cats.record_id}"]["session_id"] is None
+    assert found[f"record#alice#{cats.record_id}"]["sessions"] == [sid]
+    assert found[f"record#alice#{cats.record_id}"]["session_id"] is None
 
 
 # --- what a deleted session takes along ---------------------------------------------------------

@@ -241,3 +241,20 @@ def test_a_client_id_being_deleted_is_not_reused_until_purged(world: World) -> N
     assert (status, data["error"]["code"]) == (409, "conflict")
     world.purger.drain()
     assert world.state("I prefer aisle seats", record_id="seat")["text"] == "I prefer aisle seats"
+
+
+def test_two_callers_may_choose_the_same_record_id_and_keep_their_own(world: World) -> None:
+    """Record ids are unique per caller only: the index keys entries by owner too, so one
+    caller's record under "seat" never replaces, hides or deletes another's."""
+    world.state("I prefer window seats on long flights", record_id="seat")
+    world.state("I prefer aisle seats on long flights", record_id="seat", user="bob")
+    assert world.searched("which seats do I prefer on flights") == ["seat"]
+    assert world.searched("which seats do I prefer on flights", user="bob") == ["seat"]
+    assert "window" in world.recalled("Which seats do I prefer on long flights?")[1]
+    assert "aisle" in world.recalled("Which seats do I prefer on long flights?", user="bob")[1]
+    assert world.api.call("DELETE", "/memories/records/seat", user="bob")[0] == 204
+    world.purger.drain()
+    assert "window" in world.recalled("Which seats do I prefer on long flights?")[1]
+    assert world.searched("which seats do I prefer on flights") == ["seat"]
+    keys = set(entries(world.index, "alice"))
+    assert "record#alice#seat" in keys and not any("bob" in key for key in keys)

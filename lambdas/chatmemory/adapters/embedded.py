@@ -169,19 +169,28 @@ class EmbeddedLongTermIndex:
         return [Candidate(doc=found[r[0]], lexical_score=float(r[1])) for r in rows]
 
     def hybrid_search(
-        self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
+        self,
+        index: str,
+        vector: Sequence[float],
+        text: str,
+        k: int,
+        user_id: str | None,
+        *,
+        sessions_only: bool = False,
     ) -> tuple[list[Candidate], list[Candidate]]:
         return (
-            self.vector_search(index, vector, k, user_id),
-            self.lexical_search(index, text, k, user_id),
+            self.vector_search(index, vector, k, user_id, sessions_only=sessions_only),
+            self.lexical_search(index, text, k, user_id, sessions_only=sessions_only),
         )
 
-    def delete_session(self, user_id: str, session_id: str) -> None:
+    def delete_session(
+        self, user_id: str, session_id: str, *, num_turns: int | None = None
+    ) -> None:
         with self._lock, self._db:
             self._delete_where("user_id = ? AND session_id = ?", (user_id, session_id))
             self._matrices.clear()
 
-    def delete_user(self, user_id: str) -> None:
+    def delete_user(self, user_id: str, *, doc_keys: Sequence[str] = ()) -> None:
         with self._lock, self._db:
             self._delete_where("user_id = ?", (user_id,))
             self._matrices.clear()

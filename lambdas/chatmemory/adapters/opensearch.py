@@ -176,11 +176,23 @@ class OpenSearchLongTermIndex:
         return _lexical_hits(self._search(index, _match_body(text, k, user_id, sessions_only)))
 
     def hybrid_search(
-        self, index: str, vector: Sequence[float], text: str, k: int, user_id: str | None
+        self,
+        index: str,
+        vector: Sequence[float],
+        text: str,
+        k: int,
+        user_id: str | None,
+        *,
+        sessions_only: bool = False,
     ) -> tuple[list[Candidate], list[Candidate]]:
         """Both searches in one _msearch request (the index in the path, as for _bulk)."""
         name = self._name(index)
-        bodies = [{}, _knn_body(vector, k, user_id), {}, _match_body(text, k, user_id)]
+        bodies = [
+            {},
+            _knn_body(vector, k, user_id, sessions_only),
+            {},
+            _match_body(text, k, user_id, sessions_only),
+        ]
         with _translated(f"search {name}"):
             try:
                 reply = self._client.msearch(body=bodies, index=name)
@@ -205,15 +217,19 @@ class OpenSearchLongTermIndex:
             raise LongTermMemoryUnavailable(f"search {name}: {len(hits)} answers to 2 searches")
         return _vector_hits(hits[0]), _lexical_hits(hits[1])
 
-    def delete_session(self, user_id: str, session_id: str) -> None:
-        """Forget every memory of one session (summary and chunks)."""
+    def delete_session(
+        self, user_id: str, session_id: str, *, num_turns: int | None = None
+    ) -> None:
+        """Forget every memory of one session (summary and chunks), by query: `num_turns` is
+        not needed."""
         with _translated("delete a session's memories"):
             self._delete_where(
                 self._name(schema.MEMORY_INDEX), _terms(user_id=user_id, session_id=session_id)
             )
 
-    def delete_user(self, user_id: str) -> None:
-        """Forget every memory of one user; shared passages are nobody's and stay."""
+    def delete_user(self, user_id: str, *, doc_keys: Sequence[str] = ()) -> None:
+        """Forget every memory of one user (by query: `doc_keys` are among them); shared
+        passages are nobody's and stay."""
         with _translated("delete a user's memories"):
             self._delete_where(self._name(schema.MEMORY_INDEX), _terms(user_id=user_id))
 

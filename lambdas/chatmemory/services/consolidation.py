@@ -35,7 +35,13 @@ from chatmemory.ports import (
     ShortTermMemory,
     Summarizer,
 )
-from chatmemory.schema import MemoryKind, SessionStatus
+from chatmemory.schema import (
+    MemoryKind,
+    SessionStatus,
+    chunk_doc_key,
+    opening_doc_key,
+    summary_doc_key,
+)
 from chatmemory.services.profile import (
     drop_session_records,
     remember_facts,
@@ -118,7 +124,7 @@ def head_documents(
     if summary:
         docs.append(
             MemoryDoc(
-                doc_key=f"{session.session_id}#summary",
+                doc_key=summary_doc_key(session.session_id),
                 user_id=session.user_id,
                 session_id=session.session_id,
                 kind=MemoryKind.SUMMARY,
@@ -133,7 +139,7 @@ def head_documents(
         words = transcript(ordered, policy.roles).split()[: policy.opening_words]
         docs.append(
             MemoryDoc(
-                doc_key=f"{session.session_id}#opening",
+                doc_key=opening_doc_key(session.session_id),
                 user_id=session.user_id,
                 session_id=session.session_id,
                 kind=MemoryKind.OPENING,
@@ -159,7 +165,7 @@ def window_documents(
             continue
         docs.append(
             MemoryDoc(
-                doc_key=f"{session.session_id}#chunk-{part[0].turn}",
+                doc_key=chunk_doc_key(session.session_id, part[0].turn),
                 user_id=session.user_id,
                 session_id=session.session_id,
                 kind=MemoryKind.CHUNK,
@@ -228,6 +234,7 @@ def consolidate_session(
     policy: ConsolidationPolicy,
     now: datetime,
     owner: str | None = None,
+    num_turns: int | None = None,
     time_left: TimeLeft = _forever,
     extractor: Extractor | None = None,
 ) -> ConsolidationResult:
@@ -243,11 +250,13 @@ def consolidate_session(
     A session deleted while this runs is never left in the index: marking it CONSOLIDATED (or
     checkpointing it) is conditional on its status, and when that fails because it is DELETING
     or gone, what was indexed is deleted again. A redelivered record of a deleted session
-    (`owner` comes from the stream record, for when the item is gone) deletes whatever an
-    earlier attempt left."""
+    (`owner` and `num_turns` come from the stream record, for when the item is gone) deletes
+    whatever an earlier attempt left."""
     session = memory.get_session(session_id)
     if session is None or session.status == SessionStatus.DELETING:
-        _compensate(memory, index, session.user_id if session else owner, session_id)
+        if session is not None:
+            owner, num_turns = session.user_id, session.num_turns
+        _compensate(memory, index, owner, session_id, num_turns)
         return ConsolidationResult(session_id, "deleted")
     if session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
         return ConsolidationResult(session_id, "skipped")
@@ -305,7 +314,7 @@ def consolidate_session(
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
         attempts = memory.record_consolidation_failure(session_id, _reason(error))
         if attempts is None:  # deleted meanwhile: nothing to retry, nothing may stay
-            _compensate(memory, index, session.user_id, session_id)
+            _compensate(memory, index, session.user_id, session_id, session.num_turns)
             return ConsolidationResult(session_id, "deleted")
         if attempts >= policy.max_attempts:
             memory.mark_failed(session_id, _reason(error))
@@ -315,7 +324,7 @@ def consolidate_session(
         current = memory.get_session(session_id)
         if current is None or current.status == SessionStatus.DELETING:
             # Deleted while this ran: its purge may already have cleared the index.
-            _compensate(memory, index, session.user_id, session_id)
+            _compensate(memory, index, session.user_id, session_id, session.num_turns)
             return ConsolidationResult(session_id, "deleted")
     return ConsolidationResult(session_id, "consolidated", documents, calls)
 
@@ -337,7 +346,7 @@ def _hand_over(
         return ConsolidationResult(session.session_id, "continued", documents, calls)
     current = memory.get_session(session.session_id)
     if current is None or current.status == SessionStatus.DELETING:
-        _compensate(memory, index, session.user_id, session.session_id)
+        _compensate(memory, index, session.user_id, session.session_id, session.num_turns)
         return ConsolidationResult(session.session_id, "deleted")
     # Another run checkpointed (or finished) meanwhile: it carries on.
     return ConsolidationResult(session.session_id, "skipped", documents, calls)
@@ -376,12 +385,16 @@ def redrive_failed(
 
 
 def _compensate(
-    memory: ShortTermMemory, index: LongTermIndex, owner: str | None, session_id: str
+    memory: ShortTermMemory,
+    index: LongTermIndex,
+    owner: str | None,
+    session_id: str,
+    num_turns: int | None,
 ) -> None:
     """A session deleted while it was consolidated: its entries, and the records drawn only
     from it (the purge may have run before this consolidation wrote them)."""
     if owner:
-        index.delete_session(owner, session_id)
+        index.delete_session(owner, session_id, num_turns=num_turns)
         drop_session_records(owner, session_id, memory=memory, index=index)
 
 

@@ -42,7 +42,7 @@ from chatmemory.domain import PurgeEntry
 from chatmemory.errors import Conflict
 from chatmemory.ports import Clock, LongTermIndex, ShortTermMemory
 from chatmemory.schema import PurgeState, SessionStatus
-from chatmemory.services.profile import drop_session_records
+from chatmemory.services.profile import drop_session_records, entry_keys
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ def purge_session(
     if session.status != SessionStatus.DELETING:
         return PurgeResult(session_id, "skipped")
     if index is not None:
-        index.delete_session(session.user_id, session_id)
+        index.delete_session(session.user_id, session_id, num_turns=session.num_turns)
     drop_session_records(session.user_id, session_id, memory=memory, index=index)
     deleted = 0
     while True:
@@ -146,11 +146,12 @@ def purge_user(
             if time_left() < policy.reserve_seconds:
                 memory.save_purges(user, purges, handover=True)
                 return PurgeResult(user_id, "continued", marked)
+        records = list(memory.records_of_owner(entry.owner))
         if index is not None:
-            index.delete_user(entry.owner)
-        memory.remove_records(
-            entry.owner, [r.record_id for r in memory.records_of_owner(entry.owner)]
-        )
+            # The records' entries by key (a store without delete-by-query finds no other
+            # way); the sessions' entries go with each session's purge.
+            index.delete_user(entry.owner, doc_keys=[k for r in records for k in entry_keys(r)])
+        memory.remove_records(entry.owner, [r.record_id for r in records])
         entry.state = PurgeState.MARKED
     # Keys whose sessions are all purged need no entry any more.
     remaining = [

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from chatmemory.ports import Embedder, LongTermIndex, MemoryDoc
-from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, MemoryKind
+from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, MemoryKind, passage_doc_key
 from chatmemory.services.consolidation import embed_documents
 
 
@@ -60,7 +60,7 @@ def ingest_documents(
         for n, passage in enumerate(chunk_text(document.text, max_words=max_words), start=1):
             docs.append(
                 MemoryDoc(
-                    doc_key=f"{document.doc_id}#p{n}",
+                    doc_key=passage_doc_key(document.doc_id, n),
                     user_id=SHARED_OWNER,
                     kind=MemoryKind.PASSAGE,
                     text=passage,

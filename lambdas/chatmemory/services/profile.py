@@ -54,6 +54,9 @@ from chatmemory.schema import (
     RecordOrigin,
     RecordStatus,
     RecordType,
+    legacy_record_doc_key,
+    record_doc_key,
+    summary_doc_key,
 )
 from chatmemory.services.access import MAX_ID_LENGTH, owner_of
 
@@ -99,8 +102,16 @@ def stated_record_id(now: str, make_id: Callable[[], str]) -> str:
 def doc_key_of(record: MemoryRecord) -> str:
     """A summary record's entry is its session's summary entry; other records have their own."""
     if record.type == RecordType.SUMMARY and record.provenance:
-        return f"{record.provenance[0].session_id}#summary"
-    return f"record#{record.record_id}"
+        return summary_doc_key(record.provenance[0].session_id)
+    return record_doc_key(record.user_id, record.record_id)
+
+
+def entry_keys(record: MemoryRecord) -> list[str]:
+    """Every key the record's entry may have in the index (deletions remove them all)."""
+    keys = [doc_key_of(record)]
+    if not (record.type == RecordType.SUMMARY and record.provenance):
+        keys.append(legacy_record_doc_key(record.record_id))
+    return keys
 
 
 def record_document(record: MemoryRecord, title: str = "") -> MemoryDoc:
@@ -553,7 +564,7 @@ def correct_record(
     index.upsert(MEMORY_INDEX, [doc])
     current = memory.get_record(record.user_id, record.record_id)
     if current is None or current.status == RecordStatus.DELETING:
-        index.delete_documents(MEMORY_INDEX, record.user_id, [doc_key_of(record)])
+        index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
         raise RecordNotFound(f"record {record_id} not found")
     return current
 
@@ -597,11 +608,7 @@ def search_records(
     owner = owner_of(memory, user_id)
     vector = embedder.embed([query])[0]
     depth = max(limit * 8, 40)
-    fused = fuse(
-        index.vector_search(MEMORY_INDEX, vector, depth, owner),
-        index.lexical_search(MEMORY_INDEX, query, depth, owner),
-        RecallWeights(),
-    )
+    fused = fuse(*index.hybrid_search(MEMORY_INDEX, vector, query, depth, owner), RecallWeights())
     ranked = sorted(
         (pair for pair in fused.values() if pair[0].record_id),
         key=lambda pair: -pair[1],
@@ -683,9 +690,9 @@ def _drop(
     if not records:
         return
     owner = records[0].user_id
-    keys = [doc_key_of(r) for r in records]
+    keys = [key for r in records for key in entry_keys(r)]
     if session_id is not None:
-        keys = [k for k in keys if k != f"{session_id}#summary"]
+        keys = [k for k in keys if k != summary_doc_key(session_id)]
     if index is not None and keys:
         index.delete_documents(MEMORY_INDEX, owner, keys)
     memory.remove_records(owner, [r.record_id for r in records])

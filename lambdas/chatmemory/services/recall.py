@@ -176,9 +176,11 @@ def search_sessions(
     # Profile records (facts, preferences) share the index but belong to no session: they are
     # not asked for, so a caller with many records does not lose candidates to them. (They
     # still share BM25's corpus statistics: on LoCoMo, MRR 0.813 with the records indexed,
-    # 0.828 without; a separate index would isolate them. See bench/RESULTS.md.)
-    vector_hits = index.vector_search(MEMORY_INDEX, vector, depth, user_id, sessions_only=True)
-    lexical_hits = index.lexical_search(MEMORY_INDEX, query, depth, user_id, sessions_only=True)
+    # 0.828 without; a separate index would isolate them. See bench/RESULTS.md.) One request:
+    # a store without full-text search scores words over its vector candidates.
+    vector_hits, lexical_hits = index.hybrid_search(
+        MEMORY_INDEX, vector, query, depth, user_id, sessions_only=True
+    )
     window = time_window(query, now)
     checked: set[str] = set()
     gone_sessions: set[str] = set()
@@ -225,11 +227,7 @@ def search_passages(
 ) -> list[RankedPassage]:
     """Verified passages for `query`; below min_score nothing counts as relevant."""
     vector = embedder.embed([query])[0]
-    fused = fuse(
-        index.vector_search(PASSAGE_INDEX, vector, k * 4, None),
-        index.lexical_search(PASSAGE_INDEX, query, k * 4, None),
-        weights,
-    )
+    fused = fuse(*index.hybrid_search(PASSAGE_INDEX, vector, query, k * 4, None), weights)
     ranked = sorted(fused.values(), key=lambda pair: -pair[1])
     return [RankedPassage(doc, score) for doc, score in ranked[:k] if score >= min_score]
 
