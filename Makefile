@@ -9,7 +9,7 @@ NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv node tools test unit lint openapi synth bootstrap deploy destroy asset-size run chat ingest redrive bench clean
+.PHONY: venv node tools test unit lint openapi synth cost bootstrap deploy destroy asset-size run chat ingest redrive bench clean
 
 venv: $(STAMP)
 
@@ -70,6 +70,12 @@ CDK := npx cdk --no-notices --no-version-reporting
 
 synth: venv node
 	$(CDK) synth --quiet
+
+# What each documented configuration bills while idle and per 1,000 chat turns: synthesized
+# in-process (no AWS account, no Docker) and priced from scripts/cost/prices.toml. The last line
+# is JSON. `make cost ARGS=--readme` also rewrites the README's cost section.
+cost: venv node
+	$(PY) -m scripts.cost $(ARGS)
 
 # Deploy to the account and region of your AWS credentials (run `make bootstrap` once per
 # account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:modelMode=bedrock".

@@ -107,14 +107,15 @@ class ChatApi(Construct):
         )
         models.grant_text(self.handler)
         models.grant_embed(self.handler)
-        # /past and /verified search both indexes; auto-recall sends one _msearch to the memory
-        # index. A record the caller states or corrects is indexed at once (bulk), and a
-        # correction that lost to a delete takes its entry back (delete by query). Deleting
-        # sessions and forgetting stay the purge's work.
+        # Every search of the chat (auto-recall, /past, /verified, the records search) is one
+        # hybrid _msearch of the index it reads; a record the caller states is compared with
+        # the nearest ones first (a _search of the memory index). It is indexed at once (bulk),
+        # and a correction that lost to a delete takes its entry back (delete by query).
+        # Deleting sessions and forgetting stay the purge's work.
         long_term.grant(
             self.handler,
-            search=schema.LONG_TERM_INDEXES,
-            msearch=[schema.MEMORY_INDEX],
+            search=[schema.MEMORY_INDEX],
+            msearch=schema.LONG_TERM_INDEXES,
             bulk=[schema.MEMORY_INDEX],
             delete_by_query=[schema.MEMORY_INDEX],
         )

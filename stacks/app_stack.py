@@ -84,17 +84,19 @@ class ChatMemoryStack(Stack):
         CfnOutput(self, "ConversationsTableName", value=self.storage.conversations.table_name)
         CfnOutput(self, "UsersTableName", value=self.storage.users.table_name)
         CfnOutput(self, "RecordsTableName", value=self.storage.records.table_name)
-        CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
+        if self.monitoring.topic is not None:
+            CfnOutput(self, "AlarmTopicArn", value=self.monitoring.topic.topic_arn)
 
 
 def build(app: App) -> ChatMemoryStack:
     """The app: one stack per stage, settings from context, cdk-nag on every synth."""
     config = Config.from_context(app)
+    long_term = "S3 Vectors" if config.search_mode == "s3vectors" else "OpenSearch"
     stack = ChatMemoryStack(
         app,
         f"ChatMemory-{config.stage}",
         config=config,
-        description="Chat memory: short-term (DynamoDB), long-term (OpenSearch), chat API",
+        description=f"Chat memory: short-term (DynamoDB), long-term ({long_term}), chat API",
     )
     nag.enable(app)
     return stack

@@ -1,8 +1,10 @@
 """Typed deployment settings, read from cdk.json context (`-c chatmemory:<key>=<value>` overrides).
 
 Every setting has a default; the production stage (`chatmemory:stage=prod`) changes a few of them
-(retention, deletion protection, a highly available search domain, WAF, Cognito threat protection).
-Values given with `-c` arrive as strings, so every reader here accepts strings too.
+(retention, deletion protection, a highly available search domain, WAF, Cognito threat protection),
+and so does the profile (`chatmemory:profile=serverless`: Bedrock models and S3 Vectors, nothing
+billed by the hour). A setting given explicitly wins over both. Values given with `-c` arrive as
+strings, so every reader here accepts strings too.
 """
 
 from __future__ import annotations
@@ -32,10 +34,15 @@ CHAT_TIMEOUT_SECONDS = 29
 # The purge hands over to a next invocation when it runs short; it may first sleep for
 # purgeSettleSeconds after a forget.
 PURGE_TIMEOUT_SECONDS = schema.SESSION_PURGE_TRIGGER.timeout_seconds
+# The largest vector an S3 Vectors index accepts (AWS::S3Vectors::Index Dimension: 1 to 4096).
+S3VECTORS_MAX_DIMENSION = 4096
 
 ModelMode = Literal["endpoints", "deploy", "bedrock"]
 EnumT = TypeVar("EnumT", bound=StrEnum)
-SearchMode = Literal["domain", "serverless"]
+SearchMode = Literal["domain", "serverless", "s3vectors"]
+# "default": the original design (SageMaker endpoints, an OpenSearch domain). "serverless": only
+# what bills per request or per stored byte (Bedrock, S3 Vectors, Lambda, DynamoDB on demand).
+Profile = Literal["default", "serverless"]
 AuthMode = Literal["cognito", "iam"]
 MfaMode = Literal["optional", "required"]
 
@@ -82,6 +89,8 @@ class Config:
 
     stage: str = "dev"
     production: bool = False
+    # What the other defaults start from (see PROFILE_DEFAULTS); explicit settings still win.
+    profile: Profile = "default"
 
     # Models. "endpoints": existing SageMaker endpoints, by name (JumpStart FLAN-T5 + GPT-J, as in
     # the original design). "deploy": this stack deploys Hugging Face TGI (text, real-time) and
@@ -108,7 +117,8 @@ class Config:
     tgi_image_tag: str = "2.7.0-tgi3.3.6-gpu-py311-cu124-ubuntu22.04"
     tei_image_tag: str = "2.0.1-tei1.7.0-cpu-py310-ubuntu22.04"
 
-    # Long-term memory search.
+    # Long-term memory search: an OpenSearch Service domain, an OpenSearch Serverless collection,
+    # or an S3 vector bucket (stacks/long_term.py).
     search_mode: SearchMode = "domain"
     search_instance_type: str = "t3.small.search"
     search_data_nodes: int = 1
@@ -142,10 +152,16 @@ class Config:
     # chat function's timeout, so no request that read the old generation is still writing.
     purge_settle_seconds: int = 30
 
-    # Operations.
+    # Operations. `alarms` (with their SNS topic and its KMS key) and `dashboard` are the fixed
+    # monthly costs left in the serverless profile; each can be switched off. `alarm_topic_key`:
+    # the topic encrypted with a key of its own ($1 a month; CloudWatch cannot publish with the
+    # AWS managed SNS key); the serverless profile leaves it out (alarms carry no user data).
     log_retention_days: int = 30
     alarm_email: str = ""
     iterator_age_alarm_seconds: int = 300
+    alarms: bool = True
+    dashboard: bool = True
+    alarm_topic_key: bool = True
     # A pinned layer version, or "latest" to resolve AWS's public SSM parameter at deploy time.
     powertools_layer_version: str = "38"
 
@@ -166,7 +182,14 @@ class Config:
         stage = str(raw.get("stage", cls.stage))
         production = _as_bool(raw.get("production", stage == "prod"))
         try:
-            mode = _choice(*get_args(ModelMode))(raw.get("model_mode", cls.model_mode))
+            profile = _choice(*get_args(Profile))(raw.get("profile", cls.profile))
+        except ValueError as error:
+            raise ValueError(f"{context_key('profile')}: {error}") from None
+        chosen = PROFILE_DEFAULTS[profile]
+        try:
+            mode = _choice(*get_args(ModelMode))(
+                raw.get("model_mode", chosen.get("model_mode", cls.model_mode))
+            )
         except ValueError as error:
             raise ValueError(f"{context_key('model_mode')}: {error}") from None
         defaults: dict[str, Any] = {
@@ -182,6 +205,9 @@ class Config:
             "text_format": TextFormat.TGI if mode == "deploy" else TextFormat.JUMPSTART_FLAN_T5,
             "embed_format": EmbedFormat.TEI if mode == "deploy" else EmbedFormat.JUMPSTART_GPT_J,
             "embed_dimension": {"endpoints": 4096, "deploy": 384, "bedrock": 1024}[mode],
+            # The profile's choices come last: they override the stage's (no WAF fee in the
+            # serverless profile, even in production), and explicit settings override them.
+            **chosen,
         }
         parsers: dict[str, Callable[[Any], Any]] = {
             "search_mode": _choice(*get_args(SearchMode)),
@@ -191,7 +217,12 @@ class Config:
             "embed_format": _member(EmbedFormat),
             "cors_origins": _as_list,
         }
-        values: dict[str, Any] = {"stage": stage, "production": production, "model_mode": mode}
+        values: dict[str, Any] = {
+            "stage": stage,
+            "production": production,
+            "profile": profile,
+            "model_mode": mode,
+        }
         for name, spec in cls.__dataclass_fields__.items():
             if name in values:
                 continue
@@ -227,6 +258,24 @@ class Config:
                 f"purgeSettleSeconds must be longer than the chat function's timeout "
                 f"({CHAT_TIMEOUT_SECONDS} s) and at most {PURGE_TIMEOUT_SECONDS // 2} s"
             )
+        if self.search_mode == "s3vectors" and self.embed_dimension > S3VECTORS_MAX_DIMENSION:
+            raise ValueError(
+                f"embedDimension {self.embed_dimension} is more than an S3 Vectors index "
+                f"accepts ({S3VECTORS_MAX_DIMENSION}) with searchMode=s3vectors"
+            )
+        if self.profile == "serverless":
+            # What would bill every hour whatever the traffic: no setting may bring it back.
+            for name, allowed, why in (
+                ("model_mode", "bedrock", "SageMaker endpoints bill for every hour they run"),
+                ("search_mode", "s3vectors", "an OpenSearch domain or collection bills hourly"),
+            ):
+                value = getattr(self, name)
+                if value != allowed:
+                    raise ValueError(
+                        f"{_camel(name)}={value} contradicts profile=serverless ({why}): leave "
+                        f"{context_key(name)} unset (it is {allowed} in this profile) or "
+                        f"choose {context_key('profile')}=default"
+                    )
 
     @property
     def zone_awareness(self) -> bool:
@@ -241,6 +290,23 @@ class Config:
     @property
     def powertools_layer_name(self) -> str:
         return f"AWSLambdaPowertoolsPythonV3-python{PYTHON_VERSION.replace('.', '')}-{ARCHITECTURE}"
+
+
+# What each profile changes in the defaults (after the stage's: see from_mapping). The serverless
+# profile leaves nothing that bills by the hour: Bedrock on demand instead of SageMaker
+# endpoints, an S3 vector bucket instead of OpenSearch, no WAF (a monthly fee per web ACL and
+# rule) and the Cognito Essentials plan (billed per monthly active user beyond a free tier,
+# nothing while idle) instead of Plus, even in production.
+PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "default": {},
+    "serverless": {
+        "model_mode": "bedrock",
+        "search_mode": "s3vectors",
+        "waf": False,
+        "threat_protection": False,
+        "alarm_topic_key": False,
+    },
+}
 
 
 def _parse(name: str, value: Any, default: Any, parsers: Mapping[str, Callable[[Any], Any]]) -> Any:

@@ -1,6 +1,7 @@
 """Long-term memory: an OpenSearch Service domain (default) or an OpenSearch Serverless vector
 collection, and the custom resource that creates the indexes from schema.py at deploy time
-(CDK's custom-resource Provider framework invoking handlers/index_setup.py)."""
+(CDK's custom-resource Provider framework invoking handlers/index_setup.py); or an S3 vector
+bucket whose two indexes CloudFormation creates itself (no custom resource)."""
 
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_opensearchserverless as aoss
 from aws_cdk import aws_opensearchservice as opensearch
+from aws_cdk import aws_s3vectors as s3vectors
 from aws_cdk import custom_resources as cr
 from constructs import Construct
 
@@ -65,6 +67,21 @@ class _Later:
 _POST = "es:ESHttpPost"
 _SERVERLESS_READ = "aoss:ReadDocument"
 _SERVERLESS_WRITE = "aoss:WriteDocument"
+# And on S3 Vectors: the API calls of each operation in chatmemory/adapters/s3vectors.py, as IAM
+# actions on the index ARN (every data-plane action of S3 Vectors acts on an index, none on the
+# bucket). Every query of users' entries is filtered to one user_id and returns metadata, and a
+# query with a filter or returnMetadata needs GetVectors besides QueryVectors. Upserts are
+# PutVectors (keys are deterministic: a retry overwrites). There is no delete-by-query: the
+# adapter derives the keys and calls DeleteVectors; on the passages index (delete_document) it
+# first probes which passage keys exist with GetVectors.
+_QUERY = ("s3vectors:QueryVectors", "s3vectors:GetVectors")
+_VECTOR_ACTIONS: dict[str, tuple[str, ...]] = {
+    "search": _QUERY,
+    "msearch": _QUERY,
+    "bulk": ("s3vectors:PutVectors",),
+    "delete_by_query": ("s3vectors:DeleteVectors",),
+}
+_PASSAGE_PROBE = "s3vectors:GetVectors"
 
 
 def physical_name(scope: Construct, suffix: str = "", *, max_length: int) -> str:
@@ -83,7 +100,8 @@ class LongTermMemory(Construct):
     HTTP methods and paths of its IAM policy (within one account either policy alone would
     allow a request, so both must be narrow), and fine-grained access control maps the runtime
     roles to the `chatmemory_runtime` role (documents of the two indexes only). On Serverless
-    the data access policy gives each role exactly its permissions on each index."""
+    the data access policy gives each role exactly its permissions on each index. On S3 Vectors
+    each role's IAM policy names exactly the S3 Vectors actions it calls on each index ARN."""
 
     def __init__(
         self, scope: Construct, construct_id: str, *, config: Config, factory: LambdaFactory
@@ -98,6 +116,21 @@ class LongTermMemory(Construct):
         self.serverless = config.search_mode == "serverless"
         self.domain: opensearch.Domain | None = None
         self.collection: aoss.CfnCollection | None = None
+        self.vector_bucket: s3vectors.CfnVectorBucket | None = None
+        self.vector_indexes: dict[str, s3vectors.CfnIndex] = {}
+        # The OpenSearch index setup (a custom resource); S3 Vectors needs none.
+        self.setup_function: lambda_.Function | None = None
+        self.provider: cr.Provider | None = None
+        self.provider_function: lambda_.Function | None = None
+        self.index_setup: CustomResource | None = None
+        if config.search_mode == "s3vectors":
+            self.bucket_name = self._vector_bucket()
+            self.environment = {
+                schema.ENV_LONG_TERM_BACKEND: schema.LongTermBackend.S3VECTORS,
+                schema.ENV_VECTOR_BUCKET: self.bucket_name,
+                schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
+            }
+            return
         if self.serverless:
             self.endpoint = self._collection()
         else:
@@ -145,6 +178,8 @@ class LongTermMemory(Construct):
         function and write its own log group. The one function not built by the LambdaFactory:
         its Node.js code and settings are CDK's (an asset of aws-cdk-lib, no bundling)."""
         config = self._config
+        setup_function = self.setup_function
+        assert setup_function is not None
         role = iam.Role(
             self,
             "IndexSetupProviderRole",
@@ -161,14 +196,14 @@ class LongTermMemory(Construct):
         provider = cr.Provider(
             self,
             "IndexSetupProvider",
-            on_event_handler=self.setup_function,
+            on_event_handler=setup_function,
             framework_on_event_role=role,
             log_group=log_group,
         )
         framework = provider.node.find_child("framework-onEvent")
         assert isinstance(framework, lambda_.Function)
         self.provider_function = framework
-        setup = self.setup_function.node.default_child
+        setup = setup_function.node.default_child
         assert isinstance(setup, lambda_.CfnFunction)
         nag.wildcard(
             role,
@@ -373,6 +408,87 @@ class LongTermMemory(Construct):
         )
         return collection.attr_collection_endpoint
 
+    # --- S3 vector bucket --------------------------------------------------------------------
+
+    def _vector_bucket(self) -> str:
+        """A vector bucket and one vector index per schema.LONG_TERM_INDEXES name, created by
+        CloudFormation (no index setup function). Returns the bucket name.
+
+        Encryption: SSE-S3 (AES256), stated explicitly. The stack's one customer managed key
+        encrypts the alarm topic (and goes with it when alarms are off); a key of the bucket's
+        own would cost $1 a month plus a KMS request per call and a key policy for the S3
+        Vectors service, for no control this app uses, as for the tables (AWS managed keys).
+        The encryption of a vector bucket cannot change later (a new bucket)."""
+        config = self._config
+        removal = RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY
+        # Unique per account and region: named after the stack like the OpenSearch resources
+        # (3-63 characters: lowercase letters, digits, hyphens). The runtime needs the name and
+        # CloudFormation returns only the ARN of a vector bucket.
+        name = physical_name(self, "-vectors", max_length=63)
+        bucket = s3vectors.CfnVectorBucket(
+            self,
+            "VectorBucket",
+            vector_bucket_name=name,
+            encryption_configuration=s3vectors.CfnVectorBucket.EncryptionConfigurationProperty(
+                sse_type="AES256"
+            ),
+        )
+        bucket.apply_removal_policy(removal)
+        self.vector_bucket = bucket
+        # The runtime's definition (what its ensure_indexes creates and checks locally): data
+        # type, dimension, metric and the non-filterable metadata keys, none of which an
+        # existing index can change.
+        spec = schema.s3vectors_index_spec(config.embed_dimension)
+        for index_name in schema.LONG_TERM_INDEXES:
+            index = s3vectors.CfnIndex(
+                self,
+                "".join(part.title() for part in index_name.split("-")) + "Index",
+                vector_bucket_arn=bucket.attr_vector_bucket_arn,
+                index_name=index_name,
+                data_type=spec["dataType"],
+                dimension=spec["dimension"],
+                distance_metric=spec["distanceMetric"],
+                metadata_configuration=s3vectors.CfnIndex.MetadataConfigurationProperty(
+                    non_filterable_metadata_keys=list(
+                        spec["metadataConfiguration"]["nonFilterableMetadataKeys"]
+                    )
+                ),
+            )
+            # An index deleted with the stack takes its vectors along; the bucket follows.
+            index.apply_removal_policy(removal)
+            self.vector_indexes[index_name] = index
+        return name
+
+    def _grant_vectors(
+        self,
+        role: iam.IRole,
+        *,
+        search: Sequence[str],
+        msearch: Sequence[str],
+        bulk: Sequence[str],
+        delete_by_query: Sequence[str],
+    ) -> None:
+        """One statement per index: the union of its operations' S3 Vectors actions."""
+        actions: dict[str, set[str]] = {}
+        for operation, indexes in (
+            ("search", search),
+            ("msearch", msearch),
+            ("bulk", bulk),
+            ("delete_by_query", delete_by_query),
+        ):
+            for index in indexes:
+                actions.setdefault(index, set()).update(_VECTOR_ACTIONS[operation])
+        if schema.PASSAGE_INDEX in delete_by_query:
+            actions[schema.PASSAGE_INDEX].add(_PASSAGE_PROBE)
+        for index in schema.LONG_TERM_INDEXES:
+            if index in actions:
+                role.add_to_principal_policy(
+                    iam.PolicyStatement(
+                        actions=sorted(actions[index]),
+                        resources=[self.vector_indexes[index].attr_index_arn],
+                    )
+                )
+
     # --- grants -----------------------------------------------------------------------------
 
     def grant(
@@ -388,7 +504,8 @@ class LongTermMemory(Construct):
         `search` (POST /<index>/_search), `msearch` (several searches of one index in one
         request: POST /<index>/_msearch), `bulk` (index documents: POST /<index>/_bulk) and
         `delete_by_query` (POST /<index>/_delete_by_query). The role is mapped to the runtime's
-        OpenSearch role (a domain) or named in the data access policy (Serverless).
+        OpenSearch role (a domain) or named in the data access policy (Serverless); on S3
+        Vectors it gets the actions of _VECTOR_ACTIONS on those indexes' ARNs.
 
         The adapter names the index in the bulk and msearch paths, and the domain refuses an
         index named in their bodies (rest.action.multi.allow_explicit_index), so IAM ties each
@@ -399,6 +516,15 @@ class LongTermMemory(Construct):
             raise ValueError(f"grant named no operation or an unknown index: {sorted(unknown)}")
         role = function.role
         assert role is not None
+        if self.vector_bucket is not None:
+            self._grant_vectors(
+                role,
+                search=search,
+                msearch=msearch,
+                bulk=bulk,
+                delete_by_query=delete_by_query,
+            )
+            return
         self._runtime_roles.arns.append(role.role_arn)
         if self.domain is not None:
             paths = [f"/{index}/_search" for index in search]

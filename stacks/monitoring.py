@@ -1,4 +1,6 @@
-"""Operations: alarms to an encrypted SNS topic, and one CloudWatch dashboard."""
+"""Operations: alarms to an encrypted SNS topic, and one CloudWatch dashboard. Both are fixed
+monthly costs (CloudWatch bills each alarm and each dashboard beyond a free tier, KMS the topic's
+key), so each can be switched off: chatmemory:alarms=false, chatmemory:dashboard=false."""
 
 from __future__ import annotations
 
@@ -22,8 +24,16 @@ from stacks.config import Config
 _PERIOD = Duration.minutes(5)
 
 
+# Functions whose caller sees their errors: the operator tools (README "Operator tools") and the
+# index setup (CloudFormation fails the deployment). No alarms of their own.
+CALLER_WATCHED = frozenset({"Ingest", "Redrive", "IndexSetup"})
+
+
 class Monitoring(Construct):
-    """Alarms on everything that loses or delays memories, and a dashboard of the same."""
+    """Alarms on everything that loses or delays memories, and a dashboard of the same.
+
+    Without alarms (chatmemory:alarms=false) there is nothing to notify: no topic and no key
+    either (`topic` and `key` are None)."""
 
     def __init__(
         self,
@@ -38,26 +48,57 @@ class Monitoring(Construct):
         domain: opensearch.Domain | None,
     ) -> None:
         super().__init__(scope, construct_id)
-        # CloudWatch can publish to an encrypted topic only with a key whose policy lets it use
-        # the key; the AWS managed SNS key cannot be given that, so the topic has its own.
-        self.key = key = kms.Key(
-            self,
-            "TopicKey",
-            description="Encrypts the chat memory alarm topic",
-            enable_key_rotation=True,
-        )
-        key.add_to_resource_policy(
-            iam.PolicyStatement(
-                principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
-            )
-        )
-        self.topic = sns.Topic(self, "AlarmTopic", master_key=key, enforce_ssl=True)
-        if config.alarm_email:
-            self.topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
         self.alarms: list[cloudwatch.Alarm] = []
-        action = actions.SnsAction(self.topic)
+        self.key: kms.Key | None = None
+        self.topic: sns.Topic | None = None
+        self.dashboard: cloudwatch.Dashboard | None = None
+        if config.alarms:
+            self._alarms(
+                config=config,
+                functions=functions,
+                stream_functions=stream_functions,
+                dead_letter_queues=dead_letter_queues,
+                api=api,
+                domain=domain,
+            )
+        if config.dashboard:
+            self.dashboard = self._dashboard(
+                functions=functions,
+                stream_functions=stream_functions,
+                dead_letter_queues=dead_letter_queues,
+                api=api,
+            )
+
+    def _alarms(
+        self,
+        *,
+        config: Config,
+        functions: Mapping[str, lambda_.Function],
+        stream_functions: Mapping[str, lambda_.Function],
+        dead_letter_queues: Mapping[str, sqs.Queue],
+        api: apigw.RestApi,
+        domain: opensearch.Domain | None,
+    ) -> None:
+        if config.alarm_topic_key:
+            # CloudWatch can publish to an encrypted topic only with a key whose policy lets it
+            # use the key; the AWS managed SNS key cannot be given that, so the topic has its own.
+            self.key = kms.Key(
+                self,
+                "TopicKey",
+                description="Encrypts the chat memory alarm topic",
+                enable_key_rotation=True,
+            )
+            self.key.add_to_resource_policy(
+                iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
+                    actions=["kms:Decrypt", "kms:GenerateDataKey*"],
+                    resources=["*"],
+                )
+            )
+        self.topic = topic = sns.Topic(self, "AlarmTopic", master_key=self.key, enforce_ssl=True)
+        if config.alarm_email:
+            topic.add_subscription(subscriptions.EmailSubscription(config.alarm_email))
+        action = actions.SnsAction(topic)
 
         def alarm(construct_id: str, metric: cloudwatch.IMetric, description: str, **kw) -> None:
             created = cloudwatch.Alarm(
@@ -95,17 +136,24 @@ class Monitoring(Construct):
                 threshold=config.iterator_age_alarm_seconds * 1000,
                 evaluation_periods=2,
             )
+        # Each alarm is a monthly fee ($0.10), so each must say something no other one does.
+        # Errors of the functions that run by themselves (the chat, the stream functions, the
+        # sweeper); the others answer their caller with the error.
+        # Throttles of the chat function only: a throttled stream function shows as its
+        # iterator's age, a throttled sweep is made up by the next one.
         for name, function in functions.items():
+            if name in CALLER_WATCHED:
+                continue
             alarm(
                 f"{name}Errors",
                 function.metric_errors(period=_PERIOD, statistic="Sum"),
                 f"{name} Lambda invocations failed.",
             )
-            alarm(
-                f"{name}Throttles",
-                function.metric_throttles(period=_PERIOD, statistic="Sum"),
-                f"{name} Lambda invocations were throttled (concurrency limit).",
-            )
+        alarm(
+            "ChatThrottles",
+            functions["Chat"].metric_throttles(period=_PERIOD, statistic="Sum"),
+            "Chat Lambda invocations were throttled (concurrency limit): callers got errors.",
+        )
         alarm(
             "Api5xx",
             api.metric_server_error(period=_PERIOD, statistic="Sum"),
@@ -130,7 +178,20 @@ class Monitoring(Construct):
                 comparison_operator=cloudwatch.ComparisonOperator.LESS_THAN_THRESHOLD,
             )
 
-        self.dashboard = cloudwatch.Dashboard(
+    def _dashboard(
+        self,
+        *,
+        functions: Mapping[str, lambda_.Function],
+        stream_functions: Mapping[str, lambda_.Function],
+        dead_letter_queues: Mapping[str, sqs.Queue],
+        api: apigw.RestApi,
+    ) -> cloudwatch.Dashboard:
+        status = (
+            [[cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24)]]
+            if self.alarms
+            else []
+        )
+        return cloudwatch.Dashboard(
             self,
             "Dashboard",
             default_interval=Duration.hours(3),
@@ -186,6 +247,6 @@ class Monitoring(Construct):
                         ],
                     ),
                 ],
-                [cloudwatch.AlarmStatusWidget(title="Alarms", alarms=list(self.alarms), width=24)],
+                *status,
             ],
         )

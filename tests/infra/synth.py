@@ -22,6 +22,16 @@ VARIANTS: dict[str, dict[str, str]] = {
     "deploy-models": {"modelMode": "deploy"},
     "bedrock-latest-layer": {"modelMode": "bedrock", "powertoolsLayerVersion": "latest"},
     "serverless-search": {"searchMode": "serverless"},
+    "s3vectors-search": {"searchMode": "s3vectors"},
+    # Bedrock and S3 Vectors, nothing billed by the hour; then without the fixed monthly fees
+    # (alarms with their topic's key, the dashboard); then in production.
+    "serverless-profile": {"profile": "serverless"},
+    "serverless-profile-unmonitored": {
+        "profile": "serverless",
+        "alarms": "false",
+        "dashboard": "false",
+    },
+    "serverless-profile-production": {"profile": "serverless", "stage": "prod"},
     "iam-auth": {"auth": "iam"},
     "production": {"stage": "prod"},
     "waf": {"waf": "true"},

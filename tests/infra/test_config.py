@@ -12,7 +12,7 @@ import pytest
 from chatmemory import schema
 from chatmemory.schema import EmbedFormat, TextFormat
 from chatmemory.settings import Settings
-from stacks.config import Config, context_key
+from stacks.config import PREFIX, Config, context_key
 from tests.infra.synth import VARIANTS, Synth
 
 # Config fields that reach the functions as runtime settings (stacks/*.py), by variable. The
@@ -103,6 +103,9 @@ def test_command_line_strings_are_parsed() -> None:
         ("waf", "maybe", "not a boolean"),
         ("idleMinutes", "half an hour", "invalid literal"),
         ("searchMasterNodes", "2", "must be 0, 3 or 5"),
+        ("profile", "cheap", "not one of default, serverless"),
+        ("alarms", "sometimes", "not a boolean"),
+        ("dashboard", "maybe", "not a boolean"),
         ("corsOrigins", "", "at least one origin"),
         # The purge must outwait any chat request that read the caller's old generation.
         ("purgeSettleSeconds", "29", "longer than"),
@@ -113,6 +116,80 @@ def test_a_wrong_setting_fails_the_synth_with_its_name(key: str, value: str, mes
     with pytest.raises(ValueError, match=message) as raised:
         _from_context(**{key: value})
     assert key in str(raised.value)
+
+
+def test_the_serverless_profile_chooses_bedrock_s3_vectors_and_no_fixed_fees() -> None:
+    config = _from_context(profile="serverless")
+    assert (config.profile, config.model_mode, config.search_mode) == (
+        "serverless",
+        "bedrock",
+        "s3vectors",
+    )
+    assert config.embed_dimension == 1024  # Bedrock's Titan embeddings v2, as in bedrock mode
+    assert not config.waf and not config.threat_protection
+    assert config.alarms and config.dashboard
+
+
+def test_the_serverless_profile_wins_over_the_production_stage_defaults() -> None:
+    """The prod stage turns on WAF and Cognito Plus; the profile keeps both off (each bills a
+    fixed fee or per user), and keeps the production protections (retention, retain)."""
+    config = _from_context(profile="serverless", stage="prod")
+    assert config.production and config.log_retention_days == 365
+    assert not config.waf and not config.threat_protection
+
+
+def test_explicit_settings_win_over_the_profile() -> None:
+    config = _from_context(
+        profile="serverless",
+        textModelId="amazon.nova-lite-v1:0",
+        embedModelId="cohere.embed-english-v3",
+        embedDimension="1024",
+        waf="true",
+        threatProtection="true",
+        alarms="false",
+        dashboard="false",
+    )
+    assert config.text_model_id == "amazon.nova-lite-v1:0"
+    assert config.embed_model_id == "cohere.embed-english-v3"
+    assert config.waf and config.threat_protection
+    assert not config.alarms and not config.dashboard
+    # Saying what the profile says is no contradiction.
+    same = _from_context(profile="serverless", modelMode="bedrock", searchMode="s3vectors")
+    assert (same.model_mode, same.search_mode) == ("bedrock", "s3vectors")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [
+        ("searchMode", "domain"),
+        ("searchMode", "serverless"),
+        ("modelMode", "endpoints"),
+        ("modelMode", "deploy"),
+    ],
+)
+def test_the_serverless_profile_refuses_what_bills_by_the_hour(key: str, value: str) -> None:
+    with pytest.raises(ValueError, match="contradicts profile=serverless") as raised:
+        _from_context(profile="serverless", **{key: value})
+    message = str(raised.value)
+    assert f"{key}={value}" in message
+    assert context_key("profile") in message and f"{PREFIX}{key}" in message
+
+
+def test_s3_vectors_is_available_without_the_profile() -> None:
+    config = _from_context(searchMode="s3vectors")
+    assert (config.profile, config.model_mode, config.search_mode) == (
+        "default",
+        "endpoints",
+        "s3vectors",
+    )
+    assert config.embed_dimension == 4096  # GPT-J: exactly S3 Vectors' largest
+
+
+def test_s3_vectors_refuses_a_dimension_its_indexes_cannot_hold() -> None:
+    with pytest.raises(ValueError, match="embedDimension 4097 is more than an S3 Vectors"):
+        _from_context(searchMode="s3vectors", embedDimension="4097")
+    # OpenSearch's k-NN fields take it.
+    assert _from_context(embedDimension="4097").embed_dimension == 4097
 
 
 def test_formats_are_the_runtimes_enums() -> None:
@@ -159,4 +236,11 @@ def test_every_function_environment_is_accepted_by_the_runtime_settings(
             assert settings.text_backend in schema.TextBackend, name
             assert settings.embed_backend in schema.EmbedBackend, name
         if schema.ENV_LONG_TERM_BACKEND in env:
-            assert settings.long_term_backend == schema.LongTermBackend.OPENSEARCH, name
+            expected = (
+                schema.LongTermBackend.S3VECTORS
+                if synth.stack.config.search_mode == "s3vectors"
+                else schema.LongTermBackend.OPENSEARCH
+            )
+            assert settings.long_term_backend == expected, name
+        if settings.long_term_backend == schema.LongTermBackend.S3VECTORS:
+            assert settings.vector_bucket == synth.stack.long_term.bucket_name, name

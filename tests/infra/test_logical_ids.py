@@ -23,6 +23,25 @@ RETIRED = {
     # it to the Provider framework takes a new resource (LongTermMemoryLongTermIndexes...);
     # handlers/index_setup.py answers the old one's Delete.
     "LongTermMemoryIndexesBA9CC756": "Custom::LongTermIndexes",
+    # Alarms that repeated another one, each a monthly fee (stacks/monitoring.py): throttles of
+    # the stream functions (their iterator's age says it) and of the sweeper (the next sweep
+    # makes it up), and the errors and throttles of the functions whose caller sees their
+    # errors (the operator tools, the index setup).
+    **dict.fromkeys(
+        [
+            "MonitoringCompactThrottles6FD6833B",
+            "MonitoringConsolidateThrottlesE0A1DBB3",
+            "MonitoringPurgeThrottles461CAACB",
+            "MonitoringSweepIdleThrottles050C171C",
+            "MonitoringIndexSetupErrors3D16BA96",
+            "MonitoringIndexSetupThrottles9BC3EC23",
+            "MonitoringIngestErrors73C07491",
+            "MonitoringIngestThrottles3FB82115",
+            "MonitoringRedriveErrors9B4C663D",
+            "MonitoringRedriveThrottles1C29E2EC",
+        ],
+        "AWS::CloudWatch::Alarm",
+    ),
 }
 # CDK names an API deployment after a hash of the API, so that a changed API is deployed again.
 RENAMED_BY_DESIGN = {"AWS::ApiGateway::Deployment"}

@@ -17,8 +17,10 @@ are removed in batches.
 
 from __future__ import annotations
 
+import ast
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -85,7 +87,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # open_sessions_of query the user index, create/end/delete/finish_import write), turns
     # (get, window and list queries, the turn put, complete_turn, the import's batch writes),
     # the caller's state (get, get_owned, forget, create_session's condition check); /past
-    # and /verified search both indexes.
+    # and /verified each send one hybrid _msearch of their index.
     # The profile (services/profile.py via the records routes and /remember): owned_record and
     # search_records read records (GetItem), list_records and _place's records_of_owner query
     # the caller's partition, state_record and correct_record write (put_record, save_record:
@@ -105,7 +107,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
             f"domain/{MEMORIES}/_msearch": POST,
             f"domain/{MEMORIES}/_bulk": POST,
             f"domain/{MEMORIES}/_delete_by_query": POST,
-            f"domain/{PASSAGES}/_search": POST,
+            f"domain/{PASSAGES}/_msearch": POST,
         },
     ),
     # handlers.consolidate: get_session, all_turns, record_consolidation_failure /
@@ -213,13 +215,22 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
     endpoint = "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/"
     names[endpoint + CONFIG.text_endpoint.lower()] = "text endpoint"
     names[endpoint + CONFIG.embed_endpoint.lower()] = "embed endpoint"
-    setup = f"${{{synth.logical_id(stack.long_term.setup_function)}.Arn}}"
-    names[setup] = "IndexSetup function"
-    names[f"{setup}:*"] = "IndexSetup function:*"
-    domain = f"${{{synth.logical_id(stack.long_term.domain)}.Arn}}"
+    model = "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/"
+    names[model + stack.config.text_model_id] = "text model"
+    names[model + stack.config.embed_model_id] = "embed model"
+    long_term = stack.long_term
+    if long_term.setup_function is not None:
+        setup = f"${{{synth.logical_id(long_term.setup_function)}.Arn}}"
+        names[setup] = "IndexSetup function"
+        names[f"{setup}:*"] = "IndexSetup function:*"
+    for index_name, index in long_term.vector_indexes.items():
+        names[f"${{{synth.logical_id(index)}.IndexArn}}"] = f"vectors/{index_name}"
+    domain = (
+        f"${{{synth.logical_id(long_term.domain)}.Arn}}" if long_term.domain is not None else None
+    )
 
     def label(resource: str) -> str:
-        if resource.startswith(domain + "/"):
+        if domain is not None and resource.startswith(domain + "/"):
             return "domain" + resource[len(domain) :]
         return names.get(resource, resource)
 
@@ -296,16 +307,19 @@ def test_the_records_table_is_granted_per_role_exactly_its_calls(default: Synth)
     assert not any("dynamodb:DeleteItem" in a or "dynamodb:Scan" in a for a in found.values())
 
 
-def test_only_the_chat_may_multi_search_and_only_the_memory_index(default: Synth) -> None:
-    """Auto-recall's one request per turn (POST /conversation-memories/_msearch): the index is
-    in the path and the domain refuses one named in the body, so the path is the limit."""
+def test_only_the_chat_may_multi_search(default: Synth) -> None:
+    """Every search of the chat is one hybrid request (POST /<index>/_msearch): the index is in
+    the path and the domain refuses one named in the body, so the path is the limit."""
     msearch = {
         (name, resource)
         for name, function in default.stack.functions.functions.items()
         for resource in permissions(default, function)
         if resource.endswith("_msearch")
     }
-    assert msearch == {("Chat", f"domain/{MEMORIES}/_msearch")}
+    assert msearch == {
+        ("Chat", f"domain/{MEMORIES}/_msearch"),
+        ("Chat", f"domain/{PASSAGES}/_msearch"),
+    }
 
 
 def test_no_role_may_scan_except_the_redrive_operator_tool(default: Synth) -> None:
@@ -476,4 +490,169 @@ def test_a_bulk_request_may_only_write_the_index_its_path_names(default: Synth) 
     (domain,) = default.resources("AWS::OpenSearchService::Domain").values()
     assert domain["Properties"]["AdvancedOptions"] == {
         "rest.action.multi.allow_explicit_index": "false"
+    }
+
+
+# --- S3 Vectors (searchMode=s3vectors, and the serverless profile) ---------------------------
+
+# What each method of chatmemory/adapters/s3vectors.py calls, as IAM actions on the index ARN
+# (every S3 Vectors data-plane action names an index, none the bucket). vector_search and
+# hybrid_search: QueryVectors filtered to the caller's user_id with returnMetadata, which needs
+# GetVectors too. upsert: PutVectors (a vector's key is derived from its owner and doc_key, so a
+# retry overwrites). delete_session, delete_user and delete_documents: DeleteVectors of derived
+# keys (there is no delete-by-query). delete_document (passages): GetVectors probes which passage
+# keys exist, then DeleteVectors. ensure_indexes (GetIndex, CreateIndex) runs only locally:
+# CloudFormation creates the indexes.
+QUERY = {"s3vectors:QueryVectors", "s3vectors:GetVectors"}
+PUT = {"s3vectors:PutVectors"}
+DELETE = {"s3vectors:DeleteVectors"}
+PROBE = {"s3vectors:GetVectors"}
+SETUP_ONLY = {"s3vectors:GetIndex", "s3vectors:CreateIndex"}
+
+
+def _without_opensearch(expected: dict[str, set[str]]) -> dict[str, set[str]]:
+    return {label: actions for label, actions in expected.items() if not label.startswith("domain")}
+
+
+# Role by role: the DynamoDB, model, log and stream grants of EXPECTED, and on the two vector
+# indexes exactly the actions of the OpenSearch requests each role made there. No IndexSetup:
+# CloudFormation creates the indexes.
+EXPECTED_S3VECTORS: dict[str, dict[str, set[str]]] = {
+    # /past and /verified query both indexes, auto-recall the memory index; a stated record is
+    # indexed at once, a correction that lost to a delete takes its entry back.
+    "Chat": {
+        **_without_opensearch(EXPECTED["Chat"]),
+        f"vectors/{MEMORIES}": QUERY | PUT | DELETE,
+        f"vectors/{PASSAGES}": QUERY,
+    },
+    # Near-duplicate facts (query), the upsert, the compensating delete of a deleted session.
+    "Consolidate": {
+        **_without_opensearch(EXPECTED["Consolidate"]),
+        f"vectors/{MEMORIES}": QUERY | PUT | DELETE,
+    },
+    "Compact": EXPECTED["Compact"],
+    # Deletes only, by key: a session's, a user's, a record's entries.
+    "Purge": {
+        **_without_opensearch(EXPECTED["Purge"]),
+        f"vectors/{MEMORIES}": DELETE,
+    },
+    "SweepIdle": EXPECTED["SweepIdle"],
+    # Verified passages only: the upsert, and a shortened document's old tail (probed, then
+    # deleted). The only role that may read vectors without querying.
+    "Ingest": {
+        **_without_opensearch(EXPECTED["Ingest"]),
+        f"vectors/{PASSAGES}": PUT | PROBE | DELETE,
+    },
+    "Redrive": {
+        **_without_opensearch(EXPECTED["Redrive"]),
+        f"vectors/{MEMORIES}": QUERY | PUT | DELETE,
+    },
+}
+
+
+def _on_bedrock(expected: dict[str, set[str]]) -> dict[str, set[str]]:
+    """The same role with Bedrock's foundation models instead of the SageMaker endpoints."""
+    renamed = {"text endpoint": "text model", "embed endpoint": "embed model"}
+    return {
+        renamed.get(label, label): {"bedrock:InvokeModel"} if label in renamed else actions
+        for label, actions in expected.items()
+    }
+
+
+@pytest.fixture(scope="module")
+def s3vectors(synth_cache: Callable[..., Synth]) -> Synth:
+    return synth_cache(searchMode="s3vectors")
+
+
+@pytest.fixture(scope="module")
+def serverless_profile(synth_cache: Callable[..., Synth]) -> Synth:
+    return synth_cache(profile="serverless")
+
+
+def test_s3_vectors_functions_are_the_default_ones_without_the_index_setup(
+    s3vectors: Synth,
+) -> None:
+    assert set(s3vectors.stack.functions.functions) == set(EXPECTED_S3VECTORS)
+    assert set(EXPECTED_S3VECTORS) == set(EXPECTED) - {"IndexSetup"}
+
+
+@pytest.mark.parametrize("name", EXPECTED_S3VECTORS)
+def test_s3_vectors_role_may_do_exactly_what_its_code_calls(s3vectors: Synth, name: str) -> None:
+    function = s3vectors.stack.functions.functions[name]
+    assert permissions(s3vectors, function) == EXPECTED_S3VECTORS[name]
+
+
+@pytest.mark.parametrize("name", EXPECTED_S3VECTORS)
+def test_serverless_profile_role_may_do_exactly_what_its_code_calls(
+    serverless_profile: Synth, name: str
+) -> None:
+    function = serverless_profile.stack.functions.functions[name]
+    assert permissions(serverless_profile, function) == _on_bedrock(EXPECTED_S3VECTORS[name])
+
+
+def test_s3_vectors_grants_name_exact_index_arns_never_the_bucket_or_a_wildcard(
+    serverless_profile: Synth,
+) -> None:
+    """Each statement with an s3vectors action names one index by its GetAtt IndexArn, and only
+    actions that act on an index (the service authorization reference: none of these takes the
+    bucket ARN)."""
+    indexes = {
+        f"${{{serverless_profile.logical_id(index)}.IndexArn}}"
+        for index in serverless_profile.stack.long_term.vector_indexes.values()
+    }
+    assert len(indexes) == len(schema.LONG_TERM_INDEXES)
+    granted = set()
+    for function in serverless_profile.stack.functions.functions.values():
+        for statement in statements(serverless_profile, _role_id(serverless_profile, function)):
+            vector_actions = {a for a in statement["Action"] if a.startswith("s3vectors:")}
+            if not vector_actions:
+                continue
+            assert vector_actions == set(statement["Action"])
+            assert vector_actions <= QUERY | PUT | DELETE
+            (resource,) = statement["Resource"]
+            assert resource in indexes
+            granted.add(resource)
+    assert granted == indexes
+
+
+def test_s3_vectors_grants_are_exactly_the_adapters_data_plane_calls(
+    serverless_profile: Synth,
+) -> None:
+    """Every S3 Vectors API the adapter calls (`self._client.<operation>(...)`) is granted to
+    some role, and nothing else is: a new call in the adapter fails here until a grant (and
+    EXPECTED_S3VECTORS) says who may make it. The index set-up calls are local only."""
+    source = Path(schema.__file__).with_name("adapters") / "s3vectors.py"
+    calls = {
+        node.func.attr
+        for node in ast.walk(ast.parse(source.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Attribute)
+        and node.func.value.attr == "_client"
+    }
+    called = {"s3vectors:" + "".join(part.title() for part in call.split("_")) for call in calls}
+    assert called >= SETUP_ONLY
+    granted = {
+        action
+        for function in serverless_profile.stack.functions.functions.values()
+        for actions in permissions(serverless_profile, function).values()
+        for action in actions
+        if action.startswith("s3vectors:")
+    }
+    assert granted == called - SETUP_ONLY
+
+
+def test_only_the_purge_and_the_writers_may_delete_vectors(serverless_profile: Synth) -> None:
+    deleters = {
+        (name, resource)
+        for name, function in serverless_profile.stack.functions.functions.items()
+        for resource, actions in permissions(serverless_profile, function).items()
+        if "s3vectors:DeleteVectors" in actions
+    }
+    assert deleters == {
+        ("Chat", f"vectors/{MEMORIES}"),
+        ("Consolidate", f"vectors/{MEMORIES}"),
+        ("Purge", f"vectors/{MEMORIES}"),
+        ("Redrive", f"vectors/{MEMORIES}"),
+        ("Ingest", f"vectors/{PASSAGES}"),
     }

@@ -1,5 +1,6 @@
-"""The other settings, one synth each: deployed models, Bedrock, OpenSearch Serverless, IAM auth
-and the production stage. Lighter checks than test_stack.py: what each option changes."""
+"""The other settings, one synth each: deployed models, Bedrock, OpenSearch Serverless, S3
+Vectors, the serverless profile, IAM auth and the production stage. Lighter checks than
+test_stack.py: what each option changes."""
 
 from __future__ import annotations
 
@@ -223,6 +224,229 @@ def test_serverless_data_access_is_granted_only_to_the_app_roles(serverless: Syn
         assert _invoked(serverless, functions[name], "aoss:APIAccessAll") == {collection_arn}
     for name in ("Compact", "SweepIdle"):
         assert _invoked(serverless, functions[name], "aoss:APIAccessAll") == set()
+
+
+# --- long-term memory: S3 Vectors ------------------------------------------------------------
+
+# The functions that touch long-term memory (OPENSEARCH_ENDPOINT in the other search modes).
+LONG_TERM_FUNCTIONS = {"Chat", "Consolidate", "Purge", "Ingest", "Redrive"}
+OPENSEARCH_TYPES = (
+    "AWS::OpenSearchService::Domain",
+    "AWS::OpenSearchServerless::Collection",
+    "AWS::OpenSearchServerless::SecurityPolicy",
+    "AWS::OpenSearchServerless::AccessPolicy",
+)
+
+
+@pytest.fixture(scope="module")
+def vectors(synth_cache: Synthesize) -> Synth:
+    return synth_cache(searchMode="s3vectors")
+
+
+def test_s3_vectors_search_uses_a_vector_bucket_instead_of_opensearch(vectors: Synth) -> None:
+    for kind in OPENSEARCH_TYPES:
+        vectors.template.resource_count_is(kind, 0)
+    # CloudFormation creates the indexes: no index-setup function, Provider or custom resource.
+    vectors.template.resource_count_is("Custom::LongTermIndexes", 0)
+    assert "IndexSetup" not in vectors.stack.functions.functions
+    assert vectors.stack.long_term.provider is None
+    (bucket,) = vectors.resources("AWS::S3Vectors::VectorBucket").values()
+    # SSE-S3, stated (the default, but the encryption of a vector bucket never changes).
+    assert bucket["Properties"] == {
+        "VectorBucketName": "chatmemory-dev-vectors",
+        "EncryptionConfiguration": {"SseType": "AES256"},
+    }
+
+
+def test_s3_vectors_indexes_are_the_runtimes_definition(vectors: Synth) -> None:
+    """One index per schema.LONG_TERM_INDEXES name with exactly schema.s3vectors_index_spec
+    (what the adapter's ensure_indexes creates and checks locally): cosine on float32 vectors
+    of the configured embedding dimension, and the metadata the adapter stores but never
+    filters on declared non-filterable (an index cannot change them later)."""
+    bucket_id = vectors.logical_id(vectors.stack.long_term.vector_bucket)
+    config = vectors.stack.config
+    spec = schema.s3vectors_index_spec(config.embed_dimension)
+    indexes = {
+        index["Properties"]["IndexName"]: index["Properties"]
+        for index in vectors.resources("AWS::S3Vectors::Index").values()
+    }
+    assert set(indexes) == set(schema.LONG_TERM_INDEXES)
+    for name, properties in indexes.items():
+        assert properties == {
+            "IndexName": name,
+            "VectorBucketArn": {"Fn::GetAtt": [bucket_id, "VectorBucketArn"]},
+            "DataType": spec["dataType"],
+            "DistanceMetric": spec["distanceMetric"],
+            "Dimension": spec["dimension"],
+            "MetadataConfiguration": {
+                "NonFilterableMetadataKeys": spec["metadataConfiguration"][
+                    "nonFilterableMetadataKeys"
+                ]
+            },
+        }
+    assert (spec["dataType"], spec["distanceMetric"]) == ("float32", "cosine")
+    assert config.embed_dimension == spec["dimension"] == 4096  # the default GPT-J embeddings
+    # The keys every query filters on stay filterable.
+    non_filterable = set(spec["metadataConfiguration"]["nonFilterableMetadataKeys"])
+    assert not non_filterable & set(schema.S3VECTORS_FILTERABLE_KEYS)
+
+
+def test_s3_vectors_functions_are_told_the_vector_bucket_and_nothing_of_opensearch(
+    vectors: Synth,
+) -> None:
+    for name, function in vectors.stack.functions.functions.items():
+        env = _env(vectors, function)
+        assert schema.ENV_OPENSEARCH_ENDPOINT not in env, name
+        assert schema.ENV_OPENSEARCH_SERVERLESS not in env, name
+        if name in LONG_TERM_FUNCTIONS:
+            assert env[schema.ENV_LONG_TERM_BACKEND] == "s3vectors", name
+            assert env[schema.ENV_VECTOR_BUCKET] == "chatmemory-dev-vectors", name
+            assert env[schema.ENV_EMBED_DIMENSION] == "4096", name
+        else:
+            assert schema.ENV_LONG_TERM_BACKEND not in env, name
+            assert schema.ENV_VECTOR_BUCKET not in env, name
+    assert set(vectors.stack.functions.functions) > LONG_TERM_FUNCTIONS
+
+
+def test_s3_vectors_monitoring_has_no_search_cluster_alarms(vectors: Synth) -> None:
+    names = {
+        a["Properties"]["MetricName"] for a in vectors.resources("AWS::CloudWatch::Alarm").values()
+    }
+    assert not names & {"ClusterStatus.red", "ClusterIndexWritesBlocked", "FreeStorageSpace"}
+
+
+def test_development_vector_bucket_goes_with_the_stack(vectors: Synth) -> None:
+    for kind in ("AWS::S3Vectors::VectorBucket", "AWS::S3Vectors::Index"):
+        for resource in vectors.resources(kind).values():
+            assert resource["DeletionPolicy"] == "Delete"
+
+
+# --- the serverless profile ------------------------------------------------------------------
+
+# Every resource type of the serverless profile and what it bills while nobody calls the API
+# (the README's Cost section lists the same). Anything else fails here until it is listed.
+IDLE_BILLING: dict[str, str] = {
+    "AWS::DynamoDB::Table": "storage and point-in-time recovery per GB",
+    "AWS::S3Vectors::VectorBucket": "storage per GB (its indexes)",
+    "AWS::S3Vectors::Index": "storage per GB",
+    "AWS::Logs::LogGroup": "stored logs per GB",
+    "AWS::Lambda::Function": "nothing (the sweeper's runs every sweepMinutes: cents)",
+    "AWS::Lambda::EventSourceMapping": "nothing (Lambda reads DynamoDB streams for free)",
+    "AWS::Lambda::Permission": "nothing",
+    "AWS::Events::Rule": "nothing (scheduled rules are free)",
+    "AWS::IAM::Role": "nothing",
+    "AWS::IAM::Policy": "nothing",
+    "AWS::SQS::Queue": "nothing",
+    "AWS::SQS::QueuePolicy": "nothing",
+    "AWS::ApiGateway::RestApi": "nothing",
+    "AWS::ApiGateway::Account": "nothing",
+    "AWS::ApiGateway::Deployment": "nothing",
+    "AWS::ApiGateway::Stage": "nothing",
+    "AWS::ApiGateway::Resource": "nothing",
+    "AWS::ApiGateway::Method": "nothing",
+    "AWS::ApiGateway::GatewayResponse": "nothing",
+    "AWS::ApiGateway::Authorizer": "nothing",
+    "AWS::Cognito::UserPool": "nothing (Essentials: per monthly active user beyond the free tier)",
+    "AWS::Cognito::UserPoolClient": "nothing",
+    "AWS::SNS::Topic": "nothing",
+    "AWS::SNS::TopicPolicy": "nothing",
+    # The fixed monthly fees, and the switch that drops each.
+    "AWS::CloudWatch::Alarm": "$0.10 each beyond the account's 10 free (alarms=false)",
+    "AWS::CloudWatch::Dashboard": "$3 beyond the account's 3 free (dashboard=false)",
+}
+FIXED_FEES = {"AWS::CloudWatch::Alarm", "AWS::CloudWatch::Dashboard"}
+
+
+@pytest.fixture(scope="module")
+def serverless_profile(synth_cache: Synthesize) -> Synth:
+    return synth_cache(profile="serverless")
+
+
+def _types(synth: Synth) -> set[str]:
+    return {resource["Type"] for resource in synth.json["Resources"].values()}
+
+
+def test_serverless_profile_deploys_only_what_bills_per_request_or_stored_byte(
+    serverless_profile: Synth,
+) -> None:
+    assert _types(serverless_profile) == set(IDLE_BILLING)
+    for kind in ("AWS::Lambda::Version", "AWS::Lambda::Alias", "AWS::EC2::NatGateway"):
+        assert kind not in _types(serverless_profile)
+    for function in serverless_profile.resources("AWS::Lambda::Function").values():
+        assert "VpcConfig" not in function["Properties"]
+    for mapping in serverless_profile.resources("AWS::Lambda::EventSourceMapping").values():
+        assert "ProvisionedPollerConfig" not in mapping["Properties"]
+    (pool,) = serverless_profile.resources("AWS::Cognito::UserPool").values()
+    assert pool["Properties"]["UserPoolTier"] == "ESSENTIALS"
+    assert "UserPoolAddOns" not in pool["Properties"]
+
+
+def test_serverless_profile_models_are_bedrocks_and_the_indexes_fit_them(
+    serverless_profile: Synth,
+) -> None:
+    config = serverless_profile.stack.config
+    chat = _env(serverless_profile, serverless_profile.stack.api.handler)
+    assert chat[schema.ENV_TEXT_BACKEND] == chat[schema.ENV_EMBED_BACKEND] == "bedrock"
+    assert chat[schema.ENV_TEXT_MODEL_ID] == config.text_model_id == "amazon.nova-micro-v1:0"
+    assert chat[schema.ENV_EMBED_MODEL_ID] == config.embed_model_id
+    assert chat[schema.ENV_EMBED_DIMENSION] == "1024"
+    assert chat[schema.ENV_LONG_TERM_BACKEND] == "s3vectors"
+    dimensions = {
+        index["Properties"]["Dimension"]
+        for index in serverless_profile.resources("AWS::S3Vectors::Index").values()
+    }
+    assert dimensions == {1024}
+
+
+def test_serverless_profile_keeps_alarms_and_dashboard_unless_switched_off(
+    serverless_profile: Synth, synth_cache: Synthesize
+) -> None:
+    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 15
+    assert "AlarmTopicArn" in serverless_profile.json["Outputs"]
+    # No key of the topic's own ($1 a month; alarms carry no user data) unless asked for.
+    (topic,) = serverless_profile.resources("AWS::SNS::Topic").values()
+    assert "KmsMasterKeyId" not in topic.get("Properties", {})
+    keyed = synth_cache(profile="serverless", alarmTopicKey="true")
+    assert set(keyed.resources("AWS::KMS::Key")) == {keyed.logical_id(keyed.stack.monitoring.key)}
+    quiet = synth_cache(profile="serverless", alarms="false", dashboard="false")
+    assert _types(quiet) == set(IDLE_BILLING) - FIXED_FEES - {
+        "AWS::SNS::Topic",
+        "AWS::SNS::TopicPolicy",
+    }
+    assert "AlarmTopicArn" not in quiet.json["Outputs"]
+    assert quiet.stack.monitoring.topic is None and quiet.stack.monitoring.key is None
+
+
+def test_a_dashboard_without_alarms_has_no_alarm_widget(synth_cache: Synthesize) -> None:
+    """alarms=false alone (no profile): the dashboard stays, without the alarm status row."""
+    synth = synth_cache(profile="serverless", alarms="false")
+    synth.template.resource_count_is("AWS::CloudWatch::Alarm", 0)
+    (dashboard,) = synth.resources("AWS::CloudWatch::Dashboard").values()
+    widgets = json.loads(render(dashboard["Properties"]["DashboardBody"]))["widgets"]
+    titles = {widget["properties"].get("title") for widget in widgets}
+    assert "Lambda errors" in titles and "Alarms" not in titles
+    assert {widget["type"] for widget in widgets} == {"metric"}
+
+
+@pytest.fixture(scope="module")
+def serverless_production(synth_cache: Synthesize) -> Synth:
+    return synth_cache(profile="serverless", stage="prod")
+
+
+def test_serverless_profile_in_production_retains_vectors_without_fixed_fees(
+    serverless_production: Synth,
+) -> None:
+    for kind in ("AWS::S3Vectors::VectorBucket", "AWS::S3Vectors::Index"):
+        resources = serverless_production.resources(kind).values()
+        assert resources
+        for resource in resources:
+            assert resource["DeletionPolicy"] == "Retain"
+            assert resource["UpdateReplacePolicy"] == "Retain"
+    serverless_production.template.resource_count_is("AWS::WAFv2::WebACL", 0)
+    (pool,) = serverless_production.resources("AWS::Cognito::UserPool").values()
+    assert pool["Properties"]["UserPoolTier"] == "ESSENTIALS"
+    assert pool["Properties"]["DeletionProtection"] == "ACTIVE"
+    assert _types(serverless_production) == set(IDLE_BILLING)
 
 
 # --- chat API: IAM authorization -------------------------------------------------------------
