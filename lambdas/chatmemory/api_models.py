@@ -60,6 +60,16 @@ class CreateSessionRequest(_Strict):
         default=False,
         description="End the caller's open sessions first (which consolidates them).",
     )
+    continue_from: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=128,
+        description=(
+            "A session of the caller this one continues (one the idle sweeper ended, say): "
+            "its name and rolling summary are carried over and its last turns stay in the "
+            "model's window; if it is still open it is ended."
+        ),
+    )
 
 
 class PostMessageRequest(_Strict):
@@ -175,6 +185,9 @@ class SessionOut(_Out):
     last_active_at: str
     ended_at: str | None = None
     num_turns: int
+    continued_from: str | None = Field(
+        default=None, description="The session this one continues, if any."
+    )
 
 
 class SessionEnvelope(_Model):

@@ -91,6 +91,9 @@ class Session:
     # The caller deleted the session's summary record: a consolidation retried later must not
     # write it again (see profile.remember_summary).
     summary_forgotten: bool = False
+    # The ended session this one continues (POST /sessions with continue_from): its rolling
+    # summary was carried over, and its last turns fill the window while this one is short.
+    continued_from: str | None = None
 
     def turn_of(self, client_message_id: str | None) -> int | None:
         """The turn that stored this client message, if it is among the recent ones."""

@@ -67,7 +67,8 @@ NextToken = Annotated[str | None, Query(max_length=2048, description="From the p
     description=(
         "Creates an OPEN session for the caller, optionally named. With end_previous, "
         "the caller's open sessions are ended first (their consolidation into long-term "
-        "memory follows)."
+        "memory follows). With continue_from, it continues one of the caller's sessions "
+        "(after the idle sweeper ended it, a message to it answers 409 session_ended)."
     ),
     responses={201: {"description": "Created"}},
 )
@@ -76,7 +77,11 @@ def create_session(
 ) -> tuple[m.SessionEnvelope, int]:
     body = body or m.CreateSessionRequest()
     created = sessions.create_session(
-        wiring.chat_deps().memory, _user(), name=body.name, end_previous=body.end_previous
+        wiring.chat_deps().memory,
+        _user(),
+        name=body.name,
+        end_previous=body.end_previous,
+        continue_from=body.continue_from,
     )
     return m.SessionEnvelope.of(created), 201
 

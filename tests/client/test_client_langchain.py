@@ -24,12 +24,24 @@ class InMemoryChatMemoryClient:
         self.calls: list[str] = []
         self._ids = itertools.count(1)
 
-    def create_session(self, name: str | None = None, *, end_previous: bool = False) -> Session:
+    def create_session(
+        self,
+        name: str | None = None,
+        *,
+        end_previous: bool = False,
+        continue_from: str | None = None,
+    ) -> Session:
         self.calls.append("create_session")
-        session = Session(session_id=f"s{next(self._ids)}", name=name or "")
+        session = Session(
+            session_id=f"s{next(self._ids)}", name=name or "", continued_from=continue_from
+        )
         self.sessions[session.session_id] = session
         self.turns[session.session_id] = []
         return session
+
+    def continue_session(self, session_id: str) -> Session:
+        self._session(session_id)
+        return self.create_session(self.sessions[session_id].name, continue_from=session_id)
 
     def get_session(self, session_id: str) -> Session:
         self.calls.append("get_session")
@@ -264,11 +276,26 @@ def test_an_unknown_session_raises_not_found_and_creates_nothing(fake) -> None:
     assert fake.sessions == {}
 
 
-def test_an_ended_session_takes_no_more_messages(fake) -> None:
+def test_a_message_to_an_ended_session_continues_the_conversation_in_a_new_one(fake) -> None:
     history = history_of(fake)
-    fake.end(history.session_id)
-    with pytest.raises(SessionEnded):
-        history.add_user_message("hello?")
+    history.add_messages([HumanMessage("I moved to Porto"), AIMessage("Noted.")])
+    history.add_user_message("and my sister lives in Braga")
+    ended = history.session_id
+    fake.end(ended)
+    history.add_ai_message("Porto and Braga, then.")
+    history.add_user_message("hello again")
+    assert history.session_id != ended
+    assert fake.sessions[history.session_id].continued_from == ended
+    assert [m.content for m in history.messages] == [
+        "I moved to Porto",
+        "Noted.",
+        "and my sister lives in Braga",
+        "Porto and Braga, then.",
+        "hello again",
+    ]
+    assert [m.content for m in history_of(fake, history.session_id).messages] == [
+        m.content for m in history.messages
+    ]
 
 
 def test_a_history_needs_a_client_or_a_base_url() -> None:

@@ -116,12 +116,17 @@ def test_clear_deletes_the_conversation_and_continues_in_a_new_session(world) ->
     assert history.messages == [HumanMessage("fresh start")]
 
 
-def test_an_ended_session_refuses_new_messages(world) -> None:
+def test_an_ended_session_continues_in_a_new_one_and_unknown_ones_are_not_found(world) -> None:
     client = ChatMemoryClient(world.url, user_id="hana")
     history = ChatMemoryMessageHistory(None, client=client)
     history.add_user_message("hello")
-    client.end_session(history.session_id)
+    ended = history.session_id
+    client.end_session(ended)  # as the idle sweeper does while the user is away
     with pytest.raises(SessionEnded):
-        history.add_ai_message("too late")
+        client.store_turn(ended, "the API itself still refuses it")
+    history.add_ai_message("welcome back")
+    assert history.session_id != ended
+    assert client.get_session(history.session_id).continued_from == ended
+    assert [m.content for m in history.messages] == ["hello", "welcome back"]
     with pytest.raises(NotFound):
         ChatMemoryMessageHistory("no-such-session", client=client).messages  # noqa: B018

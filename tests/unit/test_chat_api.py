@@ -104,7 +104,9 @@ def test_created_session_is_open_and_readable(api: Api) -> None:
         "last_active_at",
         "ended_at",
         "num_turns",
+        "continued_from",
     }
+    assert session["continued_from"] is None
     status, data = api.call("GET", f"/sessions/{session['session_id']}")
     assert status == 200 and data["session"] == session
 

@@ -179,14 +179,29 @@ class ChatMemoryClient:
 
     # --- sessions ------------------------------------------------------------------------------
 
-    def create_session(self, name: str | None = None, *, end_previous: bool = False) -> Session:
-        """Starts an OPEN session; end_previous ends the caller's open sessions first."""
+    def create_session(
+        self,
+        name: str | None = None,
+        *,
+        end_previous: bool = False,
+        continue_from: str | None = None,
+    ) -> Session:
+        """Starts an OPEN session; end_previous ends the caller's open sessions first;
+        continue_from continues one of them (see continue_session)."""
         body: dict[str, Any] = {}
         if name is not None:
             body["name"] = name
         if end_previous:
             body["end_previous"] = True
+        if continue_from is not None:
+            body["continue_from"] = continue_from
         return Session.from_json(self._call("POST", "/sessions", body)["session"])
+
+    def continue_session(self, session_id: str) -> Session:
+        """A new session that continues `session_id` (say, after the idle sweeper ended it and a
+        send raised SessionEnded): its name and rolling summary carry over, and its last turns
+        stay in the model's window until the new session has its own."""
+        return self.create_session(continue_from=session_id)
 
     def list_sessions(self, *, page_size: int = 20) -> Iterator[Session]:
         """The caller's sessions, newest first, page after page."""

@@ -25,9 +25,13 @@ How messages map to the API's turns (POST /sessions/{id}/turns, no server model 
 The session: `ChatMemoryMessageHistory(session_id, ...)` uses an existing session (the API
 chooses session ids, so a history cannot create a session with an id of yours: an unknown
 id raises NotFound at the first read or write, and nothing is created). With `session_id=None`
-a new session is created at once (`history.session_id` tells its id). A session that ended
-(`end_session`, or the server's idle sweeper after 30 minutes without a turn) takes no new
-messages: adding raises SessionEnded; start a new session for the rest of the conversation.
+a new session is created at once (`history.session_id` tells its id). When the session has
+ended (`end_session`, or the server's idle sweeper after 30 minutes without a turn), the next
+message goes to a new session that continues it (POST /sessions with continue_from: the
+server carries its name, rolling summary and last turns over), `history.session_id` becomes the
+new one's, and `messages` reads the whole conversation back along the sessions it continues
+(one more request per session). A question left unanswered when its session ended stays so;
+its answer opens the new session as a turn of its own.
 
 `clear()` deletes the session (its turns and what long-term memory drew from it) and starts
 a new, empty one with the same name: `history.session_id` changes, since a deleted session's
@@ -44,6 +48,7 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from chatmemory_client.client import ChatMemoryClient
+from chatmemory_client.errors import NotFound, SessionEnded
 from chatmemory_client.models import MetadataValue, Turn
 
 # Stands for a message side the API cannot store as it is (absent or blank).
@@ -55,6 +60,8 @@ HUMAN_ID = "lc.human_id"
 AI_ID = "lc.ai_id"
 _MAX_METADATA_VALUE_CHARS = 512
 _PAGE_SIZE = 100
+# How far back `messages` follows a conversation's sessions.
+_MAX_CONTINUATIONS = 20
 
 
 class ChatMemoryMessageHistory(BaseChatMessageHistory):
@@ -79,10 +86,21 @@ class ChatMemoryMessageHistory(BaseChatMessageHistory):
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
-        """Every message of the session, oldest first."""
+        """Every message of the conversation, oldest first: of the session and of the sessions
+        it continues (see continue_session), read back along `continued_from`."""
+        sessions = [self.session_id]
+        earlier = self.client.get_session(self.session_id).continued_from
+        while earlier and earlier not in sessions and len(sessions) < _MAX_CONTINUATIONS:
+            sessions.append(earlier)
+            try:
+                earlier = self.client.get_session(earlier).continued_from
+            except NotFound:  # deleted since: its messages are gone
+                sessions.pop()
+                break
         found: list[BaseMessage] = []
-        for turn in self.client.list_turns(self.session_id, page_size=_PAGE_SIZE):
-            found.extend(_messages_of(turn))
+        for session_id in reversed(sessions):
+            for turn in self.client.list_turns(session_id, page_size=_PAGE_SIZE):
+                found.extend(_messages_of(turn))
         return found
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
@@ -119,7 +137,20 @@ class ChatMemoryMessageHistory(BaseChatMessageHistory):
         self.client.delete_session(self.session_id)
         self.session_id = self.client.create_session(name or None).session_id
 
+    def _continue(self) -> None:
+        """The session ended (the server's idle sweeper, or end_session): the conversation goes
+        on in a new session that continues it, as the API offers (POST /sessions with
+        continue_from); `session_id` becomes the new one's."""
+        self.session_id = self.client.continue_session(self.session_id).session_id
+
     def _store(self, human: BaseMessage | None, ai: BaseMessage | None) -> Turn:
+        try:
+            return self._store_in_session(human, ai)
+        except SessionEnded:
+            self._continue()
+            return self._store_in_session(human, ai)
+
+    def _store_in_session(self, human: BaseMessage | None, ai: BaseMessage | None) -> Turn:
         metadata: dict[str, MetadataValue] = {}
         if human is None:
             metadata[NO_HUMAN] = True
@@ -133,9 +164,13 @@ class ChatMemoryMessageHistory(BaseChatMessageHistory):
         metadata: dict[str, MetadataValue] = dict(turn.metadata)
         response = _side(ai, AI_TEXT, AI_ID, metadata)
         changed = metadata != dict(turn.metadata)
-        return self.client.complete_turn(
-            self.session_id, turn.turn, response, metadata=metadata if changed else None
-        )
+        try:
+            return self.client.complete_turn(
+                self.session_id, turn.turn, response, metadata=metadata if changed else None
+            )
+        except SessionEnded:
+            # The question stays unanswered in the ended session; the answer opens the next.
+            return self._store(None, ai)
 
     def _open_turn(self) -> Turn | None:
         """The session's last turn if it waits for a response this history may give."""

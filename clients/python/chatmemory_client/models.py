@@ -52,6 +52,8 @@ class Session:
     last_active_at: str = ""
     ended_at: str | None = None
     num_turns: int = 0
+    # The session this one continues (create_session(continue_from=...)).
+    continued_from: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Session:
@@ -64,6 +66,7 @@ class Session:
             last_active_at=_str(data, "last_active_at"),
             ended_at=_opt_str(data, "ended_at"),
             num_turns=_int(data, "num_turns"),
+            continued_from=_opt_str(data, "continued_from"),
         )
 
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
 
-from chatmemory.clock import iso, utc_now
+from chatmemory.clock import iso, parse_time, utc_now
 from chatmemory.domain import Session, Source, Turn
 from chatmemory.errors import (
     BadRequest,
@@ -69,6 +70,8 @@ class ChatPolicy:
     # Below this fused score a verified passage does not count as relevant.
     verified_min_score: float = 0.35
     auto_recall: AutoRecallPolicy = field(default_factory=AutoRecallPolicy)
+    # After this long without a message the prompt says how long it has been (0: never).
+    long_gap_hours: float = 6.0
     # With a text model: make follow-ups standalone with it before auto-recall searches.
     rewrite_follow_ups: bool = False
 
@@ -199,6 +202,12 @@ def _answer(
     history = deps.memory.recent_turns(session.session_id, window) if window else []
     if before_turn is not None:
         history = [t for t in history if t.turn < before_turn]
+    if session.continued_from and len(history) < window and session.num_turns < window:
+        # A continued conversation: the previous session's last turns fill the window until
+        # this one has a window of its own (one more query, for the first few turns only).
+        earlier = deps.memory.recent_turns(session.continued_from, window - len(history))
+        history = earlier + history
+    note = gap_note(history, deps.clock(), policy.long_gap_hours)
     context = deps.generator.context_tokens
     recalled = None
     if turn.degraded:
@@ -229,6 +238,7 @@ def _answer(
         roles=policy.roles,
         token_budget=min(policy.prompt_token_budget, context - memory_tokens),
         memory=recalled.block if recalled else "",
+        note=note,
     )
     generation = deps.generator.generate(
         prompt.text, max_new_tokens=policy.max_new_tokens, stop=policy.roles.stop_words()
@@ -241,6 +251,31 @@ def _answer(
     if policy.store_prompt:
         turn.prompt = prompt.text
     return recalled
+
+
+def gap_note(history: list[Turn], now: datetime, long_gap_hours: float) -> str:
+    """ "The user's previous message was 3 days ago." when the last turn the model sees is
+    older than `long_gap_hours`: a model cannot tell time from a transcript, and "as you said
+    just now" about last month's message is the wrong answer."""
+    if not history or long_gap_hours <= 0 or not history[-1].created_at:
+        return ""
+    last = parse_time(history[-1].created_at)
+    if last is None:
+        return ""
+    gap = now - last
+    if gap < timedelta(hours=long_gap_hours):
+        return ""
+    return f"The user's previous message was {_ago(gap)} ago; this conversation resumes now."
+
+
+def _ago(gap: timedelta) -> str:
+    hours = gap.total_seconds() / 3600
+    for size, unit in ((24 * 365, "year"), (24 * 30, "month"), (24 * 7, "week"), (24, "day")):
+        if hours >= size:
+            count = int(hours // size)
+            return f"{count} {unit}{'s' if count > 1 else ''}"
+    count = int(hours)
+    return f"{count} hour{'s' if count > 1 else ''}"
 
 
 REMEMBERED = "Noted: I will remember that ({type})."

@@ -56,6 +56,7 @@ def build_chat_prompt(
     roles: Roles,
     token_budget: int,
     memory: str = "",
+    note: str = "",
 ) -> BuiltPrompt:
     """System line, recalled long-term memory, rolling summary of older turns, the newest turns
     that fit, the new message.
@@ -65,7 +66,7 @@ def build_chat_prompt(
     context. Oldest window turns are dropped first; if the summary alone overflows, its
     beginning is cut (the end is the most recent part of a rolling summary).
     """
-    head = "\n".join(part for part in (system.strip(), memory.strip()) if part)
+    head = "\n".join(part for part in (system.strip(), note.strip(), memory.strip()) if part)
     tail = f"{roles.user}: {message}\n{roles.assistant}:"
     fixed = estimate_tokens(head) + estimate_tokens(tail) - estimate_tokens(memory)
     budget_left = token_budget - fixed

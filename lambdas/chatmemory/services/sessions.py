@@ -36,16 +36,26 @@ def create_session(
     *,
     name: str | None = None,
     end_previous: bool = False,
+    continue_from: str | None = None,
     clock: Clock = utc_now,
     make_id: Callable[[], str] = new_id,
 ) -> Session:
     """Start a session; with end_previous, end the caller's open sessions in the same
-    transaction (which triggers their consolidation), as the original design did."""
+    transaction (which triggers their consolidation), as the original design did.
+
+    With continue_from, the new session continues one of the caller's sessions (typically one
+    the idle sweeper ended while the user was away): it keeps its name, starts from its rolling
+    summary, and the chat reads its last turns while the new one has fewer than a window (one
+    more query per turn for the first few turns only). A session still open is ended in the
+    same transaction, so a conversation is never open twice."""
     session_id = make_id()
     for _ in range(_ATTEMPTS):
+        previous = owned_session(memory, user_id, continue_from) if continue_from else None
         user = memory.get_user(user_id)
         now = iso(clock())
         ends: list[str] = []
+        if previous is not None and previous.status == SessionStatus.OPEN:
+            ends = [previous.session_id]
         if end_previous:
             ends = [s.session_id for s in memory.open_sessions_of(user.owner)]
             # Beyond one transaction's size the oldest are ended first, one by one.
@@ -53,7 +63,7 @@ def create_session(
                 with contextlib.suppress(Conflict, SessionNotFound):
                     memory.end_session(extra, now)
             ends = ends[:_MAX_ENDS_PER_TRANSACTION]
-        given = (name or "").strip()
+        given = (name or "").strip() or (previous.name if previous else "")
         session = Session(
             session_id=session_id,
             user_id=user.owner,
@@ -61,7 +71,9 @@ def create_session(
             status=SessionStatus.OPEN,
             started_at=now,
             last_active_at=now,
-            auto_named=not given,
+            auto_named=previous.auto_named if previous and not name else not given,
+            running_summary=previous.running_summary if previous else "",
+            continued_from=previous.session_id if previous else None,
         )
         try:
             memory.create_session(session, user=user, end=ends, ended_at=now)
