@@ -20,6 +20,10 @@ indexed:
 Each is reported against speaker A's observations (the user's own facts: the extractor reads
 only the user's lines) and against all observations (speaker B's are out of its reach).
 
+Open questions (what a session left unsettled, records of type open_question) are counted,
+with the sessions that left any, but not scored: the observations annotate what was said, not
+what was left open, so they would only lower the precision of the facts for no reason.
+
     python -m bench.facts --data ../shared/data/locomo-dev.json [--json]
 
 With a text model, the settings come from the environment (chatmemory.settings, the variables
@@ -71,6 +75,8 @@ class Scored:
     # evidence dia_ids of each gold observation, per speaker role ("A" or "B")
     gold: dict[str, list[set[str]]] = field(default_factory=lambda: {"A": [], "B": []})
     user_dias: set[str] = field(default_factory=set)
+    open_questions: int = 0
+    sessions_left_open: set[str] = field(default_factory=set)
 
 
 class TimedExtractor:
@@ -158,6 +164,9 @@ def build_and_score(data: Path, settings: Any) -> tuple[list[Scored], TimedExtra
             item.sessions += 1
         item.user_turns = len(item.user_dias)
         for record in memory.records_of_owner(user):
+            if record.type == RecordType.OPEN_QUESTION:
+                item.open_questions += 1
+                item.sessions_left_open.update(record.sessions)
             if record.type not in (RecordType.FACT, RecordType.PREFERENCE):
                 continue
             item.records += 1
@@ -203,6 +212,8 @@ def metrics(items: Sequence[Scored]) -> dict[str, Any]:
         "records": records,
         "records_per_session": round(records / max(sessions, 1), 2),
         "records_by_type": dict(sorted(by_type.items())),
+        "open_questions": sum(i.open_questions for i in items),
+        "sessions_left_open": sum(len(i.sessions_left_open) for i in items),
     }
 
 
@@ -263,12 +274,14 @@ def _print(result: dict[str, Any], as_json: bool) -> None:
     print(
         f"observations: {result['user']['observations']} of speaker A (the user), "
         f"{result['all']['observations']} in all; records by type {result['records_by_type']}; "
-        f"extraction {result['extract_seconds']} s"
+        f"{result['open_questions']} open questions from {result['sessions_left_open']} "
+        f"sessions; extraction {result['extract_seconds']} s"
         + (f", {result['model_calls']} model calls" if result["model_calls"] is not None else "")
         + f"; took {result['seconds']} s"
     )
     if as_json:
         keys = ("records", "sessions", "records_per_session", "records_by_type", "extractor")
+        keys += ("open_questions", "sessions_left_open")
         summary = {k: result[k] for k in keys} | {
             "observation_coverage": result["user"]["observation_coverage"],
             "record_precision": result["user"]["record_precision"],

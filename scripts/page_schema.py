@@ -1,6 +1,6 @@
 """Print local/web/schema.js: the values the web page shares with the API (session statuses,
-message intents, source kinds, the profile's record types, statuses and origins), generated
-from chatmemory.schema so the page never types them again."""
+message intents, source kinds, the profile's record types, statuses and origins, sentiment
+labels), generated from chatmemory.schema so the page never types them again."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from chatmemory.schema import (
     RecordOrigin,
     RecordStatus,
     RecordType,
+    SentimentLabel,
     SourceKind,
 )
 
@@ -24,6 +25,7 @@ def document() -> str:
         "RecordType": {kind.name: kind.value for kind in RecordType},
         "RecordStatus": {status.name: status.value for status in RecordStatus},
         "RecordOrigin": {origin.name: origin.value for origin in RecordOrigin},
+        "SentimentLabel": {label.name: label.value for label in SentimentLabel},
     }
     return (
         "// Generated from lambdas/chatmemory/schema.py by `make openapi`; do not edit.\n"

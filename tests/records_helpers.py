@@ -11,7 +11,7 @@ from typing import Any
 
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
-from chatmemory.ports import Candidate, ExtractedFact, ShortTermMemory
+from chatmemory.ports import Candidate, ExtractedFact, Extractor, ShortTermMemory
 from chatmemory.schema import MEMORY_INDEX, RecordType
 from chatmemory.services import sessions
 from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
@@ -140,8 +140,10 @@ def consolidate(
     embedder: FakeEmbedder | None = None,
     owner: str | None = None,
     extract: bool = True,
+    extractor: Extractor | None = None,
 ) -> ConsolidationResult:
-    """consolidate_session with the fakes, drawing facts with StatementExtractor (or none)."""
+    """consolidate_session with the fakes, drawing facts with StatementExtractor (or none, or
+    the `extractor` given)."""
     return consolidate_session(
         session_id,
         memory=memory,
@@ -151,7 +153,7 @@ def consolidate(
         policy=ConsolidationPolicy(),
         now=now,
         owner=owner,
-        extractor=StatementExtractor() if extract else None,
+        extractor=(extractor or StatementExtractor()) if extract else None,
     )
 
 

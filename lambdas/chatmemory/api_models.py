@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from chatmemory.clock import canonical_time
-from chatmemory.domain import MemoryRecord, Page, Session, Turn
+from chatmemory.domain import MemoryRecord, Page, Sentiment, Session, Turn
 from chatmemory.schema import (
     EXPORT_FORMAT,
     Intent,
@@ -18,6 +18,7 @@ from chatmemory.schema import (
     RecordOrigin,
     RecordStatus,
     RecordType,
+    SentimentLabel,
     SessionStatus,
     SourceKind,
     TurnOrigin,
@@ -216,6 +217,13 @@ class FeedbackOut(_Out):
     at: str
 
 
+class SentimentOut(_Out):
+    label: SentimentLabel = Field(
+        description="positive (score at least 0.05), negative (at most -0.05) or neutral."
+    )
+    score: float = Field(ge=-1, le=1, description="From -1 (most negative) to 1 (most positive).")
+
+
 class TurnOut(_Out):
     turn: int
     input: str
@@ -236,6 +244,13 @@ class TurnOut(_Out):
     )
     metadata: dict[str, MetadataValue] = {}
     feedback: FeedbackOut | None = None
+    sentiment: SentimentOut | None = Field(
+        default=None,
+        description=(
+            "The sentiment of the user's input (VADER, or the text model with "
+            "SENTIMENT=model); absent when unknown."
+        ),
+    )
 
 
 class TurnEnvelope(_Model):
@@ -300,6 +315,17 @@ class ImportFeedback(_Exported):
     at: Timestamp
 
 
+class ImportSentiment(_Exported):
+    label: Annotated[SentimentLabel, Field(strict=False)]
+    # A number (an integer too; "0.5" is not one), finite, in [-1, 1], kept to 4 decimals.
+    score: Annotated[
+        float, Field(allow_inf_nan=False, ge=-1, le=1), AfterValidator(lambda s: round(s, 4))
+    ]
+
+    def domain(self) -> Sentiment:
+        return Sentiment(self.label, self.score)
+
+
 class ImportMessage(_Exported):
     input: str = Field(max_length=20_000)
     response: str | None = Field(default=None, max_length=MAX_STORED_RESPONSE_CHARS)
@@ -309,6 +335,8 @@ class ImportMessage(_Exported):
     origin: Annotated[TurnOrigin, Field(strict=False)] = TurnOrigin.CHAT
     metadata: Metadata = {}
     feedback: ImportFeedback | None = None
+    # Kept as exported; a message without one stays without (no analyzer runs on an import).
+    sentiment: ImportSentiment | None = None
 
 
 class ImportSession(_Exported):

@@ -12,6 +12,7 @@ from chatmemory.schema import (
     RecordOrigin,
     RecordStatus,
     RecordType,
+    SentimentLabel,
     SessionStatus,
     SourceKind,
     TurnOrigin,
@@ -124,6 +125,15 @@ class Feedback:
     comment: str | None = None
 
 
+@dataclass(frozen=True)
+class Sentiment:
+    """The sentiment of the user's message of a turn: a label and a score from -1 (most
+    negative) to 1 (most positive) that agree (services/sentiment.py)."""
+
+    label: SentimentLabel
+    score: float
+
+
 @dataclass
 class Turn:
     session_id: str
@@ -151,6 +161,8 @@ class Turn:
     # Small key/values of the client's (POST /turns), kept with the turn and exported.
     metadata: dict[str, Any] = field(default_factory=dict)
     feedback: Feedback | None = None
+    # Of the user's input (None: not analyzed, SENTIMENT=off, or the analyzer failed).
+    sentiment: Sentiment | None = None
 
 
 @dataclass

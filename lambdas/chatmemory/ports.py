@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
-from chatmemory.domain import MemoryRecord, Page, PurgeEntry, Session, Turn, UserState
+from chatmemory.domain import (
+    MemoryRecord,
+    Page,
+    PurgeEntry,
+    Sentiment,
+    Session,
+    Turn,
+    UserState,
+)
 from chatmemory.schema import MemoryKind, RecordType
 
 
@@ -251,6 +259,14 @@ class Embedder(Protocol):
     max_batch: int
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+class SentimentAnalyzer(Protocol):
+    """The sentiment of one user message (VADER in process, or the text model)."""
+
+    name: str
+
+    def analyze(self, text: str) -> Sentiment: ...
 
 
 class Clock(Protocol):

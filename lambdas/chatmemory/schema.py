@@ -253,6 +253,15 @@ class Rating(StrEnum):
     DOWN = "down"
 
 
+class SentimentLabel(StrEnum):
+    """The sentiment of a user's message, by VADER's convention: positive for a score of at
+    least 0.05, negative for at most -0.05, neutral between."""
+
+    POSITIVE = "positive"
+    NEGATIVE = "negative"
+    NEUTRAL = "neutral"
+
+
 class SourceKind(StrEnum):
     SESSION = "session"
     PASSAGE = "passage"
@@ -265,6 +274,8 @@ class RecordType(StrEnum):
     FACT = "fact"  # who they are, people, places, plans, decisions
     PREFERENCE = "preference"  # likes and dislikes
     SUMMARY = "summary"  # what one past session was about
+    # what one past session left unsettled (a plan not decided, a question left unanswered)
+    OPEN_QUESTION = "open_question"
 
 
 class RecordStatus(StrEnum):
@@ -288,6 +299,7 @@ class MemoryKind(StrEnum):
     PASSAGE = "passage"
     FACT = "fact"
     PREFERENCE = "preference"
+    OPEN_QUESTION = "open_question"  # a record's entry, of its session (as a summary's)
 
 
 # Auto-recall's block in a chat prompt sits between these lines (services/auto_recall.py writes
@@ -332,6 +344,14 @@ class EmbedFormat(StrEnum):
 
     JUMPSTART_GPT_J = "jumpstart-gpt-j"
     TEI = "tei"  # Hugging Face Text Embeddings Inference
+
+
+class SentimentMode(StrEnum):
+    """How a user turn's sentiment is found (SENTIMENT)."""
+
+    VADER = "vader"  # VADER's lexicon and rules, in process (the default, also with a model)
+    MODEL = "model"  # one short call to the text model per chat turn, VADER when it fails
+    OFF = "off"  # no sentiment on turns
 
 
 class LongTermBackend(StrEnum):
@@ -485,6 +505,7 @@ ENV_STORE_PROMPT = "STORE_PROMPT"
 ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"
 ENV_KEEP_MESSAGE_IDS = "KEEP_MESSAGE_IDS"
 ENV_LONG_TERM_BACKEND = "LONG_TERM_BACKEND"
+ENV_SENTIMENT = "SENTIMENT"
 # Comma-separated origins allowed to call the API from a browser ("*" for any); unset: none.
 ENV_CORS_ORIGINS = "CORS_ALLOW_ORIGINS"
 

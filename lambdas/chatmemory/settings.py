@@ -25,7 +25,14 @@ from pydantic import (
 
 from chatmemory import schema as s
 from chatmemory.errors import ConfigurationError
-from chatmemory.schema import EmbedBackend, EmbedFormat, LongTermBackend, TextBackend, TextFormat
+from chatmemory.schema import (
+    EmbedBackend,
+    EmbedFormat,
+    LongTermBackend,
+    SentimentMode,
+    TextBackend,
+    TextFormat,
+)
 
 
 def _origins(raw: Any) -> Any:
@@ -108,6 +115,9 @@ class Settings(BaseModel):
     memory_token_budget: int = Field(default=400, ge=0)
     # Origins a browser page may call the API from ("*": any); none by default.
     cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = ()
+    # How a user turn's sentiment is found: VADER in process (also with a text model: a model
+    # call per turn would add its latency and cost to every turn), the text model, or not.
+    sentiment: SentimentMode = SentimentMode.VADER
 
     @field_validator("vector_bucket")
     @classmethod
@@ -116,6 +126,17 @@ class Settings(BaseModel):
         if backend == LongTermBackend.S3VECTORS and not value.strip():
             raise ValueError(f"required when {s.ENV_LONG_TERM_BACKEND}={backend.value}")
         return value.strip()
+
+    @field_validator("sentiment")
+    @classmethod
+    def _model_sentiment_needs_a_model(
+        cls, value: SentimentMode, info: ValidationInfo
+    ) -> SentimentMode:
+        if value == SentimentMode.MODEL and info.data.get("text_backend") == TextBackend.OFFLINE:
+            raise ValueError(
+                f"needs a text model ({s.ENV_TEXT_BACKEND} other than {TextBackend.OFFLINE.value})"
+            )
+        return value
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -177,4 +198,5 @@ ENV: dict[str, str] = {
     "idle_minutes": s.ENV_IDLE_MINUTES,
     "purge_settle_seconds": s.ENV_PURGE_SETTLE_SECONDS,
     "cors_origins": s.ENV_CORS_ORIGINS,
+    "sentiment": s.ENV_SENTIMENT,
 }

@@ -12,11 +12,12 @@ from chatmemory.ports import (
     Embedder,
     Extractor,
     LongTermIndex,
+    SentimentAnalyzer,
     ShortTermMemory,
     Summarizer,
     TextGenerator,
 )
-from chatmemory.schema import EmbedBackend, LongTermBackend, TextBackend
+from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
 from chatmemory.services.auto_recall import AutoRecallPolicy
 from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.forget import PurgePolicy
@@ -269,15 +270,37 @@ def summarizer(cfg: Settings | None = None) -> Any:
     return ModelSummarizer(text_generator(cfg))
 
 
+def sentiment_analyzers(
+    cfg: Settings, generator: TextGenerator
+) -> tuple[SentimentAnalyzer | None, SentimentAnalyzer | None]:
+    """The analyzer of chat turns and the one of stored turns (POST /turns makes no model
+    call, so it is VADER there with SENTIMENT=model too). VADER loads on first use."""
+    if cfg.sentiment == SentimentMode.OFF:
+        return None, None
+    from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
+
+    vader = VaderSentimentAnalyzer()
+    if cfg.sentiment == SentimentMode.MODEL:
+        from chatmemory.services.sentiment import ModelSentimentAnalyzer
+
+        return ModelSentimentAnalyzer(generator, fallback=vader), vader
+    return vader, vader
+
+
 @lru_cache(maxsize=1)
 def chat_deps() -> ChatDeps:
     """What the chat Lambda needs. Adapters are cheap to build; models load on first use."""
-    index = long_term_index()
+    cfg = settings()
+    index = long_term_index(cfg)
+    generator = text_generator(cfg)
+    chat_sentiment, stored_sentiment = sentiment_analyzers(cfg, generator)
     return ChatDeps(
-        memory=short_term_memory(),
-        generator=text_generator(),
-        embedder=embedder() if index is not None else None,
+        memory=short_term_memory(cfg),
+        generator=generator,
+        embedder=embedder(cfg) if index is not None else None,
         long_term=index,
+        sentiment=chat_sentiment,
+        stored_sentiment=stored_sentiment,
     )
 
 

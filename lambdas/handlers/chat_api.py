@@ -183,9 +183,16 @@ def post_message(
         client_message_id=body.client_message_id,
         window_turns=body.window_turns,
     )
+    _log_sentiment_error(result.sentiment_error)
     if not result.replayed:
         metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
     return m.TurnEnvelope.of(result.turn)
+
+
+def _log_sentiment_error(reason: str) -> None:
+    """The analyzer failed: the turn was stored without a sentiment, and this says why."""
+    if reason:
+        logger.warning("sentiment failed", extra={"reason": reason})
 
 
 @router.get(
@@ -242,7 +249,9 @@ def store_turn(
         max_input_chars=wiring.settings().max_input_chars,
         clock=deps.clock,
         sleep=deps.sleep,
+        sentiment=deps.stored_sentiment,
     )
+    _log_sentiment_error(result.sentiment_error)
     if result.replayed:
         return m.TurnEnvelope.of(result.turn), 200
     metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
@@ -380,13 +389,17 @@ RecordId = Annotated[str, Path(description="A record id from GET /memories/recor
     "/memories/records",
     summary="What is remembered about the caller",
     description=(
-        "The caller's profile: facts, preferences and session summaries, newest first, each "
-        "with its provenance and, when a newer record replaced it, what superseded it. With "
-        "q, the records closest to q by meaning and words instead (no next_token)."
+        "The caller's profile: facts, preferences, session summaries and what sessions left "
+        "open (open_question), newest first, each with its provenance and, when a newer record "
+        "replaced or settled it, what superseded it. With q, the records closest to q by "
+        "meaning and words instead (no next_token)."
     ),
 )
 def list_records(
-    type: Annotated[RecordType | None, Query(description="fact, preference or summary.")] = None,  # noqa: A002
+    type: Annotated[  # noqa: A002
+        RecordType | None,
+        Query(description="fact, preference, summary or open_question."),
+    ] = None,
     q: Annotated[str | None, Query(min_length=1, max_length=1000, description="A search.")] = None,
     limit: Limit = 20,
     next_token: NextToken = None,

@@ -44,6 +44,8 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
     )
     logger.info("consolidation", extra={"result": result.__dict__})
     metrics.add_metric(name=f"Sessions{result.outcome.title()}", unit=MetricUnit.Count, value=1)
+    if result.concluded is False:  # it left open questions for the next session
+        metrics.add_metric(name="SessionsLeftOpen", unit=MetricUnit.Count, value=1)
 
 
 @logger.inject_lambda_context

@@ -7,7 +7,8 @@ const STORE = {
   token: "chatmemory.token",
   user: "chatmemory.user",
   windowTurns: "chatmemory.windowTurns",
-  session: "chatmemory.session",
+  session: "chatmemory.session", // + "|" + whose(): the conversation the page was in
+  outbox: "chatmemory.outbox", // + "|" + whose(): messages not answered yet, per session
 };
 const POLL_MS = 1500;
 const POLL_LIMIT_MS = 5 * 60 * 1000;
@@ -23,6 +24,7 @@ const RECORD_TYPE_TEXT = {
   [RECORD_TYPE.FACT]: "fact",
   [RECORD_TYPE.PREFERENCE]: "preference",
   [RECORD_TYPE.SUMMARY]: "session summary",
+  [RECORD_TYPE.OPEN_QUESTION]: "left open",
 };
 const INTENT_BADGE = {
   [INTENT.PAST]: "recalled",
@@ -49,7 +51,10 @@ const state = {
   current: null, // the selected session object
   turns: [],
   polling: null,
-  sending: false,
+  flushing: new Set(), // sessions whose outbox is being sent (one message at a time each)
+  inFlight: new Map(), // session_id -> client_message_id of the message on its way
+  retryTimer: null,
+  retryAttempt: 0, // retries since the last answer: the backoff doubles with each
   records: [], // the caller's records (every type), as GET /memories/records lists them
   recordsLoaded: false,
   recordsComplete: true,
@@ -82,7 +87,7 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body) {
+async function api(method, path, body, { signal } = {}) {
   const cfg = settings();
   if (!cfg.base) {
     throw new ApiError(0, "no_api", "Set the API base URL in Settings.");
@@ -97,6 +102,7 @@ async function api(method, path, body) {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
+      signal,
     });
   } catch (error) {
     throw new ApiError(0, "unreachable", `Cannot reach the API at ${cfg.base} (${error.message}).`);
@@ -157,6 +163,18 @@ function showError(error) {
   const text = error instanceof ApiError && error.code && error.status
     ? `${error.message} (${error.code}, HTTP ${error.status})`
     : error.message || String(error);
+  $("toast").className = "toast";
+  $("toast").setAttribute("role", "alert");
+  $("toast-text").textContent = text;
+  $("toast").hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = setTimeout(() => { $("toast").hidden = true; }, 9000);
+}
+
+// A notice, not an error: the toast in its quieter style.
+function notify(text) {
+  $("toast").className = "toast info";
+  $("toast").setAttribute("role", "status");
   $("toast-text").textContent = text;
   $("toast").hidden = false;
   clearTimeout(toastTimer);
@@ -237,8 +255,8 @@ async function selectSession(sessionId, known) {
   stopPolling();
   const session = known || (await api("GET", `/sessions/${encodeURIComponent(sessionId)}`)).session;
   state.current = session;
-  localStorage.setItem(STORE.session, session.session_id);
-  state.turns = await loadTurns(session.session_id);
+  localStorage.setItem(sessionKey(), session.session_id);
+  state.turns = withOutbox(session.session_id, await loadTurns(session.session_id));
   upsertSession(session);
   renderHeader();
   renderTurns();
@@ -271,13 +289,14 @@ async function deleteSession(session) {
     `Delete "${session.name}"? Its turns and its long-term memories are removed for good.`);
   if (!ok) return;
   await api("DELETE", `/sessions/${encodeURIComponent(session.session_id)}`);
+  dropOutbox(outboxKey(), session.session_id);
   loadProfile(); // the records drawn only from it go with it
   state.sessions = state.sessions.filter((s) => s.session_id !== session.session_id);
   if (state.current && state.current.session_id === session.session_id) {
     stopPolling();
     state.current = null;
     state.turns = [];
-    localStorage.removeItem(STORE.session);
+    localStorage.removeItem(sessionKey());
     renderHeader();
     renderTurns();
   }
@@ -367,8 +386,8 @@ function renderBanner(session) {
 }
 
 function setComposer(enabled) {
-  $("message").disabled = !enabled || state.sending;
-  $("send").disabled = !enabled || state.sending;
+  $("message").disabled = !enabled;
+  $("send").disabled = !enabled;
   $("message").placeholder = enabled
     ? "Message… (Enter sends, Shift+Enter for a new line; try /past, /verified or /remember)"
     : (state.current ? "This session has ended: start a new session to keep chatting."
@@ -389,10 +408,11 @@ function renderTurns() {
 }
 
 function renderTurn(turn) {
-  const item = el("li", { class: "turn", dataset: { turn: String(turn.turn ?? "") } });
+  const item = el("li", { class: turn.unsent ? "turn unsent" : "turn", dataset: { turn: String(turn.turn ?? "") } });
   const label = turn.turn ? `#${turn.turn}` : "…";
   item.append(el("div", { class: "bubble user" },
     el("span", { class: "turn-no", title: "turn number", text: label }),
+    sentimentMarker(turn),
     el("p", { class: "text", text: turn.input }),
     turn.created_at ? el("time", { class: "muted small", datetime: turn.created_at, text: formatDate(turn.created_at) }) : null));
   const reply = el("div", { class: `bubble assistant intent-${turn.intent || INTENT.CHAT}` });
@@ -401,6 +421,8 @@ function renderTurn(turn) {
   }
   if (turn.sending) {
     reply.append(el("p", { class: "text muted typing", text: "thinking…" }));
+  } else if (turn.queued || turn.unsent) {
+    reply.append(...outboxNotice(turn));
   } else if (turn.failed || turn.pending) {
     reply.append(el("p", { class: "text error-text",
       text: turn.failed ? `Not sent: ${turn.failed}` : "The model did not answer; your message is kept." }),
@@ -414,6 +436,17 @@ function renderTurn(turn) {
   if (turn.sources && turn.sources.length) reply.append(renderSources(turn));
   item.append(reply);
   return item;
+}
+
+// The sentiment of what the user said (turn.sentiment: a label and a score from -1 to 1).
+function sentimentMarker(turn) {
+  const sentiment = turn.sentiment;
+  if (!sentiment || !Object.values(SCHEMA.SentimentLabel).includes(sentiment.label)) return null;
+  return el("span", {
+    class: `sentiment sentiment-${sentiment.label}`,
+    title: `Sentiment: ${sentiment.label} (score ${Number(sentiment.score).toFixed(2)})`,
+    text: sentiment.label,
+  });
 }
 
 // What an answer used: past sessions (open them), records of the profile (their text and date;
@@ -469,67 +502,331 @@ function windowTurns() {
   return Number.isNaN(value) ? undefined : Math.max(0, Math.min(50, value));
 }
 
-async function send(content, clientMessageId, placeholder) {
-  const session = state.current;
-  const body = { content, client_message_id: clientMessageId };
-  const remember = windowTurns();
-  if (remember !== undefined) body.window_turns = remember;
-  state.sending = true;
-  setComposer(true);
-  try {
-    const data = await api("POST", `/sessions/${encodeURIComponent(session.session_id)}/messages`, body);
-    const firstChat = data.turn.intent === INTENT.CHAT
-      && !state.turns.some((t) => t !== placeholder && t.intent === INTENT.CHAT && t.turn);
-    const index = state.turns.indexOf(placeholder);
-    if (index >= 0) state.turns[index] = data.turn;
-    else state.turns.push(data.turn);
-    session.num_turns = Math.max(session.num_turns, data.turn.turn);
-    upsertSession(session);
-    if (firstChat) {
-      // The first message with something in it names a session that has no name of its own.
-      api("GET", `/sessions/${encodeURIComponent(session.session_id)}`)
-        .then((fresh) => upsertSession(fresh.session)).catch(() => {});
-    }
-    if (data.turn.intent === INTENT.REMEMBER && !data.turn.pending) {
-      loadProfile({ announce: "Added what you asked me to remember." });
-    }
-  } catch (error) {
-    placeholder.sending = false;
-    placeholder.failed = error.message;
-    if (error.status === 409 || error.status === 404) {
-      // Ended or deleted meanwhile (the idle sweeper, another tab): show what is true now.
-      selectSession(session.session_id).catch(() => {});
-    }
-    showError(error);
-  } finally {
-    state.sending = false;
-    setComposer(state.current && state.current.status === STATUS.OPEN);
-    if (state.current === session) renderTurns();
-    $("message").focus();
-  }
-}
+// --- sending: every message goes through the outbox -------------------------------------------
+//
+// A message is saved in localStorage (the outbox of its user and session) before it is sent, and
+// leaves it when the API answered it (2xx) or refused it for good (a 4xx but 408 and 429). A lost
+// connection, a 5xx or a 429 keep it there, shown as not sent yet, and it is sent again with the
+// same client_message_id (the API's idempotency key: a message it already stored answers with
+// its stored turn, so nothing is stored twice) when the browser is back online, on a timer with
+// backoff, and when the page loads. Each session's outbox goes in order, one message at a time,
+// so the turns keep the order they were typed in.
+
+const RETRY_FIRST_MS = 2000;
+const RETRY_MAX_MS = 60 * 1000;
+const SEND_TIMEOUT_MS = 5 * 60 * 1000; // unsticks a connection that hangs; models can be slow
+const ENDED_NOTICE = "That conversation had ended; continuing in a new one.";
 
 async function submitMessage(event) {
   if (event) event.preventDefault();
   const box = $("message");
   const content = box.value.trim();
-  if (!content || !state.current || state.sending) return;
-  box.value = "";
-  const placeholder = {
-    input: content, sending: true, intent: guessIntent(content), client_message_id: newMessageId(),
+  if (!content || !state.current) return;
+  const sessionId = state.current.session_id;
+  const entry = {
+    client_message_id: newMessageId(), content, window_turns: windowTurns() ?? null,
   };
-  state.turns.push(placeholder);
+  addToOutbox(outboxKey(), sessionId, entry); // throws when storage is full: the text stays typed
+  box.value = "";
+  state.turns.push({
+    input: content, intent: guessIntent(content), client_message_id: entry.client_message_id,
+    queued: true,
+  });
   renderTurns();
-  await send(content, placeholder.client_message_id, placeholder);
+  await flushOutbox(sessionId);
 }
 
 // Retrying with the same client_message_id completes the turn once, never twice.
 async function retry(turn) {
-  if (state.sending) return;
-  turn.sending = true;
-  turn.failed = null;
+  if (!state.current) return;
+  const sessionId = state.current.session_id;
+  const key = outboxKey();
+  if (!turn.client_message_id) turn.client_message_id = newMessageId();
+  if (!outboxOf(key, sessionId).some((e) => e.client_message_id === turn.client_message_id)) {
+    addToOutbox(key, sessionId, {
+      client_message_id: turn.client_message_id, content: turn.input, window_turns: windowTurns() ?? null,
+    });
+  }
+  Object.assign(turn, { failed: null, queued: true, unsent: false });
   renderTurns();
-  await send(turn.input, turn.client_message_id || newMessageId(), turn);
+  await flushOutbox(sessionId);
+}
+
+// Send a session's outbox, oldest first, one message at a time. A call while one runs returns at
+// once: the running loop reads the outbox again after each message, so it sends the new one too.
+async function flushOutbox(sessionId) {
+  if (state.flushing.has(sessionId)) return;
+  const key = outboxKey();
+  state.flushing.add(sessionId);
+  try {
+    for (;;) {
+      const entry = outboxOf(key, sessionId)[0];
+      // (Settings switched to another user meanwhile: their messages wait for their own page.)
+      if (!entry || outboxKey() !== key) return;
+      if (navigator.onLine === false) {
+        waitToRetry(sessionId);
+        return;
+      }
+      const outcome = await deliver(key, sessionId, entry);
+      if (outcome === "retry") {
+        waitToRetry(sessionId);
+        return;
+      }
+      if (outcome !== "sent" && outcome !== "refused") {
+        flushOutbox(outcome); // the session that continues an ended one took its messages
+        return;
+      }
+    }
+  } finally {
+    state.flushing.delete(sessionId);
+  }
+}
+
+// Send one message; says what became of it: "sent", "refused", "retry", or the id of the
+// session that continues the ended one it was sent to (the message moved to its outbox).
+async function deliver(key, sessionId, entry) {
+  const body = { content: entry.content, client_message_id: entry.client_message_id };
+  if (entry.window_turns !== null && entry.window_turns !== undefined) body.window_turns = entry.window_turns;
+  const signal = AbortSignal.timeout ? AbortSignal.timeout(SEND_TIMEOUT_MS) : undefined;
+  state.inFlight.set(sessionId, entry.client_message_id);
+  markOutboxTurns(sessionId);
+  let data;
+  try {
+    data = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages`, body, { signal });
+  } catch (error) {
+    if (worthRetrying(error)) return "retry";
+    let refusal = error;
+    if (error.code === "session_ended") {
+      try {
+        return await continueEnded(key, sessionId);
+      } catch (failure) {
+        if (worthRetrying(failure)) return "retry";
+        refusal = failure;
+      }
+    }
+    removeFromOutbox(key, sessionId, entry.client_message_id);
+    showRefusal(sessionId, entry, refusal);
+    return "refused";
+  } finally {
+    state.inFlight.delete(sessionId);
+  }
+  removeFromOutbox(key, sessionId, entry.client_message_id);
+  state.retryAttempt = 0;
+  showAnswer(sessionId, data.turn);
+  return "sent";
+}
+
+// Lost on the way (no answer, 408, 429, 5xx): the API may take it later. Any other 4xx is final.
+function worthRetrying(error) {
+  const status = error instanceof ApiError ? error.status : 0;
+  return status === 0 || status === 408 || status === 429 || status >= 500;
+}
+
+// The session had ended (the idle sweeper ends it while the user is away): rather than show the
+// 409, continue the conversation in a new session and send the message there. POST /sessions
+// with continue_from is the API's continuation (the new session keeps the name and the rolling
+// summary, links back with continued_from, and the model sees the ended session's last turns);
+// an API without it refuses the field (400), and a session deleted meanwhile is a 404: then a
+// plain new session. The ended session's unsent messages move to the new one, ids and order kept.
+async function continueEnded(key, endedId) {
+  let session;
+  try {
+    session = (await api("POST", "/sessions", { continue_from: endedId })).session;
+  } catch (error) {
+    if (error.status !== 400 && error.status !== 404) throw error;
+    session = (await api("POST", "/sessions", {})).session;
+  }
+  moveOutbox(key, endedId, session.session_id);
+  upsertSession(session);
+  api("GET", `/sessions/${encodeURIComponent(endedId)}`)
+    .then((fresh) => upsertSession(fresh.session)).catch(() => {});
+  if (state.current && state.current.session_id === endedId) {
+    await selectSession(session.session_id, session).catch(showError);
+  }
+  notify(ENDED_NOTICE);
+  return session.session_id;
+}
+
+// Try again later: 2 s after the first failure, doubling up to a minute until a message gets
+// through; the browser coming back online, "Retry now" or a page load try at once.
+function waitToRetry(sessionId) {
+  markOutboxTurns(sessionId, { unsent: true });
+  if (state.retryTimer) return;
+  const delay = Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** state.retryAttempt);
+  state.retryAttempt += 1;
+  state.retryTimer = setTimeout(() => {
+    state.retryTimer = null;
+    flushOutboxes();
+  }, delay);
+}
+
+// Every outbox of the user, the open conversation's first; each session keeps its own order.
+function flushOutboxes({ now = false } = {}) {
+  if (now) state.retryAttempt = 0;
+  clearTimeout(state.retryTimer);
+  state.retryTimer = null;
+  const current = state.current && state.current.session_id;
+  const ids = Object.keys(readOutboxes(outboxKey()))
+    .sort((a, b) => Number(b === current) - Number(a === current));
+  return Promise.all(ids.map((id) => flushOutbox(id)));
+}
+
+// The open conversation's outbox messages as the page shows them: the one on its way, the ones
+// waiting behind it, and (after a failed attempt) the ones not sent yet.
+function markOutboxTurns(sessionId, { unsent = false } = {}) {
+  if (!state.current || state.current.session_id !== sessionId) return;
+  const inFlight = state.inFlight.get(sessionId);
+  for (const entry of outboxOf(outboxKey(), sessionId)) {
+    const turn = state.turns.find((t) => t.client_message_id === entry.client_message_id);
+    if (!turn) continue;
+    if (entry.client_message_id === inFlight) {
+      Object.assign(turn, { sending: true, queued: false, unsent: false, failed: null });
+    } else if (unsent) {
+      Object.assign(turn, { sending: false, queued: false, unsent: true });
+    } else if (!turn.unsent) {
+      Object.assign(turn, { sending: false, queued: true });
+    }
+  }
+  renderTurns();
+}
+
+// A session's stored turns with its unsent messages. A message whose turn is stored complete
+// (the answer was lost on the way) leaves the outbox; one stored pending or not stored is shown
+// not sent yet, or on its way.
+function withOutbox(sessionId, turns) {
+  const key = outboxKey();
+  const inFlight = state.inFlight.get(sessionId);
+  for (const entry of outboxOf(key, sessionId)) {
+    const id = entry.client_message_id;
+    const stored = turns.find((t) => t.client_message_id === id);
+    if (stored && !stored.pending && id !== inFlight) {
+      removeFromOutbox(key, sessionId, id);
+      continue;
+    }
+    const turn = stored || { input: entry.content, intent: guessIntent(entry.content), client_message_id: id };
+    if (!stored) turns.push(turn);
+    const waiting = state.flushing.has(sessionId);
+    Object.assign(turn, { sending: id === inFlight, queued: id !== inFlight && waiting, unsent: id !== inFlight && !waiting });
+  }
+  return turns;
+}
+
+function outboxNotice(turn) {
+  if (!turn.unsent) return [el("p", { class: "text muted outbox-state", text: "waiting to send…" })];
+  return [el("p", { class: "text outbox-state unsent-text", text: "not sent yet — will retry" }),
+    el("button", { type: "button", class: "link", onclick: () => flushOutboxes({ now: true }) }, "Retry now")];
+}
+
+function showAnswer(sessionId, turn) {
+  const here = state.current && state.current.session_id === sessionId;
+  const session = here ? state.current : state.sessions.find((s) => s.session_id === sessionId);
+  if (here) {
+    const index = state.turns.findIndex((t) => t.client_message_id === turn.client_message_id);
+    const firstChat = turn.intent === INTENT.CHAT
+      && !state.turns.some((t, i) => i !== index && t.intent === INTENT.CHAT && t.turn);
+    if (index >= 0) state.turns[index] = turn;
+    else state.turns.push(turn);
+    renderTurns();
+    if (firstChat) {
+      // The first message with something in it names a session that has no name of its own.
+      api("GET", `/sessions/${encodeURIComponent(sessionId)}`)
+        .then((fresh) => upsertSession(fresh.session)).catch(() => {});
+    }
+  }
+  if (session) {
+    session.num_turns = Math.max(session.num_turns, turn.turn);
+    upsertSession(session);
+  }
+  if (turn.intent === INTENT.REMEMBER && !turn.pending) {
+    loadProfile({ announce: "Added what you asked me to remember." });
+  }
+}
+
+function showRefusal(sessionId, entry, error) {
+  if (state.current && state.current.session_id === sessionId) {
+    const turn = state.turns.find((t) => t.client_message_id === entry.client_message_id);
+    if (turn) Object.assign(turn, { sending: false, queued: false, unsent: false, failed: error.message });
+    renderTurns();
+    if (error.status === 409 || error.status === 404) {
+      // Deleted meanwhile (another tab), or another conflict: show what is true now.
+      selectSession(sessionId).catch(() => {});
+    }
+  }
+  showError(error);
+}
+
+// --- the outbox in localStorage, and the conversation the page was in -------------------------
+// Both are kept per API and user: {session_id: [{client_message_id, content, window_turns}]}.
+
+function whose() {
+  const cfg = settings();
+  return `${cfg.base} ${cfg.user || tokenSubject(cfg.token)}`;
+}
+
+// The caller of a deployed API is the token's subject (Settings may hold several users' tokens
+// over time); no check here, the API verifies the token.
+function tokenSubject(token) {
+  try {
+    const payload = token.split(".")[1].replace(/-/g, "+").replace(/_/g, "/");
+    return String(JSON.parse(atob(payload)).sub || "");
+  } catch {
+    return "";
+  }
+}
+
+function sessionKey() {
+  return `${STORE.session}|${whose()}`;
+}
+
+function outboxKey() {
+  return `${STORE.outbox}|${whose()}`;
+}
+
+function readOutboxes(key) {
+  try {
+    const data = JSON.parse(localStorage.getItem(key) || "{}");
+    return data && typeof data === "object" && !Array.isArray(data) ? data : {};
+  } catch {
+    return {};
+  }
+}
+
+function writeOutboxes(key, outboxes) {
+  for (const [id, entries] of Object.entries(outboxes)) {
+    if (!Array.isArray(entries) || !entries.length) delete outboxes[id];
+  }
+  if (Object.keys(outboxes).length) localStorage.setItem(key, JSON.stringify(outboxes));
+  else localStorage.removeItem(key);
+}
+
+function outboxOf(key, sessionId) {
+  const entries = readOutboxes(key)[sessionId];
+  return Array.isArray(entries) ? entries : [];
+}
+
+function addToOutbox(key, sessionId, entry) {
+  const outboxes = readOutboxes(key);
+  outboxes[sessionId] = outboxOf(key, sessionId).concat([entry]);
+  writeOutboxes(key, outboxes);
+}
+
+function removeFromOutbox(key, sessionId, clientMessageId) {
+  const outboxes = readOutboxes(key);
+  outboxes[sessionId] = outboxOf(key, sessionId).filter((e) => e.client_message_id !== clientMessageId);
+  writeOutboxes(key, outboxes);
+}
+
+function moveOutbox(key, fromId, toId) {
+  const outboxes = readOutboxes(key);
+  outboxes[toId] = outboxOf(key, toId).concat(outboxOf(key, fromId));
+  delete outboxes[fromId];
+  writeOutboxes(key, outboxes);
+}
+
+function dropOutbox(key, sessionId) {
+  const outboxes = readOutboxes(key);
+  delete outboxes[sessionId];
+  writeOutboxes(key, outboxes);
 }
 
 function guessIntent(content) {
@@ -868,7 +1165,6 @@ function saveSettings() {
     if (value.trim()) localStorage.setItem(key, value.trim());
     else localStorage.removeItem(key);
   }
-  localStorage.removeItem(STORE.session);
   state.current = null;
   state.turns = [];
   state.records = [];
@@ -886,7 +1182,8 @@ async function forgetEverything() {
   $("settings").close("cancel");
   state.current = null;
   state.turns = [];
-  localStorage.removeItem(STORE.session);
+  localStorage.removeItem(sessionKey());
+  localStorage.removeItem(outboxKey()); // its sessions are gone: nothing could take them
   await start();
 }
 
@@ -910,10 +1207,28 @@ async function start() {
   renderTurns();
   renderProfile();
   loadProfile(); // its errors show in the panel
-  await loadSessions();
-  const remembered = localStorage.getItem(STORE.session);
-  const pick = state.sessions.find((s) => s.session_id === remembered)
-    || state.sessions.find((s) => s.status === STATUS.OPEN);
+  try {
+    await loadSessions();
+    await reopenConversation();
+  } finally {
+    flushOutboxes(); // what a lost connection or a closed page left unsent
+  }
+}
+
+// The conversation the page was in (remembered per user), else the newest open one.
+async function reopenConversation() {
+  const remembered = localStorage.getItem(sessionKey());
+  const known = state.sessions.find((s) => s.session_id === remembered);
+  if (remembered && !known) {
+    try {
+      await selectSession(remembered); // older than the first page of the list
+      return;
+    } catch (error) {
+      if (error.status !== 404) throw error;
+      localStorage.removeItem(sessionKey());
+    }
+  }
+  const pick = known || state.sessions.find((s) => s.status === STATUS.OPEN);
   if (pick) await selectSession(pick.session_id, pick);
 }
 
@@ -951,6 +1266,7 @@ function wire() {
   });
   $("forget-all").addEventListener("click", guard(forgetEverything));
   $("toast-close").addEventListener("click", () => { $("toast").hidden = true; });
+  window.addEventListener("online", () => flushOutboxes({ now: true }));
   $("toggle-sidebar").addEventListener("click", () => toggleSidebar());
   const stored = localStorage.getItem(STORE.windowTurns);
   if (stored !== null) $("window-turns").value = stored;

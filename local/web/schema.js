@@ -19,8 +19,14 @@ const SCHEMA = Object.freeze({
   },
   "RecordType": {
     "FACT": "fact",
+    "OPEN_QUESTION": "open_question",
     "PREFERENCE": "preference",
     "SUMMARY": "summary"
+  },
+  "SentimentLabel": {
+    "NEGATIVE": "negative",
+    "NEUTRAL": "neutral",
+    "POSITIVE": "positive"
   },
   "SessionStatus": {
     "CONSOLIDATED": "CONSOLIDATED",

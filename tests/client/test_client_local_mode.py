@@ -75,3 +75,15 @@ def test_callers_see_only_their_own_sessions(world) -> None:
         bob.store_turn(mine.session_id, "hello")
     assert [s.session_id for s in alice.list_sessions()] == [mine.session_id]
     assert list(bob.list_sessions()) == []
+
+
+def test_turns_carry_the_sentiment_of_what_the_user_said(world) -> None:
+    client = ChatMemoryClient(world.url, user_id="iris")
+    session = client.create_session("feelings")
+    angry = client.send_message(session.session_id, "This is terrible, I am so angry and upset")
+    glad = client.store_turn(session.session_id, "Thank you, this is wonderful!", response="ok")
+    assert angry.sentiment is not None and angry.sentiment.label == "negative"
+    assert -1 <= angry.sentiment.score < -0.05
+    assert glad.sentiment is not None and glad.sentiment.label == "positive"
+    listed = [t.sentiment for t in client.list_turns(session.session_id)]
+    assert listed == [angry.sentiment, glad.sentiment]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 
 from bench.turns import Meter
 from chatmemory import wiring
+from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 from chatmemory.services.forget import forget_user
 from chatmemory.services.sessions import create_session
 from chatmemory.services.turns import store_turn, update_turn
@@ -41,6 +42,7 @@ def test_a_stored_turn_costs_two_requests_and_its_response_three_at_any_length(
             max_input_chars=4000,
             clock=lambda: NOW,
             sleep=lambda _: None,
+            sentiment=VaderSentimentAnalyzer(),  # as by default (SENTIMENT=vader)
         )
         meter.detach(client)
         stores.append(meter)

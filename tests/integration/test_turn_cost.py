@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from bench.turns import LangChainVariant, Meter, ZeroLatencyModel
 from chatmemory import wiring
+from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.forget import forget_user
 from chatmemory.services.sessions import create_session
@@ -22,7 +23,13 @@ def _turn_costs(world: World, turns: int) -> list[Meter]:
     settings = wiring.settings()
     memory = wiring.short_term_memory(settings)
     # One clock reading for every turn: they all fall in one bucket of the sweeper's index.
-    deps = ChatDeps(memory=memory, generator=ZeroLatencyModel(), clock=lambda: NOW)
+    # Each turn carries its sentiment, as by default (SENTIMENT=vader).
+    deps = ChatDeps(
+        memory=memory,
+        generator=ZeroLatencyModel(),
+        clock=lambda: NOW,
+        sentiment=VaderSentimentAnalyzer(),
+    )
     # A caller who once forgot everything has a users item: the turn reads it with the session
     # (for a caller without one DynamoDB Local reports no capacity for the missing item).
     forget_user(memory, "alice", clock=lambda: NOW)

@@ -5,29 +5,13 @@ memories they used."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from scripts.browser import find_browser
 from tests.integration.helpers import World
 
 pytestmark = pytest.mark.integration
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    if find_browser() is None:
-        pytest.skip("no Chromium found: `sudo apt-get install chromium` or set CHROMIUM_PATH")
-    from playwright.sync_api import sync_playwright
-
-    from local.browser import launch_chromium
-
-    with sync_playwright() as playwright:
-        chromium = launch_chromium(playwright)
-        yield chromium
-        chromium.close()
 
 
 def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
@@ -51,8 +35,12 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
         message.press("Enter")  # Enter sends
     turns = page.locator("#messages > li.turn")
     expect(turns).to_have_count(2)
-    expect(page.locator(".typing")).to_have_count(0)
+    # The second waits in the outbox behind the first, whose turn loads the embedding model.
+    expect(page.locator(".typing, .outbox-state")).to_have_count(0, timeout=30_000)
     expect(turns.nth(1).locator(".turn-no")).to_have_text("#2")
+    # Each message's sentiment (VADER): blight is bad news, planting basil is neither.
+    expect(turns.nth(0).locator(".bubble.user .sentiment")).to_have_text("negative")
+    expect(turns.nth(1).locator(".bubble.user .sentiment")).to_have_text("neutral")
     expect(page.locator("#session-list .session")).to_have_count(1)
 
     page.get_by_role("button", name="End session").click()

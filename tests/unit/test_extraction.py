@@ -1,7 +1,7 @@
-"""Extracting durable facts and preferences from a session (services/extract.py): the offline
-pattern extractor, and the model extractor's prompt and parser against recorded answers (real
-SmolLM2-135M answers, all malformed, and hand-written well-formed ones: see
-tests/unit/recorded/extract/README.md)."""
+"""Extracting durable facts and preferences, and what a session left open, from a session
+(services/extract.py): the offline pattern extractor, and the model extractor's prompt and
+parser against recorded answers (real SmolLM2-135M answers, all malformed, and hand-written
+well-formed ones: see tests/unit/recorded/extract/README.md)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,13 @@ from chatmemory.domain import Turn
 from chatmemory.schema import Intent, RecordType
 from chatmemory.services.extract import (
     EXTRACT_INSTRUCTION,
+    MAX_OPEN_PER_SESSION,
     ModelExtractor,
     PatternExtractor,
     classify,
+    open_subject,
     parse_facts,
+    settles,
 )
 from chatmemory.services.summarize import SummaryBudget
 from tests.fakes import FakeGenerator
@@ -150,3 +153,153 @@ def test_a_session_without_user_statements_costs_no_call() -> None:
     extractor = ModelExtractor(generator)
     assert extractor.extract(_turns([[1, "/past where did I go?"]], Intent.PAST)) == []
     assert extractor.calls == 0
+
+
+# --- open questions: what a session left unsettled ----------------------------------------------
+
+OPEN = RecordType.OPEN_QUESTION
+
+
+def _session(*exchanges: tuple[str, str | None]) -> list[Turn]:
+    """The user's messages and the answers they got (None: no answer, the turn stayed pending)."""
+    return [
+        Turn("s1", n, "alice", said, answer, pending=answer is None)
+        for n, (said, answer) in enumerate(exchanges, start=1)
+    ]
+
+
+def _open(turns: list[Turn]) -> list[tuple[int, str, str]]:
+    return [
+        (f.turn, f.text, f.subject) for f in PatternExtractor().extract(turns) if f.type == OPEN
+    ]
+
+
+def test_a_last_question_that_got_no_answer_is_left_open() -> None:
+    turns = _session(
+        ("We are going to Japan in the spring with the kids.", "How exciting!"),
+        ("When should we book the flights to Japan?", None),
+    )
+    assert _open(turns) == [
+        (2, "When should we book the flights to Japan?", "topic:book+flight+japan")
+    ]
+
+
+def test_an_answer_that_asks_back_leaves_the_question_open_until_the_user_replies() -> None:
+    asked_back = ("Which hotel in Kyoto suits a family?", "Which dates are you travelling?")
+    assert [t for t, _, _ in _open(_session(asked_back, ("ok, bye for now!", "Bye!")))] == [1]
+    # The user answered the question back: the thread went on.
+    assert _open(_session(asked_back, ("In April, for a week.", "Then the Granvia."))) == []
+    # An answer that ends by offering more answered all the same.
+    answered = ("Which hotel in Kyoto suits a family?", "The Granvia. Want more options?")
+    assert _open(_session(answered)) == []
+
+
+def test_a_deferred_answer_leaves_the_question_open_unless_the_user_comes_back_to_it() -> None:
+    deferred = ("What time does the Kyoto railway museum open?", "I'm not sure, let me check.")
+    assert [t for t, _, _ in _open(_session(deferred, ("Thanks anyway.", "You're welcome.")))] == [
+        1
+    ]
+    back = ("So when does the railway museum open?", "At ten.")
+    assert _open(_session(deferred, back)) == []
+
+
+@pytest.mark.parametrize(
+    "undecided",
+    [
+        "We haven't decided the date of the trip yet.",
+        "I'm not sure yet whether we fly to Osaka or Tokyo.",
+        "We still need to book the hotel in Kyoto.",
+        "The date of the trip is still TBD.",
+        "We'll see about the hotel in Kyoto.",
+        "I can\u2019t decide between the ryokan and the hotel.",
+    ],
+)
+def test_the_users_own_words_for_not_having_decided_leave_it_open_and_make_no_fact(
+    undecided: str,
+) -> None:
+    turns = _session(("We are going to Japan in the spring with the kids.", "Lovely!"),
+                     (undecided, "Sounds good."))  # fmt: skip
+    found = PatternExtractor().extract(turns)
+    assert [(f.type, f.turn) for f in found] == [(RecordType.FACT, 1), (OPEN, 2)]
+
+
+def test_an_undecided_plan_taken_up_later_in_the_session_is_not_open() -> None:
+    turns = _session(
+        ("We haven't decided the date of the trip yet.", "Spring is lovely."),
+        ("The trip will be in April then!", "Great choice."),
+    )
+    assert _open(turns) == []
+
+
+def test_a_concluded_session_leaves_nothing_open() -> None:
+    turns = _session(
+        ("I work as a nurse at the children's hospital.", "That sounds rewarding."),
+        ("Which shoes are best for long shifts on my feet?", "Cushioned clogs, for example."),
+        ("Great, thanks a lot!", "You're welcome."),
+    )
+    assert _open(turns) == []
+    for fact in _facts("moved_for_work"), _facts("career_change"):
+        assert all(kind != OPEN for kind, _, _ in fact.values())
+
+
+def test_open_questions_come_from_the_last_turns_and_a_few_at_most() -> None:
+    early = ("I haven't decided which museum to visit in Kyoto.", "ok")
+    assert _open(_session(early, *[("I like trains a lot.", "ok")] * 3)) == []  # not the end
+    things = ["hotel Osaka", "flights Tokyo", "train pass", "rental car", "dinner Nara", "gift mum"]
+    busy = [(f"We still need to book the {a}. We still need to book the {b}.", "ok")
+            for a, b in zip(things[::2], things[1::2], strict=True)]  # fmt: skip
+    found = _open(_session(*busy))
+    assert len(found) == MAX_OPEN_PER_SESSION
+    assert [t for t, _, _ in found] == [2, 3, 3]  # the latest
+    # One line with too little content names nothing to pick up again.
+    assert _open(_session(("Let me think about it.", "Sure."))) == []
+
+
+def test_an_answer_that_is_no_models_tells_nothing_about_the_question() -> None:
+    turns = _session(("Which hotel in Kyoto suits a family?", "Which dates? (offline)"))
+    turns[0].remember_response = False
+    assert _open(turns) == []
+
+
+def test_an_open_question_is_about_a_named_subject_or_the_words_of_its_topic() -> None:
+    assert open_subject("I'm not sure yet whether my job at the bank will last") == "job"
+    assert open_subject("We haven't decided the date of the trip yet") == "topic:date+trip"
+    assert open_subject("The trip was not settled.", "trip date") == "topic:date+trip"
+    assert open_subject("Not settled.") == ""
+    assert settles("The date of the trip is the 3rd of April", "", "topic:date+trip")
+    assert settles("I work as a nurse", "job", "job")
+    assert not settles("The trip to Japan was booked", "", "topic:date+trip")
+    assert not settles("I work as a nurse", "job", "topic:date+trip")
+
+
+def test_a_well_formed_answer_may_name_open_questions() -> None:
+    answer = (RECORDED / "written-trip_undecided.answer.txt").read_text()
+    generator = FakeGenerator(context_tokens=2048, reply=lambda _: answer)
+    found = ModelExtractor(generator).extract(_turns(CONVERSATIONS["trip_undecided"]))
+    assert [(f.type, f.subject, f.turn) for f in found] == [
+        (RecordType.FACT, "", 1),
+        (OPEN, "topic:date+trip", 2),  # the model's subject, made one a later fact can settle
+        (OPEN, "job", 3),
+    ]
+    assert found[1].text == "The date of the trip to Japan was not settled (maybe April)."
+    assert len(generator.prompts) == 1  # the same call as the facts
+
+
+def test_bad_open_question_lines_are_dropped_one_by_one() -> None:
+    answer = (RECORDED / "written-broken_open.answer.txt").read_text()
+    assert [(f.type, f.subject, f.turn) for f in parse_facts(answer, {1, 2, 3, 4})] == [
+        (OPEN, "topic:citi+dai+ten", 4),  # no subject: the words of its text
+        (OPEN, "topic:date+trip", 2),  # a subject that is no string, a turn as a string
+    ]
+
+
+def test_with_a_model_the_questions_the_session_left_unanswered_are_open_too() -> None:
+    """The model reads only the user's lines: whether an answer came is read from the turns."""
+    turns = _session(
+        ("We are going to Japan in the spring with the kids.", "How exciting!"),
+        ("When should we book the flights to Japan?", None),
+    )
+    generator = FakeGenerator(context_tokens=2048, reply=lambda _: "")
+    found = ModelExtractor(generator).extract(turns)
+    assert [(f.type, f.turn) for f in found] == [(OPEN, 2)]
+    assert generator.calls == 1

@@ -1,6 +1,7 @@
 """What the Lambda handlers load at import (their cold start): never the X-Ray SDK (in
 maintenance; Lambda active tracing records the segments) nor OpenTelemetry (an ADOT layer
-instruments from outside), and every handler module imports on its own."""
+instruments from outside) nor VADER's lexicon (loaded by the first message that needs a
+sentiment), and every handler module imports on its own."""
 
 from __future__ import annotations
 
@@ -32,4 +33,4 @@ def test_no_handler_loads_the_xray_sdk_or_opentelemetry_at_import() -> None:
     )
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert "handlers" in loaded and len(HANDLERS) >= 8
-    assert not loaded & {"aws_xray_sdk", "opentelemetry", "boto3"}, loaded
+    assert not loaded & {"aws_xray_sdk", "opentelemetry", "boto3", "vaderSentiment"}, loaded

@@ -113,6 +113,23 @@ class Feedback:
 
 
 @dataclass(frozen=True)
+class Sentiment:
+    """The sentiment of what the user said: "positive", "negative" or "neutral", and a score
+    from -1 to 1."""
+
+    label: str
+    score: float = 0.0
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Sentiment:
+        """A Sentiment from the API's JSON object."""
+        return cls(
+            label=_str(data, "label"),
+            score=_float(data, "score"),
+        )
+
+
+@dataclass(frozen=True)
 class Turn:
     """One exchange of a session: the user's input and the answer (None while `pending`).
 
@@ -131,12 +148,14 @@ class Turn:
     origin: str = "chat"
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     feedback: Feedback | None = None
+    sentiment: Sentiment | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Turn:
         """A Turn from the API's JSON object."""
         feedback = data.get("feedback")
         metadata = data.get("metadata")
+        sentiment = data.get("sentiment")
         return cls(
             turn=_int(data, "turn"),
             input=_str(data, "input"),
@@ -150,6 +169,7 @@ class Turn:
             origin=_str(data, "origin", "chat"),
             metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
             feedback=Feedback.from_json(feedback) if isinstance(feedback, Mapping) else None,
+            sentiment=Sentiment.from_json(sentiment) if isinstance(sentiment, Mapping) else None,
         )
 
 

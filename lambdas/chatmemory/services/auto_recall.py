@@ -21,7 +21,8 @@ real question is to its answer. The measurements behind each gate are in bench/R
 
 What goes in: transcript windows (overlapping windows of one session merge, so no line is paid
 twice) and profile records (facts and preferences; a superseded one says
-until when it was true). A follow-up ("what about May?") is made standalone first: with a text
+until when it was true; an open question says it was not settled then, and once a later answer
+settled it, it stays out). A follow-up ("what about May?") is made standalone first: with a text
 model by asking it, offline by borrowing the previous message's words when the message is
 elliptical (see `standalone_query`; measured in the same benchmark's sequential mode).
 
@@ -319,7 +320,7 @@ def rank_memories(
     ranked = [
         (doc, score + policy.recency_weight * _recency(doc.created_at, now, policy.half_life_days))
         for doc, score in scores.values()
-        if doc.kind not in (MemoryKind.OPENING, MemoryKind.SUMMARY)
+        if doc.kind not in (MemoryKind.OPENING, MemoryKind.SUMMARY) and not _settled(doc)
     ]
     ranked.sort(key=lambda pair: (-pair[1], pair[0].doc_key))
     return ranked
@@ -344,8 +345,15 @@ def live_documents(
     ]
 
 
+def _settled(doc: MemoryDoc) -> bool:
+    """An open question a later answer settled (services/profile.py): nothing to pick up."""
+    return doc.kind == MemoryKind.OPEN_QUESTION and bool(doc.valid_until)
+
+
 def _label(doc: MemoryDoc) -> str:
     date = doc.created_at[:10]
+    if doc.kind == MemoryKind.OPEN_QUESTION:
+        return f"[{date}, open question: not settled then]"
     if doc.kind in (MemoryKind.FACT, MemoryKind.PREFERENCE):
         until = f" until {doc.valid_until[:10]}" if doc.valid_until else ""
         return f"[{date}{until}, {doc.kind}]"

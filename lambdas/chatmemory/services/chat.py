@@ -22,7 +22,14 @@ from chatmemory.errors import (
     PayloadTooLarge,
     SessionEnded,
 )
-from chatmemory.ports import Clock, Embedder, LongTermIndex, ShortTermMemory, TextGenerator
+from chatmemory.ports import (
+    Clock,
+    Embedder,
+    LongTermIndex,
+    SentimentAnalyzer,
+    ShortTermMemory,
+    TextGenerator,
+)
 from chatmemory.schema import Intent, SessionStatus, SourceKind, TurnOrigin
 from chatmemory.services.access import owned_session
 from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
@@ -37,6 +44,7 @@ from chatmemory.services.recall import (
     search_sessions,
 )
 from chatmemory.services.routing import Routed, parse_prefix, route
+from chatmemory.services.sentiment import analyze_input
 from chatmemory.services.turns import AppendPolicy, append_next, same_message
 
 NO_LONG_TERM_MEMORY = (
@@ -84,6 +92,10 @@ class ChatDeps:
     long_term: LongTermIndex | None = None
     clock: Clock = utc_now
     sleep: Callable[[float], None] = time.sleep
+    # The sentiment of a chat turn's input, and of a stored turn's (POST /turns calls no model,
+    # so this one never asks the text model); None: turns carry none.
+    sentiment: SentimentAnalyzer | None = None
+    stored_sentiment: SentimentAnalyzer | None = None
 
 
 @dataclass
@@ -93,6 +105,8 @@ class TurnResult:
     replayed: bool = False
     # What auto-recall put in the prompt (None when it did not run: a replay, a command).
     recalled: Recalled | None = None
+    # Why the input has no sentiment although an analyzer is configured (for the log).
+    sentiment_error: str = ""
 
 
 def post_message(
@@ -127,6 +141,9 @@ def post_message(
     classifier = deps.generator if policy.use_classifier else None
     routed = route(content, generator=classifier)
     started = time.perf_counter()
+    # Of what the user said (a command's prefix stripped), before the model answers: a turn
+    # kept pending because the model failed carries it too.
+    sentiment, sentiment_error = analyze_input(deps.sentiment, routed.text)
     turn = Turn(
         session_id=session_id,
         turn=0,
@@ -137,6 +154,7 @@ def post_message(
         created_at=iso(deps.clock()),
         client_message_id=client_message_id,
         expires_at=_expiry(deps, policy),
+        sentiment=sentiment,
     )
     try:
         recalled = _answer(deps, policy, session, routed, turn, window)
@@ -151,6 +169,7 @@ def post_message(
     result = _append(deps, policy, user_id, session, turn)
     if not result.replayed:
         result.recalled = recalled
+        result.sentiment_error = sentiment_error
     return result
 
 

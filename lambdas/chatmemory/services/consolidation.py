@@ -37,6 +37,7 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import (
     MemoryKind,
+    RecordType,
     SessionStatus,
     chunk_doc_key,
     opening_doc_key,
@@ -87,6 +88,10 @@ class ConsolidationResult:
     documents: int = 0
     embed_calls: int = 0
     reason: str = ""
+    # Whether the session reached a conclusion: False when extraction found open questions
+    # (services/extract.open_questions), None when this run did not extract (no extractor, or
+    # a run resumed from a checkpoint).
+    concluded: bool | None = None
 
 
 def transcript(turns: Sequence[Turn], roles: Roles) -> str:
@@ -238,8 +243,9 @@ def consolidate_session(
     time_left: TimeLeft = _forever,
     extractor: Extractor | None = None,
 ) -> ConsolidationResult:
-    """Summarize, embed and index one ended session, draw the user's facts and preferences from
-    it into their profile (services/profile.py), then mark it CONSOLIDATED; or, when
+    """Summarize, embed and index one ended session, draw the user's facts and preferences, and
+    what it left open, from it into their profile (services/profile.py; `concluded` in the
+    result says whether anything was left open), then mark it CONSOLIDATED; or, when
     `time_left()` runs below the policy's reserve, checkpoint and hand over (outcome
     "continued"): the next invocation resumes from the checkpoint.
 
@@ -261,6 +267,7 @@ def consolidate_session(
     if session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
         return ConsolidationResult(session_id, "skipped")
     documents = calls = 0
+    concluded: bool | None = None
     try:
         summary = session.consolidation_summary
         cursor = session.consolidation_cursor
@@ -279,9 +286,11 @@ def consolidate_session(
                     doc.record_id = summary_record.record_id
             if extractor is not None:
                 turns = list(memory.all_turns(session_id))
+                facts = extractor.extract(turns)
+                concluded = not any(f.type == RecordType.OPEN_QUESTION for f in facts)
                 remember_facts(
                     session,
-                    extractor.extract(turns),
+                    facts,
                     turns,
                     memory=memory,
                     embedder=embedder,
@@ -310,7 +319,9 @@ def consolidate_session(
             if chosen:
                 cursor = chosen[-1]
             if chosen and cursor != starts[-1] and time_left() < policy.reserve_seconds:
-                return _hand_over(session, cursor, summary, memory, index, documents, calls)
+                handed = _hand_over(session, cursor, summary, memory, index, documents, calls)
+                handed.concluded = concluded
+                return handed
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
         attempts = memory.record_consolidation_failure(session_id, _reason(error))
         if attempts is None:  # deleted meanwhile: nothing to retry, nothing may stay
@@ -326,7 +337,7 @@ def consolidate_session(
             # Deleted while this ran: its purge may already have cleared the index.
             _compensate(memory, index, session.user_id, session_id, session.num_turns)
             return ConsolidationResult(session_id, "deleted")
-    return ConsolidationResult(session_id, "consolidated", documents, calls)
+    return ConsolidationResult(session_id, "consolidated", documents, calls, concluded=concluded)
 
 
 def _hand_over(

@@ -11,6 +11,13 @@ ModelExtractor asks a text model, one call per chunk of the user's lines (at mos
 at once: one round, as summaries), for one JSON object per line; what does not parse, names a
 turn outside its chunk or an unknown type is dropped (tests/unit/recorded holds real answers,
 malformed ones included).
+
+Both also keep what the session left unsettled, as records of type open_question (see
+`open_questions`): offline, the user's own words for not having decided ("not sure yet",
+"haven't decided", "we'll see"...) and questions of the session's last turns that got no
+answer, an answer that asks back, or a deferral; with a model, the model names what the user
+left undecided (one more sentence of the same prompt, no extra call) and the structural rules
+(no answer, asked back, deferred) still apply. A sentence left undecided is never a fact.
 """
 
 from __future__ import annotations
@@ -24,6 +31,8 @@ from concurrent.futures import ThreadPoolExecutor
 from chatmemory.domain import Turn
 from chatmemory.ports import ExtractedFact, TextGenerator
 from chatmemory.schema import TEXT_STOPWORDS, Intent, RecordType
+from chatmemory.services.auto_recall import content_terms
+from chatmemory.services.lexical import stem
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 from chatmemory.services.summarize import (
     DEFAULT_BUDGET,
@@ -101,6 +110,7 @@ class PatternExtractor:
         self.min_content_words = min_content_words
 
     def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
+        """The session's facts and preferences, then what it left open (open_questions)."""
         found: list[tuple[float, int, ExtractedFact]] = []
         for turn in said(turns):
             for sentence in _sentences(turn.input):
@@ -110,7 +120,7 @@ class PatternExtractor:
                     found.append((score, len(found), fact))
         # The most informative statements when a session has many, in their order.
         kept = sorted(found, key=lambda f: (-f[0], f[1]))[: self.max_per_session]
-        return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])]
+        return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])] + open_questions(turns)
 
     def _fact(self, sentence: str, turn: int) -> ExtractedFact | None:
         text = sentence.strip().strip("\"'").strip()
@@ -120,6 +130,8 @@ class PatternExtractor:
             or _QUESTION_START.match(text)
             or not _FIRST_PERSON.search(text)
             or len(_content(text)) < self.min_content_words
+            # "Not sure yet where we'll live" is no fact about where they live.
+            or undecided(text)
         ):
             return None
         preference = _PREFERENCE.search(text)
@@ -150,21 +162,166 @@ def _head(phrase: str) -> str:
     return words[0] if words else phrase.lower()
 
 
+# --- open questions: what a session left unsettled --------------------------------------------
+
+# The user's own words for something not settled yet (a plan, a choice, a to-do).
+_UNDECIDED = re.compile(
+    r"\b(?:not (?:yet )?sure (?:yet|whether|if|where|when|what|which|how|who)|"
+    r"(?:haven't|have not|hasn't|has not|not) (?:yet )?(?:decided|settled|figured out|chosen|"
+    r"picked|booked|made up (?:my|our) minds?)|(?:can't|cannot|couldn't) (?:decide|make up)|"
+    r"undecided|still (?:deciding|thinking about|figuring out|need to)|let me think|"
+    r"(?:i|we)(?:'ll| will) (?:think about|get back to you|see (?:about|how|if|whether|what))|"
+    r"we(?:'ll| will) see(?=\s*(?:[.!,;]|$))|up in the air|tbd|"
+    r"to be (?:decided|determined|confirmed))\b",
+    re.I,
+)
+# The assistant's words for not answering (yet).
+_DEFERRED = re.compile(
+    r"\b(?:i (?:don't|do not) know|i'm not sure|i am not sure|hard to say|i can't say|"
+    r"i cannot say|let me (?:check|think|find out)|(?:i'll|i will) get back to you|we'll see)\b",
+    re.I,
+)
+# Words of deciding, asking and deferring: not what the thread is about.
+_THREAD_WORDS = frozenset(
+    """sure yet decide decided deciding decision settle settled settling figure figured
+    figuring chosen choose picked pick booked made make mind minds undecided still need needs
+    have has haven't hasn't can't cannot couldn't let think thinking thought see get back tbd
+    determined confirmed whether maybe perhaps wonder wondering know idea ideas suggest
+    recommend tell please help want wanna going plan plans planning air don't doesn't didn't
+    won't isn't aren't wasn't it's that's what's there's let's we'll you're should could would
+    might best better good nice great way ways""".split()
+)
+# Questions the session's last chat turns leave open; at most this many per session.
+OPEN_TAIL_TURNS = 3
+MAX_OPEN_PER_SESSION = 3
+# Subjects that hold one value at a time (a newer record replaces the older).
+_NAMED = frozenset(name for name, _ in _SUBJECTS)
+
+
+def undecided(text: str) -> bool:
+    """The user says they have not settled something ("not sure yet", "haven't decided")."""
+    return bool(_UNDECIDED.search(_plain(text)))
+
+
+def _plain(text: str) -> str:
+    return text.replace("\u2019", "'")
+
+
+def topic_words(text: str) -> list[str]:
+    """What a line is about: its content words, stemmed, without the words of deciding and
+    asking ("I haven't decided the date of the trip" -> ["date", "trip"])."""
+    found = [
+        stem(w.strip("'"))
+        for w in _WORD.findall(_plain(text).lower())
+        if w not in _STOP and w not in _THREAD_WORDS and len(w) > 1
+    ]
+    return list(dict.fromkeys(w for w in found if w))
+
+
+def open_subject(text: str, subject: str = "") -> str:
+    """The subject of an open question: a named one ("residence", "likes:sushi") when the text
+    or the model names one, else `topic:` and up to 4 words of what it is about (the model's
+    subject, or the text's): a later statement containing all of them settles it
+    (services/profile.py)."""
+    subject = subject.strip().lower()
+    named = _subject(text) or (subject if subject in _NAMED or subject.startswith("likes:") else "")
+    if named:
+        return named
+    words = topic_words(subject) or topic_words(text)
+    return "topic:" + "+".join(sorted(words[:4])) if words else ""
+
+
+def settles(statement: str, statement_subject: str, question_subject: str) -> bool:
+    """A statement answers an open question: they share a named subject, or the statement
+    holds every word of the question's topic."""
+    if not question_subject:
+        return False
+    if statement_subject and statement_subject == question_subject:
+        return True
+    if not question_subject.startswith("topic:"):
+        return False
+    wanted = set(question_subject.removeprefix("topic:").split("+"))
+    return wanted <= set(topic_words(statement))
+
+
+def open_questions(
+    turns: Sequence[Turn],
+    *,
+    markers: bool = True,
+    tail: int = OPEN_TAIL_TURNS,
+    limit: int = MAX_OPEN_PER_SESSION,
+) -> list[ExtractedFact]:
+    """What the session's last `tail` chat turns leave open, the latest `limit` at most. A
+    sentence of the user with at least two topic words (topic_words) is open when
+
+    * it says they have not settled it (`markers`; "we'll see about the hotel"), and no later
+      line of theirs comes back to it (shares half its topic words: it may have been settled);
+    * it is a question (ends with "?") and the answer defers ("I'm not sure", "let me check"),
+      and no later line of theirs comes back to it;
+    * it is a question that got no answer (the turn stayed pending), or whose answer opens
+      by asking back ("Which dates work for you?"), and the user said nothing of content after.
+
+    An answer that is no model's (the offline responder's notes) tells nothing either way."""
+    chat = sorted(said(turns), key=lambda t: t.turn)[-tail:] if tail > 0 else []
+    found: list[ExtractedFact] = []
+    for i, turn in enumerate(chat):
+        later = [t.input for t in chat[i + 1 :]]
+        replied = any(content_terms(line) for line in later)
+        later_topics = [set(topic_words(line)) for line in later]
+        answer = turn.response if turn.response and turn.response.strip() else None
+        answer = None if turn.pending else answer
+        for sentence in _sentences(turn.input):
+            text = sentence.strip().strip("\"'").strip()
+            topic = topic_words(text)
+            if len(topic) < 2:
+                continue
+            # A later line of theirs shares half its topic: they came back to it.
+            taken_up = any(2 * len(words & set(topic)) >= len(topic) for words in later_topics)
+            if markers and undecided(text):
+                is_open = not taken_up
+            elif not text.endswith("?"):
+                is_open = False
+            elif answer is None:
+                is_open = not replied
+            elif not turn.remember_response:
+                is_open = False
+            elif _DEFERRED.search(_plain(answer)):
+                is_open = not taken_up
+            else:
+                is_open = _sentences(answer)[0].strip().endswith("?") and not replied
+            if is_open:
+                found.append(
+                    ExtractedFact(
+                        RecordType.OPEN_QUESTION,
+                        text[:MAX_TEXT_CHARS],
+                        open_subject(text),
+                        turn.turn,
+                    )
+                )
+    return found[-limit:] if limit > 0 else []
+
+
 EXTRACT_INSTRUCTION = (
     "List the durable facts and preferences the user states about themselves in these lines: "
     "who they are, people, places, plans, likes and dislikes, decisions. Write one JSON object "
     'per line: {"type": "fact" or "preference", "subject": a short key of what it is about '
     '("residence", "job", "partner", "likes:coffee"; "" if none), "text": the fact in one '
-    'sentence, "turn": the number in brackets}. Write nothing else; nothing if there is none.'
+    'sentence, "turn": the number in brackets}. For a plan or choice the user left undecided, '
+    'write such an object with "type": "open_question" and a "text" saying what was not '
+    "settled. Write nothing else; nothing if there is none."
 )
 _OBJECT = re.compile(r"\{.*?\}")
 MAX_TEXT_CHARS = 300
 
 
+_PARSED_TYPES = (RecordType.FACT, RecordType.PREFERENCE, RecordType.OPEN_QUESTION)
+
+
 def parse_facts(answer: str, turns: set[int]) -> list[ExtractedFact]:
     """The facts of a model's answer: JSON objects one per line (prose, code fences and bad
     lines around them are ignored); a turn outside `turns`, an unknown type or an empty text
-    drops that line only."""
+    drops that line only. An open question's subject is made one a later statement can
+    settle (open_subject)."""
     facts: list[ExtractedFact] = []
     for found in _OBJECT.findall(answer):
         try:
@@ -178,7 +335,7 @@ def parse_facts(answer: str, turns: set[int]) -> list[ExtractedFact]:
         if isinstance(turn, str) and turn.strip().isdigit():
             turn = int(turn)
         if (
-            kind not in (RecordType.FACT, RecordType.PREFERENCE)
+            kind not in _PARSED_TYPES
             or not isinstance(text, str)
             or not text.strip()
             or not isinstance(turn, int)
@@ -187,7 +344,12 @@ def parse_facts(answer: str, turns: set[int]) -> list[ExtractedFact]:
         ):
             continue
         subject = subject.strip().lower()[:60] if isinstance(subject, str) else ""
-        facts.append(ExtractedFact(RecordType(kind), text.strip()[:MAX_TEXT_CHARS], subject, turn))
+        text = text.strip()[:MAX_TEXT_CHARS]
+        if kind == RecordType.OPEN_QUESTION:
+            subject = open_subject(text, subject)
+            if not subject:  # nothing it is about: nothing could ever settle it
+                continue
+        facts.append(ExtractedFact(RecordType(kind), text, subject, turn))
     return facts
 
 
@@ -226,10 +388,23 @@ class ModelExtractor:
         for chunk, answer in zip(chunks, answers, strict=True):
             numbers = {int(n) for n in re.findall(r"^\[(\d+)\]", chunk, re.M)}
             facts += parse_facts(answer, numbers)
-        return facts
+        return _with_open_questions(facts, turns)
 
     def _call(self, chunk: str) -> str:
         with self._count:
             self.calls += 1
         prompt = f"{EXTRACT_INSTRUCTION}\n{clip_to_tokens(chunk, 10_000)}\nFacts:"
         return self.generator.generate(prompt, max_new_tokens=self.max_new_tokens).text
+
+
+def _with_open_questions(found: list[ExtractedFact], turns: Sequence[Turn]) -> list[ExtractedFact]:
+    """The model's facts, then the open questions: the model's (what the user left undecided:
+    it reads only their lines) and, for turns it named none in, the questions the session's
+    end left unanswered, asked back or deferred (open_questions without markers); the latest
+    MAX_OPEN_PER_SESSION."""
+    facts = [f for f in found if f.type != RecordType.OPEN_QUESTION]
+    named = [f for f in found if f.type == RecordType.OPEN_QUESTION]
+    covered = {f.turn for f in named}
+    structural = [f for f in open_questions(turns, markers=False) if f.turn not in covered]
+    both = sorted(named + structural, key=lambda f: f.turn)
+    return facts + both[-MAX_OPEN_PER_SESSION:]

@@ -11,6 +11,12 @@ did I live before?" still has an answer. Records without a subject never superse
 with a duplicate instead (same type, and the same words or an embedding at least
 `merge_similarity` close), adding their provenance to it.
 
+Open questions (what a session left unsettled, services/extract.open_questions) are closed by
+a later answer: a later fact or preference on their subject (a named one, or one holding every
+word of their topic: extract.settles) supersedes them, so recall stops bringing them up. They
+belong to their session like its summary: their entry carries its id (/past ranks them with
+it) and they never merge (a later session leaving the same thing open supersedes them).
+
 Deleting follows the rules of services/forget.py: a record deleted through the API is a
 tombstone first (unreachable at once; the purge removes its entry and item); a session's purge
 removes the records drawn only from it; a forget takes every record of the old owner key along.
@@ -61,6 +67,10 @@ from chatmemory.schema import (
 from chatmemory.services.access import MAX_ID_LENGTH, owner_of
 
 _SPACE = re.compile(r"\W+")
+# Records whose index entry belongs to the session they were drawn from.
+_OF_SESSION = (RecordType.SUMMARY, RecordType.OPEN_QUESTION)
+# What can settle an open question: a statement of the user.
+_ANSWERS = (RecordType.FACT, RecordType.PREFERENCE)
 
 
 @dataclass(frozen=True)
@@ -125,20 +135,24 @@ def record_document(record: MemoryRecord, title: str = "") -> MemoryDoc:
         RecordType.FACT: MemoryKind.FACT,
         RecordType.PREFERENCE: MemoryKind.PREFERENCE,
         RecordType.SUMMARY: MemoryKind.SUMMARY,
+        RecordType.OPEN_QUESTION: MemoryKind.OPEN_QUESTION,
     }[record.type]
-    summary = record.type == RecordType.SUMMARY
+    # A summary's and an open question's entries are their session's (/past finds them).
+    of_session = record.type in _OF_SESSION
     return MemoryDoc(
         doc_key=doc_key_of(record),
         user_id=record.user_id,
         kind=kind,
         text=record.text,
         created_at=first.date if first else record.created_at,
-        session_id=first.session_id if first and summary else None,
+        session_id=first.session_id if first and of_session else None,
         title=title,
         turn_from=first.turn if first else None,
         record_id=record.record_id,
         valid_until=record.valid_until,
-        sessions=record.sessions if record.origin == RecordOrigin.EXTRACTED and not summary else [],
+        sessions=(
+            record.sessions if record.origin == RecordOrigin.EXTRACTED and not of_session else []
+        ),
     )
 
 
@@ -169,10 +183,10 @@ def write_record_entries(
 
 def _drawn_from_sessions(record: MemoryRecord) -> bool:
     """A record that lives only as long as one of the sessions it was drawn from: an extracted
-    fact or preference, and a session's summary (corrected or not: its entry is its session's).
-    What the caller stated or corrected is theirs."""
+    fact or preference, and a session's summary or open question (corrected or not: its entry
+    is its session's). What the caller stated or corrected is theirs."""
     return bool(record.provenance) and (
-        record.type == RecordType.SUMMARY or record.origin == RecordOrigin.EXTRACTED
+        record.type in _OF_SESSION or record.origin == RecordOrigin.EXTRACTED
     )
 
 
@@ -320,7 +334,9 @@ def _place(
     if existing is not None:
         # A retry: the earlier attempt may have stopped between the record and its entries.
         if existing.status != RecordStatus.DELETING and existing.text == record.text:
-            _rewrite_entries(existing, vector, memory=memory, embedder=embedder, index=index)
+            _rewrite_entries(
+                existing, vector, memory=memory, embedder=embedder, index=index, known=known
+            )
         return "exists", existing
     for attempt in range(policy.attempts):
         if known is None or attempt > 0:
@@ -335,7 +351,9 @@ def _place(
             for r in mine
             if r.status == RecordStatus.ACTIVE and r.type == record.type
         }
-        duplicate = _duplicate(record, vector, active, index, policy) if merge else None
+        # An open question never merges: its entry is its session's (record_document).
+        merging = merge and record.type != RecordType.OPEN_QUESTION
+        duplicate = _duplicate(record, vector, active, index, policy) if merging else None
         if duplicate is not None:
             seen = {(p.session_id, p.turn) for p in duplicate.provenance}
             duplicate.provenance += [
@@ -352,8 +370,11 @@ def _place(
                 return "merged", duplicate
             continue
         same = [r for r in active.values() if record.subject and r.subject == record.subject]
-        older = [r for r in same if r.created_at <= record.created_at]
-        newer = [r for r in same if r.created_at > record.created_at]
+        # An answer settles the open questions asked before it; a question answered later (its
+        # session consolidated late) is history from the start.
+        settled, answers = _settling(record, mine)
+        older = [r for r in same if r.created_at <= record.created_at] + settled
+        newer = [r for r in same if r.created_at > record.created_at] + answers
         if newer:  # an older session consolidated late: it is history from the start
             record.status = RecordStatus.SUPERSEDED
             record.superseded_by = min(newer, key=lambda r: r.created_at).record_id
@@ -385,6 +406,34 @@ def _place(
     raise Conflict("the caller's records kept changing; the consolidation will be retried")
 
 
+def _settling(
+    record: MemoryRecord, mine: Sequence[MemoryRecord]
+) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
+    """The open questions `record` settles (asked before it), and, for an open question, the
+    statements that settled it already (made after it; history ones too: they answered)."""
+    from chatmemory.services.extract import settles  # its patterns: not at cold start
+
+    if record.type in _ANSWERS:
+        return [
+            q
+            for q in mine
+            if q.type == RecordType.OPEN_QUESTION
+            and q.status == RecordStatus.ACTIVE
+            and q.created_at < record.created_at
+            and settles(record.text, record.subject, q.subject)
+        ], []
+    if record.type == RecordType.OPEN_QUESTION:
+        return [], [
+            r
+            for r in mine
+            if r.type in _ANSWERS
+            and r.status != RecordStatus.DELETING
+            and r.created_at > record.created_at
+            and settles(r.text, r.subject, record.subject)
+        ]
+    return [], []
+
+
 def _rewrite_entries(
     record: MemoryRecord,
     vector: list[float],
@@ -392,15 +441,17 @@ def _rewrite_entries(
     memory: ShortTermMemory,
     embedder: Embedder,
     index: LongTermIndex,
+    known: Sequence[MemoryRecord] | None = None,
 ) -> None:
     """A retried placement: the record's entry, and the entries of the records it superseded
     (an attempt that stopped before writing them left them without their end date, and recall
-    would present them as still true)."""
+    would present them as still true): same-subject ones, and open questions it settled."""
     superseded = []
-    if record.subject:
+    if record.subject or record.type in _ANSWERS:
+        mine = known if known is not None else memory.records_of_owner(record.user_id)
         superseded = [
             r
-            for r in memory.records_of_owner(record.user_id)
+            for r in mine
             if r.status == RecordStatus.SUPERSEDED and r.superseded_by == record.record_id
         ]
     _index(index, embedder, memory, [record_document(r) for r in superseded])
@@ -543,7 +594,11 @@ def correct_record(
     and indexed again; if it was deleted meanwhile, the entry just written is removed."""
     record = owned_record(memory, user_id, record_id)
     record.text, record.origin, record.updated_at = text.strip(), RecordOrigin.CORRECTED, iso(now)
-    if record.type != RecordType.SUMMARY:
+    if record.type == RecordType.OPEN_QUESTION:
+        from chatmemory.services.extract import open_subject
+
+        record.subject = open_subject(record.text) or record.subject
+    elif record.type != RecordType.SUMMARY:
         from chatmemory.services.extract import classify
 
         record.subject = classify(record.text)[1] or record.subject

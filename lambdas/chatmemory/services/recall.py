@@ -174,7 +174,8 @@ def search_sessions(
     vector = embedder.embed([query])[0]
     depth = k * weights.depth
     # Profile records (facts, preferences) share the index but belong to no session: they are
-    # not asked for, so a caller with many records does not lose candidates to them. (They
+    # not asked for, so a caller with many records does not lose candidates to them (a
+    # session's summary and open questions belong to it: they are found with it). (They
     # still share BM25's corpus statistics: on LoCoMo, MRR 0.813 with the records indexed,
     # 0.828 without; a separate index would isolate them. See bench/RESULTS.md.) One request:
     # a store without full-text search scores words over its vector candidates.

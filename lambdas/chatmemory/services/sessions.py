@@ -272,4 +272,5 @@ def _imported_turn(session_id: str, number: int, message: ImportMessage, now: st
         origin=message.origin,
         metadata=dict(message.metadata),
         feedback=Feedback(**message.feedback.model_dump()) if message.feedback else None,
+        sentiment=message.sentiment.domain() if message.sentiment else None,
     )

@@ -26,9 +26,10 @@ from chatmemory.errors import (
     SessionEnded,
     TurnNotFound,
 )
-from chatmemory.ports import Clock, ShortTermMemory
+from chatmemory.ports import Clock, SentimentAnalyzer, ShortTermMemory
 from chatmemory.schema import Intent, Rating, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session
+from chatmemory.services.sentiment import analyze_input
 from chatmemory.services.sessions import title_from
 
 
@@ -44,6 +45,8 @@ class Stored:
     turn: Turn
     # True when the turn was stored by an earlier request with the same client_message_id.
     replayed: bool = False
+    # Why the input has no sentiment although an analyzer is configured (for the log).
+    sentiment_error: str = ""
 
 
 def append_next(
@@ -108,8 +111,10 @@ def store_turn(
     clock: Clock,
     sleep: Callable[[float], None],
     policy: AppendPolicy = AppendPolicy(),
+    sentiment: SentimentAnalyzer | None = None,
 ) -> Stored:
-    """Store a turn as the client sent it (no model call) as the session's next turn."""
+    """Store a turn as the client sent it (no model call) as the session's next turn, with
+    the sentiment of its input."""
     if not input.strip():
         raise BadRequest("input must not be empty")
     if len(input) > max_input_chars:
@@ -124,6 +129,7 @@ def store_turn(
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
     now = iso(clock())
+    found, sentiment_error = analyze_input(sentiment, input)
     turn = Turn(
         session_id=session_id,
         turn=0,
@@ -135,8 +141,12 @@ def store_turn(
         pending=not response,
         origin=TurnOrigin.CLIENT,
         metadata=dict(metadata),
+        sentiment=found,
     )
-    return append_next(memory, user_id, session, turn, policy=policy, sleep=sleep, at=now)
+    appended = append_next(memory, user_id, session, turn, policy=policy, sleep=sleep, at=now)
+    if not appended.replayed:
+        appended.sentiment_error = sentiment_error
+    return appended
 
 
 def get_turn(memory: ShortTermMemory, user_id: str, session_id: str, number: int) -> Turn:

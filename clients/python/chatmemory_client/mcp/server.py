@@ -38,8 +38,11 @@ INSTRUCTIONS = (
 class Hit(BaseModel):
     """One recalled memory: a profile record or a past session."""
 
-    kind: Literal["fact", "preference", "summary", "session"] = Field(
-        description="fact/preference/summary: a profile record; session: a past conversation."
+    kind: Literal["fact", "preference", "summary", "open_question", "session"] = Field(
+        description=(
+            "fact/preference/summary/open_question (what a session left unsettled): a profile "
+            "record; session: a past conversation."
+        )
     )
     id: str = Field(description="The record id, or the session id for kind=session.")
     date: str = Field(description="When it was said (records) or when the session took place.")
@@ -241,7 +244,8 @@ def _session_of(record: Record) -> str | None:
 
 
 def _record_hit(record: Record) -> Hit:
-    kind = record.type if record.type in ("fact", "preference", "summary") else "fact"
+    known = ("fact", "preference", "summary", "open_question")
+    kind = record.type if record.type in known else "fact"
     return Hit(
         kind=kind,  # type: ignore[arg-type]
         id=record.record_id,

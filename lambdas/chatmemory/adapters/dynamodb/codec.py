@@ -14,6 +14,7 @@ from chatmemory.domain import (
     MemoryRecord,
     Provenance,
     PurgeEntry,
+    Sentiment,
     Session,
     Source,
     Turn,
@@ -24,6 +25,7 @@ from chatmemory.schema import (
     RecordOrigin,
     RecordStatus,
     RecordType,
+    SentimentLabel,
     SessionStatus,
     SourceKind,
     TurnOrigin,
@@ -177,6 +179,9 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
         item["metadata"] = turn.metadata
     if turn.feedback is not None:
         item["feedback"] = feedback_item(turn.feedback)
+    if turn.sentiment is not None:
+        # About 40 bytes: {"label": "negative", "score": -0.6114}.
+        item["sentiment"] = {"label": turn.sentiment.label, "score": turn.sentiment.score}
     return item
 
 
@@ -208,4 +213,11 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         origin=TurnOrigin(data.get("origin", TurnOrigin.CHAT)),
         metadata=dict(data.get("metadata") or {}),
         feedback=Feedback(**data["feedback"]) if data.get("feedback") else None,
+        sentiment=_sentiment(data.get("sentiment")),
     )
+
+
+def _sentiment(data: Any) -> Sentiment | None:
+    if not isinstance(data, dict) or data.get("label") not in set(SentimentLabel):
+        return None
+    return Sentiment(SentimentLabel(data["label"]), float(data.get("score", 0)))

@@ -1,0 +1,399 @@
+"""The sentiment of user turns: VADER offline (labels, scores, cost on long messages), the text
+model's prompt and parser against recorded answers (real SmolLM2-135M ones, malformed included:
+see tests/unit/recorded/sentiment/README.md), and a turn carrying it through chat, store-only
+turns, GET /messages, the table's item and an export imported back; an analyzer that fails
+leaves the turn without one, never fails it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chatmemory.adapters.dynamodb.codec import turn_from_item, turn_to_item
+from chatmemory.adapters.offline.sentiment import (
+    PIECE_WORDS,
+    VaderSentimentAnalyzer,
+    _analyzer,
+    pieces,
+)
+from chatmemory.domain import Sentiment, Turn
+from chatmemory.errors import ConfigurationError
+from chatmemory.schema import SentimentLabel
+from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.sentiment import (
+    SENTIMENT_INSTRUCTION,
+    ModelSentimentAnalyzer,
+    label_of,
+    parse_sentiment,
+    sentiment_prompt,
+)
+from chatmemory.services.sessions import create_session
+from chatmemory.services.turns import store_turn
+from chatmemory.settings import Settings
+from tests.fakes import FakeGenerator
+from tests.memory_fake import InMemoryShortTermMemory
+from tests.records_helpers import World, chat_world
+
+RECORDED = Path(__file__).parent / "recorded" / "sentiment"
+MESSAGES: dict[str, str] = json.loads((RECORDED / "messages.json").read_text())
+POSITIVE, NEGATIVE, NEUTRAL = (
+    SentimentLabel.POSITIVE,
+    SentimentLabel.NEGATIVE,
+    SentimentLabel.NEUTRAL,
+)
+ANGRY = "This is the third time my order is late and nobody answers. I am furious!"
+
+
+@pytest.fixture(scope="module")
+def vader() -> VaderSentimentAnalyzer:
+    return VaderSentimentAnalyzer()
+
+
+# --- offline: VADER ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "label"),
+    [
+        (ANGRY, NEGATIVE),
+        ("I'm not happy with the replacement either, it broke after two days.", NEGATIVE),
+        ("This is useless, worst support ever :(", NEGATIVE),
+        ("Thank you so much, that fixed it! You've been really helpful.", POSITIVE),
+        ("Great, the new card works perfectly 😀", POSITIVE),
+        ("Hi, how are you today?", NEUTRAL),
+        ("What are the opening hours of the Porto store on Saturdays?", NEUTRAL),
+        ("Can I change the delivery address?", NEUTRAL),
+    ],
+)
+def test_vader_labels_clear_messages_and_small_talk(
+    vader: VaderSentimentAnalyzer, text: str, label: SentimentLabel
+) -> None:
+    assert vader.analyze(text).label == label
+
+
+def test_scores_lie_in_minus_one_to_one_and_agree_with_their_labels(
+    vader: VaderSentimentAnalyzer,
+) -> None:
+    texts = [*MESSAGES.values(), ANGRY, "", "!!!", "HATE HATE HATE!!!", "love " * 300, "ok"]
+    for text in texts:
+        found = vader.analyze(text)
+        assert -1.0 <= found.score <= 1.0
+        assert found.label == label_of(found.score)
+        assert found.score == round(found.score, 4)
+
+
+def test_labels_follow_vaders_thresholds() -> None:
+    assert label_of(0.05) == POSITIVE and label_of(0.0499) == NEUTRAL
+    assert label_of(-0.05) == NEGATIVE and label_of(-0.0499) == NEUTRAL
+
+
+def test_a_long_message_is_scored_by_pieces_and_stays_cheap(
+    vader: VaderSentimentAnalyzer,
+) -> None:
+    """VADER's time grows with the square of the words: 4,000 emoji took 4 s whole."""
+    short = "The delivery was quick but the box was damaged 😞"
+    whole = round(_analyzer().polarity_scores(short)["compound"], 4)
+    assert vader.analyze(short).score == whole < 0  # whole, as VADER scores it
+    assert all(len(p.split()) <= PIECE_WORDS for p in pieces("word " * 1000 + ". end"))
+    for text in ("😂" * 4000, "a bad " * 666, "I am so angry!!! " * 235):
+        started = time.perf_counter()
+        found = vader.analyze(text)
+        assert time.perf_counter() - started < 0.5
+        assert found.label != NEUTRAL
+
+
+# --- with the text model: the prompt and the parser --------------------------------------------
+
+
+@pytest.mark.parametrize("name", sorted(MESSAGES))
+def test_the_prompt_is_the_recorded_one(name: str) -> None:
+    """The prompt the recorded answers replied to is what ModelSentimentAnalyzer sends today
+    (else record again: the answers would say nothing about this prompt)."""
+    generator = FakeGenerator(reply=lambda _: "neutral")
+    ModelSentimentAnalyzer(generator, fallback=VaderSentimentAnalyzer()).analyze(MESSAGES[name])
+    assert generator.prompts == [(RECORDED / f"smollm2-{name}.prompt.txt").read_text()]
+    assert generator.prompts[0].startswith(SENTIMENT_INSTRUCTION)
+
+
+# What SmolLM2-135M answered, as the parser reads it: None is malformed (VADER answers then).
+SMOLLM2 = {
+    "angry_complaint": Sentiment(NEGATIVE, -0.5),  # "The sentiment of this message is negative."
+    "thanks": Sentiment(POSITIVE, 0.5),  # "Positive"
+    "question": Sentiment(NEGATIVE, -0.5),  # well-formed, and wrong
+    "disappointed": Sentiment(NEUTRAL, 0.0),  # well-formed, and wrong
+    "small_talk": None,  # "... is positive, with a" (cut off at the token limit)
+    "mixed": None,  # the message echoed back
+}
+
+
+@pytest.mark.parametrize("name", sorted(MESSAGES))
+def test_real_smollm2_answers_parse_or_are_refused(name: str) -> None:
+    answer = (RECORDED / f"smollm2-{name}.answer.txt").read_text()
+    assert parse_sentiment(answer) == SMOLLM2[name]
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [
+        ("negative 0.8", Sentiment(NEGATIVE, -0.8)),
+        ("Negative -0.7", Sentiment(NEGATIVE, -0.7)),  # the sign comes from the label
+        ("Positive, 0.9.", Sentiment(POSITIVE, 0.9)),
+        ("Sentiment: positive (strength 0.35)", Sentiment(POSITIVE, 0.35)),
+        ("```\nnegative 0.6\n```", Sentiment(NEGATIVE, -0.6)),
+        ("neutral 0.4", Sentiment(NEUTRAL, 0.0)),
+        ("positive 0", Sentiment(POSITIVE, 0.05)),  # still positive
+        ("**NEGATIVE**", Sentiment(NEGATIVE, -0.5)),
+        ("positive 8", None),  # another scale
+        ("80%", None),
+        ("positive or negative", None),
+        ("not negative", None),
+        ("negative 0.9 because the user is angry", None),
+        ("I cannot tell.", None),
+        ("", None),
+    ],
+)
+def test_the_parser_takes_one_label_and_a_strength_and_nothing_else(
+    answer: str, expected: Sentiment | None
+) -> None:
+    assert parse_sentiment(answer) == expected
+
+
+def test_a_malformed_answer_or_a_failed_model_falls_back_to_vader() -> None:
+    vader = VaderSentimentAnalyzer()
+    echo = FakeGenerator(reply=lambda _: (RECORDED / "smollm2-mixed.answer.txt").read_text())
+    model = ModelSentimentAnalyzer(echo, fallback=vader)
+    assert model.analyze(ANGRY) == vader.analyze(ANGRY) and model.fallbacks == 1
+    down = FakeGenerator(fail_next=1)
+    model = ModelSentimentAnalyzer(down, fallback=vader)
+    assert model.analyze(ANGRY).label == NEGATIVE and model.fallbacks == 1
+    answered = ModelSentimentAnalyzer(FakeGenerator(reply=lambda _: "negative 0.9"), vader)
+    assert answered.analyze("hello") == Sentiment(NEGATIVE, -0.9)
+    assert answered.name == "model:fake-llm"
+
+
+def test_the_model_sees_a_bounded_message() -> None:
+    prompt = sentiment_prompt("I waited so long " * 2000)
+    assert len(prompt) < 2500 and prompt.endswith("\nSentiment:")
+
+
+# --- configuration -----------------------------------------------------------------------------
+
+
+def test_sentiment_is_vader_by_default_and_model_needs_a_text_model() -> None:
+    assert Settings.from_env({}).sentiment == "vader"
+    assert Settings.from_env({"SENTIMENT": "off"}).sentiment == "off"
+    assert Settings.from_env({"TEXT_BACKEND": "bedrock", "SENTIMENT": "model"}).sentiment == (
+        "model"
+    )
+    with pytest.raises(ConfigurationError, match="SENTIMENT='model'.*needs a text model"):
+        Settings.from_env({"SENTIMENT": "model"})
+    with pytest.raises(ConfigurationError, match="SENTIMENT='happy'"):
+        Settings.from_env({"SENTIMENT": "happy"})
+
+
+def test_stored_turns_never_ask_the_model_for_their_sentiment() -> None:
+    from chatmemory.wiring import sentiment_analyzers
+
+    generator = FakeGenerator()
+    chat, stored = sentiment_analyzers(
+        Settings(text_backend="bedrock", sentiment="model"), generator
+    )
+    assert isinstance(chat, ModelSentimentAnalyzer) and isinstance(stored, VaderSentimentAnalyzer)
+    assert sentiment_analyzers(Settings(sentiment="off"), generator) == (None, None)
+    chat, stored = sentiment_analyzers(Settings(), generator)
+    assert isinstance(chat, VaderSentimentAnalyzer) and stored is chat
+
+
+# --- a turn carries it -------------------------------------------------------------------------
+
+
+class Broken:
+    name = "broken"
+
+    def analyze(self, text: str) -> Sentiment:
+        raise RuntimeError("lexicon missing")
+
+
+def _chat(analyzer: Any, generator: FakeGenerator | None = None) -> tuple[ChatDeps, str]:
+    memory = InMemoryShortTermMemory()
+    deps = ChatDeps(memory=memory, generator=generator or FakeGenerator(), sentiment=analyzer)
+    return deps, create_session(memory, "alice").session_id
+
+
+def test_a_chat_turn_carries_the_sentiment_of_its_input(vader: VaderSentimentAnalyzer) -> None:
+    deps, sid = _chat(vader)
+    result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
+    assert result.turn.sentiment == Sentiment(NEGATIVE, -0.6114)
+    stored = deps.memory.get_turn(sid, 1)
+    assert stored is not None and stored.sentiment == result.turn.sentiment
+    # A command's prefix is not what the user said.
+    result = post_message(
+        deps, ChatPolicy(), user_id="alice", session_id=sid, content="/past the happy trip"
+    )
+    assert result.turn.sentiment == vader.analyze("the happy trip")
+
+
+def test_a_turn_the_model_failed_keeps_its_sentiment(vader: VaderSentimentAnalyzer) -> None:
+    from chatmemory.errors import ModelUnavailable
+
+    deps, sid = _chat(vader, FakeGenerator(fail_next=1))
+    with pytest.raises(ModelUnavailable):
+        post_message(
+            deps,
+            ChatPolicy(),
+            user_id="alice",
+            session_id=sid,
+            content=ANGRY,
+            client_message_id="m",
+        )
+    pending = deps.memory.get_turn(sid, 1)
+    assert pending is not None and pending.pending and pending.sentiment is not None
+    retried = post_message(
+        deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY, client_message_id="m"
+    )
+    assert not retried.turn.pending and retried.turn.sentiment == pending.sentiment
+
+
+def test_an_analyzer_that_fails_leaves_the_turn_without_sentiment_and_says_why() -> None:
+    deps, sid = _chat(Broken())
+    result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
+    assert result.turn.response and result.turn.sentiment is None
+    assert result.sentiment_error == "broken: RuntimeError: lexicon missing"
+    stored = store_turn(
+        deps.memory,
+        user_id="alice",
+        session_id=sid,
+        input=ANGRY,
+        response="sorry",
+        client_message_id=None,
+        created_at=None,
+        metadata={},
+        max_input_chars=4000,
+        clock=deps.clock,
+        sleep=lambda _: None,
+        sentiment=Broken(),
+    )
+    assert stored.turn.turn == 2 and stored.turn.sentiment is None and stored.sentiment_error
+
+
+def test_without_an_analyzer_turns_carry_none() -> None:
+    deps, sid = _chat(None)
+    result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
+    assert result.turn.sentiment is None and result.sentiment_error == ""
+
+
+def test_the_item_holds_the_sentiment_only_when_there_is_one() -> None:
+    turn = Turn("s1", 1, "alice", ANGRY, "ok")
+    assert "sentiment" not in turn_to_item(turn)
+    turn.sentiment = Sentiment(NEGATIVE, -0.6114)
+    item = turn_to_item(turn)
+    assert item["sentiment"] == {"label": "negative", "score": -0.6114}
+    from chatmemory.adapters.dynamodb.codec import serialize
+
+    assert turn_from_item(serialize(item)).sentiment == turn.sentiment
+    neutral = turn_to_item(Turn("s1", 2, "alice", "hi", "ok", sentiment=Sentiment(NEUTRAL, 0.0)))
+    assert turn_from_item(serialize(neutral)).sentiment == Sentiment(NEUTRAL, 0.0)
+
+
+# --- through the API (the chat Lambda on moto) -------------------------------------------------
+
+
+@pytest.fixture
+def world(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any) -> World:
+    world = chat_world(dynamodb, monkeypatch, lambda_context, long_term=False)
+    world.deps.sentiment = world.deps.stored_sentiment = VaderSentimentAnalyzer()
+    return world
+
+
+def test_the_api_returns_lists_exports_and_imports_the_sentiment(world: World) -> None:
+    sid = world.api.new_session()
+    said = world.api.say(sid, ANGRY)
+    assert said["sentiment"] == {"label": "negative", "score": -0.6114}
+    status, stored = world.api.call(
+        "POST", f"/sessions/{sid}/turns", {"input": "Thanks, that was really helpful!"}
+    )
+    assert status == 201 and stored["turn"]["sentiment"]["label"] == "positive"
+    assert world.model.calls == 1  # a stored turn's sentiment asks no model
+    listed = world.api.call("GET", f"/sessions/{sid}/messages")[1]["messages"]
+    assert [m["sentiment"]["label"] for m in listed] == ["negative", "positive"]
+    exported = world.api.call("GET", f"/sessions/{sid}/export")[1]
+    assert [m["sentiment"] for m in exported["messages"]] == [m["sentiment"] for m in listed]
+    # Imported back as exported (no analyzer runs on an import): an edited label is kept,
+    # a message without one stays without.
+    exported["messages"][1]["sentiment"] = {"label": "neutral", "score": 0.01}
+    del exported["messages"][0]["sentiment"]
+    status, imported = world.api.call("POST", "/sessions/import", exported)
+    assert status == 201, imported
+    again = world.api.call("GET", f"/sessions/{imported['session']['session_id']}/messages")[1]
+    assert [m.get("sentiment") for m in again["messages"]] == [
+        None,
+        {"label": "neutral", "score": 0.01},
+    ]
+
+
+@pytest.mark.parametrize(
+    "sentiment",
+    [
+        {"label": "furious", "score": -0.9},
+        {"label": "negative", "score": -1.5},
+        {"label": "negative", "score": "-0.5"},
+        {"label": "negative"},
+        {"label": "negative", "score": float("nan")},
+        "negative",
+    ],
+)
+def test_an_import_refuses_a_sentiment_out_of_bounds(world: World, sentiment: Any) -> None:
+    document = {"messages": [{"input": "hello", "response": "hi", "sentiment": sentiment}]}
+    raw = json.dumps(document)  # NaN as JSON's NaN: refused like any other
+    status, answer = world.api.call("POST", "/sessions/import", raw=raw)
+    assert status == 400, answer
+
+
+def test_a_failing_analyzer_is_logged_and_the_turn_answered(
+    world: World, caplog: pytest.LogCaptureFixture
+) -> None:
+    world.deps.sentiment = world.deps.stored_sentiment = Broken()
+    sid = world.api.new_session()
+    said = world.api.say(sid, ANGRY)
+    assert said["response"] and said["sentiment"] is None
+    status, stored = world.api.call("POST", f"/sessions/{sid}/turns", {"input": ANGRY})
+    assert status == 201 and stored["turn"]["sentiment"] is None
+    logged = [r for r in caplog.records if r.getMessage() == "sentiment failed"]
+    assert [getattr(r, "reason", "") for r in logged] == [
+        "broken: RuntimeError: lexicon missing"
+    ] * 2
+
+
+def test_the_bench_reads_a_labelled_set_of_ones_own(tmp_path: Path) -> None:
+    """bench.sentiment: `label<TAB>text`, `rating<TAB>text` and the ground truth's
+    `id<TAB>rating<TAB>text` lines (ratings from -4 to 4, labelled as VADER labels scores)."""
+    from bench.sentiment import gold_of_rating, run
+
+    assert (gold_of_rating(0.2), gold_of_rating(0.19), gold_of_rating(-0.2)) == (
+        POSITIVE,
+        NEUTRAL,
+        NEGATIVE,
+    )
+    data = tmp_path / "support.tsv"
+    data.write_text(
+        "label\ttext\n"  # a header is skipped
+        f"negative\t{ANGRY}\n"
+        "positive\tThank you so much, that fixed it!\n"
+        "neutral\tCan I change the delivery address?\n"
+        "-2.5\tThis is useless.\n"
+        "7\t3.1\tLove it!\n"
+        "positive\tMy parcel arrived.\n"  # VADER: neutral
+    )
+    result = run(data, ["amazon"])
+    assert (result["n"], result["accuracy"], result["analyzer"]) == (6, round(5 / 6, 4), "vader")
+    assert result["per_class"]["positive"] == {
+        "precision": 1.0,
+        "recall": 0.6667,
+        "f1": 0.8,
+        "n": 3,
+    }
+    assert result["confusion"]["positive->neutral"] == 1 and result["set"] == str(data)
