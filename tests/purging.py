@@ -47,3 +47,22 @@ class Purger:
                     answer = purge.handler(event, self._context)
                     assert answer == {"batchItemFailures": []}, answer
         raise AssertionError("the purge kept producing stream records")
+
+
+def recalled(api: Any, user: str, query: str) -> set[str]:
+    """The sessions `user` can reach with `query`: what GET /memories lists and what a /past
+    turn cites (asked in a throwaway session, deleted afterwards)."""
+    status, found = api.call("GET", "/memories", query={"q": query}, user=user)
+    assert status == 200, found
+    past = api.new_session(user=user)
+    turn = api.say(past, f"/past {query}", user=user)
+    cited = {s["id"] for s in turn["sources"]}
+    api.call("DELETE", f"/sessions/{past}", user=user)
+    return {m["session_id"] for m in found["memories"]} | cited
+
+
+# The two ways alice deletes a session of hers: the session alone, or everything.
+DELETES = {
+    "the session": lambda api, sid: api.call("DELETE", f"/sessions/{sid}", user="alice"),
+    "everything": lambda api, sid: api.call("DELETE", "/memories", user="alice"),
+}

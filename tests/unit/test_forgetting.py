@@ -19,7 +19,7 @@ from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.chat import ChatDeps
 from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, PausesOnUpsert
-from tests.purging import Purger
+from tests.purging import DELETES, Purger, recalled
 from tests.unit.test_chat_api import Api
 
 
@@ -73,22 +73,6 @@ def _indexed(index: EmbeddedLongTermIndex, sid: str) -> int:
     return int(rows.fetchone()[0])
 
 
-def _recalled(api: Api, user: str, query: str) -> set[str]:
-    status, found = api.call("GET", "/memories", query={"q": query}, user=user)
-    assert status == 200, found
-    past = api.new_session(user=user)
-    turn = api.say(past, f"/past {query}", user=user)
-    cited = {s["id"] for s in turn["sources"]}
-    api.call("DELETE", f"/sessions/{past}", user=user)
-    return {m["session_id"] for m in found["memories"]} | cited
-
-
-DELETES = {
-    "the session": lambda api, sid: api.call("DELETE", f"/sessions/{sid}", user="alice"),
-    "everything": lambda api, sid: api.call("DELETE", "/memories", user="alice"),
-}
-
-
 @pytest.mark.parametrize("delete", DELETES, ids=list(DELETES))
 @pytest.mark.parametrize("purge_during", [True, False], ids=["purged-meanwhile", "purged-after"])
 @pytest.mark.parametrize("moment", ["before", "after"], ids=["before-write", "after-write"])
@@ -107,7 +91,7 @@ def test_a_delete_while_consolidation_writes_the_index_leaves_nothing_recallable
         assert (_indexed(index, sid) > 0) == (moment == "after")
         assert DELETES[delete](api, sid)[0] == 204
         # The index still holds the documents, yet nothing of them is recalled any more.
-        seen_during.append(_recalled(api, "alice", "greyhound Biscuit"))
+        seen_during.append(recalled(api, "alice", "greyhound Biscuit"))
         if purge_during:
             purger.drain()
 
@@ -120,13 +104,13 @@ def test_a_delete_while_consolidation_writes_the_index_leaves_nothing_recallable
 
     assert seen_during == [set()]
     assert _indexed(index, sid) == 0
-    assert _recalled(api, "alice", "greyhound Biscuit") == set()
+    assert recalled(api, "alice", "greyhound Biscuit") == set()
     assert api.call("GET", f"/sessions/{sid}", user="alice")[0] == 404
     assert api.call("GET", "/sessions", user="alice")[1]["sessions"] == []
     purger.drain()  # the /past sessions the checks made and deleted
     assert api.call("GET", "/deletions", user="alice")[1]["complete"] is True
     # Another user's memory of the same words is untouched.
-    assert _recalled(api, "bob", "greyhound Biscuit") == {kept}
+    assert recalled(api, "bob", "greyhound Biscuit") == {kept}
 
 
 def test_a_redelivered_record_of_a_purged_session_deletes_what_a_crashed_attempt_indexed(
@@ -150,7 +134,7 @@ def test_a_redelivered_record_of_a_purged_session_deletes_what_a_crashed_attempt
     assert api.call("DELETE", f"/sessions/{sid}", user="alice")[0] == 204
     purger.drain()
     index.upsert(MEMORY_INDEX, [orphan])  # ...written again by a zombie write after the purge
-    assert _recalled(api, "alice", "passport blue folder") == set()
+    assert recalled(api, "alice", "passport blue folder") == set()
 
     assert _consolidate(deps, sid, owner="alice") == "deleted"
     assert _indexed(index, sid) == 0

@@ -35,7 +35,7 @@ from chatmemory.services.chat import ChatDeps
 from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
 from chatmemory.settings import Settings
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, PausesOnUpsert
-from tests.purging import Purger
+from tests.purging import DELETES, Purger, recalled
 from tests.s3vectors_fake import FakeS3Vectors
 from tests.unit.test_chat_api import Api
 
@@ -733,21 +733,6 @@ def _vectors_of(fake: FakeS3Vectors, *, session: str | None = None, owner: str |
     ]
 
 
-def _recalled(api: Api, user: str, query: str) -> set[str]:
-    status, found = api.call("GET", "/memories", query={"q": query}, user=user)
-    assert status == 200, found
-    past = api.new_session(user=user)
-    turn = api.say(past, f"/past {query}", user=user)
-    api.call("DELETE", f"/sessions/{past}", user=user)
-    return {m["session_id"] for m in found["memories"]} | {s["id"] for s in turn["sources"]}
-
-
-DELETES = {
-    "the session": lambda api, sid: api.call("DELETE", f"/sessions/{sid}", user="alice"),
-    "everything": lambda api, sid: api.call("DELETE", "/memories", user="alice"),
-}
-
-
 @pytest.mark.parametrize("delete", DELETES, ids=list(DELETES))
 @pytest.mark.parametrize("purge_during", [True, False], ids=["purged-meanwhile", "purged-after"])
 @pytest.mark.parametrize("moment", ["before", "after"], ids=["before-write", "after-write"])
@@ -771,7 +756,7 @@ def test_a_delete_while_consolidation_writes_leaves_no_vector_behind(
 
     def delete_now() -> None:
         assert DELETES[delete](api, sid)[0] == 204
-        seen_during.append(_recalled(api, "alice", "greyhound Biscuit"))
+        seen_during.append(recalled(api, "alice", "greyhound Biscuit"))
         if purge_during:
             purger.drain()
 
@@ -784,11 +769,11 @@ def test_a_delete_while_consolidation_writes_leaves_no_vector_behind(
     assert _vectors_of(fake, session=sid) == []
     # Nothing else of alice's was consolidated: no vector of hers is left, records included.
     assert [m for m in fake.metadata(MEMORY_INDEX) if m["user_id"].startswith("alice")] == []
-    assert _recalled(api, "alice", "greyhound Biscuit") == set()
+    assert recalled(api, "alice", "greyhound Biscuit") == set()
     purger.drain()
     assert api.call("GET", "/deletions", user="alice")[1]["complete"] is True
     # Another user's memory of the same words is untouched, and found by words and meaning.
-    assert _recalled(api, "bob", "greyhound Biscuit") == {kept}
+    assert recalled(api, "bob", "greyhound Biscuit") == {kept}
     assert _vectors_of(fake, session=kept)
 
 

@@ -19,7 +19,6 @@ from chatmemory.errors import (
     ChatMemoryError,
     Conflict,
     LongTermMemoryUnavailable,
-    PayloadTooLarge,
     SessionEnded,
 )
 from chatmemory.ports import (
@@ -45,7 +44,7 @@ from chatmemory.services.recall import (
 )
 from chatmemory.services.routing import Routed, parse_prefix, route
 from chatmemory.services.sentiment import analyze_input
-from chatmemory.services.turns import AppendPolicy, append_next, same_message
+from chatmemory.services.turns import AppendPolicy, append_next, check_text, earlier_turn
 
 NO_LONG_TERM_MEMORY = (
     "No long-term memory is configured for this deployment, so past conversations and "
@@ -122,19 +121,16 @@ def post_message(
     """Answer one message and store it as the session's next turn."""
     window = _check_request(policy, content, window_turns)
     session = owned_session(deps.memory, user_id, session_id)
-    known = session.turn_of(client_message_id)
-    if known is not None:
-        stored = deps.memory.get_turn(session_id, known)
-        if stored is not None:
-            same_message(stored, content)
-            if stored.origin == TurnOrigin.CLIENT:
-                raise Conflict(
-                    f"client_message_id was used to store turn {stored.turn} with POST /turns; "
-                    "use a new id to have this service answer"
-                )
-            if not stored.pending:
-                return TurnResult(stored, replayed=True)
-            return _complete_pending(deps, policy, session, stored, window)
+    stored = earlier_turn(deps.memory, session, client_message_id, content)
+    if stored is not None:
+        if stored.origin == TurnOrigin.CLIENT:
+            raise Conflict(
+                f"client_message_id was used to store turn {stored.turn} with POST /turns; "
+                "use a new id to have this service answer"
+            )
+        if not stored.pending:
+            return TurnResult(stored, replayed=True)
+        return _complete_pending(deps, policy, session, stored, window)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
 
@@ -174,10 +170,7 @@ def post_message(
 
 
 def _check_request(policy: ChatPolicy, content: str, window_turns: int | None) -> int:
-    if not content or not content.strip():
-        raise BadRequest("content must not be empty")
-    if len(content) > policy.max_input_chars:
-        raise PayloadTooLarge(f"content is longer than {policy.max_input_chars} characters")
+    check_text(content, "content", policy.max_input_chars)
     window = policy.window_turns if window_turns is None else window_turns
     if not 0 <= window <= policy.max_window_turns:
         raise BadRequest(f"window_turns must be between 0 and {policy.max_window_turns}")

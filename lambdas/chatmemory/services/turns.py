@@ -74,27 +74,38 @@ def append_next(
             return Stored(turn)
         except Conflict:
             session = owned_session(memory, caller, turn.session_id)
-            known = session.turn_of(turn.client_message_id)
-            if known is not None:
-                # A concurrent request with the same client_message_id stored it first.
-                stored = memory.get_turn(session.session_id, known)
-                if stored is not None:
-                    same_message(stored, turn.input)
-                    return Stored(stored, replayed=True)
+            # A concurrent request with the same client_message_id may have stored it first.
+            stored = earlier_turn(memory, session, turn.client_message_id, turn.input)
+            if stored is not None:
+                return Stored(stored, replayed=True)
             if session.status != SessionStatus.OPEN:
                 raise SessionEnded(f"session {session.session_id} ended meanwhile") from None
             sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # full jitter
     raise Conflict("the session is busy with other messages; retry with the same client_message_id")
 
 
-def same_message(stored: Turn, content: str) -> None:
-    """A retry must carry the message it retries: one id reused for another text is a client
-    bug that would otherwise silently answer with the first message's turn."""
-    if stored.input != content:
+def earlier_turn(
+    memory: ShortTermMemory, session: Session, client_message_id: str | None, content: str
+) -> Turn | None:
+    """The turn an earlier request with this client_message_id stored, if the session still
+    remembers the id. A retry must carry the message it retries: one id reused for another
+    text is a client bug that would otherwise silently answer with the first message's turn."""
+    known = session.turn_of(client_message_id)
+    stored = memory.get_turn(session.session_id, known) if known is not None else None
+    if stored is not None and stored.input != content:
         raise Conflict(
             f"client_message_id was already used for a different message (turn {stored.turn}); "
             "use a new id for a new message"
         )
+    return stored
+
+
+def check_text(text: str, name: str, max_chars: int) -> None:
+    """What the user said, as a request carries it: not blank, not over the configured limit."""
+    if not text or not text.strip():
+        raise BadRequest(f"{name} must not be empty")
+    if len(text) > max_chars:
+        raise PayloadTooLarge(f"{name} is longer than {max_chars} characters")
 
 
 def store_turn(
@@ -115,17 +126,11 @@ def store_turn(
 ) -> Stored:
     """Store a turn as the client sent it (no model call) as the session's next turn, with
     the sentiment of its input."""
-    if not input.strip():
-        raise BadRequest("input must not be empty")
-    if len(input) > max_input_chars:
-        raise PayloadTooLarge(f"input is longer than {max_input_chars} characters")
+    check_text(input, "input", max_input_chars)
     session = owned_session(memory, user_id, session_id)
-    known = session.turn_of(client_message_id)
-    if known is not None:
-        stored = memory.get_turn(session_id, known)
-        if stored is not None:
-            same_message(stored, input)
-            return Stored(stored, replayed=True)
+    stored = earlier_turn(memory, session, client_message_id, input)
+    if stored is not None:
+        return Stored(stored, replayed=True)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
     now = iso(clock())

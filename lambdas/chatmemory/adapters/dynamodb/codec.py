@@ -178,15 +178,11 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
     if turn.metadata:
         item["metadata"] = turn.metadata
     if turn.feedback is not None:
-        item["feedback"] = feedback_item(turn.feedback)
+        item["feedback"] = asdict(turn.feedback)
     if turn.sentiment is not None:
         # About 40 bytes: {"label": "negative", "score": -0.6114}.
-        item["sentiment"] = {"label": turn.sentiment.label, "score": turn.sentiment.score}
+        item["sentiment"] = asdict(turn.sentiment)
     return item
-
-
-def feedback_item(feedback: Feedback) -> dict[str, Any]:
-    return {"rating": feedback.rating, "at": feedback.at, "comment": feedback.comment}
 
 
 def turn_from_item(item: dict[str, Any]) -> Turn:
