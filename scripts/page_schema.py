@@ -1,6 +1,7 @@
 """Print local/web/schema.js: the values the web page shares with the API (session statuses,
 message intents, source kinds, the profile's record types, statuses and origins, sentiment
-labels), generated from chatmemory.schema so the page never types them again."""
+labels, ratings of an answer), generated from chatmemory.schema so the page never types them
+again."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import json
 from chatmemory.schema import (
     VISIBLE_STATUSES,
     Intent,
+    Rating,
     RecordOrigin,
     RecordStatus,
     RecordType,
@@ -26,6 +28,7 @@ def document() -> str:
         "RecordStatus": {status.name: status.value for status in RecordStatus},
         "RecordOrigin": {origin.name: origin.value for origin in RecordOrigin},
         "SentimentLabel": {label.name: label.value for label in SentimentLabel},
+        "Rating": {rating.name: rating.value for rating in Rating},
     }
     return (
         "// Generated from lambdas/chatmemory/schema.py by `make openapi`; do not edit.\n"

@@ -434,8 +434,39 @@ function renderTurn(turn) {
     reply.append(el("p", { class: "muted small", text: "Answered without long-term memory (unavailable)." }));
   }
   if (turn.sources && turn.sources.length) reply.append(renderSources(turn));
+  if (turn.response && !turn.pending && !turn.unsent) reply.append(ratingControl(turn));
   item.append(reply);
   return item;
+}
+
+// Rate an answer up or down (PUT /sessions/{id}/turns/{turn}/feedback); pressed shows the
+// rating kept with the turn, and a new one replaces it.
+function ratingControl(turn) {
+  const rated = turn.feedback && turn.feedback.rating;
+  const button = (rating, text, label) => el("button", {
+    type: "button",
+    class: "link rating",
+    "aria-label": label,
+    "aria-pressed": String(rated === rating),
+    text,
+    onclick: () => rate(turn, rating),
+  });
+  return el("div", { class: "rating-control muted small" },
+    button(SCHEMA.Rating.UP, "👍", "Good answer"),
+    button(SCHEMA.Rating.DOWN, "👎", "Bad answer"));
+}
+
+async function rate(turn, rating) {
+  const session = state.current;
+  if (!session) return;
+  try {
+    const path = `/sessions/${encodeURIComponent(session.session_id)}/turns/${turn.turn}/feedback`;
+    const rated = (await api("PUT", path, { rating })).turn;
+    state.turns = state.turns.map((t) => (t.turn === rated.turn ? { ...t, feedback: rated.feedback } : t));
+    renderTurns();
+  } catch (error) {
+    showError(error);
+  }
 }
 
 // The sentiment of what the user said (turn.sentiment: a label and a score from -1 to 1).

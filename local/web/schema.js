@@ -7,6 +7,10 @@ const SCHEMA = Object.freeze({
     "REMEMBER": "remember",
     "VERIFIED": "verified"
   },
+  "Rating": {
+    "DOWN": "down",
+    "UP": "up"
+  },
   "RecordOrigin": {
     "CORRECTED": "corrected",
     "EXTRACTED": "extracted",

@@ -42,6 +42,16 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
     expect(turns.nth(0).locator(".bubble.user .sentiment")).to_have_text("negative")
     expect(turns.nth(1).locator(".bubble.user .sentiment")).to_have_text("neutral")
     expect(page.locator("#session-list .session")).to_have_count(1)
+    # An answer is rated in place, and the rating is kept with its turn.
+    bad = turns.nth(0).get_by_role("button", name="Bad answer")
+    bad.click()
+    expect(bad).to_have_attribute("aria-pressed", "true")
+    expect(turns.nth(0).get_by_role("button", name="Good answer")).to_have_attribute(
+        "aria-pressed", "false"
+    )
+    session_id = page.evaluate("state.current.session_id")
+    stored = running_world.api.ok("GET", f"/sessions/{session_id}/turns/1", user="local-user")
+    assert stored["turn"]["feedback"]["rating"] == "down"
 
     page.get_by_role("button", name="End session").click()
     # Pending while the poller consolidates, then done (the page polls the session).
