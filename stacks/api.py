@@ -13,6 +13,7 @@ from stacks import nag
 from stacks.auth import ApiAuth
 from stacks.config import CHAT_TIMEOUT_SECONDS, Config
 from stacks.functions import LambdaFactory, retention
+from stacks.handoff import Handoff
 from stacks.long_term import LongTermMemory
 from stacks.models import Models
 from stacks.storage import Storage
@@ -39,6 +40,7 @@ class ChatApi(Construct):
         storage: Storage,
         models: Models,
         long_term: LongTermMemory,
+        handoff: Handoff,
     ) -> None:
         super().__init__(scope, construct_id)
         self._config = config
@@ -53,6 +55,7 @@ class ChatApi(Construct):
                 ),
                 **models.environment,
                 **long_term.environment,
+                **handoff.environment,
                 schema.ENV_MAX_INPUT_CHARS: str(config.max_input_chars),
                 schema.ENV_TURN_TTL_DAYS: str(config.turn_ttl_days),
                 # API Gateway answers preflights; the Lambda adds the header to each answer.
@@ -119,6 +122,8 @@ class ChatApi(Construct):
             bulk=[schema.MEMORY_INDEX],
             delete_by_query=[schema.MEMORY_INDEX],
         )
+        # A hand-off and a hand-back each publish one event (services: the hand-off's events).
+        handoff.grant_publish(self.handler)
 
         self.auth = ApiAuth(self, config=config)
 
@@ -178,6 +183,7 @@ class ChatApi(Construct):
         self.rest_api.root.add_proxy(default_integration=integration, any_method=True)
         self._gateway_errors()
         self._acknowledge()
+        self.auth.authorize_agents(self.rest_api, self.handler)
         self.auth.acknowledge(self.rest_api)
         self.waf = ApiWaf(self, stage=self.rest_api.deployment_stage) if config.waf else None
 

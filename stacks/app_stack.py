@@ -12,6 +12,7 @@ from stacks.api import ChatApi
 from stacks.config import Config
 from stacks.consolidation import Consolidation
 from stacks.functions import LambdaFactory
+from stacks.handoff import Handoff
 from stacks.long_term import LongTermMemory
 from stacks.models import Models
 from stacks.monitoring import Monitoring
@@ -20,7 +21,8 @@ from stacks.storage import Storage
 
 
 class ChatMemoryStack(Stack):
-    """Storage, models, long-term memory, stream processing, the API and its monitoring."""
+    """Storage, models, long-term memory, the hand-off events, stream processing, the API and
+    its monitoring."""
 
     def __init__(
         self,
@@ -40,6 +42,7 @@ class ChatMemoryStack(Stack):
         self.long_term = LongTermMemory(
             self, "LongTermMemory", config=config, factory=self.functions
         )
+        self.handoff = Handoff(self, "Handoff", config=config)
         self.api = ChatApi(
             self,
             "Api",
@@ -48,6 +51,7 @@ class ChatMemoryStack(Stack):
             storage=self.storage,
             models=self.models,
             long_term=self.long_term,
+            handoff=self.handoff,
         )
         self.consolidation = Consolidation(
             self,

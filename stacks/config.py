@@ -9,6 +9,7 @@ strings, so every reader here accepts strings too.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
@@ -36,6 +37,13 @@ CHAT_TIMEOUT_SECONDS = 29
 PURGE_TIMEOUT_SECONDS = schema.SESSION_PURGE_TRIGGER.timeout_seconds
 # The largest vector an S3 Vectors index accepts (AWS::S3Vectors::Index Dimension: 1 to 4096).
 S3VECTORS_MAX_DIMENSION = 4096
+
+# The agents' Cognito group: a subset of what Cognito allows (no spaces, commas or brackets), as
+# API Gateway hands the `cognito:groups` claim to the function as one string.
+AGENT_GROUP_NAME = re.compile(r"[\w.+=@-]{1,128}")
+
+# The most consecutive negative turns the runtime's Settings accept before a hand-off.
+HANDOFF_MAX_NEGATIVE_TURNS = 50
 
 ModelMode = Literal["endpoints", "deploy", "bedrock"]
 EnumT = TypeVar("EnumT", bound=StrEnum)
@@ -137,6 +145,19 @@ class Config:
     throttle_burst: int = 40
     waf: bool = False
     max_input_chars: int = 4000
+
+    # Hand-off to a person (issue 16). `agent_group`: the Cognito group whose members may use
+    # the /agent routes (auth=cognito; with auth=iam the stack's AgentRole does); renaming it
+    # replaces the group, whose members must then be added again. The automatic rules are off
+    # by default: a hand-off when /verified finds nothing relevant, and after
+    # `handoff_negative_turns` consecutive user turns (0: never) whose sentiment score is at
+    # most `handoff_negative_score` (VADER's compound score, -1 to 1). `handoff_events`: an
+    # EventBridge bus of the stack's own that receives an event on each hand-off and hand-back.
+    agent_group: str = "agents"
+    handoff_on_nothing_verified: bool = False
+    handoff_negative_turns: int = 0
+    handoff_negative_score: float = -0.5
+    handoff_events: bool = True
 
     # Memory behaviour.
     turn_ttl_days: int = 0
@@ -258,6 +279,17 @@ class Config:
                 f"purgeSettleSeconds must be longer than the chat function's timeout "
                 f"({CHAT_TIMEOUT_SECONDS} s) and at most {PURGE_TIMEOUT_SECONDS // 2} s"
             )
+        if not AGENT_GROUP_NAME.fullmatch(self.agent_group):
+            raise ValueError(
+                f"agentGroup {self.agent_group!r} must be 1 to 128 letters, digits or _.+=@- "
+                "(a Cognito group name that reaches the function's claims unambiguously)"
+            )
+        if not 0 <= self.handoff_negative_turns <= HANDOFF_MAX_NEGATIVE_TURNS:
+            raise ValueError(
+                f"handoffNegativeTurns must be between 0 (off) and {HANDOFF_MAX_NEGATIVE_TURNS}"
+            )
+        if not -1.0 <= self.handoff_negative_score <= 1.0:
+            raise ValueError("handoffNegativeScore must be between -1 and 1 (a sentiment score)")
         if self.search_mode == "s3vectors" and self.embed_dimension > S3VECTORS_MAX_DIMENSION:
             raise ValueError(
                 f"embedDimension {self.embed_dimension} is more than an S3 Vectors index "
@@ -316,6 +348,8 @@ def _parse(name: str, value: Any, default: Any, parsers: Mapping[str, Callable[[
         return _as_bool(value)
     if isinstance(default, int):
         return int(value)
+    if isinstance(default, float):
+        return float(value)
     if isinstance(default, str):
         return str(value)
     return value

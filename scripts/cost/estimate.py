@@ -34,7 +34,12 @@ PRICED_ELSEWHERE = frozenset(
         "AWS::ApiGateway::Stage",
         "AWS::CDK::Metadata",
         "AWS::Cognito::UserPoolClient",
+        "AWS::Cognito::UserPoolGroup",
         "AWS::DynamoDB::Table",
+        # The hand-off bus: $1 per million events published, one per hand-off and hand-back
+        # (not part of a chat turn; nothing while idle, no archive).
+        "AWS::Events::EventBus",
+        "AWS::IAM::ManagedPolicy",
         "AWS::IAM::Policy",
         "AWS::IAM::Role",
         "AWS::Lambda::EventSourceMapping",

@@ -33,6 +33,14 @@ VARIANTS: dict[str, dict[str, str]] = {
     },
     "serverless-profile-production": {"profile": "serverless", "stage": "prod"},
     "iam-auth": {"auth": "iam"},
+    # Hand-off to a person: the automatic rules on, another agents' group, no event bus.
+    "handoff-rules": {
+        "agentGroup": "support",
+        "handoffOnNothingVerified": "true",
+        "handoffNegativeTurns": "3",
+        "handoffNegativeScore": "-0.25",
+        "handoffEvents": "false",
+    },
     "production": {"stage": "prod"},
     "waf": {"waf": "true"},
 }

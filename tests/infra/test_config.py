@@ -10,9 +10,10 @@ import aws_cdk as cdk
 import pytest
 
 from chatmemory import schema
+from chatmemory.errors import ConfigurationError
 from chatmemory.schema import EmbedFormat, TextFormat
 from chatmemory.settings import Settings
-from stacks.config import PREFIX, Config, context_key
+from stacks.config import HANDOFF_MAX_NEGATIVE_TURNS, PREFIX, Config, context_key
 from tests.infra.synth import VARIANTS, Synth
 
 # Config fields that reach the functions as runtime settings (stacks/*.py), by variable. The
@@ -30,6 +31,10 @@ RUNTIME_FIELDS = {
     "idle_minutes": schema.ENV_IDLE_MINUTES,
     "purge_settle_seconds": schema.ENV_PURGE_SETTLE_SECONDS,
     "cors_origins": schema.ENV_CORS_ORIGINS,
+    "agent_group": schema.ENV_AGENT_GROUP,
+    "handoff_on_nothing_verified": schema.ENV_HANDOFF_ON_NOTHING_VERIFIED,
+    "handoff_negative_turns": schema.ENV_HANDOFF_NEGATIVE_TURNS,
+    "handoff_negative_score": schema.ENV_HANDOFF_NEGATIVE_SCORE,
 }
 # Deployed defaults that differ from the runtime's on purpose (see the comments in
 # stacks/config.py): the runtime has no endpoint or model to default to, embeds offline (384
@@ -61,6 +66,18 @@ def test_defaults_reference_existing_endpoints_behind_cognito_with_a_domain() ->
     assert not config.waf and not config.threat_protection
 
 
+def test_hand_off_defaults_name_the_agents_group_publish_events_and_hand_off_only_on_request() -> (
+    None
+):
+    config = _from_context()
+    assert config.agent_group == "agents"
+    assert config.handoff_events is True
+    # The automatic rules are off unless asked for.
+    assert config.handoff_on_nothing_verified is False
+    assert config.handoff_negative_turns == 0
+    assert config.handoff_negative_score == -0.5
+
+
 def test_the_prod_stage_turns_on_protection_and_availability() -> None:
     config = _from_context(stage="prod")
     assert config.production
@@ -83,11 +100,20 @@ def test_command_line_strings_are_parsed() -> None:
         idleMinutes="45",
         corsOrigins="https://a.example, https://b.example",
         embedDimension="768",
+        handoffOnNothingVerified="true",
+        handoffNegativeTurns="3",
+        handoffNegativeScore="-0.25",
+        handoffEvents="off",
+        agentGroup="contact-centre",
     )
     assert config.production is False and config.waf is True
     assert config.idle_minutes == 45
     assert config.cors_origins == ("https://a.example", "https://b.example")
     assert config.embed_dimension == 768
+    assert config.handoff_on_nothing_verified is True and config.handoff_events is False
+    assert config.handoff_negative_turns == 3
+    assert config.handoff_negative_score == -0.25
+    assert config.agent_group == "contact-centre"
 
 
 @pytest.mark.parametrize(
@@ -110,6 +136,19 @@ def test_command_line_strings_are_parsed() -> None:
         # The purge must outwait any chat request that read the caller's old generation.
         ("purgeSettleSeconds", "29", "longer than"),
         ("purgeSettleSeconds", "151", "longer than"),
+        # A group name the cognito:groups claim (one string) could not carry unambiguously.
+        ("agentGroup", "contact centre", "must be 1 to 128 letters"),
+        ("agentGroup", "agents,admins", "must be 1 to 128 letters"),
+        ("agentGroup", "", "must be 1 to 128 letters"),
+        ("agentGroup", "a" * 129, "must be 1 to 128 letters"),
+        ("handoffNegativeTurns", "-1", "between 0 \\(off\\) and 50"),
+        ("handoffNegativeTurns", "51", "between 0 \\(off\\) and 50"),
+        ("handoffNegativeTurns", "two", "invalid literal"),
+        ("handoffNegativeScore", "-1.5", "between -1 and 1"),
+        ("handoffNegativeScore", "nan", "between -1 and 1"),
+        ("handoffNegativeScore", "low", "could not convert"),
+        ("handoffOnNothingVerified", "sometimes", "not a boolean"),
+        ("handoffEvents", "maybe", "not a boolean"),
     ],
 )
 def test_a_wrong_setting_fails_the_synth_with_its_name(key: str, value: str, message: str) -> None:
@@ -198,8 +237,24 @@ def test_formats_are_the_runtimes_enums() -> None:
     assert config.embed_format is EmbedFormat.TEI
 
 
+def test_the_deployment_refuses_what_the_runtime_would_refuse_at_cold_start() -> None:
+    """Hand-off limits the runtime's Settings enforce are checked at synth time already."""
+    top = HANDOFF_MAX_NEGATIVE_TURNS
+    env = {schema.ENV_HANDOFF_NEGATIVE_TURNS: str(top), schema.ENV_HANDOFF_NEGATIVE_SCORE: "-1"}
+    assert Settings.from_env(env).handoff_negative_turns == top
+    assert _from_context(handoffNegativeTurns=str(top)).handoff_negative_turns == top
+    for key, value in (
+        (schema.ENV_HANDOFF_NEGATIVE_TURNS, str(top + 1)),
+        (schema.ENV_HANDOFF_NEGATIVE_SCORE, "-1.01"),
+    ):
+        with pytest.raises(ConfigurationError):
+            Settings.from_env({key: value})
+
+
 def _as_env(value: Any) -> str:
     """How the stacks write a setting into a function's environment."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     return ",".join(value) if isinstance(value, tuple) else str(value)
 
 
@@ -218,6 +273,15 @@ def test_defaults_shared_with_the_runtime_agree_unless_the_deployment_knows_bett
     assert differ == DEPLOYED_DIFFERS
 
 
+# What CloudFormation fills in, where the runtime checks its shape: the AgentRole's ARN (GetAtt
+# Arn of a role without a path, named by CloudFormation: stack, logical id, random suffix).
+RESOLVED = {
+    schema.ENV_AGENT_ROLE_ARN: (
+        "arn:aws:iam::123456789012:role/ChatMemory-dev-ApiAgentRole5D146150-AbC1dE2fG3hI"
+    ),
+}
+
+
 @pytest.mark.parametrize("variant", VARIANTS)
 def test_every_function_environment_is_accepted_by_the_runtime_settings(
     synth_cache: Callable[..., Synth], variant: str
@@ -228,7 +292,7 @@ def test_every_function_environment_is_accepted_by_the_runtime_settings(
     for name, function in synth.stack.functions.functions.items():
         props = synth.json["Resources"][synth.logical_id(function)]["Properties"]
         env = {
-            key: value if isinstance(value, str) else "resolved-at-deploy-time"
+            key: value if isinstance(value, str) else RESOLVED.get(key, "resolved-at-deploy-time")
             for key, value in props["Environment"]["Variables"].items()
         }
         settings = Settings.from_env(env)
@@ -244,3 +308,10 @@ def test_every_function_environment_is_accepted_by_the_runtime_settings(
             assert settings.long_term_backend == expected, name
         if settings.long_term_backend == schema.LongTermBackend.S3VECTORS:
             assert settings.vector_bucket == synth.stack.long_term.bucket_name, name
+        if name == "Chat":
+            # Who the agents are: the group with Cognito, the role's sessions with IAM.
+            config = synth.stack.config
+            if config.auth == "cognito":
+                assert settings.agent_group == config.agent_group
+            assert bool(settings.agent_role_arn) == (config.auth == "iam")
+            assert bool(settings.event_bus_name) == config.handoff_events

@@ -2,7 +2,8 @@
 CloudFormation, and the old one is deleted (a user pool with its users, a table, a web ACL's
 association). logical_ids.json holds every logical id (and type) the app synthesized before the
 custom-resource Provider change and the split of stacks/api.py, per configuration; each must
-still be there, unless it is retired below with the reason. New resources may join."""
+still be there, unless it is retired below with the reason. New resources may join, and are
+added once deployed (the hand-off's agents group, event bus, agent role and user policy)."""
 
 from __future__ import annotations
 

@@ -27,7 +27,7 @@ import pytest
 
 from chatmemory import schema
 from stacks.config import Config
-from tests.infra.synth import Synth, render, statements
+from tests.infra.synth import VARIANTS, Synth, render, statements
 
 CONFIG = Config()
 MEMORIES, PASSAGES = schema.MEMORY_INDEX, schema.PASSAGE_INDEX
@@ -95,6 +95,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # its entry back (delete_documents: delete by query), delete_record marks it
     # (mark_record_deleting: UpdateItem). Auto-recall (services/auto_recall.py): one _msearch
     # of the memory index per turn, then live (BatchGetItem over sessions and records).
+    # Hand-off to a person (issue 16): the agents' queue is a Query of the sessions table's
+    # handoff-sessions index (sessions/index/* below); each hand-off and hand-back publishes one
+    # event on the stack's bus (PutEvents, on that bus only).
     "Chat": runtime(
         **sessions("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"),
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
@@ -108,6 +111,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
             f"domain/{MEMORIES}/_bulk": POST,
             f"domain/{MEMORIES}/_delete_by_query": POST,
             f"domain/{PASSAGES}/_msearch": POST,
+            "handoff bus": {"events:PutEvents"},
         },
     ),
     # handlers.consolidate: get_session, all_turns, record_consolidation_failure /
@@ -210,6 +214,8 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
         names[f"${{{table_id}.StreamArn}}"] = f"{label} stream"
     for name, queue in stack.consolidation.dead_letter_queues.items():
         names[f"${{{synth.logical_id(queue)}.Arn}}"] = f"dlq {name}"
+    if stack.handoff.bus is not None:
+        names[f"${{{synth.logical_id(stack.handoff.bus)}.Arn}}"] = "handoff bus"
     log_group = resources[synth.logical_id(function)]["Properties"]["LoggingConfig"]["LogGroup"]
     names[f"${{{log_group['Ref']}.Arn}}"] = "own log group"
     endpoint = "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/"
@@ -656,3 +662,144 @@ def test_only_the_purge_and_the_writers_may_delete_vectors(serverless_profile: S
         ("Redrive", f"vectors/{MEMORIES}"),
         ("Ingest", f"vectors/{PASSAGES}"),
     }
+
+
+# --- hand-off to a person (issue 16) ---------------------------------------------------------
+
+
+def _events_grants(synth: Synth) -> set[tuple[str, str, str]]:
+    """(function, action, resource) of every EventBridge grant of every function's role."""
+    return {
+        (name, action, resource)
+        for name, function in synth.stack.functions.functions.items()
+        for statement in statements(synth, _role_id(synth, function))
+        for action in statement["Action"]
+        if action.startswith("events:")
+        for resource in statement["Resource"]
+    }
+
+
+@pytest.mark.parametrize("variant", ["default", "iam-auth", "serverless-profile"])
+def test_only_the_chat_may_put_events_and_only_on_the_handoff_bus(
+    synth_cache: Callable[..., Synth], variant: str
+) -> None:
+    synth = synth_cache(**VARIANTS[variant])
+    bus = synth.stack.handoff.bus
+    assert bus is not None
+    assert _events_grants(synth) == {
+        ("Chat", "events:PutEvents", f"${{{synth.logical_id(bus)}.Arn}}")
+    }
+
+
+def test_event_grants_are_exactly_the_event_adapters_calls(default: Synth) -> None:
+    """Every EventBridge API the adapter calls (`self._client.<operation>(...)`) is granted to
+    the chat role, and nothing else: a new call fails here until a grant says who may make it."""
+    source = Path(schema.__file__).with_name("adapters") / "eventbridge.py"
+    calls = {
+        node.func.attr
+        for node in ast.walk(ast.parse(source.read_text()))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Attribute)
+        and node.func.value.attr == "_client"
+    }
+    called = {"events:" + "".join(part.title() for part in call.split("_")) for call in calls}
+    assert called == {"events:PutEvents"}
+    assert {action for _, action, _ in _events_grants(default)} == called
+
+
+def test_without_handoff_events_no_role_may_put_events(synth_cache: Callable[..., Synth]) -> None:
+    synth = synth_cache(**VARIANTS["handoff-rules"])
+    assert synth.stack.handoff.bus is None
+    assert _events_grants(synth) == set()
+    assert permissions(synth, synth.stack.api.handler) == {
+        label: actions for label, actions in EXPECTED["Chat"].items() if label != "handoff bus"
+    }
+
+
+def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
+    """GET /agent/sessions reads the sparse handoff-sessions index of the sessions table, which
+    CDK builds from schema.SESSIONS; table.grant's '/index/*' covers it (no other role needs it:
+    the sweeper reads the open-sessions index)."""
+    assert schema.HANDOFF_SESSIONS_INDEX in schema.SESSIONS.indexes
+    table = default.json["Resources"][default.logical_id(default.stack.storage.sessions)][
+        "Properties"
+    ]
+    assert schema.HANDOFF_SESSIONS_INDEX.name in {
+        index["IndexName"] for index in table["GlobalSecondaryIndexes"]
+    }
+    chat = permissions(default, default.stack.api.handler)
+    assert "dynamodb:Query" in chat["sessions/index/*"]
+
+
+def _execute_api(synth: Synth, path: str) -> str:
+    """A rendered execute-api ARN of the chat API's stage; `path` is "<method>/<resource>"."""
+    api = synth.stack.api.rest_api
+    stage = synth.logical_id(api.deployment_stage)
+    return (
+        "arn:${AWS::Partition}:execute-api:${AWS::Region}:${AWS::AccountId}:"
+        f"${{{synth.logical_id(api)}}}/${{{stage}}}/{path}"
+    )
+
+
+@pytest.fixture(scope="module")
+def iam_auth(synth_cache: Callable[..., Synth]) -> Synth:
+    return synth_cache(**VARIANTS["iam-auth"])
+
+
+def test_the_agent_role_may_invoke_the_agent_routes_of_this_api_and_nothing_else(
+    iam_auth: Synth,
+) -> None:
+    role = iam_auth.stack.api.auth.agent_role
+    assert role is not None
+    role_id = iam_auth.logical_id(role)
+    found = [
+        (s["Effect"], s["Action"], s["Resource"], s.get("Condition"))
+        for s in statements(iam_auth, role_id)
+    ]
+    assert found == [("Allow", ["execute-api:Invoke"], [_execute_api(iam_auth, "*/agent/*")], None)]
+    props = iam_auth.json["Resources"][role_id]["Properties"]
+    assert "ManagedPolicyArns" not in props and "Policies" not in props
+    # No path: the runtime compares the caller's assumed-role ARN (which has none) with it.
+    assert "Path" not in props
+    # Principals of this account, once an administrator lets them assume it; nobody else.
+    (trust,) = props["AssumeRolePolicyDocument"]["Statement"]
+    assert trust["Effect"] == "Allow" and trust["Action"] == "sts:AssumeRole"
+    assert "Condition" not in trust
+    assert render(trust["Principal"]["AWS"]) == "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"
+    (stage,) = iam_auth.resources("AWS::ApiGateway::Stage").values()
+    assert stage["Properties"]["StageName"] == "v1"
+
+
+def test_only_the_agent_role_and_the_user_policy_name_the_api(iam_auth: Synth) -> None:
+    """No function role may call the API; the users' managed policy allows every route of the
+    stage and denies the agents' routes (a Deny wins over any Allow the same principal has)."""
+    role_id = iam_auth.logical_id(iam_auth.stack.api.auth.agent_role)
+    invokers = {
+        render(ref)
+        for policy in iam_auth.resources("AWS::IAM::Policy").values()
+        if "execute-api" in json.dumps(policy["Properties"]["PolicyDocument"])
+        for ref in policy["Properties"]["Roles"]
+    }
+    assert invokers == {f"${{{role_id}}}"}
+    (managed,) = iam_auth.resources("AWS::IAM::ManagedPolicy").values()
+    props = managed["Properties"]
+    # Attached by the deployer to the users' principals, to nothing by the stack.
+    assert not {"Roles", "Users", "Groups"} & set(props)
+    assert [
+        (s["Effect"], s["Action"], render(s["Resource"]))
+        for s in props["PolicyDocument"]["Statement"]
+    ] == [
+        ("Allow", "execute-api:Invoke", _execute_api(iam_auth, "*/*")),
+        ("Deny", "execute-api:Invoke", _execute_api(iam_auth, "*/agent/*")),
+    ]
+
+
+def test_with_cognito_the_agents_are_a_group_and_no_principal_is_granted_the_api(
+    default: Synth,
+) -> None:
+    assert default.stack.api.auth.agent_role is None
+    default.template.resource_count_is("AWS::IAM::ManagedPolicy", 0)
+    for policy in default.resources("AWS::IAM::Policy").values():
+        assert "execute-api" not in json.dumps(policy["Properties"]["PolicyDocument"])
+    default.template.resource_count_is("AWS::Cognito::UserPoolGroup", 1)

@@ -558,7 +558,9 @@ def test_user_pool_has_a_strong_password_policy_and_a_public_cli_client(default:
 
 def test_outputs_tell_a_client_where_to_connect(default: Synth) -> None:
     outputs = default.json["Outputs"]
-    assert {"ApiUrl", "UserPoolId", "UserPoolClientId", "Region"} <= set(outputs)
+    assert {"ApiUrl", "UserPoolId", "UserPoolClientId", "Region", "HandoffEventBusName"} <= set(
+        outputs
+    )
     storage = default.stack.storage
     for key, table in (
         ("SessionsTableName", storage.sessions),
@@ -567,6 +569,75 @@ def test_outputs_tell_a_client_where_to_connect(default: Synth) -> None:
         ("RecordsTableName", storage.records),
     ):
         assert outputs[key]["Value"] == {"Ref": default.logical_id(table)}
+
+
+# --- hand-off to a person (issue 16) ---------------------------------------------------------
+
+# What only the chat function is told: who the agents are, the automatic rules, the bus.
+HANDOFF_ENV = {
+    schema.ENV_AGENT_GROUP,
+    schema.ENV_AGENT_ROLE_ARN,
+    schema.ENV_EVENT_BUS,
+    schema.ENV_HANDOFF_ON_NOTHING_VERIFIED,
+    schema.ENV_HANDOFF_NEGATIVE_TURNS,
+    schema.ENV_HANDOFF_NEGATIVE_SCORE,
+}
+
+
+def _env(synth: Synth, function: Any) -> dict[str, Any]:
+    return synth.json["Resources"][synth.logical_id(function)]["Properties"]["Environment"][
+        "Variables"
+    ]
+
+
+def test_agents_are_the_members_of_a_cognito_group_the_chat_function_knows(
+    default: Synth,
+) -> None:
+    group = default.stack.api.auth.agent_group
+    pool_id = default.logical_id(default.stack.api.auth.user_pool)
+    (props,) = [g["Properties"] for g in default.resources("AWS::Cognito::UserPoolGroup").values()]
+    assert props["GroupName"] == CONFIG.agent_group == "agents"
+    assert props["UserPoolId"] == {"Ref": pool_id}
+    assert "/agent routes" in props["Description"]
+    # No IAM role of its own: the group only names the agents (the function checks the claim).
+    assert "RoleArn" not in props
+    assert default.json["Outputs"]["AgentGroupName"]["Value"] == {"Ref": default.logical_id(group)}
+    env = _env(default, default.stack.api.handler)
+    assert env[schema.ENV_AGENT_GROUP] == "agents"
+    assert schema.ENV_AGENT_ROLE_ARN not in env
+    assert not {"AgentRoleArn", "UserPolicyArn"} & set(default.json["Outputs"])
+
+
+def test_hand_offs_are_published_on_a_bus_of_the_stack_without_an_archive(default: Synth) -> None:
+    bus = default.stack.handoff.bus
+    bus_id = default.logical_id(bus)
+    (props,) = [b["Properties"] for b in default.resources("AWS::Events::EventBus").values()]
+    assert props["Name"] == "chatmemory-dev-handoff"
+    # No archive (it would keep hand-off notes beyond a delete or forget), no policy letting
+    # other accounts publish, no log delivery (each bills by the GB).
+    for kind in ("AWS::Events::Archive", "AWS::Events::EventBusPolicy"):
+        default.template.resource_count_is(kind, 0)
+    assert "LogConfig" not in props and "KmsKeyIdentifier" not in props
+    outputs = default.json["Outputs"]
+    assert outputs["HandoffEventBusName"]["Value"] == {"Ref": bus_id}
+    assert outputs["HandoffEventBusArn"]["Value"] == {"Fn::GetAtt": [bus_id, "Arn"]}
+    env = _env(default, default.stack.api.handler)
+    assert env[schema.ENV_EVENT_BUS] == {"Ref": bus_id}
+
+
+def test_the_automatic_hand_off_rules_are_off_by_default(default: Synth) -> None:
+    env = _env(default, default.stack.api.handler)
+    assert env[schema.ENV_HANDOFF_ON_NOTHING_VERIFIED] == "false"
+    assert env[schema.ENV_HANDOFF_NEGATIVE_TURNS] == "0"
+    assert env[schema.ENV_HANDOFF_NEGATIVE_SCORE] == "-0.5"
+
+
+def test_only_the_chat_function_is_told_the_hand_off_settings(default: Synth) -> None:
+    """The sweeper leaves handed-off sessions alone by their state in the table, not by a
+    setting; no other function hands off."""
+    for name, function in _functions(default).items():
+        told = HANDOFF_ENV & set(_env(default, function))
+        assert told == (HANDOFF_ENV - {schema.ENV_AGENT_ROLE_ARN} if name == "Chat" else set())
 
 
 # --- operations -----------------------------------------------------------------------------

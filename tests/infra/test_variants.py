@@ -13,7 +13,7 @@ from aws_cdk.assertions import Match
 
 from chatmemory import schema
 from stacks.config import Config
-from tests.infra.synth import Synth, render, statements
+from tests.infra.synth import VARIANTS, Synth, render, statements
 
 Synthesize = Callable[..., Synth]
 
@@ -348,6 +348,8 @@ IDLE_BILLING: dict[str, str] = {
     "AWS::ApiGateway::Authorizer": "nothing",
     "AWS::Cognito::UserPool": "nothing (Essentials: per monthly active user beyond the free tier)",
     "AWS::Cognito::UserPoolClient": "nothing",
+    "AWS::Cognito::UserPoolGroup": "nothing (the agents)",
+    "AWS::Events::EventBus": "nothing (hand-off events: $1 per million published)",
     "AWS::SNS::Topic": "nothing",
     "AWS::SNS::TopicPolicy": "nothing",
     # The fixed monthly fees, and the switch that drops each.
@@ -460,6 +462,54 @@ def test_iam_auth_signs_every_method_and_deploys_no_user_pool(synth_cache: Synth
         expected = "NONE" if props["HttpMethod"] == "OPTIONS" else "AWS_IAM"
         assert props["AuthorizationType"] == expected
     assert "UserPoolId" not in iam.json["Outputs"]
+
+
+def test_iam_auth_agents_are_the_sessions_of_a_role_the_chat_function_knows(
+    synth_cache: Synthesize,
+) -> None:
+    """The agents assume AgentRole (its Invoke scope: test_permissions.py); the function compares
+    the caller's assumed-role ARN with AGENT_ROLE_ARN. No Cognito group, so no AGENT_GROUP."""
+    iam = synth_cache(auth="iam")
+    auth = iam.stack.api.auth
+    role_id = iam.logical_id(auth.agent_role)
+    env = _env(iam, iam.stack.api.handler)
+    assert env[schema.ENV_AGENT_ROLE_ARN] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert schema.ENV_AGENT_GROUP not in env
+    iam.template.resource_count_is("AWS::Cognito::UserPoolGroup", 0)
+    outputs = iam.json["Outputs"]
+    assert outputs["AgentRoleArn"]["Value"] == {"Fn::GetAtt": [role_id, "Arn"]}
+    assert outputs["UserPolicyArn"]["Value"] == {"Ref": iam.logical_id(auth.user_policy)}
+    assert "AgentGroupName" not in outputs
+    # The hand-off bus does not depend on how callers authenticate.
+    assert env[schema.ENV_EVENT_BUS] == {"Ref": iam.logical_id(iam.stack.handoff.bus)}
+
+
+# --- hand-off to a person: settings ----------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def handoff_rules(synth_cache: Synthesize) -> Synth:
+    return synth_cache(**VARIANTS["handoff-rules"])
+
+
+def test_hand_off_settings_reach_the_chat_function(handoff_rules: Synth) -> None:
+    env = _env(handoff_rules, handoff_rules.stack.api.handler)
+    assert env[schema.ENV_HANDOFF_ON_NOTHING_VERIFIED] == "true"
+    assert env[schema.ENV_HANDOFF_NEGATIVE_TURNS] == "3"
+    assert env[schema.ENV_HANDOFF_NEGATIVE_SCORE] == "-0.25"
+    assert env[schema.ENV_AGENT_GROUP] == "support"
+    (group,) = handoff_rules.resources("AWS::Cognito::UserPoolGroup").values()
+    assert group["Properties"]["GroupName"] == "support"
+
+
+def test_without_handoff_events_there_is_no_bus_and_nothing_to_publish_to(
+    handoff_rules: Synth,
+) -> None:
+    assert handoff_rules.stack.handoff.bus is None
+    handoff_rules.template.resource_count_is("AWS::Events::EventBus", 0)
+    assert not {"HandoffEventBusName", "HandoffEventBusArn"} & set(handoff_rules.json["Outputs"])
+    for function in handoff_rules.stack.functions.functions.values():
+        assert schema.ENV_EVENT_BUS not in _env(handoff_rules, function)
 
 
 # --- production stage -------------------------------------------------------------------------
