@@ -19,6 +19,9 @@ DYNAMODB_PORT = 8001
 # The deployed API never reads it; its caller comes from the Cognito authorizer.
 USER_HEADER = "X-User-Id"
 DEFAULT_USER = "local-user"
+# Local mode only: the X-User-Id callers who are agents (hand-off to a person); the gateway
+# gives them the agents' Cognito group claim, as the deployed API's authorizer would.
+DEFAULT_AGENTS = ("agent",)
 
 
 def state_paths(state_dir: Path = STATE_DIR) -> dict[str, Path]:
@@ -30,6 +33,7 @@ def state_paths(state_dir: Path = STATE_DIR) -> dict[str, Path]:
         "dead_letters": state_dir / "dead-letters.jsonl",
         "log": state_dir / "dynamodb.log",
         "pid": state_dir / "dynamodb.pid",
+        "events": state_dir / "events.jsonl",
     }
 
 
@@ -41,6 +45,8 @@ def local_defaults(
         schema.ENV_DYNAMODB_ENDPOINT: f"http://127.0.0.1:{dynamodb_port}",
         schema.ENV_LONG_TERM_BACKEND: "embedded",
         schema.ENV_MEMORY_PATH: str(state_paths(state_dir)["memory"]),
+        # Hand-off events (EventBridge in AWS), one JSON line each.
+        schema.ENV_EVENTS_FILE: str(state_paths(state_dir)["events"]),
         schema.ENV_TEXT_BACKEND: "offline",
         schema.ENV_EMBED_BACKEND: "offline",
         # Physical names are the logical names locally.

@@ -19,7 +19,14 @@ import time
 from pathlib import Path
 
 from chatmemory import schema
-from local.config import API_HOST, API_PORT, DYNAMODB_PORT, STATE_DIR, apply_local_defaults
+from local.config import (
+    API_HOST,
+    API_PORT,
+    DEFAULT_AGENTS,
+    DYNAMODB_PORT,
+    STATE_DIR,
+    apply_local_defaults,
+)
 from local.dynamodb_local import LocalModeError
 
 
@@ -39,8 +46,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="chat handler processes, each one request at a time like a Lambda instance "
         "(1: in this process, one request at a time)",
     )
+    parser.add_argument(
+        "--agents",
+        type=_user_ids,
+        default=",".join(DEFAULT_AGENTS),
+        help="comma-separated X-User-Id callers who are agents (hand-off to a person; "
+        f"default: {','.join(DEFAULT_AGENTS)}; empty: none)",
+    )
     parser.add_argument("--verbose", action="store_true", help="log requests and handler logs")
     return parser.parse_args(argv)
+
+
+def _user_ids(text: str) -> tuple[str, ...]:
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def _positive_int(text: str) -> int:
@@ -81,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
             external_dynamodb=external,
             sweep_seconds=args.sweep_seconds,
             workers=args.workers,
+            agents=args.agents,
         ),
         echo=lambda line: print(line, flush=True),
     )

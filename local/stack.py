@@ -13,7 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from local.config import API_HOST, API_PORT, DYNAMODB_PORT, STATE_DIR, state_paths
+from local.config import (
+    API_HOST,
+    API_PORT,
+    DEFAULT_AGENTS,
+    DYNAMODB_PORT,
+    STATE_DIR,
+    state_paths,
+)
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, table_names
 from local.gateway import HANDLER, Gateway
 from local.lambda_context import LocalLambdaContext
@@ -38,6 +45,8 @@ class StackOptions:
     warm_models: bool = True
     # Chat handler processes, like Lambda instances; 1 runs it in this process (tests patch it).
     workers: int = 1
+    # The X-User-Id callers who are agents (hand-off to a person: the /agent routes).
+    agents: tuple[str, ...] = DEFAULT_AGENTS
 
 
 class LocalStack:
@@ -67,6 +76,8 @@ class LocalStack:
             port=o.api_port,
             workers=o.workers,
             worker_setup=_worker_setup(o.warm_models),
+            agents=o.agents,
+            agent_group=cfg.agent_group,
         )
         try:
             # Import the handler (or start its workers) now, not in the first request while the
@@ -96,6 +107,7 @@ class LocalStack:
                 self._start_sweeper(cfg.idle_minutes)
             for part, text in _models(cfg):
                 self._line(part, text)
+            self._line("hand-off", _handoff_line(cfg, o.agents))
             if o.warm_models:
                 threading.Thread(target=self._warm, daemon=True).start()
             self.gateway.start()
@@ -221,6 +233,16 @@ def warm_models() -> None:
 def _worker_setup(warm: bool) -> tuple[str, ...]:
     """What each gateway worker process runs once it has imported the chat handler."""
     return ("local.stack.quiet_warnings",) + (("local.stack.warm_models",) if warm else ())
+
+
+def _handoff_line(cfg: Any, agents: tuple[str, ...]) -> str:
+    """Who may act as an agent here, and where the hand-off events go."""
+    who = ", ".join(agents) if agents else "nobody"
+    if cfg.event_bus_name:
+        where = f"EventBridge bus {cfg.event_bus_name}"
+    else:
+        where = cfg.events_file or "nowhere (EVENTS_FILE unset)"
+    return f"agents: {who} (X-User-Id); events to {where}"
 
 
 def _models(cfg: Any) -> list[tuple[str, str]]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from chatmemory.errors import ModelUnavailable
@@ -130,3 +131,36 @@ class PausesOnUpsert:
         hook, self.hook = self.hook, None
         if hook is not None:
             hook()
+
+
+@dataclass
+class FixedClock:
+    """A clock that says `now` until a test moves it."""
+
+    now: datetime = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass
+class HookedModel:
+    """Answers `prefix` + the user's last message (its lines joined by " | "), and runs each of
+    `during` (once, in order) inside a call: a second request interleaved with a model call."""
+
+    prefix: str = "answer to: "
+    prompts: list[str] = field(default_factory=list)
+    during: list[Callable[[], None]] = field(default_factory=list)
+    fail: int = 0
+    name: str = "model"
+    context_tokens: int = 2048
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
+        self.prompts.append(prompt)
+        if self.during:
+            self.during.pop(0)()
+        if self.fail:
+            self.fail -= 1
+            raise ModelUnavailable("the model is down")
+        last = prompt.rsplit("User: ", 1)[-1].split("\nAssistant:")[0]
+        return Generation(self.prefix + " | ".join(last.splitlines()), model=self.name)

@@ -19,17 +19,21 @@ from typing import Any
 from chatmemory import schema
 from chatmemory.domain import (
     Feedback,
+    Handoff,
     MemoryRecord,
     Page,
     PurgeEntry,
     Session,
     Turn,
     UserState,
+    caller_of,
     message_key,
+    needs_handoff,
 )
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.schema import (
     VISIBLE_STATUSES,
+    HandoffState,
     PurgeState,
     RecordStatus,
     SessionStatus,
@@ -37,6 +41,26 @@ from chatmemory.schema import (
 )
 
 _SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
+
+
+def _handoff_allows(session: Session, handed_off: bool | None) -> bool:
+    """The adapter's hand-off condition of a turn's write (domain.needs_handoff)."""
+    return handed_off is None or bool(session.handoff_state) == handed_off
+
+
+def _apply_handoff(session: Session, handoff: Handoff, number: int) -> None:
+    session.handoff_state = handoff.state
+    if handoff.reason is not None:
+        session.handoff_reason, session.handoff_at = handoff.reason, handoff.at
+        session.handoff_turn, session.handoff_agent = number, None
+    if handoff.agent:
+        session.handoff_agent = handoff.agent
+
+
+def _clear_handoff(session: Session) -> None:
+    """What a hand-back, an end or a delete removes (handoff_turn stays)."""
+    session.handoff_state = session.handoff_reason = None
+    session.handoff_at = session.handoff_agent = None
 
 
 @dataclass
@@ -197,7 +221,9 @@ class InMemoryShortTermMemory:
             row = self._sessions.get(session_id)
             if row is None or row.session.status not in VISIBLE_STATUSES:
                 raise SessionNotFound(f"session {session_id} not found")
-            idle = idle_before is None or row.session.last_active_at < idle_before
+            idle = idle_before is None or (
+                row.session.last_active_at < idle_before and not row.session.handoff_state
+            )
             if row.session.status != SessionStatus.OPEN or not idle:
                 raise Conflict(f"session {session_id} is not open")
             self._end(row, ended_at)
@@ -307,6 +333,7 @@ class InMemoryShortTermMemory:
             row.session.status = SessionStatus.DELETING
             row.session.version += 1
             row.sweep_bucket = schema.idle_bucket(at)
+            _clear_handoff(row.session)
             return True
 
     def continue_purge(self, session_id: str, at: str) -> None:
@@ -372,13 +399,15 @@ class InMemoryShortTermMemory:
         keep_message_ids: int,
         rename: str | None = None,
         at: str | None = None,
+        stack: bool = False,
+        handoff: Handoff | None = None,
     ) -> Session:
         at = at or turn.created_at
         number = session.num_turns + 1
         turn.turn = number
         with self._lock:
             row = self._sessions.get(session.session_id)
-            failed_answer = turn.pending and turn.origin == TurnOrigin.CHAT
+            failed_answer = turn.pending and turn.origin == TurnOrigin.CHAT and not stack
             allowed = VISIBLE_STATUSES if failed_answer else (SessionStatus.OPEN,)
             turns = self._turns.setdefault(session.session_id, {})
             if (
@@ -386,6 +415,7 @@ class InMemoryShortTermMemory:
                 or row.session.num_turns != session.num_turns
                 or row.session.status not in allowed
                 or number in turns
+                or not _handoff_allows(row.session, needs_handoff(turn))
             ):
                 raise Conflict("the session changed while the turn was written")
             stored = row.session
@@ -397,11 +427,18 @@ class InMemoryShortTermMemory:
                 oldest = sorted(stored.recent_messages, key=stored.recent_messages.__getitem__)
                 for key in oldest[: max(0, len(oldest) - keep_message_ids)]:
                     del stored.recent_messages[key]
-            if stored.status == SessionStatus.OPEN:
+            if stored.status == SessionStatus.OPEN and not stored.handoff_state:
                 row.sweep_bucket = schema.idle_bucket(at)
+            if handoff is not None:
+                _apply_handoff(stored, handoff, number)
+                _apply_handoff(session, handoff, number)
+                if handoff.reason is not None:
+                    row.sweep_bucket = None  # out of the sweeper's index
             if rename:
                 stored.name, stored.auto_named = rename, False
                 session.name, session.auto_named = rename, False
+            if stack:
+                stored.stack_head = session.stack_head = number
             turns[number] = copy.deepcopy(turn)
             session.num_turns = number
             session.last_active_at = at
@@ -412,11 +449,41 @@ class InMemoryShortTermMemory:
     def complete_turn(self, turn: Turn) -> None:
         with self._lock:
             stored = self._turns.get(turn.session_id, {}).get(turn.turn)
-            if stored is None or not stored.pending:
+            if stored is None or not stored.pending or stored.answered_by is not None:
                 raise Conflict("the turn was completed by another request")
             done = copy.deepcopy(turn)
             done.pending = False
             self._turns[turn.session_id][turn.turn] = done
+
+    def complete_stack(
+        self,
+        answer: Turn,
+        covered: Sequence[int],
+        *,
+        head: int | None,
+        rename: str | None = None,
+    ) -> None:
+        with self._lock:
+            row = self._sessions.get(answer.session_id)
+            turns = self._turns.get(answer.session_id, {})
+            waiting = [turns.get(n) for n in (answer.turn, *covered)]
+            if (
+                row is None
+                or row.session.status != SessionStatus.OPEN
+                or (head is not None and row.session.stack_head != head)
+                or row.session.handoff_state is not None
+                or (rename and not row.session.auto_named)
+                or any(t is None or not t.pending or t.answered_by is not None for t in waiting)
+            ):
+                raise Conflict("the stacked messages changed while they were answered")
+            done = copy.deepcopy(answer)
+            done.pending = False
+            turns[answer.turn] = done
+            for number in covered:
+                turns[number].pending = False
+                turns[number].answered_by = answer.turn
+            if rename:
+                row.session.name, row.session.auto_named = rename, False
 
     def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
         with self._lock:
@@ -440,6 +507,75 @@ class InMemoryShortTermMemory:
             for number in doomed:
                 del stored[number]
             return len(doomed)
+
+    # --- hand-off to a person ---------------------------------------------------------------
+
+    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.session.status != SessionStatus.OPEN:
+                return None
+            if row.session.handoff_state:
+                return None
+            stored = row.session
+            stored.handoff_state, stored.handoff_reason = HandoffState.WAITING, reason
+            stored.handoff_at, stored.handoff_agent = at, None
+            stored.handoff_turn = stored.num_turns
+            row.sweep_bucket = None
+            return copy.deepcopy(stored)
+
+    def hand_back(self, session_id: str, *, at: str) -> Session | None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if row is None or row.session.status != SessionStatus.OPEN:
+                return None
+            if not row.session.handoff_state:
+                return None
+            _clear_handoff(row.session)
+            row.session.last_active_at = at
+            row.sweep_bucket = schema.idle_bucket(at)
+            return copy.deepcopy(row.session)
+
+    def handoff_queue(self, state: str, limit: int, next_token: str | None) -> Page[Session]:
+        with self._lock:
+            ordered = sorted(
+                (
+                    r.session
+                    for r in self._sessions.values()
+                    if r.session.handoff_state == state
+                    and r.session.status == SessionStatus.OPEN
+                    and r.session.user_id == self.get_user(caller_of(r.session.user_id)).owner
+                ),
+                key=lambda s: (s.handoff_at or "", s.session_id),
+            )
+            if next_token:
+                start = _untoken(next_token, state)
+                after = (start["handoff_at"], start["session_id"])
+                ordered = [s for s in ordered if (s.handoff_at or "", s.session_id) > after]
+            items = [copy.deepcopy(s) for s in ordered[:limit]]
+            more = len(ordered) > limit
+        token = None
+        if more and items:
+            last = items[-1]
+            token = _token(
+                {"owner": state, "handoff_at": last.handoff_at, "session_id": last.session_id}
+            )
+        return Page(items, token)
+
+    def mark_for_agent(self, session_id: str, turns: Sequence[int]) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            stored = self._turns.get(session_id, {})
+            waiting = [stored.get(n) for n in dict.fromkeys(turns)]
+            if (
+                row is None
+                or not row.session.handoff_state
+                or any(t is None or not t.pending or t.answered_by is not None for t in waiting)
+            ):
+                raise Conflict("the messages or the hand-off changed meanwhile")
+            for turn in waiting:
+                assert turn is not None
+                turn.pending, turn.for_agent = False, True
 
     # --- records ----------------------------------------------------------------------------
 
@@ -534,6 +670,7 @@ class InMemoryShortTermMemory:
         row.session.ended_at = ended_at
         row.session.version += 1
         row.sweep_bucket = None
+        _clear_handoff(row.session)
 
     def _ordered(self, session_id: str) -> list[Turn]:
         with self._lock:

@@ -10,9 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
 from chatmemory.clock import canonical_time
-from chatmemory.domain import MemoryRecord, Page, Sentiment, Session, Turn
+from chatmemory.domain import MemoryRecord, Page, Sentiment, Session, Turn, caller_of
 from chatmemory.schema import (
     EXPORT_FORMAT,
+    HandoffReason,
+    HandoffState,
     Intent,
     Rating,
     RecordOrigin,
@@ -189,6 +191,19 @@ class SessionOut(_Out):
     continued_from: str | None = Field(
         default=None, description="The session this one continues, if any."
     )
+    # Hand-off to a person (services/handoff.py).
+    handoff_state: HandoffState | None = Field(
+        default=None,
+        description=(
+            "WAITING: handed to a person, none has answered yet; ACTIVE: a person answers "
+            "(the bot does not answer messages meanwhile); absent: the bot answers."
+        ),
+    )
+    handoff_reason: HandoffReason | None = Field(
+        default=None, description="Why it was handed off (while it is)."
+    )
+    handoff_at: str | None = Field(default=None, description="When it was handed off.")
+    handoff_agent: str | None = Field(default=None, description="The agent who answered last.")
 
 
 class SessionEnvelope(_Model):
@@ -233,14 +248,29 @@ class TurnOut(_Out):
     created_at: str
     client_message_id: str | None = None
     pending: bool = Field(
-        default=False, description="The model failed; retry with the same client_message_id."
+        default=False,
+        description=(
+            "Not answered yet: being answered (with the messages sent after it), or the model "
+            "failed (retry with the same client_message_id)."
+        ),
     )
     degraded: bool = Field(
         default=False, description="Answered without a component that was unavailable."
     )
     origin: TurnOrigin = Field(
         default=TurnOrigin.CHAT,
-        description="chat: answered by this service's model; client: stored with POST /turns.",
+        description=(
+            "chat: answered by this service's model; client: stored with POST /turns; agent: "
+            "a person's reply while the session was handed off (its text is the response)."
+        ),
+    )
+    agent_id: str | None = Field(default=None, description="origin agent: who replied.")
+    for_agent: bool = Field(
+        default=False,
+        description=(
+            "Sent while the session was handed to a person: no model answers it; the agent's "
+            "replies follow as turns of their own."
+        ),
     )
     metadata: dict[str, MetadataValue] = {}
     feedback: FeedbackOut | None = None
@@ -251,6 +281,13 @@ class TurnOut(_Out):
             "SENTIMENT=model); absent when unknown."
         ),
     )
+    answered_by: int | None = Field(
+        default=None,
+        description=(
+            "Stacked messages: the later turn whose one answer covered this message too "
+            "(this turn then has no response of its own)."
+        ),
+    )
 
 
 class TurnEnvelope(_Model):
@@ -259,6 +296,23 @@ class TurnEnvelope(_Model):
     @classmethod
     def of(cls, turn: Turn) -> TurnEnvelope:
         return cls(turn=TurnOut.model_validate(turn))
+
+
+class MessageEnvelope(TurnEnvelope):
+    answer: TurnOut | None = Field(
+        default=None,
+        description=(
+            "When this message was answered together with messages sent after it: the turn "
+            "that holds the answer (turn.answered_by)."
+        ),
+    )
+
+    @classmethod
+    def of_message(cls, turn: Turn, answer: Turn | None) -> MessageEnvelope:
+        return cls(
+            turn=TurnOut.model_validate(turn),
+            answer=TurnOut.model_validate(answer) if answer is not None else None,
+        )
 
 
 class MessageList(_Model):
@@ -337,6 +391,9 @@ class ImportMessage(_Exported):
     feedback: ImportFeedback | None = None
     # Kept as exported; a message without one stays without (no analyzer runs on an import).
     sentiment: ImportSentiment | None = None
+    # Hand-off to a person: who replied (origin agent), and a message sent for the agent.
+    agent_id: str | None = Field(default=None, max_length=2048)
+    for_agent: bool = False
 
 
 class ImportSession(_Exported):
@@ -470,3 +527,61 @@ class ErrorBody(_Model):
 
 class ErrorEnvelope(_Model):
     error: ErrorBody
+
+
+# --- hand-off to a person -----------------------------------------------------------------------
+
+
+class HandoffRequest(_Strict):
+    note: str | None = Field(
+        default=None,
+        max_length=1000,
+        description="What the user wants help with (goes into the hand-off event).",
+    )
+
+
+class AgentReplyRequest(_Strict):
+    content: str = Field(
+        min_length=1, max_length=MAX_STORED_RESPONSE_CHARS, description="The agent's reply."
+    )
+    client_message_id: ClientMessageId | None = None
+
+
+class AgentSessionOut(SessionOut):
+    user_id: str = Field(description="The user the session belongs to.")
+
+    @classmethod
+    def of(cls, session: Session) -> AgentSessionOut:
+        shown = SessionOut.model_validate(session).model_dump()
+        return cls(**shown, user_id=caller_of(session.user_id))
+
+
+class AgentSessionList(_Model):
+    sessions: list[AgentSessionOut]
+    next_token: str | None = None
+
+    @classmethod
+    def of(cls, page: Page[Session]) -> AgentSessionList:
+        return cls(sessions=[AgentSessionOut.of(s) for s in page.items], next_token=page.next_token)
+
+
+class AgentSessionEnvelope(_Model):
+    session: AgentSessionOut
+
+    @classmethod
+    def of(cls, session: Session) -> AgentSessionEnvelope:
+        return cls(session=AgentSessionOut.of(session))
+
+
+class AgentSessionView(_Model):
+    session: AgentSessionOut
+    messages: list[TurnOut]
+    next_token: str | None = None
+
+    @classmethod
+    def of(cls, session: Session, page: Page[Turn]) -> AgentSessionView:
+        return cls(
+            session=AgentSessionOut.of(session),
+            messages=[TurnOut.model_validate(t) for t in page.items],
+            next_token=page.next_token,
+        )

@@ -36,6 +36,11 @@ def owner_key(user_id: str, generation: int) -> str:
     return user_id if generation == 0 else f"{user_id}#{generation}"
 
 
+def caller_of(owner: str) -> str:
+    """The caller id an owner key belongs to (see owner_key)."""
+    return owner.split("#", 1)[0]
+
+
 @dataclass
 class PurgeEntry:
     """A namespace (owner key) of a caller's forgotten data, still being purged."""
@@ -95,6 +100,18 @@ class Session:
     # The ended session this one continues (POST /sessions with continue_from): its rolling
     # summary was carried over, and its last turns fill the window while this one is short.
     continued_from: str | None = None
+    # The newest chat message written before its answer (stacked messages: the request of that
+    # message answers the messages waiting before it; services/stacking.py).
+    stack_head: int = 0
+    # While the session is handed to a person (schema.HandoffState: WAITING or ACTIVE; None when
+    # the bot answers): why, since when, and the agent who answered last.
+    handoff_state: str | None = None
+    handoff_reason: str | None = None
+    handoff_at: str | None = None
+    handoff_agent: str | None = None
+    # The session's turn count when it was last handed to a person (kept after the hand-back:
+    # the automatic rules count only the turns after it).
+    handoff_turn: int | None = None
 
     def turn_of(self, client_message_id: str | None) -> int | None:
         """The turn that stored this client message, if it is among the recent ones."""
@@ -163,6 +180,13 @@ class Turn:
     feedback: Feedback | None = None
     # Of the user's input (None: not analyzed, SENTIMENT=off, or the analyzer failed).
     sentiment: Sentiment | None = None
+    # A turn with origin AGENT: the agent who wrote its response.
+    agent_id: str | None = None
+    # Stacked messages: the later turn whose one answer covered this message too (this turn
+    # then has no response of its own).
+    answered_by: int | None = None
+    # A user's message stored while the session was handed to a person: no model answers it.
+    for_agent: bool = False
 
 
 @dataclass
@@ -208,3 +232,32 @@ class Page(Generic[T]):
 
     items: list[T]
     next_token: str | None = None
+
+
+# --- hand-off to a person (services/handoff.py) ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Handoff:
+    """A change of the session's hand-off state written together with a turn (append_turn):
+    a hand-off (`reason` and `at` set: the state becomes WAITING), or an agent's reply (state
+    ACTIVE, `agent` the one who answers)."""
+
+    state: str
+    reason: str | None = None
+    at: str | None = None
+    agent: str | None = None
+
+
+def needs_handoff(turn: Turn) -> bool | None:
+    """What writing `turn` requires of its session: handed to a person (True: an agent's reply,
+    a message stored for the agent), with the bot (False: an answer of this service's model or
+    a message about to be answered by it), or nothing (None: a client's own turn, POST /turns).
+
+    Every store checks it in the turn's write, so a hand-off that commits between a request's
+    read and its write turns that write into a conflict instead of a bot answer after it."""
+    if turn.origin == TurnOrigin.AGENT or turn.for_agent:
+        return True
+    if turn.origin == TurnOrigin.CHAT and not turn.pending:
+        return False
+    return None

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from chatmemory.domain import Session
+
 
 class ChatMemoryError(Exception):
     """Base class. `code` is the machine-readable error code sent to clients."""
@@ -84,3 +89,20 @@ class LongTermMemoryError(ChatMemoryError):
 
     code = "long_term_memory_error"
     status = 502
+
+
+class EventsUnavailable(ChatMemoryError):
+    """An event could not be published (the hand-off itself is stored: this is only logged)."""
+
+    code = "events_unavailable"
+    status = 503
+
+
+class HandoffChanged(Conflict):
+    """A turn's write found the session handed to a person, or handed back, since it was read
+    (services/handoff.py decides what becomes of the turn); `session` is the session as read
+    again."""
+
+    def __init__(self, message: str, session: Session) -> None:
+        super().__init__(message)
+        self.session = session

@@ -8,6 +8,7 @@ from datetime import datetime
 from typing import Any, Protocol
 
 from chatmemory.domain import (
+    Handoff,
     MemoryRecord,
     Page,
     PurgeEntry,
@@ -158,10 +159,17 @@ class TurnStore(Protocol):
         keep_message_ids: int,
         rename: str | None = None,
         at: str | None = None,
+        stack: bool = False,
+        handoff: Handoff | None = None,
     ) -> Session:
         """Write `turn` as number num_turns + 1 together with the session counters, atomically;
         with `rename`, the session takes that name in the same write (auto_named goes False).
-        The session's last activity is `at` (default: the turn's created_at).
+        The session's last activity is `at` (default: the turn's created_at). With `stack`, the
+        turn is a chat message written before it is answered (pending): only into an OPEN
+        session, and the session's `stack_head` becomes its number (services/stacking.py).
+        The write is also conditional on the session's hand-off state as domain.needs_handoff
+        says for the turn; with `handoff`, it changes that state in the same write (a hand-off
+        leaves the sweeper's index, see hand_off).
 
         Raises Conflict when the session changed since it was read (another turn won the race,
         or it is being deleted), SessionEnded when it is no longer OPEN. Returns the updated
@@ -171,6 +179,22 @@ class TurnStore(Protocol):
 
     def complete_turn(self, turn: Turn) -> None:
         """Fill in the response of a pending turn (conditional on it still being pending)."""
+        ...
+
+    def complete_stack(
+        self,
+        answer: Turn,
+        covered: Sequence[int],
+        *,
+        head: int | None,
+        rename: str | None = None,
+    ) -> None:
+        """In one transaction: fill in the response of the pending turn `answer`, mark the
+        pending turns `covered` (earlier messages it answers too) `answered_by` it, and, with
+        `rename`, name the session. Conditional on every one of these turns still being pending
+        and unanswered, on the session being OPEN and, unless `head` is None, on its
+        `stack_head` still being `head` (no newer message arrived to be answered with them).
+        Raises Conflict when a condition fails: nothing is written then."""
         ...
 
     def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
@@ -227,7 +251,36 @@ class RecordStore(Protocol):
         ...
 
 
-class ShortTermMemory(SessionStore, TurnStore, RecordStore, Protocol):
+class HandoffStore(Protocol):
+    """Sessions handed to a person (services/handoff.py): the state is on the session item, and
+    the sparse index of schema.HANDOFF_SESSIONS_INDEX is the agents' queue."""
+
+    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+        """OPEN and with the bot -> WAITING, in one conditional write that also takes the
+        session out of the idle sweeper's index (a person may answer hours later) and records
+        its turn count (handoff_turn). None when the condition fails (not open, already handed
+        off, gone): nothing is written then."""
+        ...
+
+    def hand_back(self, session_id: str, *, at: str) -> Session | None:
+        """Handed off (WAITING or ACTIVE) and OPEN -> with the bot, in one conditional write:
+        the state is cleared (handoff_turn stays), the session is active `at` and back in the
+        sweeper's index. None when the condition fails."""
+        ...
+
+    def handoff_queue(self, state: str, limit: int, next_token: str | None) -> Page[Session]:
+        """OPEN sessions in hand-off `state`, longest waiting first (a page may hold fewer than
+        `limit`: the index is checked against the table)."""
+        ...
+
+    def mark_for_agent(self, session_id: str, turns: Sequence[int]) -> None:
+        """Messages written before a hand-off and not answered by the bot become the agent's
+        (for_agent, no longer pending), in one transaction conditional on each still waiting
+        and on the session still being handed off. Raises Conflict when a condition fails."""
+        ...
+
+
+class ShortTermMemory(SessionStore, TurnStore, RecordStore, HandoffStore, Protocol):
     """The tables behind one adapter: a turn is written atomically with its session, and one
     read checks sessions and records together."""
 
@@ -267,6 +320,14 @@ class SentimentAnalyzer(Protocol):
     name: str
 
     def analyze(self, text: str) -> Sentiment: ...
+
+
+class EventPublisher(Protocol):
+    """Where the hand-off's events go: EventBridge in AWS, a JSON-lines file in local mode."""
+
+    def publish(self, detail_type: str, detail: dict[str, Any]) -> None:
+        """One event of source schema.EVENT_SOURCE; raises EventsUnavailable on failure."""
+        ...
 
 
 class Clock(Protocol):

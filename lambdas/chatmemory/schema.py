@@ -152,10 +152,21 @@ OPEN_SESSIONS_INDEX = IndexSpec(
     include=(),  # keys only: the sweeper needs the session id
 )
 
+# Present only while a session is handed to a person: "WAITING" (no agent has answered yet) or
+# "ACTIVE" (an agent answers); the sparse index agents list their queue from, oldest first.
+HANDOFF_QUEUE = "handoff_queue"
+HANDOFF_AT = "handoff_at"
+HANDOFF_SESSIONS_INDEX = IndexSpec(
+    name="handoff-sessions",
+    partition_key=KeyAttr(HANDOFF_QUEUE, "S"),
+    sort_key=KeyAttr(HANDOFF_AT, "S"),
+    include=("name", STATUS, LAST_ACTIVE_AT, "num_turns", "handoff_reason", "handoff_agent"),
+)
+
 SESSIONS = TableSpec(
     logical_name="sessions",
     partition_key=KeyAttr(SESSION_ID, "S"),
-    indexes=(USER_SESSIONS_INDEX, OPEN_SESSIONS_INDEX),
+    indexes=(USER_SESSIONS_INDEX, OPEN_SESSIONS_INDEX, HANDOFF_SESSIONS_INDEX),
     env_var="SESSIONS_TABLE",
 )
 
@@ -238,6 +249,8 @@ class Intent(StrEnum):
     PAST = "past"
     VERIFIED = "verified"
     REMEMBER = "remember"
+    # `/human [note]`: the caller asks for a person (services/handoff.py); no model answers.
+    HUMAN = "human"
 
 
 class TurnOrigin(StrEnum):
@@ -246,6 +259,29 @@ class TurnOrigin(StrEnum):
 
     CHAT = "chat"
     CLIENT = "client"
+    # A human agent's reply while the session is handed to a person (its text is the turn's
+    # response; the turn has no input).
+    AGENT = "agent"
+
+
+class HandoffState(StrEnum):
+    """A session handed to a person: waiting for an agent, or answered by one."""
+
+    WAITING = "WAITING"
+    ACTIVE = "ACTIVE"
+
+
+# The EventBridge events of a hand-off (source, and detail-type per change), so that a contact
+# centre's rule can match them: {"source": ["chatmemory"], "detail-type": [HANDOFF_EVENT]}.
+EVENT_SOURCE = "chatmemory"
+HANDOFF_EVENT = "Session handed off"
+HANDBACK_EVENT = "Session handed back"
+
+
+class HandoffReason(StrEnum):
+    USER_REQUEST = "user_request"  # POST /sessions/{id}/handoff or the chat command /human
+    NOTHING_VERIFIED = "nothing_verified"  # /verified found nothing relevant
+    NEGATIVE_SENTIMENT = "negative_sentiment"  # repeated negative user turns
 
 
 class Rating(StrEnum):
@@ -506,6 +542,21 @@ ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"
 ENV_KEEP_MESSAGE_IDS = "KEEP_MESSAGE_IDS"
 ENV_LONG_TERM_BACKEND = "LONG_TERM_BACKEND"
 ENV_SENTIMENT = "SENTIMENT"
+# Hand-off to a person: the EventBridge bus its events go to (unset: no events), the Cognito
+# group whose members may use the agent routes, the IAM role ARN whose sessions may (auth=iam),
+# and the automatic rules (off unless set).
+ENV_EVENT_BUS = "EVENT_BUS_NAME"
+ENV_AGENT_GROUP = "AGENT_GROUP"
+ENV_AGENT_ROLE_ARN = "AGENT_ROLE_ARN"
+ENV_HANDOFF_ON_NOTHING_VERIFIED = "HANDOFF_ON_NOTHING_VERIFIED"
+ENV_HANDOFF_NEGATIVE_TURNS = "HANDOFF_NEGATIVE_TURNS"
+ENV_HANDOFF_NEGATIVE_SCORE = "HANDOFF_NEGATIVE_SCORE"
+# Local mode: the JSON-lines file hand-off events are appended to when there is no bus.
+ENV_EVENTS_FILE = "EVENTS_FILE"
+# Stacked messages: how long a chat message waits for more from the same user before it is
+# answered (0: answer at once, messages still stack when they arrive during a model call).
+ENV_STACK_WAIT_MS = "STACK_WAIT_MS"
+ENV_STACK_MESSAGES = "STACK_MESSAGES"
 # Comma-separated origins allowed to call the API from a browser ("*" for any); unset: none.
 ENV_CORS_ORIGINS = "CORS_ALLOW_ORIGINS"
 

@@ -118,6 +118,22 @@ class Settings(BaseModel):
     # How a user turn's sentiment is found: VADER in process (also with a text model: a model
     # call per turn would add its latency and cost to every turn), the text model, or not.
     sentiment: SentimentMode = SentimentMode.VADER
+    # Messages sent before the bot answered are answered together (services/stacking.py),
+    # after waiting this long for more (0: no wait; see the README's "Stacked messages").
+    stack_messages: Flag = True
+    stack_wait_ms: int = Field(default=0, ge=0, le=10_000)
+    # Hand-off to a person (services/handoff.py): where its events go (an EventBridge bus, or
+    # in local mode a JSON-lines file; neither: none), who is an agent (members of the Cognito
+    # group, or with auth=iam the sessions of the role), and the automatic rules (off unless
+    # set): hand off when /verified finds nothing relevant, and after this many consecutive
+    # user turns whose sentiment score is at most handoff_negative_score (0: never).
+    event_bus_name: str = ""
+    events_file: str = ""
+    agent_group: str = "agents"
+    agent_role_arn: str = Field(default="", pattern=r"^(arn:[\w-]+:iam::\d{12}:role/\S+)?$")
+    handoff_on_nothing_verified: Flag = False
+    handoff_negative_turns: int = Field(default=0, ge=0, le=50)
+    handoff_negative_score: float = Field(default=-0.5, ge=-1, le=1)
 
     @field_validator("vector_bucket")
     @classmethod
@@ -199,4 +215,13 @@ ENV: dict[str, str] = {
     "purge_settle_seconds": s.ENV_PURGE_SETTLE_SECONDS,
     "cors_origins": s.ENV_CORS_ORIGINS,
     "sentiment": s.ENV_SENTIMENT,
+    "stack_messages": s.ENV_STACK_MESSAGES,
+    "stack_wait_ms": s.ENV_STACK_WAIT_MS,
+    "event_bus_name": s.ENV_EVENT_BUS,
+    "events_file": s.ENV_EVENTS_FILE,
+    "agent_group": s.ENV_AGENT_GROUP,
+    "agent_role_arn": s.ENV_AGENT_ROLE_ARN,
+    "handoff_on_nothing_verified": s.ENV_HANDOFF_ON_NOTHING_VERIFIED,
+    "handoff_negative_turns": s.ENV_HANDOFF_NEGATIVE_TURNS,
+    "handoff_negative_score": s.ENV_HANDOFF_NEGATIVE_SCORE,
 }

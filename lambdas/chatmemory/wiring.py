@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from chatmemory.errors import ConfigurationError
 from chatmemory.ports import (
     Embedder,
+    EventPublisher,
     Extractor,
     LongTermIndex,
     SentimentAnalyzer,
@@ -21,8 +22,10 @@ from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, Text
 from chatmemory.services.auto_recall import AutoRecallPolicy
 from chatmemory.services.chat import ChatDeps, ChatPolicy
 from chatmemory.services.forget import PurgePolicy
+from chatmemory.services.handoff import HandoffPolicy
 from chatmemory.services.prompt import Roles
 from chatmemory.services.recall import RecallWeights
+from chatmemory.services.stacking import StackPolicy
 from chatmemory.settings import Settings
 
 if TYPE_CHECKING:  # imported where used: the chat handler's cold start does not need them
@@ -246,6 +249,12 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
             half_life_days=cfg.recency_half_life_days,
         ),
         rewrite_follow_ups=cfg.text_backend != TextBackend.OFFLINE,
+        stack=StackPolicy(enabled=cfg.stack_messages, wait_seconds=cfg.stack_wait_ms / 1000),
+        handoff=HandoffPolicy(
+            on_nothing_verified=cfg.handoff_on_nothing_verified,
+            negative_turns=cfg.handoff_negative_turns,
+            negative_score=cfg.handoff_negative_score,
+        ),
     )
 
 
@@ -301,7 +310,23 @@ def chat_deps() -> ChatDeps:
         long_term=index,
         sentiment=chat_sentiment,
         stored_sentiment=stored_sentiment,
+        events=event_publisher(cfg),
     )
+
+
+def event_publisher(cfg: Settings | None = None) -> EventPublisher | None:
+    """Hand-off events: to the EventBridge bus of EVENT_BUS_NAME, else (local mode) appended to
+    EVENTS_FILE, else nowhere."""
+    cfg = cfg or settings()
+    if cfg.event_bus_name:
+        from chatmemory.adapters.eventbridge import EventBridgePublisher
+
+        return EventBridgePublisher(aws_client("events"), cfg.event_bus_name)
+    if cfg.events_file:
+        from chatmemory.adapters.events_file import JsonLinesEventPublisher
+
+        return JsonLinesEventPublisher(cfg.events_file)
+    return None
 
 
 def extractor(cfg: Settings | None = None) -> Extractor:

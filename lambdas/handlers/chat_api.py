@@ -28,14 +28,17 @@ from chatmemory import api_models as m
 from chatmemory import wiring
 from chatmemory.errors import ChatMemoryError, ConfigurationError, LongTermMemoryUnavailable
 from chatmemory.ports import Embedder, LongTermIndex
-from chatmemory.schema import RecordType
-from chatmemory.services import chat, forget, profile, recall, sessions, turns
+from chatmemory.schema import HandoffState, RecordType
+from chatmemory.services import chat, forget, handoff, profile, recall, sessions, turns
 from chatmemory.services.access import owner_of
+from chatmemory.services.turns import AppendPolicy
 from handlers.http import (
+    Forbidden,
     UnsupportedMediaType,
     caller_id,
     cors_config,
     error_response,
+    is_agent,
     json_bodies_only,
     strict_json,
     validation_message,
@@ -168,12 +171,14 @@ def delete_session(session_id: SessionId) -> Response[None]:
         "window_turns turns (/past and /verified messages: from long-term memory or "
         "verified passages) and returns the stored turn. A retry with the same "
         "client_message_id returns that turn without a second model call, and completes "
-        "a turn whose model call failed."
+        "a turn whose model call failed. Messages sent before the bot answered are answered "
+        "together, once: the newest one's turn holds the answer, and the requests of the "
+        "earlier ones return their turn (answered_by) with that answer."
     ),
 )
 def post_message(
     session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
-) -> m.TurnEnvelope:
+) -> m.MessageEnvelope:
     result = chat.post_message(
         wiring.chat_deps(),
         wiring.chat_policy(),
@@ -184,9 +189,10 @@ def post_message(
         window_turns=body.window_turns,
     )
     _log_sentiment_error(result.sentiment_error)
+    _log_event_error(result.event_error)
     if not result.replayed:
         metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
-    return m.TurnEnvelope.of(result.turn)
+    return m.MessageEnvelope.of_message(result.turn, result.answer)
 
 
 def _log_sentiment_error(reason: str) -> None:
@@ -500,6 +506,163 @@ def delete_record(record_id: RecordId) -> Response[None]:
     return Response(status_code=204, body=None)
 
 
+# --- hand-off to a person ----------------------------------------------------------------------
+
+
+@router.post(
+    "/sessions/<session_id>/handoff",
+    summary="Ask for a person",
+    description=(
+        "Hands the caller's open session to a human agent (the chat command /human does the "
+        "same): until an agent hands it back, messages are stored for the agent and not "
+        "answered by the model, and the agent's replies appear among the session's messages "
+        "(origin agent). Publishes a hand-off event. Asking again while it is handed off "
+        "answers the session unchanged."
+    ),
+)
+def request_handoff(
+    session_id: SessionId, body: Annotated[m.HandoffRequest | None, Body()] = None
+) -> m.SessionEnvelope:
+    deps = wiring.chat_deps()
+    outcome = handoff.request_handoff(
+        deps.memory,
+        deps.events,
+        user_id=_user(),
+        session_id=session_id,
+        note=body.note if body else None,
+        clock=deps.clock,
+    )
+    _handed(outcome, "Handoffs")
+    return m.SessionEnvelope.of(outcome.session)
+
+
+HandoffStateQuery = Annotated[
+    Literal[HandoffState.WAITING, HandoffState.ACTIVE],
+    Query(description="WAITING (no agent answered yet) or ACTIVE."),
+]
+
+
+@router.get(
+    "/agent/sessions",
+    summary="Sessions waiting for a person",
+    description=(
+        "Agents only (403 for anyone else): the sessions handed to a person in the given "
+        "state, longest waiting first, one page at a time."
+    ),
+)
+def list_handoffs(
+    state: HandoffStateQuery = HandoffState.WAITING,
+    limit: Limit = 20,
+    next_token: NextToken = None,
+) -> m.AgentSessionList:
+    _agent()
+    page = handoff.list_queue(
+        wiring.chat_deps().memory, state=state, limit=limit, next_token=next_token
+    )
+    return m.AgentSessionList.of(page)
+
+
+@router.get(
+    "/agent/sessions/<session_id>",
+    summary="Read a handed-off session",
+    description=(
+        "Agents only: a session handed to a person and its turns, newest first by default "
+        "(next_token pages back), the user's messages stored for the agent among them. A "
+        "session not handed off answers 404."
+    ),
+)
+def read_handoff(
+    session_id: SessionId,
+    limit: Limit = 50,
+    next_token: NextToken = None,
+    order: Annotated[Literal["asc", "desc"], Query()] = "desc",
+) -> m.AgentSessionView:
+    _agent()
+    session, page = handoff.read_session_for_agent(
+        wiring.chat_deps().memory,
+        session_id,
+        limit=limit,
+        next_token=next_token,
+        ascending=order == "asc",
+    )
+    return m.AgentSessionView.of(session, page)
+
+
+@router.post(
+    "/agent/sessions/<session_id>/messages",
+    summary="Reply as an agent",
+    description=(
+        "Agents only: stores the agent's reply as the session's next turn (origin agent); the "
+        "session becomes ACTIVE with this agent. 409 when it is not handed off (handed back, "
+        "or never). A retry with the same client_message_id returns the stored turn."
+    ),
+)
+def agent_reply(
+    session_id: SessionId, body: Annotated[m.AgentReplyRequest, Body()]
+) -> m.TurnEnvelope:
+    deps = wiring.chat_deps()
+    policy = wiring.chat_policy()
+    reply = handoff.agent_reply(
+        deps.memory,
+        agent_id=_agent(),
+        session_id=session_id,
+        content=body.content,
+        client_message_id=body.client_message_id,
+        clock=deps.clock,
+        sleep=deps.sleep,
+        policy=AppendPolicy(policy.keep_message_ids, policy.append_attempts),
+        expires_at=_expiry(policy.turn_ttl_days, deps),
+    )
+    if not reply.replayed:
+        metrics.add_metric(name="AgentReplies", unit=MetricUnit.Count, value=1)
+    return m.TurnEnvelope.of(reply.turn)
+
+
+@router.post(
+    "/agent/sessions/<session_id>/handback",
+    summary="Hand a session back",
+    description=(
+        "Agents only: the bot answers the session's next message again, with the whole "
+        "conversation (the agent's replies too) in its prompt. Publishes a hand-back event. "
+        "409 when the session is not handed off."
+    ),
+)
+def hand_back(session_id: SessionId) -> m.AgentSessionEnvelope:
+    deps = wiring.chat_deps()
+    outcome = handoff.hand_back(
+        deps.memory, deps.events, agent_id=_agent(), session_id=session_id, clock=deps.clock
+    )
+    _handed(outcome, "Handbacks")
+    return m.AgentSessionEnvelope.of(outcome.session)
+
+
+def _agent() -> str:
+    """The caller, if an agent (the Cognito group, or the IAM role of AGENT_GROUP and
+    AGENT_ROLE_ARN); anyone else is refused with 403."""
+    event = router.current_event.raw_event
+    cfg = wiring.settings()
+    if not is_agent(event, group=cfg.agent_group, role_arn=cfg.agent_role_arn):
+        raise Forbidden("only agents may use the /agent routes")
+    return caller_id(event)
+
+
+def _expiry(ttl_days: int, deps: chat.ChatDeps) -> int | None:
+    return int(deps.clock().timestamp()) + ttl_days * 86_400 if ttl_days > 0 else None
+
+
+def _handed(outcome: handoff.Outcome, metric: str) -> None:
+    if outcome.changed:
+        metrics.add_metric(name=metric, unit=MetricUnit.Count, value=1)
+    _log_event_error(outcome.event_error)
+
+
+def _log_event_error(reason: str) -> None:
+    """A hand-off or hand-back is stored, but its event could not be published."""
+    if reason:
+        logger.warning("hand-off event not published", extra={"reason": reason})
+        metrics.add_metric(name="HandoffEventsFailed", unit=MetricUnit.Count, value=1)
+
+
 def _long_term(deps: chat.ChatDeps) -> tuple[LongTermIndex, Embedder]:
     if deps.long_term is None or deps.embedder is None:
         raise LongTermMemoryUnavailable("no long-term memory is configured")
@@ -597,6 +760,9 @@ _ERRORS = {
 }
 
 
+_AGENTS_ONLY = "The caller is not an agent (the Cognito group AGENT_GROUP, or AGENT_ROLE_ARN)"
+
+
 def openapi_document() -> str:
     """The API's OpenAPI 3 document, generated from the route signatures and models above.
 
@@ -620,9 +786,11 @@ def openapi_document() -> str:
     schemas.update(envelope.pop("$defs", {}))
     schemas["ErrorEnvelope"] = envelope
     error_ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
-    for operations in document["paths"].values():
+    for path, operations in document["paths"].items():
         for operation in operations.values():
             responses = operation["responses"]
+            if path.startswith("/agent/"):
+                responses["403"] = {"description": _AGENTS_ONLY, "content": error_ref}
             responses.pop("422", None)
             if "204" in responses:
                 responses["204"].pop("content", None)

@@ -49,9 +49,11 @@ def proxy_event(
     routes: list[Route],
     source_ip: str = "127.0.0.1",
     stage: str = "local",
+    groups: str | None = None,
 ) -> dict[str, Any]:
     """The API Gateway REST proxy event for one request (paths and query values URL-decoded,
-    as API Gateway passes them)."""
+    as API Gateway passes them). `groups`: the caller's Cognito groups claim, as API Gateway's
+    Cognito authorizer passes it (a string: "agents")."""
     split = urlsplit(target)
     path = unquote(split.path) or "/"
     resource = "/{proxy+}"
@@ -96,11 +98,18 @@ def proxy_event(
                 "cognitoIdentityId": None,
                 "userArn": None,
             },
-            "authorizer": {"claims": {"sub": user_id}},
+            "authorizer": {"claims": _claims(user_id, groups)},
         },
         "body": body,
         "isBase64Encoded": False,
     }
+
+
+def _claims(user_id: str, groups: str | None) -> dict[str, str]:
+    claims = {"sub": user_id}
+    if groups:
+        claims["cognito:groups"] = groups
+    return claims
 
 
 def http_reply(reply: Any) -> tuple[int, dict[str, str | list[str]], bytes]:

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from local.config import API_HOST, DEFAULT_USER, ROOT, USER_HEADER, WEB_DIR
+from local.config import API_HOST, DEFAULT_AGENTS, DEFAULT_USER, ROOT, USER_HEADER, WEB_DIR
 from local.gateway.checks import (
     ANY_ADDRESS,
     CORS_METHODS,
@@ -58,6 +58,8 @@ class Gateway:
         stage: str = "local",
         workers: int = 1,
         worker_setup: Sequence[str] = (),
+        agents: Sequence[str] = DEFAULT_AGENTS,
+        agent_group: str = "agents",
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be 1 or more")
@@ -71,6 +73,9 @@ class Gateway:
         self.routes = load_routes(openapi_path)
         self.max_body_bytes = max_body_bytes
         self.default_user = default_user
+        # Hand-off to a person: these callers get the agents' group claim (local mode only).
+        self.agents = frozenset(agents)
+        self.agent_group = agent_group
         self.stage = stage
         self.allowed_hosts = allowed_host_names(host)
         self._invoke_lock = threading.Lock()
@@ -235,6 +240,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 routes=self.gateway.routes,
                 source_ip=self.client_address[0],
                 stage=self.gateway.stage,
+                groups=self.gateway.agent_group if user in self.gateway.agents else None,
             )
             started = time.perf_counter()
             reply = self.gateway.invoke(event)

@@ -22,6 +22,7 @@ from responses import matchers
 RECORDED = Path(__file__).parent / "recorded" / "local_mode.json"
 REPLAY_URL = "http://chatmemory.test"
 USER = "alice"
+AGENT = "agent"  # local mode's default agent (local/config.py DEFAULT_AGENTS)
 LONG_INPUT = "x" * 4001
 
 
@@ -169,6 +170,7 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
         expect_error(
             lambda: client.send_message(trip.session_id, "Still there?", client_message_id="m-9")
         )
+    _hand_off_steps(url, http, client, step)
     drain()
     with step("search_memories"):
         client.search_memories("trip to Lisbon with Ana", k=3)
@@ -203,6 +205,39 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
     with step("list_sessions_after_forget"):
         list(client.list_sessions())
     return recorder.steps
+
+
+def _hand_off_steps(
+    url: str,
+    http: requests.Session,
+    client: ChatMemoryClient,
+    step: Callable[[str], Any],
+) -> None:
+    """Hand-off to a person: the user asks for one, an agent (local mode's default agent,
+    "agent") reads the queue and the session, replies and hands the session back."""
+    agent = ChatMemoryClient(url, user_id=AGENT, session=http, max_retries=0)
+    with step("create_session_for_handoff"):
+        parcel = client.create_session("Parcel")
+    with step("send_message_before_handoff"):
+        client.send_message(parcel.session_id, "My parcel did not arrive", client_message_id="p-1")
+    with step("request_handoff"):
+        client.request_handoff(parcel.session_id, note="a lost parcel")
+    with step("send_message_for_agent"):
+        client.send_message(parcel.session_id, "It was order 1234", client_message_id="p-2")
+    with step("list_handoffs"):
+        list(agent.list_handoffs(state="WAITING", page_size=5))
+    with step("read_handoff"):
+        agent.read_handoff(parcel.session_id, page_size=5)
+    with step("agent_reply"):
+        agent.agent_reply(
+            parcel.session_id, "Order 1234 arrives tomorrow.", client_message_id="a-1"
+        )
+    with step("hand_back"):
+        agent.hand_back(parcel.session_id)
+    with step("hand_back_again"):
+        expect_error(lambda: agent.hand_back(parcel.session_id))
+    with step("list_handoffs_as_user"):
+        expect_error(lambda: list(client.list_handoffs()))
 
 
 def load() -> dict[str, list[dict[str, Any]]]:

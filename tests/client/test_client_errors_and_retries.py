@@ -316,3 +316,30 @@ def test_an_unreachable_server_raises_connection_failed_after_the_retries(waits)
     with pytest.raises(ConnectionFailed):
         client.create_session("nobody listens")
     assert len(waits) == 2  # refused before sending: safe to send again, even a POST
+
+
+def test_a_message_answered_with_a_later_one_carries_that_answer(http) -> None:
+    """Stacked messages: the server answered this message together with the next one."""
+    answer = {"turn": 2, "input": "it is order 1234", "response": "Sorry! Order 1234 ships today."}
+    http.add(
+        "POST",
+        f"{URL}/sessions/s1/messages",
+        json={
+            "turn": {"turn": 1, "input": "my parcel", "response": None, "answered_by": 2},
+            "answer": answer,
+        },
+    )
+    http.add(
+        "POST",
+        f"{URL}/sessions/s1/messages",
+        json={"turn": answer},
+    )
+    client = ChatMemoryClient(URL, user_id="alice")
+
+    first = client.send_message("s1", "my parcel")
+    second = client.send_message("s1", "it is order 1234")
+
+    assert (first.response, first.answered_by) == (None, 2)
+    assert first.answer is not None and first.answer.turn == 2
+    assert first.reply == second.reply == "Sorry! Order 1234 ships today."
+    assert second.answer is None and second.answered_by is None

@@ -13,6 +13,7 @@ from chatmemory_client import (
     Conflict,
     DeletionStatus,
     Feedback,
+    HandoffView,
     Memory,
     NotFound,
     PayloadTooLarge,
@@ -21,6 +22,7 @@ from chatmemory_client import (
     Session,
     SessionEnded,
     Turn,
+    Unauthorized,
 )
 
 from tests.client import recording
@@ -270,3 +272,39 @@ def test_deleting_and_forgetting(http, client) -> None:
     assert isinstance(status, DeletionStatus) and status.complete is False
     assert client.forget_everything() is None
     assert list(client.list_sessions()) == []
+
+
+def test_hand_off_to_a_person_and_back(http) -> None:
+    play(
+        http,
+        "request_handoff",
+        "send_message_for_agent",
+        "list_handoffs",
+        "read_handoff",
+        "agent_reply",
+        "hand_back",
+        "hand_back_again",
+        "list_handoffs_as_user",
+    )
+    user = ChatMemoryClient(REPLAY_URL, user_id=recording.USER, max_retries=0)
+    agent = ChatMemoryClient(REPLAY_URL, user_id=recording.AGENT, max_retries=0)
+    parcel = answer("request_handoff")["session"]["session_id"]
+    handed = user.request_handoff(parcel, note="a lost parcel")
+    assert (handed.handoff_state, handed.handoff_reason) == ("WAITING", "user_request")
+    waiting = user.send_message(parcel, "It was order 1234", client_message_id="p-2")
+    assert (waiting.for_agent, waiting.response, waiting.pending) == (True, None, False)
+    [queued] = list(agent.list_handoffs(state="WAITING", page_size=5))
+    assert queued.session_id == parcel and queued.user_id == recording.USER
+    view = agent.read_handoff(parcel, page_size=5)
+    assert isinstance(view, HandoffView) and view.session.session_id == parcel
+    assert [t.turn for t in view.messages] == [2, 1]  # newest first
+    reply = agent.agent_reply(parcel, "Order 1234 arrives tomorrow.", client_message_id="a-1")
+    assert (reply.origin, reply.agent_id, reply.input) == ("agent", recording.AGENT, "")
+    assert agent.hand_back(parcel).handoff_state is None
+    with pytest.raises(Conflict):
+        agent.hand_back(parcel)
+    with pytest.raises(Unauthorized) as refused:
+        list(user.list_handoffs())
+    assert (refused.value.status, refused.value.code) == (403, "forbidden")
+    assert http.calls[0].request.headers["X-User-Id"] == "alice"
+    assert http.calls[2].request.headers["X-User-Id"] == "agent"

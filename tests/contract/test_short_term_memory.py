@@ -10,7 +10,15 @@ from typing import Any
 import pytest
 
 from chatmemory import wiring
-from chatmemory.domain import MemoryRecord, Provenance, PurgeEntry, Session, Turn, UserState
+from chatmemory.domain import (
+    Handoff,
+    MemoryRecord,
+    Provenance,
+    PurgeEntry,
+    Session,
+    Turn,
+    UserState,
+)
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import PurgeState, RecordOrigin, RecordType, SessionStatus, TurnOrigin
@@ -246,6 +254,49 @@ def test_a_pending_turn_is_completed_once(memory: ShortTermMemory) -> None:
         memory.complete_turn(pending)
 
 
+def test_stacked_messages_are_answered_in_one_conditional_write(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1", auto_named=True)
+    for text in ("first", "second", "third"):
+        memory.append_turn(
+            session, _turn("s1", text, pending=True), keep_message_ids=50, stack=True
+        )
+    stored = memory.get_session("s1")
+    assert stored is not None and stored.stack_head == 3
+    answer = replace(_turn("s1", "third"), turn=3, response="one answer")
+    # A head that moved since (a fourth message), or a turn already answered: nothing written.
+    with pytest.raises(Conflict):
+        memory.complete_stack(answer, [1, 2], head=2)
+    memory.complete_stack(answer, [1, 2], head=3, rename="About three things")
+    turns = memory.recent_turns("s1", 10)
+    assert [(t.pending, t.answered_by, t.response) for t in turns] == [
+        (False, 3, None),
+        (False, 3, None),
+        (False, None, "one answer"),
+    ]
+    named = memory.get_session("s1")
+    assert named is not None and (named.name, named.auto_named) == ("About three things", False)
+    with pytest.raises(Conflict):  # answered once
+        memory.complete_stack(replace(answer, response="again"), [1, 2], head=None)
+    with pytest.raises(Conflict):
+        memory.complete_turn(replace(turns[0], response="late", pending=True))
+    assert memory.recent_turns("s1", 10) == turns
+
+
+def test_a_stack_is_answered_only_in_an_open_session(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "first", pending=True), keep_message_ids=50, stack=True)
+    memory.end_session("s1", LATER)
+    with pytest.raises(Conflict):  # a stacked message is written into an open session only
+        memory.append_turn(
+            session, _turn("s1", "second", pending=True), keep_message_ids=50, stack=True
+        )
+    answer = replace(_turn("s1", "first"), turn=1, response="too late")
+    with pytest.raises(Conflict):
+        memory.complete_stack(answer, [], head=None)
+    [turn] = memory.recent_turns("s1", 10)
+    assert (turn.pending, turn.response) == (True, None)
+
+
 def test_a_clients_turn_waits_for_its_response_in_an_open_session_only(
     memory: ShortTermMemory,
 ) -> None:
@@ -477,3 +528,196 @@ def test_one_read_tells_which_sessions_and_records_are_live(memory: ShortTermMem
     memory.put_record(_record("r3", "bob"))
     sessions, records = memory.live("alice", ["mine", "gone", "never"], ["r1", "r2", "r3"])
     assert (sessions, records) == ({"mine"}, {"r1"})
+
+
+# --- hand-off to a person ---------------------------------------------------------------------
+
+LATEST = "2026-11-24T12:00:00.000Z"
+
+
+def _stale_open(memory: ShortTermMemory, before: str = LATEST) -> set[str]:
+    return {sid for shard in range(16) for sid in memory.stale_sessions("OPEN", shard, before, 100)}
+
+
+def _queue(memory: ShortTermMemory, state: str, limit: int = 100) -> list[str]:
+    seen: list[str] = []
+    token = None
+    while True:
+        page = memory.handoff_queue(state, limit, token)
+        seen += [s.session_id for s in page.items]
+        token = page.next_token
+        if not token:
+            return seen
+
+
+def _agent_turn(sid: str, text: str, agent: str = "agent-1") -> Turn:
+    return Turn(sid, 0, "alice", "", text, created_at=T1, origin=TurnOrigin.AGENT, agent_id=agent)
+
+
+def _for_agent(sid: str, text: str) -> Turn:
+    return Turn(sid, 0, "alice", text, None, created_at=T1, for_agent=True)
+
+
+def test_a_hand_off_is_one_conditional_write_that_leaves_the_sweepers_index(
+    memory: ShortTermMemory,
+) -> None:
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "hello"), keep_message_ids=50)
+    assert _stale_open(memory) == {"s1"}
+    handed = memory.hand_off("s1", reason="user_request", at=T1)
+    assert handed is not None
+    assert (handed.handoff_state, handed.handoff_reason, handed.handoff_at) == (
+        "WAITING",
+        "user_request",
+        T1,
+    )
+    assert handed.handoff_turn == 1 and handed.handoff_agent is None
+    assert memory.hand_off("s1", reason="user_request", at=LATER) is None  # once
+    assert memory.get_session("s1").handoff_at == T1  # type: ignore[union-attr]
+    # The idle sweeper neither lists nor ends it: a person may answer hours later.
+    assert _stale_open(memory) == set()
+    with pytest.raises(Conflict):
+        memory.end_session("s1", LATEST, idle_before=LATEST)
+    assert _queue(memory, "WAITING") == ["s1"] and _queue(memory, "ACTIVE") == []
+    memory.end_session("s1", LATEST)  # the user may still end it: it leaves the queue
+    ended = memory.get_session("s1")
+    assert ended is not None and ended.status == "ENDED" and ended.handoff_state is None
+    assert _queue(memory, "WAITING") == []
+    assert memory.hand_off("s1", reason="user_request", at=LATEST) is None  # not open
+
+
+def test_each_turn_is_written_only_in_the_hand_off_state_it_needs(memory: ShortTermMemory) -> None:
+    bot = _create(memory, "bot")
+    with pytest.raises(Conflict):  # no person has this session
+        memory.append_turn(bot, _for_agent("bot", "for a person"), keep_message_ids=50)
+    with pytest.raises(Conflict):
+        memory.append_turn(bot, _agent_turn("bot", "hi, I am Ana"), keep_message_ids=50)
+    _create(memory, "person")
+    assert memory.hand_off("person", reason="user_request", at=T1) is not None
+    stale = memory.get_session("person")
+    assert stale is not None
+    with pytest.raises(Conflict):  # the bot does not answer while a person has it
+        memory.append_turn(stale, _turn("person", "answered by the bot"), keep_message_ids=50)
+    memory.append_turn(stale, _for_agent("person", "is anyone there?"), keep_message_ids=50)
+    replied = memory.append_turn(
+        stale,
+        _agent_turn("person", "Hi, I am Ana."),
+        keep_message_ids=50,
+        handoff=Handoff("ACTIVE", agent="agent-1"),
+    )
+    assert (replied.handoff_state, replied.handoff_agent) == ("ACTIVE", "agent-1")
+    stored = memory.get_session("person")
+    assert stored is not None and (stored.num_turns, stored.handoff_state) == (2, "ACTIVE")
+    assert (stored.handoff_agent, stored.handoff_turn, stored.handoff_reason) == (
+        "agent-1",
+        0,
+        "user_request",
+    )
+    assert _queue(memory, "WAITING") == [] and _queue(memory, "ACTIVE") == ["person"]
+    turns = memory.recent_turns("person", 5)
+    assert [(t.origin, t.for_agent, t.agent_id, t.input, t.response) for t in turns] == [
+        ("chat", True, None, "is anyone there?", None),
+        ("agent", False, "agent-1", "", "Hi, I am Ana."),
+    ]
+    # A client's own turn (POST /turns) needs neither.
+    client = replace(_turn("person", "stored by my agent"), origin=TurnOrigin.CLIENT)
+    memory.append_turn(stored, client, keep_message_ids=50)
+
+
+def test_a_turn_hands_its_session_off_in_its_own_write(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "hello"), keep_message_ids=50)
+    change = Handoff("WAITING", reason="negative_sentiment", at=T1)
+    handed = memory.append_turn(
+        session, _turn("s1", "this is awful"), keep_message_ids=50, handoff=change
+    )
+    assert (handed.handoff_state, handed.handoff_turn) == ("WAITING", 2)
+    stored = memory.get_session("s1")
+    assert stored is not None
+    assert (
+        stored.handoff_state,
+        stored.handoff_reason,
+        stored.handoff_at,
+        stored.handoff_turn,
+    ) == (
+        "WAITING",
+        "negative_sentiment",
+        T1,
+        2,
+    )
+    assert _stale_open(memory) == set() and _queue(memory, "WAITING") == ["s1"]
+    with pytest.raises(Conflict):  # already handed off: nothing written
+        memory.append_turn(stored, _turn("s1", "again"), keep_message_ids=50, handoff=change)
+    assert memory.get_session("s1").num_turns == 2  # type: ignore[union-attr]
+
+
+def test_a_hand_back_clears_the_state_and_returns_to_the_sweepers_index(
+    memory: ShortTermMemory,
+) -> None:
+    session = _create(memory, "s1")
+    assert memory.hand_back("s1", at=T1) is None  # not handed off
+    memory.append_turn(session, _turn("s1", "hello"), keep_message_ids=50)
+    memory.hand_off("s1", reason="user_request", at=T1)
+    back = memory.hand_back("s1", at=LATER)
+    assert back is not None
+    assert (back.handoff_state, back.handoff_reason, back.handoff_at, back.handoff_agent) == (
+        None,
+        None,
+        None,
+        None,
+    )
+    assert back.handoff_turn == 1 and back.last_active_at == LATER  # the turn it was at stays
+    assert memory.hand_back("s1", at=LATER) is None
+    assert _queue(memory, "WAITING") == []
+    assert _stale_open(memory, LATER) == set()  # active at the hand-back...
+    assert _stale_open(memory, LATEST) == {"s1"}  # ...and swept when idle after it
+    memory.append_turn(back, _turn("s1", "the bot again"), keep_message_ids=50)
+
+
+def test_the_queue_is_longest_waiting_first_paged_and_only_open_handed_off_sessions(
+    memory: ShortTermMemory,
+) -> None:
+    for i in range(4):
+        _create(memory, f"s{i}")
+        memory.hand_off(f"s{i}", reason="user_request", at=f"2026-11-23T10:0{5 - i}:00.000Z")
+    _create(memory, "bots")
+    memory.mark_deleting("s1", LATER)  # gone from the queue at once
+    memory.end_session("s2", LATER)
+    assert _queue(memory, "WAITING", limit=1) == ["s3", "s0"]
+    token = memory.handoff_queue("WAITING", 1, None).next_token
+    assert token
+    with pytest.raises(BadRequest):  # a token of the other queue
+        memory.handoff_queue("ACTIVE", 1, token)
+
+
+def test_waiting_messages_become_the_agents_only_while_handed_off(memory: ShortTermMemory) -> None:
+    session = _create(memory, "s1")
+    for text in ("first", "second"):
+        memory.append_turn(
+            session, _turn("s1", text, pending=True), keep_message_ids=50, stack=True
+        )
+    with pytest.raises(Conflict):  # with the bot: they wait for its answer
+        memory.mark_for_agent("s1", [1, 2])
+    memory.hand_off("s1", reason="user_request", at=T1)
+    answer = replace(_turn("s1", "second"), turn=2, response="the bot, too late")
+    with pytest.raises(Conflict):  # the bot's answer lost to the hand-off
+        memory.complete_stack(answer, [1], head=2)
+    memory.mark_for_agent("s1", [1, 2])
+    turns = memory.recent_turns("s1", 5)
+    assert [(t.pending, t.for_agent, t.response) for t in turns] == [
+        (False, True, None),
+        (False, True, None),
+    ]
+    with pytest.raises(Conflict):  # once
+        memory.mark_for_agent("s1", [2])
+
+
+def test_the_queue_leaves_out_sessions_of_a_user_who_forgot_everything(
+    memory: ShortTermMemory,
+) -> None:
+    _create(memory, "alices")
+    _create(memory, "bobs", "bob")
+    memory.hand_off("alices", reason="user_request", at=T0)
+    memory.hand_off("bobs", reason="user_request", at=T1)
+    memory.forget_user(memory.get_user("alice"), LATER)  # the purge has not begun yet
+    assert _queue(memory, "WAITING") == ["bobs"]

@@ -18,6 +18,7 @@ from chatmemory.services import sessions
 from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.forget import forget_user, purge_session, purge_user
 from chatmemory.services.maintenance import sweep_stale_work
+from chatmemory.services.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
 
@@ -56,10 +57,14 @@ def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how:
 
     deps.generator = FakeGenerator(reply=delete_then_answer)
     if how == "the session":
-        # The tombstone is written before the turn: its transaction fails, the caller gets 404.
+        # The tombstone is written before the answer: its transaction fails, the caller gets
+        # 404. The message itself was written before the model call (stacked messages), in a
+        # session nobody can read any more, and the purge deletes it with the rest.
         with pytest.raises(SessionNotFound):
             post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content="second")
-        assert [t["input"] for t in store.turns(sid)] == ["first"]
+        stored = store.turns(sid)
+        assert [t["input"] for t in stored] == ["first", "second"]
+        assert stored[1].get("pending") and not stored[1].get("response")
     else:
         # The turn lands under the forgotten owner key, which nobody can reach any more; the
         # purge marks the session (after settle_seconds, longer than any API request lasts),
@@ -85,9 +90,37 @@ def test_a_message_kept_after_a_model_failure_is_not_written_into_a_deleted_sess
     deps = ChatDeps(memory=memory, generator=FakeGenerator(reply=delete_then_fail))
     with pytest.raises(SessionNotFound):
         post_message(
-            deps, ChatPolicy(), user_id="alice", session_id=sid, content="hi", client_message_id="m"
+            deps,
+            ChatPolicy(stack=StackPolicy(enabled=False)),
+            user_id="alice",
+            session_id=sid,
+            content="hi",
+            client_message_id="m",
         )
     assert store.turns(sid) == []
+    _purge_all(store, sid)
+    _nothing_left(store, sid)
+
+
+def test_a_stacked_message_whose_model_failed_after_a_delete_is_purged(store: Store) -> None:
+    """Stacked messages are written before the model call: the message is in the session when
+    it is deleted, is never answered, and goes with the purge."""
+    memory = store.memory
+    sid = sessions.create_session(memory, "alice").session_id
+
+    def delete_then_fail(prompt: str) -> str:
+        sessions.delete_session(memory, "alice", sid)
+        raise ModelUnavailable("the model went down")
+
+    deps = ChatDeps(memory=memory, generator=FakeGenerator(reply=delete_then_fail))
+    with pytest.raises(ModelUnavailable):
+        post_message(
+            deps, ChatPolicy(), user_id="alice", session_id=sid, content="hi", client_message_id="m"
+        )
+    with pytest.raises(SessionNotFound):  # the retry
+        post_message(
+            deps, ChatPolicy(), user_id="alice", session_id=sid, content="hi", client_message_id="m"
+        )
     _purge_all(store, sid)
     _nothing_left(store, sid)
 

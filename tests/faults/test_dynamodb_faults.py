@@ -12,6 +12,7 @@ from chatmemory import wiring
 from chatmemory.errors import ModelUnavailable
 from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
 from chatmemory.services.sessions import create_session
+from chatmemory.services.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
 from tests.faults.inject import LOST, DynamoFaults, cancelled, error, throttled
@@ -19,10 +20,15 @@ from tests.faults.inject import LOST, DynamoFaults, cancelled, error, throttled
 pytestmark = pytest.mark.integration
 
 
+# Stacked messages on (the default: a message is written, then its answer, two transactions) and
+# off (one transaction after the model call): the same guarantees either way.
+STACKING = [pytest.param(True, id="stacked"), pytest.param(False, id="unstacked")]
+
+
 def _say(deps: ChatDeps, session_id: str, content: str, cmid: str | None = None) -> TurnResult:
     return post_message(
         deps,
-        ChatPolicy(),
+        ChatPolicy(stack=StackPolicy(enabled=deps.stacked)),  # type: ignore[attr-defined]
         user_id="alice",
         session_id=session_id,
         content=content,
@@ -40,11 +46,18 @@ def _stored(store: Store, session_id: str) -> list[tuple[int, str, str | None, b
     ]
 
 
-@pytest.fixture
-def chat(store: Store) -> tuple[ChatDeps, FakeGenerator, str]:
+@pytest.fixture(params=STACKING)
+def chat(store: Store, request: pytest.FixtureRequest) -> tuple[ChatDeps, FakeGenerator, str]:
     model = FakeGenerator()
     session = create_session(store.memory, "alice")
-    return ChatDeps(memory=store.memory, generator=model), model, session.session_id
+    deps = ChatDeps(memory=store.memory, generator=model)
+    deps.stacked = request.param  # type: ignore[attr-defined]
+    return deps, model, session.session_id
+
+
+def _writes(deps: ChatDeps) -> int:
+    """Transactions per answered message."""
+    return 2 if deps.stacked else 1  # type: ignore[attr-defined]
 
 
 def test_throttled_session_reads_and_window_queries_are_retried_and_the_turn_stored_once(
@@ -79,9 +92,9 @@ def test_a_throttled_transaction_is_retried_by_the_sdk_with_one_idempotency_toke
     result = _say(deps, sid, "hello", "m-1")
 
     attempts = faults.attempts["TransactWriteItems"]
-    assert len(attempts) == 4
+    assert len(attempts) == 4 + _writes(deps) - 1
     # The same ClientRequestToken on every attempt: DynamoDB applies the transaction once.
-    assert len({a["ClientRequestToken"] for a in attempts}) == 1
+    assert len({a["ClientRequestToken"] for a in attempts[:4]}) == 1
     assert result.turn.turn == 1 and model.calls == 1
     assert _stored(store, sid) == [(1, "hello", "m-1", False)]
 
@@ -99,7 +112,8 @@ def test_a_transaction_whose_answer_was_lost_is_not_written_twice(
     second = _say(deps, sid, "and the next one")
 
     attempts = faults.attempts["TransactWriteItems"]
-    assert len(attempts) == 3  # the lost one, its retry, the next message
+    # The lost one and its retry, then the other writes of both messages.
+    assert len(attempts) == 2 + 2 * _writes(deps) - 1
     assert attempts[0]["ClientRequestToken"] == attempts[1]["ClientRequestToken"]
     assert (first.turn.turn, second.turn.turn) == (1, 2)
     assert _stored(store, sid) == [
@@ -124,7 +138,7 @@ def test_cancelled_transactions_are_retried_as_lost_races_without_calling_the_mo
     result = _say(deps, sid, "second", "m-2")
 
     assert result.turn.turn == 2 and not result.replayed
-    assert len(faults.attempts["TransactWriteItems"]) == 4
+    assert len(faults.attempts["TransactWriteItems"]) == 4 + _writes(deps) - 1
     assert model.calls == 2  # one per message: a write retry reuses the answer
     assert _stored(store, sid) == [(1, "first", "m-1", False), (2, "second", "m-2", False)]
 
@@ -141,11 +155,13 @@ def test_a_failed_model_call_keeps_the_message_through_a_conflict_and_the_retry_
         _say(deps, sid, "remember the blue door", "m-1")
     assert _stored(store, sid) == [(1, "remember the blue door", "m-1", True)]
 
-    faults.fail("UpdateItem", throttled())  # the completion of the pending turn is throttled
+    # The completion of the pending turn is throttled.
+    completion = "TransactWriteItems" if deps.stacked else "UpdateItem"  # type: ignore[attr-defined]
+    faults.fail(completion, throttled())
     result = _say(deps, sid, "remember the blue door", "m-1")
 
     assert result.turn.turn == 1 and result.turn.response.startswith("reply #2")
-    assert len(faults.attempts["UpdateItem"]) == 2
+    assert len(faults.attempts[completion]) == (4 if deps.stacked else 2)  # type: ignore[attr-defined]
     assert model.calls == 2
     assert _stored(store, sid) == [(1, "remember the blue door", "m-1", False)]
     assert _say(deps, sid, "remember the blue door", "m-1").replayed

@@ -98,6 +98,7 @@ def local_world(
     monkeypatch: pytest.MonkeyPatch,
     *,
     poll_in_background: bool = False,
+    workers: int = 1,
 ) -> Iterator[World]:
     """Fresh tables (their own names) and an index file for one test; gateway on a free port."""
     prefix = f"it{next(_tables)}"
@@ -110,6 +111,7 @@ def local_world(
         schema.ENV_PURGE_SETTLE_SECONDS: "0",
         schema.ENV_LONG_TERM_BACKEND: "embedded",
         schema.ENV_MEMORY_PATH: str(tmp_path / "memory.sqlite3"),
+        schema.ENV_EVENTS_FILE: str(tmp_path / "events.jsonl"),
         schema.ENV_TEXT_BACKEND: "offline",
         schema.ENV_EMBED_BACKEND: "offline",
         "HF_HUB_OFFLINE": "1",
@@ -125,6 +127,7 @@ def local_world(
         retry_backoff_seconds=0.0,
         poll_in_background=poll_in_background,
         warm_models=False,
+        workers=workers,
     )
     stack = LocalStack(options, echo=lambda _: None).start()
     assert stack.gateway is not None
@@ -132,3 +135,19 @@ def local_world(
         yield World(stack, Api(stack.gateway.url), tmp_path, dynamodb_local.endpoint)
     finally:
         stack.stop()
+
+
+def page_problems(page: Any) -> list[str]:
+    """The errors a page logs from now on, but a refused or cut off request's "Failed to load
+    resource" (Chromium logs it for the API's or the network's answer, not the page's fault)."""
+    problems: list[str] = []
+    page.on("pageerror", lambda error: problems.append(str(error)))
+    page.on(
+        "console",
+        lambda m: (
+            problems.append(m.text)
+            if m.type == "error" and not m.text.startswith("Failed to load resource")
+            else None
+        ),
+    )
+    return problems

@@ -6,19 +6,22 @@ from __future__ import annotations
 import uuid
 from datetime import UTC, datetime
 
+import pytest
+
 from bench.turns import LangChainVariant, Meter, ZeroLatencyModel
 from chatmemory import wiring
 from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.forget import forget_user
 from chatmemory.services.sessions import create_session
+from chatmemory.services.stacking import StackPolicy
 from local.dynamodb_local import DynamoDBLocal
 from tests.integration.helpers import World
 
 NOW = datetime(2026, 11, 23, 12, 1, tzinfo=UTC)
 
 
-def _turn_costs(world: World, turns: int) -> list[Meter]:
+def _turn_costs(world: World, turns: int, policy: ChatPolicy) -> list[Meter]:
     client = world.dynamodb()
     settings = wiring.settings()
     memory = wiring.short_term_memory(settings)
@@ -40,7 +43,7 @@ def _turn_costs(world: World, turns: int) -> list[Meter]:
         meter.attach(client)
         post_message(
             deps,
-            ChatPolicy(),
+            policy,
             user_id="alice",
             session_id=session.session_id,
             content=f"message {n}: a sentence of ordinary length about the weather",
@@ -52,19 +55,28 @@ def _turn_costs(world: World, turns: int) -> list[Meter]:
     return costs
 
 
+@pytest.mark.parametrize(
+    ("stack", "requests", "write_units"),
+    [
+        # Stacked messages (the default): the message is written, then its answer, in a second
+        # transaction that checks the session (still open, no newer message): 4 more units.
+        (True, 4, 12),
+        (False, 3, 8),
+    ],
+)
 def test_a_turn_costs_the_same_bounded_capacity_at_turn_70_as_once_ids_fill_up(
-    world: World,
+    world: World, stack: bool, requests: int, write_units: int
 ) -> None:
-    costs = _turn_costs(world, 70)
+    costs = _turn_costs(world, 70, ChatPolicy(stack=StackPolicy(enabled=stack)))
     late = costs[-1]
-    assert sum(late.requests.values()) == 3
+    assert sum(late.requests.values()) == requests
     # The session and the caller's generation (one BatchGetItem, 1 unit each, strongly
     # consistent) and the window Query (1 unit for the last few turns).
     assert late.read_units <= 3
     # The turn (a transactional put), the session update and the one listing index it
     # touches; the sweeper's index only when a turn opens a new 10-minute bucket. Before the
-    # idempotency keys were compacted and the indexes trimmed this was 18.
-    assert late.write_units <= 8
+    # idempotency keys were compacted and the indexes trimmed this was 18 (unstacked).
+    assert late.write_units <= write_units
     assert [c.write_units for c in costs[55:]] == [late.write_units] * 15
 
 

@@ -105,8 +105,12 @@ def test_created_session_is_open_and_readable(api: Api) -> None:
         "ended_at",
         "num_turns",
         "continued_from",
+        "handoff_state",
+        "handoff_reason",
+        "handoff_at",
+        "handoff_agent",
     }
-    assert session["continued_from"] is None
+    assert session["continued_from"] is None and session["handoff_state"] is None
     status, data = api.call("GET", f"/sessions/{session['session_id']}")
     assert status == 200 and data["session"] == session
 

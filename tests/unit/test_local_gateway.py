@@ -320,3 +320,32 @@ def test_raw_control_characters_in_the_request_line_answer_404_json(
         status, body = _raw_request(gateway, request)
         assert status == 404 and body["error"]["code"] == "not_found"
     assert echo.events == []
+
+
+def test_only_the_agents_get_the_agents_group_claim(echo: Echo, tmp_path: Path) -> None:
+    """Local mode emulates the Cognito group of agents (hand-off to a person): `--agents`."""
+    with Gateway(echo, port=0, web_dir=tmp_path, agents=("ana", "ben")) as gateway:
+        for user in ("ana", "bob", "ben"):
+            _request(gateway, "GET", "/agent/sessions", headers={"X-User-Id": user})
+        _request(gateway, "GET", "/agent/sessions")  # the default user
+    claims = [e["requestContext"]["authorizer"]["claims"] for e in echo.events]
+    assert [c.get("cognito:groups") for c in claims] == ["agents", None, "agents", None]
+    assert [c["sub"] for c in claims] == ["ana", "bob", "ben", "local-user"]
+
+
+def test_the_default_agent_is_the_user_named_agent(echo: Echo, tmp_path: Path) -> None:
+    with Gateway(echo, port=0, web_dir=tmp_path, agent_group="support") as gateway:
+        _request(gateway, "GET", "/agent/sessions", headers={"X-User-Id": "agent"})
+    assert echo.events[0]["requestContext"]["authorizer"]["claims"]["cognito:groups"] == "support"
+
+
+def test_local_run_takes_the_agents_and_local_mode_keeps_the_events_in_its_state_dir(
+    tmp_path: Path,
+) -> None:
+    from local.config import local_defaults
+    from local.run import parse_args
+
+    assert parse_args([]).agents == ("agent",)
+    assert parse_args(["--agents", "ana, ben"]).agents == ("ana", "ben")
+    assert parse_args(["--agents", ""]).agents == ()
+    assert local_defaults(state_dir=tmp_path)["EVENTS_FILE"] == str(tmp_path / "events.jsonl")

@@ -5,10 +5,13 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import pytest
+
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import message_key
 from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.sessions import create_session
+from chatmemory.services.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 
 
@@ -22,10 +25,21 @@ def _count_calls(client: Any) -> Counter[str]:
     return calls
 
 
-def test_each_turn_is_three_requests_however_long_the_session(dynamodb: Any) -> None:
+@pytest.mark.parametrize(
+    ("stack", "expected"),
+    [
+        # The message is written before it is answered (so that messages sent meanwhile are
+        # answered with it), and the answer after: one write more than without stacking.
+        (True, {"BatchGetItem": 1, "Query": 1, "TransactWriteItems": 2}),
+        (False, {"BatchGetItem": 1, "Query": 1, "TransactWriteItems": 1}),
+    ],
+)
+def test_each_turn_is_the_same_requests_however_long_the_session(
+    dynamodb: Any, stack: bool, expected: dict[str, int]
+) -> None:
     memory = DynamoShortTermMemory(dynamodb, "sessions", "conversations")
     deps = ChatDeps(memory=memory, generator=FakeGenerator())
-    policy = ChatPolicy(window_turns=4)
+    policy = ChatPolicy(window_turns=4, stack=StackPolicy(enabled=stack))
     session = create_session(memory, "alice")
     calls = _count_calls(dynamodb)
     per_turn: list[Counter[str]] = []
@@ -41,9 +55,8 @@ def test_each_turn_is_three_requests_however_long_the_session(dynamodb: Any) -> 
         )
         per_turn.append(Counter(calls))
     # BatchGetItem reads the session and the caller's generation together (forgetting).
-    expected = Counter({"BatchGetItem": 1, "Query": 1, "TransactWriteItems": 1})
-    assert per_turn[2] == expected
-    assert per_turn[59] == expected
+    assert per_turn[2] == Counter(expected)
+    assert per_turn[59] == Counter(expected)
 
 
 def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
@@ -65,6 +78,16 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
         user_id="alice",
         session_id=session.session_id,
         content="last",
+    )
+    # The window, the message itself and one more: a message that arrived meanwhile.
+    assert limits == [3 + StackPolicy().read_ahead]
+    limits.clear()
+    post_message(
+        deps,
+        ChatPolicy(window_turns=3, stack=StackPolicy(enabled=False)),
+        user_id="alice",
+        session_id=session.session_id,
+        content="last, alone",
     )
     assert limits == [3]
 

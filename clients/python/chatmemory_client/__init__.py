@@ -23,6 +23,7 @@ from chatmemory_client.errors import (  # noqa: E402
 from chatmemory_client.models import (  # noqa: E402
     DeletionStatus,
     Feedback,
+    HandoffView,
     Memory,
     Provenance,
     Record,
@@ -40,6 +41,7 @@ __all__ = [
     "ConnectionFailed",
     "DeletionStatus",
     "Feedback",
+    "HandoffView",
     "Memory",
     "NotFound",
     "PayloadTooLarge",

@@ -10,6 +10,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -19,6 +20,7 @@ from chatmemory_client import __version__
 from chatmemory_client.errors import ChatMemoryError, ConnectionFailed, error_from_response
 from chatmemory_client.models import (
     DeletionStatus,
+    HandoffView,
     Memory,
     MetadataValue,
     Record,
@@ -233,7 +235,10 @@ class ChatMemoryClient:
     ) -> Turn:
         """Sends a message for the server's model to answer; returns the stored turn.
 
-        A retry (here or yours, with the same client_message_id) returns the same turn."""
+        A retry (here or yours, with the same client_message_id) returns the same turn. A
+        message sent before the answer to an earlier one is answered together with it: the
+        earlier message's turn then has `answered_by` and `answer` (the turn holding the one
+        answer); `turn.reply` is the answer either way."""
         body: dict[str, Any] = {
             "content": content,
             "client_message_id": client_message_id or _new_message_id(),
@@ -241,7 +246,12 @@ class ChatMemoryClient:
         if window_turns is not None:
             body["window_turns"] = window_turns
         path = _path("sessions", session_id, "messages")
-        return Turn.from_json(self._call("POST", path, body, retry_safe=True)["turn"])
+        data = self._call("POST", path, body, retry_safe=True)
+        turn = Turn.from_json(data["turn"])
+        answer = data.get("answer")
+        if isinstance(answer, Mapping):
+            turn = replace(turn, answer=Turn.from_json(answer))
+        return turn
 
     def store_turn(
         self,
@@ -305,6 +315,49 @@ class ChatMemoryClient:
         path = _path("sessions", session_id, "messages")
         for item in self._pages(path, "messages", {"limit": page_size, "order": order}):
             yield Turn.from_json(item)
+
+    # --- hand-off to a person -------------------------------------------------------------------
+
+    def request_handoff(self, session_id: str, note: str | None = None) -> Session:
+        """Hands the session to a person (as the chat command /human does): the model stops
+        answering, an agent replies. Asking again while it is handed off changes nothing."""
+        body = {"note": note} if note is not None else None
+        path = _path("sessions", session_id, "handoff")
+        return Session.from_json(self._call("POST", path, body, retry_safe=True)["session"])
+
+    def list_handoffs(self, *, state: str = "WAITING", page_size: int = 20) -> Iterator[Session]:
+        """Agents: sessions handed to a person ("WAITING" or "ACTIVE"), longest waiting first."""
+        params = {"state": state, "limit": page_size}
+        for item in self._pages("/agent/sessions", "sessions", params):
+            yield Session.from_json(item)
+
+    def read_handoff(
+        self,
+        session_id: str,
+        *,
+        order: str = "desc",
+        page_size: int = 50,
+        next_token: str | None = None,
+    ) -> HandoffView:
+        """Agents: a handed-off session and one page of its turns (newest first by default;
+        pass the view's next_token for the page before)."""
+        params = {"order": order, "limit": page_size, "next_token": next_token}
+        answer = self._call("GET", _path("agent", "sessions", session_id), params=params)
+        return HandoffView.from_json(answer)
+
+    def agent_reply(
+        self, session_id: str, content: str, *, client_message_id: str | None = None
+    ) -> Turn:
+        """Agents: replies in a handed-off session (a turn of origin "agent"); safe to retry."""
+        body = {"content": content, "client_message_id": client_message_id or _new_message_id()}
+        path = _path("agent", "sessions", session_id, "messages")
+        return Turn.from_json(self._call("POST", path, body, retry_safe=True)["turn"])
+
+    def hand_back(self, session_id: str) -> Session:
+        """Agents: hands the session back to the bot, which answers with the whole
+        conversation (Conflict if it is not handed off)."""
+        path = _path("agent", "sessions", session_id, "handback")
+        return Session.from_json(self._call("POST", path)["session"])
 
     # --- export and import ---------------------------------------------------------------------
 

@@ -26,6 +26,11 @@ def _int(data: Mapping[str, Any], key: str, default: int = 0) -> int:
     return default if value is None or isinstance(value, bool) else int(value)
 
 
+def _opt_int(data: Mapping[str, Any], key: str) -> int | None:
+    value = data.get(key)
+    return None if value is None or isinstance(value, bool) else int(value)
+
+
 def _opt_float(data: Mapping[str, Any], key: str) -> float | None:
     value = data.get(key)
     return None if value is None or isinstance(value, bool) else float(value)
@@ -43,7 +48,8 @@ def _items(data: Mapping[str, Any], key: str) -> list[Any]:
 
 @dataclass(frozen=True)
 class Session:
-    """A conversation: status OPEN, ENDED, CONSOLIDATED or FAILED."""
+    """A conversation: status OPEN, ENDED, CONSOLIDATED or FAILED. While it is handed to a
+    person, handoff_state is "WAITING" (no agent answered yet) or "ACTIVE"."""
 
     session_id: str
     name: str = ""
@@ -54,6 +60,13 @@ class Session:
     num_turns: int = 0
     # The session this one continues (create_session(continue_from=...)).
     continued_from: str | None = None
+    # Hand-off to a person: the state (None: the bot answers), why, since when, who answered.
+    handoff_state: str | None = None
+    handoff_reason: str | None = None
+    handoff_at: str | None = None
+    handoff_agent: str | None = None
+    # The user the session belongs to (the agents' views only).
+    user_id: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Session:
@@ -67,6 +80,11 @@ class Session:
             ended_at=_opt_str(data, "ended_at"),
             num_turns=_int(data, "num_turns"),
             continued_from=_opt_str(data, "continued_from"),
+            handoff_state=_opt_str(data, "handoff_state"),
+            handoff_reason=_opt_str(data, "handoff_reason"),
+            handoff_at=_opt_str(data, "handoff_at"),
+            handoff_agent=_opt_str(data, "handoff_agent"),
+            user_id=_opt_str(data, "user_id"),
         )
 
 
@@ -134,7 +152,8 @@ class Turn:
     """One exchange of a session: the user's input and the answer (None while `pending`).
 
     origin is "chat" for a message the server's model answered, "client" for a turn stored
-    by the caller (store_turn)."""
+    by the caller (store_turn), "agent" for a person's reply while the session was handed off
+    (its text is the response; for_agent marks the user's messages sent meanwhile)."""
 
     turn: int
     input: str
@@ -149,6 +168,20 @@ class Turn:
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     feedback: Feedback | None = None
     sentiment: Sentiment | None = None
+    agent_id: str | None = None
+    for_agent: bool = False
+    # Stacked messages: the later turn whose one answer covered this message too (this turn
+    # then has no response), and, as send_message returns it, that turn itself.
+    answered_by: int | None = None
+    answer: Turn | None = None
+
+    @property
+    def reply(self) -> str | None:
+        """The answer to this message: its own response, or the one of the turn that answered
+        it together with the messages sent after it."""
+        if self.response is None and self.answer is not None:
+            return self.answer.response
+        return self.response
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Turn:
@@ -170,6 +203,29 @@ class Turn:
             metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
             feedback=Feedback.from_json(feedback) if isinstance(feedback, Mapping) else None,
             sentiment=Sentiment.from_json(sentiment) if isinstance(sentiment, Mapping) else None,
+            agent_id=_opt_str(data, "agent_id"),
+            for_agent=bool(data.get("for_agent", False)),
+            answered_by=_opt_int(data, "answered_by"),
+        )
+
+
+@dataclass(frozen=True)
+class HandoffView:
+    """What an agent reads of a handed-off session: the session, a page of its turns (newest
+    first unless asked otherwise) and the token of the next page."""
+
+    session: Session
+    messages: tuple[Turn, ...] = ()
+    next_token: str | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> HandoffView:
+        """A HandoffView from the API's JSON object."""
+        session = data.get("session")
+        return cls(
+            session=Session.from_json(session if isinstance(session, Mapping) else {}),
+            messages=tuple(Turn.from_json(t) for t in _items(data, "messages")),
+            next_token=_opt_str(data, "next_token"),
         )
 
 

@@ -13,25 +13,37 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from chatmemory.clock import iso, parse_time, utc_now
-from chatmemory.domain import Session, Source, Turn
+from chatmemory.domain import Handoff, Session, Source, Turn
 from chatmemory.errors import (
     BadRequest,
     ChatMemoryError,
     Conflict,
+    HandoffChanged,
     LongTermMemoryUnavailable,
     SessionEnded,
+    SessionNotFound,
 )
 from chatmemory.ports import (
     Clock,
     Embedder,
+    EventPublisher,
     LongTermIndex,
     SentimentAnalyzer,
     ShortTermMemory,
     TextGenerator,
 )
-from chatmemory.schema import Intent, SessionStatus, SourceKind, TurnOrigin
+from chatmemory.schema import (
+    HANDOFF_EVENT,
+    HandoffReason,
+    Intent,
+    SessionStatus,
+    SourceKind,
+    TurnOrigin,
+)
+from chatmemory.services import handoff
 from chatmemory.services.access import owned_session
 from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
+from chatmemory.services.handoff import HandoffPolicy
 from chatmemory.services.profile import state_record
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 from chatmemory.services.recall import (
@@ -44,6 +56,14 @@ from chatmemory.services.recall import (
 )
 from chatmemory.services.routing import Routed, parse_prefix, route
 from chatmemory.services.sentiment import analyze_input
+from chatmemory.services.sessions import title_from
+from chatmemory.services.stacking import (
+    StackPolicy,
+    joined_input,
+    plan,
+    settled,
+    wait_for_answer,
+)
 from chatmemory.services.turns import AppendPolicy, append_next, check_text, earlier_turn
 
 NO_LONG_TERM_MEMORY = (
@@ -81,6 +101,10 @@ class ChatPolicy:
     long_gap_hours: float = 6.0
     # With a text model: make follow-ups standalone with it before auto-recall searches.
     rewrite_follow_ups: bool = False
+    # Messages sent before the bot answered are answered together (services/stacking.py).
+    stack: StackPolicy = field(default_factory=StackPolicy)
+    # Hand-off to a person: the automatic rules (services/handoff.py).
+    handoff: HandoffPolicy = field(default_factory=HandoffPolicy)
 
 
 @dataclass
@@ -95,17 +119,24 @@ class ChatDeps:
     # so this one never asks the text model); None: turns carry none.
     sentiment: SentimentAnalyzer | None = None
     stored_sentiment: SentimentAnalyzer | None = None
+    # Where hand-off events go (None: nowhere).
+    events: EventPublisher | None = None
 
 
 @dataclass
 class TurnResult:
     turn: Turn
-    # True when this answer was stored earlier and is returned for a retried request.
+    # True for a retried request: its turn was stored by an earlier request with the same
+    # client_message_id (which may still have been waiting for its answer).
     replayed: bool = False
     # What auto-recall put in the prompt (None when it did not run: a replay, a command).
     recalled: Recalled | None = None
     # Why the input has no sentiment although an analyzer is configured (for the log).
     sentiment_error: str = ""
+    # Stacked messages: the later turn whose answer covered this message too.
+    answer: Turn | None = None
+    # Hand-off to a person: why this turn's hand-off event was not published (for the log).
+    event_error: str = ""
 
 
 def post_message(
@@ -128,11 +159,33 @@ def post_message(
                 f"client_message_id was used to store turn {stored.turn} with POST /turns; "
                 "use a new id to have this service answer"
             )
+        if stored.answered_by is not None:
+            answer = deps.memory.get_turn(session_id, stored.answered_by)
+            return TurnResult(stored, replayed=True, answer=answer)
         if not stored.pending:
             return TurnResult(stored, replayed=True)
+        if session.handoff_state and session.status == SessionStatus.OPEN:
+            # Handed to a person since: the message still waiting for the bot is theirs.
+            handoff.give_to_agent(deps.memory, session, [stored.turn])
+            again = deps.memory.get_turn(session_id, stored.turn)
+            return TurnResult(again or stored, replayed=True)
+        if _stacks(policy, stored):
+            if session.status != SessionStatus.OPEN:
+                raise SessionEnded(
+                    f"session {session_id} ended before turn {stored.turn} was answered; "
+                    "the message is kept unanswered: ask it again in a new session"
+                )
+            retried = _settle_stack(deps, policy, user_id, session, stored.turn, window)
+            retried.replayed = True  # its turn was stored by an earlier request
+            return retried
         return _complete_pending(deps, policy, session, stored, window)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
+    if session.handoff_state:
+        try:
+            return _for_agent(deps, policy, user_id, session, content, client_message_id)
+        except HandoffChanged as changed:
+            session = changed.session  # handed back meanwhile: the bot answers it
 
     classifier = deps.generator if policy.use_classifier else None
     routed = route(content, generator=classifier)
@@ -152,6 +205,37 @@ def post_message(
         expires_at=_expiry(deps, policy),
         sentiment=sentiment,
     )
+    handed = _handoff_turn(deps, policy, user_id, session, routed, turn, window)
+    if handed is not None:
+        handed.sentiment_error = sentiment_error
+        return handed
+    if _stacks(policy, turn):
+        # Written first, answered with whatever else the user sends before the answer.
+        turn.pending = True
+        appended = append_next(
+            deps.memory,
+            user_id,
+            session,
+            turn,
+            policy=AppendPolicy(policy.keep_message_ids, policy.append_attempts),
+            sleep=deps.sleep,
+            stack=True,
+        )
+        if appended.replayed:  # a concurrent retry of this message wrote it first
+            return post_message(
+                deps,
+                policy,
+                user_id=user_id,
+                session_id=session_id,
+                content=content,
+                client_message_id=client_message_id,
+                window_turns=window_turns,
+            )
+        if policy.stack.wait_seconds > 0:
+            deps.sleep(policy.stack.wait_seconds)
+        result = _settle_stack(deps, policy, user_id, session, appended.turn.turn, window)
+        result.sentiment_error = sentiment_error
+        return result
     try:
         recalled = _answer(deps, policy, session, routed, turn, window)
     except ChatMemoryError as failure:
@@ -162,7 +246,10 @@ def post_message(
         _append(deps, policy, user_id, session, turn)
         raise
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
-    result = _append(deps, policy, user_id, session, turn)
+    reason = None
+    if handoff.nothing_verified(policy.handoff, routed.intent, turn):
+        reason = HandoffReason.NOTHING_VERIFIED
+    result = _store_answer(deps, policy, user_id, session, turn, reason)
     if not result.replayed:
         result.recalled = recalled
         result.sentiment_error = sentiment_error
@@ -191,6 +278,7 @@ def _answer(
     turn: Turn,
     window: int,
     before_turn: int | None = None,
+    history: list[Turn] | None = None,
 ) -> Recalled | None:
     """Fill in turn.response (and sources/model/tokens) for the routed intent; returns what
     auto-recall brought into an ordinary turn's prompt."""
@@ -211,10 +299,11 @@ def _answer(
             turn.response, turn.sources, turn.model = answer.text, answer.sources, answer.model
             turn.remember_response = answer.remember
             return None
-    history = deps.memory.recent_turns(session.session_id, window) if window else []
+    if history is None:
+        history = deps.memory.recent_turns(session.session_id, window) if window else []
     if before_turn is not None:
         history = [t for t in history if t.turn < before_turn]
-    if session.continued_from and len(history) < window and session.num_turns < window:
+    if session.continued_from and len(history) < window and _from_the_start(history):
         # A continued conversation: the previous session's last turns fill the window until
         # this one has a window of its own (one more query, for the first few turns only).
         earlier = deps.memory.recent_turns(session.continued_from, window - len(history))
@@ -263,6 +352,11 @@ def _answer(
     if policy.store_prompt:
         turn.prompt = prompt.text
     return recalled
+
+
+def _from_the_start(history: list[Turn]) -> bool:
+    """The window holds the session from its first turn (it has no full window of its own)."""
+    return not history or history[0].turn == 1
 
 
 def gap_note(history: list[Turn], now: datetime, long_gap_hours: float) -> str:
@@ -352,7 +446,12 @@ def _recall(deps: ChatDeps, policy: ChatPolicy, user_id: str, routed: Routed) ->
 
 
 def _append(
-    deps: ChatDeps, policy: ChatPolicy, caller: str, session: Session, turn: Turn
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    caller: str,
+    session: Session,
+    turn: Turn,
+    change: Handoff | None = None,
 ) -> TurnResult:
     stored = append_next(
         deps.memory,
@@ -361,8 +460,99 @@ def _append(
         turn,
         policy=AppendPolicy(policy.keep_message_ids, policy.append_attempts),
         sleep=deps.sleep,
+        handoff=change,
     )
     return TurnResult(stored.turn, replayed=stored.replayed)
+
+
+def _stacks(policy: ChatPolicy, turn: Turn) -> bool:
+    """Whether this message waits for others to be answered with (chat messages only: a
+    command is answered on its own)."""
+    return policy.stack.enabled and turn.intent == Intent.CHAT and turn.origin == TurnOrigin.CHAT
+
+
+def _settle_stack(
+    deps: ChatDeps, policy: ChatPolicy, caller: str, session: Session, number: int, window: int
+) -> TurnResult:
+    """Answer the waiting message `number`, alone or with the others waiting with it, or wait
+    for the request that answers them all (see services/stacking.py)."""
+    stack = policy.stack
+    takeover = False
+    computed: tuple[tuple[int, ...], Turn, Recalled | None] | None = None
+    for _ in range(policy.append_attempts):
+        tail = deps.memory.recent_turns(session.session_id, window + stack.read_ahead)
+        mine = next((t for t in tail if t.turn == number), None)
+        if mine is None:
+            mine = deps.memory.get_turn(session.session_id, number)
+            if mine is None:  # deleted meanwhile
+                raise SessionNotFound(f"session {session.session_id} not found")
+        if settled(mine):
+            return _stacked_result(deps, mine, tail)
+        chosen = plan(tail, mine, now=deps.clock(), policy=stack, takeover=takeover)
+        if chosen.wait:
+            answered = wait_for_answer(
+                deps.memory, session.session_id, number, policy=stack, sleep=deps.sleep
+            )
+            takeover = answered is None  # the head's request is gone: answer them ourselves
+            continue
+        batch = list(chosen.batch)
+        numbers = tuple(t.turn for t in batch)
+        if computed is not None and computed[0] == numbers:
+            # The same messages as before a write that failed for another reason (a
+            # transaction conflict): the answer computed then still stands.
+            _, answer, recalled = computed
+        else:
+            answer = batch[-1]
+            earlier = [t for t in tail if t.turn < answer.turn and t.turn not in numbers]
+            started = time.perf_counter()
+            recalled = _answer(
+                deps,
+                policy,
+                session,
+                Routed(Intent.CHAT, joined_input(batch), "stacked"),
+                answer,
+                window,
+                history=earlier[-window:] if window else [],
+            )
+            answer.latency_ms = int((time.perf_counter() - started) * 1000)
+            computed = (numbers, answer, recalled)
+        rename = title_from(joined_input(batch)) if session.auto_named else None
+        try:
+            deps.memory.complete_stack(
+                answer,
+                [t.turn for t in batch[:-1]],
+                head=None if chosen.force else answer.turn,
+                rename=rename,
+            )
+        except Conflict:
+            # A newer message arrived (its request answers this one too), another request
+            # answered first, or the session ended: read again.
+            session = owned_session(deps.memory, caller, session.session_id)
+            if session.status != SessionStatus.OPEN:
+                raise SessionEnded(
+                    f"session {session.session_id} ended before turn {number} was answered; "
+                    "the message is kept unanswered: ask it again in a new session"
+                ) from None
+            if session.handoff_state:
+                # Handed to a person while the model answered: the messages are theirs.
+                handoff.give_to_agent(deps.memory, session, [t.turn for t in batch])
+            continue
+        answer.pending = False
+        if answer.turn == number:
+            return TurnResult(answer, recalled=recalled)
+        mine.pending, mine.answered_by = False, answer.turn
+        return TurnResult(mine, answer=answer, recalled=recalled)
+    raise Conflict("the session is busy with other messages; retry with the same client_message_id")
+
+
+def _stacked_result(deps: ChatDeps, mine: Turn, tail: list[Turn]) -> TurnResult:
+    """A message answered by another request: its turn, with the turn that holds the answer."""
+    if mine.answered_by is None:
+        return TurnResult(mine)
+    answer = next((t for t in tail if t.turn == mine.answered_by), None)
+    if answer is None:
+        answer = deps.memory.get_turn(mine.session_id, mine.answered_by)
+    return TurnResult(mine, answer=answer)
 
 
 def _complete_pending(
@@ -393,3 +583,95 @@ def _complete_pending(
             raise
         return TurnResult(stored, replayed=True)
     return TurnResult(turn, recalled=recalled)
+
+
+# --- hand-off to a person (services/handoff.py) -------------------------------------------------
+
+
+def _for_agent(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    caller: str,
+    session: Session,
+    content: str,
+    client_message_id: str | None,
+) -> TurnResult:
+    """A message while the session is handed to a person: stored for the agent, unanswered
+    (HandoffChanged when it was handed back meanwhile: the bot answers it then)."""
+    turn, sentiment_error = handoff.for_agent_turn(
+        session,
+        content=content,
+        client_message_id=client_message_id,
+        sentiment=deps.stored_sentiment,  # no model call while a person answers
+        created_at=iso(deps.clock()),
+        expires_at=_expiry(deps, policy),
+    )
+    result = _append(deps, policy, caller, session, turn)
+    result.sentiment_error = "" if result.replayed else sentiment_error
+    return result
+
+
+def _handoff_turn(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    caller: str,
+    session: Session,
+    routed: Routed,
+    turn: Turn,
+    window: int,
+) -> TurnResult | None:
+    """`/human`, or a message that makes the negative-sentiment rule hand the session off:
+    answered alone (not stacked) and stored with the hand-off in one write. None otherwise."""
+    if routed.intent == Intent.HUMAN:
+        handoff.human_command(turn, turn.created_at)
+        return _store_answer(
+            deps, policy, caller, session, turn, HandoffReason.USER_REQUEST, routed.text
+        )
+    if routed.intent != Intent.CHAT or not handoff.is_negative(policy.handoff, turn):
+        return None
+    # The window the answer needs anyway, and the turns the rule looks at, in one query.
+    wanted = max(window, handoff.history_for_rules(policy.handoff))
+    history = deps.memory.recent_turns(session.session_id, wanted) if wanted else []
+    if not handoff.negative_streak(policy.handoff, session, turn, history):
+        return None
+    started = time.perf_counter()
+    recalled = _answer(
+        deps, policy, session, routed, turn, window, history=history[-window:] if window else []
+    )
+    turn.latency_ms = int((time.perf_counter() - started) * 1000)
+    result = _store_answer(deps, policy, caller, session, turn, HandoffReason.NEGATIVE_SENTIMENT)
+    if not result.replayed:
+        result.recalled = recalled
+    return result
+
+
+def _store_answer(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    caller: str,
+    session: Session,
+    turn: Turn,
+    reason: str | None,
+    note: str = "",
+) -> TurnResult:
+    """Store an answered turn (with `reason`: and hand the session off in the same write, then
+    publish the event). A hand-off that committed while the bot answered wins: the answer is
+    dropped and the message stored for the agent."""
+    change = handoff.answered_with_handoff(turn, reason, turn.created_at) if reason else None
+    try:
+        result = _append(deps, policy, caller, session, turn, change)
+    except HandoffChanged as changed:
+        if not changed.session.handoff_state:
+            raise
+        return _append(deps, policy, caller, changed.session, handoff.as_for_agent(turn))
+    if change is not None and reason is not None and not result.replayed:
+        detail = handoff.handoff_detail(
+            session,
+            caller=caller,
+            reason=reason,
+            turn=result.turn.turn,
+            at=turn.created_at,
+            note=note,
+        )
+        result.event_error = handoff.publish(deps.events, HANDOFF_EVENT, detail)
+    return result

@@ -39,6 +39,7 @@ from chatmemory.schema import (
     MemoryKind,
     RecordType,
     SessionStatus,
+    TurnOrigin,
     chunk_doc_key,
     opening_doc_key,
     summary_doc_key,
@@ -98,6 +99,11 @@ def transcript(turns: Sequence[Turn], roles: Roles) -> str:
     """Chronological transcript with speaker labels (pending turns have no answer)."""
     lines: list[str] = []
     for turn in sorted(turns, key=lambda t: t.turn):
+        if turn.origin == TurnOrigin.AGENT:
+            # A person's reply while the session was handed off: theirs, not the assistant's.
+            if turn.response:
+                lines.append(f"{roles.agent}: {turn.response}")
+            continue
         if turn.input:
             lines.append(f"{roles.user}: {turn.input}")
         # What no model really said (the offline responder's notes) never becomes memory.

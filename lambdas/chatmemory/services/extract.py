@@ -30,7 +30,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from chatmemory.domain import Turn
 from chatmemory.ports import ExtractedFact, TextGenerator
-from chatmemory.schema import TEXT_STOPWORDS, Intent, RecordType
+from chatmemory.schema import TEXT_STOPWORDS, Intent, RecordType, TurnOrigin
 from chatmemory.services.auto_recall import content_terms
 from chatmemory.services.lexical import stem
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
@@ -263,6 +263,7 @@ def open_questions(
 
     An answer that is no model's (the offline responder's notes) tells nothing either way."""
     chat = sorted(said(turns), key=lambda t: t.turn)[-tail:] if tail > 0 else []
+    by_agent = _agent_answers(turns)
     found: list[ExtractedFact] = []
     for i, turn in enumerate(chat):
         later = [t.input for t in chat[i + 1 :]]
@@ -270,6 +271,8 @@ def open_questions(
         later_topics = [set(topic_words(line)) for line in later]
         answer = turn.response if turn.response and turn.response.strip() else None
         answer = None if turn.pending else answer
+        if turn.for_agent:
+            answer = by_agent.get(turn.turn)
         for sentence in _sentences(turn.input):
             text = sentence.strip().strip("\"'").strip()
             topic = topic_words(text)
@@ -299,6 +302,20 @@ def open_questions(
                     )
                 )
     return found[-limit:] if limit > 0 else []
+
+
+def _agent_answers(turns: Sequence[Turn]) -> dict[int, str]:
+    """Hand-off to a person: each message stored for the agent and the reply of the agent that
+    followed it (a person answers several messages at once, or not at all)."""
+    answers: dict[int, str] = {}
+    waiting: list[int] = []
+    for turn in sorted(turns, key=lambda t: t.turn):
+        if turn.for_agent:
+            waiting.append(turn.turn)
+        elif turn.origin == TurnOrigin.AGENT and turn.response and turn.response.strip():
+            answers.update(dict.fromkeys(waiting, turn.response))
+            waiting = []
+    return answers
 
 
 EXTRACT_INSTRUCTION = (

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from chatmemory.domain import Turn
+from chatmemory.schema import TurnOrigin
 
 _PIECES = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 # Subword tokenizers (SentencePiece, BPE) split rarer words: ~1.3 tokens per word on English.
@@ -27,10 +28,12 @@ def estimate_tokens(text: str) -> int:
 class Roles:
     user: str = "User"
     assistant: str = "Assistant"
+    # A person who answered while the session was handed off (services/handoff.py).
+    agent: str = "Agent"
 
     def stop_words(self) -> list[str]:
         """Anti-prompts: the model starting a new speaker line means its answer is over."""
-        return [f"{self.user}:", f"{self.assistant}:"]
+        return [f"{self.user}:", f"{self.assistant}:", f"{self.agent}:"]
 
 
 @dataclass
@@ -41,6 +44,10 @@ class BuiltPrompt:
 
 
 def render_turn(turn: Turn, roles: Roles) -> str:
+    if turn.origin == TurnOrigin.AGENT:
+        # A person's reply while the session was handed off: no input of its own.
+        return f"{roles.agent}: {turn.response or ''}"
+    # A message stored for the agent has no response: a user line without an answer.
     lines = [f"{roles.user}: {turn.input}"]
     if turn.response:
         lines.append(f"{roles.assistant}: {turn.response}")

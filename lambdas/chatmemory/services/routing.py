@@ -1,5 +1,5 @@
-"""Intent routing: `/past`, `/verified` and `/remember` prefixes, and an optional few-shot
-classifier (which only ever chooses between chat, past and verified)."""
+"""Intent routing: `/past`, `/verified`, `/remember` and `/human` prefixes, and an optional
+few-shot classifier (which only ever chooses between chat, past and verified)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from chatmemory.errors import BadRequest, ChatMemoryError
 from chatmemory.ports import TextGenerator
 from chatmemory.schema import Intent
 
-_PREFIX = re.compile(r"^\s*/(past|verified|remember)(?=\s|$)\s*", re.IGNORECASE)
+_PREFIX = re.compile(r"^\s*/(past|verified|remember|human)(?=\s|$)\s*", re.IGNORECASE)
 _CLASSIFIED = frozenset({Intent.CHAT, Intent.PAST, Intent.VERIFIED})
 
 CLASSIFIER_PROMPT = """Classify the user's message into one of: chat, past, verified.
@@ -43,14 +43,15 @@ class Routed:
 
 
 def parse_prefix(content: str) -> Routed:
-    """`/past q` -> past, `/verified q` -> verified, `/remember text` -> remember; the prefix
-    never reaches a model."""
+    """`/past q` -> past, `/verified q` -> verified, `/remember text` -> remember, `/human
+    [note]` -> human (a person is asked for; the note is optional); the prefix never reaches a
+    model."""
     match = _PREFIX.match(content)
     if not match:
         return Routed(Intent.CHAT, content.strip(), "default")
     intent = Intent(match.group(1).lower())
     text = content[match.end() :].strip()
-    if not text:
+    if not text and intent != Intent.HUMAN:
         what = "what to remember" if intent == Intent.REMEMBER else "a question"
         raise BadRequest(f"/{intent} needs {what} after it")
     return Routed(intent, text, "prefix")

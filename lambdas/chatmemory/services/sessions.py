@@ -273,4 +273,6 @@ def _imported_turn(session_id: str, number: int, message: ImportMessage, now: st
         metadata=dict(message.metadata),
         feedback=Feedback(**message.feedback.model_dump()) if message.feedback else None,
         sentiment=message.sentiment.domain() if message.sentiment else None,
+        agent_id=message.agent_id,
+        for_agent=message.for_agent,
     )

@@ -18,10 +18,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from chatmemory.clock import iso
-from chatmemory.domain import Feedback, Session, Turn
+from chatmemory.domain import Feedback, Handoff, Session, Turn, needs_handoff
 from chatmemory.errors import (
     BadRequest,
     Conflict,
+    HandoffChanged,
     PayloadTooLarge,
     SessionEnded,
     TurnNotFound,
@@ -58,9 +59,14 @@ def append_next(
     policy: AppendPolicy,
     sleep: Callable[[float], None],
     at: str | None = None,
+    stack: bool = False,
+    handoff: Handoff | None = None,
 ) -> Stored:
     """Write the turn as the session's next number; on a lost race, re-read and try the next
-    number (a session deleted or forgotten meanwhile then answers 404)."""
+    number (a session deleted or forgotten meanwhile then answers 404). With `stack`, a chat
+    message written before its answer (services/stacking.py). With `handoff`, the write changes
+    the session's hand-off state too; a session handed off (or back) meanwhile so that the turn
+    may not be written as it is raises HandoffChanged (services/handoff.py)."""
     for attempt in range(policy.attempts):
         turn.turn = session.num_turns + 1
         rename = None
@@ -69,7 +75,13 @@ def append_next(
             rename = title_from(turn.input)  # the first message with something in it
         try:
             memory.append_turn(
-                session, turn, keep_message_ids=policy.keep_message_ids, rename=rename, at=at
+                session,
+                turn,
+                keep_message_ids=policy.keep_message_ids,
+                rename=rename,
+                at=at,
+                stack=stack,
+                handoff=handoff,
             )
             return Stored(turn)
         except Conflict:
@@ -80,6 +92,10 @@ def append_next(
                 return Stored(stored, replayed=True)
             if session.status != SessionStatus.OPEN:
                 raise SessionEnded(f"session {session.session_id} ended meanwhile") from None
+            handed_off = needs_handoff(turn)
+            if handed_off is not None and bool(session.handoff_state) != handed_off:
+                what = "handed to a person" if session.handoff_state else "handed back"
+                raise HandoffChanged(f"the session was {what} meanwhile", session) from None
             sleep(random.uniform(0, min(0.2, 0.005 * 2**attempt)))  # full jitter
     raise Conflict("the session is busy with other messages; retry with the same client_message_id")
 

@@ -87,6 +87,8 @@ _SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
 def session_to_item(session: Session) -> dict[str, Any]:
     item = {name: getattr(session, name) for name in _SESSION_FIELDS}
+    if session.handoff_state:
+        item[schema.HANDOFF_QUEUE] = session.handoff_state
     if session.status in _SWEPT:
         item[schema.OPEN_SHARD] = open_shard(session.session_id, session.status)
         item[schema.IDLE_BUCKET] = idle_bucket(session.last_active_at)
@@ -182,6 +184,12 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
     if turn.sentiment is not None:
         # About 40 bytes: {"label": "negative", "score": -0.6114}.
         item["sentiment"] = asdict(turn.sentiment)
+    if turn.agent_id:
+        item["agent_id"] = turn.agent_id
+    if turn.answered_by is not None:
+        item["answered_by"] = turn.answered_by
+    if turn.for_agent:
+        item["for_agent"] = True
     return item
 
 
@@ -210,6 +218,9 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         metadata=dict(data.get("metadata") or {}),
         feedback=Feedback(**data["feedback"]) if data.get("feedback") else None,
         sentiment=_sentiment(data.get("sentiment")),
+        agent_id=data.get("agent_id"),
+        answered_by=data.get("answered_by"),
+        for_agent=bool(data.get("for_agent", False)),
     )
 
 

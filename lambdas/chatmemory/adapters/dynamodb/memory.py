@@ -30,13 +30,16 @@ from chatmemory.adapters.dynamodb.codec import (
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
 from chatmemory.domain import (
+    Handoff,
     MemoryRecord,
     Page,
     PurgeEntry,
     Session,
     Turn,
     UserState,
+    caller_of,
     message_key,
+    needs_handoff,
 )
 from chatmemory.errors import (
     BadRequest,
@@ -56,11 +59,56 @@ from chatmemory.schema import (
     TURN,
     USER_ID,
     VISIBLE_STATUSES,
+    HandoffState,
     PurgeState,
     RecordStatus,
     SessionStatus,
     TurnOrigin,
 )
+
+# --- hand-off to a person: the expressions every write that depends on it shares ------------
+
+# What leaves a session with its hand-off (a hand-back, an end, a delete); handoff_turn stays.
+_HANDOFF_CLEARED = ", ".join(
+    (schema.HANDOFF_QUEUE, "handoff_state", "handoff_reason", schema.HANDOFF_AT, "handoff_agent")
+)
+
+
+def _handoff_condition(handed_off: bool | None) -> str:
+    """The part of a write's condition that requires the session to be handed to a person
+    (True), with the bot (False) or either (None); see domain.needs_handoff."""
+    if handed_off is None:
+        return ""
+    test = "attribute_exists" if handed_off else "attribute_not_exists"
+    return f" AND {test}({schema.HANDOFF_QUEUE})"
+
+
+def _handoff_change(handoff: Handoff, sets: list[str], values: dict[str, Any]) -> list[str]:
+    """Add a turn's hand-off change to its session update (SET parts and values, in place);
+    returns what it REMOVEs."""
+    values[":hq"] = {"S": handoff.state}
+    sets += [f"{schema.HANDOFF_QUEUE} = :hq", "handoff_state = :hq"]
+    if handoff.agent:
+        values[":hg"] = {"S": handoff.agent}
+        sets.append("handoff_agent = :hg")
+    if handoff.reason is None:
+        return []
+    values.update({":hr": {"S": handoff.reason}, ":hat": {"S": handoff.at or ""}})
+    sets += ["handoff_reason = :hr", f"{schema.HANDOFF_AT} = :hat", "handoff_turn = :n1"]
+    # Out of the sweeper's index while a person has the session.
+    sets[:] = [part for part in sets if not part.startswith(f"{IDLE_BUCKET} =")]
+    values.pop(":bucket", None)
+    return [OPEN_SHARD, IDLE_BUCKET] + ([] if handoff.agent else ["handoff_agent"])
+
+
+def _apply_handoff(session: Session, handoff: Handoff, number: int) -> None:
+    """The session object as a turn's hand-off change left it (see _handoff_change)."""
+    session.handoff_state = handoff.state
+    if handoff.reason is not None:
+        session.handoff_reason, session.handoff_at = handoff.reason, handoff.at
+        session.handoff_turn, session.handoff_agent = number, None
+    if handoff.agent:
+        session.handoff_agent = handoff.agent
 
 
 def _session_key(session_id: str) -> dict[str, Any]:
@@ -223,7 +271,7 @@ class DynamoShortTermMemory:
                 "Key": _session_key(session_id),
                 "UpdateExpression": (
                     "SET #s = :ended, ended_at = :t, version = version + :one "
-                    f"REMOVE {OPEN_SHARD}, {IDLE_BUCKET}"
+                    f"REMOVE {OPEN_SHARD}, {IDLE_BUCKET}, {_HANDOFF_CLEARED}"
                 ),
                 "ConditionExpression": "#s = :open",
                 "ExpressionAttributeNames": {"#s": schema.STATUS},
@@ -367,7 +415,9 @@ class DynamoShortTermMemory:
         """OPEN -> ENDED; with idle_before, only if the session is still idle since then."""
         action = self._end_action(session_id, ended_at)["Update"]
         if idle_before is not None:
+            # The sweeper never ends a session handed to a person (who may answer hours later).
             action["ConditionExpression"] += " AND last_active_at < :idle"
+            action["ConditionExpression"] += _handoff_condition(False)
             action["ExpressionAttributeValues"][":idle"] = {"S": idle_before}
         try:
             answer = self._db.update_item(**action, ReturnValues="ALL_NEW")
@@ -580,7 +630,8 @@ class DynamoShortTermMemory:
                 Key=_session_key(session_id),
                 UpdateExpression=(
                     f"SET #s = :deleting, deleting_at = :t, {OPEN_SHARD} = :shard, "
-                    f"{IDLE_BUCKET} = :bucket, version = version + :one"
+                    f"{IDLE_BUCKET} = :bucket, version = version + :one "
+                    f"REMOVE {_HANDOFF_CLEARED}"  # out of the agents' queue at once
                 ),
                 ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
                 ExpressionAttributeNames={"#s": schema.STATUS},
@@ -645,6 +696,132 @@ class DynamoShortTermMemory:
         except ClientError as error:
             if is_conditional_failure(error):
                 raise Conflict("the import was abandoned meanwhile; import again") from None
+            raise
+
+    # --- hand-off to a person (services/handoff.py) ------------------------------------------
+
+    def _session_update(self, **update: Any) -> Session | None:
+        """A conditional UpdateItem of a session item: the session as written, or None when
+        its condition failed."""
+        try:
+            answer = self._db.update_item(
+                TableName=self._sessions, ReturnValues="ALL_NEW", **update
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return None
+            raise
+        return session_from_item(answer["Attributes"])
+
+    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+        return self._session_update(
+            Key=_session_key(session_id),
+            UpdateExpression=(
+                "SET #q = :state, handoff_state = :state, handoff_reason = :reason, "
+                "#hat = :at, handoff_turn = num_turns "
+                f"REMOVE handoff_agent, {OPEN_SHARD}, {IDLE_BUCKET}"
+            ),
+            ConditionExpression="#s = :open" + _handoff_condition(False),
+            ExpressionAttributeNames={
+                "#s": STATUS,
+                "#q": schema.HANDOFF_QUEUE,
+                "#hat": schema.HANDOFF_AT,
+            },
+            ExpressionAttributeValues={
+                ":state": {"S": HandoffState.WAITING},
+                ":reason": {"S": reason},
+                ":at": {"S": at},
+                ":open": {"S": SessionStatus.OPEN},
+            },
+        )
+
+    def hand_back(self, session_id: str, *, at: str) -> Session | None:
+        return self._session_update(
+            Key=_session_key(session_id),
+            UpdateExpression=(
+                f"SET {LAST_ACTIVE_AT} = :at, {OPEN_SHARD} = :shard, {IDLE_BUCKET} = :bucket "
+                f"REMOVE {_HANDOFF_CLEARED}"
+            ),
+            ConditionExpression="#s = :open" + _handoff_condition(True),
+            ExpressionAttributeNames={"#s": STATUS},
+            ExpressionAttributeValues={
+                ":at": {"S": at},
+                ":shard": {"S": open_shard(session_id)},
+                ":bucket": {"S": idle_bucket(at)},
+                ":open": {"S": SessionStatus.OPEN},
+            },
+        )
+
+    def handoff_queue(self, state: str, limit: int, next_token: str | None) -> Page[Session]:
+        """A page of the sparse hand-off index, checked against the tables (the index is
+        eventually consistent: a session handed back or deleted a moment ago is left out, and
+        so is one of a user who forgot everything since: its purge may not have begun)."""
+        kwargs: dict[str, Any] = {
+            "TableName": self._sessions,
+            "IndexName": schema.HANDOFF_SESSIONS_INDEX.name,
+            "KeyConditionExpression": "#q = :q",
+            "ExpressionAttributeNames": {"#q": schema.HANDOFF_QUEUE},
+            "ExpressionAttributeValues": {":q": {"S": state}},
+            "ScanIndexForward": True,  # longest waiting first
+            "Limit": limit,
+            "ProjectionExpression": SESSION_ID,
+        }
+        key = {SESSION_ID: "S", schema.HANDOFF_QUEUE: "S", schema.HANDOFF_AT: "S"}
+        page = self._page(
+            kwargs, next_token, key, (schema.HANDOFF_QUEUE, state), lambda i: i[SESSION_ID]["S"]
+        )
+        ids: list[str] = list(page.items)
+        items = self._batch_get({self._sessions: [_session_key(i) for i in ids]}).get(
+            self._sessions, []
+        )
+        current = {s.session_id: s for s in map(session_from_item, items)}
+        # The owners' current keys (a caller never seen has no item: the key is their id).
+        callers = sorted({caller_of(s.user_id) for s in current.values()})
+        users = self._batch_get({self._users: [_user_key(c) for c in callers]})
+        keys = {
+            user.user_id: user.owner
+            for user in (
+                user_from_item(deserialize(i)[USER_ID], i) for i in users.get(self._users, [])
+            )
+        }
+        owners = {keys.get(c, c) for c in callers}
+        found = [
+            current[i]
+            for i in ids
+            if i in current
+            and current[i].status == SessionStatus.OPEN
+            and current[i].handoff_state == state
+            and current[i].user_id in owners
+        ]
+        return Page(items=found, next_token=page.next_token)
+
+    def mark_for_agent(self, session_id: str, turns: Sequence[int]) -> None:
+        items: list[dict[str, Any]] = [
+            {
+                "Update": {
+                    "TableName": self._turns,
+                    "Key": _turn_key(session_id, number),
+                    "UpdateExpression": "SET for_agent = :true REMOVE pending",
+                    "ConditionExpression": "pending = :true AND attribute_not_exists(answered_by)",
+                    "ExpressionAttributeValues": {":true": {"BOOL": True}},
+                }
+            }
+            for number in dict.fromkeys(turns)
+        ]
+        items.append(
+            {
+                "ConditionCheck": {
+                    "TableName": self._sessions,
+                    "Key": _session_key(session_id),
+                    "ConditionExpression": f"attribute_exists({schema.HANDOFF_QUEUE})",
+                }
+            }
+        )
+        try:
+            self._db.transact_write_items(TransactItems=items)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                raise Conflict("the messages or the hand-off changed meanwhile") from None
             raise
 
     # --- records ----------------------------------------------------------------------------
@@ -870,6 +1047,8 @@ class DynamoShortTermMemory:
         keep_message_ids: int,
         rename: str | None = None,
         at: str | None = None,
+        stack: bool = False,
+        handoff: Handoff | None = None,
     ) -> Session:
         """One TransactWriteItems: put the turn (new number only) and advance the session,
         conditional on nobody else having advanced it since `session` was read."""
@@ -906,7 +1085,10 @@ class DynamoShortTermMemory:
         for i, old in enumerate(overflow):
             names[f"#o{i}"] = old
             del recent[old]
-        if turn.pending and turn.origin == TurnOrigin.CHAT:
+        if stack:
+            # A message waiting for its answer: the newest one is the stack's head.
+            sets.append("stack_head = :n1")
+        if turn.pending and turn.origin == TurnOrigin.CHAT and not stack:
             # A failed model call keeps the message even if the session ended meanwhile, but
             # never in a session being deleted or imported.
             condition = "num_turns = :n AND #s IN (:v0, :v1, :v2, :v3)"
@@ -920,9 +1102,13 @@ class DynamoShortTermMemory:
             condition = "num_turns = :n AND #s = :open"
             values[":open"] = {"S": SessionStatus.OPEN}
             sets.append(f"{IDLE_BUCKET} = :bucket")
+        # Hand-off to a person: who may write this turn now, and what it changes.
+        condition += _handoff_condition(needs_handoff(turn))
+        removes = _handoff_change(handoff, sets, values) if handoff is not None else []
         update = "SET " + ", ".join(sets)
-        if overflow:
-            update += " REMOVE " + ", ".join(f"recent_messages.#o{i}" for i in range(len(overflow)))
+        removes = [f"recent_messages.#o{i}" for i in range(len(overflow))] + removes
+        if removes:
+            update += " REMOVE " + ", ".join(removes)
         session_update: dict[str, Any] = {
             "TableName": self._sessions,
             "Key": _session_key(session.session_id),
@@ -954,9 +1140,22 @@ class DynamoShortTermMemory:
         session.recent_messages = recent
         if rename:
             session.name, session.auto_named = rename, False
+        if stack:
+            session.stack_head = number
+        if handoff is not None:
+            _apply_handoff(session, handoff, number)
         return session
 
     def complete_turn(self, turn: Turn) -> None:
+        try:
+            self._db.update_item(**self._completion(turn))
+        except ClientError as error:
+            if is_conditional_failure(error):
+                raise Conflict("the turn was completed by another request") from None
+            raise
+
+    def _completion(self, turn: Turn) -> dict[str, Any]:
+        """The update that fills in a pending turn's answer, conditional on it being pending."""
         item = turn_to_item(turn)
         # Everything the answer filled in: a completed /past or /verified turn keeps its
         # sources, and a degraded answer says so, as a turn answered at the first try does.
@@ -970,25 +1169,81 @@ class DynamoShortTermMemory:
             "output_tokens",
             "prompt",
             "metadata",
+            "remember_response",
         ]
         present = [f for f in fields if item.get(f) is not None]
-        try:
-            self._db.update_item(
-                TableName=self._turns,
-                Key=_turn_key(turn.session_id, turn.turn),
-                UpdateExpression="SET "
-                + ", ".join(f"#{f} = :{f}" for f in present)
-                + " REMOVE pending",
-                ConditionExpression="pending = :true",
-                ExpressionAttributeNames={f"#{f}": f for f in present},
-                ExpressionAttributeValues={
-                    ":true": {"BOOL": True},
-                    **{f":{f}": serialize_value(item[f]) for f in present},
-                },
+        return {
+            "TableName": self._turns,
+            "Key": _turn_key(turn.session_id, turn.turn),
+            "UpdateExpression": "SET "
+            + ", ".join(f"#{f} = :{f}" for f in present)
+            + " REMOVE pending",
+            "ConditionExpression": "pending = :true AND attribute_not_exists(answered_by)",
+            "ExpressionAttributeNames": {f"#{f}": f for f in present},
+            "ExpressionAttributeValues": {
+                ":true": {"BOOL": True},
+                **{f":{f}": serialize_value(item[f]) for f in present},
+            },
+        }
+
+    def complete_stack(
+        self,
+        answer: Turn,
+        covered: Sequence[int],
+        *,
+        head: int | None,
+        rename: str | None = None,
+    ) -> None:
+        """One TransactWriteItems: the answer, `answered_by` on the earlier messages, and the
+        session's check (OPEN, still this head) or its new name."""
+        items: list[dict[str, Any]] = [{"Update": self._completion(answer)}]
+        for number in covered:
+            items.append(
+                {
+                    "Update": {
+                        "TableName": self._turns,
+                        "Key": _turn_key(answer.session_id, number),
+                        "UpdateExpression": "SET answered_by = :by REMOVE pending",
+                        "ConditionExpression": (
+                            "pending = :true AND attribute_not_exists(answered_by)"
+                        ),
+                        "ExpressionAttributeValues": {
+                            ":by": {"N": str(answer.turn)},
+                            ":true": {"BOOL": True},
+                        },
+                    }
+                }
             )
+        names = {"#s": schema.STATUS}
+        values: dict[str, Any] = {":open": {"S": SessionStatus.OPEN}}
+        # A bot's answer, so only while the session is with the bot (not handed to a person).
+        condition = "#s = :open" + _handoff_condition(False)
+        if head is not None:
+            condition += " AND stack_head = :head"
+            values[":head"] = {"N": str(head)}
+        check: dict[str, Any] = {
+            "TableName": self._sessions,
+            "Key": _session_key(answer.session_id),
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+        }
+        if rename:
+            # Only a generated name gives way: one the user chose meanwhile stays.
+            names["#name"] = "name"
+            values.update(
+                {":name": {"S": rename}, ":false": {"BOOL": False}, ":true": {"BOOL": True}}
+            )
+            check["ConditionExpression"] = condition + " AND auto_named = :true"
+            update = "SET #name = :name, auto_named = :false"
+            items.append({"Update": {**check, "UpdateExpression": update}})
+        else:
+            items.append({"ConditionCheck": check})
+        try:
+            self._db.transact_write_items(TransactItems=items)
         except ClientError as error:
-            if is_conditional_failure(error):
-                raise Conflict("the turn was completed by another request") from None
+            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                raise Conflict("the stacked messages changed while they were answered") from None
             raise
 
     def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:

@@ -1,0 +1,329 @@
+"""Stacked messages: what a user sends before the bot answered is answered together, once.
+
+The races are made deterministic by running the second request inside the first one's model
+call or stack wait (the hooks below), the way a second Lambda instance would interleave."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from chatmemory.domain import Turn
+from chatmemory.errors import ModelUnavailable, SessionEnded, SessionNotFound
+from chatmemory.schema import Intent, SessionStatus
+from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.sessions import create_session
+from chatmemory.services.stacking import StackPolicy, plan
+from tests.fakes import FixedClock, HookedModel
+from tests.memory_fake import InMemoryShortTermMemory
+
+USER = "alice"
+
+
+@dataclass
+class World:
+    memory: InMemoryShortTermMemory
+    model: HookedModel
+    clock: FixedClock
+    sleeps: list[Callable[[float], None]]
+    session_id: str
+    deps: ChatDeps = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.deps = ChatDeps(
+            memory=self.memory, generator=self.model, clock=self.clock, sleep=self._sleep
+        )
+
+    def _sleep(self, seconds: float) -> None:
+        if self.sleeps:
+            self.sleeps.pop(0)(seconds)
+
+    def say(self, content: str, policy: ChatPolicy | None = None, **kwargs: Any) -> TurnResult:
+        return post_message(
+            self.deps,
+            policy or ChatPolicy(),
+            user_id=USER,
+            session_id=self.session_id,
+            content=content,
+            **kwargs,
+        )
+
+    def turns(self) -> list[Turn]:
+        return self.memory.recent_turns(self.session_id, 100)
+
+
+@pytest.fixture
+def world() -> World:
+    memory = InMemoryShortTermMemory()
+    clock = FixedClock()
+    session = create_session(memory, USER, clock=clock)
+    return World(memory, HookedModel(), clock, [], session.session_id)
+
+
+def _answered_once(turns: list[Turn]) -> None:
+    """Every message has one answer: its own response, or the response of the turn named in
+    answered_by (which holds one); numbering is contiguous."""
+    assert [t.turn for t in turns] == list(range(1, len(turns) + 1))
+    by_number = {t.turn: t for t in turns}
+    for turn in turns:
+        assert not turn.pending, turn
+        if turn.answered_by is None:
+            assert turn.response
+        else:
+            assert turn.response is None
+            assert by_number[turn.answered_by].response
+            assert by_number[turn.answered_by].answered_by is None
+
+
+def test_a_lone_message_is_answered_as_before(world: World) -> None:
+    result = world.say("hello there", client_message_id="m1")
+    assert result.turn.turn == 1 and result.answer is None
+    assert result.turn.response == "answer to: hello there"
+    [stored] = world.turns()
+    assert (stored.pending, stored.answered_by, stored.response) == (
+        False,
+        None,
+        "answer to: hello there",
+    )
+
+
+def test_a_message_sent_during_the_model_call_is_answered_with_the_first(world: World) -> None:
+    second: list[TurnResult] = []
+    world.model.during.append(lambda: second.append(world.say("it is order 1234")))
+
+    first = world.say("my order did not arrive")
+
+    # The second request saw both messages and answered them in one call; the first request's
+    # own answer (computed without the second message) was dropped, never stored.
+    assert second[0].turn.turn == 2
+    assert second[0].turn.response == "answer to: my order did not arrive | it is order 1234"
+    assert first.turn.turn == 1 and first.turn.answered_by == 2
+    assert first.answer is not None and first.answer.response == second[0].turn.response
+    turns = world.turns()
+    _answered_once(turns)
+    assert [t.response for t in turns] == [None, second[0].turn.response]
+
+
+def _write_waiting(world: World, content: str, message_id: str) -> None:
+    """What a second request does first: write its message, waiting for its answer."""
+    session = world.memory.get_session(world.session_id)
+    assert session is not None
+    waiting = Turn(
+        world.session_id,
+        0,
+        session.user_id,
+        content,
+        None,
+        created_at=world.clock().isoformat(),
+        client_message_id=message_id,
+        pending=True,
+    )
+    world.memory.append_turn(session, waiting, keep_message_ids=50, stack=True)
+
+
+def test_an_answer_computed_before_a_newer_message_arrived_is_not_written(world: World) -> None:
+    """The second message is written while the first is being answered, and its request is
+    still reading: the first answer, which does not know the second message, is dropped, and
+    the second request answers both (the session's stack_head decides)."""
+    world.model.during.append(lambda: _write_waiting(world, "it is order 1234", "b"))
+    second: list[TurnResult] = []
+    # While the first request waits for the answer, the second request goes on.
+    world.sleeps.append(
+        lambda _: second.append(world.say("it is order 1234", client_message_id="b"))
+    )
+
+    first = world.say("my order did not arrive", client_message_id="a")
+
+    assert first.turn.answered_by == 2
+    assert second[0].turn.response == "answer to: my order did not arrive | it is order 1234"
+    _answered_once(world.turns())
+
+
+def test_with_a_wait_two_quick_messages_cost_one_model_call(world: World) -> None:
+    policy = ChatPolicy(stack=StackPolicy(wait_seconds=1.5))
+    second: list[TurnResult] = []
+    # The second message arrives while the first waits; the second's own wait passes quietly.
+    world.sleeps.append(lambda _: second.append(world.say("and a refund", policy)))
+    world.sleeps.append(lambda _: None)
+
+    first = world.say("the parcel is damaged", policy)
+
+    assert world.model.prompts and len(world.model.prompts) == 1
+    assert "the parcel is damaged\nand a refund" in world.model.prompts[0]
+    assert first.turn.answered_by == 2 and first.answer == second[0].turn
+    _answered_once(world.turns())
+
+
+def test_three_messages_stacked_during_one_model_call_get_one_answer(world: World) -> None:
+    results: list[TurnResult] = []
+
+    def third() -> None:
+        results.append(world.say("third"))
+
+    def second() -> None:
+        world.model.during.append(third)  # the third arrives during the second's model call
+        results.append(world.say("second"))
+
+    world.model.during.append(second)
+    results.append(world.say("first"))
+
+    turns = world.turns()
+    _answered_once(turns)
+    assert [t.answered_by for t in turns] == [3, 3, None]
+    assert turns[2].response == "answer to: first | second | third"
+    # Each request learned which turn answered it.
+    assert sorted((r.turn.turn, r.answer.turn if r.answer else None) for r in results) == [
+        (1, 3),
+        (2, 3),
+        (3, None),
+    ]
+
+
+def test_a_retry_of_a_covered_message_returns_the_answer_without_a_model_call(
+    world: World,
+) -> None:
+    world.model.during.append(lambda: world.say("second", client_message_id="b"))
+    world.say("first", client_message_id="a")
+    calls = len(world.model.prompts)
+
+    retried = world.say("first", client_message_id="a")
+
+    assert retried.replayed and retried.turn.answered_by == 2
+    assert retried.answer is not None and retried.answer.response == "answer to: first | second"
+    assert len(world.model.prompts) == calls
+
+
+def test_a_message_whose_answering_request_died_is_answered_by_the_waiting_one(
+    world: World,
+) -> None:
+    """The request of the newer message wrote it and died (a Lambda timeout): the older
+    message's request waits `patience_seconds`, then answers both."""
+    policy = ChatPolicy(stack=StackPolicy(wait_seconds=1.0, patience_seconds=1.0))
+
+    def crashed_second(_: float) -> None:
+        session = world.memory.get_session(world.session_id)
+        assert session is not None
+        doomed = Turn(
+            world.session_id,
+            0,
+            session.user_id,
+            "second, never answered by its own request",
+            None,
+            created_at=world.clock().isoformat(),
+            client_message_id="b",
+            pending=True,
+        )
+        world.memory.append_turn(session, doomed, keep_message_ids=50, stack=True)
+
+    world.sleeps.append(crashed_second)
+    first = world.say("first", policy, client_message_id="a")
+
+    assert first.turn.answered_by == 2
+    assert first.answer is not None
+    assert first.answer.response == "answer to: first | second, never answered by its own request"
+    _answered_once(world.turns())
+    # The dead request's client retries: it gets the answer, without another model call.
+    calls = len(world.model.prompts)
+    retried = world.say("second, never answered by its own request", client_message_id="b")
+    assert retried.replayed and retried.turn.response == first.answer.response
+    assert len(world.model.prompts) == calls
+
+
+def test_a_failed_model_call_keeps_every_stacked_message_for_the_retry(world: World) -> None:
+    world.model.during.append(lambda: None)
+    world.model.fail = 1
+    with pytest.raises(ModelUnavailable):
+        world.say("first", client_message_id="a")
+    assert [t.pending for t in world.turns()] == [True]
+
+    result = world.say("first", client_message_id="a")
+
+    assert result.turn.response == "answer to: first"
+    _answered_once(world.turns())
+
+
+def test_a_session_ended_during_the_model_call_keeps_the_message_unanswered(
+    world: World,
+) -> None:
+    world.model.during.append(
+        lambda: world.memory.end_session(world.session_id, world.clock().isoformat())
+    )
+    with pytest.raises(SessionEnded):
+        world.say("first")
+    [turn] = world.turns()
+    assert (turn.pending, turn.response) == (True, None)
+    session = world.memory.get_session(world.session_id)
+    assert session is not None and session.status == SessionStatus.ENDED
+
+
+def test_a_session_deleted_during_the_model_call_gets_no_answer_written(world: World) -> None:
+    world.model.during.append(
+        lambda: world.memory.mark_deleting(world.session_id, world.clock().isoformat())
+    )
+    with pytest.raises(SessionNotFound):
+        world.say("first")
+    assert all(t.response is None for t in world.memory.all_turns(world.session_id))
+
+
+def test_a_command_is_answered_on_its_own_while_a_message_waits(world: World) -> None:
+    commands: list[TurnResult] = []
+    world.model.during.append(lambda: commands.append(world.say("/past my trip")))
+
+    first = world.say("hello")
+
+    assert commands[0].turn.intent == Intent.PAST and commands[0].turn.answered_by is None
+    assert first.answer is None and first.turn.response == "answer to: hello"
+    _answered_once(world.turns())
+
+
+def test_stacking_off_answers_each_message_alone(world: World) -> None:
+    policy = ChatPolicy(stack=StackPolicy(enabled=False))
+    world.model.during.append(lambda: world.say("second", policy))
+    first = world.say("first", policy)
+    turns = world.turns()
+    assert first.answer is None and [t.answered_by for t in turns] == [None, None]
+    # Without stacking, the second message was answered without knowing of the first.
+    assert "first" not in world.model.prompts[1]
+
+
+def test_the_first_answer_names_the_session_from_the_stacked_messages(world: World) -> None:
+    world.model.during.append(lambda: world.say("about my trip to Lisbon"))
+    world.say("hi")
+    session = world.memory.get_session(world.session_id)
+    assert session is not None and not session.auto_named
+    assert "Lisbon" in session.name
+
+
+def _turn(number: int, at: datetime, response: str | None = None, **kwargs: Any) -> Turn:
+    values: dict[str, Any] = {"pending": True}
+    values.update(kwargs)
+    return Turn("s", number, "u", f"m{number}", response, created_at=at.isoformat(), **values)
+
+
+def test_the_plan_waits_for_the_newest_message_and_answers_in_bounded_time() -> None:
+    now = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    policy = StackPolicy(force_after_seconds=20, span_seconds=120, max_messages=3)
+    answered = _turn(1, now - timedelta(minutes=5), pending=False, response="hi")
+    first, second = _turn(2, now - timedelta(seconds=3)), _turn(3, now)
+
+    waits = plan([answered, first, second], first, now=now, policy=policy)
+    assert waits.wait and [t.turn for t in waits.batch] == [2, 3]
+    answers = plan([answered, first, second], second, now=now, policy=policy)
+    assert not answers.wait and not answers.force and [t.turn for t in answers.batch] == [2, 3]
+    # Someone typing for 20 s without pause: the head writes its answer whatever arrives.
+    late = replace(first, created_at=(now - timedelta(seconds=21)).isoformat())
+    assert plan([answered, late, second], second, now=now, policy=policy).force
+    # A message that failed long ago is not the newest one's to answer.
+    old = replace(first, created_at=(now - timedelta(minutes=10)).isoformat())
+    alone = plan([answered, old, second], old, now=now, policy=policy)
+    assert (alone.wait, [t.turn for t in alone.batch]) == (False, [2])
+    assert [
+        t.turn for t in plan([answered, old, second], second, now=now, policy=policy).batch
+    ] == [3]
+    # A takeover answers the whole stack, on the newest turn.
+    taken = plan([answered, first, second], first, now=now, policy=policy, takeover=True)
+    assert (taken.wait, taken.force, taken.batch[-1].turn) == (False, True, 3)
