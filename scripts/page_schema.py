@@ -1,7 +1,7 @@
 """Print local/web/schema.js: the values the web page shares with the API (session statuses,
 message intents, source kinds, the profile's record types, statuses and origins, sentiment
-labels, ratings of an answer), generated from chatmemory.schema so the page never types them
-again."""
+labels, ratings of an answer, turn origins, and the states and reasons of a hand-off to a
+person), generated from chatmemory.schema so the page never types them again."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import json
 
 from chatmemory.schema import (
     VISIBLE_STATUSES,
+    HandoffReason,
+    HandoffState,
     Intent,
     Rating,
     RecordOrigin,
@@ -16,6 +18,7 @@ from chatmemory.schema import (
     RecordType,
     SentimentLabel,
     SourceKind,
+    TurnOrigin,
 )
 
 
@@ -29,6 +32,9 @@ def document() -> str:
         "RecordOrigin": {origin.name: origin.value for origin in RecordOrigin},
         "SentimentLabel": {label.name: label.value for label in SentimentLabel},
         "Rating": {rating.name: rating.value for rating in Rating},
+        "TurnOrigin": {origin.name: origin.value for origin in TurnOrigin},
+        "HandoffState": {state.name: state.value for state in HandoffState},
+        "HandoffReason": {reason.name: reason.value for reason in HandoffReason},
     }
     return (
         "// Generated from lambdas/chatmemory/schema.py by `make openapi`; do not edit.\n"

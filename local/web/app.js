@@ -6,6 +6,7 @@ const STORE = {
   base: "chatmemory.apiBase",
   token: "chatmemory.token",
   user: "chatmemory.user",
+  agentUser: "chatmemory.agentUser", // who the agent desk acts as (local mode's X-User-Id)
   windowTurns: "chatmemory.windowTurns",
   session: "chatmemory.session", // + "|" + whose(): the conversation the page was in
   outbox: "chatmemory.outbox", // + "|" + whose(): messages not answered yet, per session
@@ -31,6 +32,7 @@ const INTENT_BADGE = {
   [INTENT.VERIFIED]: "verified",
   [INTENT.REMEMBER]: "remembered",
 };
+if (INTENT.HUMAN) INTENT_BADGE[INTENT.HUMAN] = "person";
 const SOURCES_LABEL = {
   [INTENT.PAST]: "Sessions used",
   [INTENT.VERIFIED]: "Cited passages",
@@ -38,6 +40,19 @@ const SOURCES_LABEL = {
 };
 const RECORDS_PAGE = 100;
 const RECORDS_CAP = 1000;
+// The hand-off to a person: its states and reasons, and the origin of an agent's reply.
+const HANDOFF = SCHEMA.HandoffState;
+const REASON = SCHEMA.HandoffReason;
+const ORIGIN = SCHEMA.TurnOrigin;
+const REASON_TEXT = {
+  [REASON.USER_REQUEST]: "the user asked for a person",
+  [REASON.NOTHING_VERIFIED]: "nothing verified answered",
+  [REASON.NEGATIVE_SENTIMENT]: "repeated negative messages",
+};
+const HANDOFF_POLL_MS = 3000; // while a person has the conversation: their replies, the hand-back
+const HANDOFF_WINDOW = 20; // the newest turns each poll reads
+const AGENT_POLL_MS = 3000; // the agent desk: the queue and the open session
+const LOCAL_AGENT = "agent"; // local/run's default --agents
 const STATUS_TEXT = {
   [STATUS.OPEN]: "open",
   [STATUS.ENDED]: "consolidating",
@@ -51,8 +66,9 @@ const state = {
   current: null, // the selected session object
   turns: [],
   polling: null,
-  flushing: new Set(), // sessions whose outbox is being sent (one message at a time each)
-  inFlight: new Map(), // session_id -> client_message_id of the message on its way
+  flushing: new Map(), // session_id -> its outbox's send loop while one runs (see flushOutbox)
+  inFlight: new Map(), // session_id -> Set of the client_message_ids on their way
+  continued: new Map(), // ended session_id -> the session this page continued it in
   retryTimer: null,
   retryAttempt: 0, // retries since the last answer: the backoff doubles with each
   records: [], // the caller's records (every type), as GET /memories/records lists them
@@ -61,7 +77,13 @@ const state = {
   editing: null, // the record_id being corrected
   draft: "", // its text as typed so far (kept when the panel is drawn again meanwhile)
   profileLoading: null,
+  // "chat" (the user view) or "agent" (the agent desk, ?view=agent)
+  view: new URLSearchParams(window.location.search).get("view") === "agent" ? "agent" : "chat",
 };
+
+// Polling the open conversation while a person has it: one loop at a time (a tick under way
+// holds the next one back).
+const handoffPoll = { timer: null, busy: false };
 
 const $ = (id) => document.getElementById(id);
 
@@ -87,7 +109,8 @@ class ApiError extends Error {
   }
 }
 
-async function api(method, path, body, { signal } = {}) {
+// `user` (the agent desk) replaces the X-User-Id of Settings; null sends none.
+async function api(method, path, body, { signal, user } = {}) {
   const cfg = settings();
   if (!cfg.base) {
     throw new ApiError(0, "no_api", "Set the API base URL in Settings.");
@@ -95,7 +118,8 @@ async function api(method, path, body, { signal } = {}) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (cfg.token) headers.Authorization = `Bearer ${cfg.token}`;
-  if (cfg.user) headers["X-User-Id"] = cfg.user;
+  const caller = user === undefined ? cfg.user : user;
+  if (caller) headers["X-User-Id"] = caller;
   let response;
   try {
     response = await fetch(cfg.base + path, {
@@ -184,7 +208,8 @@ function notify(text) {
 function describeConnection() {
   const cfg = settings();
   const where = cfg.custom ? cfg.base : "local API";
-  const who = cfg.user ? ` · user ${cfg.user}` : (cfg.custom ? "" : " · local-user");
+  let who = cfg.user ? ` · user ${cfg.user}` : (cfg.custom ? "" : " · local-user");
+  if (state.view === "agent") who = agentUser() ? ` · agent ${agentUser()}` : "";
   $("connection").textContent = `${where}${who}`;
 }
 
@@ -204,8 +229,12 @@ function upsertSession(session) {
   if (index >= 0) state.sessions[index] = session;
   else state.sessions.unshift(session);
   if (state.current && state.current.session_id === session.session_id) {
+    const was = handedOff(state.current);
     state.current = session;
     renderHeader();
+    if (was && !handedOff(session) && session.status === STATUS.OPEN) {
+      announce("The person handed the conversation back: the bot answers again.");
+    }
   }
   renderSessions();
 }
@@ -230,7 +259,8 @@ function renderSessions() {
         onclick: () => selectSession(session.session_id),
       },
         el("span", { class: "session-line" },
-          el("span", { class: "session-label", text: session.name }), badge(session.status)),
+          el("span", { class: "session-label", text: session.name }), badge(session.status),
+          handedOff(session) ? el("span", { class: "badge handoff", text: "with a person" }) : null),
         el("span", { class: "session-sub muted small",
           text: `${plural(session.num_turns, "turn")} · ${formatDate(session.started_at)}` })),
       el("button", {
@@ -331,12 +361,91 @@ function stopPolling() {
   state.polling = null;
 }
 
+// --- talking to a person ------------------------------------------------------------------------
+
+async function talkToPerson() {
+  const session = state.current;
+  if (!session) return;
+  const path = `/sessions/${encodeURIComponent(session.session_id)}/handoff`;
+  upsertSession((await api("POST", path, {})).session);
+  $("message").focus();
+}
+
+// While a person has the open conversation and the page is seen: read its newest turns (their
+// replies) and its state (the hand-back) every few seconds; otherwise nothing is polled.
+function syncHandoffPolling() {
+  const on = state.view === "chat" && handedOff(state.current) && document.visibilityState !== "hidden";
+  if (!on) {
+    clearTimeout(handoffPoll.timer);
+    handoffPoll.timer = null;
+  } else if (!handoffPoll.timer && !handoffPoll.busy) {
+    handoffPoll.timer = setTimeout(pollHandoff, HANDOFF_POLL_MS);
+  }
+}
+
+async function pollHandoff() {
+  handoffPoll.timer = null;
+  const sessionId = state.current && state.current.session_id;
+  if (!sessionId) return;
+  handoffPoll.busy = true;
+  try {
+    const path = `/sessions/${encodeURIComponent(sessionId)}`;
+    const [fresh, page] = await Promise.all([
+      api("GET", path),
+      api("GET", `${path}/messages?order=desc&limit=${HANDOFF_WINDOW}`),
+    ]);
+    if (state.current && state.current.session_id === sessionId) {
+      await mergeTurns(sessionId, page.messages);
+      upsertSession(fresh.session);
+    }
+  } catch (error) {
+    // A lost connection or a busy API: the next tick tries again. Anything else is shown.
+    if (!worthRetrying(error)) {
+      showError(error);
+      if (error.status === 404) selectSession(sessionId).catch(() => {});
+    }
+  } finally {
+    handoffPoll.busy = false;
+    syncHandoffPolling();
+  }
+}
+
+// Newly read turns into the conversation (by turn number), with the outbox's messages after
+// them; redrawn only when something changed, and a person's new replies are announced.
+async function mergeTurns(sessionId, fetched) {
+  const before = JSON.stringify(state.turns);
+  const stored = new Map(state.turns.filter((t) => t.turn).map((t) => [t.turn, t]));
+  const known = Math.max(0, ...stored.keys());
+  const oldest = Math.min(...fetched.map((t) => t.turn));
+  const fresh = fetched.filter((t) => !stored.has(t.turn) && t.origin === ORIGIN.AGENT);
+  let turns;
+  if (fetched.length && oldest > known + 1) {
+    turns = await loadTurns(sessionId); // more came meanwhile than one poll reads
+  } else {
+    for (const turn of fetched) stored.set(turn.turn, turn);
+    turns = [...stored.values()].sort((a, b) => a.turn - b.turn);
+  }
+  if (!state.current || state.current.session_id !== sessionId) return;
+  // Messages refused for good stay shown (with Retry); the outbox's are added back by withOutbox.
+  const waiting = new Set(outboxOf(outboxKey(), sessionId).map((e) => e.client_message_id));
+  const local = state.turns.filter((t) => !t.turn && !waiting.has(t.client_message_id));
+  state.turns = withOutbox(sessionId, turns.concat(local));
+  if (JSON.stringify(state.turns) !== before) renderTurns();
+  for (const turn of fresh) announce(`Agent: ${turn.response || ""}`);
+}
+
+// Read out by screen readers (the conversation's live region).
+function announce(text) {
+  $("chat-announce").textContent = text;
+}
+
 // --- rendering the session -------------------------------------------------------------------
 
 function renderHeader() {
   const session = state.current;
   const status = $("session-status");
   $("end-session").hidden = !session || session.status !== STATUS.OPEN;
+  $("talk-to-person").hidden = !session || session.status !== STATUS.OPEN || handedOff(session);
   $("delete-session").hidden = !session;
   if (!session) {
     $("session-name").textContent = "No session selected";
@@ -344,6 +453,7 @@ function renderHeader() {
     $("session-meta").textContent = "";
     setComposer(false);
     renderBanner(null);
+    syncHandoffPolling();
     return;
   }
   $("session-name").textContent = session.name;
@@ -355,12 +465,27 @@ function renderHeader() {
     `${plural(session.num_turns, "turn")} · started ${formatDate(session.started_at)}${ended}`;
   setComposer(session.status === STATUS.OPEN);
   renderBanner(session);
+  syncHandoffPolling();
 }
 
 function renderBanner(session) {
   const banner = $("status-banner");
   banner.replaceChildren();
   banner.className = "banner";
+  if (handedOff(session)) {
+    // With a person: the user's messages go to them, and their replies show up here.
+    const agentName = session.handoff_agent;
+    const waiting = session.handoff_state === HANDOFF.WAITING || !agentName;
+    banner.hidden = false;
+    banner.classList.add("handoff");
+    if (waiting) banner.append(el("span", { class: "spinner", "aria-hidden": "true" }));
+    banner.append(
+      el("strong", { text: waiting ? "Waiting for a person…" : `${agentName} is answering` }),
+      el("span", { text: waiting
+        ? " Your messages are kept for them; the bot does not answer meanwhile."
+        : " Your messages go to them; the bot answers again when they hand the conversation back." }));
+    return;
+  }
   if (!session || session.status === STATUS.OPEN) {
     banner.hidden = true;
     return;
@@ -389,7 +514,8 @@ function setComposer(enabled) {
   $("message").disabled = !enabled;
   $("send").disabled = !enabled;
   $("message").placeholder = enabled
-    ? "Message… (Enter sends, Shift+Enter for a new line; try /past, /verified or /remember)"
+    ? (handedOff(state.current) ? "Message for the person… (Enter sends)"
+      : "Message… (Enter sends, Shift+Enter for a new line; try /past, /verified or /remember)")
     : (state.current ? "This session has ended: start a new session to keep chatting."
       : "Start or pick a session to chat.");
 }
@@ -409,19 +535,42 @@ function renderTurns() {
 
 function renderTurn(turn) {
   const item = el("li", { class: turn.unsent ? "turn unsent" : "turn", dataset: { turn: String(turn.turn ?? "") } });
-  const label = turn.turn ? `#${turn.turn}` : "…";
-  item.append(el("div", { class: "bubble user" },
-    el("span", { class: "turn-no", title: "turn number", text: label }),
-    sentimentMarker(turn),
-    el("p", { class: "text", text: turn.input }),
-    turn.created_at ? el("time", { class: "muted small", datetime: turn.created_at, text: formatDate(turn.created_at) }) : null));
+  if (turn.origin === ORIGIN.AGENT) {
+    // A person's reply: a turn of its own, with no input of the user's.
+    item.classList.add("agent-turn");
+    if (turn.input) item.append(userBubble(turn));
+    item.append(agentBubble(turn));
+    return item;
+  }
+  item.append(userBubble(turn));
+  if (turn.answered_by) {
+    // Sent before the bot answered: one answer covers it and the messages after it, shown once,
+    // under the last of them. No bot bubble (nor rating) here.
+    item.classList.add("stacked");
+    item.append(stackedNote(turn));
+    return item;
+  }
+  if (turn.for_agent && !turn.response && !turn.sending && !turn.queued && !turn.unsent && !turn.failed) {
+    // Kept for the person who has the conversation: no bot answers it.
+    item.append(el("p", { class: "for-agent-note muted small", text: "Sent to a person" }));
+    return item;
+  }
+  // Stored with its answer: shown, even while its own request is still on its way (its answer
+  // came with an earlier message's).
+  const answered = Boolean(turn.turn && turn.response && !turn.pending);
   const reply = el("div", { class: `bubble assistant intent-${turn.intent || INTENT.CHAT}` });
   if (turn.intent && INTENT_BADGE[turn.intent]) {
     reply.append(el("span", { class: `intent-badge intent-${turn.intent}`, text: INTENT_BADGE[turn.intent] }));
   }
-  if (turn.sending) {
-    reply.append(el("p", { class: "text muted typing", text: "thinking…" }));
-  } else if (turn.queued || turn.unsent) {
+  const covered = answered ? coveredBy(turn) : [];
+  if (covered.length) {
+    reply.append(el("p", { class: "stack-span muted small",
+      text: `One answer to your messages ${joinNumbers(covered.concat([turn]).map((t) => t.turn))}` }));
+  }
+  if (turn.sending && !answered) {
+    reply.append(el("p", { class: "text muted typing",
+      text: handedOff(state.current) ? "sending…" : "thinking…" }));
+  } else if ((turn.queued || turn.unsent) && !answered) {
     reply.append(...outboxNotice(turn));
   } else if (turn.failed || turn.pending) {
     reply.append(el("p", { class: "text error-text",
@@ -434,9 +583,55 @@ function renderTurn(turn) {
     reply.append(el("p", { class: "muted small", text: "Answered without long-term memory (unavailable)." }));
   }
   if (turn.sources && turn.sources.length) reply.append(renderSources(turn));
-  if (turn.response && !turn.pending && !turn.unsent) reply.append(ratingControl(turn));
+  if (turn.response && !turn.pending && !turn.unsent && !isHandoffCommand(turn)) reply.append(ratingControl(turn));
   item.append(reply);
   return item;
+}
+
+// Stacked messages: the note under a message answered together with later ones.
+function stackedNote(turn) {
+  const next = turn.turn && turn.answered_by === turn.turn + 1;
+  return el("p", { class: "stacked-note muted small", text: next
+    ? "Answered together with your next message"
+    : `Answered together with your next messages (the answer is under #${turn.answered_by})` });
+}
+
+// The messages of the conversation that `turn`'s answer covers besides its own.
+function coveredBy(turn) {
+  return state.turns.filter((t) => t.answered_by && t.answered_by === turn.turn);
+}
+
+function joinNumbers(numbers) {
+  const labels = numbers.map((n) => `#${n}`);
+  return labels.length < 2 ? labels.join("") : `${labels.slice(0, -1).join(", ")} and ${labels[labels.length - 1]}`;
+}
+
+function userBubble(turn) {
+  const label = turn.turn ? `#${turn.turn}` : "…";
+  return el("div", { class: "bubble user" },
+    el("span", { class: "turn-no", title: "turn number", text: label }),
+    sentimentMarker(turn),
+    el("p", { class: "text", text: turn.input }),
+    turn.created_at ? el("time", { class: "muted small", datetime: turn.created_at, text: formatDate(turn.created_at) }) : null);
+}
+
+// A reply a person wrote (origin agent), labelled as theirs, in both views.
+function agentBubble(turn) {
+  return el("div", { class: "bubble agent" },
+    turn.turn ? el("span", { class: "turn-no", title: "turn number", text: `#${turn.turn}` }) : null,
+    el("span", { class: "role-label", title: turn.agent_id ? `Agent ${turn.agent_id}` : undefined, text: "Agent" }),
+    el("p", { class: "text", text: turn.response || "" }),
+    turn.created_at ? el("time", { class: "muted small", datetime: turn.created_at, text: formatDate(turn.created_at) }) : null);
+}
+
+// The /human command's fixed reply says a person will answer: nothing to rate.
+function isHandoffCommand(turn) {
+  return Boolean(INTENT.HUMAN) && turn.intent === INTENT.HUMAN;
+}
+
+// A person has the conversation (waiting for one, or answering): the bot does not answer.
+function handedOff(session) {
+  return Boolean(session && session.status === STATUS.OPEN && session.handoff_state);
 }
 
 // Rate an answer up or down (PUT /sessions/{id}/turns/{turn}/feedback); pressed shows the
@@ -540,8 +735,9 @@ function windowTurns() {
 // connection, a 5xx or a 429 keep it there, shown as not sent yet, and it is sent again with the
 // same client_message_id (the API's idempotency key: a message it already stored answers with
 // its stored turn, so nothing is stored twice) when the browser is back online, on a timer with
-// backoff, and when the page loads. Each session's outbox goes in order, one message at a time,
-// so the turns keep the order they were typed in.
+// backoff, and when the page loads. Each session's outbox goes in order, so the turns keep the
+// order they were typed in; a message goes out once the one before it is stored, without waiting
+// for that one's answer (see flushOutbox).
 
 const RETRY_FIRST_MS = 2000;
 const RETRY_MAX_MS = 60 * 1000;
@@ -583,33 +779,81 @@ async function retry(turn) {
   await flushOutbox(sessionId);
 }
 
-// Send a session's outbox, oldest first, one message at a time. A call while one runs returns at
-// once: the running loop reads the outbox again after each message, so it sends the new one too.
+// Send a session's outbox, oldest first: one loop per session; a call while it runs wakes it (and
+// resumes it after a failure), and it reads the outbox again each time, so it sends new messages
+// too.
+//
+// Messages used to go one at a time, each after the previous one's answer. The API answers the
+// messages a user sends before the bot answered together, in one answer (README "Stacked
+// messages"); serialized sends would never let a second message reach it while the first one
+// waits, so the stack would never form. The order must hold all the same (turn numbers are given
+// as messages arrive, and two requests on their way may arrive in any order), so a message goes
+// out once the previous one is known to be stored: its request settled, or GET .../messages shows
+// it (stored pending, waiting for its answer). A message refused or lost on the way stops what
+// follows as before; it is sent again with its client_message_id before anything after it.
+const STORED_POLL_FIRST_MS = 250;
+const STORED_POLL_MAX_MS = 2000;
+const STORED_POLL_WINDOW = 20; // the newest turns read to find a message stored
+
 async function flushOutbox(sessionId) {
-  if (state.flushing.has(sessionId)) return;
+  const running = state.flushing.get(sessionId);
+  if (running) {
+    running.halted = false; // a retry, the browser online again or a new message: go on
+    running.wake();
+    return;
+  }
   const key = outboxKey();
-  state.flushing.add(sessionId);
+  // sending: client_message_id -> its delivery; halted: wait for a retry before sending more.
+  const run = { sending: new Map(), halted: false, wake: () => {} };
+  state.flushing.set(sessionId, run);
   try {
-    for (;;) {
-      const entry = outboxOf(key, sessionId)[0];
-      // (Settings switched to another user meanwhile: their messages wait for their own page.)
-      if (!entry || outboxKey() !== key) return;
-      if (navigator.onLine === false) {
+    // (Settings switched to another user meanwhile: their messages wait for their own page.)
+    while (outboxKey() === key) {
+      const entry = run.halted ? null
+        : outboxOf(key, sessionId).find((e) => !run.sending.has(e.client_message_id));
+      if (entry && navigator.onLine === false) {
+        run.halted = true;
         waitToRetry(sessionId);
-        return;
+      } else if (entry) {
+        // (A bug of the page's own is shown, and the message kept for a retry.)
+        const sent = deliver(key, sessionId, entry).catch((error) => {
+          showError(error);
+          return "retry";
+        });
+        const delivery = sent.then((outcome) => {
+          run.sending.delete(entry.client_message_id);
+          if (outcome === "retry") {
+            run.halted = true; // it goes again, first, when retried
+            waitToRetry(sessionId);
+          } else if (outcome !== "sent" && outcome !== "refused") {
+            flushOutbox(outcome); // the session that continues an ended one took its messages
+          }
+          run.wake();
+          return outcome;
+        });
+        run.sending.set(entry.client_message_id, delivery);
+        await untilStored(sessionId, entry, delivery);
+        continue;
       }
-      const outcome = await deliver(key, sessionId, entry);
-      if (outcome === "retry") {
-        waitToRetry(sessionId);
-        return;
-      }
-      if (outcome !== "sent" && outcome !== "refused") {
-        flushOutbox(outcome); // the session that continues an ended one took its messages
-        return;
-      }
+      if (!run.sending.size) return;
+      await new Promise((resolve) => { run.wake = resolve; }); // a delivery settled, or a call
     }
   } finally {
-    state.flushing.delete(sessionId);
+    if (state.flushing.get(sessionId) === run) state.flushing.delete(sessionId);
+  }
+}
+
+// Until a message on its way is stored: its request settled (answered, refused, lost), or the
+// session's newest turns show it. A failed read changes nothing: the request's outcome decides.
+async function untilStored(sessionId, entry, delivery) {
+  let settled = false;
+  const done = delivery.then(() => { settled = true; });
+  const path = `/sessions/${encodeURIComponent(sessionId)}/messages?order=desc&limit=${STORED_POLL_WINDOW}`;
+  for (let delay = STORED_POLL_FIRST_MS; !settled; delay = Math.min(2 * delay, STORED_POLL_MAX_MS)) {
+    await Promise.race([done, new Promise((resolve) => setTimeout(resolve, delay))]);
+    if (settled) return;
+    const page = await Promise.race([done, api("GET", path).catch(() => null)]);
+    if (page && (page.messages || []).some((t) => t.client_message_id === entry.client_message_id)) return;
   }
 }
 
@@ -619,7 +863,8 @@ async function deliver(key, sessionId, entry) {
   const body = { content: entry.content, client_message_id: entry.client_message_id };
   if (entry.window_turns !== null && entry.window_turns !== undefined) body.window_turns = entry.window_turns;
   const signal = AbortSignal.timeout ? AbortSignal.timeout(SEND_TIMEOUT_MS) : undefined;
-  state.inFlight.set(sessionId, entry.client_message_id);
+  const onTheirWay = state.inFlight.get(sessionId) || new Set();
+  state.inFlight.set(sessionId, onTheirWay.add(entry.client_message_id));
   markOutboxTurns(sessionId);
   let data;
   try {
@@ -629,7 +874,7 @@ async function deliver(key, sessionId, entry) {
     let refusal = error;
     if (error.code === "session_ended") {
       try {
-        return await continueEnded(key, sessionId);
+        return await continueEnded(key, sessionId, entry);
       } catch (failure) {
         if (worthRetrying(failure)) return "retry";
         refusal = failure;
@@ -639,11 +884,17 @@ async function deliver(key, sessionId, entry) {
     showRefusal(sessionId, entry, refusal);
     return "refused";
   } finally {
-    state.inFlight.delete(sessionId);
+    onTheirWay.delete(entry.client_message_id);
+    if (!onTheirWay.size && state.inFlight.get(sessionId) === onTheirWay) state.inFlight.delete(sessionId);
   }
   removeFromOutbox(key, sessionId, entry.client_message_id);
+  if (data.answer && data.answer.client_message_id && !data.answer.pending) {
+    // The later message whose answer covers this one is stored and answered, its own request
+    // maybe still on its way: nothing of it is left to send.
+    removeFromOutbox(key, sessionId, data.answer.client_message_id);
+  }
   state.retryAttempt = 0;
-  showAnswer(sessionId, data.turn);
+  showAnswer(sessionId, data.turn, data.answer);
   return "sent";
 }
 
@@ -658,8 +909,17 @@ function worthRetrying(error) {
 // with continue_from is the API's continuation (the new session keeps the name and the rolling
 // summary, links back with continued_from, and the model sees the ended session's last turns);
 // an API without it refuses the field (400), and a session deleted meanwhile is a 404: then a
-// plain new session. The ended session's unsent messages move to the new one, ids and order kept.
-async function continueEnded(key, endedId) {
+// plain new session. The ended session's unsent messages move to the new one, ids and order kept
+// (from `entry` on, but those on their way to the ended session: they were stored there); a
+// message refused the same way later goes to the same new session.
+async function continueEnded(key, endedId, entry) {
+  const stay = new Set(state.inFlight.get(endedId) || []);
+  stay.delete(entry.client_message_id);
+  const known = state.continued.get(endedId);
+  if (known) {
+    moveOutbox(key, endedId, known, entry.client_message_id, stay);
+    return known;
+  }
   let session;
   try {
     session = (await api("POST", "/sessions", { continue_from: endedId })).session;
@@ -667,7 +927,8 @@ async function continueEnded(key, endedId) {
     if (error.status !== 400 && error.status !== 404) throw error;
     session = (await api("POST", "/sessions", {})).session;
   }
-  moveOutbox(key, endedId, session.session_id);
+  state.continued.set(endedId, session.session_id);
+  moveOutbox(key, endedId, session.session_id, entry.client_message_id, stay);
   upsertSession(session);
   api("GET", `/sessions/${encodeURIComponent(endedId)}`)
     .then((fresh) => upsertSession(fresh.session)).catch(() => {});
@@ -702,15 +963,15 @@ function flushOutboxes({ now = false } = {}) {
   return Promise.all(ids.map((id) => flushOutbox(id)));
 }
 
-// The open conversation's outbox messages as the page shows them: the one on its way, the ones
-// waiting behind it, and (after a failed attempt) the ones not sent yet.
+// The open conversation's outbox messages as the page shows them: the ones on their way, the ones
+// waiting behind them, and (after a failed attempt) the ones not sent yet.
 function markOutboxTurns(sessionId, { unsent = false } = {}) {
   if (!state.current || state.current.session_id !== sessionId) return;
-  const inFlight = state.inFlight.get(sessionId);
+  const inFlight = state.inFlight.get(sessionId) || new Set();
   for (const entry of outboxOf(outboxKey(), sessionId)) {
     const turn = state.turns.find((t) => t.client_message_id === entry.client_message_id);
     if (!turn) continue;
-    if (entry.client_message_id === inFlight) {
+    if (inFlight.has(entry.client_message_id)) {
       Object.assign(turn, { sending: true, queued: false, unsent: false, failed: null });
     } else if (unsent) {
       Object.assign(turn, { sending: false, queued: false, unsent: true });
@@ -726,18 +987,20 @@ function markOutboxTurns(sessionId, { unsent = false } = {}) {
 // not sent yet, or on its way.
 function withOutbox(sessionId, turns) {
   const key = outboxKey();
-  const inFlight = state.inFlight.get(sessionId);
+  const inFlight = state.inFlight.get(sessionId) || new Set();
+  const run = state.flushing.get(sessionId);
+  const waiting = Boolean(run && !run.halted);
   for (const entry of outboxOf(key, sessionId)) {
     const id = entry.client_message_id;
     const stored = turns.find((t) => t.client_message_id === id);
-    if (stored && !stored.pending && id !== inFlight) {
+    const sending = inFlight.has(id);
+    if (stored && !stored.pending && !sending) {
       removeFromOutbox(key, sessionId, id);
       continue;
     }
     const turn = stored || { input: entry.content, intent: guessIntent(entry.content), client_message_id: id };
     if (!stored) turns.push(turn);
-    const waiting = state.flushing.has(sessionId);
-    Object.assign(turn, { sending: id === inFlight, queued: id !== inFlight && waiting, unsent: id !== inFlight && !waiting });
+    Object.assign(turn, { sending, queued: !sending && waiting, unsent: !sending && !waiting });
   }
   return turns;
 }
@@ -748,29 +1011,54 @@ function outboxNotice(turn) {
     el("button", { type: "button", class: "link", onclick: () => flushOutboxes({ now: true }) }, "Retry now")];
 }
 
-function showAnswer(sessionId, turn) {
+// A message's stored turn, and the later turn that answered it together with it (stacked
+// messages: `answer`, when turn.answered_by), in place of what the page showed for them.
+function showAnswer(sessionId, turn, answer) {
   const here = state.current && state.current.session_id === sessionId;
   const session = here ? state.current : state.sessions.find((s) => s.session_id === sessionId);
+  const shown = answer ? [turn, answer] : [turn];
   if (here) {
-    const index = state.turns.findIndex((t) => t.client_message_id === turn.client_message_id);
-    const firstChat = turn.intent === INTENT.CHAT
-      && !state.turns.some((t, i) => i !== index && t.intent === INTENT.CHAT && t.turn);
-    if (index >= 0) state.turns[index] = turn;
-    else state.turns.push(turn);
+    const firstChat = shown.some((t) => t.intent === INTENT.CHAT)
+      && !state.turns.some((t) => t.turn && t.intent === INTENT.CHAT && !shown.some((s) => s.turn === t.turn));
+    for (const t of shown) placeTurn(t);
     renderTurns();
-    if (firstChat) {
-      // The first message with something in it names a session that has no name of its own.
+    if (firstChat || shown.some(mayHandOff)) {
+      // The first message with something in it names a session that has no name of its own;
+      // a turn that may have handed the session to a person changes its state.
       api("GET", `/sessions/${encodeURIComponent(sessionId)}`)
         .then((fresh) => upsertSession(fresh.session)).catch(() => {});
     }
   }
   if (session) {
-    session.num_turns = Math.max(session.num_turns, turn.turn);
+    session.num_turns = Math.max(session.num_turns, ...shown.map((t) => t.turn));
     upsertSession(session);
   }
   if (turn.intent === INTENT.REMEMBER && !turn.pending) {
     loadProfile({ announce: "Added what you asked me to remember." });
   }
+}
+
+// A stored turn in the conversation: in place of the message it was (by client_message_id) or of
+// the same turn, else before the messages not stored yet.
+function placeTurn(turn) {
+  let index = state.turns.findIndex((t) => t.client_message_id && t.client_message_id === turn.client_message_id);
+  if (index < 0) index = state.turns.findIndex((t) => t.turn && t.turn === turn.turn);
+  if (index >= 0) {
+    state.turns[index] = turn;
+    return;
+  }
+  const after = state.turns.findIndex((t) => !t.turn || t.turn > turn.turn);
+  if (after < 0) state.turns.push(turn);
+  else state.turns.splice(after, 0, turn);
+}
+
+// The turns after which the session may be with a person: /human, a message kept for one, and
+// the automatic rules' triggers (/verified that found nothing, a negative message).
+function mayHandOff(turn) {
+  const negative = turn.sentiment && turn.sentiment.label === SCHEMA.SentimentLabel.NEGATIVE;
+  const unverified = turn.intent === INTENT.VERIFIED && !(turn.sources && turn.sources.length);
+  return Boolean(turn.for_agent || isHandoffCommand(turn) || (turn.input || "").startsWith("/human")
+    || negative || unverified);
 }
 
 function showRefusal(sessionId, entry, error) {
@@ -847,10 +1135,15 @@ function removeFromOutbox(key, sessionId, clientMessageId) {
   writeOutboxes(key, outboxes);
 }
 
-function moveOutbox(key, fromId, toId) {
+// A session's messages from `fromMessageId` on (all when it is not there), but those in `stay`,
+// move to another session.
+function moveOutbox(key, fromId, toId, fromMessageId, stay = new Set()) {
   const outboxes = readOutboxes(key);
-  outboxes[toId] = outboxOf(key, toId).concat(outboxOf(key, fromId));
-  delete outboxes[fromId];
+  const entries = outboxOf(key, fromId);
+  const at = Math.max(0, entries.findIndex((e) => e.client_message_id === fromMessageId));
+  const moves = (e, i) => i >= at && !stay.has(e.client_message_id);
+  outboxes[toId] = outboxOf(key, toId).concat(entries.filter(moves));
+  outboxes[fromId] = entries.filter((e, i) => !moves(e, i));
   writeOutboxes(key, outboxes);
 }
 
@@ -861,6 +1154,7 @@ function dropOutbox(key, sessionId) {
 }
 
 function guessIntent(content) {
+  if (INTENT.HUMAN && content.startsWith("/human")) return INTENT.HUMAN;
   if (content.startsWith("/past")) return INTENT.PAST;
   if (content.startsWith("/verified")) return INTENT.VERIFIED;
   if (content.startsWith("/remember")) return INTENT.REMEMBER;
@@ -1180,18 +1474,312 @@ function fillRecordTypes() {
   }
 }
 
+// --- the agent desk (?view=agent) ---------------------------------------------------------------
+//
+// A person who answers sessions handed off: the queue (GET /agent/sessions, oldest first, waiting
+// and answered), one session with its whole conversation, a reply (POST .../messages) and the
+// hand-back (POST .../handback). In local mode the desk calls as the agent id of Settings
+// (default `agent`, local/run's default --agents); a caller who is not an agent gets a 403,
+// explained in place of the desk.
+
+const desk = {
+  waiting: [],
+  active: [],
+  current: null, // the open session
+  turns: [],
+  drawn: "", // the conversation as last drawn (redrawn only when it changed)
+  timer: null,
+  busy: false,
+  denied: false,
+  reply: null, // {content, client_message_id} of a reply not yet stored: a retry reuses its id
+};
+
+// The desk's X-User-Id: the agent id of Settings; in local mode `agent` when none is set (a
+// deployed API knows its caller from the token, and its CORS rules refuse the header).
+function agentUser() {
+  const stored = (localStorage.getItem(STORE.agentUser) || "").trim();
+  return stored || (settings().custom ? "" : LOCAL_AGENT);
+}
+
+function deskApi(method, path, body) {
+  return api(method, path, body, { user: agentUser() || null });
+}
+
+async function startDesk() {
+  describeConnection();
+  $("user-view").hidden = true;
+  $("agent-view").hidden = false;
+  document.title = "Agent desk · Chat memory";
+  document.querySelector(".skip-link").setAttribute("href", "#agent-reply");
+  $("toggle-sidebar").setAttribute("aria-controls", "queue");
+  $("toggle-sidebar").setAttribute("aria-label", "Show the queue");
+  $("agent-who").textContent = agentUser() ? `Replying as ${agentUser()}` : "";
+  desk.denied = false;
+  $("agent-denied").hidden = true;
+  renderDeskSession();
+  await deskTick();
+}
+
+// One round: the queue, and the open session (its new messages, its state).
+async function deskTick() {
+  clearTimeout(desk.timer);
+  desk.timer = null;
+  desk.busy = true;
+  try {
+    await refreshQueue();
+    if (handedOff(desk.current)) await loadDeskSession(desk.current.session_id);
+  } catch (error) {
+    if (!deskRefused(error) && !worthRetrying(error)) showError(error);
+  } finally {
+    desk.busy = false;
+    syncDeskPolling();
+  }
+}
+
+function syncDeskPolling() {
+  const on = state.view === "agent" && !desk.denied && document.visibilityState !== "hidden";
+  if (!on) {
+    clearTimeout(desk.timer);
+    desk.timer = null;
+  } else if (!desk.timer && !desk.busy) {
+    desk.timer = setTimeout(deskTick, AGENT_POLL_MS);
+  }
+}
+
+// A 403 from an agent route: this caller is not an agent. Say so instead of a broken desk.
+function deskRefused(error) {
+  if (!(error instanceof ApiError) || error.status !== 403) return false;
+  desk.denied = true;
+  desk.waiting = [];
+  desk.active = [];
+  desk.current = null;
+  desk.turns = [];
+  const who = agentUser() ? `“${agentUser()}”` : "This caller";
+  $("agent-denied-who").textContent =
+    `${who} is not an agent: the API refused the agent routes (${error.code}, HTTP 403).`;
+  $("agent-denied").hidden = false;
+  $("queue-status").textContent = "Not an agent: no queue to show.";
+  renderQueue();
+  renderDeskSession();
+  syncDeskPolling();
+  return true;
+}
+
+async function queuePage(handoffState) {
+  const data = await deskApi("GET", `/agent/sessions?state=${encodeURIComponent(handoffState)}&limit=50`);
+  return data.sessions || [];
+}
+
+async function refreshQueue() {
+  const [waiting, active] = await Promise.all([queuePage(HANDOFF.WAITING), queuePage(HANDOFF.ACTIVE)]);
+  desk.waiting = waiting;
+  desk.active = active;
+  $("queue-status").textContent = `${plural(waiting.length, "session")} waiting, ${active.length} answered.`;
+  renderQueue();
+}
+
+function renderQueue() {
+  const draw = (list, sessions, empty) => {
+    list.replaceChildren();
+    if (!sessions.length && empty) list.append(el("li", { class: "muted empty", text: empty }));
+    for (const session of sessions) {
+      const selected = desk.current && desk.current.session_id === session.session_id;
+      const reason = REASON_TEXT[session.handoff_reason] || session.handoff_reason || "";
+      const who = session.user_id ? `${session.user_id} · ` : "";
+      const agentName = session.handoff_agent ? ` · ${session.handoff_agent}` : "";
+      list.append(el("li", { class: selected ? "session selected" : "session" },
+        el("button", {
+          type: "button",
+          class: "session-open",
+          "aria-current": selected ? "true" : undefined,
+          onclick: () => openDeskSession(session.session_id).catch(showError),
+        },
+          el("span", { class: "session-line" },
+            el("span", { class: "session-label", text: session.name }), handoffBadge(session)),
+          el("span", { class: "session-sub muted small",
+            text: `${who}since ${formatDate(session.handoff_at)}${agentName}` }),
+          reason ? el("span", { class: "session-sub muted small", text: reason }) : null)));
+    }
+  };
+  draw($("queue-waiting"), desk.waiting, desk.denied ? "" : "No one is waiting.");
+  draw($("queue-active"), desk.active, desk.denied ? "" : "None.");
+}
+
+function handoffBadge(session) {
+  if (session.handoff_state === HANDOFF.WAITING) return el("span", { class: "badge handoff", text: "waiting" });
+  if (session.handoff_state === HANDOFF.ACTIVE) return el("span", { class: "badge handoff-active", text: "answered" });
+  return el("span", { class: "badge", text: "with the bot" });
+}
+
+async function openDeskSession(sessionId) {
+  desk.reply = null;
+  await loadDeskSession(sessionId, { opening: true });
+  renderQueue();
+  closeSidebarOnNarrow();
+  if (!$("agent-reply").disabled) $("agent-reply").focus();
+}
+
+// The session and its whole conversation (GET /agent/sessions/{id} pages back from the newest).
+async function loadDeskSession(sessionId, { opening = false } = {}) {
+  const path = `/agent/sessions/${encodeURIComponent(sessionId)}`;
+  let data;
+  try {
+    data = await deskApi("GET", `${path}?limit=100`);
+  } catch (error) {
+    if (deskRefused(error)) return;
+    if (error.status === 404 && !opening && desk.current && desk.current.session_id === sessionId) {
+      // No longer handed off (another agent handed it back): shown as the bot's again.
+      desk.current = { ...desk.current, handoff_state: null };
+      renderDeskSession();
+      return;
+    }
+    throw error;
+  }
+  let turns = data.messages || [];
+  let token = data.next_token;
+  while (token && turns.length < 2000) {
+    const page = await deskApi("GET", `${path}?limit=100&next_token=${encodeURIComponent(token)}`);
+    turns = turns.concat(page.messages || []);
+    token = page.next_token;
+  }
+  if (!opening && (!desk.current || desk.current.session_id !== sessionId)) return; // another one meanwhile
+  desk.current = data.session;
+  desk.turns = [...new Map(turns.map((t) => [t.turn, t])).values()].sort((a, b) => a.turn - b.turn);
+  renderDeskSession();
+}
+
+function renderDeskSession() {
+  const session = desk.current;
+  const withPerson = handedOff(session);
+  $("agent-welcome").hidden = Boolean(session) || desk.denied;
+  $("hand-back").hidden = !withPerson;
+  $("agent-reply").disabled = !withPerson;
+  $("agent-send").disabled = !withPerson;
+  const stateBadge = $("agent-session-state");
+  if (!session) {
+    $("agent-session-name").textContent = desk.denied ? "Agents only" : "No session selected";
+    stateBadge.hidden = true;
+    $("agent-session-meta").textContent = "";
+    $("agent-reply").placeholder = "Open a session from the queue to reply.";
+  } else {
+    $("agent-session-name").textContent = session.name;
+    const badge = handoffBadge(session);
+    stateBadge.hidden = false;
+    stateBadge.className = badge.className;
+    stateBadge.textContent = badge.textContent;
+    const negative = desk.turns.filter((t) => t.sentiment && t.sentiment.label === SCHEMA.SentimentLabel.NEGATIVE).length;
+    const said = desk.turns.filter((t) => t.input).length;
+    const parts = [
+      session.user_id ? `user ${session.user_id}` : null,
+      session.handoff_reason ? (REASON_TEXT[session.handoff_reason] || session.handoff_reason) : null,
+      session.handoff_at ? `since ${formatDate(session.handoff_at)}` : null,
+      `${plural(said, "message")} from the user, ${negative} negative`,
+    ];
+    $("agent-session-meta").textContent = parts.filter(Boolean).join(" · ");
+    $("agent-reply").placeholder = withPerson
+      ? "Reply to the user… (Enter sends, Shift+Enter for a new line)"
+      : "Handed back: the bot answers this session again.";
+  }
+  const drawn = JSON.stringify([session && session.session_id, desk.turns]);
+  if (drawn === desk.drawn) return;
+  desk.drawn = drawn;
+  $("agent-messages").replaceChildren(...desk.turns.map(renderDeskTurn));
+  const box = $("agent-conversation");
+  box.scrollTop = box.scrollHeight;
+}
+
+// A turn as the agent reads it: what the user said (with its sentiment), and who answered.
+function renderDeskTurn(turn) {
+  const item = el("li", { class: "turn", dataset: { turn: String(turn.turn) } });
+  if (turn.input) item.append(userBubble(turn));
+  if (turn.origin === ORIGIN.AGENT) {
+    item.classList.add("agent-turn");
+    item.append(agentBubble(turn));
+  } else if (turn.answered_by) {
+    item.append(el("p", { class: "stacked-note muted small",
+      text: `Answered by the bot together with #${turn.answered_by}` }));
+  } else if (turn.for_agent && !turn.response) {
+    item.append(el("p", { class: "for-agent-note muted small", text: "For a person: no bot answer" }));
+  } else if (turn.response || turn.pending) {
+    const reply = el("div", { class: `bubble assistant intent-${turn.intent || INTENT.CHAT}` },
+      el("span", { class: "role-label bot", text: "Bot" }));
+    if (turn.intent && INTENT_BADGE[turn.intent]) {
+      reply.append(el("span", { class: `intent-badge intent-${turn.intent}`, text: INTENT_BADGE[turn.intent] }));
+    }
+    reply.append(turn.pending
+      ? el("p", { class: "text error-text", text: "The model did not answer." })
+      : el("p", { class: "text", text: turn.response }));
+    if (turn.sources && turn.sources.length) {
+      reply.append(el("p", { class: "muted small",
+        text: `${SOURCES_LABEL[turn.intent] || "Memories used"}: ${turn.sources.map((x) => x.title || x.id).join("; ")}` }));
+    }
+    if (turn.feedback) {
+      reply.append(el("p", { class: "muted small", text: `Rated ${turn.feedback.rating === SCHEMA.Rating.UP ? "good" : "bad"} by the user` }));
+    }
+    item.append(reply);
+  }
+  return item;
+}
+
+async function sendDeskReply(event) {
+  if (event) event.preventDefault();
+  const session = desk.current;
+  const box = $("agent-reply");
+  const content = box.value.trim();
+  if (!session || !content) return;
+  // The same text again after a failure: the same id, so the API stores it once.
+  if (!desk.reply || desk.reply.content !== content) {
+    desk.reply = { content, client_message_id: newMessageId() };
+  }
+  $("agent-send").disabled = true;
+  try {
+    const path = `/agent/sessions/${encodeURIComponent(session.session_id)}/messages`;
+    const data = await deskApi("POST", path, desk.reply);
+    desk.reply = null;
+    box.value = "";
+    if (data && data.turn) {
+      desk.turns = desk.turns.filter((t) => t.turn !== data.turn.turn).concat([data.turn]);
+    }
+    await loadDeskSession(session.session_id); // it is answered by this agent now
+    await refreshQueue();
+  } catch (error) {
+    if (!deskRefused(error)) showError(error);
+  } finally {
+    renderDeskSession();
+  }
+}
+
+async function handBack() {
+  const session = desk.current;
+  if (!session) return;
+  const path = `/agent/sessions/${encodeURIComponent(session.session_id)}/handback`;
+  let data;
+  try {
+    data = await deskApi("POST", path);
+  } catch (error) {
+    if (deskRefused(error)) return;
+    throw error;
+  }
+  if (data && data.session) desk.current = data.session;
+  else await loadDeskSession(session.session_id);
+  renderDeskSession();
+  notify(`Handed back: the bot answers "${session.name}" again.`);
+  await refreshQueue().catch(showError);
+}
+
 // --- settings ---------------------------------------------------------------------------------
 
 function openSettings() {
   $("api-base").value = localStorage.getItem(STORE.base) || "";
   $("api-token").value = localStorage.getItem(STORE.token) || "";
   $("api-user").value = localStorage.getItem(STORE.user) || "";
+  $("api-agent").value = localStorage.getItem(STORE.agentUser) || "";
   $("settings").showModal();
 }
 
 function saveSettings() {
   const pairs = [[STORE.base, $("api-base").value], [STORE.token, $("api-token").value],
-    [STORE.user, $("api-user").value]];
+    [STORE.user, $("api-user").value], [STORE.agentUser, $("api-agent").value]];
   for (const [key, value] of pairs) {
     if (value.trim()) localStorage.setItem(key, value.trim());
     else localStorage.removeItem(key);
@@ -1201,6 +1789,8 @@ function saveSettings() {
   state.records = [];
   state.recordsLoaded = false;
   state.editing = null;
+  desk.current = null;
+  desk.turns = [];
   describeConnection();
   start().catch(showError);
 }
@@ -1233,6 +1823,7 @@ function closeSidebarOnNarrow() {
 // --- start --------------------------------------------------------------------------------------
 
 async function start() {
+  if (state.view === "agent") return startDesk();
   describeConnection();
   renderHeader();
   renderTurns();
@@ -1297,7 +1888,26 @@ function wire() {
   });
   $("forget-all").addEventListener("click", guard(forgetEverything));
   $("toast-close").addEventListener("click", () => { $("toast").hidden = true; });
-  window.addEventListener("online", () => flushOutboxes({ now: true }));
+  window.addEventListener("online", () => {
+    if (state.view === "chat") flushOutboxes({ now: true });
+  });
+  $("talk-to-person").addEventListener("click", guard(talkToPerson));
+  // Nothing is polled while the page is hidden; back in view, polling resumes.
+  document.addEventListener("visibilitychange", () => {
+    syncHandoffPolling();
+    syncDeskPolling();
+  });
+  $("refresh-queue").addEventListener("click", guard(deskTick));
+  $("agent-composer").addEventListener("submit", guard(sendDeskReply));
+  $("agent-reply").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      guard(sendDeskReply)();
+    }
+  });
+  $("hand-back").addEventListener("click", guard(handBack));
+  const view = state.view === "agent" ? $("view-agent") : $("view-chat");
+  view.setAttribute("aria-current", "page");
   $("toggle-sidebar").addEventListener("click", () => toggleSidebar());
   const stored = localStorage.getItem(STORE.windowTurns);
   if (stored !== null) $("window-turns").value = stored;

@@ -1,8 +1,18 @@
 // Generated from lambdas/chatmemory/schema.py by `make openapi`; do not edit.
 "use strict";
 const SCHEMA = Object.freeze({
+  "HandoffReason": {
+    "NEGATIVE_SENTIMENT": "negative_sentiment",
+    "NOTHING_VERIFIED": "nothing_verified",
+    "USER_REQUEST": "user_request"
+  },
+  "HandoffState": {
+    "ACTIVE": "ACTIVE",
+    "WAITING": "WAITING"
+  },
   "Intent": {
     "CHAT": "chat",
+    "HUMAN": "human",
     "PAST": "past",
     "REMEMBER": "remember",
     "VERIFIED": "verified"
@@ -42,5 +52,10 @@ const SCHEMA = Object.freeze({
     "PASSAGE": "passage",
     "RECORD": "record",
     "SESSION": "session"
+  },
+  "TurnOrigin": {
+    "AGENT": "agent",
+    "CHAT": "chat",
+    "CLIENT": "client"
   }
 });

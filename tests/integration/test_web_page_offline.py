@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import World
+from tests.integration.helpers import World, page_problems
 
 pytestmark = pytest.mark.integration
 
@@ -24,16 +24,7 @@ def open_page(browser: Any, world: World) -> tuple[Any, list[str]]:
     """The page in a fresh browser context, and the errors it logs. A refused or cut off request
     logs "Failed to load resource" in Chromium: that is the network, not the page."""
     page = browser.new_page(viewport={"width": 1280, "height": 800})
-    problems: list[str] = []
-    page.on("pageerror", lambda error: problems.append(str(error)))
-    page.on(
-        "console",
-        lambda m: (
-            problems.append(m.text)
-            if m.type == "error" and not m.text.startswith("Failed to load resource")
-            else None
-        ),
-    )
+    problems = page_problems(page)
     page.goto(world.url + "/")
     return page, problems
 
