@@ -884,3 +884,21 @@ def test_export_and_import_keep_the_conversation_with_the_person(api: Api) -> No
         ("order 1234", None, "chat", None, True),
         ("", "It ships today.", "agent", AGENT, False),
     ]
+
+
+def test_a_retried_failed_message_is_the_agents_when_a_hand_off_lands_during_its_answer() -> None:
+    """Failed first: the retry of a message whose model call failed (answered alone: stacking
+    off, or a command) completed the turn with no session condition, so a hand-off during the
+    retry's model call still got the bot's answer written."""
+    world = _world(policy=ChatPolicy(stack=StackPolicy(enabled=False)))
+    world.model.fail = 1
+    with pytest.raises(ModelUnavailable):
+        world.say("where is my parcel?", client_message_id="m-1")
+    world.model.during.append(lambda: world.ask_for_person())
+
+    retried = world.say("where is my parcel?", client_message_id="m-1")
+
+    [turn] = world.turns()
+    assert (turn.response, turn.pending, turn.for_agent) == (None, False, True)
+    assert retried.turn.for_agent and retried.turn.response is None
+    assert world.session().handoff_state == "WAITING"

@@ -574,14 +574,25 @@ def _complete_pending(
     turn.pending = False
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
     try:
-        deps.memory.complete_turn(turn)
+        # As a stack of one: only while the message waits and the session is open and with
+        # the bot (a hand-off during this model call makes the message the agent's).
+        deps.memory.complete_stack(turn, [], head=None)
     except Conflict:
-        # A concurrent retry of the same message completed it first: its answer is the one
-        # stored, so it is the one this retry returns too.
         stored = deps.memory.get_turn(turn.session_id, turn.turn)
-        if stored is None or stored.pending:
+        if stored is not None and not stored.pending:
+            # A concurrent retry of the same message completed it first: its answer is the
+            # one stored, so it is the one this retry returns too.
+            return TurnResult(stored, replayed=True)
+        current = deps.memory.get_session(turn.session_id)
+        if stored is None or current is None or current.status != SessionStatus.OPEN:
+            raise SessionEnded(
+                f"session {turn.session_id} ended before turn {turn.turn} was answered"
+            ) from None
+        if not current.handoff_state:
             raise
-        return TurnResult(stored, replayed=True)
+        handoff.give_to_agent(deps.memory, current, [turn.turn])
+        given = deps.memory.get_turn(turn.session_id, turn.turn)
+        return TurnResult(given or stored, replayed=True)
     return TurnResult(turn, recalled=recalled)
 
 
