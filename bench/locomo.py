@@ -24,7 +24,7 @@ limit), and words are scored by BM25 over those candidates only (services/lexica
 adapter's own code); `--ranking hybrid` (default) is today's k-NN plus BM25 over every entry.
 
     python -m bench.locomo --data ../shared/data/locomo-dev.json [--mode past|chat] [--json]
-        [--ranking hybrid|s3vectors] [--candidates 100]
+        [--ranking hybrid|s3vectors] [--candidates 100] [--conversations conv-26,conv-30]
 """
 
 from __future__ import annotations
@@ -193,10 +193,11 @@ def build(
     client: Any = None,
     ranking: str = "hybrid",
     candidates: int = 100,
+    only: frozenset[str] = frozenset(),
 ) -> World:
     """Import, end and consolidate every conversation, on `client` (DynamoDB Local), else on
     moto's in-process DynamoDB (call within its mock), into the embedded index searching with
-    `ranking` (see the module's docstring)."""
+    `ranking` (see the module's docstring); `only` keeps the conversations of these sample ids."""
     import boto3
 
     from chatmemory import schema, wiring
@@ -223,6 +224,8 @@ def build(
     timings: dict[str, float] = defaultdict(float)
     conversations: list[Conversation] = []
     for raw in json.loads(data.read_text()):
+        if only and raw["sample_id"] not in only:
+            continue
         conv = raw["conversation"]
         item = Conversation(
             user=raw["sample_id"],
@@ -522,7 +525,12 @@ def _aws_env() -> None:
 
 
 def run(
-    data: Path, ks: list[int], *, ranking: str = "hybrid", candidates: int = 100
+    data: Path,
+    ks: list[int],
+    *,
+    ranking: str = "hybrid",
+    candidates: int = 100,
+    only: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """--mode past (bench/all.py calls this)."""
     from moto import mock_aws
@@ -530,7 +538,7 @@ def run(
     _aws_env()
     started = time.perf_counter()
     with mock_aws():
-        world = build(data, ranking=ranking, candidates=candidates)
+        world = build(data, ranking=ranking, candidates=candidates, only=only)
         result = run_past(world, ks)
     return result | {
         "seconds": round(time.perf_counter() - started, 1),
@@ -545,6 +553,7 @@ def run_chat_mode(
     sequential: bool = False,
     ranking: str = "hybrid",
     candidates: int = 100,
+    only: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """On DynamoDB Local: every chat turn is a transaction, and moto copies each table it
     touches for every transaction (its rollback), so turn by turn it slows with the store."""
@@ -560,6 +569,7 @@ def run_chat_mode(
             client=wiring.aws_client("dynamodb", endpoint),
             ranking=ranking,
             candidates=candidates,
+            only=only,
         )
         result = run_chat(world, lines, sequential=sequential)
     return result | {
@@ -628,9 +638,16 @@ def main() -> None:
     parser.add_argument(
         "--candidates", type=int, default=100, help="--ranking s3vectors: vector candidates"
     )
+    parser.add_argument(
+        "--conversations",
+        default="",
+        help="only these sample ids, comma-separated (e.g. conv-26,conv-30): tune on some, "
+        "check on the others",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
-    ranked = {"ranking": args.ranking, "candidates": args.candidates}
+    only = frozenset(c.strip() for c in args.conversations.split(",") if c.strip())
+    ranked = {"ranking": args.ranking, "candidates": args.candidates, "only": only}
     if args.mode == "chat":
         result = run_chat_mode(args.data, args.smalltalk, sequential=args.sequential, **ranked)
         _print_chat(result, args.json)

@@ -252,6 +252,65 @@ def test_overlapping_windows_of_one_session_are_merged_without_repeating_lines()
     assert "[2024-05-01] User: a\nAssistant: b\nUser: c\nAssistant: d\nUser: e" in block
 
 
+def _window(session: str, first: int, lines: list[str]) -> MemoryDoc:
+    return MemoryDoc(
+        doc_key=f"{session}#chunk-{first}",
+        user_id="alice",
+        kind="chunk",
+        text="\n".join(lines),
+        created_at="2024-05-01T10:00:00Z",
+        session_id=session,
+        turn_from=first,
+        turn_to=first + 1,
+    )
+
+
+def test_when_a_window_does_not_fit_whole_its_lines_matching_the_message_still_go_in() -> None:
+    chatter = "we talked for a long while about many different things that day " * 3
+    best = _window("s1", 1, [f"User: {chatter}{n}" for n in range(4)])
+    second = _window(
+        "s2",
+        5,
+        [
+            f"User: {chatter}",
+            "Assistant: Biscuit the greyhound loves the beach at Porto.",
+            f"User: {chatter}",
+            f"Assistant: {chatter}",
+        ],
+    )
+    whole_best = estimate_tokens(build_block([(best, 2.0)], 1000)[0])
+
+    # Room for the best window and one more short line, not for the second window whole.
+    block, items = build_block(
+        [(best, 2.0), (second, 1.5)], whole_best + 30, "where does the greyhound go?", 0.1
+    )
+
+    assert f"User: {chatter}3" in block  # the best memory, whole
+    assert "Assistant: Biscuit the greyhound loves the beach at Porto." in block
+    assert chatter + "\n" not in block.split("Porto.")[1]  # nothing else of the second
+    assert [item.source.id for item in items] == ["s1", "s2"]
+    assert estimate_tokens(block) <= whole_best + 30
+
+
+def test_of_a_window_that_fits_in_part_the_lines_with_the_message_s_words_go_first() -> None:
+    window = _window("s1", 1, ["User: So how was your weekend?", "Assistant: We adopted Biscuit."])
+    one_line = estimate_tokens(build_block([(window, 1.0)], 1000)[0]) - 3
+
+    block, _ = build_block([(window, 1.0)], one_line, "Who is Biscuit?", 0.1)
+
+    assert "Biscuit" in block and "weekend" not in block
+
+
+def test_lines_of_one_session_that_are_not_consecutive_are_marked_as_a_gap() -> None:
+    early = _window("s1", 1, ["User: a", "Assistant: b", "User: c", "Assistant: d"])
+    late = _window("s1", 7, ["User: w", "Assistant: x", "User: y", "Assistant: z"])
+
+    block, items = build_block([(late, 2.0), (early, 1.5)], 400)
+
+    assert len(items) == 1
+    assert "[2024-05-01] User: a\nAssistant: b\nUser: c\nAssistant: d\n…\nUser: w" in block
+
+
 def test_a_superseded_record_says_until_when_it_was_true() -> None:
     record = MemoryDoc(
         doc_key="record#r1",

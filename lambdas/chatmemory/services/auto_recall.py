@@ -19,12 +19,14 @@ A cosine threshold alone cannot do 2: "hi" is as close to a chat history full of
 real question is to its answer. The measurements behind each gate are in bench/RESULTS.md
 (`python -m bench.locomo --mode chat`).
 
-What goes in: transcript windows (overlapping windows of one session merge, so no line is paid
-twice) and profile records (facts and preferences; a superseded one says
-until when it was true; an open question says it was not settled then, and once a later answer
-settled it, it stays out). A follow-up ("what about May?") is made standalone first: with a text
-model by asking it, offline by borrowing the previous message's words when the message is
-elliptical (see `standalone_query`; measured in the same benchmark's sequential mode).
+What goes in: lines of transcript windows, best window first (a window that does not fit whole
+gives the lines that fit, those holding the message's words first; one session's lines form one
+dated excerpt, so no line is paid twice) and profile records (facts and preferences; a
+superseded one says until when it was true; an open question says it was not settled then, and
+once a later answer settled it, it stays out). A follow-up ("what about May?") is made
+standalone first: with a text model by asking it, offline by borrowing the previous message's
+words when the message is elliptical (see `standalone_query`; measured in the same benchmark's
+sequential mode).
 
 If the embedder or the index is down, the turn goes on without long-term memory (`degraded`).
 """
@@ -172,6 +174,11 @@ class AutoRecallPolicy:
     min_term_share: float = 0.5
     # Memories below this share of the best one's score are left out.
     relative_floor: float = 0.5
+    # Within a window, lines holding the message's words go first when only part of it fits:
+    # each line is worth its window's score plus this much of the best score times the share
+    # of the message's words it holds (on LoCoMo conv-26 and conv-30, the share of questions
+    # with a gold turn in the prompt: 0.753 at 0.1, 0.749 at 0 and at 0.3).
+    line_word_weight: float = 0.1
     # Gate 2: quiet when the best small-talk phrasing is closer than the best memory minus this.
     small_talk_margin: float = 0.0
     # Words weigh twice meaning: all-MiniLM-L6-v2 alone put a gold turn in the prompt for 0.51
@@ -380,68 +387,97 @@ def _source(doc: MemoryDoc, score: float) -> Source:
     )
 
 
+@dataclass
+class _Piece:
+    """A line of a window (`session` set) or a record, worth `score` in the block."""
+
+    text: str
+    score: float
+    doc: MemoryDoc
+    session: str | None = None
+    position: float = 0.0
+
+
 def build_block(
-    ranked: Sequence[tuple[MemoryDoc, float]], budget: int
+    ranked: Sequence[tuple[MemoryDoc, float]],
+    budget: int,
+    query: str = "",
+    word_weight: float = 0.0,
 ) -> tuple[str, list[RecalledItem]]:
-    """The memory block: best first while it fits `budget` tokens (header included). Windows of
-    one session that overlap become one item whose lines are not repeated; a line already in
-    the block (a summary quoting a transcript line) is not paid for twice."""
+    """The memory block within `budget` tokens (header included), filled line by line.
+
+    A window's lines are worth the best score of the windows holding them, plus `word_weight`
+    of the best memory's score times the share of the message's words the line holds; a
+    record is one piece worth its score. Pieces go in best first while they fit, so when only
+    part of a window fits, its lines that match the message go first, and a window's tail
+    does not keep a later memory out (windows are about 230 tokens on LoCoMo, the budget
+    400: whole windows left half of it unused or spent on the second-best window's
+    least useful lines). The lines of one session form one dated excerpt in transcript order,
+    each line once; "…" marks where lines between two of them were left out."""
     left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
-    items: list[RecalledItem] = []
-    by_session: dict[str, RecalledItem] = {}
-    seen_lines: set[str] = set()
+    best = ranked[0][1] if ranked else 0.0
+    pieces: dict[str, _Piece] = {}
+    adjacent: set[tuple[str, str]] = set()
     for doc, score in ranked:
+        if doc.kind != MemoryKind.CHUNK or not doc.session_id:
+            key = f"\x00{doc.doc_key}"
+            pieces.setdefault(key, _Piece(f"{_label(doc)} {doc.text}", score, doc))
+            continue
+        lines = [ln for ln in doc.text.splitlines() if ln.strip()]
+        adjacent.update(zip(lines, lines[1:], strict=False))
+        for position, line in _placed(doc, lines):
+            # `ranked` is best first: the first window holding a line is its best.
+            if line not in pieces:
+                bonus = word_weight * best * _term_share(query, line) if word_weight else 0.0
+                pieces[line] = _Piece(line, score + bonus, doc, doc.session_id, position)
+    items: list[RecalledItem] = []
+    excerpts: dict[str, tuple[RecalledItem, list[_Piece]]] = {}
+    for piece in sorted(pieces.values(), key=lambda p: -p.score):  # stable: ranked order
         if left <= 8:
             break
-        lines = [ln for ln in doc.text.splitlines() if ln.strip() and ln not in seen_lines]
-        if not lines:
+        if piece.session is None:
+            cost = estimate_tokens(piece.text)
+            if cost <= left:
+                source = _source(piece.doc, piece.score)
+                items.append(RecalledItem(piece.text, source, piece.score, [piece.doc]))
+                left -= cost
             continue
-        group = by_session.get(doc.session_id or "") if doc.kind == MemoryKind.CHUNK else None
-        if group is not None and _adjacent(group.docs, doc):
-            merged = _merge_window([*group.docs, doc])
-            cost = estimate_tokens(merged) - estimate_tokens(group.text)
-            if cost > left:
-                continue
-            group.docs.append(doc)
-            group.text = merged
-            seen_lines.update(lines)
-            left -= cost
-            continue
-        text = f"{_label(doc)} " + "\n".join(lines)
-        cost = estimate_tokens(text)
+        excerpt, chosen = excerpts.get(piece.session, (None, []))
+        text = _excerpt([*chosen, piece], adjacent)
+        cost = estimate_tokens(text) - (estimate_tokens(excerpt.text) if excerpt else 0)
         if cost > left:
             continue
-        item = RecalledItem(text=text, source=_source(doc, score), score=score, docs=[doc])
-        items.append(item)
-        seen_lines.update(lines)
         left -= cost
-        if doc.kind == MemoryKind.CHUNK and doc.session_id:
-            by_session.setdefault(doc.session_id, item)
+        if excerpt is None:
+            excerpt = RecalledItem(text, _source(piece.doc, piece.score), piece.score)
+            items.append(excerpt)
+            excerpts[piece.session] = (excerpt, chosen)
+        excerpt.text = text
+        chosen.append(piece)
+        if piece.doc not in excerpt.docs:
+            excerpt.docs.append(piece.doc)
     if not items:
         return "", []
     return "\n".join([MEMORY_HEADER, *(item.text for item in items), MEMORY_FOOTER]), items
 
 
-def _adjacent(docs: Sequence[MemoryDoc], doc: MemoryDoc) -> bool:
-    if doc.turn_from is None:
-        return False
-    return any(
-        d.turn_from is not None
-        and d.turn_to is not None
-        and doc.turn_to is not None
-        and doc.turn_from <= d.turn_to + 1
-        and d.turn_from <= doc.turn_to + 1
-        for d in docs
-    )
+def _placed(doc: MemoryDoc, lines: list[str]) -> list[tuple[float, str]]:
+    """Each line of a window with its place in the session: the window's turns spread evenly
+    over its lines (two lines a turn), enough to put lines of overlapping windows in order."""
+    first = doc.turn_from or 0
+    span = (doc.turn_to or first) - first + 1
+    return [(first + i * span / len(lines), line) for i, line in enumerate(lines)]
 
 
-def _merge_window(docs: list[MemoryDoc]) -> str:
-    """One session's adjacent windows as one dated excerpt, in turn order, each line once."""
-    docs = sorted(docs, key=lambda d: d.turn_from or 0)
-    lines: list[str] = []
-    for doc in docs:
-        lines += [ln for ln in doc.text.splitlines() if ln.strip() and ln not in lines]
-    return f"{_label(docs[0])} " + "\n".join(lines)
+def _excerpt(pieces: Sequence[_Piece], adjacent: set[tuple[str, str]]) -> str:
+    """Lines of one session as one dated excerpt, in transcript order, "…" over a gap."""
+    ordered = sorted(pieces, key=lambda p: p.position)
+    lines = [ordered[0].text]
+    for before, line in zip(ordered, ordered[1:], strict=False):
+        if (before.text, line.text) not in adjacent:
+            lines.append("…")
+        lines.append(line.text)
+    return f"{_label(ordered[0].doc)} " + "\n".join(lines)
 
 
 # --- one turn -----------------------------------------------------------------------------------
@@ -487,7 +523,7 @@ def recall_for_turn(
     ranked = [pair for pair in ranked if pair[1] >= floor]
     alive = {d.doc_key for d in live_documents(memory, owner, [d for d, _ in ranked])}
     ranked = [pair for pair in ranked if pair[0].doc_key in alive]
-    block, items = build_block(ranked, policy.token_budget)
+    block, items = build_block(ranked, policy.token_budget, query, policy.line_word_weight)
     if not items:
         return Recalled(query, reason="not relevant")
     return Recalled(query, block=block, items=items, tokens=estimate_tokens(block))
