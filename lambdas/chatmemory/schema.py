@@ -385,7 +385,9 @@ class EmbedFormat(StrEnum):
 class SentimentMode(StrEnum):
     """How a user turn's sentiment is found (SENTIMENT)."""
 
-    VADER = "vader"  # VADER's lexicon and rules, in process (the default, also with a model)
+    # The text model when one is configured (TEXT_BACKEND other than offline), else VADER.
+    AUTO = "auto"
+    VADER = "vader"  # VADER's lexicon and rules, in process
     MODEL = "model"  # one short call to the text model per chat turn, VADER when it fails
     OFF = "off"  # no sentiment on turns
 

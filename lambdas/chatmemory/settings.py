@@ -117,7 +117,7 @@ class Settings(BaseModel):
     cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = ()
     # How a user turn's sentiment is found: VADER in process (also with a text model: a model
     # call per turn would add its latency and cost to every turn), the text model, or not.
-    sentiment: SentimentMode = SentimentMode.VADER
+    sentiment: SentimentMode = SentimentMode.AUTO
     # Messages sent before the bot answered are answered together (services/stacking.py),
     # after waiting this long for more (0: no wait; see the README's "Stacked messages").
     stack_messages: Flag = True

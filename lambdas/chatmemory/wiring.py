@@ -289,7 +289,10 @@ def sentiment_analyzers(
     from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 
     vader = VaderSentimentAnalyzer()
-    if cfg.sentiment == SentimentMode.MODEL:
+    with_model = cfg.sentiment == SentimentMode.MODEL or (
+        cfg.sentiment == SentimentMode.AUTO and cfg.text_backend != TextBackend.OFFLINE
+    )
+    if with_model:
         from chatmemory.services.sentiment import ModelSentimentAnalyzer
 
         return ModelSentimentAnalyzer(generator, fallback=vader), vader

@@ -9,8 +9,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatmemory.schema import EmbedBackend, LongTermBackend, TextBackend
+from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
 from chatmemory.services.maintenance import CompactionPolicy
+from chatmemory.services.prompt import estimate_tokens
+from chatmemory.services.sentiment import MAX_ANSWER_TOKENS, sentiment_prompt
 from chatmemory.settings import Settings
 from scripts.cost.prices import PriceTable
 from scripts.cost.usage import Usage
@@ -556,6 +558,12 @@ class Pricer:
             )
         )
         items.append(self._text_turn(s.prompt_token_budget, s.max_new_tokens))
+        if self._model_sentiment():
+            message = " ".join(["word"] * u.words_per_message)
+            sentiment = self._text_turn(
+                estimate_tokens(sentiment_prompt(message)), MAX_ANSWER_TOKENS
+            )
+            items.append(Item(f"sentiment, {sentiment.what}", sentiment.usd))
         if self.search_backend != "none" and s.auto_recall:
             items.append(self._embedding(1, u.tokens_per_message, "embedding of the message"))
             items.append(self._search(index_vectors))
@@ -569,6 +577,14 @@ class Pricer:
         )
         items.extend(self._background())
         return items
+
+    def _model_sentiment(self) -> bool:
+        """Whether each chat turn asks the text model for its sentiment (SENTIMENT=auto with a
+        text model, or model)."""
+        s = self.settings
+        if s.sentiment == SentimentMode.MODEL:
+            return True
+        return s.sentiment == SentimentMode.AUTO and s.text_backend != TextBackend.OFFLINE
 
     def _text_price(self, model_id: str) -> tuple[float, float]:
         return (

@@ -183,8 +183,22 @@ def test_the_model_sees_a_bounded_message() -> None:
 # --- configuration -----------------------------------------------------------------------------
 
 
-def test_sentiment_is_vader_by_default_and_model_needs_a_text_model() -> None:
-    assert Settings.from_env({}).sentiment == "vader"
+def test_sentiment_is_the_text_models_when_there_is_one_and_model_needs_a_text_model() -> None:
+    from chatmemory.services.sentiment import ModelSentimentAnalyzer
+    from chatmemory.wiring import sentiment_analyzers
+
+    assert Settings.from_env({}).sentiment == "auto"
+    offline, _ = sentiment_analyzers(Settings.from_env({}), FakeGenerator())
+    assert offline is not None and offline.name == "vader"
+    chat, stored = sentiment_analyzers(
+        Settings.from_env({"TEXT_BACKEND": "bedrock"}), FakeGenerator()
+    )
+    assert isinstance(chat, ModelSentimentAnalyzer) and stored is not None
+    assert stored.name == "vader"  # POST /turns calls no model
+    chosen, _ = sentiment_analyzers(
+        Settings.from_env({"TEXT_BACKEND": "bedrock", "SENTIMENT": "vader"}), FakeGenerator()
+    )
+    assert chosen is not None and chosen.name == "vader"
     assert Settings.from_env({"SENTIMENT": "off"}).sentiment == "off"
     assert Settings.from_env({"TEXT_BACKEND": "bedrock", "SENTIMENT": "model"}).sentiment == (
         "model"
