@@ -48,19 +48,41 @@ def _handoff_allows(session: Session, handed_off: bool | None) -> bool:
     return handed_off is None or bool(session.handoff_state) == handed_off
 
 
-def _apply_handoff(session: Session, handoff: Handoff, number: int) -> None:
-    session.handoff_state = handoff.state
-    if handoff.reason is not None:
-        session.handoff_reason, session.handoff_at = handoff.reason, handoff.at
-        session.handoff_turn, session.handoff_agent = number, None
-    if handoff.agent:
-        session.handoff_agent = handoff.agent
-
-
 def _clear_handoff(session: Session) -> None:
     """What a hand-back, an end or a delete removes (handoff_turn stays)."""
     session.handoff_state = session.handoff_reason = None
     session.handoff_at = session.handoff_agent = None
+
+
+def _session_page(
+    sessions: list[Session],
+    partition: str,
+    sort_key: str,
+    limit: int,
+    next_token: str | None,
+    *,
+    newest_first: bool,
+) -> Page[Session]:
+    """A page of `sessions` in the order of an index on (`sort_key`, session_id) under
+    `partition`, as DynamoDB pages a query: copies, and a token of the last one when more
+    follow (a token of another partition is refused)."""
+
+    def key(session: Session) -> tuple[str, str]:
+        return (getattr(session, sort_key) or "", session.session_id)
+
+    ordered = sorted(sessions, key=key, reverse=newest_first)
+    if next_token:
+        start = _untoken(next_token, partition)
+        after = (start[sort_key], start["session_id"])
+        ordered = [s for s in ordered if (key(s) < after if newest_first else key(s) > after)]
+    items = [copy.deepcopy(s) for s in ordered[:limit]]
+    if len(ordered) <= limit or not items:
+        return Page(items, None)
+    last = items[-1]
+    return Page(
+        items,
+        _token({"owner": partition, sort_key: key(last)[0], "session_id": last.session_id}),
+    )
 
 
 @dataclass
@@ -187,24 +209,8 @@ class InMemoryShortTermMemory:
 
     def sessions_of_owner(self, owner: str, limit: int, next_token: str | None) -> Page[Session]:
         with self._lock:
-            ordered = sorted(
-                (r.session for r in self._sessions.values() if r.session.user_id == owner),
-                key=lambda s: (s.started_at, s.session_id),
-                reverse=True,
-            )
-            if next_token:
-                start = _untoken(next_token, owner)
-                after = (start["started_at"], start["session_id"])
-                ordered = [s for s in ordered if (s.started_at, s.session_id) < after]
-            items = [copy.deepcopy(s) for s in ordered[:limit]]
-            more = len(ordered) > limit
-        token = None
-        if more and items:
-            last = items[-1]
-            token = _token(
-                {"owner": owner, "started_at": last.started_at, "session_id": last.session_id}
-            )
-        return Page(items, token)
+            owned = [r.session for r in self._sessions.values() if r.session.user_id == owner]
+            return _session_page(owned, owner, "started_at", limit, next_token, newest_first=True)
 
     def open_sessions_of(self, owner: str) -> list[Session]:
         with self._lock:
@@ -430,8 +436,8 @@ class InMemoryShortTermMemory:
             if stored.status == SessionStatus.OPEN and not stored.handoff_state:
                 row.sweep_bucket = schema.idle_bucket(at)
             if handoff is not None:
-                _apply_handoff(stored, handoff, number)
-                _apply_handoff(session, handoff, number)
+                handoff.apply(stored, number)
+                handoff.apply(session, number)
                 if handoff.reason is not None:
                     row.sweep_bucket = None  # out of the sweeper's index
             if rename:
@@ -538,29 +544,14 @@ class InMemoryShortTermMemory:
 
     def handoff_queue(self, state: str, limit: int, next_token: str | None) -> Page[Session]:
         with self._lock:
-            ordered = sorted(
-                (
-                    r.session
-                    for r in self._sessions.values()
-                    if r.session.handoff_state == state
-                    and r.session.status == SessionStatus.OPEN
-                    and r.session.user_id == self.get_user(caller_of(r.session.user_id)).owner
-                ),
-                key=lambda s: (s.handoff_at or "", s.session_id),
-            )
-            if next_token:
-                start = _untoken(next_token, state)
-                after = (start["handoff_at"], start["session_id"])
-                ordered = [s for s in ordered if (s.handoff_at or "", s.session_id) > after]
-            items = [copy.deepcopy(s) for s in ordered[:limit]]
-            more = len(ordered) > limit
-        token = None
-        if more and items:
-            last = items[-1]
-            token = _token(
-                {"owner": state, "handoff_at": last.handoff_at, "session_id": last.session_id}
-            )
-        return Page(items, token)
+            queued = [
+                r.session
+                for r in self._sessions.values()
+                if r.session.handoff_state == state
+                and r.session.status == SessionStatus.OPEN
+                and r.session.user_id == self.get_user(caller_of(r.session.user_id)).owner
+            ]
+            return _session_page(queued, state, "handoff_at", limit, next_token, newest_first=False)
 
     def mark_for_agent(self, session_id: str, turns: Sequence[int]) -> None:
         with self._lock:

@@ -248,6 +248,15 @@ class Handoff:
     at: str | None = None
     agent: str | None = None
 
+    def apply(self, session: Session, turn: int) -> None:
+        """The session object as this change, written with turn number `turn`, left it."""
+        session.handoff_state = self.state
+        if self.reason is not None:
+            session.handoff_reason, session.handoff_at = self.reason, self.at
+            session.handoff_turn, session.handoff_agent = turn, None
+        if self.agent:
+            session.handoff_agent = self.agent
+
 
 def needs_handoff(turn: Turn) -> bool | None:
     """What writing `turn` requires of its session: handed to a person (True: an agent's reply,

@@ -31,7 +31,6 @@ from chatmemory.ports import Embedder, LongTermIndex
 from chatmemory.schema import HandoffState, RecordType
 from chatmemory.services import chat, forget, handoff, profile, recall, sessions, turns
 from chatmemory.services.access import owner_of
-from chatmemory.services.turns import AppendPolicy
 from handlers.http import (
     Forbidden,
     UnsupportedMediaType,
@@ -610,8 +609,8 @@ def agent_reply(
         client_message_id=body.client_message_id,
         clock=deps.clock,
         sleep=deps.sleep,
-        policy=AppendPolicy(policy.keep_message_ids, policy.append_attempts),
-        expires_at=_expiry(policy.turn_ttl_days, deps),
+        policy=policy.append,
+        expires_at=chat.expiry(deps, policy),
     )
     if not reply.replayed:
         metrics.add_metric(name="AgentReplies", unit=MetricUnit.Count, value=1)
@@ -644,10 +643,6 @@ def _agent() -> str:
     if not is_agent(event, group=cfg.agent_group, role_arn=cfg.agent_role_arn):
         raise Forbidden("only agents may use the /agent routes")
     return caller_id(event)
-
-
-def _expiry(ttl_days: int, deps: chat.ChatDeps) -> int | None:
-    return int(deps.clock().timestamp()) + ttl_days * 86_400 if ttl_days > 0 else None
 
 
 def _handed(outcome: handoff.Outcome, metric: str) -> None:

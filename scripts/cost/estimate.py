@@ -284,20 +284,16 @@ class Pricer:
             cluster = props.get("ClusterConfig", {})
             nodes = int(cluster.get("InstanceCount", 1))
             kind = cluster.get("InstanceType", "r5.large.search")
-            rate = self.usd(f"opensearch.instance.{kind}")
-            yield Item(
-                f"OpenSearch domain ({nodes} x {kind})",
-                nodes * rate * self.hours,
-                f"{nodes} x ${rate}/h x {self.hours:g} h",
+            yield self._hourly(
+                f"OpenSearch domain ({nodes} x {kind})", nodes, f"opensearch.instance.{kind}"
             )
             if cluster.get("DedicatedMasterEnabled"):
                 masters = int(cluster.get("DedicatedMasterCount", 3))
                 master_kind = cluster["DedicatedMasterType"]
-                rate = self.usd(f"opensearch.instance.{master_kind}")
-                yield Item(
+                yield self._hourly(
                     f"OpenSearch dedicated masters ({masters} x {master_kind})",
-                    masters * rate * self.hours,
-                    f"{masters} x ${rate}/h x {self.hours:g} h",
+                    masters,
+                    f"opensearch.instance.{master_kind}",
                 )
             ebs = props.get("EBSOptions", {})
             if ebs.get("EBSEnabled"):
@@ -361,11 +357,10 @@ class Pricer:
                     continue
                 count = int(variant.get("InitialInstanceCount", 1))
                 kind = variant["InstanceType"]
-                rate = self.usd(f"sagemaker.realtime.{kind}")
-                yield Item(
+                yield self._hourly(
                     f"SageMaker endpoint {name} ({count} x {kind})",
-                    count * rate * self.hours,
-                    f"{count} x ${rate}/h x {self.hours:g} h",
+                    count,
+                    f"sagemaker.realtime.{kind}",
                 )
 
     def _external_names(self) -> list[str]:
@@ -382,13 +377,17 @@ class Pricer:
 
     def _external_endpoints(self) -> Iterable[Item]:
         kind = self.usage.external_endpoint_instance_type
-        rate = self.usd(f"sagemaker.realtime.{kind}")
         for name in self._external_names():
-            yield Item(
+            yield self._hourly(
                 f"SageMaker endpoint {name} (outside the stack; 1 x {kind} assumed)",
-                rate * self.hours,
-                f"1 x ${rate}/h x {self.hours:g} h",
+                1,
+                f"sagemaker.realtime.{kind}",
             )
+
+    def _hourly(self, what: str, count: int, price: str) -> Item:
+        """`count` instances billed by the hour at the price table's `price`, for the month."""
+        rate = self.usd(price)
+        return Item(what, count * rate * self.hours, f"{count} x ${rate}/h x {self.hours:g} h")
 
     def _web_acls(self) -> Iterable[Item]:
         for _, props in self.t.of_type("AWS::WAFv2::WebACL"):

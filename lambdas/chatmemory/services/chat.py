@@ -103,6 +103,12 @@ class ChatPolicy:
     rewrite_follow_ups: bool = False
     # Messages sent before the bot answered are answered together (services/stacking.py).
     stack: StackPolicy = field(default_factory=StackPolicy)
+
+    @property
+    def append(self) -> AppendPolicy:
+        """How a turn is written as the session's next (services/turns.append_next)."""
+        return AppendPolicy(self.keep_message_ids, self.append_attempts)
+
     # Hand-off to a person: the automatic rules (services/handoff.py).
     handoff: HandoffPolicy = field(default_factory=HandoffPolicy)
 
@@ -202,7 +208,7 @@ def post_message(
         intent=routed.intent,
         created_at=iso(deps.clock()),
         client_message_id=client_message_id,
-        expires_at=_expiry(deps, policy),
+        expires_at=expiry(deps, policy),
         sentiment=sentiment,
     )
     handed = _handoff_turn(deps, policy, user_id, session, routed, turn, window)
@@ -212,15 +218,7 @@ def post_message(
     if _stacks(policy, turn):
         # Written first, answered with whatever else the user sends before the answer.
         turn.pending = True
-        appended = append_next(
-            deps.memory,
-            user_id,
-            session,
-            turn,
-            policy=AppendPolicy(policy.keep_message_ids, policy.append_attempts),
-            sleep=deps.sleep,
-            stack=True,
-        )
+        appended = _append(deps, policy, user_id, session, turn, stack=True)
         if appended.replayed:  # a concurrent retry of this message wrote it first
             return post_message(
                 deps,
@@ -264,7 +262,8 @@ def _check_request(policy: ChatPolicy, content: str, window_turns: int | None) -
     return window
 
 
-def _expiry(deps: ChatDeps, policy: ChatPolicy) -> int | None:
+def expiry(deps: ChatDeps, policy: ChatPolicy) -> int | None:
+    """When a turn written now expires (TURN_TTL_DAYS; None: kept)."""
     if policy.turn_ttl_days <= 0:
         return None
     return int(deps.clock().timestamp()) + policy.turn_ttl_days * 86_400
@@ -452,15 +451,18 @@ def _append(
     session: Session,
     turn: Turn,
     change: Handoff | None = None,
+    *,
+    stack: bool = False,
 ) -> TurnResult:
     stored = append_next(
         deps.memory,
         caller,
         session,
         turn,
-        policy=AppendPolicy(policy.keep_message_ids, policy.append_attempts),
+        policy=policy.append,
         sleep=deps.sleep,
         handoff=change,
+        stack=stack,
     )
     return TurnResult(stored.turn, replayed=stored.replayed)
 
@@ -497,6 +499,7 @@ def _settle_stack(
             continue
         batch = list(chosen.batch)
         numbers = tuple(t.turn for t in batch)
+        text = joined_input(batch)
         if computed is not None and computed[0] == numbers:
             # The same messages as before a write that failed for another reason (a
             # transaction conflict): the answer computed then still stands.
@@ -509,14 +512,14 @@ def _settle_stack(
                 deps,
                 policy,
                 session,
-                Routed(Intent.CHAT, joined_input(batch), "stacked"),
+                Routed(Intent.CHAT, text, "stacked"),
                 answer,
                 window,
                 history=earlier[-window:] if window else [],
             )
             answer.latency_ms = int((time.perf_counter() - started) * 1000)
             computed = (numbers, answer, recalled)
-        rename = title_from(joined_input(batch)) if session.auto_named else None
+        rename = title_from(text) if session.auto_named else None
         try:
             deps.memory.complete_stack(
                 answer,
@@ -615,7 +618,7 @@ def _for_agent(
         client_message_id=client_message_id,
         sentiment=deps.stored_sentiment,  # no model call while a person answers
         created_at=iso(deps.clock()),
-        expires_at=_expiry(deps, policy),
+        expires_at=expiry(deps, policy),
     )
     result = _append(deps, policy, caller, session, turn)
     result.sentiment_error = "" if result.replayed else sentiment_error

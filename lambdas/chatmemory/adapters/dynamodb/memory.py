@@ -101,16 +101,6 @@ def _handoff_change(handoff: Handoff, sets: list[str], values: dict[str, Any]) -
     return [OPEN_SHARD, IDLE_BUCKET] + ([] if handoff.agent else ["handoff_agent"])
 
 
-def _apply_handoff(session: Session, handoff: Handoff, number: int) -> None:
-    """The session object as a turn's hand-off change left it (see _handoff_change)."""
-    session.handoff_state = handoff.state
-    if handoff.reason is not None:
-        session.handoff_reason, session.handoff_at = handoff.reason, handoff.at
-        session.handoff_turn, session.handoff_agent = number, None
-    if handoff.agent:
-        session.handoff_agent = handoff.agent
-
-
 def _session_key(session_id: str) -> dict[str, Any]:
     return {schema.SESSION_ID: {"S": session_id}}
 
@@ -1143,7 +1133,7 @@ class DynamoShortTermMemory:
         if stack:
             session.stack_head = number
         if handoff is not None:
-            _apply_handoff(session, handoff, number)
+            handoff.apply(session, number)
         return session
 
     def complete_turn(self, turn: Turn) -> None:
