@@ -77,17 +77,21 @@ def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how:
     _nothing_left(store, sid)
 
 
+def _deleted_during_a_failed_model_call(store: Store) -> tuple[str, ChatDeps]:
+    """A session of alice's, and chat deps whose model call deletes it and then fails."""
+    sid = sessions.create_session(store.memory, "alice").session_id
+
+    def delete_then_fail(prompt: str) -> str:
+        sessions.delete_session(store.memory, "alice", sid)
+        raise ModelUnavailable("the model went down")
+
+    return sid, ChatDeps(memory=store.memory, generator=FakeGenerator(reply=delete_then_fail))
+
+
 def test_a_message_kept_after_a_model_failure_is_not_written_into_a_deleted_session(
     store: Store,
 ) -> None:
-    memory = store.memory
-    sid = sessions.create_session(memory, "alice").session_id
-
-    def delete_then_fail(prompt: str) -> str:
-        sessions.delete_session(memory, "alice", sid)
-        raise ModelUnavailable("the model went down")
-
-    deps = ChatDeps(memory=memory, generator=FakeGenerator(reply=delete_then_fail))
+    sid, deps = _deleted_during_a_failed_model_call(store)
     with pytest.raises(SessionNotFound):
         post_message(
             deps,
@@ -105,14 +109,7 @@ def test_a_message_kept_after_a_model_failure_is_not_written_into_a_deleted_sess
 def test_a_stacked_message_whose_model_failed_after_a_delete_is_purged(store: Store) -> None:
     """Stacked messages are written before the model call: the message is in the session when
     it is deleted, is never answered, and goes with the purge."""
-    memory = store.memory
-    sid = sessions.create_session(memory, "alice").session_id
-
-    def delete_then_fail(prompt: str) -> str:
-        sessions.delete_session(memory, "alice", sid)
-        raise ModelUnavailable("the model went down")
-
-    deps = ChatDeps(memory=memory, generator=FakeGenerator(reply=delete_then_fail))
+    sid, deps = _deleted_during_a_failed_model_call(store)
     with pytest.raises(ModelUnavailable):
         post_message(
             deps, ChatPolicy(), user_id="alice", session_id=sid, content="hi", client_message_id="m"

@@ -621,13 +621,10 @@ def test_s3_vectors_grants_name_exact_index_arns_never_the_bucket_or_a_wildcard(
     assert granted == indexes
 
 
-def test_s3_vectors_grants_are_exactly_the_adapters_data_plane_calls(
-    serverless_profile: Synth,
-) -> None:
-    """Every S3 Vectors API the adapter calls (`self._client.<operation>(...)`) is granted to
-    some role, and nothing else is: a new call in the adapter fails here until a grant (and
-    EXPECTED_S3VECTORS) says who may make it. The index set-up calls are local only."""
-    source = Path(schema.__file__).with_name("adapters") / "s3vectors.py"
+def _adapter_calls(module: str, service: str) -> set[str]:
+    """The IAM actions of the calls an adapter makes on its boto3 client
+    (`self._client.put_events(...)` is "events:PutEvents"), read from its source."""
+    source = Path(schema.__file__).with_name("adapters") / module
     calls = {
         node.func.attr
         for node in ast.walk(ast.parse(source.read_text()))
@@ -636,7 +633,16 @@ def test_s3_vectors_grants_are_exactly_the_adapters_data_plane_calls(
         and isinstance(node.func.value, ast.Attribute)
         and node.func.value.attr == "_client"
     }
-    called = {"s3vectors:" + "".join(part.title() for part in call.split("_")) for call in calls}
+    return {f"{service}:" + "".join(part.title() for part in call.split("_")) for call in calls}
+
+
+def test_s3_vectors_grants_are_exactly_the_adapters_data_plane_calls(
+    serverless_profile: Synth,
+) -> None:
+    """Every S3 Vectors API the adapter calls (`self._client.<operation>(...)`) is granted to
+    some role, and nothing else is: a new call in the adapter fails here until a grant (and
+    EXPECTED_S3VECTORS) says who may make it. The index set-up calls are local only."""
+    called = _adapter_calls("s3vectors.py", "s3vectors")
     assert called >= SETUP_ONLY
     granted = {
         action
@@ -694,16 +700,7 @@ def test_only_the_chat_may_put_events_and_only_on_the_handoff_bus(
 def test_event_grants_are_exactly_the_event_adapters_calls(default: Synth) -> None:
     """Every EventBridge API the adapter calls (`self._client.<operation>(...)`) is granted to
     the chat role, and nothing else: a new call fails here until a grant says who may make it."""
-    source = Path(schema.__file__).with_name("adapters") / "eventbridge.py"
-    calls = {
-        node.func.attr
-        for node in ast.walk(ast.parse(source.read_text()))
-        if isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Attribute)
-        and isinstance(node.func.value, ast.Attribute)
-        and node.func.value.attr == "_client"
-    }
-    called = {"events:" + "".join(part.title() for part in call.split("_")) for call in calls}
+    called = _adapter_calls("eventbridge.py", "events")
     assert called == {"events:PutEvents"}
     assert {action for _, action, _ in _events_grants(default)} == called
 

@@ -151,3 +151,24 @@ def page_problems(page: Any) -> list[str]:
         ),
     )
     return problems
+
+
+def page_outbox(page: Any) -> dict[str, list[dict[str, Any]]]:
+    """The page's outbox as kept in localStorage: {session_id: [entry, ...]}."""
+    kept: dict[str, list[dict[str, Any]]] = {}
+    for text in page.evaluate(
+        "Object.keys(localStorage).filter((k) => k.startsWith('chatmemory.outbox|'))"
+        ".map((k) => localStorage.getItem(k))"
+    ):
+        kept.update(json.loads(text))
+    return kept
+
+
+def stacking_local_world(
+    dynamodb_local: DynamoDBLocal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[World]:
+    """Local mode where a message waits 3 s for more (STACK_WAIT_MS) and two worker processes
+    serve requests at once, as two Lambda instances: stacked messages, as a test can order
+    them by what it observes."""
+    monkeypatch.setenv(schema.ENV_STACK_WAIT_MS, "3000")
+    yield from local_world(dynamodb_local, tmp_path, monkeypatch, workers=2)

@@ -15,9 +15,8 @@ from typing import Any
 
 import pytest
 
-from chatmemory import schema
 from local.dynamodb_local import DynamoDBLocal
-from tests.integration.helpers import World, local_world
+from tests.integration.helpers import World, stacking_local_world
 
 pytestmark = pytest.mark.integration
 
@@ -26,9 +25,7 @@ pytestmark = pytest.mark.integration
 def world(
     dynamodb_local: DynamoDBLocal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[World]:
-    monkeypatch.setenv(schema.ENV_STACK_WAIT_MS, "3000")
-    # Two worker processes: two requests at once, as two Lambda instances.
-    yield from local_world(dynamodb_local, tmp_path, monkeypatch, workers=2)
+    yield from stacking_local_world(dynamodb_local, tmp_path, monkeypatch)
 
 
 def _send(world: World, session_id: str, content: str, cmid: str, into: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.integration.helpers import World, page_problems
+from tests.integration.helpers import World, page_outbox, page_problems
 
 pytestmark = pytest.mark.integration
 
@@ -27,17 +27,6 @@ def open_page(browser: Any, world: World) -> tuple[Any, list[str]]:
     problems = page_problems(page)
     page.goto(world.url + "/")
     return page, problems
-
-
-def outbox(page: Any) -> dict[str, list[dict[str, Any]]]:
-    """The page's outbox as kept in localStorage: {session_id: [entry, ...]}."""
-    kept: dict[str, list[dict[str, Any]]] = {}
-    for text in page.evaluate(
-        "Object.keys(localStorage).filter((k) => k.startsWith('chatmemory.outbox|'))"
-        ".map((k) => localStorage.getItem(k))"
-    ):
-        kept.update(json.loads(text))
-    return kept
 
 
 def stored(world: World, session_id: str) -> list[tuple[int, str, str]]:
@@ -79,7 +68,7 @@ def test_messages_typed_offline_are_kept_shown_unsent_and_sent_in_order_once_whe
     expect(unsent.first.locator(".bubble.assistant")).to_have_text(
         re.compile("not sent yet — will retry")
     )
-    kept = outbox(page)
+    kept = page_outbox(page)
     assert list(kept) == [session_id]
     assert [entry["content"] for entry in kept[session_id]] == [first, second]
     ids = [entry["client_message_id"] for entry in kept[session_id]]
@@ -95,7 +84,7 @@ def test_messages_typed_offline_are_kept_shown_unsent_and_sent_in_order_once_whe
     expect(turns.nth(1).locator(".turn-no")).to_have_text("#2")
     expect(turns.nth(1).locator(".bubble.user")).to_contain_text(second)
     expect(turns.nth(1).locator(".bubble.assistant .text")).not_to_be_empty()
-    assert outbox(page) == {}
+    assert page_outbox(page) == {}
     assert stored(running_world, session_id) == [(1, first, ids[0]), (2, second, ids[1])]
     assert problems == [], problems
 
@@ -118,7 +107,7 @@ def test_a_reload_reopens_the_conversation_it_was_in_and_then_sends_what_was_lef
     page.route(SEND, abort_sends)  # the API is out of reach for messages
     send(page, "And the hedge too.")
     expect(page.locator(UNSENT)).to_have_count(1)
-    [entry] = outbox(page)[garden]
+    [entry] = page_outbox(page)[garden]
 
     page.reload()
     # The same conversation, with its stored turn and the message still waiting.
@@ -127,13 +116,13 @@ def test_a_reload_reopens_the_conversation_it_was_in_and_then_sends_what_was_lef
     expect(turns.nth(0).locator(".bubble.user")).to_contain_text("The roses need pruning.")
     expect(page.locator(UNSENT)).to_contain_text("And the hedge too.")
     expect(page.locator(UNSENT)).to_contain_text("not sent yet — will retry")
-    assert outbox(page) == {garden: [entry]}
+    assert page_outbox(page) == {garden: [entry]}
 
     page.unroute(SEND, abort_sends)
     page.evaluate("window.dispatchEvent(new Event('online'))")
     expect(turns.nth(1).locator(".turn-no")).to_have_text("#2", timeout=10_000)
     expect(page.locator(UNSENT)).to_have_count(0)
-    assert outbox(page) == {}
+    assert page_outbox(page) == {}
     turns_stored = stored(running_world, garden)
     assert [(turn, text) for turn, text, _ in turns_stored] == [
         (1, "The roses need pruning."),
@@ -177,7 +166,7 @@ def test_a_message_whose_answer_was_lost_is_retried_with_its_id_and_stored_once(
     assert stored(running_world, session_id) == [
         (1, "Did this arrive?", bodies[0]["client_message_id"])
     ]
-    assert outbox(page) == {}
+    assert page_outbox(page) == {}
     assert problems == [], problems
 
 
@@ -214,7 +203,7 @@ def test_a_message_to_a_session_that_ended_meanwhile_continues_in_a_new_session_
     assert new["continued_from"] == ended
     assert [m[1] for m in stored(running_world, new["session_id"])] == ["Which day do we fly?"]
     assert [m[1] for m in stored(running_world, ended)] == ["We fly on Friday."]
-    assert outbox(page) == {}
+    assert page_outbox(page) == {}
     remembered = page.evaluate(
         "Object.keys(localStorage).filter((k) => k.startsWith('chatmemory.session|'))"
         ".map((k) => localStorage.getItem(k))"

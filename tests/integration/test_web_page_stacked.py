@@ -19,9 +19,8 @@ from typing import Any
 
 import pytest
 
-from chatmemory import schema
 from local.dynamodb_local import DynamoDBLocal
-from tests.integration.helpers import World, local_world
+from tests.integration.helpers import World, page_outbox, stacking_local_world
 
 pytestmark = pytest.mark.integration
 
@@ -35,9 +34,7 @@ NOTE = "Answered together with your next message"
 def stacking_world(
     dynamodb_local: DynamoDBLocal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> Iterator[World]:
-    monkeypatch.setenv(schema.ENV_STACK_WAIT_MS, "3000")
-    # Two worker processes: two requests at once, as two Lambda instances.
-    yield from local_world(dynamodb_local, tmp_path, monkeypatch, workers=2)
+    yield from stacking_local_world(dynamodb_local, tmp_path, monkeypatch)
 
 
 def open_page(browser: Any, world: World) -> tuple[Any, list[str]]:
@@ -58,16 +55,6 @@ def send(page: Any, text: str) -> None:
 
 def messages(world: World, session_id: str) -> list[dict[str, Any]]:
     return world.api.ok("GET", f"/sessions/{session_id}/messages?limit=50")["messages"]
-
-
-def outbox(page: Any) -> dict[str, list[dict[str, Any]]]:
-    kept: dict[str, list[dict[str, Any]]] = {}
-    for text in page.evaluate(
-        "Object.keys(localStorage).filter((k) => k.startsWith('chatmemory.outbox|'))"
-        ".map((k) => localStorage.getItem(k))"
-    ):
-        kept.update(json.loads(text))
-    return kept
 
 
 def expect_stacked(page: Any, answer: str) -> None:
@@ -158,7 +145,7 @@ def test_two_quick_messages_show_one_answer_under_the_second_live_and_after_a_re
     answer = stored[1]["response"]
     expect_stacked(page, answer)
     assert events.index(("sent", SECOND)) < events.index(("answered", FIRST))
-    assert outbox(page) == {}
+    assert page_outbox(page) == {}
 
     # The second request's own answer changes nothing on the page.
     deadline = time.monotonic() + 60
@@ -176,6 +163,6 @@ def test_two_quick_messages_show_one_answer_under_the_second_live_and_after_a_re
     page.reload()
     expect(page.locator("#session-name")).not_to_have_text("No session selected")
     expect_stacked(page, answer)
-    assert outbox(page) == {}
+    assert page_outbox(page) == {}
     assert len(messages(world, session_id)) == 2
     assert problems == [], problems
