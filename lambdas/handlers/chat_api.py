@@ -242,6 +242,7 @@ def store_turn(
     session_id: SessionId, body: Annotated[m.StoreTurnRequest, Body()]
 ) -> tuple[m.TurnEnvelope, int]:
     deps = wiring.chat_deps()
+    policy = wiring.chat_policy()
     result = turns.store_turn(
         deps.memory,
         user_id=_user(),
@@ -254,7 +255,9 @@ def store_turn(
         max_input_chars=wiring.settings().max_input_chars,
         clock=deps.clock,
         sleep=deps.sleep,
+        policy=policy.append,
         sentiment=deps.stored_sentiment,
+        expires_at=chat.expiry(deps, policy),
     )
     _log_sentiment_error(result.sentiment_error)
     if result.replayed:

@@ -258,3 +258,26 @@ def test_two_callers_may_choose_the_same_record_id_and_keep_their_own(world: Wor
     assert world.searched("which seats do I prefer on flights") == ["seat"]
     keys = set(entries(world.index, "alice"))
     assert "record#alice#seat" in keys and not any("bob" in key for key in keys)
+
+
+def test_a_stored_turn_expires_and_is_kept_by_the_configured_rules_as_a_chat_turn(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed first: POST /turns wrote its turns with the default append policy and no expiry,
+    so TURN_TTL_DAYS never expired them (and KEEP_MESSAGE_IDS did not apply to them)."""
+    from chatmemory import wiring
+
+    settings = wiring.settings().model_copy(update={"turn_ttl_days": 7, "keep_message_ids": 2})
+    monkeypatch.setattr(wiring, "settings", lambda: settings)
+    sid = world.api.new_session()
+    for i in range(3):
+        status, _ = world.api.call(
+            "POST", f"/sessions/{sid}/turns", {"input": f"q{i}", "client_message_id": f"m{i}"}
+        )
+        assert status == 201
+    stored = world.deps.memory.get_turn(sid, 1)
+    now = int(world.deps.clock().timestamp())
+    assert stored is not None and stored.expires_at is not None
+    assert 7 * 86_400 - 60 <= stored.expires_at - now <= 7 * 86_400
+    session = world.deps.memory.get_session(sid)
+    assert session is not None and len(session.recent_messages) == 2

@@ -139,6 +139,7 @@ def store_turn(
     sleep: Callable[[float], None],
     policy: AppendPolicy = AppendPolicy(),
     sentiment: SentimentAnalyzer | None = None,
+    expires_at: int | None = None,
 ) -> Stored:
     """Store a turn as the client sent it (no model call) as the session's next turn, with
     the sentiment of its input."""
@@ -163,6 +164,7 @@ def store_turn(
         origin=TurnOrigin.CLIENT,
         metadata=dict(metadata),
         sentiment=found,
+        expires_at=expires_at,
     )
     appended = append_next(memory, user_id, session, turn, policy=policy, sleep=sleep, at=now)
     if not appended.replayed:
