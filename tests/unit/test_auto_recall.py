@@ -6,6 +6,7 @@ measured by `python -m bench.locomo --mode chat`."""
 
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,10 +20,13 @@ from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX, PROMPT_MEMORY_HEADER, Intent
 from chatmemory.services import auto_recall
 from chatmemory.services.auto_recall import (
+    LINE_WEIGHTS,
     AutoRecallPolicy,
+    LineWeights,
     build_block,
     content_terms,
     is_follow_up,
+    piece_features,
     standalone_query,
 )
 from chatmemory.services.chat import ChatDeps, ChatPolicy
@@ -282,7 +286,7 @@ def test_when_a_window_does_not_fit_whole_its_lines_matching_the_message_still_g
 
     # Room for the best window and one more short line, not for the second window whole.
     block, items = build_block(
-        [(best, 2.0), (second, 1.5)], whole_best + 30, "where does the greyhound go?", 0.1
+        [(best, 2.0), (second, 1.5)], whole_best + 30, "where does the greyhound go?", LINE_WEIGHTS
     )
 
     assert f"User: {chatter}3" in block  # the best memory, whole
@@ -296,9 +300,90 @@ def test_of_a_window_that_fits_in_part_the_lines_with_the_message_s_words_go_fir
     window = _window("s1", 1, ["User: So how was your weekend?", "Assistant: We adopted Biscuit."])
     one_line = estimate_tokens(build_block([(window, 1.0)], 1000)[0]) - 3
 
-    block, _ = build_block([(window, 1.0)], one_line, "Who is Biscuit?", 0.1)
+    block, _ = build_block([(window, 1.0)], one_line, "Who is Biscuit?", LINE_WEIGHTS)
 
     assert "Biscuit" in block and "weekend" not in block
+
+
+def _room_for(line: str) -> int:
+    """A budget with room for the header and `line` as a dated excerpt, not for two lines."""
+    empty = estimate_tokens(PROMPT_MEMORY_HEADER) + estimate_tokens(auto_recall.MEMORY_FOOTER)
+    return empty + estimate_tokens(f"[2024-05-01] {line}") + 1
+
+
+def test_every_piece_has_one_feature_per_weight() -> None:
+    window = _window("s1", 1, ["Caroline: a b", "Melanie: c d?"])
+    record = MemoryDoc(
+        "record#r1", "alice", "fact", "I like tea.", "2024-05-01T00:00:00Z", record_id="r1"
+    )
+
+    pieces = piece_features([(window, 2.0), (record, 1.0)], "When did Melanie paint?")
+
+    assert [len(features) for _, features in pieces] == [len(fields(LineWeights))] * 3
+
+
+def test_the_answer_after_the_line_that_asks_goes_in_before_the_rest_of_the_best_window() -> None:
+    filler = "it was a really lovely afternoon and we chatted for ages about everything"
+    answer = "Caroline: We named him Biscuit, after the colour of his coat."
+    best = _window(
+        "s1",
+        1,
+        [
+            f"Caroline: {filler}",
+            "Melanie: So what did you name the rescue greyhound?",
+            answer,
+            f"Melanie: {filler}",
+        ],
+    )
+
+    block, _ = build_block(
+        [(best, 1.0)], _room_for(answer), "What is the rescue greyhound called?", LINE_WEIGHTS
+    )
+
+    assert "Biscuit" in block and filler not in block
+
+
+def test_a_word_on_every_candidate_weighs_little_against_a_rare_one() -> None:
+    windows = [
+        _window(f"s{n}", 1, [f"Melanie: we met at the cafe {n}", f"Caroline: nice {n}"])
+        for n in range(4)
+    ]
+    pottery = _window("s9", 1, ["Caroline: I started a pottery class", "Melanie: cool"])
+    ranked = [(w, 1.0) for w in windows] + [(pottery, 1.0)]
+
+    features = {p.text: f for p, f in piece_features(ranked, "Melanie pottery")}
+
+    assert features["Caroline: I started a pottery class"][1] > 0.8  # `words`
+    assert features["Melanie: we met at the cafe 0"][1] < 0.2
+
+
+def test_a_when_question_prefers_the_line_that_says_when() -> None:
+    window = _window(
+        "s1",
+        1,
+        [
+            "Caroline: I loved the hiking trip with my sister in the mountains",
+            "Caroline: The hiking trip with my sister was last weekend",
+        ],
+    )
+    one = _room_for("Caroline: I loved the hiking trip with my sister in the mountains")
+
+    block, _ = build_block([(window, 1.0)], one, "When was the hiking trip?", LINE_WEIGHTS)
+
+    assert "last weekend" in block and "loved" not in block
+
+
+def test_of_two_speakers_the_one_the_message_names_goes_first() -> None:
+    window = _window(
+        "s1",
+        1,
+        ["Caroline: my favourite book is Becoming", "Melanie: my favourite book is Dune"],
+    )
+    one = _room_for("Caroline: my favourite book is Becoming")
+
+    block, _ = build_block([(window, 1.0)], one, "What is Melanie's favourite book?", LINE_WEIGHTS)
+
+    assert "Dune" in block and "Becoming" not in block
 
 
 def test_lines_of_one_session_that_are_not_consecutive_are_marked_as_a_gap() -> None:

@@ -19,24 +19,26 @@ A cosine threshold alone cannot do 2: "hi" is as close to a chat history full of
 real question is to its answer. The measurements behind each gate are in bench/RESULTS.md
 (`python -m bench.locomo --mode chat`).
 
-What goes in: lines of transcript windows, best window first (a window that does not fit whole
-gives the lines that fit, those holding the message's words first; one session's lines form one
-dated excerpt, so no line is paid twice) and profile records (facts and preferences; a
-superseded one says until when it was true; an open question says it was not settled then, and
-once a later answer settled it, it stays out). A follow-up ("what about May?") is made
-standalone first: with a text model by asking it, offline by borrowing the previous message's
-words when the message is elliptical (see `standalone_query`; measured in the same benchmark's
-sequential mode).
+What goes in: lines of transcript windows and profile records, the likeliest to hold what the
+message asks about first (`LineWeights`: a linear score of the search's ranking, the message's
+rarer words in the line and around it, who speaks, length; fitted on LoCoMo conversations and
+measured on others), while they fit the budget; one session's lines form one dated excerpt, so
+no line is paid twice. Records are facts and preferences (a superseded one says until when it
+was true) and open questions (said not to be settled then; once a later answer settled it, it
+stays out). A follow-up ("what about May?") is made standalone first: with a text model by
+asking it, offline by borrowing the previous message's words when the message is elliptical
+(see `standalone_query`; measured in the same benchmark's sequential mode).
 
 If the embedder or the index is down, the turn goes on without long-term memory (`degraded`).
 """
 
 from __future__ import annotations
 
+import math
 import re
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import astuple, dataclass, field
 from datetime import datetime
 
 from chatmemory.domain import Source, Turn
@@ -161,6 +163,68 @@ def content_terms(text: str) -> list[str]:
 
 
 @dataclass(frozen=True)
+class LineWeights:
+    """A linear score of how likely a piece of memory (a line of a window, or a record) is what
+    the message asks about; the block takes pieces best first while they fit. Each weight
+    multiplies one feature of `piece_features`, all computed from the message and the search's
+    candidates (no model call, no extra request):
+
+    - `window`: the score of the best window holding the line (or of the record), over the
+      best memory's: how the search ranked it.
+    - `words`: the share of the message's content words the line holds, each word weighed by
+      how rare it is among the candidates (a name on every line weighs little);
+      `words_before`, `words_after`: the same for the lines before and after it in the window
+      (an answer follows the line that asks: a match in the line before makes a line likelier
+      to be the answer, a match in the line after makes it likelier to be the question).
+    - `speaker_named`: the line's speaker label ("Melanie:") is named in the message;
+      `other_named`: another speaker of the window is, and not this line's.
+    - `record`: a profile record (a fact, a preference, an open question), short and drawn from
+      what the user said.
+    - `length`: the piece's tokens over 50 (short reactions, "Wow, that's great!", rarely hold
+      what is asked).
+    - `question`: the line ends with a question mark.
+    - `time_for_when`: the message asks when or how long, and the line says when (a date, a
+      weekday, "last week", "yesterday"); `line_for_when`: the message asks when (a line
+      against a record).
+
+    Fitted by `python -m bench.fit_line_weights` (a logistic regression of "the line is a gold
+    evidence turn") on LoCoMo's conv-26 and conv-30 only; measured on the three conversations
+    never used to fit (bench/RESULTS.md).
+    """
+
+    window: float
+    words: float
+    words_before: float
+    words_after: float
+    speaker_named: float
+    other_named: float
+    record: float
+    length: float
+    question: float
+    time_for_when: float
+    line_for_when: float
+
+    def score(self, features: Sequence[float]) -> float:
+        return sum(w * f for w, f in zip(astuple(self), features, strict=True))
+
+
+# Printed by `python -m bench.fit_line_weights --conversations conv-26,conv-30`.
+LINE_WEIGHTS = LineWeights(
+    window=6.757,
+    words=2.024,
+    words_before=0.512,
+    words_after=-1.034,
+    speaker_named=0.75,
+    other_named=-1.418,
+    record=3.073,
+    length=0.842,
+    question=-0.4,
+    time_for_when=1.849,
+    line_for_when=-0.899,
+)
+
+
+@dataclass(frozen=True)
 class AutoRecallPolicy:
     """The knobs of auto-recall (AUTO_RECALL, MEMORY_TOKEN_BUDGET; the rest measured)."""
 
@@ -174,11 +238,8 @@ class AutoRecallPolicy:
     min_term_share: float = 0.5
     # Memories below this share of the best one's score are left out.
     relative_floor: float = 0.5
-    # Within a window, lines holding the message's words go first when only part of it fits:
-    # each line is worth its window's score plus this much of the best score times the share
-    # of the message's words it holds (on LoCoMo conv-26 and conv-30, the share of questions
-    # with a gold turn in the prompt: 0.753 at 0.1, 0.749 at 0 and at 0.3).
-    line_word_weight: float = 0.1
+    # How each line of a window and each record is worth its place in the block (LineWeights).
+    line_weights: LineWeights = field(default_factory=lambda: LINE_WEIGHTS)
     # Gate 2: quiet when the best small-talk phrasing is closer than the best memory minus this.
     small_talk_margin: float = 0.0
     # Words weigh twice meaning: all-MiniLM-L6-v2 alone put a gold turn in the prompt for 0.51
@@ -398,41 +459,105 @@ class _Piece:
     position: float = 0.0
 
 
+# The message asks when or for how long; a line that says when.
+_WHEN = re.compile(r"^\s*(?:when|how long)\b", re.I)
+_TIME = re.compile(
+    r"\b(?:yesterday|today|tonight|last|next|ago|week|weekend|month|year|monday|tuesday|"
+    r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|"
+    r"august|september|october|november|december|\d{4})\b",
+    re.I,
+)
+
+
+def _speaker(line: str) -> str:
+    """The speaker label of a transcript line ("Melanie: ..." -> "melanie"), or ""."""
+    label, colon, _ = line.partition(":")
+    return label.strip().lower() if colon else ""
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower())}
+
+
+def piece_features(
+    ranked: Sequence[tuple[MemoryDoc, float]], query: str
+) -> list[tuple[_Piece, tuple[float, ...]]]:
+    """The pieces the block is made of, each with its features in `LineWeights`' order: every
+    line of the windows once (with the best window holding it) and every record."""
+    best = ranked[0][1] if ranked and ranked[0][1] > 0 else 1.0
+    wanted = {_stem(w) for w in content_terms(query)}
+    seen = [_stems(doc.text) for doc, _ in ranked]
+    rarity = {
+        w: math.log((len(ranked) + 1) / (sum(w in words for words in seen) + 0.5)) for w in wanted
+    }
+    total = sum(rarity.values()) or 1.0
+
+    def words(text: str) -> float:
+        return sum(rarity[w] for w in wanted & _stems(text)) / total if text else 0.0
+
+    lowered = query.lower()
+    when = 1.0 if _WHEN.match(query) else 0.0
+    out: dict[str, tuple[_Piece, tuple[float, ...]]] = {}
+    for doc, score in ranked:
+        window = score / best
+        if doc.kind != MemoryKind.CHUNK or not doc.session_id:
+            text = f"{_label(doc)} {doc.text}"
+            length = estimate_tokens(text) / 50
+            features = (window, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, length, 0.0, 0.0, 0.0)
+            out.setdefault(f"\x00{doc.doc_key}", (_Piece(text, score, doc), features))
+            continue
+        lines = [ln for ln in doc.text.splitlines() if ln.strip()]
+        speakers = {_speaker(ln) for ln in lines} - {""}
+        for i, (position, line) in enumerate(_placed(doc, lines)):
+            if line in out:  # `ranked` is best first: the first window holding a line is its best
+                continue
+            speaker = _speaker(line)
+            features = (
+                window,
+                words(line),
+                words(lines[i - 1] if i else ""),
+                words(lines[i + 1] if i + 1 < len(lines) else ""),
+                1.0 if speaker and speaker in lowered else 0.0,
+                1.0 if any(s in lowered for s in speakers - {speaker}) else 0.0,
+                0.0,
+                estimate_tokens(line) / 50,
+                1.0 if line.rstrip().endswith("?") else 0.0,
+                when if _TIME.search(line) else 0.0,
+                when,
+            )
+            out[line] = (_Piece(line, score, doc, doc.session_id, position), features)
+    return list(out.values())
+
+
 def build_block(
     ranked: Sequence[tuple[MemoryDoc, float]],
     budget: int,
     query: str = "",
-    word_weight: float = 0.0,
+    weights: LineWeights | None = None,
 ) -> tuple[str, list[RecalledItem]]:
-    """The memory block within `budget` tokens (header included), filled line by line.
+    """The memory block within `budget` tokens (header included), filled piece by piece.
 
-    A window's lines are worth the best score of the windows holding them, plus `word_weight`
-    of the best memory's score times the share of the message's words the line holds; a
-    record is one piece worth its score. Pieces go in best first while they fit, so when only
-    part of a window fits, its lines that match the message go first, and a window's tail
-    does not keep a later memory out (windows are about 230 tokens on LoCoMo, the budget
-    400: whole windows left half of it unused or spent on the second-best window's
+    Pieces are the lines of the windows and the records; each is worth `weights.score` of its
+    features (`piece_features`), or without weights its window's score, and they go in best
+    first while they fit. So the block holds the lines most likely to answer from several
+    windows rather than the best window whole (windows are about 230 tokens on LoCoMo, the
+    budget 400: whole windows left half of it unused or spent on the second-best window's
     least useful lines). The lines of one session form one dated excerpt in transcript order,
     each line once; "…" marks where lines between two of them were left out."""
     left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
-    best = ranked[0][1] if ranked else 0.0
-    pieces: dict[str, _Piece] = {}
+    scored = piece_features(ranked, query)
+    if weights is not None:
+        for piece, features in scored:
+            piece.score = weights.score(features)
     adjacent: set[tuple[str, str]] = set()
-    for doc, score in ranked:
-        if doc.kind != MemoryKind.CHUNK or not doc.session_id:
-            key = f"\x00{doc.doc_key}"
-            pieces.setdefault(key, _Piece(f"{_label(doc)} {doc.text}", score, doc))
-            continue
-        lines = [ln for ln in doc.text.splitlines() if ln.strip()]
-        adjacent.update(zip(lines, lines[1:], strict=False))
-        for position, line in _placed(doc, lines):
-            # `ranked` is best first: the first window holding a line is its best.
-            if line not in pieces:
-                bonus = word_weight * best * _term_share(query, line) if word_weight else 0.0
-                pieces[line] = _Piece(line, score + bonus, doc, doc.session_id, position)
+    for doc, _ in ranked:
+        if doc.kind == MemoryKind.CHUNK and doc.session_id:
+            lines = [ln for ln in doc.text.splitlines() if ln.strip()]
+            adjacent.update(zip(lines, lines[1:], strict=False))
     items: list[RecalledItem] = []
     excerpts: dict[str, tuple[RecalledItem, list[_Piece]]] = {}
-    for piece in sorted(pieces.values(), key=lambda p: -p.score):  # stable: ranked order
+    # Stable: equal scores keep the search's order.
+    for piece in sorted((piece for piece, _ in scored), key=lambda p: -p.score):
         if left <= 8:
             break
         if piece.session is None:
@@ -496,6 +621,40 @@ def recall_for_turn(
     rewriter: TextGenerator | None = None,
 ) -> Recalled:
     """The long-term memory relevant to `message`, ready for the prompt, or why there is none."""
+    found = memories_for_turn(
+        message,
+        history,
+        owner=owner,
+        memory=memory,
+        embedder=embedder,
+        index=index,
+        policy=policy,
+        now=now,
+        rewriter=rewriter,
+    )
+    if isinstance(found, Recalled):
+        return found
+    query, ranked = found
+    block, items = build_block(ranked, policy.token_budget, query, policy.line_weights)
+    if not items:
+        return Recalled(query, reason="not relevant")
+    return Recalled(query, block=block, items=items, tokens=estimate_tokens(block))
+
+
+def memories_for_turn(
+    message: str,
+    history: Sequence[Turn],
+    *,
+    owner: str,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    policy: AutoRecallPolicy,
+    now: datetime,
+    rewriter: TextGenerator | None = None,
+) -> Recalled | tuple[str, list[tuple[MemoryDoc, float]]]:
+    """The query and the live memories that passed the gates, best first (what the block is
+    made of), or the `Recalled` that says why there are none."""
     if not policy.enabled or policy.token_budget <= 0:
         return Recalled(message, reason="off")
     query = standalone_query(message, history, policy, rewriter)
@@ -522,8 +681,4 @@ def recall_for_turn(
     floor = ranked[0][1] * policy.relative_floor
     ranked = [pair for pair in ranked if pair[1] >= floor]
     alive = {d.doc_key for d in live_documents(memory, owner, [d for d, _ in ranked])}
-    ranked = [pair for pair in ranked if pair[0].doc_key in alive]
-    block, items = build_block(ranked, policy.token_budget, query, policy.line_word_weight)
-    if not items:
-        return Recalled(query, reason="not relevant")
-    return Recalled(query, block=block, items=items, tokens=estimate_tokens(block))
+    return query, [pair for pair in ranked if pair[0].doc_key in alive]

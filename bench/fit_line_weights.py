@@ -1,0 +1,177 @@
+"""Fit auto-recall's line weights (services/auto_recall.LineWeights) on LoCoMo conversations.
+
+Builds the LoCoMo world as `bench.locomo` does (import, end, consolidate with the offline
+models, on moto), then for every question of categories 1-4 runs auto-recall up to its
+candidates (`memories_for_turn`: the gates, the ranking, the floor) and takes each piece the
+block could hold (a line of a window, or a record) with its features (`piece_features`). A
+piece is positive when it is a gold evidence turn (its text is the turn's) or a record drawn
+from one. A logistic regression (scikit-learn, L2, C=1) on the `--conversations` given is
+printed as the `LineWeights` to paste into services/auto_recall.py, with evidence_in_prompt at
+the configured budget on the conversations it was fitted on and on the others (`--loco` adds
+leave-one-conversation-out: each conversation scored with weights fitted on the other four).
+
+    python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
+        --conversations conv-26,conv-30 [--loco] [--json]
+
+The dataset is only read here, never copied: the weights are eleven numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import fields
+from pathlib import Path
+from typing import Any
+
+from bench.locomo import (
+    Conversation,
+    World,
+    _aws_env,
+    _normal,
+    _questions,
+    build,
+    evidence_found,
+    gold_turns,
+)
+
+Example = tuple[str, list[tuple[Any, tuple[float, ...], bool]], list[Any], set[str]]
+
+
+def examples(world: World) -> dict[str, list[Example]]:
+    """Per conversation, per question: the query, its pieces (piece, features, positive), the
+    ranked candidates and the gold turns."""
+    from chatmemory import wiring
+    from chatmemory.services import auto_recall
+
+    policy = wiring.chat_policy(world.settings).auto_recall
+    out: dict[str, list[Example]] = {}
+    for conversation in world.conversations:
+        drawn = _record_sources(world, conversation)
+        rows: list[Example] = []
+        for qa in _questions(conversation):
+            gold = gold_turns(qa.get("evidence", []))
+            found = auto_recall.memories_for_turn(
+                str(qa["question"]),
+                [],
+                owner=conversation.user,
+                memory=world.memory,
+                embedder=world.embedder,
+                index=world.index,
+                policy=policy,
+                now=conversation.asked_at,
+            )
+            if isinstance(found, auto_recall.Recalled):
+                rows.append((found.query, [], [], gold))
+                continue
+            query, ranked = found
+            texts = [_normal(conversation.texts[g]) for g in gold if conversation.texts.get(g)]
+            pieces = []
+            for piece, features in auto_recall.piece_features(ranked, query):
+                # As bench.locomo counts it: the turn's text, or a fact or preference drawn from it.
+                drawn_from = drawn.get(piece.doc.record_id or "", set())
+                positive = any(t in _normal(piece.text) for t in texts) or bool(
+                    piece.doc.kind in ("fact", "preference") and drawn_from & gold
+                )
+                pieces.append((piece, features, positive))
+            rows.append((query, pieces, ranked, gold))
+        out[conversation.user] = rows
+    return out
+
+
+def _record_sources(world: World, conversation: Conversation) -> dict[str, set[str]]:
+    """Record id -> the dia_ids of the turns it was drawn from (its provenance)."""
+    out: dict[str, set[str]] = {}
+    for record in world.memory.records_of_owner(conversation.user):
+        out[record.record_id] = {
+            said
+            for p in record.provenance
+            if (said := conversation.turn_ids.get((p.session_id, p.turn), (None, None))[0])
+        }
+    return out
+
+
+def fit(rows: list[Example]) -> Any:
+    from sklearn.linear_model import LogisticRegression
+
+    from chatmemory.services.auto_recall import LineWeights
+
+    x = [features for _, pieces, _, _ in rows for _, features, _ in pieces]
+    y = [positive for _, pieces, _, _ in rows for _, _, positive in pieces]
+    model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
+    names = [f.name for f in fields(LineWeights)]
+    return LineWeights(
+        **{n: round(float(w), 3) for n, w in zip(names, model.coef_[0], strict=True)}
+    )
+
+
+def evidence_in_prompt(
+    world: World, conversation: Conversation, rows: list[Example], weights: Any
+) -> list[bool]:
+    from chatmemory import wiring
+    from chatmemory.services.auto_recall import Recalled, build_block
+
+    budget = wiring.chat_policy(world.settings).auto_recall.token_budget
+    hits = []
+    for query, _, ranked, gold in rows:
+        block, items = build_block(ranked, budget, query, weights) if ranked else ("", [])
+        recalled = Recalled(query, block=block, items=items)
+        hits.append(bool(evidence_found(recalled, conversation, gold, world.memory)))
+    return hits
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo-dev.json"))
+    parser.add_argument("--conversations", default="conv-26,conv-30", help="fit on these")
+    parser.add_argument("--loco", action="store_true", help="leave one conversation out")
+    parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    args = parser.parse_args()
+    from moto import mock_aws
+
+    from chatmemory.services.auto_recall import LINE_WEIGHTS
+
+    _aws_env()
+    started = time.perf_counter()
+    train = [c.strip() for c in args.conversations.split(",") if c.strip()]
+    with mock_aws():
+        world = build(args.data)
+        rows = examples(world)
+        weights = fit([row for user in train for row in rows[user]])
+
+        def score(users: list[str], with_weights: Any) -> float:
+            hits = [
+                hit
+                for c in world.conversations
+                if c.user in users
+                for hit in evidence_in_prompt(world, c, rows[c.user], with_weights)
+            ]
+            return round(sum(hits) / max(len(hits), 1), 3)
+
+        others = [c.user for c in world.conversations if c.user not in train]
+        result: dict[str, Any] = {
+            "fitted_on": train,
+            "weights": {f.name: getattr(weights, f.name) for f in fields(weights)},
+            "evidence_in_prompt_fitted_on": score(train, weights),
+            "evidence_in_prompt_held_out": score(others, weights),
+            "shipped_weights_held_out": score(others, LINE_WEIGHTS),
+            "window_order_held_out": score(others, None),
+        }
+        if args.loco:
+            hits = []
+            for conversation in world.conversations:
+                held = fit([r for u, rs in rows.items() if u != conversation.user for r in rs])
+                hits += evidence_in_prompt(world, conversation, rows[conversation.user], held)
+            result["evidence_in_prompt_leave_one_out"] = round(sum(hits) / len(hits), 3)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    print(f"LINE_WEIGHTS = {weights!r}")
+    for key, value in result.items():
+        if key != "weights":
+            print(f"{key}: {value}")
+    if args.json:
+        print(json.dumps(result))
+
+
+if __name__ == "__main__":
+    main()
