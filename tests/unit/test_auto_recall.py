@@ -319,7 +319,14 @@ def test_every_piece_has_one_feature_per_weight() -> None:
 
     pieces = piece_features([(window, 2.0), (record, 1.0)], "When did Melanie paint?")
 
-    assert [len(features) for _, features in pieces] == [len(fields(LineWeights))] * 3
+    names = [f.name for f in fields(LineWeights)]
+    assert [len(features) for _, features in pieces] == [len(names)] * 3
+    caroline, melanie, tea = (dict(zip(names, f, strict=True)) for _, f in pieces)
+    assert (caroline["window"], tea["window"]) == (1.0, 0.5)
+    assert (caroline["record"], tea["record"]) == (0.0, 1.0)
+    assert (caroline["speaker_named"], caroline["other_named"]) == (0.0, 1.0)
+    assert (melanie["speaker_named"], melanie["other_named"]) == (1.0, 0.0)
+    assert (melanie["question"], melanie["line_for_when"], tea["line_for_when"]) == (1.0, 1.0, 0.0)
 
 
 def test_the_answer_after_the_line_that_asks_goes_in_before_the_rest_of_the_best_window() -> None:
