@@ -204,9 +204,6 @@ class LineWeights:
     time_for_when: float
     line_for_when: float
 
-    def score(self, features: Sequence[float]) -> float:
-        return sum(w * f for w, f in zip(astuple(self), features, strict=True))
-
 
 # Printed by `python -m bench.fit_line_weights --conversations conv-26,conv-30`.
 LINE_WEIGHTS = LineWeights(
@@ -239,7 +236,7 @@ class AutoRecallPolicy:
     # Memories below this share of the best one's score are left out.
     relative_floor: float = 0.5
     # How each line of a window and each record is worth its place in the block (LineWeights).
-    line_weights: LineWeights = field(default_factory=lambda: LINE_WEIGHTS)
+    line_weights: LineWeights = LINE_WEIGHTS
     # Gate 2: quiet when the best small-talk phrasing is closer than the best memory minus this.
     small_talk_margin: float = 0.0
     # Words weigh twice meaning: all-MiniLM-L6-v2 alone put a gold turn in the prompt for 0.51
@@ -350,8 +347,11 @@ def _term_share(query: str, text: str) -> float:
     wanted = {_stem(w) for w in content_terms(query)}
     if not wanted:
         return 0.0
-    have = {_stem(w) for w in _WORD.findall(text.lower())}
-    return len(wanted & have) / len(wanted)
+    return len(wanted & _stems(text)) / len(wanted)
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(w) for w in _WORD.findall(text.lower())}
 
 
 def _stem(word: str) -> str:
@@ -475,10 +475,6 @@ def _speaker(line: str) -> str:
     return label.strip().lower() if colon else ""
 
 
-def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower())}
-
-
 def piece_features(
     ranked: Sequence[tuple[MemoryDoc, float]], query: str
 ) -> list[tuple[_Piece, tuple[float, ...]]]:
@@ -493,7 +489,7 @@ def piece_features(
     total = sum(rarity.values()) or 1.0
 
     def words(text: str) -> float:
-        return sum(rarity[w] for w in wanted & _stems(text)) / total if text else 0.0
+        return sum(rarity[w] for w in wanted & _stems(text)) / total
 
     lowered = query.lower()
     when = 1.0 if _WHEN.match(query) else 0.0
@@ -508,15 +504,16 @@ def piece_features(
             continue
         lines = [ln for ln in doc.text.splitlines() if ln.strip()]
         speakers = {_speaker(ln) for ln in lines} - {""}
+        matched = [words(ln) for ln in lines]
         for i, (position, line) in enumerate(_placed(doc, lines)):
             if line in out:  # `ranked` is best first: the first window holding a line is its best
                 continue
             speaker = _speaker(line)
             features = (
                 window,
-                words(line),
-                words(lines[i - 1] if i else ""),
-                words(lines[i + 1] if i + 1 < len(lines) else ""),
+                matched[i],
+                matched[i - 1] if i else 0.0,
+                matched[i + 1] if i + 1 < len(lines) else 0.0,
                 1.0 if speaker and speaker in lowered else 0.0,
                 1.0 if any(s in lowered for s in speakers - {speaker}) else 0.0,
                 0.0,
@@ -537,9 +534,9 @@ def build_block(
 ) -> tuple[str, list[RecalledItem]]:
     """The memory block within `budget` tokens (header included), filled piece by piece.
 
-    Pieces are the lines of the windows and the records; each is worth `weights.score` of its
-    features (`piece_features`), or without weights its window's score, and they go in best
-    first while they fit. So the block holds the lines most likely to answer from several
+    Pieces are the lines of the windows and the records; each is worth the sum of `weights`
+    times its features (`piece_features`), or without weights its window's score, and they go
+    in best first while they fit. So the block holds the lines most likely to answer from several
     windows rather than the best window whole (windows are about 230 tokens on LoCoMo, the
     budget 400: whole windows left half of it unused or spent on the second-best window's
     least useful lines). The lines of one session form one dated excerpt in transcript order,
@@ -547,8 +544,9 @@ def build_block(
     left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
     scored = piece_features(ranked, query)
     if weights is not None:
+        coefficients = astuple(weights)
         for piece, features in scored:
-            piece.score = weights.score(features)
+            piece.score = sum(w * f for w, f in zip(coefficients, features, strict=True))
     adjacent: set[tuple[str, str]] = set()
     for doc, _ in ranked:
         if doc.kind == MemoryKind.CHUNK and doc.session_id:
