@@ -83,3 +83,30 @@ def test_sessions_only_leaves_out_profile_records() -> None:
     words = index.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice", sessions_only=True)
     assert [c.doc.doc_key for c in words] == ["s1"]
     assert len(index.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice")) == 2
+
+
+class _DeletedBeforeFetch(EmbeddedLongTermIndex):
+    """Another process deletes a session between this search's match and its fetch of the
+    matched documents (two statements: make run's second handler process or its consolidation
+    worker can write in between)."""
+
+    writer: EmbeddedLongTermIndex
+
+    def _docs(self, ids: list[int]):  # type: ignore[no-untyped-def]
+        self.writer.delete_session("alice", "gone")
+        return super()._docs(ids)
+
+
+def test_a_document_deleted_between_match_and_fetch_is_left_out_of_both_searches(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "memory.sqlite3"
+    reader = _DeletedBeforeFetch(path)
+    reader.writer = EmbeddedLongTermIndex(path)
+    for search in (
+        lambda: reader.lexical_search(MEMORY_INDEX, "gone or kept", 5, "alice"),
+        lambda: reader.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice"),
+    ):
+        reader.writer.upsert(MEMORY_INDEX, [_doc("gone", [1.0, 0.0]), _doc("kept", [0.9, 0.1])])
+
+        assert [c.doc.doc_key for c in search()] == ["kept"]

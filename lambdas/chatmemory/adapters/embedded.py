@@ -141,7 +141,11 @@ class EmbeddedLongTermIndex:
                 return []
         top = np.argsort(-scores)[:k] if len(scores) <= k else _top_k(scores, k)
         found = self._docs([int(ids[i]) for i in top])
-        return [Candidate(doc=found[int(ids[i])], vector_score=float(scores[i])) for i in top]
+        return [
+            Candidate(doc=found[int(ids[i])], vector_score=float(scores[i]))
+            for i in top
+            if int(ids[i]) in found
+        ]
 
     def lexical_search(
         self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
@@ -166,7 +170,9 @@ class EmbeddedLongTermIndex:
                 (f"owner : {owner} AND text : ({query})", k),
             ).fetchall()
         found = self._docs([r[0] for r in rows])
-        return [Candidate(doc=found[r[0]], lexical_score=float(r[1])) for r in rows]
+        return [
+            Candidate(doc=found[r[0]], lexical_score=float(r[1])) for r in rows if r[0] in found
+        ]
 
     def hybrid_search(
         self,
@@ -243,6 +249,9 @@ class EmbeddedLongTermIndex:
         return cached
 
     def _docs(self, ids: list[int]) -> dict[int, MemoryDoc]:
+        """The documents of these ids that still exist. A search matches, then fetches, in two
+        statements; another process (make run's second handler, the consolidation worker) may
+        delete or replace a document in between, and a deleted document is no result."""
         if not ids:
             return {}
         marks = ",".join("?" * len(ids))
