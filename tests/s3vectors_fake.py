@@ -3,7 +3,8 @@ S3 Vectors adapter (moto has the control plane but no QueryVectors).
 
 Requests are serialized by botocore exactly as for AWS and caught before they are sent; answers
 are JSON bodies (and error types in `x-amzn-errortype`) that botocore parses as it would the
-service's. The documented limits are enforced: 500 vectors per PutVectors and DeleteVectors,
+service's. The documented limits are enforced: a request body up to 20 MiB, 500 vectors per
+PutVectors and DeleteVectors,
 100 keys per GetVectors, topK up to 100, keys up to 1,024 characters, 2 KB of filterable and
 40 KB of all metadata per vector (counted as the adapter counts them: keys and values as
 JSON with non-ASCII characters escaped),
@@ -79,6 +80,8 @@ class FakeS3Vectors:
         body = json.loads(raw.decode() if isinstance(raw, bytes) else raw)
         self.calls.append((operation, body))
         try:
+            if len(raw) > 20 * 1024 * 1024:
+                raise Refused("ValidationException", 413, "request payload over 20 MiB")
             for failure in list(self._failures):
                 if failure[0] == operation:
                     self._failures.remove(failure)

@@ -386,6 +386,40 @@ def test_upsert_sends_one_bulk_request_with_doc_key_as_id(exchange: Exchange) ->
     ]
 
 
+def _bulk_reply(count: int) -> dict[str, Any]:
+    item = {"index": {"_index": "conversation-memories", "status": 201, "result": "created"}}
+    return {
+        "status": 200,
+        "headers": {"content-type": "application/json"},
+        "body": {"took": 1, "errors": False, "items": [item] * count},
+    }
+
+
+def test_upsert_cuts_bulk_requests_at_the_domains_payload_limit(exchange: Exchange) -> None:
+    # 130 windows of a long session at 4,096 dimensions are about 11 MB of NDJSON: a domain of
+    # t3 instances refuses a request over 10 MiB (413). Failed before the fix: one request.
+    docs = [
+        MemoryDoc(
+            doc_key=f"sess-1#chunk-{n}",
+            user_id="user-a",
+            kind="chunk",
+            text=f"user: turn {n}",
+            created_at="2024-05-01T10:00:00Z",
+            embedding=[0.123456789012345678 + n / 1e6] * 4096,
+            session_id="sess-1",
+        )
+        for n in range(130)
+    ]
+    index = make_index(exchange, *[_bulk_reply(n) for n in (122, 8)])
+
+    index.upsert(schema.MEMORY_INDEX, docs)
+
+    sizes = [len(sent.body.encode()) for sent in exchange.sent if sent.body]
+    assert len(sizes) == 2 and max(sizes) <= 10 * 1024 * 1024
+    keys = [line["index"]["_id"] for sent in exchange.sent for line in sent.ndjson()[::2]]
+    assert keys == [d.doc_key for d in docs]  # every document once, in order
+
+
 def test_upsert_of_nothing_sends_no_request(exchange: Exchange) -> None:
     index = make_index(exchange)
 

@@ -168,6 +168,31 @@ def test_upsert_writes_500_vectors_a_request_and_a_key_given_twice_once(faked: A
     assert "rewritten" in written and "turn 1" not in written  # the last of one key wins
 
 
+def test_upsert_cuts_put_vectors_at_the_request_payload_limit() -> None:
+    # 400 windows of 1,024 dimensions whose texts fill the metadata are about 24 MB as JSON,
+    # over the 20 MiB a request may carry. Failed before the fix (batches of 500 by count
+    # only: one request, refused).
+    s3vectors = client()
+    fake = FakeS3Vectors(s3vectors, BUCKET)
+    index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=1024)
+    index.ensure_indexes()
+    docs = [
+        summary(
+            doc_key=f"sess-1#chunk-{n}",
+            kind="chunk",
+            text="word " * 8_000,
+            embedding=[0.1234567890123456 + n / 1e9] * 1024,
+        )
+        for n in range(400)
+    ]
+
+    index.upsert(MEMORY_INDEX, docs)
+
+    puts = [body for operation, body in fake.calls if operation == "PutVectors"]
+    assert len(puts) == 2 and sum(len(body["vectors"]) for body in puts) == 400
+    assert len(fake.keys(MEMORY_INDEX)) == 400
+
+
 def test_a_passage_has_no_owner_and_a_users_entry_is_refused_among_passages(stubbed: Any) -> None:
     index, stubber = stubbed
     passage = MemoryDoc(

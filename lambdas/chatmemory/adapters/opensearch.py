@@ -13,7 +13,7 @@ from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth, Urllib3HttpConnecti
 from opensearchpy.exceptions import ConnectionError as TransportConnectionError
 from opensearchpy.exceptions import NotFoundError, RequestError, TransportError
 
-from chatmemory import schema
+from chatmemory import limits, schema
 from chatmemory.errors import LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, MemoryDoc
 
@@ -111,11 +111,27 @@ class OpenSearchLongTermIndex:
             self._client.indices.put_mapping(index=name, body={"properties": missing})
 
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None:
-        """Index `docs` in one bulk request, each under its deterministic `doc_key`."""
+        """Index `docs` under their deterministic `doc_key`s, in as few bulk requests as the
+        domain's request size allows (limits.OPENSEARCH_BULK: a long session's windows at
+        4,096 dimensions are tens of MB, and a domain of the smallest instance types refuses
+        more than 10 MiB a request with a 413)."""
         if not docs:
             return
         name = self._name(index)
-        lines: list[dict[str, Any]] = []
+        serializer = self._client.transport.serializer
+        entries = [(doc, self._bulk_lines(serializer, doc)) for doc in docs]
+        for batch in limits.batches(entries, lambda e: len(e[1]), limits.OPENSEARCH_BULK):
+            self._bulk(name, [doc for doc, _ in batch], b"".join(lines for _, lines in batch))
+
+    def _bulk_lines(self, serializer: Any, doc: MemoryDoc) -> bytes:
+        """A document's action and source lines of a bulk body (NDJSON), as sent."""
+        action: dict[str, Any] = {} if self._serverless else {"_id": doc.doc_key}
+        return (
+            serializer.dumps({"index": action}) + "\n" + serializer.dumps(_source(doc)) + "\n"
+        ).encode()
+
+    def _bulk(self, name: str, docs: Sequence[MemoryDoc], body: bytes) -> None:
+        """One bulk request of `docs` (`body` is their NDJSON lines)."""
         with _translated(f"index into {name}"):
             if self._serverless:
                 # Vector collections reject a custom _id, so an overwrite is "delete the doc_keys,
@@ -124,9 +140,6 @@ class OpenSearchLongTermIndex:
                 # and Serverless makes writes searchable only after a delay, so a redelivery
                 # within seconds of the first write may not see it and can leave a duplicate.
                 self._delete_where(name, {"terms": {"doc_key": [d.doc_key for d in docs]}})
-            for doc in docs:
-                action: dict[str, Any] = {} if self._serverless else {"_id": doc.doc_key}
-                lines += [{"index": action}, _source(doc)]
             # refresh=wait_for: the call returns once the documents are searchable, so a
             # delete-by-query that follows sees them. Every writer that may race a deletion
             # checks liveness after its write and deletes again (consolidation's compensation,
@@ -137,7 +150,7 @@ class OpenSearchLongTermIndex:
             # The index is in the path (POST /<index>/_bulk), never in the body: IAM can then
             # allow each function the bulk path of its own index only, and the domain refuses
             # an index named in a body (rest.action.multi.allow_explicit_index=false).
-            reply = self._client.bulk(body=lines, index=name, params=params)
+            reply = self._client.bulk(body=body, index=name, params=params)
         if reply.get("errors"):
             # Items come back in the order of the actions, so each one names its document.
             failed = [

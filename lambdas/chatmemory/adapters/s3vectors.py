@@ -42,18 +42,17 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as SDKConnectionError
 
-from chatmemory import schema
+from chatmemory import limits, schema
 from chatmemory.errors import ConfigurationError, LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, MemoryDoc
 from chatmemory.services.lexical import rescore
 
-MAX_KEY_CHARS = 1024
-MAX_PUT = 500
-MAX_DELETE = 500
-MAX_GET = 100
-MAX_TOP_K = 100
-METADATA_BYTES = 40 * 1024
-FILTERABLE_BYTES = 2 * 1024
+MAX_KEY_CHARS = limits.S3VECTORS_KEY_CHARS
+MAX_DELETE = limits.S3VECTORS_DELETE.count
+MAX_GET = limits.S3VECTORS_GET_KEYS
+MAX_TOP_K = limits.S3VECTORS_TOP_K
+METADATA_BYTES = limits.S3VECTORS_METADATA_BYTES
+FILTERABLE_BYTES = limits.S3VECTORS_FILTERABLE_METADATA_BYTES
 # Kept free of the 40 KB: how the service counts a vector's metadata is not published to the
 # byte, so the adapter counts high (keys, and values as JSON with every non-ASCII character
 # escaped, as botocore sends them: "é" counts 6 bytes) and stays this far below the limit.
@@ -146,20 +145,19 @@ class S3VectorsLongTermIndex:
     # --- writes --------------------------------------------------------------------------------
 
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None:
-        """PutVectors in batches of 500; an entry's key is derived from its owner and doc_key,
-        so a retried write overwrites (of one key twice in `docs`, the last is written)."""
+        """PutVectors in batches within the request limits (500 vectors and 20 MiB: 500 vectors
+        of 4,096 dimensions are about 40 MB as JSON); an entry's key is derived from its owner
+        and doc_key, so a retried write overwrites (of one key twice in `docs`, the last is
+        written)."""
         vectors = {}
         for doc in docs:
             if index == schema.PASSAGE_INDEX and doc.user_id != schema.SHARED_OWNER:
                 raise ValueError(f"a user's entry ({doc.doc_key}) has no place among passages")
             vectors[vector_key(doc.user_id, doc.doc_key)] = self._vector(doc)
-        batch = list(vectors.values())
-        for start in range(0, len(batch), MAX_PUT):
+        for batch in limits.batches(list(vectors.values()), _json_bytes, limits.S3VECTORS_PUT):
             with _translated(f"write to {index}"):
                 self._client.put_vectors(
-                    vectorBucketName=self._bucket,
-                    indexName=index,
-                    vectors=batch[start : start + MAX_PUT],
+                    vectorBucketName=self._bucket, indexName=index, vectors=batch
                 )
 
     def _vector(self, doc: MemoryDoc) -> dict[str, Any]:

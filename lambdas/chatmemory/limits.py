@@ -1,0 +1,99 @@
+"""The documented limits of the AWS services the runtime calls, in one place, and the batching
+that keeps every bulk request within them by count and by bytes.
+
+Plain data (no boto3): the adapters batch with these, and the AWS contract check in the test
+suite (tests/aws) judges every recorded request by the same numbers. Each value names its
+source; where a service documents several values, the smallest one that applies to a supported
+configuration is used (an OpenSearch domain of the smallest instance types accepts 10 MiB per
+request, larger ones 100 MiB: batches of 10 MiB work on all of them).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+T = TypeVar("T")
+
+MiB = 1024 * 1024
+
+
+@dataclass(frozen=True)
+class BatchLimit:
+    """How much one request may carry: at most `count` items and `bytes` of payload (the
+    serialized request body, `overhead` of which is taken by what surrounds the items)."""
+
+    count: int
+    bytes: int
+    overhead: int = 0
+
+
+# --- DynamoDB (Developer Guide, "Service, account, and table quotas in Amazon DynamoDB") -------
+DYNAMODB_ITEM_BYTES = 400 * 1024  # one item, attribute names included
+DYNAMODB_BATCH_WRITE = BatchLimit(count=25, bytes=16 * MiB)
+DYNAMODB_BATCH_GET = BatchLimit(count=100, bytes=16 * MiB)
+DYNAMODB_TRANSACTION = BatchLimit(count=100, bytes=4 * MiB)
+DYNAMODB_PARTITION_KEY_BYTES = 2048
+DYNAMODB_SORT_KEY_BYTES = 1024
+DYNAMODB_NUMBER_DIGITS = 38  # significant digits of a Number
+DYNAMODB_EXPRESSION_BYTES = 4096  # each expression string
+
+# --- Amazon S3 Vectors (S3 User Guide, "Limitations and restrictions") --------------------------
+S3VECTORS_PUT = BatchLimit(count=500, bytes=20 * MiB, overhead=1024)
+S3VECTORS_DELETE = BatchLimit(count=500, bytes=20 * MiB, overhead=1024)
+S3VECTORS_GET_KEYS = 100
+S3VECTORS_TOP_K = 100
+S3VECTORS_KEY_CHARS = 1024
+S3VECTORS_METADATA_BYTES = 40 * 1024
+S3VECTORS_FILTERABLE_METADATA_BYTES = 2 * 1024
+S3VECTORS_METADATA_KEYS = 50
+S3VECTORS_MAX_DIMENSION = 4096
+
+# --- Amazon OpenSearch Service (Developer Guide, "Network quotas": the maximum size of HTTP
+# request payloads is 10 MiB on t2 and t3 instance types, 100 MiB on the others). Serverless
+# collections are held to the same 10 MiB. -----------------------------------------------------
+OPENSEARCH_SMALL_INSTANCE_BYTES = 10 * MiB
+OPENSEARCH_LARGE_INSTANCE_BYTES = 100 * MiB
+OPENSEARCH_BULK = BatchLimit(count=500, bytes=OPENSEARCH_SMALL_INSTANCE_BYTES)
+
+
+def opensearch_payload_limit(instance_type: str) -> int:
+    """The request payload a domain of `instance_type` ("t3.small.search") accepts."""
+    family = instance_type.split(".", 1)[0]
+    small = family in ("t2", "t3") or instance_type == "m3.medium.search"
+    return OPENSEARCH_SMALL_INSTANCE_BYTES if small else OPENSEARCH_LARGE_INSTANCE_BYTES
+
+
+# --- Amazon EventBridge (User Guide, "Amazon EventBridge quotas": PutEvents) ---------------------
+EVENTBRIDGE_PUT_EVENTS = BatchLimit(count=10, bytes=256 * 1024)
+
+# --- Amazon SageMaker (Developer Guide, "Amazon SageMaker endpoints and quotas") ----------------
+SAGEMAKER_REALTIME_PAYLOAD_BYTES = 6 * MiB  # InvokeEndpoint request and response
+SAGEMAKER_SERVERLESS_PAYLOAD_BYTES = 4 * MiB
+
+# --- Amazon Bedrock (Converse and InvokeModel request bodies) -----------------------------------
+BEDROCK_REQUEST_BYTES = 25 * MiB
+
+
+def batches(
+    items: Sequence[T], size_of: Callable[[T], int], limit: BatchLimit
+) -> Iterator[list[T]]:
+    """`items` in order, cut into runs that each fit `limit`: at most `limit.count` items whose
+    sizes (as `size_of` counts them, separators included) add up to at most `limit.bytes`
+    with the overhead. An item too large for a request on its own raises ValueError: no split
+    can send it."""
+    room = limit.bytes - limit.overhead
+    batch: list[T] = []
+    used = 0
+    for item in items:
+        size = size_of(item)
+        if size > room:
+            raise ValueError(f"one item of {size} bytes is more than a request may carry ({room})")
+        if batch and (len(batch) == limit.count or used + size > room):
+            yield batch
+            batch, used = [], 0
+        batch.append(item)
+        used += size
+    if batch:
+        yield batch
