@@ -67,7 +67,9 @@ class ChatApi(Construct):
         )
         # Exactly the calls of the chat routes (chatmemory/adapters/dynamodb.py): BatchGetItem
         # reads a session with its caller's state; a new session's transaction checks the
-        # caller's generation (ConditionCheckItem); an import writes turns in batches.
+        # caller's generation (ConditionCheckItem); an import writes turns in batches. Every
+        # chat answer's transaction (complete_stack) and a hand-off's (mark_for_agent) check
+        # the session in one of their items (ConditionCheckItem on sessions).
         storage.grant(
             self.handler,
             storage.sessions,
@@ -76,6 +78,7 @@ class ChatApi(Construct):
             "dynamodb:Query",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
+            "dynamodb:ConditionCheckItem",
         )
         storage.grant(
             self.handler,

@@ -153,7 +153,14 @@ class LongTermMemory(Construct):
         )
         self._grant_setup()
         self.provider = self._provider()
-        body = json.dumps(schema.long_term_index_body(config.embed_dimension), sort_keys=True)
+        # What the setup writes: the index bodies and (on a domain) the runtime's security role.
+        body = json.dumps(
+            [
+                schema.long_term_index_body(config.embed_dimension),
+                schema.OPENSEARCH_RUNTIME_ROLE_BODY,
+            ],
+            sort_keys=True,
+        )
         # Not "Indexes" as before the Provider: CloudFormation never changes a custom resource's
         # service token, so the resource is replaced (handlers/index_setup.py answers the old
         # one's Delete).
@@ -163,7 +170,7 @@ class LongTermMemory(Construct):
             service_token=self.provider.service_token,
             resource_type="Custom::LongTermIndexes",
             properties={
-                # A new mapping or role list re-runs the setup (an Update event).
+                # A new mapping, security role or role list re-runs the setup (an Update).
                 "IndexBodySha256": hashlib.sha256(body.encode()).hexdigest(),
                 "RuntimeRoleArns": Lazy.list(self._runtime_roles),
             },

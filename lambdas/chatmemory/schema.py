@@ -570,6 +570,21 @@ LONG_TERM_INDEXES = (MEMORY_INDEX, PASSAGE_INDEX)
 # On a managed domain with fine-grained access control, the Lambdas' IAM roles are mapped to this
 # OpenSearch security role (read/write on the indexes above only) by the index-setup resource.
 OPENSEARCH_RUNTIME_ROLE = "chatmemory_runtime"
+# Document reads and writes (search, bulk, delete-by-query) on the two indexes, and the
+# cluster-level half of bulk and multi-search; no index creation, mapping or admin rights but
+# one: a delete-by-query with refresh=true (the adapter's, so searches stop seeing what was
+# deleted when the request returns) ends with a refresh of its own, indices:admin/refresh,
+# which `crud` does not include (the security plugin refuses it with 403).
+OPENSEARCH_RUNTIME_ROLE_BODY: dict[str, Any] = {
+    "description": "Chat memory Lambdas: read and write long-term memory documents",
+    "cluster_permissions": ["cluster_composite_ops"],
+    "index_permissions": [
+        {
+            "index_patterns": list(LONG_TERM_INDEXES),
+            "allowed_actions": ["crud", "indices:admin/refresh*"],
+        }
+    ],
+}
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
 # Amazon S3 Vectors: the vector bucket holding one vector index per LONG_TERM_INDEXES name

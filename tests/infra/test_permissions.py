@@ -27,6 +27,7 @@ import pytest
 
 from chatmemory import schema
 from stacks.config import Config
+from stacks.models import DEFAULT_TEXT_MODEL
 from tests.infra.synth import VARIANTS, Synth, render, statements
 
 CONFIG = Config()
@@ -95,11 +96,15 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # its entry back (delete_documents: delete by query), delete_record marks it
     # (mark_record_deleting: UpdateItem). Auto-recall (services/auto_recall.py): one _msearch
     # of the memory index per turn, then live (BatchGetItem over sessions and records).
+    # Every chat answer (complete_stack) and a hand-off of waiting messages (mark_for_agent)
+    # is a transaction with a ConditionCheck item on the session (ConditionCheckItem).
     # Hand-off to a person (issue 16): the agents' queue is a Query of the sessions table's
     # handoff-sessions index (sessions/index/* below); each hand-off and hand-back publishes one
     # event on the stack's bus (PutEvents, on that bus only).
     "Chat": runtime(
-        **sessions("GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem"),
+        **sessions(
+            "GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "ConditionCheckItem"
+        ),
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem"),
@@ -221,9 +226,18 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
     endpoint = "arn:${AWS::Partition}:sagemaker:${AWS::Region}:${AWS::AccountId}:endpoint/"
     names[endpoint + CONFIG.text_endpoint.lower()] = "text endpoint"
     names[endpoint + CONFIG.embed_endpoint.lower()] = "embed endpoint"
-    model = "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/"
-    names[model + stack.config.text_model_id] = "text model"
-    names[model + stack.config.embed_model_id] = "embed model"
+    model = "arn:${AWS::Partition}:bedrock:"
+    mapping = stack.models.node.try_find_child("DefaultModelGeography")
+    if mapping is not None:
+        # The default text model: the inference profile of the region's geography, and its
+        # model in every region the profile may send a request to.
+        geography = f"${{{stack.get_logical_id(mapping)}[${{AWS::Region}}].prefix}}"
+        profile = f"${{AWS::Region}}:${{AWS::AccountId}}:inference-profile/{geography}"
+        names[f"{model}{profile}.{DEFAULT_TEXT_MODEL}"] = "text model"
+        names[f"{model}*::foundation-model/{DEFAULT_TEXT_MODEL}"] = "text model"
+    names[f"{model}${{AWS::Region}}::foundation-model/{stack.config.embed_model_id}"] = (
+        "embed model"
+    )
     long_term = stack.long_term
     if long_term.setup_function is not None:
         setup = f"${{{synth.logical_id(long_term.setup_function)}.Arn}}"
@@ -419,17 +433,16 @@ def test_ingest_writes_only_verified_passages_and_redrive_only_memories(default:
 
 def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -> None:
     bedrock = synth_cache(modelMode="bedrock", powertoolsLayerVersion="latest")
-    prefix = "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/"
-    text = prefix + CONFIG.text_model_id
-    embed = prefix + CONFIG.embed_model_id
+    label = _labeller(bedrock, bedrock.stack.api.handler)
     models = {}
     for name, function in bedrock.stack.functions.functions.items():
         found = set()
         for statement in statements(bedrock, _role_id(bedrock, function)):
             if any(a.startswith(("bedrock:", "sagemaker:")) for a in statement["Action"]):
                 assert statement["Action"] == ["bedrock:InvokeModel"], name
-                found.update(statement["Resource"])
+                found.update(label(resource) for resource in statement["Resource"])
         models[name] = found
+    text, embed = "text model", "embed model"
     assert models == {
         "Chat": {text, embed},
         "Consolidate": {text, embed},

@@ -11,15 +11,7 @@ from typing import Any
 
 from chatmemory import schema
 
-# Document reads and writes (search, bulk, delete-by-query) on the two indexes, and the
-# cluster-level half of bulk and multi-search; no index creation, mapping or admin rights.
-RUNTIME_ROLE_BODY: dict[str, Any] = {
-    "description": "Chat memory Lambdas: read and write long-term memory documents",
-    "cluster_permissions": ["cluster_composite_ops"],
-    "index_permissions": [
-        {"index_patterns": list(schema.LONG_TERM_INDEXES), "allowed_actions": ["crud"]}
-    ],
-}
+RUNTIME_ROLE_BODY = schema.OPENSEARCH_RUNTIME_ROLE_BODY
 
 
 class OpenSearchSecurity:
