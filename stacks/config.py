@@ -114,7 +114,10 @@ class Config:
     embed_endpoint: str = "jumpstart-dft-hf-textembedding-gpt-j-6b-fp16"
     embed_format: EmbedFormat = EmbedFormat.JUMPSTART_GPT_J
     embed_dimension: int = 4096
-    text_model_id: str = "amazon.nova-micro-v1:0"
+    # Bedrock ids: a foundation model, or a cross-region inference profile ("eu.<model id>").
+    # Empty: Amazon Nova Micro through the inference profile of the stack region's geography
+    # (stacks/models.py DEFAULT_MODEL_GEOGRAPHY: where the default models are known to run).
+    text_model_id: str = ""
     embed_model_id: str = "amazon.titan-embed-text-v2:0"
     # "deploy" mode: Hugging Face Hub model ids and container images.
     deploy_text_model: str = "Qwen/Qwen2.5-1.5B-Instruct"

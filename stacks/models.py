@@ -3,7 +3,7 @@ containers, or Amazon Bedrock. Functions may invoke only the configured endpoint
 
 from __future__ import annotations
 
-from aws_cdk import ArnFormat, Aws, CfnMapping, Stack
+from aws_cdk import ArnFormat, Aws, CfnMapping, CfnRule, CfnRuleAssertion, Fn, Stack, Token
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_sagemaker as sagemaker
@@ -34,6 +34,53 @@ TEI_REGISTRIES = {
 }  # fmt: skip
 
 
+# Bedrock: the default models of modelMode=bedrock, and where they run. Amazon Nova Micro is on
+# demand in us-east-1 only; elsewhere it is reached through the cross-region inference profile of
+# the region's geography ("eu.amazon.nova-micro-v1:0"), which Bedrock routes to the model in one
+# of the geography's regions. Titan Text Embeddings V2 is on demand in each region below. The
+# regions where both are known to work (Bedrock User Guide: "Supported foundation models" and
+# "Supported Regions and models for inference profiles"); a deployment elsewhere stops before it
+# creates anything and says to set textModelId and embedModelId (see DEFAULT_MODELS_RULE).
+DEFAULT_TEXT_MODEL = "amazon.nova-micro-v1:0"
+DEFAULT_EMBED_MODEL = "amazon.titan-embed-text-v2:0"
+DEFAULT_MODEL_GEOGRAPHY: dict[str, str] = {
+    "us-east-1": "us",
+    "us-west-2": "us",
+    "eu-central-1": "eu",
+    "ap-northeast-1": "apac",
+    "ap-south-1": "apac",
+    "ap-southeast-2": "apac",
+}
+# What each foundation model id named here runs on demand in (the contract check reads it).
+ON_DEMAND_REGIONS: dict[str, frozenset[str]] = {
+    DEFAULT_TEXT_MODEL: frozenset({"us-east-1"}),
+    DEFAULT_EMBED_MODEL: frozenset(DEFAULT_MODEL_GEOGRAPHY),
+}
+# The prefixes of cross-region (system-defined) inference profile ids: "<prefix>.<model id>".
+INFERENCE_PROFILE_PREFIXES = ("us", "eu", "apac", "global", "us-gov", "jp", "au", "ca")
+DEFAULT_MODELS_RULE = "DefaultModelsInRegion"
+
+
+def inference_profile(model_id: str) -> tuple[str, str] | None:
+    """(prefix, foundation model id) of a cross-region inference profile id, else None."""
+    prefix, _, rest = model_id.partition(".")
+    return (prefix, rest) if prefix in INFERENCE_PROFILE_PREFIXES and rest else None
+
+
+def default_text_model(region: str) -> str:
+    """The default text model's id in `region`: the inference profile of its geography."""
+    geography = DEFAULT_MODEL_GEOGRAPHY.get(region)
+    if geography is None:
+        raise ValueError(
+            f"the default Bedrock models are not known to run in {region}: set "
+            "chatmemory:textModelId and chatmemory:embedModelId to a text model (or its "
+            "inference profile id, such as eu.amazon.nova-micro-v1:0) and an embedding model "
+            f"that your account can invoke in {region}, or deploy to one of "
+            f"{', '.join(sorted(DEFAULT_MODEL_GEOGRAPHY))}"
+        )
+    return f"{geography}.{DEFAULT_TEXT_MODEL}"
+
+
 class Models(Construct):
     """The text and embedding models of the configured mode. `environment` is what the runtime
     reads; `grant_text` / `grant_embed` allow invoking exactly these models."""
@@ -44,28 +91,34 @@ class Models(Construct):
         stack = Stack.of(self)
         if config.model_mode == "bedrock":
             self._action = "bedrock:InvokeModel"  # Converse is authorized as InvokeModel
-            self.text_arn = self._foundation_model_arn(config.text_model_id)
-            self.embed_arn = self._foundation_model_arn(config.embed_model_id)
+            text_model_id = config.text_model_id or self._default_text_model()
+            self.text_arns = self._model_arns(text_model_id)
+            self.embed_arns = self._model_arns(config.embed_model_id)
             self.environment = {
                 schema.ENV_TEXT_BACKEND: schema.TextBackend.BEDROCK,
                 schema.ENV_EMBED_BACKEND: schema.EmbedBackend.BEDROCK,
-                schema.ENV_TEXT_MODEL_ID: config.text_model_id,
+                schema.ENV_TEXT_MODEL_ID: text_model_id,
                 schema.ENV_EMBED_MODEL_ID: config.embed_model_id,
             }
         else:
             self._action = "sagemaker:InvokeEndpoint"
             if config.model_mode == "deploy":
-                text_name, self.text_arn = self._deploy_text()
-                embed_name, self.embed_arn = self._deploy_embeddings()
+                text_name, text_arn = self._deploy_text()
+                embed_name, embed_arn = self._deploy_embeddings()
+                self.text_arns, self.embed_arns = [text_arn], [embed_arn]
             else:
                 text_name, embed_name = config.text_endpoint, config.embed_endpoint
                 # Endpoint ARNs use the lower-cased name.
-                self.text_arn = stack.format_arn(
-                    service="sagemaker", resource="endpoint", resource_name=text_name.lower()
-                )
-                self.embed_arn = stack.format_arn(
-                    service="sagemaker", resource="endpoint", resource_name=embed_name.lower()
-                )
+                self.text_arns = [
+                    stack.format_arn(
+                        service="sagemaker", resource="endpoint", resource_name=text_name.lower()
+                    )
+                ]
+                self.embed_arns = [
+                    stack.format_arn(
+                        service="sagemaker", resource="endpoint", resource_name=embed_name.lower()
+                    )
+                ]
             self.environment = {
                 schema.ENV_TEXT_BACKEND: schema.TextBackend.SAGEMAKER,
                 schema.ENV_EMBED_BACKEND: schema.EmbedBackend.SAGEMAKER,
@@ -77,22 +130,75 @@ class Models(Construct):
         self.environment[schema.ENV_EMBED_DIMENSION] = str(config.embed_dimension)
 
     def grant_text(self, function: lambda_.IFunction) -> None:
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=[self._action], resources=[self.text_arn])
-        )
+        self._grant(function, self.text_arns)
 
     def grant_embed(self, function: lambda_.IFunction) -> None:
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=[self._action], resources=[self.embed_arn])
-        )
+        self._grant(function, self.embed_arns)
 
-    def _foundation_model_arn(self, model_id: str) -> str:
-        if model_id.split(".", 1)[0] in ("us", "eu", "apac", "global", "us-gov", "jp", "au"):
-            raise ValueError(
-                f"{model_id!r} is a cross-region inference profile; configure a foundation "
-                "model id available on demand in the stack's region"
-            )
-        return f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}"
+    def _grant(self, function: lambda_.IFunction, arns: list[str]) -> None:
+        function.add_to_role_policy(iam.PolicyStatement(actions=[self._action], resources=arns))
+        role = function.role
+        assert role is not None
+        for arn in arns:
+            if ":bedrock:*::" in arn:
+                nag.wildcard(
+                    role,
+                    arn.replace(Aws.PARTITION, "<AWS::Partition>"),
+                    "A cross-region inference profile sends each request to its model in one of "
+                    "the profile's destination regions, chosen by Bedrock per request: the model "
+                    "must be allowed in each of them (the profile itself is allowed in the "
+                    "stack's region only).",
+                )
+
+    def _default_text_model(self) -> str:
+        """The default text model of the stack's region: resolved now when the stack names
+        its region (an unknown region stops the synth with what to set), else chosen by
+        CloudFormation from a mapping, with a rule that stops a deployment to a region
+        without the default models before anything is created."""
+        region = Stack.of(self).region
+        if not Token.is_unresolved(region):
+            return default_text_model(region)
+        mapping = CfnMapping(
+            self,
+            "DefaultModelGeography",
+            mapping={
+                region: {"prefix": prefix} for region, prefix in DEFAULT_MODEL_GEOGRAPHY.items()
+            },
+        )
+        CfnRule(
+            Stack.of(self),
+            DEFAULT_MODELS_RULE,
+            assertions=[
+                CfnRuleAssertion(
+                    assert_=Fn.condition_contains(sorted(DEFAULT_MODEL_GEOGRAPHY), Aws.REGION),
+                    assert_description=(
+                        "The default Bedrock models (Amazon Nova Micro through the region's "
+                        "cross-region inference profile, Titan Text Embeddings V2) are not known "
+                        "to run in this region. Set chatmemory:textModelId and "
+                        "chatmemory:embedModelId to models your account can invoke here (cdk "
+                        "deploy -c chatmemory:textModelId=... -c chatmemory:embedModelId=...), "
+                        f"or deploy to one of {', '.join(sorted(DEFAULT_MODEL_GEOGRAPHY))}."
+                    ),
+                )
+            ],
+        )
+        return Fn.join(".", [mapping.find_in_map(Aws.REGION, "prefix"), DEFAULT_TEXT_MODEL])
+
+    def _model_arns(self, model_id: str) -> list[str]:
+        """What InvokeModel (and Converse) must be allowed on for `model_id`: the foundation
+        model in the stack's region, or, for a cross-region inference profile, the profile
+        and its model in every region the profile may route a request to."""
+        profile = inference_profile(model_id) if not Token.is_unresolved(model_id) else None
+        if profile is None and not Token.is_unresolved(model_id):
+            return [f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}::foundation-model/{model_id}"]
+        foundation = profile[1] if profile else DEFAULT_TEXT_MODEL
+        return [
+            f"arn:{Aws.PARTITION}:bedrock:{Aws.REGION}:{Aws.ACCOUNT_ID}:inference-profile/"
+            f"{model_id}",
+            # Bedrock picks the destination region per request (a global profile's model ARN
+            # has no region at all, which '*' matches too).
+            f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{foundation}",
+        ]
 
     # --- "deploy" mode: Hugging Face containers -----------------------------------------------
 

@@ -16,6 +16,7 @@ from chatmemory.services.sentiment import MAX_ANSWER_TOKENS, sentiment_prompt
 from chatmemory.settings import Settings
 from scripts.cost.prices import PriceTable
 from scripts.cost.usage import Usage
+from stacks.models import inference_profile
 
 GB = 2**30
 TB = 2**40
@@ -175,12 +176,39 @@ def target(value: Any) -> str | None:
     return None
 
 
-def environment(function: Mapping[str, Any] | None) -> dict[str, str]:
-    """A function's plain environment variables (values CloudFormation resolves are left out)."""
+def environment(
+    function: Mapping[str, Any] | None,
+    mappings: Mapping[str, Any] | None = None,
+    region: str = "us-east-1",
+) -> dict[str, str]:
+    """A function's environment variables as deployed in `region`: plain values, and values
+    CloudFormation takes from the template's mappings by region (the default model of the
+    region); values only a deployment knows (table names, endpoints) are left out."""
     if function is None:
         return {}
     variables = function.get("Environment", {}).get("Variables", {})
-    return {key: value for key, value in variables.items() if isinstance(value, str)}
+    found = {}
+    for key, value in variables.items():
+        resolved = _regional(value, mappings or {}, region)
+        if resolved is not None:
+            found[key] = resolved
+    return found
+
+
+def _regional(value: Any, mappings: Mapping[str, Any], region: str) -> str | None:
+    """A plain value, Fn::Join of such values, or Fn::FindInMap keyed by AWS::Region."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Mapping) and "Fn::Join" in value:
+        separator, parts = value["Fn::Join"]
+        resolved = [_regional(part, mappings, region) for part in parts]
+        return None if None in resolved else separator.join(str(p) for p in resolved)
+    if isinstance(value, Mapping) and "Fn::FindInMap" in value:
+        name, first, second = value["Fn::FindInMap"]
+        if first == {"Ref": "AWS::Region"} and isinstance(second, str):
+            entry = mappings.get(name, {}).get(region, {}).get(second)
+            return None if entry is None else str(entry)
+    return None
 
 
 def schedule_minutes(expression: str) -> float:
@@ -218,7 +246,9 @@ class Pricer:
         self.chat = self.t.function("chat_api")
         # The runtime's own settings, parsed from the chat function's environment as at cold
         # start: backends, model ids, prompt and answer budgets, compaction interval.
-        self.settings = Settings.from_env(environment(self.chat))
+        self.settings = Settings.from_env(
+            environment(self.chat, body.get("Mappings"), prices.region)
+        )
         self.notes: list[str] = []
 
     # --- shared helpers ---------------------------------------------------------------------
@@ -586,6 +616,9 @@ class Pricer:
         return s.sentiment == SentimentMode.AUTO and s.text_backend != TextBackend.OFFLINE
 
     def _text_price(self, model_id: str) -> tuple[float, float]:
+        # A cross-region inference profile bills its model's on-demand price.
+        profile = inference_profile(model_id)
+        model_id = profile[1] if profile else model_id
         return (
             self.usd(f"bedrock.models.{model_id}.input") / 1000,
             self.usd(f"bedrock.models.{model_id}.output") / 1000,

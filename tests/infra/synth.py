@@ -99,7 +99,8 @@ def synthesize(outdir: Path, **settings: Any) -> Synth:
 
 def render(value: Any) -> Any:
     """A template value as readable text: `{"Ref": "X"}` -> "${X}", GetAtt -> "${X.Attr}",
-    Fn::Join of those -> one string. Lists and plain values pass through."""
+    FindInMap -> "${Map[key].name}", Fn::Join of those -> one string. Lists and plain values
+    pass through."""
     if isinstance(value, list):
         return [render(item) for item in value]
     if isinstance(value, dict) and len(value) == 1:
@@ -111,6 +112,9 @@ def render(value: Any) -> Any:
         if function == "Fn::Join":
             separator, parts = argument
             return separator.join(str(render(part)) for part in parts)
+        if function == "Fn::FindInMap":
+            mapping, first, second = argument
+            return f"${{{mapping}[{render(first)}].{render(second)}}}"
     return value
 
 

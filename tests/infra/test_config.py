@@ -38,12 +38,12 @@ RUNTIME_FIELDS = {
 }
 # Deployed defaults that differ from the runtime's on purpose (see the comments in
 # stacks/config.py): the runtime has no endpoint or model to default to, embeds offline (384
-# dimensions) and allows no browser origin unless told.
+# dimensions) and allows no browser origin unless told. (The text model id is empty in both: the
+# deployment picks the model of its region, stacks/models.py.)
 DEPLOYED_DIFFERS = {
     "text_endpoint",
     "embed_endpoint",
     "embed_dimension",
-    "text_model_id",
     "embed_model_id",
     "cors_origins",
 }

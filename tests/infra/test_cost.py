@@ -19,6 +19,7 @@ from scripts.cost.prices import PRICES_FILE, Fact, Price, PriceTable, load, tabl
 from scripts.cost.report import json_line, readme_current, readme_section
 from scripts.cost.usage import BASIS, Usage, described
 from stacks.config import Config
+from stacks.models import DEFAULT_TEXT_MODEL
 from tests.infra.synth import Synth
 
 Synthesize = Callable[..., Synth]
@@ -92,7 +93,8 @@ def test_a_price_without_a_unit_or_a_source_is_refused(tmp_path: Path) -> None:
 def test_every_default_of_stacks_config_that_bills_has_a_price() -> None:
     config = Config()
     production = Config.from_mapping({"stage": "prod"})
-    for model in (config.text_model_id,):
+    # The text model of the region's default (an inference profile bills its model's price).
+    for model in (config.text_model_id or DEFAULT_TEXT_MODEL,):
         assert PRICES.has(f"bedrock.models.{model}.input")
         assert PRICES.has(f"bedrock.models.{model}.output")
     assert PRICES.has(f"bedrock.models.{config.embed_model_id}.input")
@@ -221,8 +223,11 @@ def test_a_turn_uses_the_chat_functions_memory_and_the_runtimes_token_budgets(
         if p.get("Handler", "").startswith("handlers.chat_api.")
     ]
     assert f"{chat['MemorySize']} MB" in " ".join(i.what for i in estimates["bedrock"].turn)
-    model = pricer.settings.text_model_id
-    (text,) = [i for i in estimates["bedrock"].turn if i.what.startswith(model)]
+    # In us-east-1 (the price table's region) the default text model is Nova Micro through
+    # the US inference profile, billed at the model's price.
+    assert pricer.settings.text_model_id == f"us.{DEFAULT_TEXT_MODEL}"
+    (text,) = [i for i in estimates["bedrock"].turn if i.what.startswith("us.")]
+    model = DEFAULT_TEXT_MODEL
     assert text.usd == pytest.approx(
         pricer.settings.prompt_token_budget * PRICES.usd(f"bedrock.models.{model}.input") / 1000
         + pricer.settings.max_new_tokens * PRICES.usd(f"bedrock.models.{model}.output") / 1000

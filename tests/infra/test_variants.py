@@ -13,6 +13,7 @@ from aws_cdk.assertions import Match
 
 from chatmemory import schema
 from stacks.config import Config
+from stacks.models import DEFAULT_MODEL_GEOGRAPHY, DEFAULT_MODELS_RULE
 from tests.infra.synth import VARIANTS, Synth, render, statements
 
 Synthesize = Callable[..., Synth]
@@ -119,23 +120,76 @@ def test_deploy_mode_endpoint_role_pulls_only_the_two_images(deployed: Synth) ->
 BEDROCK = {"modelMode": "bedrock", "powertoolsLayerVersion": "latest"}
 
 
-def test_bedrock_mode_invokes_only_the_configured_foundation_models(
-    synth_cache: Synthesize,
-) -> None:
+def test_bedrock_mode_invokes_the_region_s_default_models_only(synth_cache: Synthesize) -> None:
+    """Nova Micro is on demand in us-east-1 only: elsewhere it is the inference profile of the
+    region's geography, chosen by CloudFormation from a mapping; the role may invoke that
+    profile in its region and the model in the regions the profile routes to. Failed before:
+    amazon.nova-micro-v1:0 in every region, and every turn answered 502 outside us-east-1."""
     bedrock = synth_cache(**BEDROCK)
-    config = Config.from_mapping({"model_mode": "bedrock"})
-    prefix = "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/"
+    (mapping_id,) = bedrock.json["Mappings"]
+    mapping = bedrock.json["Mappings"][mapping_id]
+    assert {region: entry["prefix"] for region, entry in mapping.items()} == (
+        DEFAULT_MODEL_GEOGRAPHY
+    )
     chat = bedrock.stack.api.handler
+    geography = f"${{{mapping_id}[${{AWS::Region}}].prefix}}"
+    bedrock_arn = "arn:${AWS::Partition}:bedrock:"
     assert _invoked(bedrock, chat, "bedrock:InvokeModel") == {
-        prefix + config.text_model_id,
-        prefix + config.embed_model_id,
+        f"{bedrock_arn}${{AWS::Region}}:${{AWS::AccountId}}:inference-profile/"
+        f"{geography}.amazon.nova-micro-v1:0",
+        f"{bedrock_arn}*::foundation-model/amazon.nova-micro-v1:0",
+        f"{bedrock_arn}${{AWS::Region}}::foundation-model/amazon.titan-embed-text-v2:0",
     }
     assert _invoked(bedrock, chat, "sagemaker:InvokeEndpoint") == set()
     bedrock.template.resource_count_is("AWS::SageMaker::Endpoint", 0)
     env = _env(bedrock, chat)
     assert env[schema.ENV_TEXT_BACKEND] == "bedrock"
-    assert env[schema.ENV_TEXT_MODEL_ID] == config.text_model_id
+    assert render(env[schema.ENV_TEXT_MODEL_ID]) == f"{geography}.amazon.nova-micro-v1:0"
     assert env[schema.ENV_EMBED_DIMENSION] == "1024"
+    # A deployment to a region without the defaults stops before creating anything, saying
+    # what to set.
+    (assertion,) = bedrock.json["Rules"][DEFAULT_MODELS_RULE]["Assertions"]
+    assert assertion["Assert"] == {
+        "Fn::Contains": [sorted(DEFAULT_MODEL_GEOGRAPHY), {"Ref": "AWS::Region"}]
+    }
+    assert "chatmemory:textModelId" in assertion["AssertDescription"]
+
+
+def _bedrock_models(region: str | None = None, **settings: str) -> Any:
+    from aws_cdk import App, Environment, Stack
+
+    from stacks.models import Models
+
+    config = Config.from_mapping({"model_mode": "bedrock", **settings})
+    env = Environment(account="123456789012", region=region) if region else None
+    return Models(Stack(App(), "S", env=env), "Models", config=config)
+
+
+def test_an_inference_profile_id_is_granted_with_its_model_in_every_destination() -> None:
+    models = _bedrock_models(text_model_id="eu.anthropic.claude-3-haiku-20240307-v1:0")
+    stack = models.node.scope
+    assert models.environment[schema.ENV_TEXT_MODEL_ID] == (
+        "eu.anthropic.claude-3-haiku-20240307-v1:0"
+    )
+    arns = [stack.resolve(arn) for arn in models.text_arns]
+    assert [render(a) for a in arns] == [
+        "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/"
+        "eu.anthropic.claude-3-haiku-20240307-v1:0",
+        "arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-3-haiku-20240307-v1:0",
+    ]
+
+
+def test_a_stack_in_a_known_region_gets_its_geography_s_profile_at_synth() -> None:
+    models = _bedrock_models("ap-south-1")
+    assert models.environment[schema.ENV_TEXT_MODEL_ID] == "apac.amazon.nova-micro-v1:0"
+
+
+def test_a_stack_in_a_region_without_the_default_models_is_refused_at_synth() -> None:
+    with pytest.raises(ValueError, match="chatmemory:textModelId and chatmemory:embedModelId"):
+        _bedrock_models("sa-east-1")
+    # Naming the models works anywhere.
+    named = _bedrock_models("sa-east-1", text_model_id="amazon.nova-lite-v1:0")
+    assert named.environment[schema.ENV_TEXT_MODEL_ID] == "amazon.nova-lite-v1:0"
 
 
 def test_latest_powertools_layer_is_resolved_from_aws_public_parameter(
@@ -151,18 +205,6 @@ def test_latest_powertools_layer_is_resolved_from_aws_public_parameter(
     for function in bedrock.stack.functions.functions.values():
         props = bedrock.json["Resources"][bedrock.logical_id(function)]["Properties"]
         assert props["Layers"] == [{"Ref": name}]
-
-
-def test_cross_region_inference_profiles_are_refused_with_a_clear_message() -> None:
-    from aws_cdk import App, Stack
-
-    from stacks.models import Models
-
-    config = Config.from_mapping(
-        {"model_mode": "bedrock", "text_model_id": "us.amazon.nova-micro-v1:0"}
-    )
-    with pytest.raises(ValueError, match="inference profile"):
-        Models(Stack(App(), "S"), "Models", config=config)
 
 
 # --- long-term memory: OpenSearch Serverless -------------------------------------------------
@@ -389,7 +431,8 @@ def test_serverless_profile_models_are_bedrocks_and_the_indexes_fit_them(
     config = serverless_profile.stack.config
     chat = _env(serverless_profile, serverless_profile.stack.api.handler)
     assert chat[schema.ENV_TEXT_BACKEND] == chat[schema.ENV_EMBED_BACKEND] == "bedrock"
-    assert chat[schema.ENV_TEXT_MODEL_ID] == config.text_model_id == "amazon.nova-micro-v1:0"
+    assert render(chat[schema.ENV_TEXT_MODEL_ID]).endswith("].prefix}.amazon.nova-micro-v1:0")
+    assert config.text_model_id == ""  # the region's default
     assert chat[schema.ENV_EMBED_MODEL_ID] == config.embed_model_id
     assert chat[schema.ENV_EMBED_DIMENSION] == "1024"
     assert chat[schema.ENV_LONG_TERM_BACKEND] == "s3vectors"
