@@ -336,13 +336,28 @@ class ExportDocument(_Model):
     format: str = EXPORT_FORMAT
     session: ExportedSession
     messages: list[TurnOut]
+    next_token: str | None = Field(
+        default=None,
+        description=(
+            "More messages follow: pass it to the same route for the next page. The whole "
+            "export is the pages' messages in order (a page is at most 4 MB)."
+        ),
+    )
 
     @classmethod
-    def of(cls, session: Session, turns: Iterable[Turn]) -> ExportDocument:
+    def of(
+        cls, session: Session, turns: Iterable[Turn], next_token: str | None = None
+    ) -> ExportDocument:
         return cls(
             session=ExportedSession.model_validate(session),
             messages=[TurnOut.model_validate(t) for t in turns],
+            next_token=next_token,
         )
+
+
+def exported_bytes(turn: Turn) -> int:
+    """A message's size in an export as the API sends it (JSON, non-ASCII escaped)."""
+    return len(json.dumps(TurnOut.model_validate(turn).model_dump(mode="json"))) + 1
 
 
 class _Exported(_Model):

@@ -326,12 +326,20 @@ def rate_turn(
     "/sessions/<session_id>/export",
     summary="Export a session",
     description=(
-        "The session and all its turns as one document that POST /sessions/import accepts."
+        "The session and its turns as a document that POST /sessions/import accepts. A long "
+        "session comes in pages of at most 4 MB (a Lambda answer is at most 6 MB): while "
+        "next_token is set, ask again with it and append the page's messages."
     ),
 )
-def export_session(session_id: SessionId) -> m.ExportDocument:
-    session, turns = sessions.export_session(wiring.chat_deps().memory, _user(), session_id)
-    return m.ExportDocument.of(session, turns)
+def export_session(session_id: SessionId, next_token: NextToken = None) -> m.ExportDocument:
+    session, turns, token = sessions.export_session(
+        wiring.chat_deps().memory,
+        _user(),
+        session_id,
+        next_token=next_token,
+        size_of=m.exported_bytes,
+    )
+    return m.ExportDocument.of(session, turns, token)
 
 
 @router.get(

@@ -47,3 +47,52 @@ def test_end_previous_ends_the_callers_open_sessions_in_the_same_write() -> None
     sessions.create_session(memory, "alice", end_previous=True, clock=lambda: NOW)
     assert sessions.get_session(memory, "alice", first.session_id).status == "ENDED"
     assert sessions.get_session(memory, "bob", bobs.session_id).status == "OPEN"
+
+
+def _imported(memory: InMemoryShortTermMemory, turns: int, text: str) -> str:
+    document = ImportDocument.model_validate(
+        {"messages": [{"input": f"{n}: {text}", "response": "ok"} for n in range(1, turns + 1)]}
+    )
+    return sessions.import_session(memory, "alice", document).session_id
+
+
+def test_a_long_session_is_exported_in_pages_that_each_fit_a_lambda_answer() -> None:
+    # A Lambda answer is at most 6 MB: a session's export is cut into pages of at most
+    # page_bytes (4 MB in the API) by the size each message takes as sent. Failed before: one
+    # answer of the whole session (7.9 MB for 500 long messages in Cyrillic, which JSON
+    # escapes in 6 bytes a character), which Lambda refuses to return.
+    memory = InMemoryShortTermMemory()
+    session_id = _imported(memory, 25, "Привет " * 30)
+    size = len(f"1: {'Привет ' * 30}") * 6 + 100
+
+    pages, token = [], None
+    while True:
+        _, turns, token = sessions.export_session(
+            memory,
+            "alice",
+            session_id,
+            next_token=token,
+            size_of=lambda t: size,
+            page_bytes=size * 10,
+        )
+        pages.append([t.turn for t in turns])
+        if token is None:
+            break
+    assert pages == [list(range(1, 11)), list(range(11, 21)), list(range(21, 26))]
+
+
+def test_an_export_token_of_another_session_or_a_forged_one_is_refused() -> None:
+    from chatmemory.errors import BadRequest
+
+    memory = InMemoryShortTermMemory()
+    first, second = _imported(memory, 3, "a"), _imported(memory, 3, "b")
+    _, _, token = sessions.export_session(
+        memory, "alice", first, size_of=lambda t: 10, page_bytes=10
+    )
+    assert token is not None
+    for bad in (token, "bm90LWpzb24", "eyJzIjoxLCJhZnRlciI6LTF9"):
+        with pytest.raises(BadRequest):
+            sessions.export_session(memory, "alice", second, next_token=bad, size_of=len)
+    # A short session is one page, with no token.
+    _, turns, token = sessions.export_session(memory, "alice", second, size_of=lambda t: 10)
+    assert [t.turn for t in turns] == [1, 2, 3] and token is None

@@ -362,9 +362,16 @@ class ChatMemoryClient:
     # --- export and import ---------------------------------------------------------------------
 
     def export_session(self, session_id: str) -> dict[str, Any]:
-        """The session and all its turns as one document (import_session takes it)."""
-        answer: dict[str, Any] = self._call("GET", _path("sessions", session_id, "export"))
-        return answer
+        """The session and all its turns as one document (import_session takes it); a long
+        session's export comes in pages, read here one after the other."""
+        path = _path("sessions", session_id, "export")
+        document: dict[str, Any] = self._call("GET", path)
+        while document.get("next_token"):
+            page = self._call("GET", path, params={"next_token": document["next_token"]})
+            document["messages"] += page["messages"]
+            document["next_token"] = page.get("next_token")
+        document.pop("next_token", None)
+        return document
 
     def import_session(self, document: Mapping[str, Any]) -> Session:
         """A new OPEN session of the caller with every turn of an exported document."""

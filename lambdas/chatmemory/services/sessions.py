@@ -5,7 +5,9 @@ removes its turns and memories in the background (services/forget.py)."""
 
 from __future__ import annotations
 
+import base64
 import contextlib
+import json
 import re
 import time
 import uuid
@@ -167,12 +169,65 @@ def list_messages(
     return memory.list_turns(session_id, limit, next_token, ascending)
 
 
+# A page of an export: its messages take at most this many bytes as the API sends them (JSON,
+# non-ASCII characters escaped, as Lambda's runtime sends an answer): a synchronous Lambda
+# answer is at most 6 MB, and a long session is more (2,000 turns of 4,000 characters are
+# 16 MB, 48 MB in a script JSON escapes).
+EXPORT_PAGE_BYTES = 4 * 1024 * 1024
+# Turns read at once while a page fills.
+_EXPORT_READ = 200
+
+
 def export_session(
-    memory: ShortTermMemory, user_id: str, session_id: str
-) -> tuple[Session, list[Turn]]:
-    """The session and all its turns (save/load of a chat; api_models.ExportDocument)."""
+    memory: ShortTermMemory,
+    user_id: str,
+    session_id: str,
+    *,
+    next_token: str | None = None,
+    size_of: Callable[[Turn], int],
+    page_bytes: int = EXPORT_PAGE_BYTES,
+) -> tuple[Session, list[Turn], str | None]:
+    """The session and its turns from `next_token` on, as many as fit `page_bytes` by
+    `size_of` (at least one), and the token of the rest (None: the export is complete). The
+    whole export is the pages' messages in order (save/load of a chat;
+    api_models.ExportDocument)."""
     session = owned_session(memory, user_id, session_id)
-    return session, list(memory.all_turns(session_id))
+    after = _export_position(next_token, session_id)
+    turns: list[Turn] = []
+    used = 0
+    while after < session.num_turns:
+        read = memory.turns_between(session_id, after, min(after + _EXPORT_READ, session.num_turns))
+        if not read:
+            break
+        for turn in read:
+            size = size_of(turn)
+            if turns and used + size > page_bytes:
+                return session, turns, _export_token(session_id, turns[-1].turn)
+            turns.append(turn)
+            used += size
+        after = read[-1].turn
+    return session, turns, None
+
+
+def _export_token(session_id: str, after: int) -> str:
+    raw = json.dumps({"s": session_id, "after": after}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _export_position(token: str | None, session_id: str) -> int:
+    """The turn an export page starts after (0 without a token); a token of another session
+    or export is refused."""
+    if not token:
+        return 0
+    try:
+        data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+        after = data["after"]
+        valid = data["s"] == session_id and type(after) is int and after >= 0
+    except (ValueError, TypeError, KeyError):
+        valid = False
+    if not valid:
+        raise BadRequest("next_token is not valid")
+    return int(after)
 
 
 @dataclass(frozen=True)
