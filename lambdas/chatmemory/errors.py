@@ -72,6 +72,14 @@ class ModelUnavailable(ChatMemoryError):
     status = 503
 
 
+class DeadlineExceeded(ChatMemoryError):
+    """The request ran out of time (chatmemory/deadline.py) before it could finish: answered
+    as a 503 before API Gateway gives up, with the user's message kept for the retry."""
+
+    code = "deadline_exceeded"
+    status = 503
+
+
 class ShortTermMemoryUnavailable(ChatMemoryError):
     """DynamoDB kept throttling or failing after the SDK's retries: worth retrying later."""
 

@@ -224,8 +224,15 @@ def _cached_model_client(service: str, timeout: float, attempts: int) -> Any:
 
 
 def _model_client(service: str, cfg: Settings) -> Any:
-    """A model runtime client whose timeout and retries stay under API Gateway's 29 s."""
-    return _cached_model_client(service, cfg.model_timeout_seconds, cfg.model_max_attempts)
+    """A model runtime client whose timeout and retries stay under API Gateway's 29 s, and
+    within the deadline of the request being served (adapters/retry.DeadlineClients)."""
+    from chatmemory.adapters.retry import DeadlineClients
+
+    return DeadlineClients(
+        lambda timeout, attempts: _cached_model_client(service, timeout, attempts),
+        cfg.model_timeout_seconds,
+        cfg.model_max_attempts,
+    )
 
 
 def chat_policy(cfg: Settings | None = None) -> ChatPolicy:

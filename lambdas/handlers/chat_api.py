@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from functools import lru_cache
 from typing import Annotated, Any, Literal
 
@@ -25,7 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator
 
 from chatmemory import api_models as m
-from chatmemory import wiring
+from chatmemory import deadline, wiring
 from chatmemory.errors import ChatMemoryError, ConfigurationError, LongTermMemoryUnavailable
 from chatmemory.ports import Embedder, LongTermIndex
 from chatmemory.schema import HandoffState, RecordType
@@ -747,7 +748,20 @@ def _cors_origins() -> tuple[str, ...]:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @metrics.log_metrics
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
-    return api(_cors_origins()).resolve(event, context)
+    with deadline.within(request_deadline(event, context)):
+        return api(_cors_origins()).resolve(event, context)
+
+
+def request_deadline(event: dict[str, Any], context: Any) -> deadline.Deadline:
+    """When this request must be answered: before API Gateway's 29 s run out (counted from
+    when it received the request) and before the function's own timeout."""
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    received = (event.get("requestContext") or {}).get("requestTimeEpoch")
+    return deadline.of_request(
+        remaining_ms=remaining() if callable(remaining) else None,
+        received_epoch_ms=received if isinstance(received, int) else None,
+        now_epoch_ms=time.time() * 1000,
+    )
 
 
 _ERRORS = {

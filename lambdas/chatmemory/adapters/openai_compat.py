@@ -22,6 +22,7 @@ from urllib3.exceptions import (
 )
 from urllib3.util.retry import Retry
 
+from chatmemory import deadline
 from chatmemory.adapters.model_io import (
     cut_at_stop,
     embed_in_batches,
@@ -132,14 +133,26 @@ class OpenAICompatClient:
     def post(self, path: str, payload: dict[str, Any], *, target: str) -> Any:
         """The parsed JSON answer of POST {base_url}/{path}."""
         url = f"{self.base_url}/{path}"
+        # Within the request's deadline: a call that has less time than its timeout gets what
+        # is left, and no retry that could not finish.
+        left = deadline.current().require(deadline.MIN_CALL_SECONDS, f"call {target}")
+        timeout = min(self._timeout, left)
+        extra: dict[str, Any] = {}
+        if timeout < self._timeout:
+            extra = {
+                "timeout": urllib3.Timeout(
+                    connect=min(CONNECT_TIMEOUT_SECONDS, timeout), read=timeout
+                ),
+                "retries": False,
+            }
         try:
             # A model server answers; a redirect (http to https, a moved path) means the base
             # URL is wrong, and following it would resend a POST as a GET: it is an error.
             answer = self._pool.request(
-                "POST", url, body=json.dumps(payload).encode("utf-8"), redirect=False
+                "POST", url, body=json.dumps(payload).encode("utf-8"), redirect=False, **extra
             )
         except ReadTimeoutError as error:
-            raise ModelUnavailable(f"{target} did not answer within {self._timeout:g} s") from error
+            raise ModelUnavailable(f"{target} did not answer within {timeout:g} s") from error
         except MaxRetryError as error:  # attempts used up without an answer
             raise self._unreachable(target, error.reason) from error
         except HTTPError as error:

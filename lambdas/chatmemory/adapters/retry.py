@@ -8,6 +8,7 @@ refused the request; retrying the same request will not help).
 
 from __future__ import annotations
 
+import math
 import random
 import re
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ from botocore.exceptions import (
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
+from chatmemory import deadline
 from chatmemory.errors import ChatMemoryError, ModelError, ModelUnavailable
 
 # A model server that does not accept a connection within this is down, however slow the
@@ -74,6 +76,34 @@ def model_client_config(timeout: float, attempts: int) -> Config:
         read_timeout=timeout,
         retries={"mode": "standard", "total_max_attempts": max(1, attempts)},
     )
+
+
+class DeadlineClients:
+    """A model runtime client whose calls fit the current request's deadline
+    (chatmemory/deadline.py): the configured client while the deadline leaves it its whole
+    timeout, else one whose read timeout is the whole seconds left, with a single attempt; no
+    call starts with less than deadline.MIN_CALL_SECONDS left (DeadlineExceeded). Clients come
+    from `make(timeout, attempts)`, which caches them; adapters use this like the client."""
+
+    def __init__(self, make: Callable[[float, int], Any], timeout: float, attempts: int) -> None:
+        self._make = make
+        self._timeout = timeout
+        self._base = make(timeout, attempts)
+
+    @property
+    def meta(self) -> Any:
+        return self._base.meta
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client(), name)
+
+    def _client(self) -> Any:
+        left = deadline.current().require(deadline.MIN_CALL_SECONDS, "call the model")
+        if left >= self._timeout:
+            return self._base
+        client = self._make(float(math.floor(left)), 1)
+        stop_retrying_read_timeouts(client)
+        return client
 
 
 def stop_retrying_read_timeouts(client: Any) -> None:

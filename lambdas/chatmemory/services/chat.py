@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
+from chatmemory import deadline
 from chatmemory.clock import iso, parse_time, utc_now
 from chatmemory.domain import Handoff, Session, Source, Turn
 from chatmemory.errors import (
@@ -103,6 +105,10 @@ class ChatPolicy:
     rewrite_follow_ups: bool = False
     # Messages sent before the bot answered are answered together (services/stacking.py).
     stack: StackPolicy = field(default_factory=StackPolicy)
+    # What the optional model calls before the answer (sentiment, a follow-up's rewrite, the
+    # embedding of auto-recall) leave of the request's deadline for the answer itself: past
+    # it they give up (the turn goes on without them) rather than starve the answer.
+    answer_reserve_seconds: float = 10.0
 
     @property
     def append(self) -> AppendPolicy:
@@ -198,7 +204,8 @@ def post_message(
     started = time.perf_counter()
     # Of what the user said (a command's prefix stripped), before the model answers: a turn
     # kept pending because the model failed carries it too.
-    sentiment, sentiment_error = analyze_input(deps.sentiment, routed.text)
+    with _before_answer(policy):
+        sentiment, sentiment_error = analyze_input(deps.sentiment, routed.text)
     turn = Turn(
         session_id=session_id,
         turn=0,
@@ -230,7 +237,9 @@ def post_message(
                 window_turns=window_turns,
             )
         if policy.stack.wait_seconds > 0:
-            deps.sleep(policy.stack.wait_seconds)
+            # Not into the time the answer needs: a burst arriving later is answered anyway.
+            spare = deadline.current().remaining() - policy.answer_reserve_seconds
+            deps.sleep(max(0.0, min(policy.stack.wait_seconds, spare)))
         result = _settle_stack(deps, policy, user_id, session, appended.turn.turn, window)
         result.sentiment_error = sentiment_error
         return result
@@ -313,20 +322,8 @@ def _answer(
     if turn.degraded:
         pass  # a command that could not reach long-term memory: no second try
     elif deps.long_term is not None and deps.embedder is not None:
-        recalled = recall_for_turn(
-            routed.text,
-            history,
-            owner=session.user_id,
-            memory=deps.memory,
-            embedder=deps.embedder,
-            index=deps.long_term,
-            policy=replace(
-                policy.auto_recall,
-                token_budget=min(policy.auto_recall.token_budget, context // 2),
-            ),
-            now=deps.clock(),
-            rewriter=deps.generator if policy.rewrite_follow_ups else None,
-        )
+        with _before_answer(policy):
+            recalled = _recall_for_turn(deps, policy, session, routed, history)
         turn.degraded = recalled.degraded
         turn.sources = recalled.sources
     memory_tokens = recalled.tokens if recalled else 0
@@ -340,6 +337,7 @@ def _answer(
         memory=recalled.block if recalled else "",
         note=note,
     )
+    deadline.current().require(deadline.MIN_CALL_SECONDS, "answer this message")
     generation = deps.generator.generate(
         prompt.text, max_new_tokens=policy.max_new_tokens, stop=policy.roles.stop_words()
     )
@@ -351,6 +349,33 @@ def _answer(
     if policy.store_prompt:
         turn.prompt = prompt.text
     return recalled
+
+
+def _before_answer(policy: ChatPolicy) -> AbstractContextManager[deadline.Deadline]:
+    """The request's deadline less the answer's reserve, for an optional step before it."""
+    return deadline.within(deadline.current().less(policy.answer_reserve_seconds))
+
+
+def _recall_for_turn(
+    deps: ChatDeps, policy: ChatPolicy, session: Session, routed: Routed, history: list[Turn]
+) -> Recalled:
+    """Auto-recall's memories for an ordinary turn (services/auto_recall.py)."""
+    assert deps.long_term is not None and deps.embedder is not None
+    context = deps.generator.context_tokens
+    return recall_for_turn(
+        routed.text,
+        history,
+        owner=session.user_id,
+        memory=deps.memory,
+        embedder=deps.embedder,
+        index=deps.long_term,
+        policy=replace(
+            policy.auto_recall,
+            token_budget=min(policy.auto_recall.token_budget, context // 2),
+        ),
+        now=deps.clock(),
+        rewriter=deps.generator if policy.rewrite_follow_ups else None,
+    )
 
 
 def _from_the_start(history: list[Turn]) -> bool:

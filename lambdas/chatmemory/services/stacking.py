@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from chatmemory import deadline
 from chatmemory.clock import parse_time
 from chatmemory.domain import Turn
 from chatmemory.ports import ShortTermMemory
@@ -132,9 +133,11 @@ def wait_for_answer(
     sleep: Callable[[float], None],
 ) -> Turn | None:
     """Poll a waiting message until another request answered it; None after `patience_seconds`
-    (or if the turn is gone: a deleted session)."""
+    (or if the turn is gone: a deleted session). Polling stops at the request's deadline
+    (DeadlineExceeded): the message keeps waiting, and a retry of it returns its answer."""
     polls = max(1, round(policy.patience_seconds / policy.poll_seconds))
     for _ in range(polls):
+        deadline.current().require(policy.poll_seconds, "wait for the answer to this message")
         sleep(policy.poll_seconds)
         turn = memory.get_turn(session_id, number)
         if turn is None or settled(turn):
