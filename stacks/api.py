@@ -139,6 +139,9 @@ class ChatApi(Construct):
         self.rest_api = apigw.RestApi(
             self,
             "RestApi",
+            # Named after the stack (unique in the account and region): API Gateway's metrics
+            # are per API name, and CDK's default name ("RestApi") is every default-named API's.
+            rest_api_name=Stack.of(self).stack_name,
             description="Chat memory API",
             endpoint_types=[apigw.EndpointType.REGIONAL],
             # The account-level role that lets API Gateway write access and execution logs.

@@ -154,9 +154,11 @@ class Monitoring(Construct):
             functions["Chat"].metric_throttles(period=_PERIOD, statistic="Sum"),
             "Chat Lambda invocations were throttled (concurrency limit): callers got errors.",
         )
+        # The deployed stage's own metrics (ApiName and Stage dimensions): the API's name alone
+        # also counts every other stage and API of that name in the account.
         alarm(
             "Api5xx",
-            api.metric_server_error(period=_PERIOD, statistic="Sum"),
+            api.deployment_stage.metric_server_error(period=_PERIOD, statistic="Sum"),
             "The chat API answered with 5xx errors.",
         )
         if domain is not None:
@@ -199,17 +201,21 @@ class Monitoring(Construct):
                 [
                     cloudwatch.GraphWidget(
                         title="API requests and errors",
-                        left=[api.metric_count(period=_PERIOD, statistic="Sum")],
+                        left=[api.deployment_stage.metric_count(period=_PERIOD, statistic="Sum")],
                         right=[
-                            api.metric_client_error(period=_PERIOD, statistic="Sum"),
-                            api.metric_server_error(period=_PERIOD, statistic="Sum"),
+                            api.deployment_stage.metric_client_error(
+                                period=_PERIOD, statistic="Sum"
+                            ),
+                            api.deployment_stage.metric_server_error(
+                                period=_PERIOD, statistic="Sum"
+                            ),
                         ],
                     ),
                     cloudwatch.GraphWidget(
                         title="API latency (p50, p99)",
                         left=[
-                            api.metric_latency(period=_PERIOD, statistic="p50"),
-                            api.metric_latency(period=_PERIOD, statistic="p99"),
+                            api.deployment_stage.metric_latency(period=_PERIOD, statistic="p50"),
+                            api.deployment_stage.metric_latency(period=_PERIOD, statistic="p99"),
                         ],
                     ),
                 ],

@@ -780,6 +780,31 @@ _ERRORS = {
 }
 
 
+SECURITY_SCHEMES: dict[str, Any] = {
+    "CognitoIdToken": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": (
+            "An ID token of the stack's Cognito user pool (output UserPoolId), sent as it is "
+            "(no 'Bearer' prefix); the caller is its `sub` claim. Deployments with auth=cognito."
+        ),
+        "x-amazon-apigateway-authtype": "cognito_user_pools",
+    },
+    "SigV4": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "Authorization",
+        "description": (
+            "An AWS Signature Version 4 of the request (service execute-api) by an IAM "
+            "principal allowed to invoke the API; the caller is its identity. Deployments "
+            "with auth=iam."
+        ),
+        "x-amazon-apigateway-authtype": "awsSigv4",
+    },
+}
+
+
 _AGENTS_ONLY = "The caller is not an agent (the Cognito group AGENT_GROUP, or AGENT_ROLE_ARN)"
 
 
@@ -799,6 +824,11 @@ def openapi_document() -> str:
             ),
         )
     )
+    # Every route needs the caller's identity, which API Gateway checks before the function
+    # runs: a Cognito ID token (auth=cognito, the default) or a SigV4 signature (auth=iam).
+    # Named as API Gateway's own OpenAPI export names them.
+    document["components"]["securitySchemes"] = SECURITY_SCHEMES
+    document["security"] = [{name: []} for name in SECURITY_SCHEMES]
     schemas = document["components"]["schemas"]
     for name in ("HTTPValidationError", "ValidationError", "ResponseValidationError"):
         schemas.pop(name, None)

@@ -667,6 +667,22 @@ def test_alarms_cover_dlqs_iterator_age_errors_throttles_and_api_5xx(default: Sy
     }
 
 
+def test_the_api_5xx_alarm_watches_this_stack_s_stage_only(default: Synth) -> None:
+    """API Gateway's metrics are per API name (and stage): CDK's default name "RestApi" is that
+    of every default-named API of the account, so the alarm counted their errors too (failed
+    before: ApiName=RestApi, no stage)."""
+    (alarm,) = [
+        a["Properties"]
+        for a in default.resources("AWS::CloudWatch::Alarm").values()
+        if a["Properties"]["MetricName"] == "5XXError"
+    ]
+    dimensions = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+    (api,) = default.resources("AWS::ApiGateway::RestApi").values()
+    assert api["Properties"]["Name"] == default.stack.stack_name == dimensions["ApiName"]
+    stage = default.logical_id(default.stack.api.rest_api.deployment_stage)
+    assert dimensions["Stage"] == {"Ref": stage}
+
+
 def test_every_dead_letter_queue_and_stream_function_has_its_alarm(default: Synth) -> None:
     alarms = [a["Properties"] for a in default.resources("AWS::CloudWatch::Alarm").values()]
 

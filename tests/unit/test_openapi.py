@@ -86,3 +86,16 @@ def test_the_pages_schema_is_generated_from_the_runtimes() -> None:
 
     committed = Path(__file__).resolve().parents[2] / "local" / "web" / "schema.js"
     assert committed.read_text(encoding="utf-8") == document(), "run `make openapi`"
+
+
+def test_every_route_declares_the_identity_api_gateway_requires() -> None:
+    # Every route needs a Cognito ID token (or, with auth=iam, a SigV4 signature) in the
+    # Authorization header; a generated client or a tester that reads the document must know.
+    # Failed before: no security scheme at all.
+    document = json.loads(openapi_document())
+    schemes = document["components"]["securitySchemes"]
+    assert {s["name"] for s in schemes.values()} == {"Authorization"}
+    assert document["security"] == [{"CognitoIdToken": []}, {"SigV4": []}]
+    for operations in document["paths"].values():
+        for operation in operations.values():
+            assert operation.get("security", document["security"]) == document["security"]
