@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import json
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from chatmemory import schema, wiring
 
 if TYPE_CHECKING:
     from local.dynamodb_local import DynamoDBLocal
+    from tests.infra.synth import Synth
     from tests.integration.helpers import World
 
 
@@ -106,3 +108,25 @@ def running_world(
     from tests.integration.helpers import local_world
 
     yield from local_world(dynamodb_local, tmp_path, monkeypatch, poll_in_background=True)
+
+
+# --- synthesized apps (tests/infra, tests/aws) ----------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def synth_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Synth]]:
+    """Synthesize each distinct configuration once per test session."""
+    from tests.infra.synth import synthesize
+
+    cache: dict[str, Synth] = {}
+
+    def get(**settings: Any) -> Synth:
+        key = json.dumps(settings, sort_keys=True)
+        if key not in cache:
+            outdir = tmp_path_factory.mktemp("cdk.out")
+            cache[key] = synthesize(outdir, **settings)
+        return cache[key]
+
+    yield get
+
+

@@ -72,6 +72,10 @@ EVENTBRIDGE_PUT_EVENTS = BatchLimit(count=10, bytes=256 * 1024)
 SAGEMAKER_REALTIME_PAYLOAD_BYTES = 6 * MiB  # InvokeEndpoint request and response
 SAGEMAKER_SERVERLESS_PAYLOAD_BYTES = 4 * MiB
 
+# --- AWS Lambda (Developer Guide, "Lambda quotas": invocation payload, request and response,
+# 6 MB each for synchronous invocations; API Gateway's proxy integration is one) --------------
+LAMBDA_PAYLOAD_BYTES = 6 * MiB
+
 # --- Amazon Bedrock (Converse and InvokeModel request bodies) -----------------------------------
 BEDROCK_REQUEST_BYTES = 25 * MiB
 

@@ -1,30 +1,13 @@
-"""Synthesized apps for the infra tests, each configuration built once per session and shared
-by the modules (a synth takes seconds)."""
+"""The default app, synthesized once per session (tests/conftest.py's synth_cache) and shared
+by the modules of the infra tests."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
-from tests.infra.synth import Synth, synthesize
-
-
-@pytest.fixture(scope="session")
-def synth_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Synth]]:
-    """Synthesize each distinct configuration once per test session."""
-    cache: dict[str, Synth] = {}
-
-    def get(**settings: Any) -> Synth:
-        key = json.dumps(settings, sort_keys=True)
-        if key not in cache:
-            outdir = tmp_path_factory.mktemp("cdk.out")
-            cache[key] = synthesize(outdir, **settings)
-        return cache[key]
-
-    yield get
+from tests.infra.synth import Synth
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,302 @@
+"""The AWS contract check: the real handlers of both profiles run as their synthesized templates
+deploy them, through a full scenario (chat with stacked answers and a model outage, records,
+hand-off, import and export, the end and consolidation of a long session, recall, continuation,
+the sweeper, ingestion, redrive, purge and forget), and every AWS request they send is checked
+against botocore's service model, the documented limits botocore does not check, and the IAM
+policy of the sending function's role in the template (tests/aws/judge.py). A missing grant,
+an oversize request or an invalid parameter fails here with the request that broke.
+
+The default profile (SageMaker endpoints, an OpenSearch domain of t3 instances) runs in
+us-east-1, the serverless profile (Bedrock, S3 Vectors) in eu-central-1: a model that exists on
+demand in us-east-1 only would pass there and fail everywhere else.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from chatmemory import schema
+from tests.aws.judge import Judge, Problem
+from tests.aws.scenario import DeployedWorld
+from tests.aws.template import deployment_of
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+# Each profile's long session: at 4,096 dimensions (GPT-J) 160 windows are more than a t3
+# domain takes in one request; at 1,024 (Titan) 500 windows of long non-ASCII messages (JSON
+# escapes each such character in 6 bytes) are more than PutVectors takes in one request.
+PROFILES = {
+    "default": (
+        {},
+        "us-east-1",
+        160,
+        "Day {n}: we planned the trip to Lisbon, packing list item {n}.",
+    ),
+    "serverless": (
+        {"profile": "serverless"},
+        "eu-central-1",
+        500,
+        "День {n}: мы планировали поездку в Лиссабон. " + "Список вещей для поездки. " * 100,
+    ),
+}
+
+
+@dataclass
+class Outcome:
+    world: DeployedWorld
+    judge: Judge
+    problems: list[Problem]
+    notes: dict[str, Any]
+
+    def operations(self) -> Counter[tuple[str, str]]:
+        return Counter((s.function, f"{s.service} {s.operation}") for s in self.world.recorder.sent)
+
+
+def _message(content: str, turn: int) -> dict[str, Any]:
+    return {
+        "input": content,
+        "response": f"Answer {turn}.",
+        "created_at": f"2026-01-0{1 + turn % 9}T10:{turn % 60:02d}:00.000Z",
+    }
+
+
+def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[str, Any]:
+    """Every route and stream path of the API, as a user, an agent and an operator would."""
+    notes: dict[str, Any] = {"long_turns": long_turns}
+    ok, call = world.ok, world.call
+    # Chat, with stacked answers (every chat message is answered in one transaction).
+    s1 = ok("POST", "/sessions", {"name": "dogs"})["session"]["session_id"]
+    for text in ("Hi, I am Alice and I live in Porto.", "My greyhound is called Biscuit."):
+        ok("POST", f"/sessions/{s1}/messages", {"content": text})
+    ok("GET", f"/sessions/{s1}/messages?limit=10&order=desc")
+    ok("PUT", f"/sessions/{s1}/turns/2/feedback", {"rating": "up", "comment": "nice"})
+    stored = ok(
+        "POST", f"/sessions/{s1}/turns", {"input": "I also like tea.", "client_message_id": "c-1"}
+    )
+    ok("PATCH", f"/sessions/{s1}/turns/{stored['turn']['turn']}", {"response": "Tea it is."})
+    ok("GET", f"/sessions/{s1}/turns/1")
+    ok("POST", f"/sessions/{s1}/messages", {"content": "/remember I am allergic to cats"})
+    ok("POST", f"/sessions/{s1}/messages", {"content": "/past what did we say about holidays?"})
+    # Records.
+    record = ok("POST", "/memories/records", {"text": "I prefer window seats on trains."})["record"]
+    ok("GET", "/memories/records?limit=10")
+    ok("GET", "/memories/records?q=train")
+    ok("GET", f"/memories/records/{record['record_id']}")
+    ok(
+        "PATCH",
+        f"/memories/records/{record['record_id']}",
+        {"text": "I prefer aisle seats on trains."},
+    )
+    keyed = {"text": "Favourite colour: green", "record_id": "colour"}
+    ok("POST", "/memories/records", keyed)
+    ok("POST", "/memories/records", {**keyed, "text": "Favourite colour: blue"})
+    assert call("DELETE", f"/memories/records/{record['record_id']}").status == 204
+    # A model outage keeps the message pending; a hand-off gives it to the agent.
+    world.models_down_for = world.by_handler("handlers.chat_api.handler").logical_id
+    failed = call(
+        "POST",
+        f"/sessions/{s1}/messages",
+        {"content": "Can a person help me?", "client_message_id": "m-9"},
+    )
+    world.models_down_for = None
+    notes["outage_status"] = failed.status
+    ok("POST", f"/sessions/{s1}/handoff", {"note": "wants a person"})
+    retried = ok(
+        "POST",
+        f"/sessions/{s1}/messages",
+        {"content": "Can a person help me?", "client_message_id": "m-9"},
+    )
+    notes["retried_for_agent"] = retried["turn"]["for_agent"]
+    ok("POST", f"/sessions/{s1}/messages", {"content": "Are you there?"})
+    ok("GET", "/agent/sessions?state=WAITING", user="agent-1", agent=True)
+    ok("GET", f"/agent/sessions/{s1}", user="agent-1", agent=True)
+    ok(
+        "POST",
+        f"/agent/sessions/{s1}/messages",
+        {"content": "Hello, Jane here."},
+        user="agent-1",
+        agent=True,
+    )
+    ok("POST", f"/agent/sessions/{s1}/handback", user="agent-1", agent=True)
+    ok("POST", f"/sessions/{s1}/messages", {"content": "Thanks, that helped."})
+    # Export, and the import of a long session.
+    exported = ok("GET", f"/sessions/{s1}/export")
+    notes["exported_messages"] = len(exported["messages"])
+    long_doc = {
+        "session": {"name": "a long planning chat"},
+        "messages": [_message(long_text.format(n=n), n) for n in range(1, long_turns + 1)],
+    }
+    s2 = ok("POST", "/sessions/import", long_doc)["session"]["session_id"]
+    # Exported page by page (each a Lambda answer of at most 6 MB).
+    page = ok("GET", f"/sessions/{s2}/export")
+    pages, messages = 1, len(page["messages"])
+    while page.get("next_token"):
+        page = ok("GET", f"/sessions/{s2}/export?next_token={page['next_token']}")
+        pages, messages = pages + 1, messages + len(page["messages"])
+    notes["long_export"] = (pages, messages)
+    # End both (end_previous ends s1 and s2 with the new session's creation).
+    s3 = ok("POST", "/sessions", {"name": "next", "end_previous": True})["session"]["session_id"]
+    world.drain()
+    notes["statuses"] = {s: ok("GET", f"/sessions/{s}")["session"]["status"] for s in (s1, s2)}
+    # Recall: /past, the memories route, auto-recall in an ordinary message.
+    past = ok("POST", f"/sessions/{s3}/messages", {"content": "/past what is my greyhound called?"})
+    notes["past_sources"] = [s["id"] for s in past["turn"]["sources"]]
+    memories = ok("GET", "/memories?q=Lisbon%20trip%20packing&k=3")["memories"]
+    notes["memories"] = [m["session_id"] for m in memories]
+    ok("POST", f"/sessions/{s3}/messages", {"content": "Where did we plan the trip to?"})
+    # Continuation of an ended session.
+    s4 = ok("POST", "/sessions", {"continue_from": s1})["session"]["session_id"]
+    ok("POST", f"/sessions/{s4}/messages", {"content": "Back again about Biscuit."})
+    # Verified documents: the operator's ingestion, then /verified.
+    ingest = world.by_handler("handlers.ingest.handler")
+    world.invoke(
+        ingest,
+        {
+            "documents": [
+                {
+                    "doc_id": "leave.md",
+                    "text": "Staff get 25 days of leave a year.\n\nLeave is booked in the HR portal.",
+                    "title": "Leave",
+                }
+            ]
+        },
+    )
+    ok("POST", f"/sessions/{s3}/messages", {"content": "/verified how many days of leave?"})
+    # The sweeper ends an idle session (its activity moved an hour back).
+    idle = ok("POST", "/sessions", {"name": "idle"})["session"]["session_id"]
+    ok("POST", f"/sessions/{idle}/messages", {"content": "Just saying hello."})
+    _age(world, idle, hours=2)
+    world.invoke(world.by_handler("handlers.sweep_idle.handler"), {})
+    world.drain()
+    notes["idle_status"] = ok("GET", f"/sessions/{idle}")["session"]["status"]
+    # A consolidation that fails three times (the model is down for it), then the redrive.
+    doomed = ok("POST", "/sessions", {"name": "unlucky"})["session"]["session_id"]
+    ok("POST", f"/sessions/{doomed}/messages", {"content": "We talked about the garden."})
+    world.models_down_for = world.by_handler("handlers.consolidate.handler").logical_id
+    ok("POST", f"/sessions/{doomed}/end")
+    world.drain()
+    notes["doomed_status"] = ok("GET", f"/sessions/{doomed}")["session"]["status"]
+    world.models_down_for = None
+    notes["redrive"] = world.invoke(world.by_handler("handlers.redrive.handler"), {})
+    world.drain()
+    # Deleting a session, then everything of another user.
+    assert call("DELETE", f"/sessions/{s2}").status == 204
+    world.drain()
+    notes["after_delete"] = [
+        m["session_id"] for m in ok("GET", "/memories?q=Lisbon%20packing&k=5")["memories"]
+    ]
+    b1 = ok("POST", "/sessions", {"name": "bob"}, user="bob")["session"]["session_id"]
+    ok(
+        "POST",
+        f"/sessions/{b1}/messages",
+        {"content": "I am Bob and I collect stamps."},
+        user="bob",
+    )
+    ok("POST", "/memories/records", {"text": "I collect stamps."}, user="bob")
+    ok("POST", f"/sessions/{b1}/end", user="bob")
+    world.drain()
+    assert call("DELETE", "/memories", user="bob").status == 204
+    world.drain()
+    notes["bob_deletions"] = ok("GET", "/deletions", user="bob")
+    ok("GET", "/sessions?limit=5")
+    return notes
+
+
+def _age(world: DeployedWorld, session_id: str, *, hours: float) -> None:
+    """Move a session's last activity back, as if nobody had written for `hours` (the test's
+    own write: no function sends it)."""
+    from datetime import UTC, datetime, timedelta
+
+    import boto3
+
+    when = (datetime.now(UTC) - timedelta(hours=hours)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    boto3.client(
+        "dynamodb", endpoint_url=world.dynamodb_endpoint, region_name=world.region
+    ).update_item(
+        TableName=world.table_names["sessions"],
+        Key={schema.SESSION_ID: {"S": session_id}},
+        UpdateExpression=f"SET {schema.LAST_ACTIVE_AT} = :t, {schema.IDLE_BUCKET} = :b",
+        ExpressionAttributeValues={":t": {"S": when}, ":b": {"S": schema.idle_bucket(when)}},
+    )
+
+
+@pytest.fixture(scope="module", params=sorted(PROFILES))
+def outcome(
+    request: pytest.FixtureRequest,
+    dynamodb_local: Any,
+    synth_cache: Any,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[Outcome]:
+    settings, region, long_turns, long_text = PROFILES[request.param]
+    synth = synth_cache(**settings)
+    # A stack name of its own per profile: both deploy into one DynamoDB Local.
+    stack_name = f"{synth.stack.stack_name}-{request.param}"
+    deployment = deployment_of(synth.json, region=region, stack_name=stack_name)
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in {
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing",
+            "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
+            "POWERTOOLS_METRICS_NAMESPACE": "ChatMemoryContract",
+            "POWERTOOLS_DEV": "0",
+        }.items():
+            patch.setenv(key, value)
+        patch.delenv("AWS_PROFILE", raising=False)
+        world = DeployedWorld(deployment, dynamodb_local.endpoint, tmp_path_factory.mktemp("esm"))
+        with world.started():
+            notes = run_scenario(world, long_turns, long_text)
+        judge = Judge(
+            deployment,
+            world.functions,
+            security_roles=world.opensearch.roles if world.opensearch else {},
+            security_mappings=world.opensearch.role_mappings if world.opensearch else {},
+        )
+        yield Outcome(world, judge, judge.problems(world.recorder.sent), notes)
+
+
+def test_every_request_fits_its_service_and_its_functions_grants(outcome: Outcome) -> None:
+    report = "\n".join(str(p) for p in outcome.problems[:40])
+    assert outcome.problems == [], f"{len(outcome.problems)} problems:\n{report}"
+
+
+def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
+    notes = outcome.notes
+    assert notes["outage_status"] == 503
+    assert notes["long_export"][1] == notes["long_turns"]
+    assert notes["retried_for_agent"] is True
+    assert set(notes["statuses"].values()) == {"CONSOLIDATED"}
+    assert notes["idle_status"] in ("ENDED", "CONSOLIDATED")
+    assert notes["doomed_status"] == "FAILED"
+    assert list(notes["redrive"]["sessions"].values()) == ["consolidated"]
+    assert notes["memories"], "nothing recalled after consolidation"
+    assert notes["bob_deletions"]["complete"] is True
+
+
+def test_every_function_of_the_template_ran(outcome: Outcome) -> None:
+    ran = {s.function for s in outcome.world.recorder.sent}
+    runtime = {
+        f.logical_id for f in outcome.world.functions.values() if f.handler.startswith("handlers.")
+    }
+    assert runtime <= ran, f"never sent a request: {sorted(runtime - ran)}"
+
+
+def test_requests_per_function_are_reported(outcome: Outcome) -> None:
+    """Not an assertion of numbers: the table the closing note quotes (pytest -s shows it):
+    requests per function and operation, with the largest payload of each."""
+    table = outcome.operations()
+    largest: dict[tuple[str, str], int] = {}
+    for sent in outcome.world.recorder.sent:
+        key = (sent.function, f"{sent.service} {sent.operation}")
+        largest[key] = max(largest.get(key, 0), sent.payload_bytes)
+    lines = [
+        f"{count:5d} {largest[key]:>11,d} B  {key[0]:42s} {key[1]}"
+        for key, count in sorted(table.items())
+    ]
+    print("\n" + "\n".join(lines))
+    assert sum(table.values()) == len(outcome.world.recorder.sent)
