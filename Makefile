@@ -9,7 +9,7 @@ NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
 
-.PHONY: venv node tools test unit lint openapi synth cost bootstrap deploy destroy asset-size run chat ingest redrive bench clean
+.PHONY: venv node tools test unit lint openapi synth cost bootstrap deploy destroy smoke asset-size run chat ingest redrive bench clean
 
 venv: $(STAMP)
 
@@ -87,6 +87,13 @@ deploy: venv node
 
 destroy: venv node
 	$(CDK) destroy $(CDK_ARGS)
+
+# Every route and stream path of a deployed stack, checked end to end with two temporary Cognito
+# users (your AWS credentials; see scripts/smoke.py): make smoke STACK=ChatMemory-dev. Against
+# local mode: make smoke URL=http://127.0.0.1:8000 (with make run going in another terminal).
+STACK ?= ChatMemory-dev
+smoke: venv
+	$(PY) -m scripts.smoke $(if $(URL),--url $(URL),--stack $(STACK)) $(ARGS)
 
 # Zipped size of the Lambda asset that `make synth` bundled, and what takes the space.
 asset-size: synth

@@ -128,5 +128,3 @@ def synth_cache(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[.
         return cache[key]
 
     yield get
-
-
