@@ -740,3 +740,19 @@ def test_alarm_topic_is_encrypted_with_a_rotating_key_cloudwatch_may_use(default
 
 def test_dashboard_exists(default: Synth) -> None:
     default.template.resource_count_is("AWS::CloudWatch::Dashboard", 1)
+
+
+def test_the_docs_count_the_resources_of_the_default_template(default: Synth) -> None:
+    """The number the deploy documentation gives is the template's (it said 103 when the
+    template had 105)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    pages = [root / "README.md", *sorted((root / "docs").rglob("*.md"))]
+    said = [
+        int(found)
+        for page in pages
+        for found in re.findall(r"(\d+) resources in the default template", page.read_text())
+    ]
+    assert said == [len(default.json["Resources"])]
