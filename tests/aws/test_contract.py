@@ -139,6 +139,18 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
         page = ok("GET", f"/sessions/{s2}/export?next_token={page['next_token']}")
         pages, messages = pages + 1, messages + len(page["messages"])
     notes["long_export"] = (pages, messages)
+    # 100 long messages in a script JSON escapes (6 bytes a character) are 12 MB as an answer,
+    # more than Lambda returns; a page of them stays within it because one DynamoDB Query
+    # returns at most 1 MB (3 MB escaped), whatever the limit asked for.
+    wordy = {
+        "messages": [
+            {"input": "Вопрос " * 571, "response": "Ответ " * 3333} for _ in range(100)
+        ]
+    }
+    s5 = ok("POST", "/sessions/import", wordy)["session"]["session_id"]
+    page = ok("GET", f"/sessions/{s5}/messages?limit=100")
+    notes["wordy_page"] = (len(page["messages"]), page["next_token"] is not None)
+    assert call("DELETE", f"/sessions/{s5}").status == 204
     # End both (end_previous ends s1 and s2 with the new session's creation).
     s3 = ok("POST", "/sessions", {"name": "next", "end_previous": True})["session"]["session_id"]
     world.drain()
@@ -269,6 +281,8 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     notes = outcome.notes
     assert notes["outage_status"] == 503
     assert notes["long_export"][1] == notes["long_turns"]
+    count, more = notes["wordy_page"]
+    assert 0 < count < 100 and more  # cut by DynamoDB's 1 MB, the next page follows
     assert notes["retried_for_agent"] is True
     assert set(notes["statuses"].values()) == {"CONSOLIDATED"}
     assert notes["idle_status"] in ("ENDED", "CONSOLIDATED")
