@@ -143,9 +143,7 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     # more than Lambda returns; a page of them stays within it because one DynamoDB Query
     # returns at most 1 MB (3 MB escaped), whatever the limit asked for.
     wordy = {
-        "messages": [
-            {"input": "Вопрос " * 571, "response": "Ответ " * 3333} for _ in range(100)
-        ]
+        "messages": [{"input": "Вопрос " * 571, "response": "Ответ " * 3333} for _ in range(100)]
     }
     s5 = ok("POST", "/sessions/import", wordy)["session"]["session_id"]
     page = ok("GET", f"/sessions/{s5}/messages?limit=100")
