@@ -48,3 +48,13 @@ class LocalLambdaContext:
     def get_remaining_time_in_millis(self) -> int:
         left = self.timeout_seconds - (time.monotonic() - self._started)
         return max(int(left * 1000), 0)
+
+
+def started_now(event: dict[str, Any]) -> dict[str, Any]:
+    """A proxy event as its handler takes it up: API Gateway's clock (requestTimeEpoch, from
+    which the chat handler counts its 29 s) starts now. Here a request waits for a free
+    handler process; Lambda would start another instance instead of making it wait."""
+    context = event.get("requestContext")
+    if isinstance(context, dict) and "requestTimeEpoch" in context:
+        context["requestTimeEpoch"] = int(time.time() * 1000)
+    return event

@@ -61,7 +61,7 @@ class FakeS3Vectors:
         self.indexes: dict[str, Index] = {}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._failures: deque[tuple[str, str, int]] = deque()
-        client.meta.events.register_first("before-send.s3vectors", self._answer)
+        client.meta.events.register_first("before-send.s3vectors", self.answer)
 
     def fail_next(self, operation: str, code: str, status: int) -> None:
         self._failures.append((operation, code, status))
@@ -74,7 +74,7 @@ class FakeS3Vectors:
 
     # --- the wire ---------------------------------------------------------------------------
 
-    def _answer(self, request: Any, **_: Any) -> AWSResponse:
+    def answer(self, request: Any, **_: Any) -> AWSResponse:
         operation = urlsplit(request.url).path.strip("/")
         raw = request.body or b"{}"
         body = json.loads(raw.decode() if isinstance(raw, bytes) else raw)

@@ -26,7 +26,7 @@ from local.gateway.checks import (
 from local.gateway.events import http_reply, load_routes, proxy_event
 from local.gateway.static import StaticFiles, file_headers
 from local.gateway.workers import WorkerPool
-from local.lambda_context import Handler, LocalLambdaContext, load_handler
+from local.lambda_context import Handler, LocalLambdaContext, load_handler, started_now
 
 log = logging.getLogger("local.gateway")
 
@@ -115,7 +115,9 @@ class Gateway:
         if self._pool is not None:
             return self._pool.invoke(event, function_name)
         with self._invoke_lock:
-            return self.handler()(event, LocalLambdaContext(function_name=function_name))
+            return self.handler()(
+                started_now(event), LocalLambdaContext(function_name=function_name)
+            )
 
     def host_allowed(self, values: list[str] | None, version: str) -> bool:
         """Whether a request's Host header names this machine. Only a client too old to send

@@ -14,7 +14,13 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.process import BaseProcess
 from typing import Any
 
-from local.lambda_context import Handler, LocalLambdaContext, import_object, load_handler
+from local.lambda_context import (
+    Handler,
+    LocalLambdaContext,
+    import_object,
+    load_handler,
+    started_now,
+)
 
 log = logging.getLogger("local.gateway")
 
@@ -135,7 +141,7 @@ def _worker_invoke(event: dict[str, Any], function_name: str) -> Any:
     """One invocation in a worker process, with its own Lambda context."""
     if _worker_handler is None:
         raise RuntimeError("the worker process has no handler")
-    return _worker_handler(event, LocalLambdaContext(function_name=function_name))
+    return _worker_handler(started_now(event), LocalLambdaContext(function_name=function_name))
 
 
 def _exit_with_parent() -> None:

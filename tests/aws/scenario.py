@@ -176,6 +176,8 @@ class DeployedWorld:
                 for key in self._env_keys:
                     os.environ.pop(key, None)
                 wiring.clear_caches()
+                if self.vectors is not None:  # off the default session: later clients are real
+                    self._session_events().unregister("before-send.s3vectors", self.vectors.answer)
 
     def _client(self, service: str) -> Any:
         return boto3.client(service, endpoint_url=self.dynamodb_endpoint, region_name=self.region)
@@ -199,9 +201,7 @@ class DeployedWorld:
         buckets = d.of_type("AWS::S3Vectors::VectorBucket")
         if buckets:
             ((logical, bucket),) = buckets.items()
-            session = boto3.DEFAULT_SESSION
-            assert session is not None
-            shim = SimpleNamespace(meta=SimpleNamespace(events=session.events))
+            shim = SimpleNamespace(meta=SimpleNamespace(events=self._session_events()))
             self.vectors = FakeS3Vectors(
                 shim, str(d.resolve(bucket["Properties"]["VectorBucketName"]))
             )
@@ -219,6 +219,13 @@ class DeployedWorld:
                         },
                     }
                 )
+
+    @staticmethod
+    def _session_events() -> Any:
+        """The events of boto3's default session, which every client made later copies."""
+        session = boto3.DEFAULT_SESSION
+        assert session is not None
+        return session.events
 
     def _poller(self) -> StreamPoller:
         """The template's event source mappings, each invoking its function as deployed."""
