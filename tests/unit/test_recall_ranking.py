@@ -11,6 +11,7 @@ from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.lexical import rescore
 from chatmemory.services.recall import (
     RecallWeights,
+    fuse,
     rank_sessions,
     recency_factor,
     search_sessions,
@@ -155,3 +156,17 @@ def test_word_scores_over_vector_candidates_keep_records_apart() -> None:
 
     assert {c.doc.doc_key: c.lexical_score for c in mixed if c.doc.session_id} == alone
     assert sum(1 for c in mixed if c.doc.record_id) == 10
+
+
+def test_records_and_sessions_words_are_each_normalised_by_their_own_best() -> None:
+    """Their BM25 come from two corpora, on two scales: GET /memories/records ranks both. One
+    normalisation put the fact at 3/9 of the summary's words and below it (failed before)."""
+    summary = _doc("s#summary", "S")
+    fact = MemoryDoc(doc_key="f", user_id="u", kind="fact", text="f", created_at="", record_id="r")
+    fused = fuse(
+        [Candidate(summary, vector_score=0.5), Candidate(fact, vector_score=0.6)],
+        [Candidate(summary, lexical_score=9.0), Candidate(fact, lexical_score=3.0)],
+        RecallWeights(),
+    )
+    assert fused["s#summary"][1] == 0.5 + 1.0
+    assert fused["f"][1] == 0.6 + 1.0

@@ -18,7 +18,7 @@ from chatmemory.ports import (
     ShortTermMemory,
     TextGenerator,
 )
-from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind
+from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind, searched_apart
 from chatmemory.services.access import owner_of
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 from chatmemory.services.when import TimeWindow, time_window
@@ -90,13 +90,19 @@ def fuse(
     vector_hits: Sequence[Candidate], lexical_hits: Sequence[Candidate], weights: RecallWeights
 ) -> dict[str, tuple[MemoryDoc, float]]:
     """Per document: weighted cosine plus weighted BM25 normalised by the best BM25 of the query
-    (BM25 is unbounded; cosine of unit vectors is at most 1)."""
-    best_lexical = max((c.lexical_score or 0.0 for c in lexical_hits), default=0.0)
+    (BM25 is unbounded; cosine of unit vectors is at most 1). Profile records are scored with
+    their own corpus statistics (schema.RECORD_TEXT_FIELD), on another scale: each of the two
+    is normalised by its own best (GET /memories/records ranks both; /past has sessions only)."""
+    best: dict[bool, float] = {}
+    for hit in lexical_hits:
+        apart = searched_apart(hit.doc.session_id, hit.doc.record_id)
+        best[apart] = max(best.get(apart, 0.0), hit.lexical_score or 0.0)
     fused: dict[str, tuple[MemoryDoc, float]] = {}
     for hit in vector_hits:
         score = weights.vector * max(hit.vector_score or 0.0, 0.0)
         fused[hit.doc.doc_key] = (hit.doc, score)
     for hit in lexical_hits:
+        best_lexical = best[searched_apart(hit.doc.session_id, hit.doc.record_id)]
         lexical = (hit.lexical_score or 0.0) / best_lexical if best_lexical > 0 else 0.0
         doc, score = fused.get(hit.doc.doc_key, (hit.doc, 0.0))
         fused[hit.doc.doc_key] = (doc, score + weights.lexical * lexical)
