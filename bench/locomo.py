@@ -16,7 +16,8 @@ in-process DynamoDB), end it, consolidate it with the offline models into the em
   conversations that inject something). `--sequential` also asks each conversation's questions
   one after another in one session, with and without the follow-up rule (see
   services/auto_recall.standalone_query), to show what borrowing the previous message does to
-  questions that need no help.
+  questions that need no help. `--budgets 200,400,800,1600` asks the questions again with
+  each memory-token budget: the budget curve.
 
 `--ranking s3vectors` ranks as the S3 Vectors adapter can (no full-text search): the embedded
 index returns the `--candidates` nearest entries of one vector query (100, the service's topK
@@ -25,6 +26,7 @@ adapter's own code); `--ranking hybrid` (default) is today's k-NN plus BM25 over
 
     python -m bench.locomo --data ../shared/data/locomo-dev.json [--mode past|chat] [--json]
         [--ranking hybrid|s3vectors] [--candidates 100] [--conversations conv-26,conv-30]
+        [--budgets 200,400,800,1600]
 """
 
 from __future__ import annotations
@@ -301,9 +303,21 @@ def run_past(world: World, ks: list[int]) -> dict[str, Any]:
             )
             ranked = [conversation.number_of[s.session_id] for s in found]
             gold = gold_sessions(qa.get("evidence", []))
-            rows.append({"category": qa["category"], "gold": gold, "ranked": ranked})
+            rows.append(
+                {
+                    "category": qa["category"],
+                    "gold": gold,
+                    "ranked": ranked,
+                    "conversation": conversation.user,
+                }
+            )
     world.timings["questions"] += time.perf_counter() - tick
-    return summarize_metrics(rows, ks)
+    # Per conversation too: a change is kept when it wins leaving each conversation out.
+    by_conversation = {
+        c.user: summarize_metrics([r for r in rows if r["conversation"] == c.user], ks)["overall"]
+        for c in world.conversations
+    }
+    return summarize_metrics(rows, ks) | {"by_conversation": by_conversation}
 
 
 def summarize_metrics(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, Any]:
@@ -357,10 +371,12 @@ Send = Callable[[str, str, str], Any]  # (user, session id, message) -> TurnResu
 class PromptOnly:
     """A model that answers at once: only the prompt is measured. Its context is the offline
     responder's (2,048 tokens, as in local mode), so the memory budget is the configured one
-    (at most half the context)."""
+    (at most half the context); a budget curve gives it a context twice the budget."""
 
     name = "prompt-only"
-    context_tokens = 2048
+
+    def __init__(self, context_tokens: int = 2048) -> None:
+        self.context_tokens = context_tokens
 
     def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Any:
         from chatmemory.ports import Generation
@@ -368,7 +384,9 @@ class PromptOnly:
         return Generation("ok", self.name)
 
 
-def _chat(world: World, policy: Any) -> tuple[Callable[[Conversation], str], Send]:
+def _chat(
+    world: World, policy: Any, context_tokens: int = 2048
+) -> tuple[Callable[[Conversation], str], Send]:
     """A session starter and a sender through services/chat.post_message, auto-recall on."""
     from chatmemory.services.chat import ChatDeps, post_message
     from chatmemory.services.sessions import create_session
@@ -376,7 +394,7 @@ def _chat(world: World, policy: Any) -> tuple[Callable[[Conversation], str], Sen
     clock_at: list[datetime] = [datetime.now(UTC)]
     deps = ChatDeps(
         memory=world.memory,
-        generator=PromptOnly(),
+        generator=PromptOnly(context_tokens),
         embedder=world.embedder,
         long_term=world.index,
         clock=lambda: clock_at[0],
@@ -392,21 +410,10 @@ def _chat(world: World, policy: Any) -> tuple[Callable[[Conversation], str], Sen
     return start, send
 
 
-def run_chat(
-    world: World,
-    smalltalk: list[str],
-    *,
-    auto_recall: Any = None,
-    sequential: bool = False,
-    seed: int = 7,
-) -> dict[str, Any]:
-    from chatmemory import wiring
-
-    policy = wiring.chat_policy(world.settings)
-    if auto_recall is not None:
-        policy = replace(policy, auto_recall=auto_recall)
-    start, send = _chat(world, policy)
-    tick = time.perf_counter()
+def ask_questions(
+    world: World, start: Callable[[Conversation], str], send: Send
+) -> list[dict[str, Any]]:
+    """Every question as an ordinary message in a new session: what its prompt's memory held."""
     rows: list[dict[str, Any]] = []
     for conversation in world.conversations:
         for qa in _questions(conversation):
@@ -422,7 +429,37 @@ def run_chat(
                     "reason": result.recalled.reason if result.recalled else "none",
                 }
             )
+    return rows
+
+
+def run_chat(
+    world: World,
+    smalltalk: list[str],
+    *,
+    auto_recall: Any = None,
+    sequential: bool = False,
+    seed: int = 7,
+    budgets: list[int] | None = None,
+) -> dict[str, Any]:
+    """`budgets`: the questions asked again with each memory-token budget (the model's context
+    twice the budget, so that the budget is what limits), for a budget curve."""
+    from chatmemory import wiring
+
+    policy = wiring.chat_policy(world.settings)
+    if auto_recall is not None:
+        policy = replace(policy, auto_recall=auto_recall)
+    start, send = _chat(world, policy)
+    tick = time.perf_counter()
+    rows = ask_questions(world, start, send)
     world.timings["questions"] += time.perf_counter() - tick
+    curve: dict[str, Any] = {}
+    for budget in budgets or []:
+        tick = time.perf_counter()
+        sized = replace(policy, auto_recall=replace(policy.auto_recall, token_budget=budget))
+        curve[str(budget)] = chat_metrics(
+            ask_questions(world, *_chat(world, sized, max(2048, 2 * budget)))
+        )
+        world.timings[f"budget {budget}"] += time.perf_counter() - tick
     tick = time.perf_counter()
     quiet: list[bool] = []
     for conversation in world.conversations:
@@ -454,6 +491,8 @@ def run_chat(
     }
     if sequential:
         out["sequential"] = run_sequential(world, policy)
+    if curve:
+        out["budgets"] = curve
     return out
 
 
@@ -551,6 +590,7 @@ def run_chat_mode(
     smalltalk: Path,
     *,
     sequential: bool = False,
+    budgets: list[int] | None = None,
     ranking: str = "hybrid",
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
@@ -571,7 +611,7 @@ def run_chat_mode(
             candidates=candidates,
             only=only,
         )
-        result = run_chat(world, lines, sequential=sequential)
+        result = run_chat(world, lines, sequential=sequential, budgets=budgets)
     return result | {
         "seconds": round(time.perf_counter() - started, 1),
         "timings": {k: round(v, 1) for k, v in world.timings.items()},
@@ -585,6 +625,10 @@ def _print_past(result: dict[str, Any], ks: list[int], as_json: bool) -> None:
     for name, values in rows:
         print(
             f"{name:<12} {values['questions']:>4} " + " ".join(f"{values[n]:>13.3f}" for n in names)
+        )
+    for user, values in result.get("by_conversation", {}).items():
+        print(
+            f"{user:<12} {values['questions']:>4} " + " ".join(f"{values[n]:>13.3f}" for n in names)
         )
     print(f"took {result['seconds']} s ({result['timings']})")
     if as_json:
@@ -612,10 +656,26 @@ def _print_chat(result: dict[str, Any], as_json: bool) -> None:
     )
     if "sequential" in result:
         print(f"sequential: {result['sequential']}")
+    for budget, values in result.get("budgets", {}).items():
+        per_category = ", ".join(
+            f"{name} {v['evidence_in_prompt']}" for name, v in values["by_category"].items()
+        )
+        print(
+            f"budget {budget}: evidence_in_prompt {values['evidence_in_prompt']} "
+            f"(all {values['evidence_all_in_prompt']}; {per_category}), memory tokens p50 "
+            f"{values['memory_tokens_p50']} p95 {values['memory_tokens_p95']}"
+        )
     print(f"took {result['seconds']} s ({result['timings']})")
     if as_json:
         keys = (*names, "quiet_rate", "foreign_injection_rate", "questions")
-        print(json.dumps({k: result[k] for k in keys} | {"sequential": result.get("sequential")}))
+        curve = {b: {k: v[k] for k in names} for b, v in result.get("budgets", {}).items()}
+        print(
+            json.dumps(
+                {k: result[k] for k in keys}
+                | {"sequential": result.get("sequential")}
+                | ({"budgets": curve} if curve else {})
+            )
+        )
 
 
 def main() -> None:
@@ -628,6 +688,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--sequential", action="store_true", help="--mode chat: also the follow-up comparison"
+    )
+    parser.add_argument(
+        "--budgets",
+        default="",
+        help="--mode chat: also evidence_in_prompt at each of these memory-token budgets "
+        "(e.g. 200,400,800,1600)",
     )
     parser.add_argument(
         "--ranking",
@@ -649,7 +715,10 @@ def main() -> None:
     only = frozenset(c.strip() for c in args.conversations.split(",") if c.strip())
     ranked = {"ranking": args.ranking, "candidates": args.candidates, "only": only}
     if args.mode == "chat":
-        result = run_chat_mode(args.data, args.smalltalk, sequential=args.sequential, **ranked)
+        budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
+        result = run_chat_mode(
+            args.data, args.smalltalk, sequential=args.sequential, budgets=budgets, **ranked
+        )
         _print_chat(result, args.json)
         return
     ks = sorted({int(k) for k in args.k.split(",")} | {5})

@@ -616,6 +616,17 @@ TEXT_STOPWORDS: tuple[str, ...] = tuple(
 # The analyzer of `text`: lowercase, drop TEXT_STOPWORDS, Porter stemming (as the embedded
 # index's FTS5 `porter unicode61` tokenizer does).
 TEXT_ANALYZER = "memory_text"
+# Where a profile record's text is searched by words (a fact or a preference: an entry of no
+# session). Its own field has its own BM25 statistics (document frequencies, average length),
+# so a user's records never change how sessions' entries score: /past ranks sessions the same
+# with or without them. The embedded index keeps them in a full-text table of their own.
+RECORD_TEXT_FIELD = "record_text"
+
+
+def searched_apart(session_id: str | None, record_id: str | None) -> bool:
+    """A profile record's entry (a record of no session): its words are searched apart from
+    the sessions' entries (RECORD_TEXT_FIELD). A summary or an open question is its session's."""
+    return record_id is not None and session_id is None
 
 
 # --- the keys of long-term entries (consolidation, profile and ingestion write them; a store
@@ -718,6 +729,7 @@ def long_term_index_body(dimension: int) -> dict[str, Any]:
                 "session_id": {"type": "keyword"},
                 "kind": {"type": "keyword"},
                 "text": {"type": "text", "analyzer": TEXT_ANALYZER},
+                RECORD_TEXT_FIELD: {"type": "text", "analyzer": TEXT_ANALYZER},
                 "created_at": {"type": "date"},
                 "title": {"type": "text", "index": False},
                 "doc_id": {"type": "keyword"},

@@ -174,7 +174,11 @@ def _matches(query: dict[str, Any] | None, source: dict[str, Any]) -> bool:
 
         return (
             all(_matches(c, source) for c in clauses("filter"))
-            and all(_matches(c, source) for c in clauses("must") if "match" not in c)
+            and all(
+                _matches(c, source)
+                for c in clauses("must")
+                if "match" not in c and "multi_match" not in c
+            )
             and not any(_matches(c, source) for c in clauses("must_not"))
         )
     raise AssertionError(f"the fake OpenSearch does not know the query {kind}")
@@ -257,13 +261,19 @@ class FakeOpenSearch:
             scored = sorted(scored, reverse=True)[: min(k, size)]
         else:
             clauses = query["bool"]
-            must = clauses.get("must") or []
-            text = next(c["match"]["text"]["query"] for c in must if "match" in c)
-            keys = [k for k, doc in docs.items() if _matches(query, doc)]
-            scores = bm25(text, [docs[k]["text"] for k in keys]) if keys else []
-            scored = sorted(
-                ((s, k) for s, k in zip(scores, keys, strict=True) if s > 0), reverse=True
-            )[:size]
+            (words,) = [c for c in clauses.get("must") or [] if "match" in c or "multi_match" in c]
+            if "match" in words:
+                text, fields = words["match"]["text"]["query"], ["text"]
+            else:
+                text, fields = words["multi_match"]["query"], words["multi_match"]["fields"]
+            matching = [k for k, doc in docs.items() if _matches(query, doc)]
+            best: dict[str, float] = {}
+            for name in fields:  # BM25 per field, with that field's own statistics
+                keys = [k for k in matching if name in docs[k]]
+                scores = bm25(text, [docs[k][name] for k in keys]) if keys else []
+                for key, score in zip(keys, scores, strict=True):
+                    best[key] = max(best.get(key, 0.0), score)
+            scored = sorted(((s, k) for k, s in best.items() if s > 0), reverse=True)[:size]
         excluded = set((search.get("_source") or {}).get("excludes", []))
         hits = [
             {

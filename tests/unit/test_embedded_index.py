@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+from chatmemory.adapters.embedded import _FTS_TABLES, EmbeddedLongTermIndex
 from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX
 
@@ -55,6 +55,36 @@ def test_an_index_file_of_the_first_format_is_migrated_when_opened(tmp_path: Pat
     [hit] = reopened.lexical_search(MEMORY_INDEX, "about sailing", 5, "alice")
     assert hit.doc.doc_key == "sailing"
     assert reopened.lexical_search(MEMORY_INDEX, "about sailing", 5, "bob") == []
+
+
+def test_a_file_with_records_among_the_sessions_words_is_migrated_when_opened(
+    tmp_path: Path,
+) -> None:
+    """The second format kept profile records in the sessions' full-text table, where they
+    changed the sessions' BM25 statistics; opening it moves them to their own table."""
+    import sqlite3
+    from dataclasses import replace
+
+    path = tmp_path / "memory.sqlite3"
+    index = EmbeddedLongTermIndex(path)
+    window = replace(_doc("s1", [1.0, 0.0]), text="our Lisbon trip", kind="chunk")
+    fact = replace(window, doc_key="record#r1", session_id=None, kind="fact", record_id="r1")
+    index.upsert(MEMORY_INDEX, [window, fact])
+    del index
+    with sqlite3.connect(path) as db:  # the second format: one full-text table for all
+        db.execute(
+            "INSERT INTO docs_fts (rowid, text, owner) SELECT rowid, text, owner FROM records_fts"
+        )
+        db.execute("DROP TABLE records_fts")
+        db.execute("PRAGMA user_version = 2")
+
+    reopened = EmbeddedLongTermIndex(path)
+
+    with sqlite3.connect(path) as db:
+        counts = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _FTS_TABLES]
+    assert counts == [1, 1]
+    found = reopened.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice")
+    assert sorted(c.doc.doc_key for c in found) == ["record#r1", "s1"]
 
 
 def test_lexical_search_ignores_stopwords_and_other_users(tmp_path: Path) -> None:

@@ -250,6 +250,7 @@ def test_an_index_created_before_the_record_fields_gets_them_with_one_put_mappin
     # (the knn_vector above all) is never attempted.
     assert exchange.sent[2].json() == {
         "properties": {
+            "record_text": {"type": "text", "analyzer": "memory_text"},
             "record_id": {"type": "keyword"},
             "valid_until": {"type": "date"},
             "sessions": {"type": "keyword"},
@@ -259,6 +260,27 @@ def test_an_index_created_before_the_record_fields_gets_them_with_one_put_mappin
     added = exchange.sent[2].json()["properties"]
     assert set(before["properties"]) | set(added) == set(schema_fields)
     assert all(schema_fields[name] == spec for name, spec in added.items())
+
+
+def test_an_index_with_records_in_text_gets_the_records_field_alone(exchange: Exchange) -> None:
+    """An index of the version before records had a field of their own: record_text is put on
+    it (nothing else); its older records keep matching through `text` until written again."""
+    before = current_mapping(schema.MEMORY_INDEX)
+    del before["body"][schema.MEMORY_INDEX]["mappings"]["properties"]["record_text"]
+    index = make_index(
+        exchange,
+        "head_present",
+        before,
+        "put_mapping",
+        "head_present",
+        current_mapping(schema.PASSAGE_INDEX),
+    )
+
+    index.ensure_indexes()
+
+    assert exchange.sent[2].json() == {
+        "properties": {"record_text": {"type": "text", "analyzer": "memory_text"}}
+    }
 
 
 def test_adding_the_fields_is_idempotent(exchange: Exchange) -> None:
@@ -297,13 +319,20 @@ def test_serverless_existing_index_gets_the_missing_fields_too(exchange: Exchang
 
     put = exchange.sent[2]
     assert (put.method, put.url) == ("PUT", "/conversation-memories/_mapping")
-    assert set(put.json()["properties"]) == {"record_id", "valid_until", "sessions"}
+    assert set(put.json()["properties"]) == {
+        "record_text",
+        "record_id",
+        "valid_until",
+        "sessions",
+    }
 
 
 def test_throttled_put_mapping_is_unavailable_so_the_setup_retries(exchange: Exchange) -> None:
     index = make_index(exchange, "head_present", "get_mapping_before_records", "too_many_requests")
 
-    with pytest.raises(LongTermMemoryUnavailable, match="record_id, sessions, valid_until"):
+    with pytest.raises(
+        LongTermMemoryUnavailable, match="record_id, record_text, sessions, valid_until"
+    ):
         index.ensure_indexes()
 
 
@@ -420,6 +449,45 @@ def test_upsert_cuts_bulk_requests_at_the_domains_payload_limit(exchange: Exchan
     assert keys == [d.doc_key for d in docs]  # every document once, in order
 
 
+def a_fact() -> MemoryDoc:
+    return MemoryDoc(
+        doc_key="record#user-a#r1",
+        user_id="user-a",
+        kind="fact",
+        text="I live in Lisbon.",
+        created_at="2024-05-01T10:05:00Z",
+        embedding=[0.6, 0.8],
+        record_id="r1",
+        sessions=["sess-1"],
+    )
+
+
+def test_a_profile_records_words_go_to_a_field_of_their_own(exchange: Exchange) -> None:
+    """Records in `text` would share BM25's statistics with the sessions' entries: a user's
+    facts would change how /past scores their sessions. A summary is its session's: `text`."""
+    index = make_index(exchange, "bulk_created")
+    summary = summary_and_chunk()[0]
+    summary.record_id = "r0"
+
+    index.upsert(schema.MEMORY_INDEX, [summary, a_fact()])
+
+    summary_source, fact_source = exchange.sent[0].ndjson()[1::2]
+    assert summary_source["text"] == summary.text and "record_text" not in summary_source
+    assert fact_source["record_text"] == "I live in Lisbon." and "text" not in fact_source
+
+
+def test_a_records_hit_reads_its_words_from_its_own_field(exchange: Exchange) -> None:
+    # The recorded answer's fact was indexed with `text` (before record_text): both read back.
+    answer = recorded("msearch")
+    fact = answer["body"]["responses"][1]["hits"]["hits"][0]["_source"]
+    fact["record_text"] = fact.pop("text")
+    index = make_index(exchange, answer, "msearch")
+
+    for _ in range(2):
+        [found] = index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")[1]
+        assert (found.doc.kind, found.doc.text) == ("fact", "I live in Lisbon.")
+
+
 def test_upsert_of_nothing_sends_no_request(exchange: Exchange) -> None:
     index = make_index(exchange)
 
@@ -522,6 +590,8 @@ def test_past_searches_only_documents_of_sessions(exchange: Exchange) -> None:
     assert knn["knn"]["embedding"]["filter"] == {
         "bool": {"filter": [{"term": {"user_id": "user-a"}}, {"exists": {"field": "session_id"}}]}
     }
+    # Only the sessions' field: records' words (record_text) neither match nor count in it.
+    assert match["bool"]["must"] == [{"match": {"text": {"query": "Lisbon trip"}}}]
     assert match["bool"]["filter"] == [
         {"term": {"user_id": "user-a"}},
         {"exists": {"field": "session_id"}},
@@ -598,12 +668,16 @@ def test_lexical_search_sends_match_query_filtered_to_the_user(exchange: Exchang
 
     index.lexical_search(schema.MEMORY_INDEX, "Lisbon trip", 4, "user-a")
 
+    # A user's memories: the sessions' entries (`text`) and the profile records, whose words
+    # are in a field of their own with its own BM25 statistics.
     assert exchange.sent[0].json() == {
         "size": 4,
         "_source": {"excludes": ["embedding"]},
         "query": {
             "bool": {
-                "must": [{"match": {"text": {"query": "Lisbon trip"}}}],
+                "must": [
+                    {"multi_match": {"query": "Lisbon trip", "fields": ["text", "record_text"]}}
+                ],
                 "filter": [{"term": {"user_id": "user-a"}}],
             }
         },
@@ -660,7 +734,14 @@ def test_hybrid_search_sends_both_searches_in_one_msearch_of_the_memory_index(
             "_source": {"excludes": ["embedding"]},
             "query": {
                 "bool": {
-                    "must": [{"match": {"text": {"query": "Lisbon trip"}}}],
+                    "must": [
+                        {
+                            "multi_match": {
+                                "query": "Lisbon trip",
+                                "fields": ["text", "record_text"],
+                            }
+                        }
+                    ],
                     "filter": [{"term": {"user_id": "user-a"}}],
                 }
             },

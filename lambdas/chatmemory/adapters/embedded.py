@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, TEXT_STOPWORDS
+from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, TEXT_STOPWORDS, searched_apart
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
 _STOPWORDS = frozenset(TEXT_STOPWORDS)
@@ -27,7 +27,12 @@ _META_FIELDS = [
 
 
 # Version of the file layout (PRAGMA user_version); older files are migrated when opened.
-_FORMAT = 2
+# 2: the owner column; 3: profile records in a full-text table of their own.
+_FORMAT = 3
+# The full-text tables: sessions' entries and passages, and profile records (FTS5 computes
+# BM25's statistics over a whole table, so records kept apart never change a session's score,
+# as their own field does on OpenSearch: schema.RECORD_TEXT_FIELD).
+_FTS_TABLES = ("docs_fts", "records_fts")
 
 
 def owner_token(index: str, user_id: str) -> str:
@@ -63,8 +68,10 @@ class EmbeddedLongTermIndex:
         with self._lock, self._db:
             version = self._db.execute("PRAGMA user_version").fetchone()[0]
             if version < _FORMAT:
-                # Files of the first format had no owner column in the full-text index.
-                self._db.execute("DROP TABLE IF EXISTS docs_fts")
+                # An older file's full-text index is built again: the first format had no owner
+                # column, the second kept profile records with the sessions' entries.
+                for table in _FTS_TABLES:
+                    self._db.execute(f"DROP TABLE IF EXISTS {table}")
             self._db.executescript(
                 """
                 CREATE TABLE IF NOT EXISTS docs (
@@ -78,15 +85,34 @@ class EmbeddedLongTermIndex:
                 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
                     text, owner, tokenize = 'porter unicode61'
                 );
+                CREATE VIRTUAL TABLE IF NOT EXISTS records_fts USING fts5(
+                    text, owner, tokenize = 'porter unicode61'
+                );
                 """
             )
             if version < _FORMAT:
-                rows = self._db.execute("SELECT id, idx, user_id, text FROM docs").fetchall()
-                self._db.executemany(
-                    "INSERT INTO docs_fts (rowid, text, owner) VALUES (?, ?, ?)",
-                    [(r[0], r[3], owner_token(r[1], r[2])) for r in rows],
-                )
+                rows = self._db.execute(
+                    "SELECT id, idx, user_id, text, session_id, json_extract(meta, '$.record_id') "
+                    "FROM docs"
+                ).fetchall()
+                for row_id, index, user_id, text, session_id, record_id in rows:
+                    self._index_text(row_id, index, user_id, text, session_id, record_id)
                 self._db.execute(f"PRAGMA user_version = {_FORMAT}")
+
+    def _index_text(
+        self,
+        row_id: int,
+        index: str,
+        user_id: str,
+        text: str,
+        session_id: str | None,
+        record_id: str | None,
+    ) -> None:
+        table = _FTS_TABLES[1] if searched_apart(session_id, record_id) else _FTS_TABLES[0]
+        self._db.execute(
+            f"INSERT INTO {table} (rowid, text, owner) VALUES (?, ?, ?)",
+            (row_id, text, owner_token(index, user_id)),
+        )
 
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None:
         if not docs:
@@ -111,9 +137,10 @@ class EmbeddedLongTermIndex:
                         vector,
                     ),
                 )
-                self._db.execute(
-                    "INSERT INTO docs_fts (rowid, text, owner) VALUES (?, ?, ?)",
-                    (cursor.lastrowid, doc.text, owner_token(index, doc.user_id)),
+                row_id = cursor.lastrowid
+                assert row_id is not None  # an INSERT's
+                self._index_text(
+                    row_id, index, doc.user_id, doc.text, doc.session_id, doc.record_id
                 )
             for user in {doc.user_id for doc in docs}:
                 self._matrices.pop((index, user), None)
@@ -154,21 +181,24 @@ class EmbeddedLongTermIndex:
         if query is None:
             return []
         owner = owner_token(index, SHARED_OWNER if user_id is None else user_id)
+        # Sessions' entries, and unless only they are asked for, profile records: each table
+        # scores with its own statistics (see _FTS_TABLES), and the best k of both are kept.
+        tables = _FTS_TABLES[:1] if sessions_only else _FTS_TABLES
         # A session's documents only: each match is looked up by primary key (an IN subquery
         # made SQLite scan the table for every match: 14 s a query at 100,000 documents).
-        only = (
-            " JOIN docs ON docs.id = docs_fts.rowid AND docs.session_id IS NOT NULL"
-            if sessions_only
-            else ""
-        )
+        only = " JOIN docs ON docs.id = {0}.rowid AND docs.session_id IS NOT NULL"
+        rows: list[tuple[int, float]] = []
         with self._lock:
-            # The owner column narrows the match to the caller's rows before BM25 is computed;
-            # its weight 0 keeps it out of the score.
-            rows = self._db.execute(
-                f"SELECT docs_fts.rowid, -bm25(docs_fts, 1.0, 0.0) FROM docs_fts{only} "
-                "WHERE docs_fts MATCH ? ORDER BY bm25(docs_fts, 1.0, 0.0) LIMIT ?",
-                (f"owner : {owner} AND text : ({query})", k),
-            ).fetchall()
+            for table in tables:
+                # The owner column narrows the match to the caller's rows before BM25 is
+                # computed; its weight 0 keeps it out of the score.
+                rows += self._db.execute(
+                    f"SELECT {table}.rowid, -bm25({table}, 1.0, 0.0) FROM {table}"
+                    f"{only.format(table) if sessions_only else ''} "
+                    f"WHERE {table} MATCH ? ORDER BY bm25({table}, 1.0, 0.0) LIMIT ?",
+                    (f"owner : {owner} AND text : ({query})", k),
+                ).fetchall()
+        rows = sorted(rows, key=lambda r: -r[1])[:k]
         found = self._docs([r[0] for r in rows])
         return [
             Candidate(doc=found[r[0]], lexical_score=float(r[1])) for r in rows if r[0] in found
@@ -226,7 +256,8 @@ class EmbeddedLongTermIndex:
         ids = [r[0] for r in self._db.execute(f"SELECT id FROM docs WHERE {where}", params)]
         if ids:
             marks = ",".join("?" * len(ids))
-            self._db.execute(f"DELETE FROM docs_fts WHERE rowid IN ({marks})", ids)
+            for table in _FTS_TABLES:
+                self._db.execute(f"DELETE FROM {table} WHERE rowid IN ({marks})", ids)
             self._db.execute(f"DELETE FROM docs WHERE id IN ({marks})", ids)
 
     def _matrix(self, index: str, user_id: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

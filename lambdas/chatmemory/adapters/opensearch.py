@@ -320,7 +320,16 @@ def _knn_body(
 def _match_body(
     text: str, k: int, user_id: str | None, sessions_only: bool = False
 ) -> dict[str, Any]:
-    query: dict[str, Any] = {"must": [{"match": {"text": {"query": text}}}]}
+    # A user's profile records have their words in a field of their own
+    # (schema.RECORD_TEXT_FIELD), which scores with its own statistics: /past (sessions only)
+    # never reads it, and a search of all memories matches both fields; an entry has one of
+    # them, so its score is that field's BM25. (Passages, user_id None, are in `text`.)
+    match: dict[str, Any] = (
+        {"match": {"text": {"query": text}}}
+        if sessions_only or user_id is None
+        else {"multi_match": {"query": text, "fields": ["text", schema.RECORD_TEXT_FIELD]}}
+    )
+    query: dict[str, Any] = {"must": [match]}
     filters = [{"term": {"user_id": user_id}}] if user_id is not None else []
     if sessions_only:
         filters.append(_OF_SESSION)
@@ -345,11 +354,16 @@ def _source(doc: MemoryDoc) -> dict[str, Any]:
     if not source["embedding"]:
         # An empty list fails the knn_vector dimension check; a missing vector is allowed.
         del source["embedding"]
+    if schema.searched_apart(doc.session_id, doc.record_id):
+        source[schema.RECORD_TEXT_FIELD] = source.pop("text")
     return source
 
 
 def _doc(source: dict[str, Any]) -> MemoryDoc:
-    return MemoryDoc(**{k: v for k, v in source.items() if k in _DOC_FIELDS})
+    fields = {k: v for k, v in source.items() if k in _DOC_FIELDS}
+    if schema.RECORD_TEXT_FIELD in source:
+        fields["text"] = source[schema.RECORD_TEXT_FIELD]
+    return MemoryDoc(**fields)
 
 
 def _terms(**values: str) -> dict[str, Any]:

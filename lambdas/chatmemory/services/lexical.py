@@ -6,7 +6,9 @@ The text is analysed as both indexes analyse it: words of letters and digits, lo
 diacritics removed, stopwords (schema.TEXT_STOPWORDS) dropped from the query, Porter stemming
 (the original algorithm, as SQLite FTS5's `porter` tokenizer and OpenSearch's `porter_stem`
 apply it). Corpus statistics (document frequencies, average length) come from the candidates
-themselves: there is no other corpus at hand.
+themselves: there is no other corpus at hand. Profile records are their own corpus, as their own
+field is on OpenSearch (schema.RECORD_TEXT_FIELD): a record among the candidates never changes
+how a session's entry scores.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from chatmemory.ports import Candidate
-from chatmemory.schema import TEXT_STOPWORDS
+from chatmemory.schema import TEXT_STOPWORDS, searched_apart
 
 # Letters and digits (FTS5's unicode61 tokenizer: "_" and punctuation separate words).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -80,8 +82,19 @@ def rescore(
     candidates: Sequence[Candidate], text: str, k: int
 ) -> tuple[list[Candidate], list[Candidate]]:
     """Split vector candidates (best first) into what a hybrid search returns: the k nearest,
-    and the k best BM25 matches of `text` among all the candidates (those sharing a term)."""
-    scores = bm25(text, [c.doc.text for c in candidates])
+    and the k best BM25 matches of `text` among all the candidates (those sharing a term),
+    the sessions' entries and the profile records each scored as a corpus of their own."""
+    scores = [0.0] * len(candidates)
+    for apart in (False, True):
+        group = [
+            i
+            for i, c in enumerate(candidates)
+            if searched_apart(c.doc.session_id, c.doc.record_id) == apart
+        ]
+        for i, score in zip(
+            group, bm25(text, [candidates[i].doc.text for i in group]), strict=True
+        ):
+            scores[i] = score
     lexical = sorted(
         ((score, position) for position, score in enumerate(scores) if score > 0.0),
         key=lambda pair: (-pair[0], pair[1]),
