@@ -62,78 +62,233 @@ _WEIGHTS = re.compile(r"^\s*-?\d+(\.\d+)?(\s*,\s*-?\d+(\.\d+)?){0,3}\s*$")
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    sessions_table: str = "sessions"
-    conversations_table: str = "conversations"
-    users_table: str = "users"
-    records_table: str = "records"
-    dynamodb_endpoint: str | None = None
-    text_backend: TextBackend = TextBackend.OFFLINE
-    embed_backend: EmbedBackend = EmbedBackend.OFFLINE
-    text_endpoint: str = ""
-    text_format: TextFormat = TextFormat.JUMPSTART_FLAN_T5
-    embed_endpoint: str = ""
-    embed_format: EmbedFormat = EmbedFormat.JUMPSTART_GPT_J
-    embed_dimension: Positive = 384
-    text_model_id: str = ""
-    embed_model_id: str = ""
-    openai_base_url: str = "http://127.0.0.1:11434/v1"
-    openai_api_key: str = ""
-    # API Gateway gives up after 29 s: a model call with its retries must finish well before.
-    model_timeout_seconds: float = Field(default=20.0, gt=0)
-    model_max_attempts: Positive = 3
-    window_turns: int = Field(default=6, ge=0)
-    max_window_turns: int = Field(default=50, ge=0)
-    prompt_token_budget: Positive = 512
-    max_new_tokens: Positive = 256
-    max_input_chars: Positive = 4000
-    user_role: str = "User"
-    assistant_role: str = "Assistant"
-    system_prompt: str = (
-        "You are a helpful assistant. Answer the user's last message using the conversation."
+    # Every field's description is the documentation of its environment variable (the docs'
+    # configuration page is generated from them: docs/gen_pages.py).
+    sessions_table: str = Field("sessions", description="The sessions table's name.")
+    conversations_table: str = Field(
+        "conversations", description="The conversations (turns) table's name."
     )
-    intent_classifier: Flag = False
-    store_prompt: Flag = False
-    turn_ttl_days: int = Field(default=0, ge=0)
+    users_table: str = Field("users", description="The users table's name.")
+    records_table: str = Field("records", description="The profile records table's name.")
+    dynamodb_endpoint: str | None = Field(
+        None, description="A DynamoDB endpoint URL: DynamoDB Local in local mode; unset in AWS."
+    )
+    text_backend: TextBackend = Field(
+        TextBackend.OFFLINE,
+        description=(
+            "The text model: `sagemaker`, `bedrock`, `openai` (any OpenAI-compatible server) "
+            "or `offline` (a plainly labelled responder that calls no model)."
+        ),
+    )
+    embed_backend: EmbedBackend = Field(
+        EmbedBackend.OFFLINE,
+        description=(
+            "The embedding model: `sagemaker`, `bedrock`, `openai` or `offline` "
+            "(all-MiniLM-L6-v2 in process)."
+        ),
+    )
+    text_endpoint: str = Field("", description="The SageMaker text endpoint's name.")
+    text_format: TextFormat = Field(
+        TextFormat.JUMPSTART_FLAN_T5,
+        description="The text endpoint's payload format: `jumpstart-flan-t5` or `tgi`.",
+    )
+    embed_endpoint: str = Field("", description="The SageMaker embedding endpoint's name.")
+    embed_format: EmbedFormat = Field(
+        EmbedFormat.JUMPSTART_GPT_J,
+        description="The embedding endpoint's payload format: `jumpstart-gpt-j` or `tei`.",
+    )
+    embed_dimension: Positive = Field(
+        384, description="The embedding's size; the long-term indexes are made for it."
+    )
+    text_model_id: str = Field(
+        "",
+        description=(
+            "The Bedrock or OpenAI-compatible text model (a Bedrock inference profile id "
+            "such as `eu.amazon.nova-micro-v1:0` works)."
+        ),
+    )
+    embed_model_id: str = Field(
+        "",
+        description=(
+            "The Bedrock or OpenAI-compatible embedding model (Bedrock: "
+            "`amazon.titan-embed-text-v2:0` when unset)."
+        ),
+    )
+    openai_base_url: str = Field(
+        "http://127.0.0.1:11434/v1",
+        description="The OpenAI-compatible server (Ollama's address by default).",
+    )
+    openai_api_key: str = Field("", description="Its API key, when it needs one.")
+    # API Gateway gives up after 29 s: a model call with its retries must finish well before.
+    model_timeout_seconds: float = Field(
+        20.0,
+        gt=0,
+        description=(
+            "How long one model call may take (a request's deadline may give it less: "
+            "chatmemory/deadline.py)."
+        ),
+    )
+    model_max_attempts: Positive = Field(
+        3, description="Tries of a model call that is throttled or fails on the server's side."
+    )
+    window_turns: int = Field(
+        6,
+        ge=0,
+        description="The recent turns in a chat prompt, unless a message asks for another number.",
+    )
+    max_window_turns: int = Field(
+        50, ge=0, description="The most recent turns a message may ask for (`window_turns`)."
+    )
+    prompt_token_budget: Positive = Field(
+        512, description="The prompt's size in tokens, clipped to fit (FLAN-T5 reads 512)."
+    )
+    max_new_tokens: Positive = Field(256, description="The longest answer, in tokens.")
+    max_input_chars: Positive = Field(
+        4000, description="The longest message a chat turn takes (longer: 413)."
+    )
+    user_role: str = Field("User", description="The user's name in prompts.")
+    assistant_role: str = Field("Assistant", description="The assistant's name in prompts.")
+    system_prompt: str = Field(
+        "You are a helpful assistant. Answer the user's last message using the conversation.",
+        description="The instruction at the top of every chat prompt.",
+    )
+    intent_classifier: Flag = Field(
+        False,
+        description=(
+            "Route messages without a command (`/past`, `/verified`) with a few-shot prompt "
+            "to the text model."
+        ),
+    )
+    store_prompt: Flag = Field(
+        False, description="Keep each turn's rendered prompt with it (for debugging prompts)."
+    )
+    turn_ttl_days: int = Field(
+        0, ge=0, description="Turns expire this many days after they were written (0: kept)."
+    )
     # How many recent client_message_ids a session remembers for idempotent retries.
-    keep_message_ids: Positive = 50
-    long_term_backend: LongTermBackend = LongTermBackend.NONE
-    memory_path: str = ".local/memory.sqlite3"
-    opensearch_endpoint: str = ""
-    opensearch_serverless: Flag = False
+    keep_message_ids: Positive = Field(
+        50,
+        description=(
+            "How many recent `client_message_id`s a session remembers, so that a retry is "
+            "stored once."
+        ),
+    )
+    long_term_backend: LongTermBackend = Field(
+        LongTermBackend.NONE,
+        description=(
+            "Long-term memory: `embedded` (a SQLite file at `MEMORY_PATH`), `opensearch`, "
+            "`s3vectors`, or `none` (`/past` and `/verified` then say it is not configured)."
+        ),
+    )
+    memory_path: str = Field(
+        ".local/memory.sqlite3", description="The embedded index's file (local mode)."
+    )
+    opensearch_endpoint: str = Field(
+        "", description="The OpenSearch domain's or Serverless collection's endpoint."
+    )
+    opensearch_serverless: Flag = Field(
+        False, description="Whether the endpoint is an OpenSearch Serverless collection."
+    )
     # Amazon S3 Vectors: the vector bucket holding the long-term indexes (required with it).
-    vector_bucket: str = Field(default="", validate_default=True)
+    vector_bucket: str = Field(
+        default="",
+        validate_default=True,
+        description="The S3 vector bucket of the long-term indexes (required with `s3vectors`).",
+    )
     # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
-    recall_weights: str = Field(default="1.0,1.0,0.05,0.5", pattern=_WEIGHTS.pattern)
-    recency_half_life_days: float = Field(default=30.0, gt=0)
-    compact_after_turns: Positive = 12
-    idle_minutes: Positive = 30
+    recall_weights: str = Field(
+        default="1.0,1.0,0.05,0.5",
+        pattern=_WEIGHTS.pattern,
+        description="The weights of `/past`'s ranking: meaning, words, recency, a named time.",
+    )
+    recency_half_life_days: float = Field(
+        30.0, gt=0, description="How fast recency fades in `/past`'s ranking."
+    )
+    compact_after_turns: Positive = Field(
+        12,
+        description=(
+            "A session's rolling summary is extended once this many turns are outside it and "
+            "the window."
+        ),
+    )
+    idle_minutes: Positive = Field(
+        30, description="The sweeper ends sessions without a turn for this long."
+    )
     # How long a purge waits after a forget before trusting the user index (its lag).
-    purge_settle_seconds: float = Field(default=30.0, ge=0)
+    purge_settle_seconds: float = Field(
+        30.0,
+        ge=0,
+        description=(
+            "How long the purge of a forget waits before it reads the user index; keep it "
+            "longer than the chat function's timeout."
+        ),
+    )
     # Ordinary chat turns bring relevant long-term memory into the prompt (not only /past),
     # at most this many tokens of it.
-    auto_recall: Flag = True
-    memory_token_budget: int = Field(default=400, ge=0)
+    auto_recall: Flag = Field(
+        True, description="Bring relevant long-term memory into ordinary chat turns."
+    )
+    memory_token_budget: int = Field(
+        400,
+        ge=0,
+        description="Auto-recall's memory in a prompt, in tokens (at most half the context).",
+    )
     # Origins a browser page may call the API from ("*": any); none by default.
-    cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = ()
+    cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = Field(
+        (), description="Comma-separated origins a browser page may call the API from (`*`: any)."
+    )
     # How a user turn's sentiment is found: VADER in process (also with a text model: a model
     # call per turn would add its latency and cost to every turn), the text model, or not.
-    sentiment: SentimentMode = SentimentMode.AUTO
+    sentiment: SentimentMode = Field(
+        SentimentMode.AUTO,
+        description=(
+            "The sentiment of user turns: `auto` (the text model when there is one, else "
+            "VADER), `vader`, `model` or `off`."
+        ),
+    )
     # Messages sent before the bot answered are answered together (services/stacking.py),
     # after waiting this long for more (0: no wait; see the README's "Stacked messages").
-    stack_messages: Flag = True
-    stack_wait_ms: int = Field(default=0, ge=0, le=10_000)
+    stack_messages: Flag = Field(
+        True, description="Answer messages sent before the bot answered together."
+    )
+    stack_wait_ms: int = Field(
+        0,
+        ge=0,
+        le=10_000,
+        description="How long a chat message waits for more before the model is called.",
+    )
     # Hand-off to a person (services/handoff.py): where its events go (an EventBridge bus, or
     # in local mode a JSON-lines file; neither: none), who is an agent (members of the Cognito
     # group, or with auth=iam the sessions of the role), and the automatic rules (off unless
     # set): hand off when /verified finds nothing relevant, and after this many consecutive
     # user turns whose sentiment score is at most handoff_negative_score (0: never).
-    event_bus_name: str = ""
-    events_file: str = ""
-    agent_group: str = "agents"
-    agent_role_arn: str = Field(default="", pattern=r"^(arn:[\w-]+:iam::\d{12}:role/\S+)?$")
-    handoff_on_nothing_verified: Flag = False
-    handoff_negative_turns: int = Field(default=0, ge=0, le=50)
-    handoff_negative_score: float = Field(default=-0.5, ge=-1, le=1)
+    event_bus_name: str = Field("", description="The EventBridge bus of hand-off events.")
+    events_file: str = Field(
+        "", description="Without a bus, a JSON-lines file of hand-off events (local mode)."
+    )
+    agent_group: str = Field(
+        "agents", description="The Cognito group whose members may use the `/agent` routes."
+    )
+    agent_role_arn: str = Field(
+        default="",
+        pattern=r"^(arn:[\w-]+:iam::\d{12}:role/\S+)?$",
+        description="With IAM auth, the role whose sessions are agents.",
+    )
+    handoff_on_nothing_verified: Flag = Field(
+        False, description="Hand the session to a person when `/verified` finds nothing relevant."
+    )
+    handoff_negative_turns: int = Field(
+        0,
+        ge=0,
+        le=50,
+        description=(
+            "Hand the session to a person after this many user turns in a row at or below "
+            "`HANDOFF_NEGATIVE_SCORE` (0: never)."
+        ),
+    )
+    handoff_negative_score: float = Field(
+        -0.5, ge=-1, le=1, description="The sentiment score that counts as negative."
+    )
 
     @field_validator("vector_bucket")
     @classmethod
