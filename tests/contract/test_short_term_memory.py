@@ -178,6 +178,8 @@ def test_turns_are_numbered_and_written_with_their_session(memory: ShortTermMemo
     assert [t.turn for t in memory.recent_turns("s1", 2)] == [2, 3]
     assert [t.turn for t in memory.turns_between("s1", 1, 2)] == [2]
     assert memory.get_turn("s1", 2).input == "two"  # type: ignore[union-attr]
+    # An empty range is no turns (a session without a turn asks for turns 1..0).
+    assert memory.turns_between("s1", 3, 3) == memory.turns_between("s1", 1, 0) == []
 
 
 def test_a_turn_can_name_its_session_in_the_same_write(memory: ShortTermMemory) -> None:

@@ -1010,7 +1010,10 @@ class DynamoShortTermMemory:
         return self._page(kwargs, next_token, key, (SESSION_ID, session_id), turn_from_item)
 
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
-        """Turns after..through (exclusive, inclusive), oldest first."""
+        """Turns after..through (exclusive, inclusive), oldest first; none for an empty range
+        (DynamoDB refuses `BETWEEN a AND b` with a > b: a session without a turn asks for it)."""
+        if through <= after:
+            return []
         turns: list[Turn] = []
         for page in self._db.get_paginator("query").paginate(
             TableName=self._turns,
