@@ -13,6 +13,8 @@ from chatmemory.clock import canonical_time
 from chatmemory.domain import MemoryRecord, Page, Sentiment, Session, Turn, caller_of
 from chatmemory.schema import (
     EXPORT_FORMAT,
+    ID_MAX_LENGTH,
+    ID_PATTERN,
     HandoffReason,
     HandoffState,
     Intent,
@@ -57,22 +59,43 @@ Score = Annotated[
 ]
 
 
+# The one rule of identifiers (schema.ID_PATTERN): what a client may send as a session id, a
+# record id or a client_message_id, and what every id the API issues follows.
+ID_RULE = f"1-{ID_MAX_LENGTH} letters, digits and _ . : - (at least one not a dot: never . or ..)"
+
+
+def identifier(description: str) -> object:
+    """The Field of an identifier in a request body: the rule, with what this one names."""
+    return Field(
+        min_length=1,
+        max_length=ID_MAX_LENGTH,
+        pattern=ID_PATTERN,
+        description=f"{description} ({ID_RULE}).",
+    )
+
+
+ClientMessageId = Annotated[
+    str, identifier("Idempotency key: a retry with the same id returns the stored turn")
+]
+
+
 class CreateSessionRequest(_Strict):
     name: str | None = Field(default=None, max_length=200, description="Display name.")
     end_previous: bool = Field(
         default=False,
         description="End the caller's open sessions first (which consolidates them).",
     )
-    continue_from: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=128,
-        description=(
-            "A session of the caller this one continues (one the idle sweeper ended, say): "
-            "its name and rolling summary are carried over and its last turns stay in the "
-            "model's window; if it is still open it is ended."
-        ),
-    )
+    continue_from: (
+        Annotated[
+            str,
+            identifier(
+                "A session of the caller this one continues (one the idle sweeper ended, say): "
+                "its name is carried over, and its rolling summary and last turns stay in the "
+                "model's prompt while it exists; if it is still open it is ended"
+            ),
+        ]
+        | None
+    ) = None
 
 
 class PostMessageRequest(_Strict):
@@ -80,12 +103,7 @@ class PostMessageRequest(_Strict):
         description="The message. `/past ...` recalls past conversations, "
         "`/verified ...` answers from verified documents; anything else is chat."
     )
-    client_message_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=128,
-        description="Idempotency key: a retry with the same id returns the stored turn.",
-    )
+    client_message_id: ClientMessageId | None = None
     window_turns: int | None = Field(
         default=None, ge=0, description="How many recent turns the model sees."
     )
@@ -118,14 +136,6 @@ Metadata = Annotated[
         ),
     ),
     AfterValidator(_small_object),
-]
-ClientMessageId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=128,
-        description="Idempotency key: a retry with the same id returns the stored turn.",
-    ),
 ]
 
 
@@ -494,16 +504,16 @@ class CreateRecordRequest(_Strict):
     type: Literal["fact", "preference"] | None = Field(
         default=None, description="fact or preference; inferred when absent."
     )
-    record_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=128,
-        pattern=r"^[A-Za-z0-9_.:-]+$",
-        description=(
-            "The client's own id for the record (a key of an agent's store): the request then "
-            "creates the record with that id or replaces the text of the one that has it."
-        ),
-    )
+    record_id: (
+        Annotated[
+            str,
+            identifier(
+                "The client's own id for the record (a key of an agent's store): the request then "
+                "creates the record with that id or replaces the text of the one that has it"
+            ),
+        ]
+        | None
+    ) = None
 
 
 class UpdateRecordRequest(_Strict):

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from chatmemory.schema import (
+    ID_MAX_LENGTH,
+    ID_PATTERN,
     Intent,
     RecordOrigin,
     RecordStatus,
@@ -19,6 +22,15 @@ from chatmemory.schema import (
 )
 
 T = TypeVar("T")
+
+_IDENTIFIER = re.compile(ID_PATTERN)
+
+
+def is_identifier(value: str) -> bool:
+    """Whether `value` follows the one rule of identifiers (schema.ID_PATTERN): what the API
+    models check before a request is served, and what services check again for ids that reach
+    them another way (a stream record, an operator tool)."""
+    return len(value) <= ID_MAX_LENGTH and _IDENTIFIER.match(value) is not None
 
 
 def message_key(client_message_id: str) -> str:

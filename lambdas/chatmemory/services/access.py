@@ -7,19 +7,16 @@ caller, or of a forgotten generation all look like no session at all (404).
 
 from __future__ import annotations
 
-from chatmemory.domain import Session
+from chatmemory.domain import Session, is_identifier
 from chatmemory.errors import SessionNotFound
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import VISIBLE_STATUSES
-
-# Ids we issue are UUIDs; anything far longer is no id of ours (and would fail as a key).
-MAX_ID_LENGTH = 128
 
 
 def owned_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Session:
     """The caller's visible session (one read of the session and the caller's state), or
     SessionNotFound."""
-    if not session_id or len(session_id) > MAX_ID_LENGTH:
+    if not is_identifier(session_id):
         raise SessionNotFound("session not found")
     session, user = memory.get_owned(session_id, user_id)
     if session is None or session.user_id != user.owner:

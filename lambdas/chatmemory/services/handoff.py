@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmemory.clock import iso
-from chatmemory.domain import Handoff, Page, Session, Turn, caller_of
+from chatmemory.domain import Handoff, Page, Session, Turn, caller_of, is_identifier
 from chatmemory.errors import (
     BadRequest,
     ChatMemoryError,
@@ -49,7 +49,7 @@ from chatmemory.schema import (
     SessionStatus,
     TurnOrigin,
 )
-from chatmemory.services.access import MAX_ID_LENGTH, owned_session
+from chatmemory.services.access import owned_session
 from chatmemory.services.recall import NOTHING_VERIFIED
 from chatmemory.services.routing import parse_prefix
 from chatmemory.services.sentiment import analyze_input
@@ -294,7 +294,7 @@ def history_for_rules(policy: HandoffPolicy) -> int:
 def _visible(memory: ShortTermMemory, session_id: str) -> Session:
     """A session its user can see: not deleting, and not of a memory its user forgot (an agent
     must not read what the user deleted, even before the purge has removed it)."""
-    if not session_id or len(session_id) > MAX_ID_LENGTH:
+    if not is_identifier(session_id):
         raise SessionNotFound("session not found")
     session = memory.get_session(session_id)
     if session is None or session.status not in VISIBLE_STATUSES:

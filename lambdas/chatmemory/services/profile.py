@@ -38,6 +38,7 @@ Why nothing of a deleted record or session is seen again, whatever runs at the s
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -45,7 +46,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from chatmemory.clock import iso
-from chatmemory.domain import MemoryRecord, Provenance, Session, Turn
+from chatmemory.domain import MemoryRecord, Provenance, Session, Turn, is_identifier
 from chatmemory.errors import Conflict, RecordNotFound
 from chatmemory.ports import (
     Embedder,
@@ -64,7 +65,7 @@ from chatmemory.schema import (
     record_doc_key,
     summary_doc_key,
 )
-from chatmemory.services.access import MAX_ID_LENGTH, owner_of
+from chatmemory.services.access import owner_of
 
 _SPACE = re.compile(r"\W+")
 # Records whose index entry belongs to the session they were drawn from.
@@ -96,13 +97,22 @@ def _stamp(timestamp: str) -> str:
     return re.sub(r"[^0-9T]", "", timestamp)[:18]
 
 
+def _in_record_id(session_id: str) -> str:
+    """A session id as a part of record ids: itself (a UUID), or, when longer than 64
+    characters (a client may choose one), 32 hex digits of its SHA-256, so the ids drawn from
+    it stay within the rule of identifiers (schema.ID_MAX_LENGTH)."""
+    if len(session_id) <= 64:
+        return session_id
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+
+
 def extracted_record_id(session_id: str, date: str, turn: int, n: int) -> str:
     """Deterministic: a retried consolidation writes the same records."""
-    return f"{_stamp(date)}-{session_id}-t{turn}-{n}"
+    return f"{_stamp(date)}-{_in_record_id(session_id)}-t{turn}-{n}"
 
 
 def summary_record_id(session: Session) -> str:
-    return f"{_stamp(session.started_at)}-{session.session_id}-summary"
+    return f"{_stamp(session.started_at)}-{_in_record_id(session.session_id)}-summary"
 
 
 def stated_record_id(now: str, make_id: Callable[[], str]) -> str:
@@ -488,7 +498,7 @@ def _duplicate(
 def owned_record(memory: ShortTermMemory, user_id: str, record_id: str) -> MemoryRecord:
     """The caller's record (not being deleted), or RecordNotFound: another caller's record, or
     one of a forgotten generation, looks like no record."""
-    if not record_id or len(record_id) > 2 * MAX_ID_LENGTH:
+    if not is_identifier(record_id):
         raise RecordNotFound("record not found")
     owner = owner_of(memory, user_id)
     record = memory.get_record(owner, record_id)
