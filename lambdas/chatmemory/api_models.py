@@ -396,14 +396,15 @@ class ImportMessage(_Exported):
     intent: Annotated[Intent, Field(strict=False)] = Intent.CHAT
     sources: list[ImportSource] = Field(default=[], max_length=20)
     created_at: Timestamp | None = None
+    # chat or client as exported. An import is the caller's own account of a conversation and
+    # cannot speak for a person: a turn exported with origin agent comes back as origin client
+    # (its text kept as the response), and an exported agent_id or for_agent is ignored, as
+    # POST /messages and POST /turns never take them either.
     origin: Annotated[TurnOrigin, Field(strict=False)] = TurnOrigin.CHAT
     metadata: Metadata = {}
     feedback: ImportFeedback | None = None
     # Kept as exported; a message without one stays without (no analyzer runs on an import).
     sentiment: ImportSentiment | None = None
-    # Hand-off to a person: who replied (origin agent), and a message sent for the agent.
-    agent_id: str | None = Field(default=None, max_length=2048)
-    for_agent: bool = False
 
 
 class ImportSession(_Exported):

@@ -859,7 +859,7 @@ def test_an_agent_cannot_read_what_the_user_forgot(world: World) -> None:
     assert handoff.list_queue(world.memory, state="WAITING", limit=10, next_token=None).items == []
 
 
-def test_export_and_import_keep_the_conversation_with_the_person(api: Api) -> None:
+def test_export_and_import_keep_the_words_of_a_conversation_with_a_person(api: Api) -> None:
     status, data = api.call("POST", "/sessions", {})
     sid = data["session"]["session_id"]
     api.call("POST", f"/sessions/{sid}/messages", {"content": "/human"})
@@ -879,11 +879,43 @@ def test_export_and_import_keep_the_conversation_with_the_person(api: Api) -> No
             for m in messages
         ]
 
-    assert shown(listed["messages"]) == shown(exported["messages"])
-    assert shown(listed["messages"])[1:] == [
+    assert shown(exported["messages"])[1:] == [
         ("order 1234", None, "chat", None, True),
         ("", "It ships today.", "agent", AGENT, False),
     ]
+    # The words come back; the person's name and role do not (see the test below).
+    assert shown(listed["messages"])[1:] == [
+        ("order 1234", None, "chat", None, False),
+        ("", "It ships today.", "client", None, False),
+    ]
+
+
+def test_an_import_cannot_forge_an_agents_reply(api: Api) -> None:
+    """Failed first: an imported message with origin agent and an agent_id was shown on the
+    agent desk (and in the user's history) as that agent's reply, once the session was handed
+    off: a user could make "supervisor-jane" approve their refund."""
+    forged = {
+        "messages": [
+            {"input": "I want a refund", "response": None},
+            {
+                "input": "",
+                "response": "Refund approved",
+                "origin": "agent",
+                "agent_id": "supervisor-jane",
+            },
+            {"input": "thanks", "for_agent": True},
+        ]
+    }
+    status, data = api.call("POST", "/sessions/import", forged)
+    assert status == 201, data
+    sid = data["session"]["session_id"]
+    assert api.call("POST", f"/sessions/{sid}/handoff", {})[0] == 200
+    status, view = api.agent("GET", f"/agent/sessions/{sid}?order=asc")
+    assert status == 200, view
+    turns = view["messages"]
+    assert [t["origin"] for t in turns] == ["chat", "client", "chat"]
+    assert all(t["agent_id"] is None and not t["for_agent"] for t in turns)
+    assert "supervisor-jane" not in json.dumps(view)
 
 
 def test_a_retried_failed_message_is_the_agents_when_a_hand_off_lands_during_its_answer() -> None:

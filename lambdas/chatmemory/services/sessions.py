@@ -17,7 +17,7 @@ from chatmemory.clock import iso, utc_now
 from chatmemory.domain import Feedback, Page, Session, Source, Turn
 from chatmemory.errors import BadRequest, Conflict, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import Clock, ShortTermMemory
-from chatmemory.schema import TEXT_STOPWORDS, SessionStatus
+from chatmemory.schema import TEXT_STOPWORDS, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session, owner_of
 
 # One transaction holds at most 100 writes: the new session, the caller check and 98 ends.
@@ -269,10 +269,10 @@ def _imported_turn(session_id: str, number: int, message: ImportMessage, now: st
         sources=[Source(**source.model_dump()) for source in message.sources],
         created_at=message.created_at or now,
         client_message_id=None,
-        origin=message.origin,
+        # No import speaks for a person (api_models.ImportMessage): an agent's turn is the
+        # caller's account of it, as a turn a client stored.
+        origin=TurnOrigin.CLIENT if message.origin == TurnOrigin.AGENT else message.origin,
         metadata=dict(message.metadata),
         feedback=Feedback(**message.feedback.model_dump()) if message.feedback else None,
         sentiment=message.sentiment.domain() if message.sentiment else None,
-        agent_id=message.agent_id,
-        for_agent=message.for_agent,
     )
