@@ -29,6 +29,7 @@ from chatmemory.domain import (
     caller_of,
     message_key,
     needs_handoff,
+    visible_to,
 )
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.schema import (
@@ -192,8 +193,7 @@ class InMemoryShortTermMemory:
                 sid
                 for sid in session_ids
                 if (row := self._sessions.get(sid)) is not None
-                and row.session.user_id == owner
-                and row.session.status in VISIBLE_STATUSES
+                and visible_to(owner, row.session.user_id, row.session.status)
             }
 
     def list_sessions(self, owner: str, limit: int, next_token: str | None) -> Page[Session]:
@@ -203,7 +203,7 @@ class InMemoryShortTermMemory:
                 copy.deepcopy(row.session)
                 for s in page.items
                 if (row := self._sessions.get(s.session_id)) is not None
-                and row.session.status in VISIBLE_STATUSES
+                and visible_to(owner, row.session.user_id, row.session.status)
             ]
         return Page(visible, page.next_token)
 
@@ -441,8 +441,8 @@ class InMemoryShortTermMemory:
                 if handoff.reason is not None:
                     row.sweep_bucket = None  # out of the sweeper's index
             if rename:
-                stored.name, stored.auto_named = rename, False
-                session.name, session.auto_named = rename, False
+                stored.name, stored.auto_named, stored.titled = rename, False, True
+                session.name, session.auto_named, session.titled = rename, False, True
             if stack:
                 stored.stack_head = session.stack_head = number
             turns[number] = copy.deepcopy(turn)
@@ -490,6 +490,7 @@ class InMemoryShortTermMemory:
                 turns[number].answered_by = answer.turn
             if rename:
                 row.session.name, row.session.auto_named = rename, False
+                row.session.titled = True
 
     def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
         with self._lock:

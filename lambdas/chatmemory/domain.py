@@ -11,6 +11,7 @@ from typing import Any, Generic, TypeVar
 from chatmemory.schema import (
     ID_MAX_LENGTH,
     ID_PATTERN,
+    VISIBLE_STATUSES,
     Intent,
     RecordOrigin,
     RecordStatus,
@@ -39,6 +40,14 @@ def message_key(client_message_id: str) -> str:
     about 2 KB, that is 2 more write units per turn."""
     digest = hashlib.sha256(client_message_id.encode("utf-8")).digest()[:9]
     return base64.urlsafe_b64encode(digest).decode("ascii")
+
+
+def visible_to(owner: str, session_owner: object, status: object) -> bool:
+    """The one rule of what a caller may see of a session, and so of its turns and of anything
+    drawn from it: it is under the caller's current owner key (not another caller's, not a
+    generation they forgot) and neither being imported nor deleted. services/access.py applies
+    it to one session, the stores to many at once (live, list_sessions)."""
+    return session_owner == owner and status in VISIBLE_STATUSES
 
 
 def owner_key(user_id: str, generation: int) -> str:
@@ -106,11 +115,15 @@ class Session:
     # True while the name is the generated "Session <date>": the first message with something
     # in it names the session (a name the caller gave is never replaced).
     auto_named: bool = False
+    # True once a message named it (the name is then that message's text, not the caller's:
+    # a continuation does not carry it over, so deleting this session takes it along).
+    titled: bool = False
     # The caller deleted the session's summary record: a consolidation retried later must not
     # write it again (see profile.remember_summary).
     summary_forgotten: bool = False
-    # The ended session this one continues (POST /sessions with continue_from): its rolling
-    # summary was carried over, and its last turns fill the window while this one is short.
+    # The session this one continues (POST /sessions with continue_from): while it exists, its
+    # rolling summary is in this one's prompts, and its last turns fill the window while this
+    # one is short (services/access.continued).
     continued_from: str | None = None
     # The newest chat message written before its answer (stacked messages: the request of that
     # message answers the messages waiting before it; services/stacking.py).

@@ -925,8 +925,9 @@ function worthRetrying(error) {
 
 // The session had ended (the idle sweeper ends it while the user is away): rather than show the
 // 409, continue the conversation in a new session and send the message there. POST /sessions
-// with continue_from is the API's continuation (the new session keeps the name and the rolling
-// summary, links back with continued_from, and the model sees the ended session's last turns);
+// with continue_from is the API's continuation (the new session keeps a name the user gave,
+// links back with continued_from, and while the ended session exists the model sees its rolling
+// summary and last turns);
 // an API without it refuses the field (400), and a session deleted meanwhile is a 404: then a
 // plain new session. The ended session's unsent messages move to the new one, ids and order kept
 // (from `entry` on, but those on their way to the ended session: they were stored there); a

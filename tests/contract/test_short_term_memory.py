@@ -189,8 +189,8 @@ def test_a_turn_can_name_its_session_in_the_same_write(memory: ShortTermMemory) 
     )
     stored = memory.get_session("s1")
     assert stored is not None and stored.num_turns == 1
-    assert (stored.name, stored.auto_named) == ("Adopting a dog", False)
-    assert (renamed.name, renamed.auto_named) == ("Adopting a dog", False)
+    assert (stored.name, stored.auto_named, stored.titled) == ("Adopting a dog", False, True)
+    assert (renamed.name, renamed.auto_named, renamed.titled) == ("Adopting a dog", False, True)
     memory.append_turn(renamed, _turn("s1", "more"), keep_message_ids=50)
     assert memory.get_session("s1").name == "Adopting a dog"  # type: ignore[union-attr]
 
@@ -276,7 +276,8 @@ def test_stacked_messages_are_answered_in_one_conditional_write(memory: ShortTer
         (False, None, "one answer"),
     ]
     named = memory.get_session("s1")
-    assert named is not None and (named.name, named.auto_named) == ("About three things", False)
+    assert named is not None and named.titled
+    assert (named.name, named.auto_named) == ("About three things", False)
     with pytest.raises(Conflict):  # answered once
         memory.complete_stack(replace(answer, response="again"), [1, 2], head=None)
     with pytest.raises(Conflict):

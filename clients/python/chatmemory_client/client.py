@@ -249,8 +249,9 @@ class ChatMemoryClient:
 
     def continue_session(self, session_id: str) -> Session:
         """A new session that continues `session_id` (say, after the idle sweeper ended it and a
-        send raised SessionEnded): its name and rolling summary carry over, and its last turns
-        stay in the model's window until the new session has its own."""
+        send raised SessionEnded): the name you gave it carries over, and, for as long as it
+        exists, its rolling summary is in the model's prompt and its last turns in the window
+        until the new session has its own."""
         return self.create_session(continue_from=session_id)
 
     def list_sessions(self, *, page_size: int = 20) -> Iterator[Session]:

@@ -41,7 +41,7 @@ from chatmemory.schema import (
     TurnOrigin,
 )
 from chatmemory.services import handoff
-from chatmemory.services.access import owned_session
+from chatmemory.services.access import continued, owned_session
 from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
 from chatmemory.services.handoff import HandoffPolicy
 from chatmemory.services.profile import state_record
@@ -302,11 +302,11 @@ def _answer(
         history = deps.memory.recent_turns(session.session_id, window) if window else []
     if before_turn is not None:
         history = [t for t in history if t.turn < before_turn]
-    if session.continued_from and len(history) < window and _from_the_start(history):
-        # A continued conversation: the previous session's last turns fill the window until
-        # this one has a window of its own (one more query, for the first few turns only).
-        earlier = deps.memory.recent_turns(session.continued_from, window - len(history))
-        history = earlier + history
+    # A continued conversation: the previous session's rolling summary, and its last turns
+    # until this one has a window of its own, while that session exists (access.continued).
+    short = len(history) < window and _from_the_start(history)
+    carried = continued(deps.memory, session, window - len(history) if short else 0)
+    history = carried.turns + history
     note = gap_note(history, deps.clock(), policy.long_gap_hours)
     context = deps.generator.context_tokens
     recalled = None
@@ -332,7 +332,7 @@ def _answer(
     memory_tokens = recalled.tokens if recalled else 0
     prompt = build_chat_prompt(
         system=policy.system_prompt,
-        summary=session.running_summary,
+        summary=_summary(carried.summary, session.running_summary),
         window=history,
         message=routed.text,
         roles=policy.roles,
@@ -351,6 +351,14 @@ def _answer(
     if policy.store_prompt:
         turn.prompt = prompt.text
     return recalled
+
+
+def _summary(carried: str, own: str) -> str:
+    """The prompt's summary of a continued conversation: the previous session's, then this
+    one's (a session continued before summaries were kept apart began with a copy of it)."""
+    if not carried or own.startswith(carried):
+        return own
+    return f"{carried}\n{own}" if own else carried
 
 
 def _from_the_start(history: list[Turn]) -> bool:

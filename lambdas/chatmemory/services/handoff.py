@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chatmemory.clock import iso
-from chatmemory.domain import Handoff, Page, Session, Turn, caller_of, is_identifier
+from chatmemory.domain import Handoff, Page, Session, Turn, caller_of
 from chatmemory.errors import (
     BadRequest,
     ChatMemoryError,
@@ -42,14 +42,13 @@ from chatmemory.ports import Clock, EventPublisher, SentimentAnalyzer, ShortTerm
 from chatmemory.schema import (
     HANDBACK_EVENT,
     HANDOFF_EVENT,
-    VISIBLE_STATUSES,
     HandoffReason,
     HandoffState,
     Intent,
     SessionStatus,
     TurnOrigin,
 )
-from chatmemory.services.access import owned_session
+from chatmemory.services.access import owned_session, visible_to_its_user
 from chatmemory.services.recall import NOTHING_VERIFIED
 from chatmemory.services.routing import parse_prefix
 from chatmemory.services.sentiment import analyze_input
@@ -291,23 +290,10 @@ def history_for_rules(policy: HandoffPolicy) -> int:
 # --- the agent's side ----------------------------------------------------------------------------
 
 
-def _visible(memory: ShortTermMemory, session_id: str) -> Session:
-    """A session its user can see: not deleting, and not of a memory its user forgot (an agent
-    must not read what the user deleted, even before the purge has removed it)."""
-    if not is_identifier(session_id):
-        raise SessionNotFound("session not found")
-    session = memory.get_session(session_id)
-    if session is None or session.status not in VISIBLE_STATUSES:
-        raise SessionNotFound(f"session {session_id} not found")
-    if memory.get_user(caller_of(session.user_id)).owner != session.user_id:
-        raise SessionNotFound(f"session {session_id} not found")
-    return session
-
-
 def handed_off_session(memory: ShortTermMemory, session_id: str) -> Session:
     """A session an agent may read: one that is handed to a person now (any other answers 404:
     agents see what was handed to them, not the users' conversations)."""
-    session = _visible(memory, session_id)
+    session = visible_to_its_user(memory, session_id)
     if not session.handoff_state:
         raise SessionNotFound(f"session {session_id} is not handed to a person")
     return session
@@ -349,7 +335,7 @@ def agent_reply(
     agent, no input), written with the state ACTIVE and the agent as the one who answers. A
     retry with the same client_message_id returns the stored turn."""
     check_text(content, "content", MAX_AGENT_REPLY_CHARS)
-    session = _visible(memory, session_id)
+    session = visible_to_its_user(memory, session_id)
     known = session.turn_of(client_message_id)
     if known is not None:
         stored = memory.get_turn(session_id, known)
@@ -401,7 +387,7 @@ def hand_back(
 ) -> Outcome:
     """POST /agent/sessions/{id}/handback: the bot answers the session's next message again,
     with the whole conversation (the agent's turns included) in its prompt."""
-    session = _visible(memory, session_id)
+    session = visible_to_its_user(memory, session_id)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}")
     if not session.handoff_state:

@@ -40,6 +40,7 @@ from chatmemory.domain import (
     caller_of,
     message_key,
     needs_handoff,
+    visible_to,
 )
 from chatmemory.errors import (
     BadRequest,
@@ -309,7 +310,7 @@ class DynamoShortTermMemory:
             ).get(self._sessions, [])
             for item in items:
                 data = deserialize(item)
-                if data.get(USER_ID) == owner and data.get(STATUS) in VISIBLE_STATUSES:
+                if visible_to(owner, data.get(USER_ID), data.get(STATUS)):
                     live.add(data[SESSION_ID])
         return live
 
@@ -356,9 +357,7 @@ class DynamoShortTermMemory:
         visible = [
             current[i]
             for i in ids
-            if i in current
-            and current[i].user_id == owner
-            and current[i].status in VISIBLE_STATUSES
+            if i in current and visible_to(owner, current[i].user_id, current[i].status)
         ]
         return Page(items=visible, next_token=page.next_token)
 
@@ -964,7 +963,7 @@ class DynamoShortTermMemory:
             )
             for item in found.get(self._sessions, []):
                 data = deserialize(item)
-                if data.get(USER_ID) == owner and data.get(STATUS) in VISIBLE_STATUSES:
+                if visible_to(owner, data.get(USER_ID), data.get(STATUS)):
                     sessions.add(data[SESSION_ID])
             for item in found.get(self._records, []):
                 data = deserialize(item)
@@ -1064,8 +1063,10 @@ class DynamoShortTermMemory:
         ]
         if rename:
             names["#name"] = "name"
-            values.update({":name": {"S": rename}, ":false": {"BOOL": False}})
-            sets += ["#name = :name", "auto_named = :false"]
+            values.update(
+                {":name": {"S": rename}, ":false": {"BOOL": False}, ":titled": {"BOOL": True}}
+            )
+            sets += ["#name = :name", "auto_named = :false", "titled = :titled"]
         recent = dict(session.recent_messages)
         overflow: list[str] = []
         if turn.client_message_id:
@@ -1132,7 +1133,7 @@ class DynamoShortTermMemory:
         session.version += 1
         session.recent_messages = recent
         if rename:
-            session.name, session.auto_named = rename, False
+            session.name, session.auto_named, session.titled = rename, False, True
         if stack:
             session.stack_head = number
         if handoff is not None:
@@ -1228,7 +1229,7 @@ class DynamoShortTermMemory:
                 {":name": {"S": rename}, ":false": {"BOOL": False}, ":true": {"BOOL": True}}
             )
             check["ConditionExpression"] = condition + " AND auto_named = :true"
-            update = "SET #name = :name, auto_named = :false"
+            update = "SET #name = :name, auto_named = :false, titled = :true"
             items.append({"Update": {**check, "UpdateExpression": update}})
         else:
             items.append({"ConditionCheck": check})
