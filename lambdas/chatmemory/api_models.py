@@ -15,6 +15,7 @@ from chatmemory.schema import (
     EXPORT_FORMAT,
     ID_MAX_LENGTH,
     ID_PATTERN,
+    MAX_RECORD_CHARS,
     HandoffReason,
     HandoffState,
     Intent,
@@ -497,7 +498,7 @@ class RecordList(_Model):
 
 
 # What a caller can state or correct: a fact or a preference, in a sentence or a few.
-RecordText = Annotated[str, Field(min_length=1, max_length=1000, pattern=r"\S")]
+RecordText = Annotated[str, Field(min_length=1, max_length=MAX_RECORD_CHARS, pattern=r"\S")]
 
 
 class CreateRecordRequest(_Strict):

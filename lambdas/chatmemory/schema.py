@@ -113,6 +113,9 @@ ID_MAX_LENGTH = 128
 ID_PATTERN = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"
 # Far beyond any session (an import holds 2,000 turns); DynamoDB numbers stop at 38 digits.
 MAX_TURN_NUMBER = 999_999_999
+# What a caller may state or correct as one record (POST and PATCH /memories/records, and the
+# chat command /remember): a fact or a preference, in a sentence or a few.
+MAX_RECORD_CHARS = 1_000
 
 
 # --- sessions -------------------------------------------------------------------------------

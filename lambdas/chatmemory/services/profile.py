@@ -47,7 +47,7 @@ from datetime import datetime
 
 from chatmemory.clock import iso
 from chatmemory.domain import MemoryRecord, Provenance, Session, Turn, is_identifier
-from chatmemory.errors import Conflict, RecordNotFound
+from chatmemory.errors import Conflict, PayloadTooLarge, RecordNotFound
 from chatmemory.ports import (
     Embedder,
     ExtractedFact,
@@ -56,6 +56,7 @@ from chatmemory.ports import (
     ShortTermMemory,
 )
 from chatmemory.schema import (
+    MAX_RECORD_CHARS,
     MEMORY_INDEX,
     MemoryKind,
     RecordOrigin,
@@ -524,7 +525,39 @@ def state_record(
     extracted one, so it supersedes what it replaces ("I moved to Porto"). `owner` is the key
     the caller's data lives under (owner_of, or the session's user_id). Stating what is already
     remembered answers that record (made the caller's own), not a second one."""
+    return _stated(
+        owner,
+        text,
+        record_type=record_type,
+        memory=memory,
+        embedder=embedder,
+        index=index,
+        now=now,
+        make_id=make_id,
+        policy=policy,
+        record_id=record_id,
+    )[1]
+
+
+def _stated(
+    owner: str,
+    text: str,
+    *,
+    record_type: RecordType | None,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    now: datetime,
+    make_id: Callable[[], str],
+    policy: ProfilePolicy,
+    record_id: str | None,
+) -> tuple[str, MemoryRecord]:
+    """state_record, with how the record was placed (_place's outcome)."""
     from chatmemory.services.extract import classify  # its patterns: not at cold start
+
+    if len(text.strip()) > MAX_RECORD_CHARS:
+        # The limit of POST /memories/records, for /remember too (it stored 4,000 before).
+        raise PayloadTooLarge(f"a record is at most {MAX_RECORD_CHARS} characters")
 
     kind, subject = classify(text)
     at = iso(now)
@@ -539,7 +572,7 @@ def state_record(
         subject=subject if (record_type or kind) == kind else "",
     )
     [vector] = embedder.embed([record.text])
-    _, placed = _place(
+    return _place(
         record,
         vector,
         memory=memory,
@@ -548,7 +581,6 @@ def state_record(
         policy=policy,
         merge=record_id is None,
     )
-    return placed
 
 
 def put_keyed_record(
@@ -565,29 +597,35 @@ def put_keyed_record(
     """A record under the client's own id (an agent's store keys its memories): created, or,
     when the caller has a record with that id, its text replaced (a correction). Such a record
     never merges into another one (the key is its identity), but it supersedes and is
-    superseded like any other. Returns the record and whether it was created."""
+    superseded like any other. Returns the record and whether it was created: of concurrent
+    upserts of one id, one creates it and the others replace its text, as one after another
+    would."""
     owner = owner_of(memory, user_id)
     existing = memory.get_record(owner, record_id)
-    if existing is not None and existing.status == RecordStatus.DELETING:
-        raise Conflict(f"record {record_id} is being deleted; retry in a minute or use another id")
-    if existing is not None:
-        if existing.text == text.strip():
-            return existing, False
-        corrected = correct_record(
-            user_id, record_id, text, memory=memory, embedder=embedder, index=index, now=now
+    if existing is None:
+        outcome, record = _stated(
+            owner,
+            text,
+            record_type=record_type,
+            memory=memory,
+            embedder=embedder,
+            index=index,
+            now=now,
+            make_id=lambda: str(uuid.uuid4()),
+            policy=ProfilePolicy(),
+            record_id=record_id,
         )
-        return corrected, False
-    record = state_record(
-        owner,
-        text,
-        record_type=record_type,
-        memory=memory,
-        embedder=embedder,
-        index=index,
-        now=now,
-        record_id=record_id,
+        if outcome != "exists":
+            return record, True
+        existing = record  # a concurrent upsert of this id created it first
+    if existing.status == RecordStatus.DELETING:
+        raise Conflict(f"record {record_id} is being deleted; retry in a minute or use another id")
+    if existing.text == text.strip():
+        return existing, False
+    corrected = correct_record(
+        user_id, record_id, text, memory=memory, embedder=embedder, index=index, now=now
     )
-    return record, record.record_id == record_id
+    return corrected, False
 
 
 def correct_record(
