@@ -461,6 +461,22 @@ class InMemoryShortTermMemory:
             done.pending = False
             self._turns[turn.session_id][turn.turn] = done
 
+    def claim_answer(self, session_id: str, turn: int, *, until: str, now: str) -> bool:
+        with self._lock:
+            stored = self._turns.get(session_id, {}).get(turn)
+            if stored is None or not stored.pending or stored.answered_by is not None:
+                return False
+            if stored.answering_until is not None and stored.answering_until >= now:
+                return False
+            stored.answering_until = until
+            return True
+
+    def release_answer(self, session_id: str, turn: int, *, until: str) -> None:
+        with self._lock:
+            stored = self._turns.get(session_id, {}).get(turn)
+            if stored is not None and stored.answering_until == until:
+                stored.answering_until = None
+
     def complete_stack(
         self,
         answer: Turn,

@@ -198,6 +198,9 @@ class Turn:
     # the conversation, never made into memory.
     remember_response: bool = True
     degraded: bool = False
+    # A retry of a pending message answering it now, until then (services/chat._retry):
+    # other retries wait for its answer instead of calling the model again.
+    answering_until: str | None = None
     expires_at: int | None = None
     origin: TurnOrigin = TurnOrigin.CHAT
     # Small key/values of the client's (POST /turns), kept with the turn and exported.

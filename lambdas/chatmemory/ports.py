@@ -181,6 +181,17 @@ class TurnStore(Protocol):
         """Fill in the response of a pending turn (conditional on it still being pending)."""
         ...
 
+    def claim_answer(self, session_id: str, turn: int, *, until: str, now: str) -> bool:
+        """Mark a pending turn as being answered until `until` (answering_until), conditional on
+        it still waiting for its answer and on no other claim holding it at `now`. False when
+        the condition fails (answered, or claimed by another request): nothing is written."""
+        ...
+
+    def release_answer(self, session_id: str, turn: int, *, until: str) -> None:
+        """Give up the claim made `until` (its model call failed): the next retry may answer at
+        once. Nothing when another claim holds the turn since."""
+        ...
+
     def complete_stack(
         self,
         answer: Turn,

@@ -182,6 +182,30 @@ def test_turns_are_numbered_and_written_with_their_session(memory: ShortTermMemo
     assert memory.turns_between("s1", 3, 3) == memory.turns_between("s1", 1, 0) == []
 
 
+def test_one_retry_at_a_time_claims_a_waiting_turn(memory: ShortTermMemory) -> None:
+    def at(seconds: int) -> str:
+        return f"2026-11-23T10:0{1 + seconds // 60}:{seconds % 60:02d}.000Z"  # T1 + seconds
+
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "where is it?", pending=True), keep_message_ids=50)
+    assert memory.claim_answer("s1", 1, until=at(20), now=T1)
+    # Held: another claim fails until it runs out; a release by someone else's claim is no-op.
+    assert not memory.claim_answer("s1", 1, until=at(21), now=at(1))
+    memory.release_answer("s1", 1, until=at(21))
+    assert not memory.claim_answer("s1", 1, until=at(22), now=at(2))
+    assert memory.claim_answer("s1", 1, until=at(50), now=at(30))  # ran out: taken over
+    memory.release_answer("s1", 1, until=at(50))  # given up: the next claims at once
+    assert memory.claim_answer("s1", 1, until=at(55), now=at(31))
+    stored = memory.get_turn("s1", 1)
+    assert stored is not None and stored.answering_until == at(55)
+    # Answered, or never there: nothing to claim, nothing written.
+    memory.complete_turn(replace(stored, response="here"))
+    assert not memory.claim_answer("s1", 1, until=at(99), now=at(98))
+    assert not memory.claim_answer("s1", 9, until=at(99), now=at(98))
+    memory.release_answer("s1", 9, until=at(99))
+    assert memory.get_turn("s1", 9) is None
+
+
 def test_a_turn_can_name_its_session_in_the_same_write(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1", auto_named=True)
     renamed = memory.append_turn(

@@ -7,6 +7,7 @@ turn through the session item and never calls the model twice for a completed tu
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -63,6 +64,7 @@ from chatmemory.services.stacking import (
     plan,
     settled,
     wait_for_answer,
+    wait_while_claimed,
 )
 from chatmemory.services.turns import AppendPolicy, append_next, check_text, earlier_turn
 
@@ -165,26 +167,19 @@ def post_message(
                 f"client_message_id was used to store turn {stored.turn} with POST /turns; "
                 "use a new id to have this service answer"
             )
-        if stored.answered_by is not None:
-            answer = deps.memory.get_turn(session_id, stored.answered_by)
-            return TurnResult(stored, replayed=True, answer=answer)
-        if not stored.pending:
-            return TurnResult(stored, replayed=True)
+        if settled(stored):
+            return _replayed(deps, stored)
         if session.handoff_state and session.status == SessionStatus.OPEN:
             # Handed to a person since: the message still waiting for the bot is theirs.
             handoff.give_to_agent(deps.memory, session, [stored.turn])
             again = deps.memory.get_turn(session_id, stored.turn)
             return TurnResult(again or stored, replayed=True)
-        if _stacks(policy, stored):
-            if session.status != SessionStatus.OPEN:
-                raise SessionEnded(
-                    f"session {session_id} ended before turn {stored.turn} was answered; "
-                    "the message is kept unanswered: ask it again in a new session"
-                )
-            retried = _settle_stack(deps, policy, user_id, session, stored.turn, window)
-            retried.replayed = True  # its turn was stored by an earlier request
-            return retried
-        return _complete_pending(deps, policy, session, stored, window)
+        if session.status != SessionStatus.OPEN:
+            raise SessionEnded(
+                f"session {session_id} ended before turn {stored.turn} was answered; "
+                "the message is kept unanswered: ask it again in a new session"
+            )
+        return _retry(deps, policy, user_id, session, stored, window)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
     if session.handoff_state:
@@ -252,6 +247,64 @@ def post_message(
         result.recalled = recalled
         result.sentiment_error = sentiment_error
     return result
+
+
+def _replayed(deps: ChatDeps, stored: Turn) -> TurnResult:
+    """A retried message that is answered: its turn (and the turn holding its answer, for a
+    message answered together with later ones)."""
+    if stored.answered_by is None:
+        return TurnResult(stored, replayed=True)
+    answer = deps.memory.get_turn(stored.session_id, stored.answered_by)
+    return TurnResult(stored, replayed=True, answer=answer)
+
+
+# A retry that finds another retry answering the message waits for its answer at most twice.
+_RETRY_CLAIMS = 3
+
+
+def _retry(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    caller: str,
+    session: Session,
+    stored: Turn,
+    window: int,
+) -> TurnResult:
+    """A retry of a message still waiting for its answer (its model call failed, or the request
+    answering it died). Of retries arriving together, one claims the message (one conditional
+    write) and calls the model; the others wait for its answer, so the model is called once.
+    A claim lasts `patience_seconds`; a claimer whose model call fails gives it up at once."""
+    number = stored.turn
+    for _ in range(_RETRY_CLAIMS):
+        now = deps.clock()
+        until = iso(now + timedelta(seconds=policy.stack.patience_seconds))
+        if deps.memory.claim_answer(session.session_id, number, until=until, now=iso(now)):
+            try:
+                if _stacks(policy, stored):
+                    retried = _settle_stack(deps, policy, caller, session, number, window)
+                    retried.replayed = True  # its turn was stored by an earlier request
+                    return retried
+                return _complete_pending(deps, policy, session, stored, window)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    deps.memory.release_answer(session.session_id, number, until=until)
+                raise
+        current = wait_while_claimed(
+            deps.memory,
+            session.session_id,
+            number,
+            policy=policy.stack,
+            sleep=deps.sleep,
+            now=lambda: iso(deps.clock()),
+        )
+        if current is None:  # deleted meanwhile
+            raise SessionNotFound(f"session {session.session_id} not found")
+        if settled(current):
+            return _replayed(deps, current)
+        stored = current
+    raise Conflict(
+        "another request is answering this message; retry with the same client_message_id"
+    )
 
 
 def _check_request(policy: ChatPolicy, content: str, window_turns: int | None) -> int:

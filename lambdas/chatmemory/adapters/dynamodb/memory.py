@@ -1148,6 +1148,41 @@ class DynamoShortTermMemory:
                 raise Conflict("the turn was completed by another request") from None
             raise
 
+    def claim_answer(self, session_id: str, turn: int, *, until: str, now: str) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._turns,
+                Key=_turn_key(session_id, turn),
+                UpdateExpression="SET answering_until = :until",
+                ConditionExpression=(
+                    "pending = :true AND attribute_not_exists(answered_by) AND "
+                    "(attribute_not_exists(answering_until) OR answering_until < :now)"
+                ),
+                ExpressionAttributeValues={
+                    ":true": {"BOOL": True},
+                    ":until": {"S": until},
+                    ":now": {"S": now},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def release_answer(self, session_id: str, turn: int, *, until: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._turns,
+                Key=_turn_key(session_id, turn),
+                UpdateExpression="REMOVE answering_until",
+                ConditionExpression="answering_until = :until",
+                ExpressionAttributeValues={":until": {"S": until}},
+            )
+        except ClientError as error:
+            if not is_conditional_failure(error):
+                raise
+
     def _completion(self, turn: Turn) -> dict[str, Any]:
         """The update that fills in a pending turn's answer, conditional on it being pending."""
         item = turn_to_item(turn)
