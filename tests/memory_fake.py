@@ -52,7 +52,7 @@ def _handoff_allows(session: Session, handed_off: bool | None) -> bool:
 def _clear_handoff(session: Session) -> None:
     """What a hand-back, an end or a delete removes (handoff_turn stays)."""
     session.handoff_state = session.handoff_reason = None
-    session.handoff_at = session.handoff_agent = None
+    session.handoff_at = session.handoff_agent = session.handoff_note = None
 
 
 def _session_page(
@@ -533,7 +533,9 @@ class InMemoryShortTermMemory:
 
     # --- hand-off to a person ---------------------------------------------------------------
 
-    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+    def hand_off(
+        self, session_id: str, *, reason: str, at: str, note: str | None = None
+    ) -> Session | None:
         with self._lock:
             row = self._sessions.get(session_id)
             if row is None or row.session.status != SessionStatus.OPEN:
@@ -543,7 +545,7 @@ class InMemoryShortTermMemory:
             stored = row.session
             stored.handoff_state, stored.handoff_reason = HandoffState.WAITING, reason
             stored.handoff_at, stored.handoff_agent = at, None
-            stored.handoff_turn = stored.num_turns
+            stored.handoff_turn, stored.handoff_note = stored.num_turns, note or None
             row.sweep_bucket = None
             return copy.deepcopy(stored)
 

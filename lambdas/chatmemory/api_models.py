@@ -215,6 +215,10 @@ class SessionOut(_Out):
     )
     handoff_at: str | None = Field(default=None, description="When it was handed off.")
     handoff_agent: str | None = Field(default=None, description="The agent who answered last.")
+    handoff_note: str | None = Field(
+        default=None,
+        description="What the user asked a person for (POST /handoff's note), while handed off.",
+    )
 
 
 class SessionEnvelope(_Model):
@@ -548,7 +552,10 @@ class HandoffRequest(_Strict):
     note: str | None = Field(
         default=None,
         max_length=1000,
-        description="What the user wants help with (goes into the hand-off event).",
+        description=(
+            "What the user wants help with: kept with the session for the agent while it is "
+            "handed off (never in the hand-off event)."
+        ),
     )
 
 

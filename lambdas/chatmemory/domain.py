@@ -134,6 +134,9 @@ class Session:
     handoff_reason: str | None = None
     handoff_at: str | None = None
     handoff_agent: str | None = None
+    # What the user asked a person for (POST /handoff's note), while handed off: kept here,
+    # where deleting the session reaches it, and never put in an event.
+    handoff_note: str | None = None
     # The session's turn count when it was last handed to a person (kept after the hand-back:
     # the automatic rules count only the turns after it).
     handoff_turn: int | None = None

@@ -266,11 +266,13 @@ class HandoffStore(Protocol):
     """Sessions handed to a person (services/handoff.py): the state is on the session item, and
     the sparse index of schema.HANDOFF_SESSIONS_INDEX is the agents' queue."""
 
-    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+    def hand_off(
+        self, session_id: str, *, reason: str, at: str, note: str | None = None
+    ) -> Session | None:
         """OPEN and with the bot -> WAITING, in one conditional write that also takes the
         session out of the idle sweeper's index (a person may answer hours later) and records
-        its turn count (handoff_turn). None when the condition fails (not open, already handed
-        off, gone): nothing is written then."""
+        its turn count (handoff_turn), with the user's `note` (None: none). None when the
+        condition fails (not open, already handed off, gone): nothing is written then."""
         ...
 
     def hand_back(self, session_id: str, *, at: str) -> Session | None:

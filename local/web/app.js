@@ -1692,6 +1692,7 @@ function renderDeskSession() {
     const parts = [
       session.user_id ? `user ${session.user_id}` : null,
       session.handoff_reason ? (REASON_TEXT[session.handoff_reason] || session.handoff_reason) : null,
+      session.handoff_note ? `“${session.handoff_note}”` : null, // the user's note (not in events)
       session.handoff_at ? `since ${formatDate(session.handoff_at)}` : null,
       `${plural(said, "message")} from the user, ${negative} negative`,
     ];

@@ -699,9 +699,8 @@ def _handoff_turn(
     answered alone (not stacked) and stored with the hand-off in one write. None otherwise."""
     if routed.intent == Intent.HUMAN:
         handoff.human_command(turn, turn.created_at)
-        return _store_answer(
-            deps, policy, caller, session, turn, HandoffReason.USER_REQUEST, routed.text
-        )
+        # Its note is the turn's input: the agent reads it there, and no event carries it.
+        return _store_answer(deps, policy, caller, session, turn, HandoffReason.USER_REQUEST)
     if routed.intent != Intent.CHAT or not handoff.is_negative(policy.handoff, turn):
         return None
     # The window the answer needs anyway, and the turns the rule looks at, in one query.
@@ -727,7 +726,6 @@ def _store_answer(
     session: Session,
     turn: Turn,
     reason: str | None,
-    note: str = "",
 ) -> TurnResult:
     """Store an answered turn (with `reason`: and hand the session off in the same write, then
     publish the event). A hand-off that committed while the bot answered wins: the answer is
@@ -746,7 +744,6 @@ def _store_answer(
             reason=reason,
             turn=result.turn.turn,
             at=turn.created_at,
-            note=note,
         )
         result.event_error = handoff.publish(deps.events, HANDOFF_EVENT, detail)
     return result

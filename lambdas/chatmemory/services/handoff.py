@@ -111,24 +111,22 @@ def publish(events: EventPublisher | None, detail_type: str, detail: dict[str, A
 
 
 def handoff_detail(
-    session: Session, *, caller: str, reason: str, turn: int, at: str, note: str = ""
+    session: Session, *, caller: str, reason: str, turn: int, at: str
 ) -> dict[str, Any]:
-    """The detail of a HANDOFF_EVENT: `user_id` is the caller's id (not the owner key)."""
-    detail: dict[str, Any] = {
+    """The detail of a HANDOFF_EVENT: ids, a reason and times, never what anyone wrote (an
+    event lands where deleting a session or forgetting a user cannot reach: a rule's target,
+    its logs). `user_id` is the caller's id (not the owner key); the note is on the session,
+    for the agent (GET /agent/sessions/{id})."""
+    return {
         "session_id": session.session_id,
         "user_id": caller,
         "reason": reason,
         "turn": turn,
         "handoff_at": at,
     }
-    if note:
-        detail["note"] = note
-    return detail
 
 
-def handoff_event(
-    events: EventPublisher | None, session: Session, caller: str, note: str = ""
-) -> str:
+def handoff_event(events: EventPublisher | None, session: Session, caller: str) -> str:
     """Publish the hand-off `session` is in (as the write that handed it off left it)."""
     detail = handoff_detail(
         session,
@@ -136,7 +134,6 @@ def handoff_event(
         reason=session.handoff_reason or "",
         turn=session.handoff_turn or 0,
         at=session.handoff_at or "",
-        note=note,
     )
     return publish(events, HANDOFF_EVENT, detail)
 
@@ -163,9 +160,14 @@ def request_handoff(
             return Outcome(session)
         if session.status != SessionStatus.OPEN:
             raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
-        handed = memory.hand_off(session_id, reason=HandoffReason.USER_REQUEST, at=iso(clock()))
+        handed = memory.hand_off(
+            session_id,
+            reason=HandoffReason.USER_REQUEST,
+            at=iso(clock()),
+            note=(note or "").strip() or None,
+        )
         if handed is not None:
-            error = handoff_event(events, handed, user_id, (note or "").strip())
+            error = handoff_event(events, handed, user_id)
             return Outcome(handed, changed=True, event_error=error)
         # Ended, deleted or handed off meanwhile: read again to say which.
     raise Conflict("the session kept changing; retry the request")

@@ -71,7 +71,14 @@ from chatmemory.schema import (
 
 # What leaves a session with its hand-off (a hand-back, an end, a delete); handoff_turn stays.
 _HANDOFF_CLEARED = ", ".join(
-    (schema.HANDOFF_QUEUE, "handoff_state", "handoff_reason", schema.HANDOFF_AT, "handoff_agent")
+    (
+        schema.HANDOFF_QUEUE,
+        "handoff_state",
+        "handoff_reason",
+        schema.HANDOFF_AT,
+        "handoff_agent",
+        "handoff_note",
+    )
 )
 
 
@@ -99,7 +106,8 @@ def _handoff_change(handoff: Handoff, sets: list[str], values: dict[str, Any]) -
     # Out of the sweeper's index while a person has the session.
     sets[:] = [part for part in sets if not part.startswith(f"{IDLE_BUCKET} =")]
     values.pop(":bucket", None)
-    return [OPEN_SHARD, IDLE_BUCKET] + ([] if handoff.agent else ["handoff_agent"])
+    # A hand-off by a turn (/human, a rule) has no note: its text is the turn's.
+    return [OPEN_SHARD, IDLE_BUCKET, "handoff_note"] + ([] if handoff.agent else ["handoff_agent"])
 
 
 def _session_key(session_id: str) -> dict[str, Any]:
@@ -702,13 +710,18 @@ class DynamoShortTermMemory:
             raise
         return session_from_item(answer["Attributes"])
 
-    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+    def hand_off(
+        self, session_id: str, *, reason: str, at: str, note: str | None = None
+    ) -> Session | None:
+        noted = {":note": {"S": note}} if note else {}
         return self._session_update(
             Key=_session_key(session_id),
             UpdateExpression=(
                 "SET #q = :state, handoff_state = :state, handoff_reason = :reason, "
-                "#hat = :at, handoff_turn = num_turns "
-                f"REMOVE handoff_agent, {OPEN_SHARD}, {IDLE_BUCKET}"
+                "#hat = :at, handoff_turn = num_turns"
+                + (", handoff_note = :note " if note else " ")
+                + f"REMOVE handoff_agent, {OPEN_SHARD}, {IDLE_BUCKET}"
+                + ("" if note else ", handoff_note")
             ),
             ConditionExpression="#s = :open" + _handoff_condition(False),
             ExpressionAttributeNames={
@@ -721,6 +734,7 @@ class DynamoShortTermMemory:
                 ":reason": {"S": reason},
                 ":at": {"S": at},
                 ":open": {"S": SessionStatus.OPEN},
+                **noted,
             },
         )
 
