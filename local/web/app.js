@@ -927,9 +927,8 @@ function worthRetrying(error) {
 // 409, continue the conversation in a new session and send the message there. POST /sessions
 // with continue_from is the API's continuation (the new session keeps a name the user gave,
 // links back with continued_from, and while the ended session exists the model sees its rolling
-// summary and last turns);
-// an API without it refuses the field (400), and a session deleted meanwhile is a 404: then a
-// plain new session. The ended session's unsent messages move to the new one, ids and order kept
+// summary and last turns); an API without it refuses the field (400), and a session deleted
+// meanwhile is a 404: then a plain new session. The ended session's unsent messages move to the new one, ids and order kept
 // (from `entry` on, but those on their way to the ended session: they were stored there); a
 // message refused the same way later goes to the same new session.
 async function continueEnded(key, endedId, entry) {

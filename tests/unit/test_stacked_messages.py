@@ -253,12 +253,17 @@ def test_a_session_ended_during_the_model_call_keeps_the_message_unanswered(
     world.model.during.append(
         lambda: world.memory.end_session(world.session_id, world.clock().isoformat())
     )
-    with pytest.raises(SessionEnded):
-        world.say("first")
+    with pytest.raises(SessionEnded, match="ended before turn 1 was answered"):
+        world.say("first", client_message_id="m1")
     [turn] = world.turns()
     assert (turn.pending, turn.response) == (True, None)
     session = world.memory.get_session(world.session_id)
     assert session is not None and session.status == SessionStatus.ENDED
+    # README's second exception to "a failed request leaves stored data as it was": the
+    # message stays, unanswered; its retry is a 409 too and stores nothing more.
+    with pytest.raises(SessionEnded, match="ended before turn 1 was answered"):
+        world.say("first", client_message_id="m1")
+    assert world.turns() == [turn] and len(world.model.prompts) == 1
 
 
 def test_a_session_deleted_during_the_model_call_gets_no_answer_written(world: World) -> None:
