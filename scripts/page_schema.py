@@ -1,7 +1,8 @@
 """Print local/web/schema.js: the values the web page shares with the API (session statuses,
 message intents, source kinds, the profile's record types, statuses and origins, sentiment
 labels, ratings of an answer, turn origins, the states and reasons of a hand-off to a person,
-and the rule of identifiers), generated from chatmemory.schema so the page never types them again."""
+and the rule of identifiers), generated from chatmemory.schema so the page never types them
+again."""
 
 from __future__ import annotations
 
