@@ -258,7 +258,7 @@ def _replayed(deps: ChatDeps, stored: Turn) -> TurnResult:
     return TurnResult(stored, replayed=True, answer=answer)
 
 
-# A retry that finds another retry answering the message waits for its answer at most twice.
+# How often a retry tries to claim a message, waiting after each claim another retry holds.
 _RETRY_CLAIMS = 3
 
 
