@@ -14,7 +14,6 @@ import logging
 import os
 import signal
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -83,10 +82,10 @@ def main(argv: list[str] | None = None) -> int:
 
     from local.stack import LocalStack, StackOptions, quiet_warnings
 
-    stop = threading.Event()
+    stop = StopRequest()
     # SIGTERM (kill) and SIGHUP (the terminal closed) stop as cleanly as Ctrl-C does.
     for number in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(number, lambda *_: stop.set())
+        signal.signal(number, stop)
     quiet_warnings()
     print("chat memory, local mode")
     started = time.monotonic()
@@ -111,15 +110,29 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     # Ctrl-C too, even when started in the background with SIGINT ignored (as by `cmd &`).
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, stop)
     print(f"ready in {time.monotonic() - started:.1f} s: open {_page_url(args)}  (Ctrl-C stops)")
     sys.stdout.flush()
-    while not stop.wait(0.5):
-        pass
+    while not stop.requested:
+        time.sleep(0.2)  # a signal cuts it short; its handler only sets the flag
     print("\nstopping...", flush=True)
     stack.stop()
     print("stopped", flush=True)
     return 0
+
+
+class StopRequest:
+    """The signal handler that asks local mode to stop, and whether one did. A Python handler
+    runs in the main thread between two of its bytecodes, possibly inside a lock the main thread
+    holds: threading.Event.wait holds its condition's lock while it checks, so a handler calling
+    Event.set() waited for that lock forever (1 stop in 6 hung, the worker processes and
+    DynamoDB Local left running). Setting an attribute takes no lock."""
+
+    def __init__(self) -> None:
+        self.requested = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.requested = True
 
 
 def _page_url(args: argparse.Namespace) -> str:

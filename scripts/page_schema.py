@@ -1,13 +1,17 @@
 """Print local/web/schema.js: the values the web page shares with the API (session statuses,
 message intents, source kinds, the profile's record types, statuses and origins, sentiment
-labels, ratings of an answer, turn origins, and the states and reasons of a hand-off to a
-person), generated from chatmemory.schema so the page never types them again."""
+labels, ratings of an answer, turn origins, the states and reasons of a hand-off to a person,
+and the rule of identifiers), generated from chatmemory.schema so the page never types them
+again."""
 
 from __future__ import annotations
 
 import json
 
 from chatmemory.schema import (
+    ID_MAX_LENGTH,
+    ID_PATTERN,
+    MAX_TURN_NUMBER,
     VISIBLE_STATUSES,
     HandoffReason,
     HandoffState,
@@ -35,6 +39,12 @@ def document() -> str:
         "TurnOrigin": {origin.name: origin.value for origin in TurnOrigin},
         "HandoffState": {state.name: state.value for state in HandoffState},
         "HandoffReason": {reason.name: reason.value for reason in HandoffReason},
+        # The one rule of identifiers: the page refuses an id the API would refuse.
+        "Identifier": {
+            "pattern": ID_PATTERN,
+            "maxLength": ID_MAX_LENGTH,
+            "maxTurnNumber": MAX_TURN_NUMBER,
+        },
     }
     return (
         "// Generated from lambdas/chatmemory/schema.py by `make openapi`; do not edit.\n"

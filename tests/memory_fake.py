@@ -29,6 +29,7 @@ from chatmemory.domain import (
     caller_of,
     message_key,
     needs_handoff,
+    visible_to,
 )
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.schema import (
@@ -51,7 +52,7 @@ def _handoff_allows(session: Session, handed_off: bool | None) -> bool:
 def _clear_handoff(session: Session) -> None:
     """What a hand-back, an end or a delete removes (handoff_turn stays)."""
     session.handoff_state = session.handoff_reason = None
-    session.handoff_at = session.handoff_agent = None
+    session.handoff_at = session.handoff_agent = session.handoff_note = None
 
 
 def _session_page(
@@ -192,8 +193,7 @@ class InMemoryShortTermMemory:
                 sid
                 for sid in session_ids
                 if (row := self._sessions.get(sid)) is not None
-                and row.session.user_id == owner
-                and row.session.status in VISIBLE_STATUSES
+                and visible_to(owner, row.session.user_id, row.session.status)
             }
 
     def list_sessions(self, owner: str, limit: int, next_token: str | None) -> Page[Session]:
@@ -203,7 +203,7 @@ class InMemoryShortTermMemory:
                 copy.deepcopy(row.session)
                 for s in page.items
                 if (row := self._sessions.get(s.session_id)) is not None
-                and row.session.status in VISIBLE_STATUSES
+                and visible_to(owner, row.session.user_id, row.session.status)
             ]
         return Page(visible, page.next_token)
 
@@ -441,8 +441,8 @@ class InMemoryShortTermMemory:
                 if handoff.reason is not None:
                     row.sweep_bucket = None  # out of the sweeper's index
             if rename:
-                stored.name, stored.auto_named = rename, False
-                session.name, session.auto_named = rename, False
+                stored.name, stored.auto_named, stored.titled = rename, False, True
+                session.name, session.auto_named, session.titled = rename, False, True
             if stack:
                 stored.stack_head = session.stack_head = number
             turns[number] = copy.deepcopy(turn)
@@ -460,6 +460,22 @@ class InMemoryShortTermMemory:
             done = copy.deepcopy(turn)
             done.pending = False
             self._turns[turn.session_id][turn.turn] = done
+
+    def claim_answer(self, session_id: str, turn: int, *, until: str, now: str) -> bool:
+        with self._lock:
+            stored = self._turns.get(session_id, {}).get(turn)
+            if stored is None or not stored.pending or stored.answered_by is not None:
+                return False
+            if stored.answering_until is not None and stored.answering_until >= now:
+                return False
+            stored.answering_until = until
+            return True
+
+    def release_answer(self, session_id: str, turn: int, *, until: str) -> None:
+        with self._lock:
+            stored = self._turns.get(session_id, {}).get(turn)
+            if stored is not None and stored.answering_until == until:
+                stored.answering_until = None
 
     def complete_stack(
         self,
@@ -490,6 +506,7 @@ class InMemoryShortTermMemory:
                 turns[number].answered_by = answer.turn
             if rename:
                 row.session.name, row.session.auto_named = rename, False
+                row.session.titled = True
 
     def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
         with self._lock:
@@ -516,7 +533,9 @@ class InMemoryShortTermMemory:
 
     # --- hand-off to a person ---------------------------------------------------------------
 
-    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+    def hand_off(
+        self, session_id: str, *, reason: str, at: str, note: str | None = None
+    ) -> Session | None:
         with self._lock:
             row = self._sessions.get(session_id)
             if row is None or row.session.status != SessionStatus.OPEN:
@@ -526,7 +545,7 @@ class InMemoryShortTermMemory:
             stored = row.session
             stored.handoff_state, stored.handoff_reason = HandoffState.WAITING, reason
             stored.handoff_at, stored.handoff_agent = at, None
-            stored.handoff_turn = stored.num_turns
+            stored.handoff_turn, stored.handoff_note = stored.num_turns, note or None
             row.sweep_bucket = None
             return copy.deepcopy(stored)
 

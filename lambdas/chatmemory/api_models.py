@@ -13,6 +13,9 @@ from chatmemory.clock import canonical_time
 from chatmemory.domain import MemoryRecord, Page, Sentiment, Session, Turn, caller_of
 from chatmemory.schema import (
     EXPORT_FORMAT,
+    ID_MAX_LENGTH,
+    ID_PATTERN,
+    MAX_RECORD_CHARS,
     HandoffReason,
     HandoffState,
     Intent,
@@ -57,22 +60,43 @@ Score = Annotated[
 ]
 
 
+# The one rule of identifiers (schema.ID_PATTERN): what a client may send as a session id, a
+# record id or a client_message_id, and what every id the API issues follows.
+ID_RULE = f"1-{ID_MAX_LENGTH} letters, digits and _ . : - (at least one not a dot: never . or ..)"
+
+
+def identifier(description: str) -> object:
+    """The Field of an identifier in a request body: the rule, with what this one names."""
+    return Field(
+        min_length=1,
+        max_length=ID_MAX_LENGTH,
+        pattern=ID_PATTERN,
+        description=f"{description} ({ID_RULE}).",
+    )
+
+
+ClientMessageId = Annotated[
+    str, identifier("Idempotency key: a retry with the same id returns the stored turn")
+]
+
+
 class CreateSessionRequest(_Strict):
     name: str | None = Field(default=None, max_length=200, description="Display name.")
     end_previous: bool = Field(
         default=False,
         description="End the caller's open sessions first (which consolidates them).",
     )
-    continue_from: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=128,
-        description=(
-            "A session of the caller this one continues (one the idle sweeper ended, say): "
-            "its name and rolling summary are carried over and its last turns stay in the "
-            "model's window; if it is still open it is ended."
-        ),
-    )
+    continue_from: (
+        Annotated[
+            str,
+            identifier(
+                "A session of the caller this one continues (one the idle sweeper ended, say): "
+                "its name is carried over, and its rolling summary and last turns stay in the "
+                "model's prompt while it exists; if it is still open it is ended"
+            ),
+        ]
+        | None
+    ) = None
 
 
 class PostMessageRequest(_Strict):
@@ -80,12 +104,7 @@ class PostMessageRequest(_Strict):
         description="The message. `/past ...` recalls past conversations, "
         "`/verified ...` answers from verified documents; anything else is chat."
     )
-    client_message_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=128,
-        description="Idempotency key: a retry with the same id returns the stored turn.",
-    )
+    client_message_id: ClientMessageId | None = None
     window_turns: int | None = Field(
         default=None, ge=0, description="How many recent turns the model sees."
     )
@@ -118,14 +137,6 @@ Metadata = Annotated[
         ),
     ),
     AfterValidator(_small_object),
-]
-ClientMessageId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=128,
-        description="Idempotency key: a retry with the same id returns the stored turn.",
-    ),
 ]
 
 
@@ -204,6 +215,10 @@ class SessionOut(_Out):
     )
     handoff_at: str | None = Field(default=None, description="When it was handed off.")
     handoff_agent: str | None = Field(default=None, description="The agent who answered last.")
+    handoff_note: str | None = Field(
+        default=None,
+        description="What the user asked a person for (POST /handoff's note), while handed off.",
+    )
 
 
 class SessionEnvelope(_Model):
@@ -401,14 +416,15 @@ class ImportMessage(_Exported):
     intent: Annotated[Intent, Field(strict=False)] = Intent.CHAT
     sources: list[ImportSource] = Field(default=[], max_length=20)
     created_at: Timestamp | None = None
+    # chat or client as exported. An import is the caller's own account of a conversation and
+    # cannot speak for a person: a turn exported with origin agent comes back as origin client
+    # (its text kept as the response), and an exported agent_id or for_agent is ignored, as
+    # POST /messages and POST /turns never take them either.
     origin: Annotated[TurnOrigin, Field(strict=False)] = TurnOrigin.CHAT
     metadata: Metadata = {}
     feedback: ImportFeedback | None = None
     # Kept as exported; a message without one stays without (no analyzer runs on an import).
     sentiment: ImportSentiment | None = None
-    # Hand-off to a person: who replied (origin agent), and a message sent for the agent.
-    agent_id: str | None = Field(default=None, max_length=2048)
-    for_agent: bool = False
 
 
 class ImportSession(_Exported):
@@ -501,7 +517,7 @@ class RecordList(_Model):
 
 
 # What a caller can state or correct: a fact or a preference, in a sentence or a few.
-RecordText = Annotated[str, Field(min_length=1, max_length=1000, pattern=r"\S")]
+RecordText = Annotated[str, Field(min_length=1, max_length=MAX_RECORD_CHARS, pattern=r"\S")]
 
 
 class CreateRecordRequest(_Strict):
@@ -509,16 +525,16 @@ class CreateRecordRequest(_Strict):
     type: Literal["fact", "preference"] | None = Field(
         default=None, description="fact or preference; inferred when absent."
     )
-    record_id: str | None = Field(
-        default=None,
-        min_length=1,
-        max_length=128,
-        pattern=r"^[A-Za-z0-9_.:-]+$",
-        description=(
-            "The client's own id for the record (a key of an agent's store): the request then "
-            "creates the record with that id or replaces the text of the one that has it."
-        ),
-    )
+    record_id: (
+        Annotated[
+            str,
+            identifier(
+                "The client's own id for the record (a key of an agent's store): the request then "
+                "creates the record with that id or replaces the text of the one that has it"
+            ),
+        ]
+        | None
+    ) = None
 
 
 class UpdateRecordRequest(_Strict):
@@ -551,7 +567,10 @@ class HandoffRequest(_Strict):
     note: str | None = Field(
         default=None,
         max_length=1000,
-        description="What the user wants help with (goes into the hand-off event).",
+        description=(
+            "What the user wants help with: kept with the session for the agent while it is "
+            "handed off (never in the hand-off event)."
+        ),
     )
 
 

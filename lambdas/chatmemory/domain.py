@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from chatmemory.schema import (
+    ID_MAX_LENGTH,
+    ID_PATTERN,
+    VISIBLE_STATUSES,
     Intent,
     RecordOrigin,
     RecordStatus,
@@ -20,6 +24,15 @@ from chatmemory.schema import (
 
 T = TypeVar("T")
 
+_IDENTIFIER = re.compile(ID_PATTERN)
+
+
+def is_identifier(value: str) -> bool:
+    """Whether `value` follows the one rule of identifiers (schema.ID_PATTERN): what the API
+    models check before a request is served, and what services check again for ids that reach
+    them another way (a stream record, an operator tool)."""
+    return len(value) <= ID_MAX_LENGTH and _IDENTIFIER.match(value) is not None
+
 
 def message_key(client_message_id: str) -> str:
     """A short fixed-size key for a client_message_id (12 characters of its SHA-256). The session
@@ -27,6 +40,14 @@ def message_key(client_message_id: str) -> str:
     about 2 KB, that is 2 more write units per turn."""
     digest = hashlib.sha256(client_message_id.encode("utf-8")).digest()[:9]
     return base64.urlsafe_b64encode(digest).decode("ascii")
+
+
+def visible_to(owner: str, session_owner: object, status: object) -> bool:
+    """The one rule of what a caller may see of a session, and so of its turns and of anything
+    drawn from it: it is under the caller's current owner key (not another caller's, not a
+    generation they forgot) and neither being imported nor deleted. services/access.py applies
+    it to one session, the stores to many at once (live, list_sessions)."""
+    return session_owner == owner and status in VISIBLE_STATUSES
 
 
 def owner_key(user_id: str, generation: int) -> str:
@@ -94,11 +115,15 @@ class Session:
     # True while the name is the generated "Session <date>": the first message with something
     # in it names the session (a name the caller gave is never replaced).
     auto_named: bool = False
+    # True once a message named it (the name is then that message's text, not the caller's:
+    # a continuation does not carry it over, so deleting this session takes it along).
+    titled: bool = False
     # The caller deleted the session's summary record: a consolidation retried later must not
     # write it again (see profile.remember_summary).
     summary_forgotten: bool = False
-    # The ended session this one continues (POST /sessions with continue_from): its rolling
-    # summary was carried over, and its last turns fill the window while this one is short.
+    # The session this one continues (POST /sessions with continue_from): while it exists, its
+    # rolling summary is in this one's prompts, and its last turns fill the window while this
+    # one is short (services/access.continued).
     continued_from: str | None = None
     # The newest chat message written before its answer (stacked messages: the request of that
     # message answers the messages waiting before it; services/stacking.py).
@@ -109,6 +134,9 @@ class Session:
     handoff_reason: str | None = None
     handoff_at: str | None = None
     handoff_agent: str | None = None
+    # What the user asked a person for (POST /handoff's note), while handed off: kept here,
+    # where deleting the session reaches it, and never put in an event.
+    handoff_note: str | None = None
     # The session's turn count when it was last handed to a person (kept after the hand-back:
     # the automatic rules count only the turns after it).
     handoff_turn: int | None = None
@@ -173,6 +201,9 @@ class Turn:
     # the conversation, never made into memory.
     remember_response: bool = True
     degraded: bool = False
+    # A retry of a pending message answering it now, until then (services/chat._retry):
+    # other retries wait for its answer instead of calling the model again.
+    answering_until: str | None = None
     expires_at: int | None = None
     origin: TurnOrigin = TurnOrigin.CHAT
     # Small key/values of the client's (POST /turns), kept with the turn and exported.

@@ -181,6 +181,17 @@ class TurnStore(Protocol):
         """Fill in the response of a pending turn (conditional on it still being pending)."""
         ...
 
+    def claim_answer(self, session_id: str, turn: int, *, until: str, now: str) -> bool:
+        """Mark a pending turn as being answered until `until` (answering_until), conditional on
+        it still waiting for its answer and on no other claim holding it at `now`. False when
+        the condition fails (answered, or claimed by another request): nothing is written."""
+        ...
+
+    def release_answer(self, session_id: str, turn: int, *, until: str) -> None:
+        """Give up the claim made `until` (its model call failed): the next retry may answer at
+        once. Nothing when another claim holds the turn since."""
+        ...
+
     def complete_stack(
         self,
         answer: Turn,
@@ -255,11 +266,13 @@ class HandoffStore(Protocol):
     """Sessions handed to a person (services/handoff.py): the state is on the session item, and
     the sparse index of schema.HANDOFF_SESSIONS_INDEX is the agents' queue."""
 
-    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+    def hand_off(
+        self, session_id: str, *, reason: str, at: str, note: str | None = None
+    ) -> Session | None:
         """OPEN and with the bot -> WAITING, in one conditional write that also takes the
         session out of the idle sweeper's index (a person may answer hours later) and records
-        its turn count (handoff_turn). None when the condition fails (not open, already handed
-        off, gone): nothing is written then."""
+        its turn count (handoff_turn), with the user's `note` (None: none). None when the
+        condition fails (not open, already handed off, gone): nothing is written then."""
         ...
 
     def hand_back(self, session_id: str, *, at: str) -> Session | None:

@@ -99,6 +99,25 @@ def _projection(index: IndexSpec) -> dict[str, Any]:
     return projection
 
 
+# --- identifiers ------------------------------------------------------------------------------
+# One rule for every identifier a client sends or gets back to send again: a session id (in a
+# path, or continue_from), a turn number, a record id (in a path, or a client's own in POST
+# /memories/records), a client_message_id (and the labels of a client's namespaces, which the
+# LangGraph store keeps in record ids). 1-128 letters, digits and `_ . : -`, at least one of
+# them not a dot: no "." or ".." that a URL library would collapse into the parent path
+# (DELETE /memories/records/.. is DELETE /memories), no "/", "?", "#" or "%" of URL syntax, no
+# "#" that separates the parts of our own keys (owner keys, long-term entry keys), no space or
+# control character. Refused with 400 before anything is read. A turn number is a whole number
+# written in plain digits, from 1 to MAX_TURN_NUMBER.
+ID_MAX_LENGTH = 128
+ID_PATTERN = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"
+# Far beyond any session (an import holds 2,000 turns); DynamoDB numbers stop at 38 digits.
+MAX_TURN_NUMBER = 999_999_999
+# What a caller may state or correct as one record (POST and PATCH /memories/records, and the
+# chat command /remember): a fact or a preference, in a sentence or a few.
+MAX_RECORD_CHARS = 1_000
+
+
 # --- sessions -------------------------------------------------------------------------------
 
 SESSION_ID = "session_id"

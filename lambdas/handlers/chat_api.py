@@ -29,7 +29,13 @@ from chatmemory import api_models as m
 from chatmemory import deadline, wiring
 from chatmemory.errors import ChatMemoryError, ConfigurationError, LongTermMemoryUnavailable
 from chatmemory.ports import Embedder, LongTermIndex
-from chatmemory.schema import HandoffState, RecordType
+from chatmemory.schema import (
+    ID_MAX_LENGTH,
+    ID_PATTERN,
+    MAX_TURN_NUMBER,
+    HandoffState,
+    RecordType,
+)
 from chatmemory.services import chat, forget, handoff, profile, recall, sessions, turns
 from chatmemory.services.access import owner_of
 from handlers.http import (
@@ -59,7 +65,18 @@ def _digits(value: object) -> object:
     return value
 
 
-SessionId = Annotated[str, Path(description="A session id from POST /sessions.")]
+def _id_path(description: str) -> Any:
+    """A path parameter that is an identifier: the one rule (schema.ID_PATTERN), checked before
+    the route runs, so no id can name a dot segment or a key of another caller's."""
+    return Path(
+        min_length=1,
+        max_length=ID_MAX_LENGTH,
+        pattern=ID_PATTERN,
+        description=f"{description} ({m.ID_RULE}).",
+    )
+
+
+SessionId = Annotated[str, _id_path("A session id from POST /sessions")]
 Limit = Annotated[int, BeforeValidator(_digits), Query(ge=1, le=100, description="Page size.")]
 NextToken = Annotated[str | None, Query(max_length=2048, description="From the previous page.")]
 
@@ -223,7 +240,15 @@ def list_messages(
     return m.MessageList.of(page)
 
 
-TurnNumber = Annotated[int, Path(ge=1, description="The turn's number in its session.")]
+TurnNumber = Annotated[
+    int,
+    BeforeValidator(_digits),
+    Path(
+        ge=1,
+        le=MAX_TURN_NUMBER,
+        description="The turn's number in its session, in plain digits (not +1, 1.0 or 1e0).",
+    ),
+]
 
 
 @router.post(
@@ -399,7 +424,7 @@ def deletion_status() -> m.DeletionStatus:
     )
 
 
-RecordId = Annotated[str, Path(description="A record id from GET /memories/records.")]
+RecordId = Annotated[str, _id_path("A record id from GET /memories/records")]
 
 
 @router.get(
@@ -808,6 +833,17 @@ SECURITY_SCHEMES: dict[str, Any] = {
 _AGENTS_ONLY = "The caller is not an agent (the Cognito group AGENT_GROUP, or AGENT_ROLE_ARN)"
 
 
+# Powertools writes the bounds of a parameter that also has a pydantic validator (the digits
+# check) under pydantic's names; JSON Schema's are these.
+_BOUNDS = {"ge": "minimum", "le": "maximum", "gt": "exclusiveMinimum", "lt": "exclusiveMaximum"}
+
+
+def _json_schema_bounds(schema: dict[str, Any]) -> None:
+    for name, standard in _BOUNDS.items():
+        if name in schema:
+            schema[standard] = schema.pop(name)
+
+
 def openapi_document() -> str:
     """The API's OpenAPI 3 document, generated from the route signatures and models above.
 
@@ -838,6 +874,8 @@ def openapi_document() -> str:
     error_ref = {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}}
     for path, operations in document["paths"].items():
         for operation in operations.values():
+            for parameter in operation.get("parameters", []):
+                _json_schema_bounds(parameter["schema"])
             responses = operation["responses"]
             if path.startswith("/agent/"):
                 responses["403"] = {"description": _AGENTS_ONLY, "content": error_ref}

@@ -45,6 +45,18 @@ def has_control_characters(target: str) -> bool:
     return bool(_CONTROL_CHARACTERS.search(path) or _CONTROL_CHARACTERS.search(unquote(path)))
 
 
+def plain_path(target: str) -> bool:
+    """Whether a request target's path, as sent, has no empty segment ("//sessions") and no dot
+    segment ("/sessions/.."), also percent-encoded: a client normalizes its paths before
+    sending, and such a path names no file or resource (http.server would collapse "//x")."""
+    path = target.split("?", 1)[0]
+    if not path.startswith("/"):
+        return path == "*"  # OPTIONS *: the server itself
+    segments = unquote(path).split("/")[1:]
+    inner = segments[:-1]  # a trailing "/" is the resource itself
+    return "" not in inner and not any(s in (".", "..") for s in segments)
+
+
 def valid_user_id(user_id: str) -> bool:
     """Whether a caller named in the user header is 1-128 letters, digits or . _ @ : + = -."""
     return bool(_USER_ID.match(user_id))

@@ -21,6 +21,7 @@ from local.gateway.checks import (
     cors_headers,
     has_control_characters,
     host_name,
+    plain_path,
     valid_user_id,
 )
 from local.gateway.events import http_reply, load_routes, proxy_event
@@ -34,6 +35,9 @@ HANDLER = "handlers.chat_api.handler"
 # Under Lambda's 6 MB limit for a synchronous invocation's whole event (API Gateway's own is
 # 10 MB): a body the deployed API would refuse is refused here too, before it is read.
 MAX_BODY_BYTES = 5 * 1024 * 1024
+# A connection that sends nothing for this long is closed (http.server's own socket timeout):
+# each connection holds a thread, and idle or slow ones held hundreds of them.
+IDLE_TIMEOUT_SECONDS = 30.0
 
 
 class Gateway:
@@ -60,6 +64,7 @@ class Gateway:
         worker_setup: Sequence[str] = (),
         agents: Sequence[str] = DEFAULT_AGENTS,
         agent_group: str = "agents",
+        idle_timeout: float = IDLE_TIMEOUT_SECONDS,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be 1 or more")
@@ -77,6 +82,7 @@ class Gateway:
         self.agents = frozenset(agents)
         self.agent_group = agent_group
         self.stage = stage
+        self.idle_timeout = idle_timeout
         self.allowed_hosts = allowed_host_names(host)
         self._invoke_lock = threading.Lock()
         self._server = _Server((host, port), _RequestHandler)
@@ -172,19 +178,34 @@ class _RequestHandler(BaseHTTPRequestHandler):
     def gateway(self) -> Gateway:
         return self.server.gateway  # type: ignore[attr-defined,no-any-return]
 
+    def setup(self) -> None:
+        # socketserver's own per-connection socket timeout: a read that waits longer ends the
+        # connection, which http.server then closes without an answer.
+        self.timeout = self.gateway.idle_timeout  # type: ignore[misc]
+        super().setup()
+
     def parse_request(self) -> bool:
         """http.server's parsing of the request line and headers, then what every request must
-        pass before any method runs: a Host naming this machine (against DNS rebinding) and a
-        path without control characters. The body of a refused request is left unread."""
+        pass before any method runs: a Host naming this machine (against DNS rebinding), a
+        path as the client sent it without empty or dot segments (http.server turns "//x" into
+        "/x"; API Gateway serves neither) nor control characters, and at most one
+        Content-Length. The body of a refused request is left unread."""
         if not super().parse_request():
             return False
+        words = self.requestline.split()
+        target = words[1] if len(words) > 1 else ""
         if not self.gateway.host_allowed(self.headers.get_all("Host"), self.request_version):
             self.close_connection = True
             self._error(403, "forbidden_host", "the Host header must name this machine (localhost)")
             return False
-        if has_control_characters(self.path):
+        if has_control_characters(self.path) or not plain_path(target):
             self.close_connection = True
             self._error(404, "not_found", "no such path")
+            return False
+        if len(self.headers.get_all("Content-Length") or []) > 1:
+            # Two lengths: which one frames the body is the server's guess (request smuggling).
+            self.close_connection = True
+            self._error(400, "bad_request", "one Content-Length at most")
             return False
         return True
 
@@ -266,11 +287,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             self._error(411, "length_required", "send the body with a Content-Length")
             return None
-        raw_length = self.headers.get("Content-Length")
+        raw_length = (self.headers.get("Content-Length") or "0").strip()
         try:
-            length = int(raw_length) if raw_length else 0
-            if length < 0:
+            if not (raw_length.isascii() and raw_length.isdigit()):  # not "+5", "5_0" or "-1"
                 raise ValueError
+            length = int(raw_length)
         except ValueError:
             self.close_connection = True
             self._error(400, "bad_request", "invalid Content-Length")

@@ -11,6 +11,25 @@ const STORE = {
   session: "chatmemory.session", // + "|" + whose(): the conversation the page was in
   outbox: "chatmemory.outbox", // + "|" + whose(): messages not answered yet, per session
 };
+// Identifiers (schema.js, from chatmemory.schema): an id goes into a path only if the API would
+// accept it, encoded whole, so no id can name another route ("..", which the browser collapses,
+// would make DELETE /memories/records/.. the DELETE /memories that erases everything).
+const ID_RULE = new RegExp(SCHEMA.Identifier.pattern);
+
+function idSegment(id) {
+  if (typeof id !== "string" || id.length > SCHEMA.Identifier.maxLength || !ID_RULE.test(id)) {
+    throw new ApiError(0, "invalid_id", `Not an id the API accepts: ${JSON.stringify(id)}.`);
+  }
+  return encodeURIComponent(id);
+}
+
+function turnSegment(turn) {
+  if (!Number.isInteger(turn) || turn < 1 || turn > SCHEMA.Identifier.maxTurnNumber) {
+    throw new ApiError(0, "invalid_id", `Not a turn number: ${JSON.stringify(turn)}.`);
+  }
+  return String(turn);
+}
+
 const POLL_MS = 1500;
 const POLL_LIMIT_MS = 5 * 60 * 1000;
 // Statuses and intents come from the API's own definitions (schema.js, generated).
@@ -283,7 +302,7 @@ async function newSession() {
 
 async function selectSession(sessionId, known) {
   stopPolling();
-  const session = known || (await api("GET", `/sessions/${encodeURIComponent(sessionId)}`)).session;
+  const session = known || (await api("GET", `/sessions/${idSegment(sessionId)}`)).session;
   state.current = session;
   localStorage.setItem(sessionKey(), session.session_id);
   state.turns = withOutbox(session.session_id, await loadTurns(session.session_id));
@@ -299,7 +318,7 @@ async function loadTurns(sessionId) {
   let token = null;
   do {
     const query = token ? `&next_token=${encodeURIComponent(token)}` : "";
-    const page = await api("GET", `/sessions/${encodeURIComponent(sessionId)}/messages?limit=100${query}`);
+    const page = await api("GET", `/sessions/${idSegment(sessionId)}/messages?limit=100${query}`);
     turns = turns.concat(page.messages);
     token = page.next_token;
   } while (token && turns.length < 2000);
@@ -309,7 +328,7 @@ async function loadTurns(sessionId) {
 async function endSession() {
   const session = state.current;
   if (!session) return;
-  const ended = (await api("POST", `/sessions/${encodeURIComponent(session.session_id)}/end`)).session;
+  const ended = (await api("POST", `/sessions/${idSegment(session.session_id)}/end`)).session;
   upsertSession(ended);
   startPolling(ended.session_id);
 }
@@ -318,7 +337,7 @@ async function deleteSession(session) {
   const ok = window.confirm(
     `Delete "${session.name}"? Its turns and its long-term memories are removed for good.`);
   if (!ok) return;
-  await api("DELETE", `/sessions/${encodeURIComponent(session.session_id)}`);
+  await api("DELETE", `/sessions/${idSegment(session.session_id)}`);
   dropOutbox(outboxKey(), session.session_id);
   loadProfile(); // the records drawn only from it go with it
   state.sessions = state.sessions.filter((s) => s.session_id !== session.session_id);
@@ -339,7 +358,7 @@ function startPolling(sessionId) {
   const started = Date.now();
   const tick = async () => {
     try {
-      const session = (await api("GET", `/sessions/${encodeURIComponent(sessionId)}`)).session;
+      const session = (await api("GET", `/sessions/${idSegment(sessionId)}`)).session;
       upsertSession(session);
       if (session.status === STATUS.ENDED && Date.now() - started < POLL_LIMIT_MS) {
         state.polling = setTimeout(tick, POLL_MS);
@@ -366,7 +385,7 @@ function stopPolling() {
 async function talkToPerson() {
   const session = state.current;
   if (!session) return;
-  const path = `/sessions/${encodeURIComponent(session.session_id)}/handoff`;
+  const path = `/sessions/${idSegment(session.session_id)}/handoff`;
   upsertSession((await api("POST", path, {})).session);
   $("message").focus();
 }
@@ -389,7 +408,7 @@ async function pollHandoff() {
   if (!sessionId) return;
   handoffPoll.busy = true;
   try {
-    const path = `/sessions/${encodeURIComponent(sessionId)}`;
+    const path = `/sessions/${idSegment(sessionId)}`;
     const [fresh, page] = await Promise.all([
       api("GET", path),
       api("GET", `${path}/messages?order=desc&limit=${HANDOFF_WINDOW}`),
@@ -655,7 +674,7 @@ async function rate(turn, rating) {
   const session = state.current;
   if (!session) return;
   try {
-    const path = `/sessions/${encodeURIComponent(session.session_id)}/turns/${turn.turn}/feedback`;
+    const path = `/sessions/${idSegment(session.session_id)}/turns/${turnSegment(turn.turn)}/feedback`;
     const rated = (await api("PUT", path, { rating })).turn;
     state.turns = state.turns.map((t) => (t.turn === rated.turn ? { ...t, feedback: rated.feedback } : t));
     renderTurns();
@@ -848,7 +867,7 @@ async function flushOutbox(sessionId) {
 async function untilStored(sessionId, entry, delivery) {
   let settled = false;
   const done = delivery.then(() => { settled = true; });
-  const path = `/sessions/${encodeURIComponent(sessionId)}/messages?order=desc&limit=${STORED_POLL_WINDOW}`;
+  const path = `/sessions/${idSegment(sessionId)}/messages?order=desc&limit=${STORED_POLL_WINDOW}`;
   for (let delay = STORED_POLL_FIRST_MS; !settled; delay = Math.min(2 * delay, STORED_POLL_MAX_MS)) {
     await Promise.race([done, new Promise((resolve) => setTimeout(resolve, delay))]);
     if (settled) return;
@@ -868,7 +887,7 @@ async function deliver(key, sessionId, entry) {
   markOutboxTurns(sessionId);
   let data;
   try {
-    data = await api("POST", `/sessions/${encodeURIComponent(sessionId)}/messages`, body, { signal });
+    data = await api("POST", `/sessions/${idSegment(sessionId)}/messages`, body, { signal });
   } catch (error) {
     if (worthRetrying(error)) return "retry";
     let refusal = error;
@@ -906,10 +925,10 @@ function worthRetrying(error) {
 
 // The session had ended (the idle sweeper ends it while the user is away): rather than show the
 // 409, continue the conversation in a new session and send the message there. POST /sessions
-// with continue_from is the API's continuation (the new session keeps the name and the rolling
-// summary, links back with continued_from, and the model sees the ended session's last turns);
-// an API without it refuses the field (400), and a session deleted meanwhile is a 404: then a
-// plain new session. The ended session's unsent messages move to the new one, ids and order kept
+// with continue_from is the API's continuation (the new session keeps a name the user gave,
+// links back with continued_from, and while the ended session exists the model sees its rolling
+// summary and last turns); an API without it refuses the field (400), and a session deleted
+// meanwhile is a 404: then a plain new session. The ended session's unsent messages move to the new one, ids and order kept
 // (from `entry` on, but those on their way to the ended session: they were stored there); a
 // message refused the same way later goes to the same new session.
 async function continueEnded(key, endedId, entry) {
@@ -930,7 +949,7 @@ async function continueEnded(key, endedId, entry) {
   state.continued.set(endedId, session.session_id);
   moveOutbox(key, endedId, session.session_id, entry.client_message_id, stay);
   upsertSession(session);
-  api("GET", `/sessions/${encodeURIComponent(endedId)}`)
+  api("GET", `/sessions/${idSegment(endedId)}`)
     .then((fresh) => upsertSession(fresh.session)).catch(() => {});
   if (state.current && state.current.session_id === endedId) {
     await selectSession(session.session_id, session).catch(showError);
@@ -1025,7 +1044,7 @@ function showAnswer(sessionId, turn, answer) {
     if (firstChat || shown.some(mayHandOff)) {
       // The first message with something in it names a session that has no name of its own;
       // a turn that may have handed the session to a person changes its state.
-      api("GET", `/sessions/${encodeURIComponent(sessionId)}`)
+      api("GET", `/sessions/${idSegment(sessionId)}`)
         .then((fresh) => upsertSession(fresh.session)).catch(() => {});
     }
   }
@@ -1401,7 +1420,7 @@ async function correctRecord(record, text) {
     stopEditing(record);
     return;
   }
-  const path = `/memories/records/${encodeURIComponent(record.record_id)}`;
+  const path = `/memories/records/${idSegment(record.record_id)}`;
   const updated = (await api("PATCH", path, { text: corrected })).record;
   state.records = state.records.map((r) => (r.record_id === updated.record_id ? updated : r));
   stopEditing(updated);
@@ -1414,7 +1433,7 @@ async function deleteRecord(record) {
   if (!ok) return;
   const item = document.querySelector(`#profile [data-record-id="${CSS.escape(record.record_id)}"]`);
   const next = item && item.nextElementSibling ? item.nextElementSibling.dataset.recordId : null;
-  await api("DELETE", `/memories/records/${encodeURIComponent(record.record_id)}`);
+  await api("DELETE", `/memories/records/${idSegment(record.record_id)}`);
   if (state.editing === record.record_id) state.editing = null;
   // What it had superseded stays, as history on its own: the server's list says how.
   await loadProfile({ announce: `Forgotten: ${record.text}` });
@@ -1621,7 +1640,7 @@ async function openDeskSession(sessionId) {
 
 // The session and its whole conversation (GET /agent/sessions/{id} pages back from the newest).
 async function loadDeskSession(sessionId, { opening = false } = {}) {
-  const path = `/agent/sessions/${encodeURIComponent(sessionId)}`;
+  const path = `/agent/sessions/${idSegment(sessionId)}`;
   let data;
   try {
     data = await deskApi("GET", `${path}?limit=100`);
@@ -1672,6 +1691,7 @@ function renderDeskSession() {
     const parts = [
       session.user_id ? `user ${session.user_id}` : null,
       session.handoff_reason ? (REASON_TEXT[session.handoff_reason] || session.handoff_reason) : null,
+      session.handoff_note ? `“${session.handoff_note}”` : null, // the user's note (not in events)
       session.handoff_at ? `since ${formatDate(session.handoff_at)}` : null,
       `${plural(said, "message")} from the user, ${negative} negative`,
     ];
@@ -1733,7 +1753,7 @@ async function sendDeskReply(event) {
   }
   $("agent-send").disabled = true;
   try {
-    const path = `/agent/sessions/${encodeURIComponent(session.session_id)}/messages`;
+    const path = `/agent/sessions/${idSegment(session.session_id)}/messages`;
     const data = await deskApi("POST", path, desk.reply);
     desk.reply = null;
     box.value = "";
@@ -1752,7 +1772,7 @@ async function sendDeskReply(event) {
 async function handBack() {
   const session = desk.current;
   if (!session) return;
-  const path = `/agent/sessions/${encodeURIComponent(session.session_id)}/handback`;
+  const path = `/agent/sessions/${idSegment(session.session_id)}/handback`;
   let data;
   try {
     data = await deskApi("POST", path);

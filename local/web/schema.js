@@ -10,6 +10,11 @@ const SCHEMA = Object.freeze({
     "ACTIVE": "ACTIVE",
     "WAITING": "WAITING"
   },
+  "Identifier": {
+    "maxLength": 128,
+    "maxTurnNumber": 999999999,
+    "pattern": "^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"
+  },
   "Intent": {
     "CHAT": "chat",
     "HUMAN": "human",

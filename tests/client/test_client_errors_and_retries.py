@@ -14,6 +14,7 @@ from chatmemory_client import (
     ChatMemoryError,
     Conflict,
     ConnectionFailed,
+    InvalidId,
     NotFound,
     PayloadTooLarge,
     ServerError,
@@ -254,9 +255,13 @@ def test_the_token_is_sent_as_the_authorization_header(http) -> None:
 
 
 def test_ids_are_one_path_segment_each(http) -> None:
-    http.add("GET", f"{URL}/sessions/a%2F..%2Fb%3Fx/turns/2", json=TURN)
-    ChatMemoryClient(URL).get_turn("a/../b?x", 2)
-    assert http.calls[0].request.path_url == "/v1/sessions/a%2F..%2Fb%3Fx/turns/2"
+    http.add("GET", f"{URL}/sessions/a.b%3Ac/turns/2", json=TURN)
+    ChatMemoryClient(URL).get_turn("a.b:c", 2)
+    assert http.calls[0].request.path_url == "/v1/sessions/a.b%3Ac/turns/2"
+    # What the API would refuse is refused before anything is sent (tests/unit/test_identifiers).
+    with pytest.raises(InvalidId):
+        ChatMemoryClient(URL).get_turn("a/../b?x", 2)
+    assert len(http.calls) == 1
 
 
 def test_unknown_fields_are_ignored_and_missing_optional_ones_defaulted(http) -> None:

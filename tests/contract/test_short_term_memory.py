@@ -178,6 +178,32 @@ def test_turns_are_numbered_and_written_with_their_session(memory: ShortTermMemo
     assert [t.turn for t in memory.recent_turns("s1", 2)] == [2, 3]
     assert [t.turn for t in memory.turns_between("s1", 1, 2)] == [2]
     assert memory.get_turn("s1", 2).input == "two"  # type: ignore[union-attr]
+    # An empty range is no turns (a session without a turn asks for turns 1..0).
+    assert memory.turns_between("s1", 3, 3) == memory.turns_between("s1", 1, 0) == []
+
+
+def test_one_retry_at_a_time_claims_a_waiting_turn(memory: ShortTermMemory) -> None:
+    def at(seconds: int) -> str:
+        return f"2026-11-23T10:0{1 + seconds // 60}:{seconds % 60:02d}.000Z"  # T1 + seconds
+
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "where is it?", pending=True), keep_message_ids=50)
+    assert memory.claim_answer("s1", 1, until=at(20), now=T1)
+    # Held: another claim fails until it runs out; a release by someone else's claim is no-op.
+    assert not memory.claim_answer("s1", 1, until=at(21), now=at(1))
+    memory.release_answer("s1", 1, until=at(21))
+    assert not memory.claim_answer("s1", 1, until=at(22), now=at(2))
+    assert memory.claim_answer("s1", 1, until=at(50), now=at(30))  # ran out: taken over
+    memory.release_answer("s1", 1, until=at(50))  # given up: the next claims at once
+    assert memory.claim_answer("s1", 1, until=at(55), now=at(31))
+    stored = memory.get_turn("s1", 1)
+    assert stored is not None and stored.answering_until == at(55)
+    # Answered, or never there: nothing to claim, nothing written.
+    memory.complete_turn(replace(stored, response="here"))
+    assert not memory.claim_answer("s1", 1, until=at(99), now=at(98))
+    assert not memory.claim_answer("s1", 9, until=at(99), now=at(98))
+    memory.release_answer("s1", 9, until=at(99))
+    assert memory.get_turn("s1", 9) is None
 
 
 def test_a_turn_can_name_its_session_in_the_same_write(memory: ShortTermMemory) -> None:
@@ -187,8 +213,8 @@ def test_a_turn_can_name_its_session_in_the_same_write(memory: ShortTermMemory) 
     )
     stored = memory.get_session("s1")
     assert stored is not None and stored.num_turns == 1
-    assert (stored.name, stored.auto_named) == ("Adopting a dog", False)
-    assert (renamed.name, renamed.auto_named) == ("Adopting a dog", False)
+    assert (stored.name, stored.auto_named, stored.titled) == ("Adopting a dog", False, True)
+    assert (renamed.name, renamed.auto_named, renamed.titled) == ("Adopting a dog", False, True)
     memory.append_turn(renamed, _turn("s1", "more"), keep_message_ids=50)
     assert memory.get_session("s1").name == "Adopting a dog"  # type: ignore[union-attr]
 
@@ -274,7 +300,8 @@ def test_stacked_messages_are_answered_in_one_conditional_write(memory: ShortTer
         (False, None, "one answer"),
     ]
     named = memory.get_session("s1")
-    assert named is not None and (named.name, named.auto_named) == ("About three things", False)
+    assert named is not None and named.titled
+    assert (named.name, named.auto_named) == ("About three things", False)
     with pytest.raises(Conflict):  # answered once
         memory.complete_stack(replace(answer, response="again"), [1, 2], head=None)
     with pytest.raises(Conflict):

@@ -383,3 +383,45 @@ def test_a_summary_record_deleted_and_purged_between_attempts_is_not_written_aga
         "consolidated"
     )
     assert world.listed(type="summary") == []
+
+
+# --- upserts of one client key ------------------------------------------------------------------
+
+
+def test_two_upserts_of_one_record_id_create_it_once_and_each_text_is_applied(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed first: both requests found no record "home"; the one whose write came second
+    found the other's record there and answered 201 with the other request's text (its own
+    was lost), as if it had created it."""
+    memory = world.memory
+    real = memory.put_record
+    raced: list[tuple[Any, bool]] = []
+
+    def the_other_upsert_first(record: Any) -> bool:
+        monkeypatch.setattr(memory, "put_record", real)
+        raced.append(
+            profile.put_keyed_record(
+                "alice",
+                "home",
+                "I live in Porto",
+                record_type=None,
+                memory=memory,
+                embedder=world.deps.embedder,  # type: ignore[arg-type]
+                index=world.index,
+                now=world.deps.clock(),
+            )
+        )
+        return real(record)
+
+    monkeypatch.setattr(memory, "put_record", the_other_upsert_first)
+    status, data = world.api.call(
+        "POST", "/memories/records", {"text": "I live in Lisbon", "record_id": "home"}
+    )
+    [(other, created)] = raced
+    assert created and other.text == "I live in Porto"
+    # This request came second: it replaced the text (200), as it would have one after the other.
+    assert (status, data["record"]["text"]) == (200, "I live in Lisbon"), data
+    status, data = world.api.call("GET", "/memories/records/home")
+    assert data["record"]["text"] == "I live in Lisbon"
+    assert [r["record_id"] for r in world.listed()].count("home") == 1

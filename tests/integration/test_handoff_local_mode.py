@@ -5,6 +5,7 @@ conversation; the events land in the local events file."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -87,7 +88,7 @@ def test_a_user_is_handed_to_a_person_and_back_and_the_bot_sees_the_whole_conver
         "alice",
         "user_request",
     )
-    assert (handoff["turn"], handoff["note"]) == (1, "lost parcel")
+    assert handoff["turn"] == 1 and "note" not in handoff
     assert (handback["agent_id"], handback["turn"]) == (AGENT, 3)
 
 
@@ -117,4 +118,4 @@ def test_the_human_command_hands_off_in_local_mode(world: World) -> None:
         "user_request"
     )
     [event] = read_events(world.state_dir / "events.jsonl")
-    assert event["detail"]["note"] == "I was charged twice" and event["detail"]["user_id"] == "bob"
+    assert "I was charged twice" not in json.dumps(event) and event["detail"]["user_id"] == "bob"

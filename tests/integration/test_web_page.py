@@ -197,3 +197,36 @@ def test_the_panel_lists_corrects_and_deletes_what_is_remembered_and_answers_cit
     expect(records.filter(has_text="I prefer green tea to coffee.")).to_have_count(1)
     expect(panel.locator("#record-list")).not_to_contain_text("Braga")
     assert problems == [], problems
+
+
+def test_the_page_sends_nothing_for_an_id_the_api_would_refuse(browser: Any, world: World) -> None:
+    """Failed first: the page built `/memories/records/${encodeURIComponent(id)}`, which the
+    browser collapses for ".." into `DELETE /memories/`: forgetting everything."""
+    from playwright.sync_api import expect
+
+    page = browser.new_page()
+    sent: list[tuple[str, str]] = []
+    page.on("request", lambda request: sent.append((request.method, request.url)))
+    page.on("dialog", lambda dialog: dialog.accept())  # "Forget ...?": yes
+    page.goto(world.url + "/")
+    expect(page.get_by_role("heading", name="A chatbot that remembers")).to_be_visible()
+    refused = page.evaluate(
+        """async () => {
+          const codes = [];
+          for (const id of ["..", ".", "a/b", "a#b", "", "x".repeat(129)]) {
+            try {
+              await deleteRecord({ record_id: id, text: "x" });
+              codes.push("sent");
+            } catch (error) {
+              codes.push(error.code);
+            }
+          }
+          try { turnSegment(1.5); codes.push("sent"); } catch (error) { codes.push(error.code); }
+          return codes;
+        }"""
+    )
+    assert refused == ["invalid_id"] * 7
+    assert not [url for method, url in sent if method == "DELETE"]
+    assert page.evaluate("idSegment('2026-a.b:c')") == "2026-a.b%3Ac"
+    status, data = world.api.call("GET", "/sessions")
+    assert status == 200  # the caller's memory is untouched

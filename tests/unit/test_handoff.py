@@ -205,10 +205,11 @@ def test_asking_for_a_person_hands_the_session_off_once_and_publishes_one_event(
                 "reason": "user_request",
                 "turn": 1,
                 "handoff_at": "2026-11-23T10:00:00.000Z",
-                "note": "my parcel is lost",
             },
         )
     ]
+    # The note is the agent's to read, on the session, where deleting it reaches (issue 24).
+    assert session.handoff_note == "my parcel is lost"
 
 
 def test_another_users_session_cannot_be_handed_off(world: World) -> None:
@@ -235,7 +236,7 @@ def test_the_human_command_hands_off_with_a_fixed_reply_and_no_model_call(world:
         1,
     )
     [(kind, detail)] = world.events.published
-    assert kind == HANDOFF_EVENT and detail["note"] == "the app charged me twice"
+    assert kind == HANDOFF_EVENT and "note" not in detail  # the turn's input holds it
     assert detail["turn"] == 1
     retried = world.say("/human the app charged me twice", client_message_id="h1")
     assert retried.replayed and retried.turn.turn == 1 and len(world.events.published) == 1
@@ -859,7 +860,7 @@ def test_an_agent_cannot_read_what_the_user_forgot(world: World) -> None:
     assert handoff.list_queue(world.memory, state="WAITING", limit=10, next_token=None).items == []
 
 
-def test_export_and_import_keep_the_conversation_with_the_person(api: Api) -> None:
+def test_export_and_import_keep_the_words_of_a_conversation_with_a_person(api: Api) -> None:
     status, data = api.call("POST", "/sessions", {})
     sid = data["session"]["session_id"]
     api.call("POST", f"/sessions/{sid}/messages", {"content": "/human"})
@@ -879,11 +880,43 @@ def test_export_and_import_keep_the_conversation_with_the_person(api: Api) -> No
             for m in messages
         ]
 
-    assert shown(listed["messages"]) == shown(exported["messages"])
-    assert shown(listed["messages"])[1:] == [
+    assert shown(exported["messages"])[1:] == [
         ("order 1234", None, "chat", None, True),
         ("", "It ships today.", "agent", AGENT, False),
     ]
+    # The words come back; the person's name and role do not (see the test below).
+    assert shown(listed["messages"])[1:] == [
+        ("order 1234", None, "chat", None, False),
+        ("", "It ships today.", "client", None, False),
+    ]
+
+
+def test_an_import_cannot_forge_an_agents_reply(api: Api) -> None:
+    """Failed first: an imported message with origin agent and an agent_id was shown on the
+    agent desk (and in the user's history) as that agent's reply, once the session was handed
+    off: a user could make "supervisor-jane" approve their refund."""
+    forged = {
+        "messages": [
+            {"input": "I want a refund", "response": None},
+            {
+                "input": "",
+                "response": "Refund approved",
+                "origin": "agent",
+                "agent_id": "supervisor-jane",
+            },
+            {"input": "thanks", "for_agent": True},
+        ]
+    }
+    status, data = api.call("POST", "/sessions/import", forged)
+    assert status == 201, data
+    sid = data["session"]["session_id"]
+    assert api.call("POST", f"/sessions/{sid}/handoff", {})[0] == 200
+    status, view = api.agent("GET", f"/agent/sessions/{sid}?order=asc")
+    assert status == 200, view
+    turns = view["messages"]
+    assert [t["origin"] for t in turns] == ["chat", "client", "chat"]
+    assert all(t["agent_id"] is None and not t["for_agent"] for t in turns)
+    assert "supervisor-jane" not in json.dumps(view)
 
 
 def test_a_retried_failed_message_is_the_agents_when_a_hand_off_lands_during_its_answer() -> None:
@@ -902,3 +935,27 @@ def test_a_retried_failed_message_is_the_agents_when_a_hand_off_lands_during_its
     assert (turn.response, turn.pending, turn.for_agent) == (None, False, True)
     assert retried.turn.for_agent and retried.turn.response is None
     assert world.session().handoff_state == "WAITING"
+
+
+def test_no_event_carries_what_the_user_wrote_and_the_note_leaves_with_the_session(
+    api: Api, tmp_path: Path
+) -> None:
+    """Failed first: the note of POST /handoff went into the hand-off event only, so after the
+    user deleted the session (or forgot everything) it stayed in the events' targets (in local
+    mode .local/events.jsonl) where no deletion reaches. It is kept on the session now, for the
+    agent, and gone with the hand-back or the session."""
+    sid = api.call("POST", "/sessions", {})[1]["session"]["session_id"]
+    note = "my card ending 4111 was charged twice"
+    status, data = api.call("POST", f"/sessions/{sid}/handoff", {"note": note})
+    assert status == 200 and data["session"]["handoff_note"] == note
+    status, view = api.agent("GET", f"/agent/sessions/{sid}")
+    assert status == 200 and view["session"]["handoff_note"] == note
+    api.call("POST", f"/sessions/{sid}/messages", {"content": "/human card 4111 again"})
+    assert api.agent("POST", f"/agent/sessions/{sid}/handback")[0] == 200
+    assert api.call("GET", f"/sessions/{sid}")[1]["session"]["handoff_note"] is None
+    status, data = api.call("POST", f"/sessions/{sid}/messages", {"content": "/human card 4111"})
+    assert status == 200
+    assert api.call("GET", f"/sessions/{sid}")[1]["session"]["handoff_note"] is None
+    assert api.call("DELETE", f"/sessions/{sid}")[0] == 204
+    events = (tmp_path / "events.jsonl").read_text(encoding="utf-8")
+    assert events.count("Session handed off") == 2 and "4111" not in events

@@ -349,3 +349,139 @@ def test_local_run_takes_the_agents_and_local_mode_keeps_the_events_in_its_state
     assert parse_args(["--agents", "ana, ben"]).agents == ("ana", "ben")
     assert parse_args(["--agents", ""]).agents == ()
     assert local_defaults(state_dir=tmp_path)["EVENTS_FILE"] == str(tmp_path / "events.jsonl")
+
+
+# --- what http.server lets through unless told (issue 24) ---------------------------------------
+
+
+def test_an_idle_connection_is_closed_by_the_servers_own_timeout(
+    echo: Echo, tmp_path: Path
+) -> None:
+    """Failed first: a connection that sent nothing (or half a request) was held, each one a
+    thread, for as long as the client liked (500 of them for 65 s)."""
+    with Gateway(echo, port=0, web_dir=tmp_path, idle_timeout=0.3) as gateway:
+        host, port = gateway.url.removeprefix("http://").split(":")
+        silent = socket.create_connection((host, int(port)), timeout=10)
+        half = socket.create_connection((host, int(port)), timeout=10)
+        half.sendall(b"GET /sessions HTTP/1.1\r\nHost: localhost\r\n")  # no end of headers
+        started = time.monotonic()
+        assert silent.recv(1) == b"" and half.recv(1) == b""  # closed by the server
+        assert time.monotonic() - started < 5
+        silent.close()
+        half.close()
+        # A connection kept alive between requests is closed once idle, too.
+        kept = http.client.HTTPConnection(host, int(port), timeout=10)
+        kept.request("GET", "/sessions")
+        assert kept.getresponse().read()
+        time.sleep(0.6)
+        assert kept.sock is not None and kept.sock.recv(1) == b""
+        kept.close()
+    assert echo.events and all(e["path"] == "/sessions" for e in echo.events)
+
+
+def _raw(gateway: Gateway, request: bytes) -> bytes:
+    host, port = gateway.url.removeprefix("http://").split(":")
+    with socket.create_connection((host, int(port)), timeout=10) as connection:
+        connection.sendall(request)
+        answer = b""
+        while chunk := connection.recv(65536):
+            answer += chunk
+    return answer
+
+
+@pytest.mark.parametrize(
+    "lengths",
+    [
+        b"Content-Length: 2\r\nContent-Length: 30\r\n",
+        b"Content-Length: 2\r\nContent-Length: 2\r\n",
+        b"Content-Length: +2\r\n",
+        b"Content-Length: 0x2\r\n",
+    ],
+)
+def test_a_request_with_two_or_a_malformed_content_length_is_refused(
+    gateway: Gateway, echo: Echo, lengths: bytes
+) -> None:
+    """Failed first: two Content-Length headers were accepted (the first one framed the body),
+    and "+2" was read as 2."""
+    answer = _raw(
+        gateway,
+        b"POST /sessions HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        + lengths
+        + b"Connection: close\r\n\r\n{}",
+    )
+    assert answer.startswith(b"HTTP/1.1 400 "), answer
+    assert b'"code": "bad_request"' in answer and echo.events == []
+
+
+@pytest.mark.parametrize(
+    "path", ["//sessions", "/sessions//x", "/./sessions", "/sessions/x/..", "/%2e%2e/sessions"]
+)
+def test_a_path_with_empty_or_dot_segments_answers_404(
+    gateway: Gateway, echo: Echo, path: str
+) -> None:
+    """Failed first: GET //sessions answered 200 (http.server turns a leading "//" into "/")."""
+    answer = _raw(
+        gateway, f"GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n".encode()
+    )
+    assert answer.startswith(b"HTTP/1.1 404 "), answer
+    assert echo.events == []
+    status, _, _ = _request(gateway, "GET", "/sessions/")  # a trailing "/" is the resource
+    assert status == 201
+
+
+def test_local_run_stops_on_sigterm_arriving_while_its_main_thread_waits(tmp_path: Path) -> None:
+    """Failed first: `make run` hung on SIGTERM (1 stop in 6): the handler called Event.set()
+    while the main thread, inside Event.wait, held that event's lock. Deterministic here: the
+    signal is raised at the worst moment, while the main thread holds the lock of whatever it
+    waits on (Event.wait then, time.sleep now), in a child process running local.run.main with
+    a stack that starts nothing."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent(
+        """
+        import signal, sys, threading, time
+        import local.stack
+
+        class Started:
+            def __init__(self, options, echo):
+                pass
+            def start(self):
+                return self
+            def stop(self):
+                print("stack stopped", flush=True)
+
+        local.stack.LocalStack = Started
+        raised = []
+
+        def raise_once():
+            if not raised:
+                raised.append(True)
+                signal.raise_signal(signal.SIGTERM)
+
+        real_wait, real_sleep = threading.Event.wait, time.sleep
+
+        def wait(self, timeout=None):
+            with self._cond:  # where Event.wait holds its lock
+                raise_once()
+            return real_wait(self, timeout)
+
+        def sleep(seconds):
+            raise_once()
+            real_sleep(seconds)
+
+        threading.Event.wait, time.sleep = wait, sleep
+        from local import run
+        sys.exit(run.main(sys.argv[1:]))
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, "--state-dir", str(tmp_path), "--port", "0"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "stack stopped" in done.stdout and "stopped" in done.stdout.splitlines()[-1]

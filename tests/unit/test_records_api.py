@@ -327,6 +327,23 @@ def test_remember_in_chat_creates_a_record_and_cites_it(world: World) -> None:
     assert world.api.call("DELETE", f"/memories/records/{again['sources'][0]['id']}")[0] == 204
 
 
+def test_remember_takes_what_post_records_takes_and_no_more(world: World) -> None:
+    """Failed first: /remember stored records of up to 4,000 characters (the message limit),
+    POST /memories/records 1,000."""
+    sid = world.api.new_session()
+    most = "I like " + "x" * 993
+    assert world.api.say(sid, f"/remember {most}")["response"].startswith("Noted")
+    status, data = world.api.call(
+        "POST", f"/sessions/{sid}/messages", {"content": "/remember " + most + "y"}
+    )
+    assert (status, data["error"]["code"]) == (413, "payload_too_large"), data
+    status, data = world.api.call("POST", "/memories/records", {"text": most + "y"})
+    assert status == 400, data
+    assert [r["text"] for r in world.listed()] == [most]
+    status, data = world.api.call("GET", f"/sessions/{sid}/messages")
+    assert [m["input"] for m in data["messages"]] == [f"/remember {most}"]  # nothing stored
+
+
 def test_remember_of_what_a_session_said_outlives_that_session(world: World) -> None:
     sid = _consolidated(world, at(1), CATS)
     turn = world.api.say(world.api.new_session(), f"/remember {CATS}")

@@ -12,8 +12,9 @@ from typing import Any
 
 import pytest
 
+from chatmemory.clock import iso
 from chatmemory.domain import Turn
-from chatmemory.errors import ModelUnavailable, SessionEnded, SessionNotFound
+from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded, SessionNotFound
 from chatmemory.schema import Intent, SessionStatus
 from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
 from chatmemory.services.sessions import create_session
@@ -252,12 +253,17 @@ def test_a_session_ended_during_the_model_call_keeps_the_message_unanswered(
     world.model.during.append(
         lambda: world.memory.end_session(world.session_id, world.clock().isoformat())
     )
-    with pytest.raises(SessionEnded):
-        world.say("first")
+    with pytest.raises(SessionEnded, match="ended before turn 1 was answered"):
+        world.say("first", client_message_id="m1")
     [turn] = world.turns()
     assert (turn.pending, turn.response) == (True, None)
     session = world.memory.get_session(world.session_id)
     assert session is not None and session.status == SessionStatus.ENDED
+    # README's second exception to "a failed request leaves stored data as it was": the
+    # message stays, unanswered; its retry is a 409 too and stores nothing more.
+    with pytest.raises(SessionEnded, match="ended before turn 1 was answered"):
+        world.say("first", client_message_id="m1")
+    assert world.turns() == [turn] and len(world.model.prompts) == 1
 
 
 def test_a_session_deleted_during_the_model_call_gets_no_answer_written(world: World) -> None:
@@ -327,3 +333,116 @@ def test_the_plan_waits_for_the_newest_message_and_answers_in_bounded_time() -> 
     # A takeover answers the whole stack, on the newest turn.
     taken = plan([answered, first, second], first, now=now, policy=policy, takeover=True)
     assert (taken.wait, taken.force, taken.batch[-1].turn) == (False, True, 3)
+
+
+# --- retries of a message whose model call failed ------------------------------------------------
+
+
+@pytest.mark.parametrize("stacking", [True, False])
+def test_retries_arriving_together_call_the_model_once_and_all_get_its_answer(
+    world: World, stacking: bool
+) -> None:
+    """Failed first: eight concurrent retries of one failed message each answered it (the model
+    was called up to eight times; the answer stored once). Now one retry claims the message and
+    the others wait for its answer. Deterministic: the first retry's model call is held until
+    every other retry is waiting, each in its own thread."""
+    import threading
+
+    policy = ChatPolicy(stack=StackPolicy(enabled=stacking))
+    world.model.fail = 1
+    with pytest.raises(ModelUnavailable):
+        world.say("where is my parcel?", policy, client_message_id="m1")
+    others = 7
+    waiting = threading.Semaphore(0)
+    seen: set[int] = set()
+    lock = threading.Lock()
+
+    def sleep(seconds: float) -> None:
+        with lock:
+            first = threading.get_ident() not in seen
+            seen.add(threading.get_ident())
+        if first:
+            waiting.release()  # this retry found the message claimed and waits for it
+        threading.Event().wait(0.005)
+
+    world.deps.sleep = sleep
+
+    def hold_until_all_wait() -> None:
+        for _ in range(others):
+            assert waiting.acquire(timeout=30)
+
+    world.model.during.append(hold_until_all_wait)
+    results: list[TurnResult] = []
+    errors: list[BaseException] = []
+
+    def retry() -> None:
+        try:
+            results.append(world.say("where is my parcel?", policy, client_message_id="m1"))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=retry) for _ in range(others + 1)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert len(world.model.prompts) == 2  # the failed call, and one retry's
+    answers = {r.turn.response for r in results}
+    assert answers == {"answer to: where is my parcel?"}
+    [turn] = world.turns()
+    assert (turn.pending, turn.response) == (False, "answer to: where is my parcel?")
+
+
+def test_a_retry_whose_model_call_fails_lets_the_next_retry_answer_at_once(world: World) -> None:
+    world.model.fail = 2
+    for _ in range(2):  # the message, then a first retry: both fail
+        with pytest.raises(ModelUnavailable):
+            world.say("where is my parcel?", client_message_id="m1")
+    # The failed retry gave its claim up: the next one answers without waiting for it.
+    answered = world.say("where is my parcel?", client_message_id="m1")
+    assert answered.turn.response == "answer to: where is my parcel?"
+    assert len(world.model.prompts) == 3
+
+
+def test_a_retry_finding_the_message_claimed_by_a_live_retry_does_not_call_the_model(
+    world: World,
+) -> None:
+    """Inside the claiming retry's model call (as a second Lambda would run it), another retry
+    waits its patience, sees the claim still held and answers 409 (retry later) rather than
+    calling the model; the claimer's answer is then the one every retry gets."""
+    world.model.fail = 1
+    with pytest.raises(ModelUnavailable):
+        world.say("where is my parcel?", client_message_id="m1")
+    inner: list[BaseException] = []
+
+    def another_retry() -> None:
+        try:
+            world.say("where is my parcel?", client_message_id="m1")
+        except Conflict as error:
+            inner.append(error)
+
+    world.model.during.append(another_retry)
+    first = world.say("where is my parcel?", client_message_id="m1")
+    assert len(inner) == 1 and "another request is answering" in str(inner[0])
+    assert len(world.model.prompts) == 2
+    again = world.say("where is my parcel?", client_message_id="m1")
+    assert again.replayed and again.turn.response == first.turn.response
+
+
+def test_the_claim_of_a_retry_that_died_is_taken_over_once_it_ran_out(world: World) -> None:
+    world.model.fail = 1
+    with pytest.raises(ModelUnavailable):
+        world.say("where is my parcel?", client_message_id="m1")
+    now = world.clock.now
+    # A retry claimed it, then its Lambda timed out (it never answered nor gave the claim up).
+    dead = iso(now + timedelta(seconds=20))
+    assert world.memory.claim_answer(world.session_id, 1, until=dead, now=iso(now))
+
+    def later(seconds: float) -> None:
+        world.clock.now += timedelta(seconds=seconds)
+
+    world.sleeps.extend([later] * 200)
+    answered = world.say("where is my parcel?", client_message_id="m1")
+    assert answered.turn.response == "answer to: where is my parcel?"
+    assert len(world.model.prompts) == 2

@@ -17,7 +17,12 @@ from urllib.parse import quote, urlencode
 import requests
 
 from chatmemory_client import __version__
-from chatmemory_client.errors import ChatMemoryError, ConnectionFailed, error_from_response
+from chatmemory_client.errors import (
+    ChatMemoryError,
+    ConnectionFailed,
+    InvalidId,
+    error_from_response,
+)
 from chatmemory_client.models import (
     DeletionStatus,
     HandoffView,
@@ -39,9 +44,52 @@ _REGION_IN_URL = re.compile(r"\.execute-api\.([a-z0-9-]+)\.amazonaws\.com", re.I
 _sleep = time.sleep
 
 
+# The API's rule for identifiers (schema.ID_PATTERN on the server; openapi.json publishes it
+# and a test checks the two agree): 1-128 letters, digits and _ . : -, not only dots.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$")
+ID_MAX_LENGTH = 128
+MAX_TURN_NUMBER = 999_999_999
+
+
+def checked_id(value: object, what: str) -> str:
+    """`value` if it is an identifier the API accepts, else InvalidId (nothing is sent)."""
+    if not isinstance(value, str) or len(value) > ID_MAX_LENGTH or not ID_PATTERN.match(value):
+        raise InvalidId(
+            f"{what} {value!r} is not an id the API accepts: 1-{ID_MAX_LENGTH} letters, digits "
+            "and _ . : -, not only dots"
+        )
+    return value
+
+
+def _turn(value: object) -> str:
+    """A turn number as a path segment: a whole number from 1 (not True, not 1.0)."""
+    if type(value) is not int or not 1 <= value <= MAX_TURN_NUMBER:
+        raise InvalidId(f"turn {value!r} is not a turn number (a whole number from 1)")
+    return str(value)
+
+
 def _path(*segments: str) -> str:
-    """A URL path from segments, each percent-encoded whole (an id can never add a segment)."""
-    return "".join("/" + quote(str(segment), safe="") for segment in segments)
+    """A URL path from the API's own words and ids (each checked with checked_id first by its
+    caller), each percent-encoded whole: no id can add, remove or change a segment."""
+    for segment in segments:
+        if segment.strip(".") == "":  # "." and ".." would be collapsed into another route
+            raise InvalidId(f"{segment!r} cannot be a path segment")
+    return "".join("/" + quote(segment, safe="") for segment in segments)
+
+
+def _session(session_id: object) -> str:
+    return checked_id(session_id, "session id")
+
+
+def _record(record_id: object) -> str:
+    return checked_id(record_id, "record id")
+
+
+def _message_id(client_message_id: str | None) -> str:
+    """The client_message_id sent: the caller's (checked), or a new one."""
+    if client_message_id is None:
+        return _new_message_id()
+    return checked_id(client_message_id, "client_message_id")
 
 
 def _query(params: Mapping[str, Any]) -> str:
@@ -196,13 +244,14 @@ class ChatMemoryClient:
         if end_previous:
             body["end_previous"] = True
         if continue_from is not None:
-            body["continue_from"] = continue_from
+            body["continue_from"] = _session(continue_from)
         return Session.from_json(self._call("POST", "/sessions", body)["session"])
 
     def continue_session(self, session_id: str) -> Session:
         """A new session that continues `session_id` (say, after the idle sweeper ended it and a
-        send raised SessionEnded): its name and rolling summary carry over, and its last turns
-        stay in the model's window until the new session has its own."""
+        send raised SessionEnded): the name you gave it carries over, and, for as long as it
+        exists, its rolling summary is in the model's prompt and its last turns in the window
+        until the new session has its own."""
         return self.create_session(continue_from=session_id)
 
     def list_sessions(self, *, page_size: int = 20) -> Iterator[Session]:
@@ -212,16 +261,18 @@ class ChatMemoryClient:
 
     def get_session(self, session_id: str) -> Session:
         """One session: its name, status, times and number of turns."""
-        return Session.from_json(self._call("GET", _path("sessions", session_id))["session"])
+        return Session.from_json(
+            self._call("GET", _path("sessions", _session(session_id)))["session"]
+        )
 
     def end_session(self, session_id: str) -> Session:
         """Ends a session (its consolidation into long-term memory follows); idempotent."""
-        answer = self._call("POST", _path("sessions", session_id, "end"), retry_safe=True)
+        answer = self._call("POST", _path("sessions", _session(session_id), "end"), retry_safe=True)
         return Session.from_json(answer["session"])
 
     def delete_session(self, session_id: str) -> None:
         """Deletes a session, its turns and its long-term memory."""
-        self._call("DELETE", _path("sessions", session_id))
+        self._call("DELETE", _path("sessions", _session(session_id)))
 
     # --- turns ---------------------------------------------------------------------------------
 
@@ -241,11 +292,11 @@ class ChatMemoryClient:
         answer); `turn.reply` is the answer either way."""
         body: dict[str, Any] = {
             "content": content,
-            "client_message_id": client_message_id or _new_message_id(),
+            "client_message_id": _message_id(client_message_id),
         }
         if window_turns is not None:
             body["window_turns"] = window_turns
-        path = _path("sessions", session_id, "messages")
+        path = _path("sessions", _session(session_id), "messages")
         data = self._call("POST", path, body, retry_safe=True)
         turn = Turn.from_json(data["turn"])
         answer = data.get("answer")
@@ -267,7 +318,7 @@ class ChatMemoryClient:
         turn is pending until complete_turn). No server model is called."""
         body: dict[str, Any] = {
             "input": input,
-            "client_message_id": client_message_id or _new_message_id(),
+            "client_message_id": _message_id(client_message_id),
         }
         if response is not None:
             body["response"] = response
@@ -275,12 +326,12 @@ class ChatMemoryClient:
             body["created_at"] = created_at
         if metadata:
             body["metadata"] = dict(metadata)
-        path = _path("sessions", session_id, "turns")
+        path = _path("sessions", _session(session_id), "turns")
         return Turn.from_json(self._call("POST", path, body, retry_safe=True)["turn"])
 
     def get_turn(self, session_id: str, turn: int) -> Turn:
         """One turn of a session, by number."""
-        path = _path("sessions", session_id, "turns", str(turn))
+        path = _path("sessions", _session(session_id), "turns", _turn(turn))
         return Turn.from_json(self._call("GET", path)["turn"])
 
     def complete_turn(
@@ -295,7 +346,7 @@ class ChatMemoryClient:
         body: dict[str, Any] = {"response": response}
         if metadata is not None:
             body["metadata"] = dict(metadata)
-        path = _path("sessions", session_id, "turns", str(turn))
+        path = _path("sessions", _session(session_id), "turns", _turn(turn))
         return Turn.from_json(self._call("PATCH", path, body)["turn"])
 
     def set_feedback(
@@ -305,14 +356,14 @@ class ChatMemoryClient:
         body: dict[str, Any] = {"rating": rating}
         if comment is not None:
             body["comment"] = comment
-        path = _path("sessions", session_id, "turns", str(turn), "feedback")
+        path = _path("sessions", _session(session_id), "turns", _turn(turn), "feedback")
         return Turn.from_json(self._call("PUT", path, body)["turn"])
 
     def list_turns(
         self, session_id: str, *, order: str = "asc", page_size: int = 50
     ) -> Iterator[Turn]:
         """A session's turns in order ("asc" or "desc"), page after page."""
-        path = _path("sessions", session_id, "messages")
+        path = _path("sessions", _session(session_id), "messages")
         for item in self._pages(path, "messages", {"limit": page_size, "order": order}):
             yield Turn.from_json(item)
 
@@ -322,7 +373,7 @@ class ChatMemoryClient:
         """Hands the session to a person (as the chat command /human does): the model stops
         answering, an agent replies. Asking again while it is handed off changes nothing."""
         body = {"note": note} if note is not None else None
-        path = _path("sessions", session_id, "handoff")
+        path = _path("sessions", _session(session_id), "handoff")
         return Session.from_json(self._call("POST", path, body, retry_safe=True)["session"])
 
     def list_handoffs(self, *, state: str = "WAITING", page_size: int = 20) -> Iterator[Session]:
@@ -342,21 +393,21 @@ class ChatMemoryClient:
         """Agents: a handed-off session and one page of its turns (newest first by default;
         pass the view's next_token for the page before)."""
         params = {"order": order, "limit": page_size, "next_token": next_token}
-        answer = self._call("GET", _path("agent", "sessions", session_id), params=params)
+        answer = self._call("GET", _path("agent", "sessions", _session(session_id)), params=params)
         return HandoffView.from_json(answer)
 
     def agent_reply(
         self, session_id: str, content: str, *, client_message_id: str | None = None
     ) -> Turn:
         """Agents: replies in a handed-off session (a turn of origin "agent"); safe to retry."""
-        body = {"content": content, "client_message_id": client_message_id or _new_message_id()}
-        path = _path("agent", "sessions", session_id, "messages")
+        body = {"content": content, "client_message_id": _message_id(client_message_id)}
+        path = _path("agent", "sessions", _session(session_id), "messages")
         return Turn.from_json(self._call("POST", path, body, retry_safe=True)["turn"])
 
     def hand_back(self, session_id: str) -> Session:
         """Agents: hands the session back to the bot, which answers with the whole
         conversation (Conflict if it is not handed off)."""
-        path = _path("agent", "sessions", session_id, "handback")
+        path = _path("agent", "sessions", _session(session_id), "handback")
         return Session.from_json(self._call("POST", path)["session"])
 
     # --- export and import ---------------------------------------------------------------------
@@ -364,7 +415,7 @@ class ChatMemoryClient:
     def export_session(self, session_id: str) -> dict[str, Any]:
         """The session and all its turns as one document (import_session takes it); a long
         session's export comes in pages, read here one after the other."""
-        path = _path("sessions", session_id, "export")
+        path = _path("sessions", _session(session_id), "export")
         document: dict[str, Any] = self._call("GET", path)
         while document.get("next_token"):
             page = self._call("GET", path, params={"next_token": document["next_token"]})
@@ -405,7 +456,7 @@ class ChatMemoryClient:
 
     def get_record(self, record_id: str) -> Record:
         """One record of the caller's profile."""
-        path = _path("memories", "records", record_id)
+        path = _path("memories", "records", _record(record_id))
         return Record.from_json(self._call("GET", path)["record"])
 
     def remember(
@@ -421,18 +472,18 @@ class ChatMemoryClient:
         if type is not None:
             body["type"] = type
         if record_id is not None:
-            body["record_id"] = record_id
+            body["record_id"] = _record(record_id)
         answer = self._call("POST", "/memories/records", body, retry_safe=record_id is not None)
         return Record.from_json(answer["record"])
 
     def correct_record(self, record_id: str, text: str) -> Record:
         """Replaces a record's text (it is embedded again; its history is kept)."""
-        path = _path("memories", "records", record_id)
+        path = _path("memories", "records", _record(record_id))
         return Record.from_json(self._call("PATCH", path, {"text": text})["record"])
 
     def delete_record(self, record_id: str) -> None:
         """Deletes a record from the profile and from recall."""
-        self._call("DELETE", _path("memories", "records", record_id))
+        self._call("DELETE", _path("memories", "records", _record(record_id)))
 
     def forget_everything(self) -> None:
         """Deletes every session, turn, memory and record of the caller."""

@@ -29,6 +29,18 @@ class BadRequest(ChatMemoryError):
     """400 (and 415): the request is malformed or a field is invalid; fix it, do not retry."""
 
 
+class InvalidId(BadRequest, ValueError):
+    """An identifier the API would refuse (a session or record id, a client_message_id, a turn
+    number), refused before anything is sent: an id such as ".." would otherwise be collapsed
+    by the URL into another route (DELETE /memories/records/.. is DELETE /memories)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(0, "invalid_id", message)
+
+    def __str__(self) -> str:
+        return f"{self.message} (not sent)"
+
+
 class Unauthorized(ChatMemoryError):
     """401 or 403: no valid token or signature, or the caller may not do this."""
 

@@ -27,11 +27,11 @@ chooses session ids, so a history cannot create a session with an id of yours: a
 id raises NotFound at the first read or write, and nothing is created). With `session_id=None`
 a new session is created at once (`history.session_id` tells its id). When the session has
 ended (`end_session`, or the server's idle sweeper after 30 minutes without a turn), the next
-message goes to a new session that continues it (POST /sessions with continue_from: the
-server carries its name, rolling summary and last turns over), `history.session_id` becomes the
-new one's, and `messages` reads the whole conversation back along the sessions it continues
-(one more request per session). A question left unanswered when its session ended stays so;
-its answer opens the new session as a turn of its own.
+message goes to a new session that continues it (POST /sessions with continue_from: while
+the ended one exists, the server puts its rolling summary and last turns in the prompt),
+`history.session_id` becomes the new one's, and `messages` reads the whole conversation back
+along the sessions it continues (one more request per session). A question left unanswered
+when its session ended stays so; its answer opens the new session as a turn of its own.
 
 `clear()` deletes the session (its turns and what long-term memory drew from it) and starts
 a new, empty one with the same name: `history.session_id` changes, since a deleted session's

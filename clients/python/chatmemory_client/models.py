@@ -65,6 +65,8 @@ class Session:
     handoff_reason: str | None = None
     handoff_at: str | None = None
     handoff_agent: str | None = None
+    # What the user asked a person for (request_handoff's note), while handed off.
+    handoff_note: str | None = None
     # The user the session belongs to (the agents' views only).
     user_id: str | None = None
 
@@ -84,6 +86,7 @@ class Session:
             handoff_reason=_opt_str(data, "handoff_reason"),
             handoff_at=_opt_str(data, "handoff_at"),
             handoff_agent=_opt_str(data, "handoff_agent"),
+            handoff_note=_opt_str(data, "handoff_note"),
             user_id=_opt_str(data, "user_id"),
         )
 

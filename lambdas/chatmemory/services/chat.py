@@ -7,6 +7,7 @@ turn through the session item and never calls the model twice for a completed tu
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
@@ -43,7 +44,7 @@ from chatmemory.schema import (
     TurnOrigin,
 )
 from chatmemory.services import handoff
-from chatmemory.services.access import owned_session
+from chatmemory.services.access import continued, owned_session
 from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
 from chatmemory.services.handoff import HandoffPolicy
 from chatmemory.services.profile import state_record
@@ -65,6 +66,7 @@ from chatmemory.services.stacking import (
     plan,
     settled,
     wait_for_answer,
+    wait_while_claimed,
 )
 from chatmemory.services.turns import AppendPolicy, append_next, check_text, earlier_turn
 
@@ -171,26 +173,19 @@ def post_message(
                 f"client_message_id was used to store turn {stored.turn} with POST /turns; "
                 "use a new id to have this service answer"
             )
-        if stored.answered_by is not None:
-            answer = deps.memory.get_turn(session_id, stored.answered_by)
-            return TurnResult(stored, replayed=True, answer=answer)
-        if not stored.pending:
-            return TurnResult(stored, replayed=True)
+        if settled(stored):
+            return _replayed(deps, stored)
         if session.handoff_state and session.status == SessionStatus.OPEN:
             # Handed to a person since: the message still waiting for the bot is theirs.
             handoff.give_to_agent(deps.memory, session, [stored.turn])
             again = deps.memory.get_turn(session_id, stored.turn)
             return TurnResult(again or stored, replayed=True)
-        if _stacks(policy, stored):
-            if session.status != SessionStatus.OPEN:
-                raise SessionEnded(
-                    f"session {session_id} ended before turn {stored.turn} was answered; "
-                    "the message is kept unanswered: ask it again in a new session"
-                )
-            retried = _settle_stack(deps, policy, user_id, session, stored.turn, window)
-            retried.replayed = True  # its turn was stored by an earlier request
-            return retried
-        return _complete_pending(deps, policy, session, stored, window)
+        if session.status != SessionStatus.OPEN:
+            raise SessionEnded(
+                f"session {session_id} ended before turn {stored.turn} was answered; "
+                "the message is kept unanswered: ask it again in a new session"
+            )
+        return _retry(deps, policy, user_id, session, stored, window)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
     if session.handoff_state:
@@ -263,6 +258,64 @@ def post_message(
     return result
 
 
+def _replayed(deps: ChatDeps, stored: Turn) -> TurnResult:
+    """A retried message that is answered: its turn (and the turn holding its answer, for a
+    message answered together with later ones)."""
+    if stored.answered_by is None:
+        return TurnResult(stored, replayed=True)
+    answer = deps.memory.get_turn(stored.session_id, stored.answered_by)
+    return TurnResult(stored, replayed=True, answer=answer)
+
+
+# How often a retry tries to claim a message, waiting after each claim another retry holds.
+_RETRY_CLAIMS = 3
+
+
+def _retry(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    caller: str,
+    session: Session,
+    stored: Turn,
+    window: int,
+) -> TurnResult:
+    """A retry of a message still waiting for its answer (its model call failed, or the request
+    answering it died). Of retries arriving together, one claims the message (one conditional
+    write) and calls the model; the others wait for its answer, so the model is called once.
+    A claim lasts `patience_seconds`; a claimer whose model call fails gives it up at once."""
+    number = stored.turn
+    for _ in range(_RETRY_CLAIMS):
+        now = deps.clock()
+        until = iso(now + timedelta(seconds=policy.stack.patience_seconds))
+        if deps.memory.claim_answer(session.session_id, number, until=until, now=iso(now)):
+            try:
+                if _stacks(policy, stored):
+                    retried = _settle_stack(deps, policy, caller, session, number, window)
+                    retried.replayed = True  # its turn was stored by an earlier request
+                    return retried
+                return _complete_pending(deps, policy, session, stored, window)
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    deps.memory.release_answer(session.session_id, number, until=until)
+                raise
+        current = wait_while_claimed(
+            deps.memory,
+            session.session_id,
+            number,
+            policy=policy.stack,
+            sleep=deps.sleep,
+            now=lambda: iso(deps.clock()),
+        )
+        if current is None:  # deleted meanwhile
+            raise SessionNotFound(f"session {session.session_id} not found")
+        if settled(current):
+            return _replayed(deps, current)
+        stored = current
+    raise Conflict(
+        "another request is answering this message; retry with the same client_message_id"
+    )
+
+
 def _check_request(policy: ChatPolicy, content: str, window_turns: int | None) -> int:
     check_text(content, "content", policy.max_input_chars)
     window = policy.window_turns if window_turns is None else window_turns
@@ -311,11 +364,11 @@ def _answer(
         history = deps.memory.recent_turns(session.session_id, window) if window else []
     if before_turn is not None:
         history = [t for t in history if t.turn < before_turn]
-    if session.continued_from and len(history) < window and _from_the_start(history):
-        # A continued conversation: the previous session's last turns fill the window until
-        # this one has a window of its own (one more query, for the first few turns only).
-        earlier = deps.memory.recent_turns(session.continued_from, window - len(history))
-        history = earlier + history
+    # A continued conversation: the previous session's rolling summary, and its last turns
+    # until this one has a window of its own, while that session exists (access.continued).
+    short = len(history) < window and _from_the_start(history)
+    carried = continued(deps.memory, session, window - len(history) if short else 0)
+    history = carried.turns + history
     note = gap_note(history, deps.clock(), policy.long_gap_hours)
     context = deps.generator.context_tokens
     recalled = None
@@ -329,7 +382,7 @@ def _answer(
     memory_tokens = recalled.tokens if recalled else 0
     prompt = build_chat_prompt(
         system=policy.system_prompt,
-        summary=session.running_summary,
+        summary=_summary(carried.summary, session.running_summary),
         window=history,
         message=routed.text,
         roles=policy.roles,
@@ -376,6 +429,14 @@ def _recall_for_turn(
         now=deps.clock(),
         rewriter=deps.generator if policy.rewrite_follow_ups else None,
     )
+
+
+def _summary(carried: str, own: str) -> str:
+    """The prompt's summary of a continued conversation: the previous session's, then this
+    one's (a session continued before summaries were kept apart began with a copy of it)."""
+    if not carried or own.startswith(carried):
+        return own
+    return f"{carried}\n{own}" if own else carried
 
 
 def _from_the_start(history: list[Turn]) -> bool:
@@ -663,9 +724,8 @@ def _handoff_turn(
     answered alone (not stacked) and stored with the hand-off in one write. None otherwise."""
     if routed.intent == Intent.HUMAN:
         handoff.human_command(turn, turn.created_at)
-        return _store_answer(
-            deps, policy, caller, session, turn, HandoffReason.USER_REQUEST, routed.text
-        )
+        # Its note is the turn's input: the agent reads it there, and no event carries it.
+        return _store_answer(deps, policy, caller, session, turn, HandoffReason.USER_REQUEST)
     if routed.intent != Intent.CHAT or not handoff.is_negative(policy.handoff, turn):
         return None
     # The window the answer needs anyway, and the turns the rule looks at, in one query.
@@ -691,7 +751,6 @@ def _store_answer(
     session: Session,
     turn: Turn,
     reason: str | None,
-    note: str = "",
 ) -> TurnResult:
     """Store an answered turn (with `reason`: and hand the session off in the same write, then
     publish the event). A hand-off that committed while the bot answered wins: the answer is
@@ -710,7 +769,6 @@ def _store_answer(
             reason=reason,
             turn=result.turn.turn,
             at=turn.created_at,
-            note=note,
         )
         result.event_error = handoff.publish(deps.events, HANDOFF_EVENT, detail)
     return result

@@ -42,14 +42,13 @@ from chatmemory.ports import Clock, EventPublisher, SentimentAnalyzer, ShortTerm
 from chatmemory.schema import (
     HANDBACK_EVENT,
     HANDOFF_EVENT,
-    VISIBLE_STATUSES,
     HandoffReason,
     HandoffState,
     Intent,
     SessionStatus,
     TurnOrigin,
 )
-from chatmemory.services.access import MAX_ID_LENGTH, owned_session
+from chatmemory.services.access import owned_session, visible_to_its_user
 from chatmemory.services.recall import NOTHING_VERIFIED
 from chatmemory.services.routing import parse_prefix
 from chatmemory.services.sentiment import analyze_input
@@ -112,24 +111,22 @@ def publish(events: EventPublisher | None, detail_type: str, detail: dict[str, A
 
 
 def handoff_detail(
-    session: Session, *, caller: str, reason: str, turn: int, at: str, note: str = ""
+    session: Session, *, caller: str, reason: str, turn: int, at: str
 ) -> dict[str, Any]:
-    """The detail of a HANDOFF_EVENT: `user_id` is the caller's id (not the owner key)."""
-    detail: dict[str, Any] = {
+    """The detail of a HANDOFF_EVENT: ids, a reason and times, never what anyone wrote (an
+    event lands where deleting a session or forgetting a user cannot reach: a rule's target,
+    its logs). `user_id` is the caller's id (not the owner key); the note is on the session,
+    for the agent (GET /agent/sessions/{id})."""
+    return {
         "session_id": session.session_id,
         "user_id": caller,
         "reason": reason,
         "turn": turn,
         "handoff_at": at,
     }
-    if note:
-        detail["note"] = note
-    return detail
 
 
-def handoff_event(
-    events: EventPublisher | None, session: Session, caller: str, note: str = ""
-) -> str:
+def handoff_event(events: EventPublisher | None, session: Session, caller: str) -> str:
     """Publish the hand-off `session` is in (as the write that handed it off left it)."""
     detail = handoff_detail(
         session,
@@ -137,7 +134,6 @@ def handoff_event(
         reason=session.handoff_reason or "",
         turn=session.handoff_turn or 0,
         at=session.handoff_at or "",
-        note=note,
     )
     return publish(events, HANDOFF_EVENT, detail)
 
@@ -164,9 +160,14 @@ def request_handoff(
             return Outcome(session)
         if session.status != SessionStatus.OPEN:
             raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
-        handed = memory.hand_off(session_id, reason=HandoffReason.USER_REQUEST, at=iso(clock()))
+        handed = memory.hand_off(
+            session_id,
+            reason=HandoffReason.USER_REQUEST,
+            at=iso(clock()),
+            note=(note or "").strip() or None,
+        )
         if handed is not None:
-            error = handoff_event(events, handed, user_id, (note or "").strip())
+            error = handoff_event(events, handed, user_id)
             return Outcome(handed, changed=True, event_error=error)
         # Ended, deleted or handed off meanwhile: read again to say which.
     raise Conflict("the session kept changing; retry the request")
@@ -291,23 +292,10 @@ def history_for_rules(policy: HandoffPolicy) -> int:
 # --- the agent's side ----------------------------------------------------------------------------
 
 
-def _visible(memory: ShortTermMemory, session_id: str) -> Session:
-    """A session its user can see: not deleting, and not of a memory its user forgot (an agent
-    must not read what the user deleted, even before the purge has removed it)."""
-    if not session_id or len(session_id) > MAX_ID_LENGTH:
-        raise SessionNotFound("session not found")
-    session = memory.get_session(session_id)
-    if session is None or session.status not in VISIBLE_STATUSES:
-        raise SessionNotFound(f"session {session_id} not found")
-    if memory.get_user(caller_of(session.user_id)).owner != session.user_id:
-        raise SessionNotFound(f"session {session_id} not found")
-    return session
-
-
 def handed_off_session(memory: ShortTermMemory, session_id: str) -> Session:
     """A session an agent may read: one that is handed to a person now (any other answers 404:
     agents see what was handed to them, not the users' conversations)."""
-    session = _visible(memory, session_id)
+    session = visible_to_its_user(memory, session_id)
     if not session.handoff_state:
         raise SessionNotFound(f"session {session_id} is not handed to a person")
     return session
@@ -349,7 +337,7 @@ def agent_reply(
     agent, no input), written with the state ACTIVE and the agent as the one who answers. A
     retry with the same client_message_id returns the stored turn."""
     check_text(content, "content", MAX_AGENT_REPLY_CHARS)
-    session = _visible(memory, session_id)
+    session = visible_to_its_user(memory, session_id)
     known = session.turn_of(client_message_id)
     if known is not None:
         stored = memory.get_turn(session_id, known)
@@ -401,7 +389,7 @@ def hand_back(
 ) -> Outcome:
     """POST /agent/sessions/{id}/handback: the bot answers the session's next message again,
     with the whole conversation (the agent's turns included) in its prompt."""
-    session = _visible(memory, session_id)
+    session = visible_to_its_user(memory, session_id)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}")
     if not session.handoff_state:

@@ -38,6 +38,7 @@ Why nothing of a deleted record or session is seen again, whatever runs at the s
 
 from __future__ import annotations
 
+import hashlib
 import re
 import uuid
 from collections.abc import Callable, Sequence
@@ -45,8 +46,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 
 from chatmemory.clock import iso
-from chatmemory.domain import MemoryRecord, Provenance, Session, Turn
-from chatmemory.errors import Conflict, RecordNotFound
+from chatmemory.domain import MemoryRecord, Provenance, Session, Turn, is_identifier
+from chatmemory.errors import Conflict, PayloadTooLarge, RecordNotFound
 from chatmemory.ports import (
     Embedder,
     ExtractedFact,
@@ -55,6 +56,7 @@ from chatmemory.ports import (
     ShortTermMemory,
 )
 from chatmemory.schema import (
+    MAX_RECORD_CHARS,
     MEMORY_INDEX,
     MemoryKind,
     RecordOrigin,
@@ -64,7 +66,7 @@ from chatmemory.schema import (
     record_doc_key,
     summary_doc_key,
 )
-from chatmemory.services.access import MAX_ID_LENGTH, owner_of
+from chatmemory.services.access import owner_of
 
 _SPACE = re.compile(r"\W+")
 # Records whose index entry belongs to the session they were drawn from.
@@ -96,13 +98,22 @@ def _stamp(timestamp: str) -> str:
     return re.sub(r"[^0-9T]", "", timestamp)[:18]
 
 
+def _in_record_id(session_id: str) -> str:
+    """A session id as a part of record ids: itself (a UUID), or, when longer than 64
+    characters (a client may choose one), 32 hex digits of its SHA-256, so the ids drawn from
+    it stay within the rule of identifiers (schema.ID_MAX_LENGTH)."""
+    if len(session_id) <= 64:
+        return session_id
+    return hashlib.sha256(session_id.encode("utf-8")).hexdigest()[:32]
+
+
 def extracted_record_id(session_id: str, date: str, turn: int, n: int) -> str:
     """Deterministic: a retried consolidation writes the same records."""
-    return f"{_stamp(date)}-{session_id}-t{turn}-{n}"
+    return f"{_stamp(date)}-{_in_record_id(session_id)}-t{turn}-{n}"
 
 
 def summary_record_id(session: Session) -> str:
-    return f"{_stamp(session.started_at)}-{session.session_id}-summary"
+    return f"{_stamp(session.started_at)}-{_in_record_id(session.session_id)}-summary"
 
 
 def stated_record_id(now: str, make_id: Callable[[], str]) -> str:
@@ -488,7 +499,7 @@ def _duplicate(
 def owned_record(memory: ShortTermMemory, user_id: str, record_id: str) -> MemoryRecord:
     """The caller's record (not being deleted), or RecordNotFound: another caller's record, or
     one of a forgotten generation, looks like no record."""
-    if not record_id or len(record_id) > 2 * MAX_ID_LENGTH:
+    if not is_identifier(record_id):
         raise RecordNotFound("record not found")
     owner = owner_of(memory, user_id)
     record = memory.get_record(owner, record_id)
@@ -514,7 +525,39 @@ def state_record(
     extracted one, so it supersedes what it replaces ("I moved to Porto"). `owner` is the key
     the caller's data lives under (owner_of, or the session's user_id). Stating what is already
     remembered answers that record (made the caller's own), not a second one."""
+    return _stated(
+        owner,
+        text,
+        record_type=record_type,
+        memory=memory,
+        embedder=embedder,
+        index=index,
+        now=now,
+        make_id=make_id,
+        policy=policy,
+        record_id=record_id,
+    )[1]
+
+
+def _stated(
+    owner: str,
+    text: str,
+    *,
+    record_type: RecordType | None,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    now: datetime,
+    make_id: Callable[[], str],
+    policy: ProfilePolicy,
+    record_id: str | None,
+) -> tuple[str, MemoryRecord]:
+    """state_record, with how the record was placed (_place's outcome)."""
     from chatmemory.services.extract import classify  # its patterns: not at cold start
+
+    if len(text.strip()) > MAX_RECORD_CHARS:
+        # The limit of POST /memories/records, for /remember too (it stored 4,000 before).
+        raise PayloadTooLarge(f"a record is at most {MAX_RECORD_CHARS} characters")
 
     kind, subject = classify(text)
     at = iso(now)
@@ -529,7 +572,7 @@ def state_record(
         subject=subject if (record_type or kind) == kind else "",
     )
     [vector] = embedder.embed([record.text])
-    _, placed = _place(
+    return _place(
         record,
         vector,
         memory=memory,
@@ -538,7 +581,6 @@ def state_record(
         policy=policy,
         merge=record_id is None,
     )
-    return placed
 
 
 def put_keyed_record(
@@ -555,29 +597,35 @@ def put_keyed_record(
     """A record under the client's own id (an agent's store keys its memories): created, or,
     when the caller has a record with that id, its text replaced (a correction). Such a record
     never merges into another one (the key is its identity), but it supersedes and is
-    superseded like any other. Returns the record and whether it was created."""
+    superseded like any other. Returns the record and whether it was created: of concurrent
+    upserts of one id, one creates it and the others replace its text, as one after another
+    would."""
     owner = owner_of(memory, user_id)
     existing = memory.get_record(owner, record_id)
-    if existing is not None and existing.status == RecordStatus.DELETING:
-        raise Conflict(f"record {record_id} is being deleted; retry in a minute or use another id")
-    if existing is not None:
-        if existing.text == text.strip():
-            return existing, False
-        corrected = correct_record(
-            user_id, record_id, text, memory=memory, embedder=embedder, index=index, now=now
+    if existing is None:
+        outcome, record = _stated(
+            owner,
+            text,
+            record_type=record_type,
+            memory=memory,
+            embedder=embedder,
+            index=index,
+            now=now,
+            make_id=lambda: str(uuid.uuid4()),
+            policy=ProfilePolicy(),
+            record_id=record_id,
         )
-        return corrected, False
-    record = state_record(
-        owner,
-        text,
-        record_type=record_type,
-        memory=memory,
-        embedder=embedder,
-        index=index,
-        now=now,
-        record_id=record_id,
+        if outcome != "exists":
+            return record, True
+        existing = record  # a concurrent upsert of this id created it first
+    if existing.status == RecordStatus.DELETING:
+        raise Conflict(f"record {record_id} is being deleted; retry in a minute or use another id")
+    if existing.text == text.strip():
+        return existing, False
+    corrected = correct_record(
+        user_id, record_id, text, memory=memory, embedder=embedder, index=index, now=now
     )
-    return record, record.record_id == record_id
+    return corrected, False
 
 
 def correct_record(

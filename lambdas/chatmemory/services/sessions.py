@@ -19,7 +19,7 @@ from chatmemory.clock import iso, utc_now
 from chatmemory.domain import Feedback, Page, Session, Source, Turn
 from chatmemory.errors import BadRequest, Conflict, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import Clock, ShortTermMemory
-from chatmemory.schema import TEXT_STOPWORDS, SessionStatus
+from chatmemory.schema import TEXT_STOPWORDS, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session, owner_of
 
 # One transaction holds at most 100 writes: the new session, the caller check and 98 ends.
@@ -46,10 +46,10 @@ def create_session(
     transaction (which triggers their consolidation), as the original design did.
 
     With continue_from, the new session continues one of the caller's sessions (typically one
-    the idle sweeper ended while the user was away): it keeps its name, starts from its rolling
-    summary, and the chat reads its last turns while the new one has fewer than a window (one
-    more query per turn for the first few turns only). A session still open is ended in the
-    same transaction, so a conversation is never open twice."""
+    the idle sweeper ended while the user was away): it keeps the name the caller gave it, and
+    the chat reads its rolling summary (one more read per turn) and, while the new one has
+    fewer than a window, its last turns (one more query), as long as it exists. A session still
+    open is ended in the same transaction, so a conversation is never open twice."""
     session_id = make_id()
     for _ in range(_ATTEMPTS):
         previous = owned_session(memory, user_id, continue_from) if continue_from else None
@@ -65,7 +65,11 @@ def create_session(
                 with contextlib.suppress(Conflict, SessionNotFound):
                     memory.end_session(extra, now)
             ends = ends[:_MAX_ENDS_PER_TRANSACTION]
-        given = (name or "").strip() or (previous.name if previous else "")
+        # A name the caller gave is the conversation's; one drawn from the previous session's
+        # first message is that session's text (deleting it must take it along): the new one
+        # is named by its own first message instead.
+        kept = previous.name if previous and not (previous.auto_named or previous.titled) else ""
+        given = (name or "").strip() or kept
         session = Session(
             session_id=session_id,
             user_id=user.owner,
@@ -73,8 +77,9 @@ def create_session(
             status=SessionStatus.OPEN,
             started_at=now,
             last_active_at=now,
-            auto_named=previous.auto_named if previous and not name else not given,
-            running_summary=previous.running_summary if previous else "",
+            auto_named=not given,
+            # The previous session's summary is not copied: the prompt reads it while that
+            # session exists (access.continued), so deleting it takes it out of this one.
             continued_from=previous.session_id if previous else None,
         )
         try:
@@ -324,10 +329,10 @@ def _imported_turn(session_id: str, number: int, message: ImportMessage, now: st
         sources=[Source(**source.model_dump()) for source in message.sources],
         created_at=message.created_at or now,
         client_message_id=None,
-        origin=message.origin,
+        # No import speaks for a person (api_models.ImportMessage): an agent's turn is the
+        # caller's account of it, as a turn a client stored.
+        origin=TurnOrigin.CLIENT if message.origin == TurnOrigin.AGENT else message.origin,
         metadata=dict(message.metadata),
         feedback=Feedback(**message.feedback.model_dump()) if message.feedback else None,
         sentiment=message.sentiment.domain() if message.sentiment else None,
-        agent_id=message.agent_id,
-        for_agent=message.for_agent,
     )

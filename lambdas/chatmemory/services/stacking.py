@@ -145,6 +145,33 @@ def wait_for_answer(
     return None
 
 
+def wait_while_claimed(
+    memory: ShortTermMemory,
+    session_id: str,
+    number: int,
+    *,
+    policy: StackPolicy,
+    sleep: Callable[[float], None],
+    now: Callable[[], str],
+) -> Turn | None:
+    """Poll a message another retry claimed (Turn.answering_until) until it is answered or no
+    longer claimed (that retry's model call failed, or its claim ran out at `now()`); at most
+    `patience_seconds`. The turn as last read; None if it is gone (a deleted session)."""
+    turn = None
+    polls = max(1, round(policy.patience_seconds / policy.poll_seconds))
+    for _ in range(polls):
+        sleep(policy.poll_seconds)
+        turn = memory.get_turn(session_id, number)
+        if turn is None or settled(turn) or not claimed(turn, now()):
+            return turn
+    return turn
+
+
+def claimed(turn: Turn, now: str) -> bool:
+    """Whether a retry is answering this waiting message now."""
+    return turn.answering_until is not None and turn.answering_until >= now
+
+
 def joined_input(batch: Sequence[Turn]) -> str:
     """What the model is asked: the stacked messages in the order they were sent."""
     return "\n".join(t.input.strip() for t in batch)

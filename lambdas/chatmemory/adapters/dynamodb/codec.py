@@ -221,6 +221,7 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         agent_id=data.get("agent_id"),
         answered_by=data.get("answered_by"),
         for_agent=bool(data.get("for_agent", False)),
+        answering_until=data.get("answering_until"),
     )
 
 

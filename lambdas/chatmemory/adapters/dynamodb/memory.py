@@ -40,6 +40,7 @@ from chatmemory.domain import (
     caller_of,
     message_key,
     needs_handoff,
+    visible_to,
 )
 from chatmemory.errors import (
     BadRequest,
@@ -70,7 +71,14 @@ from chatmemory.schema import (
 
 # What leaves a session with its hand-off (a hand-back, an end, a delete); handoff_turn stays.
 _HANDOFF_CLEARED = ", ".join(
-    (schema.HANDOFF_QUEUE, "handoff_state", "handoff_reason", schema.HANDOFF_AT, "handoff_agent")
+    (
+        schema.HANDOFF_QUEUE,
+        "handoff_state",
+        "handoff_reason",
+        schema.HANDOFF_AT,
+        "handoff_agent",
+        "handoff_note",
+    )
 )
 
 
@@ -98,7 +106,8 @@ def _handoff_change(handoff: Handoff, sets: list[str], values: dict[str, Any]) -
     # Out of the sweeper's index while a person has the session.
     sets[:] = [part for part in sets if not part.startswith(f"{IDLE_BUCKET} =")]
     values.pop(":bucket", None)
-    return [OPEN_SHARD, IDLE_BUCKET] + ([] if handoff.agent else ["handoff_agent"])
+    # A hand-off by a turn (/human, a rule) has no note: its text is the turn's.
+    return [OPEN_SHARD, IDLE_BUCKET, "handoff_note"] + ([] if handoff.agent else ["handoff_agent"])
 
 
 def _session_key(session_id: str) -> dict[str, Any]:
@@ -309,7 +318,7 @@ class DynamoShortTermMemory:
             ).get(self._sessions, [])
             for item in items:
                 data = deserialize(item)
-                if data.get(USER_ID) == owner and data.get(STATUS) in VISIBLE_STATUSES:
+                if visible_to(owner, data.get(USER_ID), data.get(STATUS)):
                     live.add(data[SESSION_ID])
         return live
 
@@ -356,9 +365,7 @@ class DynamoShortTermMemory:
         visible = [
             current[i]
             for i in ids
-            if i in current
-            and current[i].user_id == owner
-            and current[i].status in VISIBLE_STATUSES
+            if i in current and visible_to(owner, current[i].user_id, current[i].status)
         ]
         return Page(items=visible, next_token=page.next_token)
 
@@ -703,13 +710,18 @@ class DynamoShortTermMemory:
             raise
         return session_from_item(answer["Attributes"])
 
-    def hand_off(self, session_id: str, *, reason: str, at: str) -> Session | None:
+    def hand_off(
+        self, session_id: str, *, reason: str, at: str, note: str | None = None
+    ) -> Session | None:
+        noted = {":note": {"S": note}} if note else {}
         return self._session_update(
             Key=_session_key(session_id),
             UpdateExpression=(
                 "SET #q = :state, handoff_state = :state, handoff_reason = :reason, "
-                "#hat = :at, handoff_turn = num_turns "
-                f"REMOVE handoff_agent, {OPEN_SHARD}, {IDLE_BUCKET}"
+                "#hat = :at, handoff_turn = num_turns"
+                + (", handoff_note = :note " if note else " ")
+                + f"REMOVE handoff_agent, {OPEN_SHARD}, {IDLE_BUCKET}"
+                + ("" if note else ", handoff_note")
             ),
             ConditionExpression="#s = :open" + _handoff_condition(False),
             ExpressionAttributeNames={
@@ -722,6 +734,7 @@ class DynamoShortTermMemory:
                 ":reason": {"S": reason},
                 ":at": {"S": at},
                 ":open": {"S": SessionStatus.OPEN},
+                **noted,
             },
         )
 
@@ -964,7 +977,7 @@ class DynamoShortTermMemory:
             )
             for item in found.get(self._sessions, []):
                 data = deserialize(item)
-                if data.get(USER_ID) == owner and data.get(STATUS) in VISIBLE_STATUSES:
+                if visible_to(owner, data.get(USER_ID), data.get(STATUS)):
                     sessions.add(data[SESSION_ID])
             for item in found.get(self._records, []):
                 data = deserialize(item)
@@ -1010,7 +1023,10 @@ class DynamoShortTermMemory:
         return self._page(kwargs, next_token, key, (SESSION_ID, session_id), turn_from_item)
 
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
-        """Turns after..through (exclusive, inclusive), oldest first."""
+        """Turns after..through (exclusive, inclusive), oldest first; none for an empty range
+        (DynamoDB refuses `BETWEEN a AND b` with a > b: a session without a turn asks for it)."""
+        if through <= after:
+            return []
         turns: list[Turn] = []
         for page in self._db.get_paginator("query").paginate(
             TableName=self._turns,
@@ -1061,8 +1077,10 @@ class DynamoShortTermMemory:
         ]
         if rename:
             names["#name"] = "name"
-            values.update({":name": {"S": rename}, ":false": {"BOOL": False}})
-            sets += ["#name = :name", "auto_named = :false"]
+            values.update(
+                {":name": {"S": rename}, ":false": {"BOOL": False}, ":titled": {"BOOL": True}}
+            )
+            sets += ["#name = :name", "auto_named = :false", "titled = :titled"]
         recent = dict(session.recent_messages)
         overflow: list[str] = []
         if turn.client_message_id:
@@ -1129,7 +1147,7 @@ class DynamoShortTermMemory:
         session.version += 1
         session.recent_messages = recent
         if rename:
-            session.name, session.auto_named = rename, False
+            session.name, session.auto_named, session.titled = rename, False, True
         if stack:
             session.stack_head = number
         if handoff is not None:
@@ -1143,6 +1161,41 @@ class DynamoShortTermMemory:
             if is_conditional_failure(error):
                 raise Conflict("the turn was completed by another request") from None
             raise
+
+    def claim_answer(self, session_id: str, turn: int, *, until: str, now: str) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._turns,
+                Key=_turn_key(session_id, turn),
+                UpdateExpression="SET answering_until = :until",
+                ConditionExpression=(
+                    "pending = :true AND attribute_not_exists(answered_by) AND "
+                    "(attribute_not_exists(answering_until) OR answering_until < :now)"
+                ),
+                ExpressionAttributeValues={
+                    ":true": {"BOOL": True},
+                    ":until": {"S": until},
+                    ":now": {"S": now},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def release_answer(self, session_id: str, turn: int, *, until: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._turns,
+                Key=_turn_key(session_id, turn),
+                UpdateExpression="REMOVE answering_until",
+                ConditionExpression="answering_until = :until",
+                ExpressionAttributeValues={":until": {"S": until}},
+            )
+        except ClientError as error:
+            if not is_conditional_failure(error):
+                raise
 
     def _completion(self, turn: Turn) -> dict[str, Any]:
         """The update that fills in a pending turn's answer, conditional on it being pending."""
@@ -1225,7 +1278,7 @@ class DynamoShortTermMemory:
                 {":name": {"S": rename}, ":false": {"BOOL": False}, ":true": {"BOOL": True}}
             )
             check["ConditionExpression"] = condition + " AND auto_named = :true"
-            update = "SET #name = :name, auto_named = :false"
+            update = "SET #name = :name, auto_named = :false, titled = :true"
             items.append({"Update": {**check, "UpdateExpression": update}})
         else:
             items.append({"ConditionCheck": check})
