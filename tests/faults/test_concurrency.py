@@ -5,6 +5,7 @@ and each client_message_id appears once."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -176,45 +177,53 @@ def test_messages_racing_with_the_end_of_the_session_are_stored_only_if_accepted
     assert store.session(sid)["status"] == "ENDED"
 
 
-class _Rendezvous:
-    """A generator that fails its first call, then makes the next `parties` calls meet before
-    answering (so concurrent retries really overlap)."""
+class _HeldModel:
+    """A generator that fails its first call; each later call is held until some retry is
+    waiting on the claim (its `sleep` ran), so the retries really overlap with the answer."""
 
-    def __init__(self, parties: int) -> None:
+    def __init__(self) -> None:
         self.inner = FakeGenerator(fail_next=1)
-        self.name, self.context_tokens = "rendezvous", 512
-        self._barrier = threading.Barrier(parties, timeout=10)
+        self.name, self.context_tokens = "held", 512
+        self.waiting = threading.Event()
+        self.calls = 0
         self._failed = False
 
     def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
+        self.calls += 1
         if not self._failed:
             self._failed = True
             return self.inner.generate(prompt, max_new_tokens=max_new_tokens, stop=stop)
-        self._barrier.wait()
+        assert self.waiting.wait(10), "no retry ever waited on the claim"
         return self.inner.generate(prompt, max_new_tokens=max_new_tokens, stop=stop)
 
+    def sleep(self, seconds: float) -> None:
+        self.waiting.set()
+        time.sleep(min(seconds, 0.05))
 
-def test_concurrent_retries_of_a_pending_message_complete_it_once_and_both_get_the_answer(
+
+def test_concurrent_retries_of_a_pending_message_call_the_model_once_and_all_get_the_answer(
     store: Store,
 ) -> None:
-    """Failed first: the retry that lost the race to complete the pending turn answered 409
-    ("completed by another request"); it now returns the stored, completed turn. Both are
-    retries of a stored message (`replayed`); the model was asked by both, one answer is kept."""
-    model = _Rendezvous(parties=2)
-    deps = ChatDeps(memory=store.memory, generator=model)
+    """On DynamoDB Local (the claim's conditional write for real): one of eight retries claims
+    the message and calls the model, held until another is waiting; the others wait for its
+    answer and return the stored turn. (The same with the fake, counted per thread, is in
+    tests/unit/test_stacked_messages.py.)"""
+    model = _HeldModel()
+    deps = ChatDeps(memory=store.memory, generator=model, sleep=model.sleep)
     sid = create_session(store.memory, "alice").session_id
     with pytest.raises(ModelUnavailable):
         _once(deps, "alice", sid, "my cat is called Tom", "m-1")
 
-    first, second = _in_parallel(
-        2, [lambda: _once(deps, "alice", sid, "my cat is called Tom", "m-1")] * 2
+    results = _in_parallel(
+        8, [lambda: _once(deps, "alice", sid, "my cat is called Tom", "m-1")] * 8
     )
 
+    assert model.calls == 2  # the failed call, then one answer for all eight retries
     turns = store.turns(sid)
     assert len(turns) == 1 and not turns[0].get("pending")
-    assert first.turn.turn == second.turn.turn == 1
-    assert first.turn.response == second.turn.response == turns[0]["response"]
-    assert first.replayed and second.replayed
+    assert {r.turn.turn for r in results} == {1}
+    assert {r.turn.response for r in results} == {turns[0]["response"]}
+    assert all(r.replayed for r in results)
 
 
 def _store(store: Store, session_id: str, content: str, cmid: str) -> Stored:
