@@ -155,6 +155,11 @@ class FailingWrites:
         store.memory.put_turns = put_turns  # type: ignore[method-assign]
 
 
+# What these tests break is a write, not the clock: the import's 20 s (API Gateway's 29 s less a
+# margin) is more than DynamoDB Local on two busy cores may take for a few hundred turns.
+_UNHURRIED = sessions.ImportLimits(max_seconds=600)
+
+
 def test_an_import_that_fails_half_way_is_unreachable_and_purged(store: Store) -> None:
     FailingWrites(store, allowed=1)
     created: list[str] = []
@@ -164,7 +169,9 @@ def test_an_import_that_fails_half_way_is_unreachable_and_purged(store: Store) -
         return "imported-1"
 
     with pytest.raises(ShortTermMemoryUnavailable):
-        sessions.import_session(store.memory, "alice", _document(1200), make_id=make_id)
+        sessions.import_session(
+            store.memory, "alice", _document(1200), make_id=make_id, limits=_UNHURRIED
+        )
     assert len(store.turns("imported-1")) == 500  # the first batch was written...
     with pytest.raises(SessionNotFound):  # ...and nobody can reach it
         sessions.get_session(store.memory, "alice", "imported-1")
@@ -180,7 +187,9 @@ def test_an_import_whose_process_died_is_collected_by_the_sweeper(store: Store) 
         ShortTermMemoryUnavailable("and the clean-up write failed too")
     )
     with pytest.raises(ShortTermMemoryUnavailable):
-        sessions.import_session(store.memory, "alice", _document(800), make_id=lambda: "imp-2")
+        sessions.import_session(
+            store.memory, "alice", _document(800), make_id=lambda: "imp-2", limits=_UNHURRIED
+        )
     del store.memory.mark_deleting  # the next process is healthy
     assert store.session("imp-2")["status"] == "IMPORTING"
     with pytest.raises(SessionNotFound):

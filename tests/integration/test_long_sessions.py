@@ -62,7 +62,7 @@ def test_a_2000_turn_import_is_consolidated_in_resumable_steps_with_a_slow_model
 
     poller = world.new_poller(handlers={"consolidate": consolidate})
     api.end(sid)
-    poller.drain()
+    poller.drain(timeout=600)  # four runs of a slow model, on shared cores
 
     assert api.status(sid) == "CONSOLIDATED"
     assert len(runs) == 4  # the end, then three handovers
