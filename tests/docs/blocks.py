@@ -3,7 +3,9 @@ with `--8<--`), each with what the suite does with it (tests/docs/test_docs_code
 
 A block a user would paste runs, unless the line right before it says why not:
 `<!-- not run: deploys to AWS (...) -->`. Blocks of output, layouts and diagrams are `text` or
-`mermaid`; a block without a language is an error, so that nothing is skipped silently."""
+`mermaid`; a block without a language is an error, so that nothing is skipped silently. The
+files a page includes from outside docs/ (the client's README, also its PyPI page) carry no
+markers: their blocks that cannot run are listed below, and none of their shell blocks runs."""
 
 from __future__ import annotations
 
@@ -54,6 +56,7 @@ class Block:
     lang: str
     code: str
     not_run: str | None
+    included: bool = False  # written in a file outside docs/ that a page includes
 
     @property
     def name(self) -> str:
@@ -68,6 +71,10 @@ class Block:
             return "not-run"
         if self.lang in CHECKED:
             return "checked"
+        if self.lang in RUN and self.included and RUN[self.lang] == "shell":
+            # Never run a command nobody here has read (it could install or delete): an
+            # included file's shell blocks are listed in INCLUDED_NOT_RUN, or fail here.
+            return "a shell block of an included file, not in INCLUDED_NOT_RUN"
         if self.lang in RUN:
             return f"run-{RUN[self.lang]}"
         return f"unknown language {self.lang!r}"
@@ -91,7 +98,7 @@ def _marker(lines: list[str], fence: int) -> str | None:
     return " ".join(found.group("why").split()) if found else None
 
 
-def blocks_of(path: Path, seen: set[Path] | None = None) -> list[Block]:
+def blocks_of(path: Path, seen: set[Path] | None = None, included: bool = False) -> list[Block]:
     """The blocks of one file, then those of the files it includes."""
     seen = set() if seen is None else seen
     seen.add(path)
@@ -118,11 +125,12 @@ def blocks_of(path: Path, seen: set[Path] | None = None) -> list[Block]:
         for (where, holds), why in INCLUDED_NOT_RUN.items():
             if where == rel and holds in code:
                 reason = why
-        found.append(Block(path, i + 1, info.split()[0] if info else "", code, reason))
+        lang = info.split()[0] if info else ""
+        found.append(Block(path, i + 1, lang, code, reason, included))
         i = end + 1
     for other in included:
         if other not in seen:
-            found += blocks_of(other, seen)
+            found += blocks_of(other, seen, included=True)
     return found
 
 
