@@ -8,8 +8,12 @@ STAMP := $(VENV)/.installed
 NODE_STAMP := node_modules/.installed
 export JSII_SILENCE_WARNING_END_OF_LIFE_NODE_VERSION := 20
 export PIP_DISABLE_PIP_VERSION_CHECK := 1
+# Material for MkDocs and a plugin it loads each print a notice about MkDocs 2.0 on every build
+# (this site pins MkDocs 1.6); one variable silences each.
+export DISABLE_MKDOCS_2_WARNING := true
+export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv node tools test unit lint openapi synth cost bootstrap deploy destroy smoke asset-size run chat ingest redrive bench clean
+.PHONY: venv node tools test unit lint docs openapi synth cost bootstrap deploy destroy smoke asset-size run chat ingest redrive bench clean
 
 venv: $(STAMP)
 
@@ -57,6 +61,12 @@ lint: venv
 	$(PY) -m mypy lambdas stacks
 	$(PY) -m mypy --python-version 3.10 clients/python/chatmemory_client
 
+# The docs site (mkdocs.yml, docs/) on http://127.0.0.1:8002, rebuilt on every change
+# (ARGS="--dev-addr 127.0.0.1:9002" for another port). `make test` builds it with --strict
+# (tests/docs/test_site.py) and runs its code blocks (tests/docs/test_code_blocks.py).
+docs: venv
+	$(PY) -m mkdocs serve --dev-addr 127.0.0.1:8002 $(ARGS)
+
 # Written whole or not at all: tests and a running gateway read it meanwhile.
 openapi: venv
 	$(PY) -m scripts.openapi > openapi.json.tmp || { rm -f openapi.json.tmp; exit 1; }
@@ -73,7 +83,7 @@ synth: venv node
 
 # What each documented configuration bills while idle and per 1,000 chat turns: synthesized
 # in-process (no AWS account, no Docker) and priced from scripts/cost/prices.toml. The last line
-# is JSON. `make cost ARGS=--readme` also rewrites the README's cost section.
+# is JSON. `make cost ARGS=--docs` also rewrites the cost section of docs/cost.md.
 cost: venv node
 	$(PY) -m scripts.cost $(ARGS)
 
@@ -114,7 +124,7 @@ ingest: venv
 	@test -n "$(DIR)" || { echo "usage: make ingest DIR=path/to/documents"; exit 2; }
 	$(PY) -m local.ingest "$(DIR)"
 
-# Re-run consolidation of FAILED sessions (local mode; in AWS see the README).
+# Re-run consolidation of FAILED sessions (local mode; in AWS see docs/operations.md).
 redrive: venv
 	$(PY) -m local.redrive
 

@@ -2,7 +2,7 @@
 
 With the settings of the environment (local mode's, or a deployment's tables and index when
 its variables are set); for a deployed stack, invoking its Redrive function is simpler:
-`aws lambda invoke --function-name <RedriveFunctionName> out.json` (see the README).
+`aws lambda invoke --function-name <RedriveFunctionName> out.json` (see docs/operations.md).
 """
 
 from __future__ import annotations

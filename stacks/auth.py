@@ -27,7 +27,7 @@ AGENT_PREFIX = "agent"
 
 class ApiAuth:
     """`method_options`: what every method of the API requires. With chatmemory:auth=cognito,
-    a user pool without public sign-up, the public client of the README's CLI example and the
+    a user pool without public sign-up, the public client of the docs' CLI example and the
     API Gateway authorizer (their ids are stack outputs); with auth=iam, SigV4 (AWS_IAM).
 
     Agents: with Cognito, the members of the `agentGroup` group (`agent_group`); with IAM, the
@@ -56,7 +56,7 @@ class ApiAuth:
         user_pool = cognito.UserPool(
             scope,
             "UserPool",
-            # Users are created by an administrator (see the README); no public sign-up.
+            # Users are created by an administrator (docs/deploy/calling-the-api.md); no sign-up.
             self_sign_up_enabled=False,
             sign_in_aliases=cognito.SignInAliases(email=True),
             auto_verify=cognito.AutoVerifiedAttrs(email=True),
@@ -82,7 +82,7 @@ class ApiAuth:
         )
         client = user_pool.add_client(
             "CliClient",
-            # A public client for the README's CLI example (InitiateAuth with
+            # A public client for the docs' CLI example (InitiateAuth with
             # USER_PASSWORD_AUTH, then refresh tokens; the web page takes a pasted token): no
             # secret, no SRP, and no OAuth flows, callback URLs or scopes (no hosted UI).
             generate_secret=False,

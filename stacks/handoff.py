@@ -19,7 +19,7 @@ from chatmemory import schema
 from stacks.config import Config
 from stacks.long_term import physical_name
 
-# What a contact centre's rule matches (README "Hand-off to a person").
+# What a contact centre's rule matches (docs/concepts/handoff.md).
 HANDOFF_PATTERN = {"source": [schema.EVENT_SOURCE], "detail-type": [schema.HANDOFF_EVENT]}
 
 

@@ -24,7 +24,7 @@ from stacks.config import Config
 _PERIOD = Duration.minutes(5)
 
 
-# Functions whose caller sees their errors: the operator tools (README "Operator tools") and the
+# Functions whose caller sees their errors: the operator tools (docs/operations.md) and the
 # index setup (CloudFormation fails the deployment). No alarms of their own.
 CALLER_WATCHED = frozenset({"Ingest", "Redrive", "IndexSetup"})
 
@@ -125,7 +125,7 @@ class Monitoring(Construct):
                     period=_PERIOD, statistic="Maximum"
                 ),
                 f"Stream batches gave up after retries and landed in {name}: "
-                "inspect the records (see the README's redrive section).",
+                "inspect the records (see the docs' Operations page, docs/operations.md).",
             )
         for name, function in stream_functions.items():
             alarm(

@@ -803,8 +803,8 @@ async function retry(turn) {
 // too.
 //
 // Messages used to go one at a time, each after the previous one's answer. The API answers the
-// messages a user sends before the bot answered together, in one answer (README "Stacked
-// messages"); serialized sends would never let a second message reach it while the first one
+// messages a user sends before the bot answered together, in one answer (docs/concepts/
+// stacked-messages.md); serialized sends would never let a second message reach it while the first one
 // waits, so the stack would never form. The order must hold all the same (turn numbers are given
 // as messages arrive, and two requests on their way may arrive in any order), so a message goes
 // out once the previous one is known to be stored: its request settled, or GET .../messages shows

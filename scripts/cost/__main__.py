@@ -1,6 +1,6 @@
-"""`python -m scripts.cost [--readme] [--only NAME ...]`: synthesize each documented configuration,
-price it, print a table and, last, one JSON line; --readme also rewrites the README's cost
-section between its markers."""
+"""`python -m scripts.cost [--docs] [--only NAME ...]`: synthesize each documented configuration,
+price it, print a table and, last, one JSON line; --docs also rewrites the cost section of the
+docs' cost page (docs/cost.md) between its markers (--readme, its old name, does the same)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scripts.cost import prices as price_table
 from scripts.cost.configurations import CONFIGURATIONS, SynthError, synthesize
 from scripts.cost.estimate import Estimate, price
 from scripts.cost.prices import MissingPrice
-from scripts.cost.report import json_line, readme_section, table, write_readme
+from scripts.cost.report import PAGE, ROOT, json_line, page_section, table, write_page
 from scripts.cost.usage import Usage
 
 
@@ -32,17 +32,24 @@ def estimates(names: list[str] | None = None) -> list[Estimate]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m scripts.cost", description=__doc__)
-    parser.add_argument("--readme", action="store_true", help="rewrite the README's cost section")
+    parser.add_argument(
+        "--docs",
+        "--readme",
+        dest="docs",
+        action="store_true",
+        help="rewrite the cost section of docs/cost.md",
+    )
     parser.add_argument("--only", nargs="+", metavar="NAME", help="these configurations only")
     args = parser.parse_args(argv)
-    if args.readme and args.only:
-        parser.error("--readme needs every configuration")
+    if args.docs and args.only:
+        parser.error("--docs needs every configuration")
     found = estimates(args.only)
     prices = price_table.table()
     print(table(found, prices))
-    if args.readme:
-        changed = write_readme(readme_section(found, prices, Usage()))
-        print(f"README.md cost section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
+    if args.docs:
+        changed = write_page(page_section(found, prices, Usage()))
+        where = PAGE.relative_to(ROOT)
+        print(f"{where} cost section {'rewritten' if changed else 'unchanged'}", file=sys.stderr)
     print(json_line(found))
     return 0
 

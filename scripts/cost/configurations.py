@@ -15,7 +15,7 @@ CDK_JSON = ROOT / "cdk.json"
 
 @dataclass(frozen=True)
 class Configuration:
-    """A deployment the README documents: its `chatmemory:` settings (camelCase keys)."""
+    """A deployment docs/cost.md prices: its `chatmemory:` settings (camelCase keys)."""
 
     name: str
     summary: str

@@ -1,5 +1,5 @@
 """What one chat turn, one session and one user use: measured where bench/RESULTS.md measured it,
-otherwise an assumption stated here (and printed in the README's cost section)."""
+otherwise an assumption stated here (and printed in the cost section of docs/cost.md)."""
 
 from __future__ import annotations
 

@@ -233,7 +233,7 @@ def test_random_sequences_of_calls_keep_the_apis_promises(world: World) -> None:
             self.ok(status, answer, 201)
             new = answer["session"]["session_id"]
             self.sessions[new] = SessionModel(who)
-            # A name the caller gave the old session is the new one's from now on (README).
+            # A name the caller gave the old session is the new one's from now on (docs/concepts/conversation.md).
             self.seen(who, answer, session=new)
 
         @rule(user=st.integers(0, 1), data=st.data(), first=st.booleans())
@@ -249,7 +249,7 @@ def test_random_sequences_of_calls_keep_the_apis_promises(world: World) -> None:
             self.ok(status, answer, 201)
             new = answer["session"]["session_id"]
             self.sessions[new] = SessionModel(who)
-            # A name the caller gave the old session is the new one's from now on (README).
+            # A name the caller gave the old session is the new one's from now on (docs/concepts/conversation.md).
             self.seen(who, answer, session=new)
             if first:
                 self.say(who, new, "what was my code?")

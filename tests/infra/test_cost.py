@@ -1,6 +1,6 @@
 """`make cost`: the price table, the pricing of synthesized templates (each configuration built
-once per session, shared with the other infra tests), the JSON last line, and the README's cost
-section, which must be exactly what `python -m scripts.cost --readme` writes."""
+once per session, shared with the other infra tests), the JSON last line, and the docs' cost
+page's generated section, which must be exactly what `python -m scripts.cost --docs` writes."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from scripts.cost import __main__ as cost_main
 from scripts.cost.configurations import CONFIGURATIONS, SynthError, synthesize, unknown_settings
 from scripts.cost.estimate import Estimate, Pricer, compactions, price, schedule_minutes
 from scripts.cost.prices import PRICES_FILE, Fact, Price, PriceTable, load, table
-from scripts.cost.report import json_line, readme_current, readme_section
+from scripts.cost.report import json_line, page_current, page_section
 from scripts.cost.usage import BASIS, Usage, described
 from stacks.config import Config
 from stacks.models import DEFAULT_TEXT_MODEL
@@ -291,10 +291,10 @@ def test_make_cost_ends_with_one_json_line_of_every_configuration(
     assert json_line(found) == lines[-1]
 
 
-def test_readme_cost_section_is_what_make_cost_writes(estimates: dict[str, Estimate]) -> None:
-    """Regenerate the section from the same templates and prices; run `make cost ARGS=--readme`
-    when this fails."""
-    assert readme_current() == readme_section(list(estimates.values()), PRICES, USAGE)
+def test_docs_cost_section_is_what_make_cost_writes(estimates: dict[str, Estimate]) -> None:
+    """Regenerate docs/cost.md's section from the same templates and prices; run
+    `make cost ARGS=--docs` when this fails."""
+    assert page_current() == page_section(list(estimates.values()), PRICES, USAGE)
 
 
 def test_the_price_table_file_is_the_one_in_the_repository() -> None:

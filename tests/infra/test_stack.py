@@ -523,7 +523,7 @@ def test_the_chat_function_knows_the_cors_origins_for_its_answers(default: Synth
 
 
 def test_user_pool_has_a_strong_password_policy_and_a_public_cli_client(default: Synth) -> None:
-    """The client signs in as the README's CLI example does (USER_PASSWORD_AUTH, then refresh
+    """The client signs in as the docs' CLI example does (USER_PASSWORD_AUTH, then refresh
     tokens): no SRP, and no OAuth flows, scopes or callback URLs (no hosted UI uses them)."""
     default.template.has_resource_properties(
         "AWS::Cognito::UserPool",

@@ -366,7 +366,7 @@ def test_development_vector_bucket_goes_with_the_stack(vectors: Synth) -> None:
 # --- the serverless profile ------------------------------------------------------------------
 
 # Every resource type of the serverless profile and what it bills while nobody calls the API
-# (the README's Cost section lists the same). Anything else fails here until it is listed.
+# (docs/cost.md lists the same). Anything else fails here until it is listed.
 IDLE_BILLING: dict[str, str] = {
     "AWS::DynamoDB::Table": "storage and point-in-time recovery per GB",
     "AWS::S3Vectors::VectorBucket": "storage per GB (its indexes)",

@@ -259,7 +259,7 @@ def test_a_session_ended_during_the_model_call_keeps_the_message_unanswered(
     assert (turn.pending, turn.response) == (True, None)
     session = world.memory.get_session(world.session_id)
     assert session is not None and session.status == SessionStatus.ENDED
-    # README's second exception to "a failed request leaves stored data as it was": the
+    # The API guide's second exception to "a failed request leaves stored data as it was": the
     # message stays, unanswered; its retry is a 409 too and stores nothing more.
     with pytest.raises(SessionEnded, match="ended before turn 1 was answered"):
         world.say("first", client_message_id="m1")
