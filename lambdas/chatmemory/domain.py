@@ -232,6 +232,9 @@ class Turn:
     answered_by: int | None = None
     # A user's message stored while the session was handed to a person: no model answers it.
     for_agent: bool = False
+    # The client framework's own messages this turn stands for (POST /turns `messages`), as
+    # compact JSON text: opaque to the service, which reads input and response.
+    messages: str | None = None
 
 
 @dataclass

@@ -113,6 +113,16 @@ ID_MAX_LENGTH = 128
 ID_PATTERN = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"
 # Far beyond any session (an import holds 2,000 turns); DynamoDB numbers stop at 38 digits.
 MAX_TURN_NUMBER = 999_999_999
+# The longest message a turn takes, in characters (MAX_INPUT_CHARS): what chat models take in
+# one message (tens of KB), and the bound a setting may raise it to. One turn's item must stay
+# under DynamoDB's 400 KB whatever its characters (4 bytes each at most in UTF-8): the input
+# (40,000 characters: 160 KB), the response (20,000: 80 KB), the framework's messages
+# (MAX_TURN_MESSAGES_BYTES: 128 KB) and the metadata (2 KB) are 370 KB at most.
+MAX_INPUT_CHARS_DEFAULT = 32_000
+MAX_INPUT_CHARS_LIMIT = 40_000
+# A turn's `messages` (POST /turns, PATCH): the framework's own messages the turn stands for (a
+# LangChain message list: tool calls, names, ids, content parts), kept verbatim as JSON.
+MAX_TURN_MESSAGES_BYTES = 128 * 1024
 # What a caller may state or correct as one record (POST and PATCH /memories/records, and the
 # chat command /remember): a fact or a preference, in a sentence or a few.
 MAX_RECORD_CHARS = 1_000

@@ -342,6 +342,7 @@ def store_turn(
             policy=policy.append,
             sentiment=deps.stored_sentiment,
             expires_at=chat.expiry(deps, policy),
+            messages=m.compact_json(body.messages) if body.messages is not None else None,
         ),
         clock=deps.clock,
     )
@@ -380,6 +381,7 @@ def update_turn(
         number=turn,
         response=body.response,
         metadata=body.metadata,
+        messages=m.compact_json(body.messages) if body.messages is not None else None,
     )
     return m.TurnEnvelope.of(updated)
 

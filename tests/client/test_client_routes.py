@@ -125,6 +125,18 @@ def test_store_turn_sends_response_created_at_and_metadata(http, client) -> None
     assert stored.metadata == {"agent": "planner", "step": 2, "confident": True, "score": 0.5}
 
 
+def test_store_turn_sends_messages_and_reads_them_back_verbatim(http, client) -> None:
+    play(http, "store_turn_with_messages")
+    stored = client.store_turn(
+        "user42-conv",
+        "Is it warm in May?",
+        response="Around 22 °C.",
+        client_message_id="t-messages",
+        messages=recording.TURN_MESSAGES,
+    )
+    assert stored.messages == tuple(recording.TURN_MESSAGES)
+
+
 def test_a_pending_turn_is_completed_once_with_patch(http, client) -> None:
     play(
         http,

@@ -180,6 +180,8 @@ class Turn:
     # then has no response), and, as send_message returns it, that turn itself.
     answered_by: int | None = None
     answer: Turn | None = None
+    # Your framework's own messages stored with the turn (store_turn(messages=...)), verbatim.
+    messages: tuple[Mapping[str, Any], ...] | None = None
 
     @property
     def reply(self) -> str | None:
@@ -212,6 +214,11 @@ class Turn:
             agent_id=_opt_str(data, "agent_id"),
             for_agent=bool(data.get("for_agent", False)),
             answered_by=_opt_int(data, "answered_by"),
+            messages=(
+                tuple(m for m in messages if isinstance(m, Mapping))
+                if isinstance(messages := data.get("messages"), list)
+                else None
+            ),
         )
 
 

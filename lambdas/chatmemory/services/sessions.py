@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
-from chatmemory.api_models import ImportDocument, ImportMessage
+from chatmemory.api_models import ImportDocument, ImportMessage, compact_json
 from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
     ClientAlias,
@@ -34,7 +34,12 @@ from chatmemory.errors import (
     SessionNotFound,
 )
 from chatmemory.ports import Clock, ShortTermMemory
-from chatmemory.schema import TEXT_STOPWORDS, SessionStatus, TurnOrigin
+from chatmemory.schema import (
+    MAX_INPUT_CHARS_DEFAULT,
+    TEXT_STOPWORDS,
+    SessionStatus,
+    TurnOrigin,
+)
 from chatmemory.services.access import owned_session, owner_of
 
 # One transaction holds at most 100 writes: the new session, the caller check and 98 ends.
@@ -395,7 +400,7 @@ def _export_position(token: str | None, session_id: str) -> int:
 
 @dataclass(frozen=True)
 class ImportLimits:
-    max_input_chars: int = 4000
+    max_input_chars: int = MAX_INPUT_CHARS_DEFAULT
     # The writes of one import must end well inside the API's 29 s: past this, the import is
     # abandoned (and cleaned up) rather than cut off by API Gateway half-way.
     max_seconds: float = 20.0
@@ -491,6 +496,7 @@ def _imported_turn(session_id: str, number: int, message: ImportMessage, now: st
         # caller's account of it, as a turn a client stored.
         origin=TurnOrigin.CLIENT if message.origin == TurnOrigin.AGENT else message.origin,
         metadata=dict(message.metadata),
+        messages=compact_json(message.messages) if message.messages is not None else None,
         feedback=Feedback(**message.feedback.model_dump()) if message.feedback else None,
         sentiment=message.sentiment.domain() if message.sentiment else None,
     )

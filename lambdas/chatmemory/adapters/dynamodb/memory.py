@@ -1259,6 +1259,7 @@ class DynamoShortTermMemory:
             "prompt",
             "metadata",
             "remember_response",
+            "messages",
         ]
         present = [f for f in fields if item.get(f) is not None]
         return {
