@@ -147,7 +147,7 @@ class Config:
     throttle_rate: int = 20
     throttle_burst: int = 40
     waf: bool = False
-    max_input_chars: int = 4000
+    max_input_chars: int = schema.MAX_INPUT_CHARS_DEFAULT
 
     # Hand-off to a person (issue 16). `agent_group`: the Cognito group whose members may use
     # the /agent routes (auth=cognito; with auth=iam the stack's AgentRole does); renaming it
@@ -269,6 +269,11 @@ class Config:
             raise ValueError("searchMasterNodes must be 0, 3 or 5")
         if not self.cors_origins:
             raise ValueError("corsOrigins needs at least one origin ('*' for any)")
+        if not 1 <= self.max_input_chars <= schema.MAX_INPUT_CHARS_LIMIT:
+            raise ValueError(
+                f"maxInputChars must be between 1 and {schema.MAX_INPUT_CHARS_LIMIT} (a turn "
+                "must fit one DynamoDB item)"
+            )
         if self.sweep_minutes < 1 or self.idle_minutes < 1:
             raise ValueError("sweepMinutes and idleMinutes must be at least 1")
         if not (

@@ -15,9 +15,14 @@ from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_wafv2 as wafv2
 from constructs import Construct
 
-# A message body is at most MAX_INPUT_CHARS characters (the Lambda enforces that exactly); the
-# WAF blocks message bodies beyond the 16 KB it inspects by default, long before Lambda runs.
-WAF_MESSAGE_BODY_LIMIT = 16 * 1024
+# A chat message is at most MAX_INPUT_CHARS characters (32,000 by default; the Lambda enforces
+# that exactly). The WAF inspects up to 64 KB of an API Gateway body (16 KB unless the web ACL
+# raises it, as here; bodies over 16 KB are billed per extra 16 KB inspected) and blocks chat
+# message bodies beyond that, long before Lambda runs: 32,000 characters of any script up to 2
+# bytes a character in UTF-8 (Latin, Greek, Cyrillic, Arabic, Hebrew...) fit; a message of
+# mostly 3- or 4-byte characters (CJK, emoji) fits up to about 21,000 or 16,000 characters with
+# the WAF on. Stored turns (POST /turns) are not in this rule: the Lambda bounds them.
+WAF_MESSAGE_BODY_LIMIT = 64 * 1024
 
 
 class ApiWaf:
@@ -31,6 +36,13 @@ class ApiWaf:
             default_action=wafv2.CfnWebACL.DefaultActionProperty(allow={}),
             visibility_config=_visibility("ChatApi"),
             rules=_rules(),
+            association_config=wafv2.CfnWebACL.AssociationConfigProperty(
+                request_body={
+                    "API_GATEWAY": wafv2.CfnWebACL.RequestBodyAssociatedResourceTypeConfigProperty(
+                        default_size_inspection_limit="KB_64"
+                    )
+                }
+            ),
         )
         self.association = wafv2.CfnWebACLAssociation(
             scope,

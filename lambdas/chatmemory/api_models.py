@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from chatmemory.clock import canonical_time
 from chatmemory.domain import MemoryRecord, Page, Sentiment, Session, Turn, caller_of
@@ -15,7 +15,9 @@ from chatmemory.schema import (
     EXPORT_FORMAT,
     ID_MAX_LENGTH,
     ID_PATTERN,
+    MAX_INPUT_CHARS_LIMIT,
     MAX_RECORD_CHARS,
+    MAX_TURN_MESSAGES_BYTES,
     HandoffReason,
     HandoffState,
     Intent,
@@ -140,6 +142,39 @@ Metadata = Annotated[
 ]
 
 
+def _turn_messages(value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    size = len(compact_json(value).encode("utf-8"))
+    if size > MAX_TURN_MESSAGES_BYTES:
+        raise ValueError(f"is {size} bytes as JSON; at most {MAX_TURN_MESSAGES_BYTES} are kept")
+    return value
+
+
+def compact_json(value: Any) -> str:
+    """A turn's messages as they are stored: compact JSON, characters as they are."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# The client framework's own messages a turn stands for, kept verbatim (schema.py).
+TurnMessages = Annotated[
+    list[dict[str, Any]],
+    Field(
+        max_length=1000,
+        description=(
+            "The messages of the client's framework this turn stands for (a LangChain "
+            "message list with tool calls, names, ids, content parts...), kept verbatim and "
+            f"returned as sent: at most {MAX_TURN_MESSAGES_BYTES} bytes as compact JSON "
+            "(UTF-8). The service itself reads input and response only."
+        ),
+    ),
+    AfterValidator(_turn_messages),
+]
+
+
+def _parsed_messages(value: object) -> object:
+    """A stored turn's messages (JSON text) as the list they were sent as."""
+    return json.loads(value) if isinstance(value, str) else value
+
+
 class StoreTurnRequest(_Strict):
     input: str = Field(description="What the user said.")
     response: str | None = Field(
@@ -152,6 +187,7 @@ class StoreTurnRequest(_Strict):
         default=None, description="When it was said (ISO 8601); default: now."
     )
     metadata: Metadata = {}
+    messages: TurnMessages | None = None
 
 
 class UpdateTurnRequest(_Strict):
@@ -162,6 +198,9 @@ class UpdateTurnRequest(_Strict):
         description="The answer to a turn stored without one.",
     )
     metadata: Metadata | None = Field(default=None, description="Replaces the turn's metadata.")
+    messages: TurnMessages | None = Field(
+        default=None, description="Replaces the turn's messages (see POST /turns)."
+    )
 
 
 class FeedbackRequest(_Strict):
@@ -201,6 +240,13 @@ class SessionOut(_Out):
     num_turns: int
     continued_from: str | None = Field(
         default=None, description="The session this one continues, if any."
+    )
+    client_id: str | None = Field(
+        default=None,
+        description=(
+            "The caller's own id of the conversation (PUT /sessions/{session_id}), if it was "
+            "given one: the id names its newest session."
+        ),
     )
     # Hand-off to a person (services/handoff.py).
     handoff_state: HandoffState | None = Field(
@@ -288,6 +334,10 @@ class TurnOut(_Out):
         ),
     )
     metadata: dict[str, MetadataValue] = {}
+    messages: Annotated[list[dict[str, Any]] | None, BeforeValidator(_parsed_messages)] = Field(
+        default=None,
+        description="The client framework's messages stored with the turn (POST /turns).",
+    )
     feedback: FeedbackOut | None = None
     sentiment: SentimentOut | None = Field(
         default=None,
@@ -411,7 +461,8 @@ class ImportSentiment(_Exported):
 
 
 class ImportMessage(_Exported):
-    input: str = Field(max_length=20_000)
+    # Within MAX_INPUT_CHARS, which the import checks (the setting may be lower).
+    input: str = Field(max_length=MAX_INPUT_CHARS_LIMIT)
     response: str | None = Field(default=None, max_length=MAX_STORED_RESPONSE_CHARS)
     intent: Annotated[Intent, Field(strict=False)] = Intent.CHAT
     sources: list[ImportSource] = Field(default=[], max_length=20)
@@ -422,6 +473,7 @@ class ImportMessage(_Exported):
     # POST /messages and POST /turns never take them either.
     origin: Annotated[TurnOrigin, Field(strict=False)] = TurnOrigin.CHAT
     metadata: Metadata = {}
+    messages: TurnMessages | None = None
     feedback: ImportFeedback | None = None
     # Kept as exported; a message without one stays without (no analyzer runs on an import).
     sentiment: ImportSentiment | None = None

@@ -113,6 +113,16 @@ ID_MAX_LENGTH = 128
 ID_PATTERN = r"^[A-Za-z0-9_.:-]*[A-Za-z0-9_:-][A-Za-z0-9_.:-]*$"
 # Far beyond any session (an import holds 2,000 turns); DynamoDB numbers stop at 38 digits.
 MAX_TURN_NUMBER = 999_999_999
+# The longest message a turn takes, in characters (MAX_INPUT_CHARS): what chat models take in
+# one message (tens of KB), and the bound a setting may raise it to. One turn's item must stay
+# under DynamoDB's 400 KB whatever its characters (4 bytes each at most in UTF-8): the input
+# (40,000 characters: 160 KB), the response (20,000: 80 KB), the framework's messages
+# (MAX_TURN_MESSAGES_BYTES: 128 KB) and the metadata (2 KB) are 370 KB at most.
+MAX_INPUT_CHARS_DEFAULT = 32_000
+MAX_INPUT_CHARS_LIMIT = 40_000
+# A turn's `messages` (POST /turns, PATCH): the framework's own messages the turn stands for (a
+# LangChain message list: tool calls, names, ids, content parts), kept verbatim as JSON.
+MAX_TURN_MESSAGES_BYTES = 128 * 1024
 # What a caller may state or correct as one record (POST and PATCH /memories/records, and the
 # chat command /remember): a fact or a preference, in a sentence or a few.
 MAX_RECORD_CHARS = 1_000
@@ -154,6 +164,25 @@ def idle_bucket(timestamp: str) -> str:
     moment = datetime.fromisoformat(timestamp.replace("Z", "+00:00")).astimezone(UTC)
     minute = moment.minute - moment.minute % IDLE_BUCKET_MINUTES
     return moment.strftime("%Y-%m-%dT%H:") + f"{minute:02d}"
+
+
+# A session id a client chose ("user42-conv", a LangGraph thread id): PUT /sessions/{id}. It lives
+# in the caller's own id space, so it is not the session's key: an alias item of the sessions
+# table maps (caller, client id) to the server's session id. Its key starts with "alias#" and
+# holds "#", which no session id can (ID_PATTERN), so it never meets a session. It is written in
+# one transaction with the session it names, and it moves to a continuation when a message
+# reaches an ended session through it; a DELETE leaves it naming a DELETING session, which a
+# PUT replaces (conditional on what it named), so a client id is reusable at once. The key
+# holds the caller id, not the owner key: after a forget, the alias names a session of a
+# forgotten generation (invisible), which a PUT replaces the same way.
+CLIENT_ID = "client_id"
+ALIAS_TARGET = "alias_target"
+
+
+def alias_key(caller: str, client_id: str) -> str:
+    """The sessions table key of a caller's client id: "alias#<client id>#<caller id>" (the
+    client id has no "#", so the two parts never run into each other)."""
+    return f"alias#{client_id}#{caller}"
 
 
 USER_SESSIONS_INDEX = IndexSpec(

@@ -143,8 +143,14 @@ class Settings(BaseModel):
         512, description="The prompt's size in tokens, clipped to fit (FLAN-T5 reads 512)."
     )
     max_new_tokens: Positive = Field(256, description="The longest answer, in tokens.")
-    max_input_chars: Positive = Field(
-        4000, description="The longest message a chat turn takes (longer: 413)."
+    max_input_chars: int = Field(
+        s.MAX_INPUT_CHARS_DEFAULT,
+        ge=1,
+        le=s.MAX_INPUT_CHARS_LIMIT,
+        description=(
+            "The longest message a chat turn takes, in characters (longer: 413); at most "
+            f"{s.MAX_INPUT_CHARS_LIMIT:,}, so that a turn fits one DynamoDB item."
+        ),
     )
     user_role: str = Field("User", description="The user's name in prompts.")
     assistant_role: str = Field("Assistant", description="The assistant's name in prompts.")

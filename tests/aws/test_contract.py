@@ -194,6 +194,20 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     world.models_down_for = None
     notes["redrive"] = world.invoke(world.by_handler("handlers.redrive.handler"), {})
     world.drain()
+    # A session under the caller's own id (PUT), ended and continued by its next message (the
+    # alias moves in the continuation's transaction), then deleted whole and purged (the
+    # purge drops the alias).
+    notes["put_statuses"] = [
+        call("PUT", "/sessions/thread-1", {"name": "thread"}).status,
+        call("PUT", "/sessions/thread-1").status,
+    ]
+    ok("POST", "/sessions/thread-1/messages", {"content": "My thread starts here."})
+    ok("POST", "/sessions/thread-1/end")
+    ok("POST", "/sessions/thread-1/messages", {"content": "And goes on after its end."})
+    notes["thread_continued"] = ok("GET", "/sessions/thread-1")["session"]["continued_from"]
+    assert call("DELETE", "/sessions/thread-1").status == 204
+    world.drain()
+    notes["thread_after_delete"] = call("GET", "/sessions/thread-1").status
     # Deleting a session, then everything of another user.
     assert call("DELETE", f"/sessions/{s2}").status == 204
     world.drain()
@@ -288,6 +302,9 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     assert list(notes["redrive"]["sessions"].values()) == ["consolidated"]
     assert notes["memories"], "nothing recalled after consolidation"
     assert notes["bob_deletions"]["complete"] is True
+    assert notes["put_statuses"] == [201, 200]
+    assert notes["thread_continued"] is not None
+    assert notes["thread_after_delete"] == 404
 
 
 def test_every_function_of_the_template_ran(outcome: Outcome) -> None:

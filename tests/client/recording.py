@@ -23,7 +23,15 @@ RECORDED = Path(__file__).parent / "recorded" / "local_mode.json"
 REPLAY_URL = "http://chatmemory.test"
 USER = "alice"
 AGENT = "agent"  # local mode's default agent (local/config.py DEFAULT_AGENTS)
-LONG_INPUT = "x" * 4001
+# A framework's own messages kept with a turn (LangChain's message_to_dict).
+TURN_MESSAGES = [
+    {"type": "human", "data": {"content": "Is it warm in May?", "id": "h-1", "name": "ana"}},
+    {
+        "type": "ai",
+        "data": {"content": "Around 22 °C.", "tool_calls": [], "id": "a-1", "name": "bot"},
+    },
+]
+LONG_INPUT = "x" * 32_001  # over the API's default MAX_INPUT_CHARS (32,000)
 
 
 class Recorder:
@@ -81,6 +89,18 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
         trip = client.create_session("Trip planning")
     with step("create_second_session"):
         client.create_session("Packing list")
+    with step("ensure_session"):
+        client.ensure_session("user42-conv", "Thread")
+    with step("ensure_session_again"):
+        client.ensure_session("user42-conv")
+    with step("store_turn_with_messages"):
+        client.store_turn(
+            "user42-conv",
+            "Is it warm in May?",
+            response="Around 22 °C.",
+            client_message_id="t-messages",
+            messages=TURN_MESSAGES,
+        )
     with step("send_message"):
         client.send_message(
             trip.session_id,

@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import pytest
 
-from chatmemory import wiring
+from chatmemory import schema, wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex, owner_token
 from chatmemory.schema import MEMORY_INDEX
 from local.gateway import MAX_BODY_BYTES
@@ -25,7 +25,7 @@ from tests.integration.helpers import World
 
 pytestmark = pytest.mark.integration
 
-MAX_INPUT_CHARS = 4000  # Settings' default, which local mode keeps
+MAX_INPUT_CHARS = schema.MAX_INPUT_CHARS_DEFAULT  # Settings' default, which local mode keeps
 
 
 @dataclass

@@ -86,7 +86,7 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
 
     # A readable error from the API's error envelope (a too long message is refused).
     page.evaluate("document.getElementById('message').removeAttribute('maxlength')")
-    message.fill("y" * 5000)
+    message.fill("y" * 32_001)  # over MAX_INPUT_CHARS (32,000)
     message.press("Enter")
     expect(page.locator("#toast")).to_contain_text("HTTP 413")
 

@@ -9,7 +9,7 @@ from urllib.parse import quote, urlencode
 
 import pytest
 
-from chatmemory import wiring
+from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.services.chat import NO_LONG_TERM_MEMORY, ChatDeps
 from local.gateway import load_routes, proxy_event
@@ -110,6 +110,7 @@ def test_created_session_is_open_and_readable(api: Api) -> None:
         "handoff_at",
         "handoff_agent",
         "handoff_note",
+        "client_id",
     }
     assert session["continued_from"] is None and session["handoff_state"] is None
     status, data = api.call("GET", f"/sessions/{session['session_id']}")
@@ -410,7 +411,7 @@ def test_another_users_session_answers_404_on_every_route(api: Api, dynamodb) ->
         ("{}", 400),
         ('{"content": "hi", "unknown": 1}', 400),
         ('{"content": ""}', 400),
-        (json.dumps({"content": "x" * 5000}), 413),
+        (json.dumps({"content": "x" * (schema.MAX_INPUT_CHARS_DEFAULT + 1)}), 413),
     ],
 )
 def test_bad_message_bodies_get_a_json_error_and_store_nothing(

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from chatmemory import schema
 from tests.records_helpers import World, at, chat_world, consolidate, entries
 
 QUESTION = "Which hiking boots did I buy for the Dolomites trip?"
@@ -118,7 +119,7 @@ def test_a_client_time_is_kept_on_the_turn_but_the_session_is_active_now(world: 
     [
         ({"input": ""}, 400),
         ({"input": "   "}, 400),
-        ({"input": "x" * 4001}, 413),
+        ({"input": "x" * (schema.MAX_INPUT_CHARS_DEFAULT + 1)}, 413),
         ({"input": "q", "response": "x" * 20_001}, 400),
         ({"input": "q", "created_at": "0001-01-01T00:00:00Z"}, 400),
         ({"input": "q", "metadata": {f"k{i}": i for i in range(17)}}, 400),

@@ -9,7 +9,7 @@ import random
 import re
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -247,6 +247,33 @@ class ChatMemoryClient:
             body["continue_from"] = _session(continue_from)
         return Session.from_json(self._call("POST", "/sessions", body)["session"])
 
+    def ensure_session(
+        self,
+        session_id: str,
+        name: str | None = None,
+        *,
+        end_previous: bool = False,
+        continue_from: str | None = None,
+    ) -> Session:
+        """The session your own id names (a thread id, "user42-conv"), created OPEN if there is
+        none (PUT /sessions/{id}; name and the other options apply only then). Idempotent, and
+        your id space is your own: another user's same id is another session.
+
+        Every method that takes a session id takes your id too. After the session ends (the
+        idle sweeper ends it after 30 idle minutes), a message or a turn sent to your id
+        continues the conversation in a new session that takes the id over (its
+        continued_from names the ended one): the id keeps working for as long as it exists.
+        Deleting it deletes the whole conversation, and the id is free at once."""
+        body: dict[str, Any] = {}
+        if name is not None:
+            body["name"] = name
+        if end_previous:
+            body["end_previous"] = True
+        if continue_from is not None:
+            body["continue_from"] = _session(continue_from)
+        answer = self._call("PUT", _path("sessions", _session(session_id)), body)
+        return Session.from_json(answer["session"])
+
     def continue_session(self, session_id: str) -> Session:
         """A new session that continues `session_id` (say, after the idle sweeper ended it and a
         send raised SessionEnded): the name you gave it carries over, and, for as long as it
@@ -313,9 +340,12 @@ class ChatMemoryClient:
         client_message_id: str | None = None,
         created_at: str | None = None,
         metadata: Mapping[str, MetadataValue] | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Turn:
         """Stores a turn that the caller's own model answered (or will: without response the
-        turn is pending until complete_turn). No server model is called."""
+        turn is pending until complete_turn). No server model is called. `messages`: your
+        framework's own messages the turn stands for (JSON objects, at most 128 KB as JSON),
+        kept verbatim and returned with the turn; the service reads input and response."""
         body: dict[str, Any] = {
             "input": input,
             "client_message_id": _message_id(client_message_id),
@@ -326,6 +356,8 @@ class ChatMemoryClient:
             body["created_at"] = created_at
         if metadata:
             body["metadata"] = dict(metadata)
+        if messages is not None:
+            body["messages"] = [dict(m) for m in messages]
         path = _path("sessions", _session(session_id), "turns")
         return Turn.from_json(self._call("POST", path, body, retry_safe=True)["turn"])
 
@@ -338,14 +370,21 @@ class ChatMemoryClient:
         self,
         session_id: str,
         turn: int,
-        response: str,
+        response: str | None,
         *,
         metadata: Mapping[str, MetadataValue] | None = None,
+        messages: Sequence[Mapping[str, Any]] | None = None,
     ) -> Turn:
-        """Fills in the response of a pending turn (Conflict if it has another one)."""
-        body: dict[str, Any] = {"response": response}
+        """Fills in the response of a pending turn (Conflict if it has another one); replaces
+        its metadata and/or messages if given. With response None the turn stays as it is
+        (pending or not) and only metadata and messages change."""
+        body: dict[str, Any] = {}
+        if response is not None:
+            body["response"] = response
         if metadata is not None:
             body["metadata"] = dict(metadata)
+        if messages is not None:
+            body["messages"] = [dict(m) for m in messages]
         path = _path("sessions", _session(session_id), "turns", _turn(turn))
         return Turn.from_json(self._call("PATCH", path, body)["turn"])
 

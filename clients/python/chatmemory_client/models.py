@@ -69,6 +69,8 @@ class Session:
     handoff_note: str | None = None
     # The user the session belongs to (the agents' views only).
     user_id: str | None = None
+    # Your own id of the conversation (ensure_session), which names its newest session.
+    client_id: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Session:
@@ -88,6 +90,7 @@ class Session:
             handoff_agent=_opt_str(data, "handoff_agent"),
             handoff_note=_opt_str(data, "handoff_note"),
             user_id=_opt_str(data, "user_id"),
+            client_id=_opt_str(data, "client_id"),
         )
 
 
@@ -177,6 +180,8 @@ class Turn:
     # then has no response), and, as send_message returns it, that turn itself.
     answered_by: int | None = None
     answer: Turn | None = None
+    # Your framework's own messages stored with the turn (store_turn(messages=...)), verbatim.
+    messages: tuple[Mapping[str, Any], ...] | None = None
 
     @property
     def reply(self) -> str | None:
@@ -209,6 +214,11 @@ class Turn:
             agent_id=_opt_str(data, "agent_id"),
             for_agent=bool(data.get("for_agent", False)),
             answered_by=_opt_int(data, "answered_by"),
+            messages=(
+                tuple(m for m in messages if isinstance(m, Mapping))
+                if isinstance(messages := data.get("messages"), list)
+                else None
+            ),
         )
 
 

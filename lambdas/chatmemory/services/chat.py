@@ -37,6 +37,7 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import (
     HANDOFF_EVENT,
+    MAX_INPUT_CHARS_DEFAULT,
     HandoffReason,
     Intent,
     SessionStatus,
@@ -84,7 +85,7 @@ class ChatPolicy:
     max_window_turns: int = 50
     prompt_token_budget: int = 512
     max_new_tokens: int = 256
-    max_input_chars: int = 4000
+    max_input_chars: int = MAX_INPUT_CHARS_DEFAULT
     roles: Roles = field(default_factory=Roles)
     system_prompt: str = "You are a helpful assistant."
     use_classifier: bool = False

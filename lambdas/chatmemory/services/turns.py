@@ -140,6 +140,7 @@ def store_turn(
     policy: AppendPolicy = AppendPolicy(),
     sentiment: SentimentAnalyzer | None = None,
     expires_at: int | None = None,
+    messages: str | None = None,
 ) -> Stored:
     """Store a turn as the client sent it (no model call) as the session's next turn, with
     the sentiment of its input."""
@@ -165,6 +166,7 @@ def store_turn(
         metadata=dict(metadata),
         sentiment=found,
         expires_at=expires_at,
+        messages=messages,
     )
     appended = append_next(memory, user_id, session, turn, policy=policy, sleep=sleep, at=now)
     if not appended.replayed:
@@ -192,14 +194,15 @@ def update_turn(
     number: int,
     response: str | None,
     metadata: dict[str, Any] | None,
+    messages: str | None = None,
 ) -> Turn:
     """Give a turn stored without a response its response, and/or replace its metadata.
 
     A response is accepted once, only for a turn a client stored, and only while the session
     is open (after it ended, consolidation has taken it without the answer). Sending the same
     response again is a no-op, so a retried PATCH is safe; another one is a conflict."""
-    if response is None and metadata is None:
-        raise BadRequest("send a response, metadata or both")
+    if response is None and metadata is None and messages is None:
+        raise BadRequest("send a response, metadata, messages or some of them")
     session = owned_session(memory, user_id, session_id)
     turn = _stored_turn(memory, session_id, number)
     if response is not None and turn.response != response:
@@ -215,14 +218,20 @@ def update_turn(
         turn.response, turn.pending = response, False
         if metadata is not None:
             turn.metadata = dict(metadata)
+        if messages is not None:
+            turn.messages = messages
         try:
             memory.complete_turn(turn)
         except Conflict:
             return _settled(memory, session_id, number, response)
         return turn
+    values: dict[str, Any] = {}
     if metadata is not None:
-        memory.update_turn(session_id, number, {"metadata": dict(metadata)})
-        turn.metadata = dict(metadata)
+        values["metadata"] = turn.metadata = dict(metadata)
+    if messages is not None:
+        values["messages"] = turn.messages = messages
+    if values:
+        memory.update_turn(session_id, number, values)
     return turn
 
 

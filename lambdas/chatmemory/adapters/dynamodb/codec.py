@@ -190,6 +190,8 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
         item["answered_by"] = turn.answered_by
     if turn.for_agent:
         item["for_agent"] = True
+    if turn.messages is not None:
+        item["messages"] = turn.messages
     return item
 
 
@@ -219,6 +221,7 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         feedback=Feedback(**data["feedback"]) if data.get("feedback") else None,
         sentiment=_sentiment(data.get("sentiment")),
         agent_id=data.get("agent_id"),
+        messages=data.get("messages"),
         answered_by=data.get("answered_by"),
         for_agent=bool(data.get("for_agent", False)),
         answering_until=data.get("answering_until"),
