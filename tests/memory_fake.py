@@ -18,6 +18,7 @@ from typing import Any
 
 from chatmemory import schema
 from chatmemory.domain import (
+    ClientAlias,
     Feedback,
     Handoff,
     MemoryRecord,
@@ -123,6 +124,8 @@ class InMemoryShortTermMemory:
     _turns: dict[str, dict[int, Turn]] = field(default_factory=dict)
     _users: dict[str, _UserRow] = field(default_factory=dict)
     _records: dict[tuple[str, str], MemoryRecord] = field(default_factory=dict)
+    # schema.alias_key(caller, client id) -> session id, as the alias items of the sessions table.
+    _aliases: dict[str, str] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
 
     # --- users ------------------------------------------------------------------------------
@@ -161,22 +164,42 @@ class InMemoryShortTermMemory:
     # --- sessions ---------------------------------------------------------------------------
 
     def create_session(
-        self, session: Session, *, user: UserState, end: Sequence[str] = (), ended_at: str = ""
+        self,
+        session: Session,
+        *,
+        user: UserState,
+        end: Sequence[str] = (),
+        ended_at: str = "",
+        alias: ClientAlias | None = None,
     ) -> None:
         with self._lock:
             current = self._users.get(user.user_id)
             generation = current.user.generation if current else 0
             ends = [self._sessions.get(sid) for sid in end]
+            alias_key = schema.alias_key(alias.caller, alias.client_id) if alias else None
             if (
                 session.session_id in self._sessions
                 or generation != user.generation
                 or any(r is None or r.session.status != SessionStatus.OPEN for r in ends)
+                or (alias is not None and self._aliases.get(alias_key) != alias.replaces)
             ):
                 raise Conflict("the caller's sessions changed while this one was created; retry")
             self._sessions[session.session_id] = self._row(copy.deepcopy(session))
             for row in ends:
                 assert row is not None
                 self._end(row, ended_at)
+            if alias_key is not None:
+                self._aliases[alias_key] = session.session_id
+
+    def get_alias(self, caller: str, client_id: str) -> str | None:
+        with self._lock:
+            return self._aliases.get(schema.alias_key(caller, client_id))
+
+    def drop_alias(self, caller: str, client_id: str, session_id: str) -> None:
+        with self._lock:
+            key = schema.alias_key(caller, client_id)
+            if self._aliases.get(key) == session_id:
+                del self._aliases[key]
 
     def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
         with self._lock:

@@ -206,6 +206,13 @@ class SessionOut(_Out):
     continued_from: str | None = Field(
         default=None, description="The session this one continues, if any."
     )
+    client_id: str | None = Field(
+        default=None,
+        description=(
+            "The caller's own id of the conversation (PUT /sessions/{session_id}), if it was "
+            "given one: the id names its newest session."
+        ),
+    )
     # Hand-off to a person (services/handoff.py).
     handoff_state: HandoffState | None = Field(
         default=None,

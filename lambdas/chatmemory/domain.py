@@ -140,12 +140,26 @@ class Session:
     # The session's turn count when it was last handed to a person (kept after the hand-back:
     # the automatic rules count only the turns after it).
     handoff_turn: int | None = None
+    # The id the caller chose for the conversation (PUT /sessions/{id}), if any: the alias of
+    # that id names this session while it is the conversation's newest.
+    client_id: str | None = None
 
     def turn_of(self, client_message_id: str | None) -> int | None:
         """The turn that stored this client message, if it is among the recent ones."""
         if not client_message_id:
             return None
         return self.recent_messages.get(message_key(client_message_id))
+
+
+@dataclass(frozen=True)
+class ClientAlias:
+    """A caller's client id naming a session (schema.alias_key): written with the session, on
+    condition that it is still unwritten (`replaces` None) or still names `replaces` (a session
+    deleted, forgotten or continued)."""
+
+    caller: str
+    client_id: str
+    replaces: str | None = None
 
 
 @dataclass

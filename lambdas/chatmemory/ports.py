@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
+    ClientAlias,
     Handoff,
     MemoryRecord,
     Page,
@@ -26,12 +27,27 @@ from chatmemory.schema import MemoryKind, RecordType
 
 class SessionStore(Protocol):
     def create_session(
-        self, session: Session, *, user: UserState, end: Sequence[str] = (), ended_at: str = ""
+        self,
+        session: Session,
+        *,
+        user: UserState,
+        end: Sequence[str] = (),
+        ended_at: str = "",
+        alias: ClientAlias | None = None,
     ) -> None:
         """Put a new session, in one transaction with a check that the caller's memory is
         still at `user.generation` (a forget meanwhile fails it) and with ending the OPEN
-        sessions `end` (at `ended_at`). Raises Conflict when a condition fails: nothing is
-        written then."""
+        sessions `end` (at `ended_at`); with `alias`, the caller's client id is made to name
+        it (conditional on the alias being unwritten, or still naming `alias.replaces`).
+        Raises Conflict when a condition fails: nothing is written then."""
+        ...
+
+    def get_alias(self, caller: str, client_id: str) -> str | None:
+        """The session id a caller's client id names (consistent read), None if it names none."""
+        ...
+
+    def drop_alias(self, caller: str, client_id: str, session_id: str) -> None:
+        """Delete the caller's alias if it still names `session_id` (a purge's last step)."""
         ...
 
     def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:

@@ -156,6 +156,25 @@ def idle_bucket(timestamp: str) -> str:
     return moment.strftime("%Y-%m-%dT%H:") + f"{minute:02d}"
 
 
+# A session id a client chose ("user42-conv", a LangGraph thread id): PUT /sessions/{id}. It lives
+# in the caller's own id space, so it is not the session's key: an alias item of the sessions
+# table maps (caller, client id) to the server's session id. Its key starts with "alias#" and
+# holds "#", which no session id can (ID_PATTERN), so it never meets a session. It is written in
+# one transaction with the session it names, and it moves to a continuation when a message
+# reaches an ended session through it; a DELETE leaves it naming a DELETING session, which a
+# PUT replaces (conditional on what it named), so a client id is reusable at once. The key
+# holds the caller id, not the owner key: after a forget, the alias names a session of a
+# forgotten generation (invisible), which a PUT replaces the same way.
+CLIENT_ID = "client_id"
+ALIAS_TARGET = "alias_target"
+
+
+def alias_key(caller: str, client_id: str) -> str:
+    """The sessions table key of a caller's client id: "alias#<client id>#<caller id>" (the
+    client id has no "#", so the two parts never run into each other)."""
+    return f"alias#{client_id}#{caller}"
+
+
 USER_SESSIONS_INDEX = IndexSpec(
     name="user-sessions",
     partition_key=KeyAttr(USER_ID, "S"),

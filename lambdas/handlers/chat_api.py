@@ -91,8 +91,23 @@ def _id_path(description: str) -> Any:
     )
 
 
-SessionId = Annotated[str, _id_path("A session id from POST /sessions")]
+SessionId = Annotated[
+    str,
+    _id_path(
+        "A session id from POST /sessions, or the caller's own id of a session from PUT "
+        "/sessions/{session_id}, which names the conversation's newest session"
+    ),
+]
+ClientSessionId = Annotated[
+    str,
+    _id_path(
+        'The caller\'s own id of the session (a thread id, "user42-conv"): it is the '
+        "caller's alone, two callers' same id never meet"
+    ),
+]
 Limit = Annotated[int, BeforeValidator(_digits), Query(ge=1, le=100, description="Page size.")]
+# The agent routes name a session by the server's id (a client id is its user's alone).
+AgentSessionId = Annotated[str, _id_path("A session id (GET /agent/handoffs lists them)")]
 NextToken = Annotated[str | None, Query(max_length=2048, description="From the previous page.")]
 
 
@@ -111,14 +126,45 @@ def create_session(
     body: Annotated[m.CreateSessionRequest | None, Body()] = None,
 ) -> tuple[m.SessionEnvelope, int]:
     body = body or m.CreateSessionRequest()
+    memory = wiring.chat_deps().memory
     created = sessions.create_session(
+        memory,
+        _user(),
+        name=body.name,
+        end_previous=body.end_previous,
+        continue_from=_session(body.continue_from) if body.continue_from else None,
+    )
+    return m.SessionEnvelope.of(created), 201
+
+
+@router.put(
+    "/sessions/<session_id>",
+    summary="Create or get a session by the caller's id",
+    description=(
+        "The caller's session named by the caller's own id (a framework's thread id), created "
+        "OPEN if there is none (201), else answered as it is (200; the body is then ignored). "
+        "The id is the caller's alone: two callers' same id are two sessions. Every "
+        "/sessions/{session_id} route takes it. A message or a turn sent to it after its "
+        "session ended (the idle sweeper) continues the conversation in a new session that "
+        "takes the id over (continued_from names the ended one). DELETE deletes the whole "
+        "conversation (every session the id named), and the id is free again at once."
+    ),
+    responses={201: {"description": "Created"}, 200: {"description": "It exists"}},
+)
+def put_session(
+    session_id: ClientSessionId,
+    body: Annotated[m.CreateSessionRequest | None, Body()] = None,
+) -> tuple[m.SessionEnvelope, int]:
+    body = body or m.CreateSessionRequest()
+    session, created = sessions.ensure_session(
         wiring.chat_deps().memory,
         _user(),
+        session_id,
         name=body.name,
         end_previous=body.end_previous,
         continue_from=body.continue_from,
     )
-    return m.SessionEnvelope.of(created), 201
+    return m.SessionEnvelope.of(session), 201 if created else 200
 
 
 @router.get(
@@ -163,7 +209,7 @@ def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.Session
     description=("The session's name, status, times and number of turns."),
 )
 def get_session(session_id: SessionId) -> m.SessionEnvelope:
-    found = sessions.get_session(wiring.chat_deps().memory, _user(), session_id)
+    found = sessions.get_session(wiring.chat_deps().memory, _user(), _session(session_id))
     return m.SessionEnvelope.of(found)
 
 
@@ -176,7 +222,7 @@ def get_session(session_id: SessionId) -> m.SessionEnvelope:
     ),
 )
 def end_session(session_id: SessionId) -> m.SessionEnvelope:
-    ended = sessions.end_session(wiring.chat_deps().memory, _user(), session_id)
+    ended = sessions.end_session(wiring.chat_deps().memory, _user(), _session(session_id))
     return m.SessionEnvelope.of(ended)
 
 
@@ -211,14 +257,21 @@ def delete_session(session_id: SessionId) -> Response[None]:
 def post_message(
     session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
 ) -> m.MessageEnvelope:
-    result = chat.post_message(
-        wiring.chat_deps(),
-        wiring.chat_policy(),
-        user_id=_user(),
-        session_id=session_id,
-        content=body.content,
-        client_message_id=body.client_message_id,
-        window_turns=body.window_turns,
+    deps, user = wiring.chat_deps(), _user()
+    result = sessions.on_current_session(
+        deps.memory,
+        user,
+        session_id,
+        lambda current: chat.post_message(
+            deps,
+            wiring.chat_policy(),
+            user_id=user,
+            session_id=current,
+            content=body.content,
+            client_message_id=body.client_message_id,
+            window_turns=body.window_turns,
+        ),
+        clock=deps.clock,
     )
     _log_sentiment_error(result.sentiment_error)
     _log_event_error(result.event_error)
@@ -247,7 +300,7 @@ def list_messages(
     page = sessions.list_messages(
         wiring.chat_deps().memory,
         _user(),
-        session_id,
+        _session(session_id),
         limit=limit,
         next_token=next_token,
         ascending=order == "asc",
@@ -284,21 +337,28 @@ def store_turn(
 ) -> tuple[m.TurnEnvelope, int]:
     deps = wiring.chat_deps()
     policy = wiring.chat_policy()
-    result = turns.store_turn(
+    user = _user()
+    result = sessions.on_current_session(
         deps.memory,
-        user_id=_user(),
-        session_id=session_id,
-        input=body.input,
-        response=body.response,
-        client_message_id=body.client_message_id,
-        created_at=body.created_at,
-        metadata=body.metadata,
-        max_input_chars=wiring.settings().max_input_chars,
+        user,
+        session_id,
+        lambda current: turns.store_turn(
+            deps.memory,
+            user_id=user,
+            session_id=current,
+            input=body.input,
+            response=body.response,
+            client_message_id=body.client_message_id,
+            created_at=body.created_at,
+            metadata=body.metadata,
+            max_input_chars=wiring.settings().max_input_chars,
+            clock=deps.clock,
+            sleep=deps.sleep,
+            policy=policy.append,
+            sentiment=deps.stored_sentiment,
+            expires_at=chat.expiry(deps, policy),
+        ),
         clock=deps.clock,
-        sleep=deps.sleep,
-        policy=policy.append,
-        sentiment=deps.stored_sentiment,
-        expires_at=chat.expiry(deps, policy),
     )
     _log_sentiment_error(result.sentiment_error)
     if result.replayed:
@@ -313,7 +373,7 @@ def store_turn(
     description="One turn of the session, with its metadata and feedback.",
 )
 def get_turn(session_id: SessionId, turn: TurnNumber) -> m.TurnEnvelope:
-    found = turns.get_turn(wiring.chat_deps().memory, _user(), session_id, turn)
+    found = turns.get_turn(wiring.chat_deps().memory, _user(), _session(session_id), turn)
     return m.TurnEnvelope.of(found)
 
 
@@ -331,7 +391,7 @@ def update_turn(
     updated = turns.update_turn(
         wiring.chat_deps().memory,
         user_id=_user(),
-        session_id=session_id,
+        session_id=_session(session_id),
         number=turn,
         response=body.response,
         metadata=body.metadata,
@@ -354,7 +414,7 @@ def rate_turn(
     rated = turns.rate_turn(
         deps.memory,
         user_id=_user(),
-        session_id=session_id,
+        session_id=_session(session_id),
         number=turn,
         rating=body.rating,
         comment=body.comment,
@@ -376,7 +436,7 @@ def export_session(session_id: SessionId, next_token: NextToken = None) -> m.Exp
     session, turns, token = sessions.export_session(
         wiring.chat_deps().memory,
         _user(),
-        session_id,
+        _session(session_id),
         next_token=next_token,
         size_of=m.exported_bytes,
     )
@@ -737,7 +797,7 @@ def request_handoff(
         deps.memory,
         deps.events,
         user_id=_user(),
-        session_id=session_id,
+        session_id=_session(session_id),
         note=body.note if body else None,
         clock=deps.clock,
     )
@@ -781,7 +841,7 @@ def list_handoffs(
     ),
 )
 def read_handoff(
-    session_id: SessionId,
+    session_id: AgentSessionId,
     limit: Limit = 50,
     next_token: NextToken = None,
     order: Annotated[Literal["asc", "desc"], Query()] = "desc",
@@ -807,7 +867,7 @@ def read_handoff(
     ),
 )
 def agent_reply(
-    session_id: SessionId, body: Annotated[m.AgentReplyRequest, Body()]
+    session_id: AgentSessionId, body: Annotated[m.AgentReplyRequest, Body()]
 ) -> m.TurnEnvelope:
     deps = wiring.chat_deps()
     policy = wiring.chat_policy()
@@ -836,7 +896,7 @@ def agent_reply(
         "409 when the session is not handed off."
     ),
 )
-def hand_back(session_id: SessionId) -> m.AgentSessionEnvelope:
+def hand_back(session_id: AgentSessionId) -> m.AgentSessionEnvelope:
     deps = wiring.chat_deps()
     outcome = handoff.hand_back(
         deps.memory, deps.events, agent_id=_agent(), session_id=session_id, clock=deps.clock
@@ -872,6 +932,11 @@ def _long_term(deps: chat.ChatDeps) -> tuple[LongTermIndex, Embedder]:
     if deps.long_term is None or deps.embedder is None:
         raise LongTermMemoryUnavailable("no long-term memory is configured")
     return deps.long_term, deps.embedder
+
+
+def _session(session_id: str) -> str:
+    """The server's id of the session the caller's id names (sessions.resolve)."""
+    return sessions.resolve(wiring.chat_deps().memory, _user(), session_id)
 
 
 def _user() -> str:

@@ -198,6 +198,20 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     # writes (one past an item too), reads, a listing, a checkpoint over the limit, and the
     # thread's delete, whose purge removes them.
     notes["checkpoints"] = _checkpoints(world)
+    # A session under the caller's own id (PUT), ended and continued by its next message (the
+    # alias moves in the continuation's transaction), then deleted whole and purged (the
+    # purge drops the alias).
+    notes["put_statuses"] = [
+        call("PUT", "/sessions/thread-1", {"name": "thread"}).status,
+        call("PUT", "/sessions/thread-1").status,
+    ]
+    ok("POST", "/sessions/thread-1/messages", {"content": "My thread starts here."})
+    ok("POST", "/sessions/thread-1/end")
+    ok("POST", "/sessions/thread-1/messages", {"content": "And goes on after its end."})
+    notes["thread_continued"] = ok("GET", "/sessions/thread-1")["session"]["continued_from"]
+    assert call("DELETE", "/sessions/thread-1").status == 204
+    world.drain()
+    notes["thread_after_delete"] = call("GET", "/sessions/thread-1").status
     # Deleting a session, then everything of another user.
     assert call("DELETE", f"/sessions/{s2}").status == 204
     world.drain()
@@ -386,6 +400,9 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
         "too_big": 413,
         "left_after_purge": 0,
     }
+    assert notes["put_statuses"] == [201, 200]
+    assert notes["thread_continued"] is not None
+    assert notes["thread_after_delete"] == 404
 
 
 def test_every_function_of_the_template_ran(outcome: Outcome) -> None:

@@ -81,6 +81,10 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
         trip = client.create_session("Trip planning")
     with step("create_second_session"):
         client.create_session("Packing list")
+    with step("ensure_session"):
+        client.ensure_session("user42-conv", "Thread")
+    with step("ensure_session_again"):
+        client.ensure_session("user42-conv")
     with step("send_message"):
         client.send_message(
             trip.session_id,

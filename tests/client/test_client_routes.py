@@ -73,6 +73,15 @@ def test_create_session_sends_its_name_and_parses_the_session(http, client) -> N
     assert client.create_session(end_previous=True).status == "OPEN"
 
 
+def test_ensure_session_puts_the_callers_id_and_gets_the_same_session_again(http, client) -> None:
+    play(http, "ensure_session", "ensure_session_again")
+    created = client.ensure_session("user42-conv", "Thread")
+    assert (created.client_id, created.name, created.status) == ("user42-conv", "Thread", "OPEN")
+    again = client.ensure_session("user42-conv")
+    assert again.session_id == created.session_id and again.client_id == "user42-conv"
+    assert [c.request.method for c in http.calls] == ["PUT", "PUT"]
+
+
 def test_send_message_retried_with_the_same_client_message_id_returns_the_same_turn(
     http, client
 ) -> None:
@@ -163,8 +172,8 @@ def test_list_turns_follows_next_token_to_the_last_page(http, client) -> None:
 def test_list_sessions_follows_next_token_newest_first(http, client) -> None:
     play(http, "list_sessions_paged", "get_session")
     names = [s.name for s in client.list_sessions(page_size=1)]
-    assert len(http.calls) == 3
-    assert sorted(names) == ["Packing list", "Trip planning"]
+    assert len(http.calls) == 4
+    assert sorted(names) == ["Packing list", "Thread", "Trip planning"]
     assert client.get_session(TRIP).num_turns == 3
 
 

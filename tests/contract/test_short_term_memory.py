@@ -11,6 +11,7 @@ import pytest
 
 from chatmemory import wiring
 from chatmemory.domain import (
+    ClientAlias,
     Handoff,
     MemoryRecord,
     Provenance,
@@ -74,6 +75,67 @@ def test_creating_under_a_forgotten_generation_writes_nothing(memory: ShortTermM
         memory.create_session(_session("new"), user=stale, end=["old"], ended_at=T1)
     assert memory.get_session("new") is None
     assert memory.get_session("old").status == "OPEN"  # type: ignore[union-attr]
+
+
+# --- client ids (PUT /sessions/{id}): an alias per caller and id -------------------------------
+
+
+def test_a_client_id_names_the_session_written_with_it(memory: ShortTermMemory) -> None:
+    session = _session("s1", client_id="user42-conv")
+    memory.create_session(
+        session, user=UserState("alice"), alias=ClientAlias("alice", "user42-conv")
+    )
+    assert memory.get_alias("alice", "user42-conv") == "s1"
+    assert memory.get_session("s1").client_id == "user42-conv"  # type: ignore[union-attr]
+    # The id is the caller's alone; no session is named by an alias's key.
+    assert memory.get_alias("bob", "user42-conv") is None
+    assert memory.get_alias("alice", "s1") is None
+
+
+def test_a_second_create_with_the_same_new_client_id_writes_nothing(
+    memory: ShortTermMemory,
+) -> None:
+    memory.create_session(
+        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+    )
+    with pytest.raises(Conflict):
+        memory.create_session(
+            _session("s2"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+        )
+    assert memory.get_session("s2") is None
+    assert memory.get_alias("alice", "conv") == "s1"
+
+
+def test_an_alias_moves_only_from_the_session_it_still_names(memory: ShortTermMemory) -> None:
+    memory.create_session(
+        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+    )
+    memory.create_session(
+        _session("s2"), user=UserState("alice"), alias=ClientAlias("alice", "conv", "s1")
+    )
+    assert memory.get_alias("alice", "conv") == "s2"
+    with pytest.raises(Conflict):  # a request that read s1 lost the race
+        memory.create_session(
+            _session("s3"), user=UserState("alice"), alias=ClientAlias("alice", "conv", "s1")
+        )
+    assert memory.get_session("s3") is None
+    assert memory.get_alias("alice", "conv") == "s2"
+
+
+def test_an_alias_is_dropped_only_while_it_names_the_purged_session(
+    memory: ShortTermMemory,
+) -> None:
+    memory.create_session(
+        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+    )
+    memory.create_session(
+        _session("s2"), user=UserState("alice"), alias=ClientAlias("alice", "conv", "s1")
+    )
+    memory.drop_alias("alice", "conv", "s1")
+    assert memory.get_alias("alice", "conv") == "s2"
+    memory.drop_alias("alice", "conv", "s2")
+    assert memory.get_alias("alice", "conv") is None
+    memory.drop_alias("alice", "conv", "s2")  # already gone: nothing
 
 
 def test_ending_the_previous_sessions_is_part_of_the_create(memory: ShortTermMemory) -> None:

@@ -110,6 +110,7 @@ def test_created_session_is_open_and_readable(api: Api) -> None:
         "handoff_at",
         "handoff_agent",
         "handoff_note",
+        "client_id",
     }
     assert session["continued_from"] is None and session["handoff_state"] is None
     status, data = api.call("GET", f"/sessions/{session['session_id']}")

@@ -22,6 +22,7 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
         ("/sessions/import", "post"),
         ("/sessions/{session_id}", "get"),
         ("/sessions/{session_id}", "delete"),
+        ("/sessions/{session_id}", "put"),
         ("/sessions/{session_id}/end", "post"),
         ("/sessions/{session_id}/messages", "get"),
         ("/sessions/{session_id}/messages", "post"),

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 import pytest
 
 from chatmemory.api_models import ImportDocument
+from chatmemory.domain import Session
 from chatmemory.errors import SessionNotFound
 from chatmemory.services import sessions
 from chatmemory.services.forget import forget_user
@@ -96,3 +97,40 @@ def test_an_export_token_of_another_session_or_a_forged_one_is_refused() -> None
     # A short session is one page, with no token.
     _, turns, token = sessions.export_session(memory, "alice", second, size_of=lambda t: 10)
     assert [t.turn for t in turns] == [1, 2, 3] and token is None
+
+
+def test_two_puts_of_a_new_client_id_racing_make_one_session() -> None:
+    """The second PUT read no alias, then lost the alias's conditional write to the first: it
+    answers the first one's session (200), and no second session exists."""
+    memory = InMemoryShortTermMemory()
+    read = memory.get_alias
+    raced: list[Session] = []
+
+    def racing_read(caller: str, client_id: str) -> str | None:
+        found = read(caller, client_id)
+        if memory.get_alias is racing_read:  # another request creates it right after this read
+            memory.get_alias = read  # type: ignore[method-assign]
+            raced.append(sessions.ensure_session(memory, caller, client_id, clock=lambda: NOW)[0])
+        return found
+
+    memory.get_alias = racing_read  # type: ignore[method-assign]
+    session, created = sessions.ensure_session(memory, "alice", "conv", clock=lambda: NOW)
+    assert (session.session_id, created) == (raced[0].session_id, False)
+    listed = sessions.list_sessions(memory, "alice", limit=10, next_token=None).items
+    assert [s.session_id for s in listed] == [raced[0].session_id]
+
+
+def test_two_messages_racing_to_continue_an_ended_client_id_make_one_continuation() -> None:
+    memory = InMemoryShortTermMemory()
+    first, _ = sessions.ensure_session(memory, "alice", "conv", clock=lambda: NOW)
+    sessions.end_session(memory, "alice", first.session_id, clock=lambda: NOW)
+    other = sessions.continue_client_session(
+        memory, "alice", "conv", ended=first.session_id, clock=lambda: NOW
+    )
+    late = sessions.continue_client_session(
+        memory, "alice", "conv", ended=first.session_id, clock=lambda: NOW
+    )
+    assert other is not None and late is None  # the second read the alias before it moved
+    assert memory.get_alias("alice", "conv") == other.session_id
+    listed = sessions.list_sessions(memory, "alice", limit=10, next_token=None).items
+    assert sorted(s.session_id for s in listed) == sorted([first.session_id, other.session_id])

@@ -247,6 +247,33 @@ class ChatMemoryClient:
             body["continue_from"] = _session(continue_from)
         return Session.from_json(self._call("POST", "/sessions", body)["session"])
 
+    def ensure_session(
+        self,
+        session_id: str,
+        name: str | None = None,
+        *,
+        end_previous: bool = False,
+        continue_from: str | None = None,
+    ) -> Session:
+        """The session your own id names (a thread id, "user42-conv"), created OPEN if there is
+        none (PUT /sessions/{id}; name and the other options apply only then). Idempotent, and
+        your id space is your own: another user's same id is another session.
+
+        Every method that takes a session id takes your id too. After the session ends (the
+        idle sweeper ends it after 30 idle minutes), a message or a turn sent to your id
+        continues the conversation in a new session that takes the id over (its
+        continued_from names the ended one): the id keeps working for as long as it exists.
+        Deleting it deletes the whole conversation, and the id is free at once."""
+        body: dict[str, Any] = {}
+        if name is not None:
+            body["name"] = name
+        if end_previous:
+            body["end_previous"] = True
+        if continue_from is not None:
+            body["continue_from"] = _session(continue_from)
+        answer = self._call("PUT", _path("sessions", _session(session_id)), body)
+        return Session.from_json(answer["session"])
+
     def continue_session(self, session_id: str) -> Session:
         """A new session that continues `session_id` (say, after the idle sweeper ended it and a
         send raised SessionEnded): the name you gave it carries over, and, for as long as it

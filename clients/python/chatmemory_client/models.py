@@ -69,6 +69,8 @@ class Session:
     handoff_note: str | None = None
     # The user the session belongs to (the agents' views only).
     user_id: str | None = None
+    # Your own id of the conversation (ensure_session), which names its newest session.
+    client_id: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Session:
@@ -88,6 +90,7 @@ class Session:
             handoff_agent=_opt_str(data, "handoff_agent"),
             handoff_note=_opt_str(data, "handoff_note"),
             user_id=_opt_str(data, "user_id"),
+            client_id=_opt_str(data, "client_id"),
         )
 
 

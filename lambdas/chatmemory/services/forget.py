@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from chatmemory.clock import iso, parse_time, utc_now
-from chatmemory.domain import PurgeEntry
+from chatmemory.domain import PurgeEntry, caller_of
 from chatmemory.errors import Conflict
 from chatmemory.ports import CheckpointStore, Clock, LongTermIndex, ShortTermMemory
 from chatmemory.schema import PurgeState, SessionStatus
@@ -108,6 +108,9 @@ def purge_session(
         if time_left() < policy.reserve_seconds:
             memory.continue_purge(session_id, iso(clock()))
             return PurgeResult(session_id, "continued", deleted)
+    if session.client_id:
+        # Before the item: a purge retried after this finds the item and drops nothing more.
+        memory.drop_alias(caller_of(session.user_id), session.client_id, session_id)
     memory.remove_session(session_id)
     return PurgeResult(session_id, "purged", deleted)
 

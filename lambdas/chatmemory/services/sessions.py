@@ -13,11 +13,26 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from chatmemory.api_models import ImportDocument, ImportMessage
 from chatmemory.clock import iso, utc_now
-from chatmemory.domain import Feedback, Page, Session, Source, Turn
-from chatmemory.errors import BadRequest, Conflict, PayloadTooLarge, SessionNotFound
+from chatmemory.domain import (
+    ClientAlias,
+    Feedback,
+    Page,
+    Session,
+    Source,
+    Turn,
+    is_identifier,
+)
+from chatmemory.errors import (
+    BadRequest,
+    Conflict,
+    PayloadTooLarge,
+    SessionEnded,
+    SessionNotFound,
+)
 from chatmemory.ports import Clock, ShortTermMemory
 from chatmemory.schema import TEXT_STOPWORDS, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session, owner_of
@@ -41,6 +56,8 @@ def create_session(
     continue_from: str | None = None,
     clock: Clock = utc_now,
     make_id: Callable[[], str] = new_id,
+    alias: ClientAlias | None = None,
+    attempts: int = _ATTEMPTS,
 ) -> Session:
     """Start a session; with end_previous, end the caller's open sessions in the same
     transaction (which triggers their consolidation), as the original design did.
@@ -49,9 +66,13 @@ def create_session(
     the idle sweeper ended while the user was away): it keeps the name the caller gave it, and
     the chat reads its rolling summary (one more read per turn) and, while the new one has
     fewer than a window, its last turns (one more query), as long as it exists. A session still
-    open is ended in the same transaction, so a conversation is never open twice."""
+    open is ended in the same transaction, so a conversation is never open twice.
+
+    With `alias`, the caller's client id names the new session (see ensure_session); a
+    Conflict then may mean another request moved the alias, which only the caller can judge:
+    pass attempts=1 and read again."""
     session_id = make_id()
-    for _ in range(_ATTEMPTS):
+    for _ in range(attempts):
         previous = owned_session(memory, user_id, continue_from) if continue_from else None
         user = memory.get_user(user_id)
         now = iso(clock())
@@ -81,13 +102,128 @@ def create_session(
             # The previous session's summary is not copied: the prompt reads it while that
             # session exists (access.continued), so deleting it takes it out of this one.
             continued_from=previous.session_id if previous else None,
+            client_id=alias.client_id if alias else None,
         )
         try:
-            memory.create_session(session, user=user, end=ends, ended_at=now)
+            memory.create_session(session, user=user, end=ends, ended_at=now, alias=alias)
         except Conflict:
             continue  # a forget, or a session ended meanwhile: read again
         return session
     raise Conflict("the caller's sessions kept changing; retry the request")
+
+
+def resolve(memory: ShortTermMemory, user_id: str, session_id: str) -> str:
+    """The server's id of the session a caller's id names: the session its client id's alias
+    names (PUT /sessions/{id}), else the id itself. One consistent read. A client id comes
+    first: an id a caller chose shadows nothing of theirs (server ids are UUIDs they were
+    given), and never reaches another caller's session, whatever it looks like."""
+    if not is_identifier(session_id):
+        return session_id  # refused by owned_session as any bad id
+    return memory.get_alias(user_id, session_id) or session_id
+
+
+def ensure_session(
+    memory: ShortTermMemory,
+    user_id: str,
+    client_id: str,
+    *,
+    name: str | None = None,
+    end_previous: bool = False,
+    continue_from: str | None = None,
+    clock: Clock = utc_now,
+    make_id: Callable[[], str] = new_id,
+) -> tuple[Session, bool]:
+    """The caller's session that `client_id` names, created if there is none (True then):
+    PUT /sessions/{id}. Idempotent: a retry, or two concurrent PUTs, give the same session
+    (the alias is written in the session's transaction, on condition of what was read).
+
+    An id names none when it was never used, or when the session it named is deleted or of a
+    forgotten memory: then a new empty session takes the id over at once. A session of the
+    caller whose server id is `client_id` is that session (no alias is written). An ended
+    session is returned as it is: the next message continues it (on_current_session)."""
+    if not is_identifier(client_id):
+        raise SessionNotFound("session not found")
+    if continue_from:
+        continue_from = resolve(memory, user_id, continue_from)
+    for _ in range(_ATTEMPTS):
+        target = memory.get_alias(user_id, client_id)
+        try:
+            return owned_session(memory, user_id, target or client_id), False
+        except SessionNotFound:
+            pass
+        try:
+            created = create_session(
+                memory,
+                user_id,
+                name=name,
+                end_previous=end_previous,
+                continue_from=continue_from,
+                clock=clock,
+                make_id=make_id,
+                alias=ClientAlias(user_id, client_id, replaces=target),
+                attempts=1,
+            )
+        except Conflict:
+            continue  # another request wrote the alias (or the caller's memory changed)
+        return created, True
+    raise Conflict("the caller's sessions kept changing; retry the request")
+
+
+T = TypeVar("T")
+
+
+def on_current_session(
+    memory: ShortTermMemory,
+    user_id: str,
+    session_id: str,
+    write: Callable[[str], T],
+    *,
+    clock: Clock = utc_now,
+    make_id: Callable[[], str] = new_id,
+) -> T:
+    """Run `write` (a message or a turn) on the session a caller's id names. When a client id
+    (PUT /sessions/{id}) names a session that has ended (the idle sweeper, an explicit end),
+    the conversation is continued on the server in the same request: a new session continues
+    it (continued_from), takes the alias over, and `write` runs on it. A server id keeps its
+    meaning (an ended session answers 409 session_ended): a caller who names the session
+    itself is told; a caller who named a conversation gets the conversation."""
+    for _ in range(_ATTEMPTS):
+        target = resolve(memory, user_id, session_id)
+        try:
+            return write(target)
+        except SessionEnded:
+            if target == session_id:
+                raise  # a server id (or an id naming none): the session itself is meant
+        continue_client_session(
+            memory, user_id, session_id, ended=target, clock=clock, make_id=make_id
+        )
+    raise Conflict("the conversation kept changing; retry the request")
+
+
+def continue_client_session(
+    memory: ShortTermMemory,
+    user_id: str,
+    client_id: str,
+    *,
+    ended: str,
+    clock: Clock = utc_now,
+    make_id: Callable[[], str] = new_id,
+) -> Session | None:
+    """A new session continuing `ended`, which the caller's `client_id` names, in one
+    transaction that moves the alias to it. None when another request continued (or deleted)
+    it first: the caller reads the alias again."""
+    try:
+        return create_session(
+            memory,
+            user_id,
+            continue_from=ended,
+            clock=clock,
+            make_id=make_id,
+            alias=ClientAlias(user_id, client_id, replaces=ended),
+            attempts=1,
+        )
+    except (Conflict, SessionNotFound):
+        return None
 
 
 _LEAD = re.compile(
@@ -152,13 +288,35 @@ def end_session(
         return owned_session(memory, user_id, session_id)
 
 
+# A conversation under a client id continued at most this many times is deleted whole; one
+# continuation a day for ten years is less.
+_MAX_CONTINUATIONS = 5000
+
+
 def delete_session(
     memory: ShortTermMemory, user_id: str, session_id: str, *, clock: Clock = utc_now
 ) -> None:
     """Delete a session for every reader at once: its DELETING tombstone is one conditional
-    write. Turns, long-term memories and the item itself are purged in the background."""
-    owned_session(memory, user_id, session_id)
-    memory.mark_deleting(session_id, iso(clock()))  # False: a concurrent delete was first
+    write. Turns, long-term memories and the item itself are purged in the background.
+
+    Named by a client id (PUT /sessions/{id}), the whole conversation is deleted: the session
+    the id names and every earlier one of the same id it continues (server-side continuations),
+    oldest first, so a delete that fails half-way leaves the id naming what is left, and a
+    retry finishes it. The id is free for a new session once this returns."""
+    target = resolve(memory, user_id, session_id)
+    session = owned_session(memory, user_id, target)
+    chain = [session.session_id]
+    earlier = session
+    while earlier.client_id and earlier.continued_from and len(chain) < _MAX_CONTINUATIONS:
+        found = memory.get_session(earlier.continued_from)
+        if found is None or found.client_id != earlier.client_id:
+            break
+        if found.user_id != session.user_id:
+            break
+        chain.append(found.session_id)
+        earlier = found
+    for sid in reversed(chain):
+        memory.mark_deleting(sid, iso(clock()))  # False: deleting already
 
 
 def list_messages(

@@ -30,6 +30,7 @@ from chatmemory.adapters.dynamodb.codec import (
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
 from chatmemory.domain import (
+    ClientAlias,
     Handoff,
     MemoryRecord,
     Page,
@@ -231,7 +232,13 @@ class DynamoShortTermMemory:
     # --- sessions ---------------------------------------------------------------------------
 
     def create_session(
-        self, session: Session, *, user: UserState, end: Sequence[str] = (), ended_at: str = ""
+        self,
+        session: Session,
+        *,
+        user: UserState,
+        end: Sequence[str] = (),
+        ended_at: str = "",
+        alias: ClientAlias | None = None,
     ) -> None:
         actions: list[dict[str, Any]] = [
             {
@@ -254,6 +261,8 @@ class DynamoShortTermMemory:
             },
         ]
         actions += [self._end_action(session_id, ended_at) for session_id in end]
+        if alias is not None:
+            actions.append(self._alias_action(alias, session.session_id))
         try:
             self._db.transact_write_items(TransactItems=actions)
         except ClientError as error:
@@ -262,6 +271,43 @@ class DynamoShortTermMemory:
                     "the caller's sessions changed while this one was created; retry"
                 ) from None
             raise
+
+    def _alias_action(self, alias: ClientAlias, session_id: str) -> dict[str, Any]:
+        """The alias's put, conditional on it being unwritten or still naming what the caller
+        read (two PUTs of one new id: one creates, the other reads the winner's session)."""
+        put: dict[str, Any] = {
+            "TableName": self._sessions,
+            "Item": {
+                SESSION_ID: {"S": schema.alias_key(alias.caller, alias.client_id)},
+                schema.ALIAS_TARGET: {"S": session_id},
+            },
+        }
+        if alias.replaces is None:
+            put["ConditionExpression"] = f"attribute_not_exists({SESSION_ID})"
+        else:
+            put["ConditionExpression"] = "#a = :replaced"
+            put["ExpressionAttributeNames"] = {"#a": schema.ALIAS_TARGET}
+            put["ExpressionAttributeValues"] = {":replaced": {"S": alias.replaces}}
+        return {"Put": put}
+
+    def get_alias(self, caller: str, client_id: str) -> str | None:
+        answer = self._db.get_item(
+            TableName=self._sessions,
+            Key=_session_key(schema.alias_key(caller, client_id)),
+            ConsistentRead=True,
+        )
+        item = answer.get("Item")
+        return item[schema.ALIAS_TARGET]["S"] if item else None
+
+    def drop_alias(self, caller: str, client_id: str, session_id: str) -> None:
+        with suppress_conditional():  # it names another session since (or is gone)
+            self._db.delete_item(
+                TableName=self._sessions,
+                Key=_session_key(schema.alias_key(caller, client_id)),
+                ConditionExpression="#a = :target",
+                ExpressionAttributeNames={"#a": schema.ALIAS_TARGET},
+                ExpressionAttributeValues={":target": {"S": session_id}},
+            )
 
     def _end_action(self, session_id: str, ended_at: str) -> dict[str, Any]:
         return {
