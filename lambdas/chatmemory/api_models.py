@@ -17,7 +17,6 @@ from chatmemory.schema import (
     EXPORT_FORMAT,
     ID_MAX_LENGTH,
     ID_PATTERN,
-    MAX_CHECKPOINT_BYTES,
     MAX_RECORD_CHARS,
     HandoffReason,
     HandoffState,
@@ -638,11 +637,9 @@ class AgentSessionView(_Model):
 # and its bytes in standard base64. The server stores them and never reads inside.
 Base64Data = Annotated[
     str,
-    Field(
-        max_length=4 * (MAX_CHECKPOINT_BYTES // 3 + 1),
-        pattern=r"^[A-Za-z0-9+/]*={0,2}$",
-        description="The bytes, in standard base64.",
-    ),
+    # No length here: the request's size is bounded by the API (6 MB), and the service refuses
+    # what is over a checkpoint's limits with a 413 that says which.
+    Field(pattern=r"^[A-Za-z0-9+/]*={0,2}$", description="The bytes, in standard base64."),
 ]
 SerdeType = Annotated[str, Field(min_length=1, max_length=64, description="The serde's type tag.")]
 ChannelName = Annotated[str, Field(min_length=1, max_length=256)]

@@ -143,6 +143,10 @@ class Session:
     # The id the caller chose for the conversation (PUT /sessions/{id}), if any: the alias of
     # that id names this session while it is the conversation's newest.
     client_id: str | None = None
+    # The first session of a conversation continued on the server under its client id (a
+    # LangGraph thread that outlived an idle end): the thread's checkpoints stay in that
+    # session's partition (services/checkpoints.py). None: this session is the first.
+    thread_root: str | None = None
 
     def turn_of(self, client_message_id: str | None) -> int | None:
         """The turn that stored this client message, if it is among the recent ones."""

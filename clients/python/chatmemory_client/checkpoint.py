@@ -321,7 +321,7 @@ class ChatMemorySaver(BaseCheckpointSaver[str]):
         except NotFound as error:
             if error.code != "session_not_found":
                 raise
-        self.client._call("PUT", _path("sessions", thread_id), {}, retry_safe=True)
+        self.client.ensure_session(thread_id)
         return call()
 
     def _store_exchange(self, thread_id: str, messages: Any, checkpoint_id: str) -> None:

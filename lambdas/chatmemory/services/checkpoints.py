@@ -17,8 +17,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmemory.clock import iso, utc_now
-from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
-from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge
+from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
+    PendingWrite,
+    Session,
+    StoredCheckpoint,
+    visible_to,
+)
+from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import CheckpointStore, Clock, ShortTermMemory
 from chatmemory.schema import (
     MAX_CHECKPOINT_BYTES,
@@ -49,6 +56,25 @@ class CheckpointTuple:
         )
 
 
+def thread_partition(memory: ShortTermMemory, user_id: str, session_id: str) -> str:
+    """The partition of the thread a caller's session is part of: the session's own, or, for a
+    conversation continued on the server under its client id (26a), its first session's, so a
+    thread keeps its checkpoints across idle ends. That first session must still be visible
+    (one more read, for continued threads only): deleting it takes the checkpoints along."""
+    session = owned_session(memory, user_id, session_id)
+    root = session.thread_root
+    if not root or root == session.session_id:
+        return session.session_id
+    first = memory.get_session(root)
+    if first is None or not _same_thread(session, first):
+        raise SessionNotFound(f"session {session_id} not found (its thread was deleted)")
+    return root
+
+
+def _same_thread(session: Session, first: Session) -> bool:
+    return visible_to(session.user_id, first.user_id, first.status)
+
+
 def put_checkpoint(
     memory: ShortTermMemory,
     store: CheckpointStore,
@@ -68,7 +94,7 @@ def put_checkpoint(
     """Store a checkpoint and the values of its channels that changed (`blobs`); the others
     are the values stored with earlier checkpoints at the versions `channel_versions` names.
     PayloadTooLarge when all its values together exceed MAX_CHECKPOINT_BYTES."""
-    session = owned_session(memory, user_id, session_id)
+    partition = thread_partition(memory, user_id, session_id)
     new: dict[str, int] = {}
     for blob in blobs:
         if channel_versions.get(blob.channel) != blob.version:
@@ -86,7 +112,7 @@ def put_checkpoint(
             f"at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
         )
     carried = {c: v for c, v in channel_versions.items() if c not in new}
-    sizes = store.blob_sizes(session.session_id, checkpoint_ns, carried) if carried else {}
+    sizes = store.blob_sizes(partition, checkpoint_ns, carried) if carried else {}
     total = sum(new.values()) + sum(sizes.values())
     if total > MAX_CHECKPOINT_BYTES:
         raise PayloadTooLarge(
@@ -94,7 +120,7 @@ def put_checkpoint(
             f"{MAX_CHECKPOINT_BYTES} are accepted per checkpoint"
         )
     stored = StoredCheckpoint(
-        session_id=session.session_id,
+        session_id=partition,
         checkpoint_ns=checkpoint_ns,
         checkpoint_id=checkpoint_id,
         parent_checkpoint_id=parent_checkpoint_id,
@@ -120,8 +146,8 @@ def get_checkpoint(
 ) -> CheckpointTuple:
     """The checkpoint of that id (None: the newest of the namespace) with its values and
     writes; CheckpointNotFound when there is none."""
-    session = owned_session(memory, user_id, session_id)
-    found = store.get_checkpoint(session.session_id, checkpoint_ns, checkpoint_id)
+    partition = thread_partition(memory, user_id, session_id)
+    found = store.get_checkpoint(partition, checkpoint_ns, checkpoint_id)
     if found is None:
         raise CheckpointNotFound(
             f"no checkpoint {checkpoint_id or '(latest)'} in namespace {checkpoint_ns!r} of "
@@ -145,12 +171,12 @@ def list_checkpoints(
     """Up to `limit` checkpoints newest first, below `before` if given, whose metadata has
     every key of `filter` with that value; as many as fit `page_bytes` (at least one). The
     second value is where the next page starts (its `before`), None when none can follow."""
-    session = owned_session(memory, user_id, session_id)
+    partition = thread_partition(memory, user_id, session_id)
     found: list[CheckpointTuple] = []
     used = 0
     cursor = before
     while True:
-        read = store.list_checkpoints(session.session_id, checkpoint_ns, cursor, _LIST_READ)
+        read = store.list_checkpoints(partition, checkpoint_ns, cursor, _LIST_READ)
         for checkpoint in read:
             cursor = checkpoint.checkpoint_id
             if not _matches(checkpoint.metadata_json, filter):
@@ -178,7 +204,7 @@ def put_writes(
 ) -> None:
     """Store a task's pending writes for a checkpoint (idempotent by (task_id, idx)).
     PayloadTooLarge when the checkpoint's writes would exceed MAX_CHECKPOINT_WRITES_BYTES."""
-    session = owned_session(memory, user_id, session_id)
+    partition = thread_partition(memory, user_id, session_id)
     seen: set[tuple[str, int]] = set()
     for write in writes:
         if (write.task_id, write.idx) in seen:
@@ -186,14 +212,14 @@ def put_writes(
         seen.add((write.task_id, write.idx))
     adding = sum(len(w.value.data) for w in writes)
     if adding > MAX_CHECKPOINT_WRITES_BYTES or (
-        adding + store.writes_size(session.session_id, checkpoint_ns, checkpoint_id)
+        adding + store.writes_size(partition, checkpoint_ns, checkpoint_id)
         > MAX_CHECKPOINT_WRITES_BYTES
     ):
         raise PayloadTooLarge(
             f"a checkpoint's pending writes may hold at most {MAX_CHECKPOINT_WRITES_BYTES} "
             "bytes serialized"
         )
-    store.put_writes(session.session_id, checkpoint_ns, checkpoint_id, writes)
+    store.put_writes(partition, checkpoint_ns, checkpoint_id, writes)
 
 
 def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTuple:
