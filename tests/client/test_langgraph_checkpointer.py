@@ -11,7 +11,8 @@ import uuid
 from typing import Annotated, Any, TypedDict
 
 import pytest
-from chatmemory_client import ChatMemoryClient, NotFound, PayloadTooLarge
+from chatmemory_client import BadRequest, ChatMemoryClient, NotFound, PayloadTooLarge
+from chatmemory_client.checkpoint import TurnNotStored
 from chatmemory_client.langgraph import ChatMemorySaver
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 from langgraph.checkpoint.conformance import checkpointer_test, validate
@@ -169,3 +170,18 @@ def test_a_thread_keeps_its_checkpoints_when_its_session_is_continued(world: Wor
     assert saver.get_tuple(config) is None
     with pytest.raises(NotFound):
         client.get_session(first.session_id)
+
+
+def test_an_exchange_too_long_for_a_turn_warns_and_the_graph_goes_on(world: World) -> None:
+    config = {"configurable": {"thread_id": "gina-1"}}
+    long = "word " * 40_000  # 200,000 characters: over the API's input limit for a turn
+    graph = chat_graph(ChatMemorySaver(base_url=world.url, user_id="gina"))
+    with pytest.warns(TurnNotStored, match="not stored as a turn"):
+        out = graph.invoke({"messages": [HumanMessage(long)], "steps": 0}, config)
+    assert out["steps"] == 1
+    assert graph.get_state(config).values["messages"][0].content == long
+    assert list(ChatMemoryClient(world.url, user_id="gina").list_turns("gina-1")) == []
+
+    strict = chat_graph(ChatMemorySaver(base_url=world.url, user_id="gina", strict_turns=True))
+    with pytest.raises((PayloadTooLarge, BadRequest)):
+        strict.invoke({"messages": [HumanMessage(long)]}, config)

@@ -9,8 +9,10 @@ The thread id is the session id (PUT /sessions/{id} creates the session the firs
 checkpoint is stored), so the conversation is one of the caller's sessions: listed, exported,
 ended, consolidated and recalled like any chat. Each time a checkpoint's `messages` channel ends
 with an answer (an AI message without tool calls after a human message), that exchange is stored
-as the session's turn (`store_turns=False` stores none). `delete_thread` deletes the session:
-checkpoints, writes and turns are unreachable at once and purged in the background.
+as the session's turn (`store_turns=False` stores none). A turn the API refuses (longer than
+its limits for a turn's input and answer) does not stop the graph: it is logged and warned
+about (`TurnNotStored`), or raised with `strict_turns=True`. `delete_thread` deletes the
+session: checkpoints, writes and turns are unreachable at once and purged in the background.
 
 Values are serialized here with LangGraph's serde and stored as bytes; the server never reads
 them. A checkpoint's channel values may hold 2 MiB serialized, its pending writes 2 MiB (the
@@ -27,6 +29,7 @@ import hashlib
 import json
 import logging
 import threading
+import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
@@ -44,9 +47,9 @@ from langgraph.checkpoint.base import (
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from chatmemory_client.client import ID_MAX_LENGTH, ID_PATTERN, ChatMemoryClient, _path, checked_id
-from chatmemory_client.errors import NotFound, SessionEnded
+from chatmemory_client.errors import BadRequest, NotFound, PayloadTooLarge, SessionEnded
 
-__all__ = ["ChatMemorySaver"]
+__all__ = ["ChatMemorySaver", "TurnNotStored"]
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +58,12 @@ _MAX_PAGE = 100
 # How many exchanges a saver remembers having stored (a retry or a later checkpoint of the same
 # exchange sends nothing; the server also knows each by its client_message_id).
 _REMEMBERED_TURNS = 4096
+
+
+class TurnNotStored(UserWarning):
+    """An exchange of a thread was not stored as a turn (the checkpoint was): longer than the
+    API takes for a turn's input or answer, or the thread names an ended session by its server
+    id."""
 
 
 class ChatMemorySaver(BaseCheckpointSaver[str]):
@@ -69,6 +78,7 @@ class ChatMemorySaver(BaseCheckpointSaver[str]):
         client: ChatMemoryClient | None = None,
         serde: SerializerProtocol | None = None,
         store_turns: bool = True,
+        strict_turns: bool = False,
     ) -> None:
         super().__init__(serde=serde)
         if client is None:
@@ -77,6 +87,7 @@ class ChatMemorySaver(BaseCheckpointSaver[str]):
             client = ChatMemoryClient(base_url, user_id=user_id, token=token)
         self.client = client
         self.store_turns = store_turns
+        self.strict_turns = strict_turns
         self._stored_turns: dict[tuple[str, str], None] = {}
         self._lock = threading.Lock()
 
@@ -343,9 +354,15 @@ class ChatMemorySaver(BaseCheckpointSaver[str]):
                 client_message_id=message_id,
                 metadata={"source": "langgraph", "checkpoint_id": checkpoint_id},
             )
-        except SessionEnded:
-            # Its checkpoints are kept; a session the idle sweeper ended takes no new turn.
-            log.warning("thread %s: its session has ended; the exchange is not stored", thread_id)
+        except (SessionEnded, PayloadTooLarge, BadRequest) as error:
+            # The checkpoint is stored: the thread goes on. The turn is a copy for the memory
+            # pipeline, refused for its length (the API's limits on input and answer) or as
+            # the thread names an ended session by its server id (a client id continues it).
+            if self.strict_turns:
+                raise
+            message = f"thread {thread_id}: the exchange is not stored as a turn: {error}"
+            log.warning(message)
+            warnings.warn(message, TurnNotStored, stacklevel=2)
             return
         with self._lock:
             self._stored_turns[key] = None
