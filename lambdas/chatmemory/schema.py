@@ -6,6 +6,7 @@ the tests create tables from them, and the adapters read key names from them.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -277,9 +278,18 @@ MAX_CHECKPOINT_WRITES_BYTES = 2 * 1024 * 1024
 MAX_CHECKPOINT_ITEM_BYTES = 300_000
 
 
+# A sort key holds at most 1,024 bytes (DynamoDB): a namespace, channel, version or task id
+# longer than this in a key is replaced there by a digest (its item keeps the value itself).
+_KEY_PART_BYTES = 200
+
+
 def _key_part(value: str) -> str:
-    """A namespace, channel or task id inside a sort key: "#" (the separator) and "%" escaped."""
-    return value.replace("%", "%25").replace("#", "%23")
+    """A namespace, channel, version or task id inside a sort key: "#" (the separator), "%" and
+    "~" escaped; past _KEY_PART_BYTES, "~" and its SHA-256 (no escaped value starts with "~")."""
+    escaped = value.replace("%", "%25").replace("#", "%23").replace("~", "%7E")
+    if len(escaped.encode("utf-8")) <= _KEY_PART_BYTES:
+        return escaped
+    return "~" + hashlib.sha256(value.encode("utf-8")).hexdigest()
 
 
 def checkpoint_prefix(checkpoint_ns: str) -> str:
@@ -292,7 +302,8 @@ def checkpoint_key(checkpoint_ns: str, checkpoint_id: str) -> str:
 
 
 def blob_key(checkpoint_ns: str, channel: str, version: str, chunk: int = 0) -> str:
-    """One chunk of a channel's value at a version (shared by every checkpoint that has it)."""
+    """One chunk of a channel's value at a version (shared by every checkpoint that has it).
+    Every key of these functions stays within DynamoDB's 1,024 bytes of a sort key."""
     return f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#{chunk}"
 
 

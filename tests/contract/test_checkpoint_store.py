@@ -156,3 +156,25 @@ def test_deleting_a_sessions_checkpoints_removes_every_item(store: CheckpointSto
     assert store.get_blobs("s1", "", {"a": "1"}) == {}
     assert store.get_writes("s1", "", "1") == []
     assert store.get_checkpoint("s2", "", "1") is not None
+
+
+def test_names_of_any_length_fit_a_sort_key(store: CheckpointStore) -> None:
+    """A namespace of 1,024 characters (4 bytes each in UTF-8), long channels, versions and
+    task ids: each stays within DynamoDB's 1,024 bytes of a sort key, and two long names that
+    differ only at their end stay apart."""
+    ns = "\U0001f600" * 1023 + "a"
+    other_ns = "\U0001f600" * 1023 + "b"
+    channel, version, task = "c" * 256, "9" * 128, "t" * 256
+    for n, space in enumerate((ns, other_ns)):
+        store.put_checkpoint(
+            _checkpoint(f"id-{n}", ns=space, versions={channel: version}),
+            [ChannelBlob(channel, version, Blob("json", space[-1].encode()))],
+        )
+        store.put_writes("s1", space, f"id-{n}", [_write(task, 0, channel, space[-1].encode())])
+    for n, space in enumerate((ns, other_ns)):
+        (found,) = store.list_checkpoints("s1", space, None, 10)
+        assert (found.checkpoint_id, found.checkpoint_ns) == (f"id-{n}", space)
+        assert store.get_blobs("s1", space, {channel: version})[channel].data == space[-1].encode()
+        (write,) = store.get_writes("s1", space, f"id-{n}")
+        assert (write.task_id, write.channel) == (task, channel)
+        assert store.list_checkpoints("s1", space, f"id-{n}", 10) == []
