@@ -66,7 +66,7 @@ class TurnNotStored(UserWarning):
     id."""
 
 
-class ChatMemorySaver(BaseCheckpointSaver[str]):
+class ChatMemorySaver(BaseCheckpointSaver[int]):
     """LangGraph's checkpointer on one caller's chat memory sessions (sync and async)."""
 
     def __init__(
