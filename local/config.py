@@ -54,6 +54,7 @@ def local_defaults(
         schema.ENV_CONVERSATIONS_TABLE: schema.CONVERSATIONS.logical_name,
         schema.ENV_USERS_TABLE: schema.USERS.logical_name,
         schema.ENV_RECORDS_TABLE: schema.RECORDS.logical_name,
+        schema.ENV_CHECKPOINTS_TABLE: schema.CHECKPOINTS.logical_name,
         # DynamoDB Local updates its indexes with the table: no lag to wait out after a forget.
         schema.ENV_PURGE_SETTLE_SECONDS: "1",
         # Powertools: no CloudWatch here; keep the console readable.

@@ -222,6 +222,7 @@ def table_names(settings: Any) -> dict[str, str]:
         schema.CONVERSATIONS.logical_name: settings.conversations_table,
         schema.USERS.logical_name: settings.users_table,
         schema.RECORDS.logical_name: settings.records_table,
+        schema.CHECKPOINTS.logical_name: settings.checkpoints_table,
     }
 
 

@@ -51,7 +51,11 @@ class ChatApi(Construct):
             description="Chat API: sessions, messages, recall",
             environment={
                 **storage.environment(
-                    storage.sessions, storage.conversations, storage.users, storage.records
+                    storage.sessions,
+                    storage.conversations,
+                    storage.users,
+                    storage.records,
+                    storage.checkpoints,
                 ),
                 **models.environment,
                 **long_term.environment,
@@ -110,6 +114,19 @@ class ChatApi(Construct):
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
             "dynamodb:BatchGetItem",
+        )
+        # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): a checkpoint by id (GetItem)
+        # or the newest and a listing (Query), the values of its channels and the sizes of the
+        # carried-over ones (BatchGetItem), its writes (Query); a put writes values in batches
+        # (BatchWriteItem) and then the checkpoint (PutItem), a pending write conditionally.
+        storage.grant(
+            self.handler,
+            storage.checkpoints,
+            "dynamodb:GetItem",
+            "dynamodb:Query",
+            "dynamodb:BatchGetItem",
+            "dynamodb:PutItem",
+            "dynamodb:BatchWriteItem",
         )
         models.grant_text(self.handler)
         models.grant_embed(self.handler)

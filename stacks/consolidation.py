@@ -111,7 +111,11 @@ class Consolidation(Construct):
             description="Sessions, users, records streams: delete what callers deleted or forgot",
             environment={
                 **storage.environment(
-                    storage.sessions, storage.conversations, storage.users, storage.records
+                    storage.sessions,
+                    storage.conversations,
+                    storage.users,
+                    storage.records,
+                    storage.checkpoints,
                 ),
                 **long_term.environment,
                 schema.ENV_PURGE_SETTLE_SECONDS: str(config.purge_settle_seconds),
@@ -136,6 +140,8 @@ class Consolidation(Construct):
             self.purge, storage.conversations, "dynamodb:Query", "dynamodb:BatchWriteItem"
         )
         storage.grant(self.purge, storage.users, "dynamodb:GetItem", "dynamodb:UpdateItem")
+        # A session's LangGraph checkpoints go with its turns (Query of keys, BatchWriteItem).
+        storage.grant(self.purge, storage.checkpoints, "dynamodb:Query", "dynamodb:BatchWriteItem")
         # services/profile.py: purge_record reads the DELETING record (GetItem); a session's
         # purge lists its owner's records (records_of_owner: Query), trims the provenance of
         # those drawn from other sessions too (save_record: conditional PutItem); both, and a

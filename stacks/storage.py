@@ -1,5 +1,5 @@
-"""Short-term memory storage: the sessions, conversations, users and records tables, built from
-schema.py."""
+"""Short-term memory storage: the sessions, conversations, users, records and checkpoints tables,
+built from schema.py."""
 
 from __future__ import annotations
 
@@ -47,11 +47,14 @@ class Storage(Construct):
         self.users = self._table("Users", schema.USERS, production)
         # The caller's profile (issue 13): facts, preferences and session summaries.
         self.records = self._table("Records", schema.RECORDS, production)
+        # A LangGraph thread's checkpoints, channel values and pending writes (issue 26).
+        self.checkpoints = self._table("Checkpoints", schema.CHECKPOINTS, production)
         self.specs: dict[str, schema.TableSpec] = {
             self.sessions.node.path: schema.SESSIONS,
             self.conversations.node.path: schema.CONVERSATIONS,
             self.users.node.path: schema.USERS,
             self.records.node.path: schema.RECORDS,
+            self.checkpoints.node.path: schema.CHECKPOINTS,
         }
         self._acknowledged: set[tuple[iam.IRole, dynamodb.Table]] = set()
 

@@ -143,6 +143,10 @@ class Session:
     # The id the caller chose for the conversation (PUT /sessions/{id}), if any: the alias of
     # that id names this session while it is the conversation's newest.
     client_id: str | None = None
+    # The first session of a conversation continued on the server under its client id (a
+    # LangGraph thread that outlived an idle end): the thread's checkpoints stay in that
+    # session's partition (services/checkpoints.py). None: this session is the first.
+    thread_root: str | None = None
 
     def turn_of(self, client_message_id: str | None) -> int | None:
         """The turn that stored this client message, if it is among the recent ones."""
@@ -318,3 +322,58 @@ def needs_handoff(turn: Turn) -> bool | None:
     if turn.origin == TurnOrigin.CHAT and not turn.pending:
         return False
     return None
+
+
+# --- LangGraph checkpoints (services/checkpoints.py) -----------------------------------------
+
+
+@dataclass(frozen=True)
+class Blob:
+    """A value as the client serialized it (LangGraph's serde: a type tag and bytes); the
+    server never reads inside it."""
+
+    type: str
+    data: bytes
+
+
+@dataclass(frozen=True)
+class ChannelBlob:
+    """A channel's value at one version: shared by every checkpoint of the namespace that has
+    the channel at that version, so an unchanged channel is stored once."""
+
+    channel: str
+    version: str
+    value: Blob
+
+
+@dataclass
+class StoredCheckpoint:
+    """One checkpoint of a session (a LangGraph thread) in a namespace: the checkpoint without
+    its channel values (`checkpoint`), its metadata (`metadata` as the client serialized it,
+    `metadata_json` as JSON for list filters) and the version of each of its channels, whose
+    values are ChannelBlobs. `size`: the bytes of all its channel values."""
+
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    checkpoint: Blob
+    metadata: Blob
+    metadata_json: dict[str, Any]
+    channel_versions: dict[str, str]
+    created_at: str
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class PendingWrite:
+    """A task's write to a channel, saved before its checkpoint's successor: (task_id, idx) is
+    its identity. LangGraph gives its special channels (errors, interrupts...) negative
+    indexes, and those are replaced when written again; any other write is kept as first
+    stored."""
+
+    task_id: str
+    idx: int
+    channel: str
+    value: Blob
+    task_path: str = ""

@@ -114,3 +114,10 @@ class HandoffChanged(Conflict):
     def __init__(self, message: str, session: Session) -> None:
         super().__init__(message)
         self.session = session
+
+
+class CheckpointNotFound(ChatMemoryError):
+    """No checkpoint of that id (or none at all) in the session's namespace."""
+
+    code = "checkpoint_not_found"
+    status = 404

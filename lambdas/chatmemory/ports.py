@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
 from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
     ClientAlias,
     Handoff,
     MemoryRecord,
     Page,
+    PendingWrite,
     PurgeEntry,
     Sentiment,
     Session,
+    StoredCheckpoint,
     Turn,
     UserState,
 )
@@ -492,4 +496,67 @@ class Summarizer(Protocol):
 
     def extend(self, summary: str, new_text: str) -> str:
         """The summary of what `summary` covered followed by `new_text`."""
+        ...
+
+
+class CheckpointStore(Protocol):
+    """A LangGraph checkpointer's storage, one partition per session (services/checkpoints.py).
+    Values of any size up to the service's limits: an adapter splits what one item cannot hold."""
+
+    def put_checkpoint(self, checkpoint: StoredCheckpoint, blobs: Sequence[ChannelBlob]) -> None:
+        """Store the channel values (each (namespace, channel, version) once: a value written
+        again is the same value) and then the checkpoint (replacing one of the same id)."""
+        ...
+
+    def get_checkpoint(
+        self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> StoredCheckpoint | None:
+        """The checkpoint of that id in the namespace, or its newest one (None: the newest)."""
+        ...
+
+    def list_checkpoints(
+        self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
+    ) -> list[StoredCheckpoint]:
+        """Up to `limit` checkpoints of the namespace (None: of every namespace), newest
+        (highest id) first, only those whose id is below `before` when it is given."""
+        ...
+
+    def blob_sizes(
+        self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
+    ) -> dict[str, int]:
+        """The stored size in bytes of each channel's value at its version (channel -> size;
+        a channel whose value is not stored is left out)."""
+        ...
+
+    def get_blobs(
+        self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
+    ) -> dict[str, Blob]:
+        """Each channel's value at its version (a channel whose value is not stored is left
+        out)."""
+        ...
+
+    def put_writes(
+        self,
+        session_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        writes: Sequence[PendingWrite],
+    ) -> None:
+        """Store pending writes of a checkpoint: a (task_id, idx) already stored is kept as it
+        is, unless idx is negative (LangGraph's special channels), which replaces it."""
+        ...
+
+    def get_writes(
+        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> list[PendingWrite]:
+        """The checkpoint's pending writes, by task path, task id and index."""
+        ...
+
+    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
+        """The bytes of the checkpoint's pending writes' values."""
+        ...
+
+    def delete_checkpoints(self, session_id: str, limit: int) -> int:
+        """Delete up to `limit` items of the session's checkpoints, values and writes (the
+        purge of a deleted session); returns how many."""
         ...

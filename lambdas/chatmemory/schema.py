@@ -6,6 +6,7 @@ the tests create tables from them, and the adapters read key names from them.
 
 from __future__ import annotations
 
+import hashlib
 import zlib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -261,7 +262,73 @@ RECORDS = TableSpec(
     env_var="RECORDS_TABLE",
 )
 
-TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS, RECORDS)
+# --- checkpoints (a LangGraph thread's checkpoints, channel values and pending writes) ---------
+
+# Items of one session's partition, told apart by the prefix of their sort key
+# (checkpoint_key, blob_key, write_key): a checkpoint is one item, each channel value and each
+# pending write one item or, past CHECKPOINT_CHUNK_BYTES, several (a DynamoDB item holds at most
+# 400 KB). A session's purge deletes the partition with its turns.
+CHECKPOINT_KEY = "item"
+
+CHECKPOINTS = TableSpec(
+    logical_name="checkpoints",
+    partition_key=KeyAttr(SESSION_ID, "S"),
+    sort_key=KeyAttr(CHECKPOINT_KEY, "S"),
+    env_var="CHECKPOINTS_TABLE",
+)
+# The bytes of a value one item carries: 400 KB less room for the keys and attribute names.
+CHECKPOINT_CHUNK_BYTES = 350_000
+# What one checkpoint may hold, as serialized by the client: its channel values (every channel
+# of the checkpoint, carried-over ones included), and its pending writes together. Both at their
+# limit, a GET of the checkpoint answers 4 MiB of data, 5.6 MB as base64 in JSON: within the
+# 6 MB a Lambda answer may carry (API Gateway's own limit is 10 MB).
+MAX_CHECKPOINT_BYTES = 2 * 1024 * 1024
+MAX_CHECKPOINT_WRITES_BYTES = 2 * 1024 * 1024
+# The checkpoint item's own part (the checkpoint without its values, and its metadata).
+MAX_CHECKPOINT_ITEM_BYTES = 300_000
+
+
+# A sort key holds at most 1,024 bytes (DynamoDB): a namespace, channel, version or task id
+# longer than this in a key is replaced there by a digest (its item keeps the value itself).
+_KEY_PART_BYTES = 200
+
+
+def _key_part(value: str) -> str:
+    """A namespace, channel, version or task id inside a sort key: "#" (the separator), "%" and
+    "~" escaped; past _KEY_PART_BYTES, "~" and its SHA-256 (no escaped value starts with "~")."""
+    escaped = value.replace("%", "%25").replace("#", "%23").replace("~", "%7E")
+    if len(escaped.encode("utf-8")) <= _KEY_PART_BYTES:
+        return escaped
+    return "~" + hashlib.sha256(value.encode("utf-8")).hexdigest()
+
+
+def checkpoint_prefix(checkpoint_ns: str) -> str:
+    return f"c#{_key_part(checkpoint_ns)}#"
+
+
+def checkpoint_key(checkpoint_ns: str, checkpoint_id: str) -> str:
+    """A checkpoint's item: sorted by id within its namespace (LangGraph's ids sort by time)."""
+    return checkpoint_prefix(checkpoint_ns) + checkpoint_id
+
+
+def blob_key(checkpoint_ns: str, channel: str, version: str, chunk: int = 0) -> str:
+    """One chunk of a channel's value at a version (shared by every checkpoint that has it).
+    Every key of these functions stays within DynamoDB's 1,024 bytes of a sort key."""
+    return f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#{chunk}"
+
+
+def writes_prefix(checkpoint_ns: str, checkpoint_id: str) -> str:
+    return f"w#{_key_part(checkpoint_ns)}#{checkpoint_id}#"
+
+
+def write_key(
+    checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int, chunk: int = 0
+) -> str:
+    """One chunk of a pending write: (task_id, idx) is its identity (put_writes' idempotency)."""
+    return f"{writes_prefix(checkpoint_ns, checkpoint_id)}{_key_part(task_id)}#{idx}#{chunk}"
+
+
+TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS, RECORDS, CHECKPOINTS)
 
 
 class SessionStatus(StrEnum):
@@ -562,6 +629,7 @@ ENV_SESSIONS_TABLE = SESSIONS.env_var
 ENV_CONVERSATIONS_TABLE = CONVERSATIONS.env_var
 ENV_USERS_TABLE = USERS.env_var
 ENV_RECORDS_TABLE = RECORDS.env_var
+ENV_CHECKPOINTS_TABLE = CHECKPOINTS.env_var
 ENV_AUTO_RECALL = "AUTO_RECALL"
 ENV_MEMORY_TOKEN_BUDGET = "MEMORY_TOKEN_BUDGET"
 ENV_DYNAMODB_ENDPOINT = "DYNAMODB_ENDPOINT_URL"

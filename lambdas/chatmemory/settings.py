@@ -70,6 +70,9 @@ class Settings(BaseModel):
     )
     users_table: str = Field("users", description="The users table's name.")
     records_table: str = Field("records", description="The profile records table's name.")
+    checkpoints_table: str = Field(
+        "checkpoints", description="The LangGraph checkpoints table's name."
+    )
     dynamodb_endpoint: str | None = Field(
         None, description="A DynamoDB endpoint URL: DynamoDB Local in local mode; unset in AWS."
     )
@@ -336,6 +339,7 @@ ENV: dict[str, str] = {
     "conversations_table": s.ENV_CONVERSATIONS_TABLE,
     "users_table": s.ENV_USERS_TABLE,
     "records_table": s.ENV_RECORDS_TABLE,
+    "checkpoints_table": s.ENV_CHECKPOINTS_TABLE,
     "auto_recall": s.ENV_AUTO_RECALL,
     "memory_token_budget": s.ENV_MEMORY_TOKEN_BUDGET,
     "dynamodb_endpoint": s.ENV_DYNAMODB_ENDPOINT,

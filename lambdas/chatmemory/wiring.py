@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from chatmemory.errors import ConfigurationError
 from chatmemory.ports import (
+    CheckpointStore,
     Embedder,
     EventPublisher,
     Extractor,
@@ -59,6 +60,16 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
         cfg.conversations_table,
         cfg.users_table,
         cfg.records_table,
+    )
+
+
+def checkpoint_store(cfg: Settings | None = None) -> CheckpointStore:
+    """LangGraph checkpoints (services/checkpoints.py) on the checkpoints table."""
+    from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
+
+    cfg = cfg or settings()
+    return DynamoCheckpointStore(
+        aws_client("dynamodb", cfg.dynamodb_endpoint), cfg.checkpoints_table
     )
 
 
@@ -407,6 +418,7 @@ class PurgeDeps:
     memory: ShortTermMemory
     index: LongTermIndex | None
     policy: PurgePolicy
+    checkpoints: CheckpointStore | None = None
 
 
 @lru_cache(maxsize=1)
@@ -416,6 +428,7 @@ def purge_deps() -> PurgeDeps:
         memory=short_term_memory(cfg),
         index=long_term_index(cfg),
         policy=PurgePolicy(settle_seconds=cfg.purge_settle_seconds),
+        checkpoints=checkpoint_store(cfg),
     )
 
 

@@ -26,8 +26,14 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BeforeValidator
 
 from chatmemory import api_models as m
-from chatmemory import deadline, wiring
-from chatmemory.errors import ChatMemoryError, ConfigurationError, LongTermMemoryUnavailable
+from chatmemory import deadline, schema, wiring
+from chatmemory.domain import ChannelBlob, PendingWrite
+from chatmemory.errors import (
+    BadRequest,
+    ChatMemoryError,
+    ConfigurationError,
+    LongTermMemoryUnavailable,
+)
 from chatmemory.ports import Embedder, LongTermIndex
 from chatmemory.schema import (
     ID_MAX_LENGTH,
@@ -36,7 +42,16 @@ from chatmemory.schema import (
     HandoffState,
     RecordType,
 )
-from chatmemory.services import chat, forget, handoff, profile, recall, sessions, turns
+from chatmemory.services import (
+    chat,
+    checkpoints,
+    forget,
+    handoff,
+    profile,
+    recall,
+    sessions,
+    turns,
+)
 from chatmemory.services.access import owner_of
 from handlers.http import (
     Forbidden,
@@ -602,6 +617,164 @@ def correct_record(
 def delete_record(record_id: RecordId) -> Response[None]:
     profile.delete_record(wiring.chat_deps().memory, _user(), record_id)
     return Response(status_code=204, body=None)
+
+
+# --- LangGraph checkpoints (chatmemory_client.langgraph.ChatMemorySaver) ------------------------
+
+CheckpointId = Annotated[str, _id_path("A checkpoint id (LangGraph's)")]
+CheckpointNsQuery = Annotated[
+    str | None,
+    Query(
+        max_length=1024,
+        description="The checkpoint namespace (empty: the graph's own; absent from a listing: "
+        "every namespace).",
+    ),
+]
+
+
+@router.put(
+    "/sessions/<session_id>/checkpoints/<checkpoint_id>",
+    summary="Store a checkpoint",
+    description=(
+        "Stores a LangGraph checkpoint of the session (the thread) in its namespace, with the "
+        "values of the channels that changed; unchanged channels keep the values stored with "
+        "earlier checkpoints. Storing the same id again replaces it. A checkpoint's channel "
+        f"values may hold {schema.MAX_CHECKPOINT_BYTES} bytes in all (413 above)."
+    ),
+)
+def put_checkpoint(
+    session_id: SessionId,
+    checkpoint_id: CheckpointId,
+    body: Annotated[m.PutCheckpointRequest, Body()],
+) -> m.CheckpointRef:
+    stored = checkpoints.put_checkpoint(
+        wiring.chat_deps().memory,
+        wiring.checkpoint_store(),
+        _user(),
+        _session(session_id),
+        checkpoint_ns=body.checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=body.parent_checkpoint_id,
+        checkpoint=body.checkpoint.blob(),
+        metadata=body.metadata.blob(),
+        metadata_json=body.metadata_json,
+        channel_versions=body.channel_versions,
+        blobs=[
+            ChannelBlob(b.channel, b.version, m.SerializedValue(type=b.type, data=b.data).blob())
+            for b in body.blobs
+        ],
+    )
+    return m.CheckpointRef(
+        checkpoint_ns=stored.checkpoint_ns, checkpoint_id=stored.checkpoint_id, size=stored.size
+    )
+
+
+@router.get(
+    "/sessions/<session_id>/checkpoints/<checkpoint_id>",
+    summary="Get a checkpoint",
+    description=(
+        "One checkpoint of the session in a namespace, with the values of its channels and its "
+        "pending writes. 404 checkpoint_not_found when there is none of that id."
+    ),
+)
+def get_checkpoint(
+    session_id: SessionId, checkpoint_id: CheckpointId, checkpoint_ns: CheckpointNsQuery = None
+) -> m.CheckpointEnvelope:
+    found = checkpoints.get_checkpoint(
+        wiring.chat_deps().memory,
+        wiring.checkpoint_store(),
+        _user(),
+        _session(session_id),
+        checkpoint_ns=checkpoint_ns or "",
+        checkpoint_id=checkpoint_id,
+    )
+    return m.CheckpointEnvelope(checkpoint=m.CheckpointOut.of(found))
+
+
+@router.get(
+    "/sessions/<session_id>/checkpoints",
+    summary="List checkpoints",
+    description=(
+        "The session's checkpoints, newest first, each with its channel values and pending "
+        "writes: of one namespace (checkpoint_ns) or all, below `before` (a checkpoint id), "
+        "whose metadata has every key of `filter` (a JSON object) with its value. A page holds "
+        "at most `limit` and 4 MiB of values and writes: while next_before is set, more may "
+        "follow. limit=1 is the newest checkpoint."
+    ),
+)
+def list_checkpoints(
+    session_id: SessionId,
+    checkpoint_ns: CheckpointNsQuery = None,
+    before: Annotated[
+        str | None,
+        Query(max_length=ID_MAX_LENGTH, description="Only checkpoints whose id is below this."),
+    ] = None,
+    limit: Limit = 10,
+    filter: Annotated[  # noqa: A002 - LangGraph's name
+        str | None,
+        Query(max_length=2048, description="Metadata to match, as a JSON object."),
+    ] = None,
+) -> m.CheckpointList:
+    found, next_before = checkpoints.list_checkpoints(
+        wiring.chat_deps().memory,
+        wiring.checkpoint_store(),
+        _user(),
+        _session(session_id),
+        checkpoint_ns=checkpoint_ns,
+        before=before,
+        limit=limit,
+        filter=_json_object(filter, "filter"),
+    )
+    return m.CheckpointList(
+        checkpoints=[m.CheckpointOut.of(t) for t in found], next_before=next_before
+    )
+
+
+@router.put(
+    "/sessions/<session_id>/checkpoints/<checkpoint_id>/writes",
+    summary="Store pending writes",
+    description=(
+        "Stores a task's writes for a checkpoint (LangGraph's put_writes). A write is "
+        "identified by (task_id, idx): stored again, it is kept as first stored, but a special "
+        "channel's (negative idx) is replaced. A checkpoint's writes may hold "
+        f"{schema.MAX_CHECKPOINT_WRITES_BYTES} bytes in all (413 above)."
+    ),
+    responses={204: {"description": "Stored"}},
+)
+def put_writes(
+    session_id: SessionId, checkpoint_id: CheckpointId, body: Annotated[m.PutWritesRequest, Body()]
+) -> Response[None]:
+    checkpoints.put_writes(
+        wiring.chat_deps().memory,
+        wiring.checkpoint_store(),
+        _user(),
+        _session(session_id),
+        checkpoint_ns=body.checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        writes=[
+            PendingWrite(
+                task_id=body.task_id,
+                idx=w.idx,
+                channel=w.channel,
+                value=m.SerializedValue(type=w.type, data=w.data).blob(),
+                task_path=body.task_path,
+            )
+            for w in body.writes
+        ],
+    )
+    return Response(status_code=204, body=None)
+
+
+def _json_object(text: str | None, name: str) -> dict[str, Any]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise BadRequest(f"{name} must be a JSON object")
+    return value
 
 
 # --- hand-off to a person ----------------------------------------------------------------------

@@ -48,6 +48,7 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
             index=deps.index,
             time_left=time_left,
             policy=deps.policy,
+            checkpoints=deps.checkpoints,
         )
         outcome = result.outcome
         logger.info("purge", extra={"result": result.__dict__})

@@ -194,6 +194,10 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     world.models_down_for = None
     notes["redrive"] = world.invoke(world.by_handler("handlers.redrive.handler"), {})
     world.drain()
+    # A LangGraph thread's checkpoints (ChatMemorySaver): a state larger than one item, pending
+    # writes (one past an item too), reads, a listing, a checkpoint over the limit, and the
+    # thread's delete, whose purge removes them.
+    notes["checkpoints"] = _checkpoints(world)
     # A session under the caller's own id (PUT), ended and continued by its next message (the
     # alias moves in the continuation's transaction), then deleted whole and purged (the
     # purge drops the alias).
@@ -229,6 +233,93 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     notes["bob_deletions"] = ok("GET", "/deletions", user="bob")
     ok("GET", "/sessions?limit=5")
     return notes
+
+
+def _checkpoint_body(parent: str | None, values: dict[str, bytes], versions: dict[str, str]) -> Any:
+    import base64
+
+    return {
+        "checkpoint_ns": "",
+        **({"parent_checkpoint_id": parent} if parent else {}),
+        "checkpoint": {"type": "msgpack", "data": base64.b64encode(b"checkpoint").decode()},
+        "metadata": {"type": "msgpack", "data": base64.b64encode(b"metadata").decode()},
+        "metadata_json": {"source": "loop", "step": len(values)},
+        "channel_versions": versions,
+        "blobs": [
+            {
+                "channel": channel,
+                "version": versions[channel],
+                "type": "msgpack",
+                "data": base64.b64encode(data).decode(),
+            }
+            for channel, data in values.items()
+        ],
+    }
+
+
+def _checkpoints(world: DeployedWorld) -> dict[str, Any]:
+    import base64
+    import os
+
+    ok, call = world.ok, world.call
+    thread = ok("POST", "/sessions", {"name": "graph"})["session"]["session_id"]
+    base = f"/sessions/{thread}/checkpoints"
+    big = os.urandom(900_000)  # three items' worth
+    ok(
+        "PUT",
+        f"{base}/1ef-1",
+        _checkpoint_body(None, {"messages": big, "step": b"1"}, {"messages": "1", "step": "1"}),
+    )
+    ok(
+        "PUT",
+        f"{base}/1ef-2",
+        _checkpoint_body("1ef-1", {"step": b"2"}, {"messages": "1", "step": "2"}),
+    )
+    writes = {
+        "task_id": "task-1",
+        "writes": [
+            {
+                "idx": 0,
+                "channel": "messages",
+                "type": "msgpack",
+                "data": base64.b64encode(big[:400_000]).decode(),
+            },
+            {"idx": -1, "channel": "__error__", "type": "msgpack", "data": "AA=="},
+        ],
+    }
+    assert call("PUT", f"{base}/1ef-2/writes", writes).status == 204
+    got = ok("GET", f"{base}/1ef-2?checkpoint_ns=")["checkpoint"]
+    listed = ok("GET", f"{base}?checkpoint_ns=&limit=10&filter=%7B%22source%22%3A%22loop%22%7D")
+    too_big = os.urandom(2_200_000)
+    refused = call(
+        "PUT",
+        f"{base}/1ef-3",
+        _checkpoint_body("1ef-2", {"step": too_big}, {"messages": "1", "step": "3"}),
+    )
+    assert call("DELETE", f"/sessions/{thread}").status == 204
+    world.drain()
+    left = boto3_client(world).query(
+        TableName=world.table_names["checkpoints"],
+        KeyConditionExpression="session_id = :s",
+        ExpressionAttributeValues={":s": {"S": thread}},
+    )["Items"]
+    return {
+        "read_back": base64.b64decode(
+            next(v["data"] for v in got["values"] if v["channel"] == "messages")
+        )
+        == big,
+        "writes": len(got["writes"]),
+        "listed": len(listed["checkpoints"]),
+        "too_big": refused.status,
+        "left_after_purge": len(left),
+    }
+
+
+def boto3_client(world: DeployedWorld) -> Any:
+    """The test's own reads of DynamoDB Local (no function sends them)."""
+    import boto3
+
+    return boto3.client("dynamodb", endpoint_url=world.dynamodb_endpoint, region_name=world.region)
 
 
 def _age(world: DeployedWorld, session_id: str, *, hours: float) -> None:
@@ -302,6 +393,13 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     assert list(notes["redrive"]["sessions"].values()) == ["consolidated"]
     assert notes["memories"], "nothing recalled after consolidation"
     assert notes["bob_deletions"]["complete"] is True
+    assert notes["checkpoints"] == {
+        "read_back": True,
+        "writes": 2,
+        "listed": 2,
+        "too_big": 413,
+        "left_after_purge": 0,
+    }
     assert notes["put_statuses"] == [201, 200]
     assert notes["thread_continued"] is not None
     assert notes["thread_after_delete"] == 404

@@ -17,6 +17,8 @@ from urllib.parse import urlsplit
 import requests
 import responses
 from chatmemory_client import ChatMemoryClient, ChatMemoryError
+from chatmemory_client.langgraph import ChatMemorySaver
+from langgraph.checkpoint.base import empty_checkpoint
 from responses import matchers
 
 RECORDED = Path(__file__).parent / "recorded" / "local_mode.json"
@@ -101,6 +103,7 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
             client_message_id="t-messages",
             messages=TURN_MESSAGES,
         )
+    _checkpoint_steps(client, step)
     with step("send_message"):
         client.send_message(
             trip.session_id,
@@ -225,6 +228,26 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
     with step("list_sessions_after_forget"):
         list(client.list_sessions())
     return recorder.steps
+
+
+def _checkpoint_steps(client: ChatMemoryClient, step: Callable[[str], Any]) -> None:
+    """The checkpoint routes, as LangGraph's checkpointer (ChatMemorySaver) calls them."""
+    saver = ChatMemorySaver(client=client)
+    config: Any = {"configurable": {"thread_id": "graph-thread", "checkpoint_ns": ""}}
+    checkpoint = empty_checkpoint()
+    checkpoint["id"] = "1f0a0000-0000-6000-8000-000000000001"
+    checkpoint["channel_values"] = {"topic": "Lisbon"}
+    checkpoint["channel_versions"] = {"topic": 1}
+    with step("put_checkpoint"):  # the thread's session is made by the first checkpoint
+        stored = saver.put(config, checkpoint, {"source": "input", "step": -1}, {"topic": 1})
+    with step("put_writes"):
+        saver.put_writes(stored, [("topic", "Porto")], "task-1")
+    with step("get_checkpoint"):
+        saver.get_tuple(stored)
+    with step("get_checkpoint_latest"):
+        saver.get_tuple(config)
+    with step("list_checkpoints"):
+        list(saver.list(config, filter={"source": "input"}, limit=5))
 
 
 def _hand_off_steps(

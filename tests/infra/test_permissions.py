@@ -108,6 +108,10 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem"),
+        # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): get_checkpoint (GetItem),
+        # list_checkpoints and get_writes (Query), get_blobs and blob_sizes (BatchGetItem),
+        # put_checkpoint (BatchWriteItem of values, PutItem of the checkpoint), put_writes.
+        checkpoints=dynamodb("GetItem", "Query", "BatchGetItem", "PutItem", "BatchWriteItem"),
         **{
             "text endpoint": INVOKE,
             "embed endpoint": INVOKE,
@@ -147,6 +151,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         conversations=dynamodb("Query", "BatchWriteItem"),
         users=dynamodb("GetItem", "UpdateItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "BatchWriteItem"),
+        # A session's LangGraph checkpoints, with its turns (delete_checkpoints).
+        checkpoints=dynamodb("Query", "BatchWriteItem"),
         **{
             f"domain/{MEMORIES}/_delete_by_query": POST,
             "sessions stream": STREAM,
@@ -212,6 +218,7 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
         ("conversations", stack.storage.conversations),
         ("users", stack.storage.users),
         ("records", stack.storage.records),
+        ("checkpoints", stack.storage.checkpoints),
     ):
         table_id = synth.logical_id(table)
         names[f"${{{table_id}.Arn}}"] = label

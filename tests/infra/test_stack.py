@@ -58,6 +58,7 @@ def _table_of(synth: Synth, spec: schema.TableSpec) -> Any:
         schema.CONVERSATIONS.logical_name: synth.stack.storage.conversations,
         schema.USERS.logical_name: synth.stack.storage.users,
         schema.RECORDS.logical_name: synth.stack.storage.records,
+        schema.CHECKPOINTS.logical_name: synth.stack.storage.checkpoints,
     }[spec.logical_name]
 
 
@@ -234,6 +235,9 @@ def test_functions_get_table_names_and_settings_through_schema_env_vars(default:
     }
     assert env[schema.ENV_USERS_TABLE] == {"Ref": default.logical_id(stack.storage.users)}
     assert env[schema.ENV_RECORDS_TABLE] == {"Ref": default.logical_id(stack.storage.records)}
+    assert env[schema.ENV_CHECKPOINTS_TABLE] == {
+        "Ref": default.logical_id(stack.storage.checkpoints)
+    }
     assert env[schema.ENV_TEXT_BACKEND] == "sagemaker"
     assert env[schema.ENV_TEXT_ENDPOINT] == CONFIG.text_endpoint
     assert env[schema.ENV_EMBED_ENDPOINT] == CONFIG.embed_endpoint

@@ -108,6 +108,7 @@ def local_world(
         schema.ENV_CONVERSATIONS_TABLE: f"{prefix}-conversations",
         schema.ENV_USERS_TABLE: f"{prefix}-users",
         schema.ENV_RECORDS_TABLE: f"{prefix}-records",
+        schema.ENV_CHECKPOINTS_TABLE: f"{prefix}-checkpoints",
         schema.ENV_PURGE_SETTLE_SECONDS: "0",
         schema.ENV_LONG_TERM_BACKEND: "embedded",
         schema.ENV_MEMORY_PATH: str(tmp_path / "memory.sqlite3"),

@@ -425,6 +425,7 @@ def test_local_mode_feeds_deleted_records_from_the_records_stream_to_the_purge(
         conversations_table="dev-conversations",
         users_table="dev-users",
         records_table="dev-records",
+        checkpoints_table="dev-checkpoints",
     )
     events: dict[str, list[dict[str, Any]]] = {m.name: [] for m in MAPPINGS}
 

@@ -63,11 +63,12 @@ from langgraph.store.base import (
     validate_op_namespace,
 )
 
+from chatmemory_client.checkpoint import ChatMemorySaver
 from chatmemory_client.client import ChatMemoryClient
 from chatmemory_client.errors import NotFound
 from chatmemory_client.models import Record
 
-__all__ = ["ChatMemoryStore"]
+__all__ = ["ChatMemorySaver", "ChatMemoryStore"]
 
 MAX_RECORD_ID = 128
 # The API's record search answers at most this many records.

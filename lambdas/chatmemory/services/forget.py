@@ -40,7 +40,7 @@ from datetime import datetime
 from chatmemory.clock import iso, parse_time, utc_now
 from chatmemory.domain import PurgeEntry, caller_of
 from chatmemory.errors import Conflict
-from chatmemory.ports import Clock, LongTermIndex, ShortTermMemory
+from chatmemory.ports import CheckpointStore, Clock, LongTermIndex, ShortTermMemory
 from chatmemory.schema import PurgeState, SessionStatus
 from chatmemory.services.profile import drop_session_records, entry_keys
 
@@ -85,8 +85,10 @@ def purge_session(
     time_left: Callable[[], float],
     clock: Clock = utc_now,
     policy: PurgePolicy = PurgePolicy(),
+    checkpoints: CheckpointStore | None = None,
 ) -> PurgeResult:
-    """Delete a DELETING session's long-term entries, turns and item, as far as time allows."""
+    """Delete a DELETING session's long-term entries, turns, LangGraph checkpoints and item,
+    as far as time allows."""
     session = memory.get_session(session_id)
     if session is None:
         return PurgeResult(session_id, "gone")
@@ -98,6 +100,8 @@ def purge_session(
     deleted = 0
     while True:
         count = memory.delete_turns(session_id, policy.turns_per_round)
+        if checkpoints is not None:
+            count += checkpoints.delete_checkpoints(session_id, policy.turns_per_round)
         deleted += count
         if count == 0:
             break

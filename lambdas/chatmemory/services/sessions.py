@@ -108,6 +108,7 @@ def create_session(
             # session exists (access.continued), so deleting it takes it out of this one.
             continued_from=previous.session_id if previous else None,
             client_id=alias.client_id if alias else None,
+            thread_root=_thread_root(previous, alias),
         )
         try:
             memory.create_session(session, user=user, end=ends, ended_at=now, alias=alias)
@@ -115,6 +116,14 @@ def create_session(
             continue  # a forget, or a session ended meanwhile: read again
         return session
     raise Conflict("the caller's sessions kept changing; retry the request")
+
+
+def _thread_root(previous: Session | None, alias: ClientAlias | None) -> str | None:
+    """The first session of the conversation a continuation under the same client id goes on
+    (its checkpoints are the thread's); None for a session that starts one."""
+    if previous is None or alias is None or previous.client_id != alias.client_id:
+        return None
+    return previous.thread_root or previous.session_id
 
 
 def resolve(memory: ShortTermMemory, user_id: str, session_id: str) -> str:

@@ -1,0 +1,375 @@
+"""LangGraph checkpoints on DynamoDB: the checkpoints table of schema.py, one partition per
+session. A value larger than one item can hold is split into chunks (schema.CHECKPOINT_CHUNK_BYTES
+each): its first item carries the type, the size and the number of chunks."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from chatmemory import schema
+from chatmemory.adapters.dynamodb.client import Guarded, is_conditional_failure
+from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
+from chatmemory.errors import ShortTermMemoryUnavailable
+from chatmemory.limits import DYNAMODB_BATCH_GET, DYNAMODB_BATCH_WRITE
+from chatmemory.schema import CHECKPOINT_KEY, SESSION_ID
+
+_CHUNK = schema.CHECKPOINT_CHUNK_BYTES
+
+
+def _key(session_id: str, item: str) -> dict[str, Any]:
+    return {SESSION_ID: {"S": session_id}, CHECKPOINT_KEY: {"S": item}}
+
+
+def _chunks(data: bytes) -> list[bytes]:
+    """`data` cut into item-sized parts (one empty part for no data)."""
+    return [data[i : i + _CHUNK] for i in range(0, len(data), _CHUNK)] or [b""]
+
+
+def _value_items(
+    session_id: str, key_of: Any, value: Blob, extra: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """The items of one value: the head (type, size, chunk count, `extra`, first chunk) and one
+    item per further chunk. `key_of(n)` is the sort key of chunk n."""
+    parts = _chunks(value.data)
+    head = {
+        **_key(session_id, key_of(0)),
+        "type": {"S": value.type},
+        "size": {"N": str(len(value.data))},
+        "chunks": {"N": str(len(parts))},
+        "data": {"B": parts[0]},
+        **extra,
+    }
+    rest = [{**_key(session_id, key_of(n)), "data": {"B": part}} for n, part in enumerate(parts)]
+    return [head, *rest[1:]]
+
+
+def _checkpoint_item(checkpoint: StoredCheckpoint) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        **_key(
+            checkpoint.session_id,
+            schema.checkpoint_key(checkpoint.checkpoint_ns, checkpoint.checkpoint_id),
+        ),
+        "checkpoint_ns": {"S": checkpoint.checkpoint_ns},
+        "checkpoint_id": {"S": checkpoint.checkpoint_id},
+        "checkpoint_type": {"S": checkpoint.checkpoint.type},
+        "checkpoint": {"B": checkpoint.checkpoint.data},
+        "metadata_type": {"S": checkpoint.metadata.type},
+        "metadata": {"B": checkpoint.metadata.data},
+        # JSON text, not a map: any JSON number or nesting, no Decimal conversions.
+        "metadata_json": {"S": json.dumps(checkpoint.metadata_json, separators=(",", ":"))},
+        "channel_versions": {"M": {k: {"S": v} for k, v in checkpoint.channel_versions.items()}},
+        "created_at": {"S": checkpoint.created_at},
+        "size": {"N": str(checkpoint.size)},
+    }
+    if checkpoint.parent_checkpoint_id:
+        item["parent_checkpoint_id"] = {"S": checkpoint.parent_checkpoint_id}
+    return item
+
+
+def _checkpoint_of(item: dict[str, Any]) -> StoredCheckpoint:
+    return StoredCheckpoint(
+        session_id=item[SESSION_ID]["S"],
+        checkpoint_ns=item["checkpoint_ns"]["S"],
+        checkpoint_id=item["checkpoint_id"]["S"],
+        parent_checkpoint_id=item.get("parent_checkpoint_id", {}).get("S"),
+        checkpoint=Blob(item["checkpoint_type"]["S"], bytes(item["checkpoint"]["B"])),
+        metadata=Blob(item["metadata_type"]["S"], bytes(item["metadata"]["B"])),
+        metadata_json=json.loads(item["metadata_json"]["S"]),
+        channel_versions={k: v["S"] for k, v in item["channel_versions"]["M"].items()},
+        created_at=item["created_at"]["S"],
+        size=int(item["size"]["N"]),
+    )
+
+
+class DynamoCheckpointStore:
+    """CheckpointStore on the checkpoints table (physical name from the deployment)."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self._db = Guarded(client)
+        self._table = table
+
+    # --- checkpoints --------------------------------------------------------------------------
+
+    def put_checkpoint(self, checkpoint: StoredCheckpoint, blobs: Sequence[ChannelBlob]) -> None:
+        sid, ns = checkpoint.session_id, checkpoint.checkpoint_ns
+        items: list[dict[str, Any]] = []
+        for blob in blobs:
+            items += _value_items(
+                sid,
+                lambda n, b=blob: schema.blob_key(ns, b.channel, b.version, n),
+                blob.value,
+                {},
+            )
+        # Values first, the checkpoint last: a checkpoint is never readable without its values.
+        self._batch_write({"PutRequest": {"Item": item}} for item in items)
+        self._db.put_item(TableName=self._table, Item=_checkpoint_item(checkpoint))
+
+    def get_checkpoint(
+        self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
+    ) -> StoredCheckpoint | None:
+        if checkpoint_id is not None:
+            answer = self._db.get_item(
+                TableName=self._table,
+                Key=_key(session_id, schema.checkpoint_key(checkpoint_ns, checkpoint_id)),
+                ConsistentRead=True,
+            )
+            item = answer.get("Item")
+            return _checkpoint_of(item) if item else None
+        found = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
+        return found[0] if found else None
+
+    def list_checkpoints(
+        self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
+    ) -> list[StoredCheckpoint]:
+        if checkpoint_ns is None:
+            # Every namespace: the session's checkpoints ordered here by id (a listing across
+            # namespaces is rare: LangGraph lists one namespace).
+            every = [
+                _checkpoint_of(item)
+                for item in self._query(session_id, "c#", newest_first=True, limit=None)
+            ]
+            every.sort(key=lambda c: c.checkpoint_id, reverse=True)
+            return [c for c in every if before is None or c.checkpoint_id < before][:limit]
+        prefix = schema.checkpoint_prefix(checkpoint_ns)
+        names = {"#k": CHECKPOINT_KEY}
+        values: dict[str, Any] = {":s": {"S": session_id}, ":p": {"S": prefix}}
+        if before is None:
+            condition = f"{SESSION_ID} = :s AND begins_with(#k, :p)"
+        else:
+            condition = f"{SESSION_ID} = :s AND #k BETWEEN :p AND :b"
+            # BETWEEN is inclusive: the greatest key below `before` is before itself less one
+            # step; ids are compared as strings, so "below" is taken from the key's last char.
+            values[":b"] = {"S": prefix + _just_below(before)}
+        found: list[StoredCheckpoint] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": condition,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": values,
+            "ScanIndexForward": False,
+            "ConsistentRead": True,
+            "Limit": limit,
+        }
+        while len(found) < limit:
+            answer = self._db.query(**kwargs)
+            found += [_checkpoint_of(item) for item in answer.get("Items", [])]
+            if "LastEvaluatedKey" not in answer:
+                break
+            kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
+        return found[:limit]
+
+    # --- channel values -----------------------------------------------------------------------
+
+    def blob_sizes(
+        self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
+    ) -> dict[str, int]:
+        heads = self._heads(session_id, checkpoint_ns, versions, projection=True)
+        return {channel: int(item["size"]["N"]) for channel, item in heads.items()}
+
+    def get_blobs(
+        self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
+    ) -> dict[str, Blob]:
+        heads = self._heads(session_id, checkpoint_ns, versions, projection=False)
+        rest = [
+            _key(session_id, schema.blob_key(checkpoint_ns, channel, versions[channel], n))
+            for channel, head in heads.items()
+            for n in range(1, int(head["chunks"]["N"]))
+        ]
+        parts = {item[CHECKPOINT_KEY]["S"]: bytes(item["data"]["B"]) for item in self._get(rest)}
+        blobs: dict[str, Blob] = {}
+        for channel, head in heads.items():
+            data = bytes(head["data"]["B"])
+            for n in range(1, int(head["chunks"]["N"])):
+                data += parts[schema.blob_key(checkpoint_ns, channel, versions[channel], n)]
+            blobs[channel] = Blob(head["type"]["S"], data)
+        return blobs
+
+    def _heads(
+        self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str], *, projection: bool
+    ) -> dict[str, dict[str, Any]]:
+        by_key = {schema.blob_key(checkpoint_ns, c, v): c for c, v in versions.items()}
+        keys = [_key(session_id, k) for k in by_key]
+        items = self._get(keys, projection="#k, #z" if projection else None)
+        return {by_key[item[CHECKPOINT_KEY]["S"]]: item for item in items}
+
+    # --- pending writes -----------------------------------------------------------------------
+
+    def put_writes(
+        self,
+        session_id: str,
+        checkpoint_ns: str,
+        checkpoint_id: str,
+        writes: Sequence[PendingWrite],
+    ) -> None:
+        for write in writes:
+            items = _value_items(
+                session_id,
+                lambda n, w=write: schema.write_key(
+                    checkpoint_ns, checkpoint_id, w.task_id, w.idx, n
+                ),
+                write.value,
+                {
+                    "task_id": {"S": write.task_id},
+                    "idx": {"N": str(write.idx)},
+                    "channel": {"S": write.channel},
+                    "task_path": {"S": write.task_path},
+                },
+            )
+            head, rest = items[0], items[1:]
+            # Further chunks before the head that makes them readable. A retried write of the
+            # same (task_id, idx) carries the same value (LangGraph's tasks are deterministic).
+            self._batch_write({"PutRequest": {"Item": item}} for item in rest)
+            put: dict[str, Any] = {"TableName": self._table, "Item": head}
+            if write.idx >= 0:
+                put["ConditionExpression"] = f"attribute_not_exists({SESSION_ID})"
+            try:
+                self._db.put_item(**put)
+            except ClientError as error:
+                if not is_conditional_failure(error):
+                    raise  # stored already: the first write stands
+
+    def get_writes(
+        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
+    ) -> list[PendingWrite]:
+        items = self._query(
+            session_id, schema.writes_prefix(checkpoint_ns, checkpoint_id), limit=None
+        )
+        by_key = {item[CHECKPOINT_KEY]["S"]: item for item in items}
+        writes: list[PendingWrite] = []
+        for key, head in by_key.items():
+            if "chunks" not in head:
+                continue  # a further chunk: read with its head
+            data = bytes(head["data"]["B"])
+            stem = key.rsplit("#", 1)[0]
+            for n in range(1, int(head["chunks"]["N"])):
+                part = by_key.get(f"{stem}#{n}")
+                if part is None:
+                    break
+                data += bytes(part["data"]["B"])
+            writes.append(
+                PendingWrite(
+                    task_id=head["task_id"]["S"],
+                    idx=int(head["idx"]["N"]),
+                    channel=head["channel"]["S"],
+                    value=Blob(head["type"]["S"], data),
+                    task_path=head["task_path"]["S"],
+                )
+            )
+        writes.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
+        return writes
+
+    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
+        items = self._query(
+            session_id,
+            schema.writes_prefix(checkpoint_ns, checkpoint_id),
+            limit=None,
+            projection="#z",
+        )
+        return sum(int(item["size"]["N"]) for item in items if "size" in item)
+
+    # --- purge --------------------------------------------------------------------------------
+
+    def delete_checkpoints(self, session_id: str, limit: int) -> int:
+        answer = self._db.query(
+            TableName=self._table,
+            KeyConditionExpression=f"{SESSION_ID} = :s",
+            ExpressionAttributeValues={":s": {"S": session_id}},
+            ProjectionExpression="#k",
+            ExpressionAttributeNames={"#k": CHECKPOINT_KEY},
+            ConsistentRead=True,
+            Limit=limit,
+        )
+        keys = [_key(session_id, item[CHECKPOINT_KEY]["S"]) for item in answer.get("Items", [])]
+        self._batch_write({"DeleteRequest": {"Key": key}} for key in keys)
+        return len(keys)
+
+    # --- requests -----------------------------------------------------------------------------
+
+    def _query(
+        self,
+        session_id: str,
+        prefix: str,
+        *,
+        newest_first: bool = False,
+        limit: int | None,
+        projection: str | None = None,
+    ) -> list[dict[str, Any]]:
+        kwargs: dict[str, Any] = {
+            "TableName": self._table,
+            "KeyConditionExpression": f"{SESSION_ID} = :s AND begins_with(#k, :p)",
+            "ExpressionAttributeNames": {"#k": CHECKPOINT_KEY},
+            "ExpressionAttributeValues": {":s": {"S": session_id}, ":p": {"S": prefix}},
+            "ScanIndexForward": not newest_first,
+            "ConsistentRead": True,
+        }
+        if projection:
+            kwargs["ProjectionExpression"] = f"#k, {projection}"
+            kwargs["ExpressionAttributeNames"]["#z"] = "size"
+        if limit is not None:
+            kwargs["Limit"] = limit
+        items: list[dict[str, Any]] = []
+        for page in self._db.get_paginator("query").paginate(**kwargs):
+            items += page.get("Items", [])
+        return items
+
+    def _get(
+        self, keys: list[dict[str, Any]], *, projection: str | None = None
+    ) -> list[dict[str, Any]]:
+        """BatchGetItem, strongly consistent, 100 keys a request, unprocessed keys again."""
+        found: list[dict[str, Any]] = []
+        for start in range(0, len(keys), DYNAMODB_BATCH_GET.count):
+            spec: dict[str, Any] = {
+                "Keys": keys[start : start + DYNAMODB_BATCH_GET.count],
+                "ConsistentRead": True,
+            }
+            if projection:
+                spec["ProjectionExpression"] = projection
+                # size is a reserved word of DynamoDB's expressions.
+                spec["ExpressionAttributeNames"] = {"#k": CHECKPOINT_KEY, "#z": "size"}
+            request: dict[str, Any] = {self._table: spec}
+            for attempt in range(8):
+                answer = self._db.batch_get_item(RequestItems=request)
+                found += answer.get("Responses", {}).get(self._table, [])
+                request = answer.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            else:
+                raise ShortTermMemoryUnavailable("DynamoDB kept keys unprocessed; retry")
+        return found
+
+    def _batch_write(self, requests: Iterable[dict[str, Any]]) -> None:
+        """BatchWriteItem in batches of 25 (at most 25 x 350 KB: within its 16 MB), unprocessed
+        items sent again."""
+        batch: list[dict[str, Any]] = []
+        for request in requests:
+            batch.append(request)
+            if len(batch) == DYNAMODB_BATCH_WRITE.count:
+                self._flush(batch)
+                batch = []
+        if batch:
+            self._flush(batch)
+
+    def _flush(self, batch: list[dict[str, Any]]) -> None:
+        pending: dict[str, Any] = {self._table: batch}
+        for attempt in range(8):
+            answer = self._db.batch_write_item(RequestItems=pending)
+            pending = answer.get("UnprocessedItems") or {}
+            if not pending:
+                return
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        raise ShortTermMemoryUnavailable("DynamoDB kept items unprocessed; retry the request")
+
+
+def _just_below(checkpoint_id: str) -> str:
+    """The greatest string sorting below `checkpoint_id` among ids of its alphabet: its last
+    character one step down, then the highest character, so BETWEEN (inclusive) excludes it."""
+    if not checkpoint_id:
+        return ""
+    last = checkpoint_id[-1]
+    return checkpoint_id[:-1] + chr(ord(last) - 1) + "\U0010ffff"

@@ -1,0 +1,234 @@
+"""A LangGraph checkpointer's storage on the server: a thread is a session of the caller.
+
+Checkpoints, channel values and pending writes live in the session's partition of the
+checkpoints table (ports.CheckpointStore), behind the same visibility rule as its turns
+(services/access.py): a deleted session's checkpoints are unreachable at once, and its purge
+removes them with its turns (services/forget.py). The client serializes every value with
+LangGraph's serde; the server stores the bytes and reads only the metadata's JSON (list
+filters), the channel versions (which values make a checkpoint) and the sizes (the limits in
+schema.py: what one checkpoint may hold, so that reading it back fits one Lambda answer).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from chatmemory.clock import iso, utc_now
+from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
+    PendingWrite,
+    Session,
+    StoredCheckpoint,
+    visible_to,
+)
+from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
+from chatmemory.ports import CheckpointStore, Clock, ShortTermMemory
+from chatmemory.schema import (
+    MAX_CHECKPOINT_BYTES,
+    MAX_CHECKPOINT_ITEM_BYTES,
+    MAX_CHECKPOINT_WRITES_BYTES,
+)
+from chatmemory.services.access import owned_session
+
+# What one page of a listing may carry of values and writes (a checkpoint at both limits is
+# 4 MiB: a page holds at least one checkpoint whatever its size).
+LIST_PAGE_BYTES = MAX_CHECKPOINT_BYTES + MAX_CHECKPOINT_WRITES_BYTES
+# Checkpoints read at once while a filtered listing fills a page.
+_LIST_READ = 50
+
+
+@dataclass
+class CheckpointTuple:
+    """A checkpoint with the values of its channels and its pending writes."""
+
+    checkpoint: StoredCheckpoint
+    values: dict[str, Blob] = field(default_factory=dict)
+    writes: list[PendingWrite] = field(default_factory=list)
+
+    @property
+    def size(self) -> int:
+        return sum(len(b.data) for b in self.values.values()) + sum(
+            len(w.value.data) for w in self.writes
+        )
+
+
+def thread_partition(memory: ShortTermMemory, user_id: str, session_id: str) -> str:
+    """The partition of the thread a caller's session is part of: the session's own, or, for a
+    conversation continued on the server under its client id (26a), its first session's, so a
+    thread keeps its checkpoints across idle ends. That first session must still be visible
+    (one more read, for continued threads only): deleting it takes the checkpoints along."""
+    session = owned_session(memory, user_id, session_id)
+    root = session.thread_root
+    if not root or root == session.session_id:
+        return session.session_id
+    first = memory.get_session(root)
+    if first is None or not _same_thread(session, first):
+        raise SessionNotFound(f"session {session_id} not found (its thread was deleted)")
+    return root
+
+
+def _same_thread(session: Session, first: Session) -> bool:
+    return visible_to(session.user_id, first.user_id, first.status)
+
+
+def put_checkpoint(
+    memory: ShortTermMemory,
+    store: CheckpointStore,
+    user_id: str,
+    session_id: str,
+    *,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    parent_checkpoint_id: str | None,
+    checkpoint: Blob,
+    metadata: Blob,
+    metadata_json: dict[str, Any],
+    channel_versions: Mapping[str, str],
+    blobs: Sequence[ChannelBlob],
+    clock: Clock = utc_now,
+) -> StoredCheckpoint:
+    """Store a checkpoint and the values of its channels that changed (`blobs`); the others
+    are the values stored with earlier checkpoints at the versions `channel_versions` names.
+    PayloadTooLarge when all its values together exceed MAX_CHECKPOINT_BYTES."""
+    partition = thread_partition(memory, user_id, session_id)
+    new: dict[str, int] = {}
+    for blob in blobs:
+        if channel_versions.get(blob.channel) != blob.version:
+            raise BadRequest(
+                f"blob of channel {blob.channel!r} at version {blob.version!r} is not a version "
+                "of the checkpoint's channel_versions"
+            )
+        if blob.channel in new:
+            raise BadRequest(f"two blobs of channel {blob.channel!r}")
+        new[blob.channel] = len(blob.value.data)
+    own = len(checkpoint.data) + len(metadata.data) + len(json.dumps(metadata_json))
+    if own > MAX_CHECKPOINT_ITEM_BYTES:
+        raise PayloadTooLarge(
+            f"the checkpoint without its channel values, with its metadata, is {own} bytes; "
+            f"at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
+        )
+    carried = {c: v for c, v in channel_versions.items() if c not in new}
+    sizes = store.blob_sizes(partition, checkpoint_ns, carried) if carried else {}
+    total = sum(new.values()) + sum(sizes.values())
+    if total > MAX_CHECKPOINT_BYTES:
+        raise PayloadTooLarge(
+            f"the checkpoint's channel values are {total} bytes serialized; at most "
+            f"{MAX_CHECKPOINT_BYTES} are accepted per checkpoint"
+        )
+    stored = StoredCheckpoint(
+        session_id=partition,
+        checkpoint_ns=checkpoint_ns,
+        checkpoint_id=checkpoint_id,
+        parent_checkpoint_id=parent_checkpoint_id,
+        checkpoint=checkpoint,
+        metadata=metadata,
+        metadata_json=metadata_json,
+        channel_versions=dict(channel_versions),
+        created_at=iso(clock()),
+        size=total,
+    )
+    store.put_checkpoint(stored, blobs)
+    return stored
+
+
+def get_checkpoint(
+    memory: ShortTermMemory,
+    store: CheckpointStore,
+    user_id: str,
+    session_id: str,
+    *,
+    checkpoint_ns: str,
+    checkpoint_id: str | None,
+) -> CheckpointTuple:
+    """The checkpoint of that id (None: the newest of the namespace) with its values and
+    writes; CheckpointNotFound when there is none."""
+    partition = thread_partition(memory, user_id, session_id)
+    found = store.get_checkpoint(partition, checkpoint_ns, checkpoint_id)
+    if found is None:
+        raise CheckpointNotFound(
+            f"no checkpoint {checkpoint_id or '(latest)'} in namespace {checkpoint_ns!r} of "
+            f"session {session_id}"
+        )
+    return _tuple(store, found)
+
+
+def list_checkpoints(
+    memory: ShortTermMemory,
+    store: CheckpointStore,
+    user_id: str,
+    session_id: str,
+    *,
+    checkpoint_ns: str | None,
+    before: str | None,
+    limit: int,
+    filter: Mapping[str, Any],  # noqa: A002 - LangGraph's name
+    page_bytes: int = LIST_PAGE_BYTES,
+) -> tuple[list[CheckpointTuple], str | None]:
+    """Up to `limit` checkpoints newest first, below `before` if given, whose metadata has
+    every key of `filter` with that value; as many as fit `page_bytes` (at least one). The
+    second value is where the next page starts (its `before`), None when none can follow."""
+    partition = thread_partition(memory, user_id, session_id)
+    found: list[CheckpointTuple] = []
+    used = 0
+    cursor = before
+    while True:
+        read = store.list_checkpoints(partition, checkpoint_ns, cursor, _LIST_READ)
+        for checkpoint in read:
+            cursor = checkpoint.checkpoint_id
+            if not _matches(checkpoint.metadata_json, filter):
+                continue
+            entry = _tuple(store, checkpoint)
+            if found and used + entry.size > page_bytes:
+                return found, found[-1].checkpoint.checkpoint_id
+            found.append(entry)
+            used += entry.size
+            if len(found) == limit:
+                return found, cursor
+        if len(read) < _LIST_READ:
+            return found, None
+
+
+def put_writes(
+    memory: ShortTermMemory,
+    store: CheckpointStore,
+    user_id: str,
+    session_id: str,
+    *,
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    writes: Sequence[PendingWrite],
+) -> None:
+    """Store a task's pending writes for a checkpoint (idempotent by (task_id, idx)).
+    PayloadTooLarge when the checkpoint's writes would exceed MAX_CHECKPOINT_WRITES_BYTES."""
+    partition = thread_partition(memory, user_id, session_id)
+    seen: set[tuple[str, int]] = set()
+    for write in writes:
+        if (write.task_id, write.idx) in seen:
+            raise BadRequest(f"two writes of task {write.task_id} with index {write.idx}")
+        seen.add((write.task_id, write.idx))
+    adding = sum(len(w.value.data) for w in writes)
+    if adding > MAX_CHECKPOINT_WRITES_BYTES or (
+        adding + store.writes_size(partition, checkpoint_ns, checkpoint_id)
+        > MAX_CHECKPOINT_WRITES_BYTES
+    ):
+        raise PayloadTooLarge(
+            f"a checkpoint's pending writes may hold at most {MAX_CHECKPOINT_WRITES_BYTES} "
+            "bytes serialized"
+        )
+    store.put_writes(partition, checkpoint_ns, checkpoint_id, writes)
+
+
+def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTuple:
+    sid, ns = checkpoint.session_id, checkpoint.checkpoint_ns
+    values = store.get_blobs(sid, ns, checkpoint.channel_versions)
+    writes = store.get_writes(sid, ns, checkpoint.checkpoint_id)
+    return CheckpointTuple(checkpoint, values, writes)
+
+
+def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """LangGraph's list filter: every key of `wanted` in the metadata with an equal value."""
+    return all(key in metadata and metadata[key] == value for key, value in wanted.items())

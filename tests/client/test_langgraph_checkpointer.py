@@ -1,0 +1,189 @@
+"""ChatMemorySaver, LangGraph's checkpointer over the checkpoints API, against local mode
+(DynamoDB Local and the real handlers): LangGraph's own conformance suite
+(langgraph-checkpoint-conformance), a graph that keeps its state across savers, the messages
+of a thread stored as its session's turns, and delete_thread as a session delete."""
+
+from __future__ import annotations
+
+import asyncio
+import operator
+import uuid
+from typing import Annotated, Any, TypedDict
+
+import pytest
+from chatmemory_client import BadRequest, ChatMemoryClient, NotFound, PayloadTooLarge
+from chatmemory_client.checkpoint import TurnNotStored
+from chatmemory_client.langgraph import ChatMemorySaver
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.report import CapabilityReport
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.message import add_messages
+
+from chatmemory import schema
+from tests.integration.helpers import World
+
+pytestmark = pytest.mark.integration
+
+
+def conformance(url: str) -> CapabilityReport:
+    """LangGraph's conformance suite, every capability, each with a saver of its own user."""
+
+    @checkpointer_test(name="ChatMemorySaver")
+    async def saver() -> Any:
+        yield ChatMemorySaver(base_url=url, user_id=f"conformance-{uuid.uuid4()}")
+
+    return asyncio.run(validate(saver))
+
+
+def test_the_saver_passes_langgraphs_conformance_suite(world: World) -> None:
+    report = conformance(world.url)
+    report.print_report()  # pytest -s shows it, with the counts below (the closing note's)
+    counts = {name: (r.tests_passed, r.tests_failed) for name, r in report.results.items()}
+    print("passed, failed per capability:", counts)
+    failures = {name: r.failures for name, r in report.results.items() if r.failures}
+    assert report.passed_all_base(), failures
+
+
+# --- a graph with a checkpointer --------------------------------------------------------------
+
+
+class Chat(TypedDict):
+    messages: Annotated[list[AnyMessage], add_messages]
+    steps: Annotated[int, operator.add]
+
+
+def answer(state: Chat) -> dict[str, Any]:
+    said = state["messages"][-1].content
+    return {"messages": [AIMessage(f"You said: {said}")], "steps": 1}
+
+
+def chat_graph(saver: ChatMemorySaver) -> Any:
+    builder = StateGraph(Chat)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    builder.add_edge("answer", END)
+    return builder.compile(checkpointer=saver)
+
+
+def test_a_threads_state_survives_a_new_saver_and_its_exchanges_are_turns(world: World) -> None:
+    config = {"configurable": {"thread_id": "alice-trip"}}
+    first = chat_graph(ChatMemorySaver(base_url=world.url, user_id="alice"))
+    first.invoke({"messages": [HumanMessage("We fly to Porto in May.")], "steps": 0}, config)
+
+    later = chat_graph(ChatMemorySaver(base_url=world.url, user_id="alice"))
+    out = later.invoke({"messages": [HumanMessage("Book a window seat.")]}, config)
+    assert [m.content for m in out["messages"]] == [
+        "We fly to Porto in May.",
+        "You said: We fly to Porto in May.",
+        "Book a window seat.",
+        "You said: Book a window seat.",
+    ]
+    assert out["steps"] == 2
+    history = list(later.get_state_history(config))
+    assert len(history) >= 4 and history[0].values["steps"] == 2
+
+    client = ChatMemoryClient(world.url, user_id="alice")
+    turns = list(client.list_turns("alice-trip"))
+    assert [(t.input, t.response) for t in turns] == [
+        ("We fly to Porto in May.", "You said: We fly to Porto in May."),
+        ("Book a window seat.", "You said: Book a window seat."),
+    ]
+    assert ChatMemoryClient(world.url, user_id="bob").list_sessions() is not None
+    with pytest.raises(NotFound):
+        ChatMemoryClient(world.url, user_id="bob").get_session("alice-trip")
+    bob = chat_graph(ChatMemorySaver(base_url=world.url, user_id="bob"))
+    assert bob.get_state(config).values == {}
+
+
+def test_deleting_a_thread_deletes_its_session_and_the_id_works_again(world: World) -> None:
+    saver = ChatMemorySaver(base_url=world.url, user_id="carol")
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": "carol-1"}}
+    graph.invoke({"messages": [HumanMessage("My locker code is 4711.")], "steps": 0}, config)
+
+    saver.delete_thread("carol-1")
+    assert saver.get_tuple(config) is None
+    assert list(saver.list(config)) == []
+    client = ChatMemoryClient(world.url, user_id="carol")
+    with pytest.raises(NotFound):
+        client.get_session("carol-1")
+    world.poller.drain()  # the purge
+    table = world.dynamodb()
+    items = table.scan(TableName=world_table(world, "checkpoints"))["Items"]
+    assert items == []
+
+    out = graph.invoke({"messages": [HumanMessage("Hello again.")], "steps": 0}, config)
+    assert [m.content for m in out["messages"]] == ["Hello again.", "You said: Hello again."]
+
+
+def world_table(world: World, logical: str) -> str:
+    import os
+
+    return os.environ[schema.CHECKPOINTS.env_var] if logical == "checkpoints" else logical
+
+
+def test_a_checkpoint_over_the_limit_is_refused_with_a_clear_error(world: World) -> None:
+    saver = ChatMemorySaver(base_url=world.url, user_id="dave")
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": "dave-1"}}
+    # Random bytes in text do not compress: 2.5 MB of state, over the 2 MiB of a checkpoint.
+    huge = uuid.uuid4().hex * (2_500_000 // 32)
+    with pytest.raises(PayloadTooLarge, match="at most 2097152"):
+        graph.invoke({"messages": [HumanMessage(huge)], "steps": 0}, config)
+
+
+def test_a_large_state_is_stored_across_items(world: World) -> None:
+    saver = ChatMemorySaver(base_url=world.url, user_id="erin", store_turns=False)
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": "erin-1"}}
+    big = "".join(uuid.uuid4().hex for _ in range(25_000))  # 800 KB, twice in the state
+    out = graph.invoke({"messages": [HumanMessage(big)], "steps": 0}, config)
+    again = chat_graph(ChatMemorySaver(base_url=world.url, user_id="erin")).get_state(config)
+    assert again.values["messages"][0].content == big
+    assert out["messages"][-1].content.endswith(big[-10:])
+
+
+def test_a_thread_keeps_its_checkpoints_when_its_session_is_continued(world: World) -> None:
+    """The idle sweeper (here an explicit end) ends the thread's session; the next exchange's
+    turn continues it in a new session under the same id, and the thread's checkpoints, kept in
+    its first session's partition, are still its own."""
+    saver = ChatMemorySaver(base_url=world.url, user_id="frank")
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": "frank-1"}}
+    graph.invoke({"messages": [HumanMessage("First.")], "steps": 0}, config)
+    client = ChatMemoryClient(world.url, user_id="frank")
+    first = client.end_session("frank-1")
+
+    graph.invoke({"messages": [HumanMessage("Second.")]}, config)
+    now = client.get_session("frank-1")
+    assert now.session_id != first.session_id and now.continued_from == first.session_id
+    out = chat_graph(ChatMemorySaver(base_url=world.url, user_id="frank")).invoke(
+        {"messages": [HumanMessage("Third.")]}, config
+    )
+    assert [m.content for m in out["messages"] if m.type == "human"] == [
+        "First.",
+        "Second.",
+        "Third.",
+    ]
+    assert out["steps"] == 3
+
+    saver.delete_thread("frank-1")
+    assert saver.get_tuple(config) is None
+    with pytest.raises(NotFound):
+        client.get_session(first.session_id)
+
+
+def test_an_exchange_too_long_for_a_turn_warns_and_the_graph_goes_on(world: World) -> None:
+    config = {"configurable": {"thread_id": "gina-1"}}
+    long = "word " * 40_000  # 200,000 characters: over the API's input limit for a turn
+    graph = chat_graph(ChatMemorySaver(base_url=world.url, user_id="gina"))
+    with pytest.warns(TurnNotStored, match="not stored as a turn"):
+        out = graph.invoke({"messages": [HumanMessage(long)], "steps": 0}, config)
+    assert out["steps"] == 1
+    assert graph.get_state(config).values["messages"][0].content == long
+    assert list(ChatMemoryClient(world.url, user_id="gina").list_turns("gina-1")) == []
+
+    strict = chat_graph(ChatMemorySaver(base_url=world.url, user_id="gina", strict_turns=True))
+    with pytest.raises((PayloadTooLarge, BadRequest)):
+        strict.invoke({"messages": [HumanMessage(long)]}, config)

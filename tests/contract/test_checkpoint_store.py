@@ -1,0 +1,180 @@
+"""One contract for every CheckpointStore: the DynamoDB adapter (on moto) and the in-memory fake
+that service tests use keep the same promises, values past one item's size included."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from chatmemory import schema, wiring
+from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
+from chatmemory.ports import CheckpointStore
+from tests.checkpoints_fake import InMemoryCheckpointStore
+
+T0 = "2026-11-27T10:00:00.000Z"
+
+
+@pytest.fixture(params=["in-memory", "dynamodb"])
+def store(request: pytest.FixtureRequest) -> Iterator[CheckpointStore]:
+    if request.param == "in-memory":
+        yield InMemoryCheckpointStore()
+        return
+    request.getfixturevalue("dynamodb")  # moto tables from schema.py
+    yield wiring.checkpoint_store()
+
+
+def _checkpoint(
+    cid: str, *, ns: str = "", parent: str | None = None, versions: dict[str, str] | None = None,
+    sid: str = "s1", **metadata: object,
+) -> StoredCheckpoint:  # fmt: skip
+    return StoredCheckpoint(
+        session_id=sid,
+        checkpoint_ns=ns,
+        checkpoint_id=cid,
+        parent_checkpoint_id=parent,
+        checkpoint=Blob("msgpack", f"checkpoint {cid}".encode()),
+        metadata=Blob("msgpack", b"meta"),
+        metadata_json=dict(metadata),
+        channel_versions=versions or {},
+        created_at=T0,
+    )
+
+
+def _write(task: str, idx: int, channel: str, data: bytes, path: str = "") -> PendingWrite:
+    return PendingWrite(task, idx, channel, Blob("msgpack", data), path)
+
+
+def test_a_checkpoint_reads_back_with_its_values_at_their_versions(store: CheckpointStore) -> None:
+    first = _checkpoint("1", versions={"a": "1", "b": "1"}, source="input", step=-1)
+    store.put_checkpoint(
+        first,
+        [ChannelBlob("a", "1", Blob("json", b"A1")), ChannelBlob("b", "1", Blob("json", b"B1"))],
+    )
+    second = _checkpoint("2", parent="1", versions={"a": "2", "b": "1"})
+    store.put_checkpoint(second, [ChannelBlob("a", "2", Blob("json", b"A2"))])
+
+    got = store.get_checkpoint("s1", "", "1")
+    assert got is not None and got.metadata_json == {"source": "input", "step": -1}
+    assert (got.checkpoint, got.parent_checkpoint_id) == (first.checkpoint, None)
+    latest = store.get_checkpoint("s1", "", None)
+    assert latest is not None and (latest.checkpoint_id, latest.parent_checkpoint_id) == ("2", "1")
+    assert store.get_blobs("s1", "", latest.channel_versions) == {
+        "a": Blob("json", b"A2"),
+        "b": Blob("json", b"B1"),
+    }
+    assert store.get_blobs("s1", "", {"a": "1"}) == {"a": Blob("json", b"A1")}
+    assert store.blob_sizes("s1", "", {"a": "2", "b": "1", "gone": "9"}) == {"a": 2, "b": 2}
+    assert store.get_checkpoint("s1", "", "3") is None
+    assert store.get_checkpoint("other", "", None) is None
+
+
+def test_a_value_larger_than_an_item_is_stored_whole(store: CheckpointStore) -> None:
+    big = bytes(range(256)) * (3 * schema.CHECKPOINT_CHUNK_BYTES // 256 + 7)
+    store.put_checkpoint(
+        _checkpoint("1", versions={"messages": "1", "empty": "1"}),
+        [
+            ChannelBlob("messages", "1", Blob("msgpack", big)),
+            ChannelBlob("empty", "1", Blob("empty", b"")),
+        ],
+    )
+    store.put_writes("s1", "", "1", [_write("t", 0, "messages", big)])
+
+    values = store.get_blobs("s1", "", {"messages": "1", "empty": "1"})
+    assert values["messages"] == Blob("msgpack", big)
+    assert values["empty"] == Blob("empty", b"")
+    assert store.blob_sizes("s1", "", {"messages": "1"}) == {"messages": len(big)}
+    (write,) = store.get_writes("s1", "", "1")
+    assert write.value.data == big
+    assert store.writes_size("s1", "", "1") == len(big)
+
+
+def test_namespaces_keep_their_own_checkpoints_and_values(store: CheckpointStore) -> None:
+    for ns in ("", "child:1", "weird#ns%|x"):
+        store.put_checkpoint(
+            _checkpoint(f"id-{ns or 'root'}", ns=ns, versions={"a": "1"}),
+            [ChannelBlob("a", "1", Blob("json", ns.encode()))],
+        )
+    for ns in ("", "child:1", "weird#ns%|x"):
+        (only,) = store.list_checkpoints("s1", ns, None, 10)
+        assert only.checkpoint_ns == ns
+        assert store.get_blobs("s1", ns, {"a": "1"})["a"].data == ns.encode()
+    assert len(store.list_checkpoints("s1", None, None, 10)) == 3
+
+
+def test_a_listing_is_newest_first_below_before_and_limited(store: CheckpointStore) -> None:
+    ids = [f"1ef-{n:04d}" for n in range(12)]
+    for cid in ids:
+        store.put_checkpoint(_checkpoint(cid), [])
+    store.put_checkpoint(_checkpoint("1ef-9999", ns="child"), [])
+
+    listed = [c.checkpoint_id for c in store.list_checkpoints("s1", "", None, 100)]
+    assert listed == ids[::-1]
+    assert [c.checkpoint_id for c in store.list_checkpoints("s1", "", ids[5], 3)] == [
+        ids[4],
+        ids[3],
+        ids[2],
+    ]
+    assert store.list_checkpoints("s1", "", ids[0], 10) == []
+    every = [c.checkpoint_id for c in store.list_checkpoints("s1", None, None, 2)]
+    assert every == ["1ef-9999", ids[-1]]
+
+
+def test_a_write_stored_again_is_kept_as_first_stored_unless_special(
+    store: CheckpointStore,
+) -> None:
+    store.put_writes(
+        "s1", "", "1", [_write("t1", 0, "ch", b"first"), _write("t1", -1, "__error__", b"e1")]
+    )
+    store.put_writes(
+        "s1", "", "1", [_write("t1", 0, "ch", b"again"), _write("t1", -1, "__error__", b"e2")]
+    )
+    store.put_writes("s1", "", "1", [_write("t0", 1, "ch", b"other", path="a")])
+    store.put_writes("s1", "child", "1", [_write("t1", 0, "ch", b"child")])
+
+    writes = store.get_writes("s1", "", "1")
+    assert [(w.task_id, w.idx, w.value.data) for w in writes] == [
+        ("t1", -1, b"e2"),
+        ("t1", 0, b"first"),
+        ("t0", 1, b"other"),
+    ]
+    assert [w.value.data for w in store.get_writes("s1", "child", "1")] == [b"child"]
+    assert store.get_writes("s1", "", "2") == []
+
+
+def test_deleting_a_sessions_checkpoints_removes_every_item(store: CheckpointStore) -> None:
+    big = b"x" * (schema.CHECKPOINT_CHUNK_BYTES + 1)
+    store.put_checkpoint(
+        _checkpoint("1", versions={"a": "1"}), [ChannelBlob("a", "1", Blob("b", big))]
+    )
+    store.put_writes("s1", "", "1", [_write("t", 0, "ch", big)])
+    store.put_checkpoint(_checkpoint("1", sid="s2"), [])
+
+    while store.delete_checkpoints("s1", 2):
+        pass
+    assert store.get_checkpoint("s1", "", None) is None
+    assert store.get_blobs("s1", "", {"a": "1"}) == {}
+    assert store.get_writes("s1", "", "1") == []
+    assert store.get_checkpoint("s2", "", "1") is not None
+
+
+def test_names_of_any_length_fit_a_sort_key(store: CheckpointStore) -> None:
+    """A namespace of 1,024 characters (4 bytes each in UTF-8), long channels, versions and
+    task ids: each stays within DynamoDB's 1,024 bytes of a sort key, and two long names that
+    differ only at their end stay apart."""
+    ns = "\U0001f600" * 1023 + "a"
+    other_ns = "\U0001f600" * 1023 + "b"
+    channel, version, task = "c" * 256, "9" * 128, "t" * 256
+    for n, space in enumerate((ns, other_ns)):
+        store.put_checkpoint(
+            _checkpoint(f"id-{n}", ns=space, versions={channel: version}),
+            [ChannelBlob(channel, version, Blob("json", space[-1].encode()))],
+        )
+        store.put_writes("s1", space, f"id-{n}", [_write(task, 0, channel, space[-1].encode())])
+    for n, space in enumerate((ns, other_ns)):
+        (found,) = store.list_checkpoints("s1", space, None, 10)
+        assert (found.checkpoint_id, found.checkpoint_ns) == (f"id-{n}", space)
+        assert store.get_blobs("s1", space, {channel: version})[channel].data == space[-1].encode()
+        (write,) = store.get_writes("s1", space, f"id-{n}")
+        assert (write.task_id, write.channel) == (task, channel)
+        assert store.list_checkpoints("s1", space, f"id-{n}", 10) == []

@@ -1,0 +1,170 @@
+"""services/checkpoints.py on the in-memory fakes: limits refused before anything is stored,
+listing pages and filters, who may read a thread, and a thread continued under its client id."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chatmemory.domain import Blob, ChannelBlob, PendingWrite
+from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
+from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
+from chatmemory.services import checkpoints, sessions
+from tests.checkpoints_fake import InMemoryCheckpointStore
+from tests.memory_fake import InMemoryShortTermMemory
+
+MiB = 1024 * 1024
+
+
+@pytest.fixture
+def memory() -> InMemoryShortTermMemory:
+    return InMemoryShortTermMemory()
+
+
+@pytest.fixture
+def store() -> InMemoryCheckpointStore:
+    return InMemoryCheckpointStore()
+
+
+def _put(
+    memory: Any, store: Any, sid: str, cid: str, values: dict[str, bytes],
+    versions: dict[str, str], *, user: str = "alice", parent: str | None = None, **meta: Any,
+) -> Any:  # fmt: skip
+    return checkpoints.put_checkpoint(
+        memory,
+        store,
+        user,
+        sid,
+        checkpoint_ns="",
+        checkpoint_id=cid,
+        parent_checkpoint_id=parent,
+        checkpoint=Blob("msgpack", cid.encode()),
+        metadata=Blob("msgpack", b"m"),
+        metadata_json=meta,
+        channel_versions=versions,
+        blobs=[ChannelBlob(c, versions[c], Blob("bytes", v)) for c, v in values.items()],
+    )
+
+
+def _get(memory: Any, store: Any, sid: str, cid: str | None, user: str = "alice") -> Any:
+    return checkpoints.get_checkpoint(memory, store, user, sid, checkpoint_ns="", checkpoint_id=cid)
+
+
+def test_a_checkpoint_over_the_limit_with_its_carried_values_is_refused_and_not_stored(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    sid = sessions.create_session(memory, "alice").session_id
+    _put(memory, store, sid, "1", {"a": b"x" * (3 * MiB // 2)}, {"a": "1"})
+    with pytest.raises(PayloadTooLarge, match=f"at most {MAX_CHECKPOINT_BYTES}"):
+        # Only b is sent, but a (carried over at version 1) counts too.
+        _put(memory, store, sid, "2", {"b": b"y" * (MiB * 6 // 10)}, {"a": "1", "b": "1"})
+    with pytest.raises(CheckpointNotFound):
+        _get(memory, store, sid, "2")
+    assert _get(memory, store, sid, None).checkpoint.checkpoint_id == "1"
+
+
+def test_pending_writes_over_the_limit_are_refused(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    sid = sessions.create_session(memory, "alice").session_id
+    _put(memory, store, sid, "1", {}, {})
+
+    def write(task: str, size: int) -> None:
+        checkpoints.put_writes(
+            memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+            writes=[PendingWrite(task, 0, "ch", Blob("bytes", b"w" * size))],
+        )  # fmt: skip
+
+    write("t1", 3 * MiB // 2)
+    with pytest.raises(PayloadTooLarge, match=str(MAX_CHECKPOINT_WRITES_BYTES)):
+        write("t2", MiB * 6 // 10)
+    assert len(_get(memory, store, sid, "1").writes) == 1
+
+
+def test_a_value_of_a_version_the_checkpoint_does_not_name_is_a_bad_request(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    sid = sessions.create_session(memory, "alice").session_id
+
+    def put(versions: dict[str, str], *blobs: ChannelBlob) -> None:
+        checkpoints.put_checkpoint(
+            memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+            parent_checkpoint_id=None, checkpoint=Blob("m", b""), metadata=Blob("m", b""),
+            metadata_json={}, channel_versions=versions, blobs=list(blobs),
+        )  # fmt: skip
+
+    with pytest.raises(BadRequest, match="not a version"):
+        put({"a": "2"}, ChannelBlob("a", "1", Blob("b", b"1")))
+    with pytest.raises(BadRequest, match="two blobs"):
+        put(
+            {"a": "1"},
+            ChannelBlob("a", "1", Blob("b", b"1")),
+            ChannelBlob("a", "1", Blob("b", b"2")),
+        )
+    assert store.get_checkpoint(sid, "", None) is None
+
+
+def test_a_listing_filters_by_metadata_and_pages_by_size(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    sid = sessions.create_session(memory, "alice").session_id
+    for n in range(1, 7):
+        source = "input" if n % 2 else "loop"
+        _put(
+            memory, store, sid, f"{n:02d}", {"c": b"z" * 100}, {"c": str(n)}, source=source, step=n
+        )
+
+    def listed(**kw: Any) -> tuple[list[str], str | None]:
+        found, nxt = checkpoints.list_checkpoints(
+            memory, store, "alice", sid, checkpoint_ns="",
+            **{"before": None, "limit": 10, "filter": {}, **kw},
+        )  # fmt: skip
+        return [t.checkpoint.checkpoint_id for t in found], nxt
+
+    assert listed() == (["06", "05", "04", "03", "02", "01"], None)
+    assert listed(filter={"source": "loop"})[0] == ["06", "04", "02"]
+    assert listed(filter={"source": "loop", "step": 4})[0] == ["04"]
+    assert listed(filter={"missing": None})[0] == []
+    assert listed(before="04", limit=1) == (["03"], "03")
+    page, nxt = listed(page_bytes=250)  # two values of 100 bytes fit
+    assert (page, nxt) == (["06", "05"], "05")
+    assert listed(before=nxt, page_bytes=250)[0] == ["04", "03"]
+
+
+def test_only_the_caller_reads_a_thread_and_a_deleted_thread_is_gone(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    sid = sessions.create_session(memory, "alice").session_id
+    _put(memory, store, sid, "1", {"a": b"secret"}, {"a": "1"})
+    with pytest.raises(SessionNotFound):
+        _get(memory, store, sid, "1", user="mallory")
+    with pytest.raises(SessionNotFound):
+        _put(memory, store, sid, "2", {}, {}, user="mallory")
+    sessions.delete_session(memory, "alice", sid)
+    with pytest.raises(SessionNotFound):
+        _get(memory, store, sid, None)
+
+
+def test_a_thread_continued_under_its_client_id_keeps_its_checkpoints(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    first, _ = sessions.ensure_session(memory, "alice", "thread-1")
+    # The handler resolves the caller's id to the session it names (sessions.resolve).
+    _put(
+        memory, store, sessions.resolve(memory, "alice", "thread-1"), "1", {"a": b"v1"}, {"a": "1"}
+    )
+    sessions.end_session(memory, "alice", first.session_id)
+    later = sessions.continue_client_session(memory, "alice", "thread-1", ended=first.session_id)
+    assert later is not None and later.thread_root == first.session_id
+    assert sessions.resolve(memory, "alice", "thread-1") == later.session_id
+
+    _put(memory, store, later.session_id, "2", {}, {"a": "1"}, parent="1")
+    found = _get(memory, store, later.session_id, None)
+    assert (found.checkpoint.checkpoint_id, found.values["a"].data) == ("2", b"v1")
+    assert _get(memory, store, later.session_id, "1").checkpoint.session_id == first.session_id
+
+    # The conversation's first session deleted by its server id takes the checkpoints along.
+    sessions.delete_session(memory, "alice", first.session_id)
+    with pytest.raises(SessionNotFound):
+        _get(memory, store, later.session_id, None)
