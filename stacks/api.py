@@ -104,8 +104,10 @@ class ChatApi(Construct):
         # The caller's profile (services/profile.py): get_record (GetItem: a record, and each
         # hit of GET /memories/records?q=), list_records and records_of_owner (Query of the
         # caller's partition), put_record and save_record (conditional PutItem: POST and PATCH
-        # /memories/records, /remember), mark_record_deleting (UpdateItem: DELETE), and live
-        # (auto-recall and record search: one BatchGetItem over the sessions and records).
+        # /memories/records, /remember), mark_record_deleting (UpdateItem: DELETE) with the purge
+        # done in the request (remove_deleted_record: a conditional DeleteItem, so the id is
+        # free at once), and live (auto-recall and record search: one BatchGetItem over the
+        # sessions and records).
         storage.grant(
             self.handler,
             storage.records,
@@ -113,6 +115,7 @@ class ChatApi(Construct):
             "dynamodb:Query",
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
+            "dynamodb:DeleteItem",
             "dynamodb:BatchGetItem",
         )
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): a checkpoint by id (GetItem)

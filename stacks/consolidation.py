@@ -142,16 +142,19 @@ class Consolidation(Construct):
         storage.grant(self.purge, storage.users, "dynamodb:GetItem", "dynamodb:UpdateItem")
         # A session's LangGraph checkpoints go with its turns (Query of keys, BatchWriteItem).
         storage.grant(self.purge, storage.checkpoints, "dynamodb:Query", "dynamodb:BatchWriteItem")
-        # services/profile.py: purge_record reads the DELETING record (GetItem); a session's
-        # purge lists its owner's records (records_of_owner: Query), trims the provenance of
-        # those drawn from other sessions too (save_record: conditional PutItem); both, and a
-        # forget's purge, delete records in batches (remove_records: BatchWriteItem).
+        # services/profile.py: purge_record reads the DELETING record (GetItem) and removes it
+        # while it is still that tombstone (remove_deleted_record: conditional DeleteItem); a
+        # session's purge lists its owner's records (records_of_owner: Query), trims the
+        # provenance of those drawn from other sessions too (save_record: conditional PutItem)
+        # and, like a forget's purge, deletes records in batches (remove_records:
+        # BatchWriteItem).
         storage.grant(
             self.purge,
             storage.records,
             "dynamodb:GetItem",
             "dynamodb:Query",
             "dynamodb:PutItem",
+            "dynamodb:DeleteItem",
             "dynamodb:BatchWriteItem",
         )
         long_term.grant(self.purge, delete_by_query=[schema.MEMORY_INDEX])

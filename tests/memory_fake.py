@@ -34,6 +34,7 @@ from chatmemory.domain import (
 )
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.schema import (
+    PROFILE_NAMESPACE,
     VISIBLE_STATUSES,
     HandoffState,
     PurgeState,
@@ -626,7 +627,12 @@ class InMemoryShortTermMemory:
             return copy.deepcopy(found) if found else None
 
     def list_records(
-        self, owner: str, record_type: str | None, limit: int, next_token: str | None
+        self,
+        owner: str,
+        record_type: str | None,
+        limit: int,
+        next_token: str | None,
+        namespace_prefix: tuple[str, ...] | None = None,
     ) -> Page[MemoryRecord]:
         with self._lock:
             ordered = sorted(
@@ -641,7 +647,13 @@ class InMemoryShortTermMemory:
         items = [
             copy.deepcopy(r)
             for r in window
-            if r.status != RecordStatus.DELETING and (not record_type or r.type == record_type)
+            if r.status != RecordStatus.DELETING
+            and (not record_type or r.type == record_type)
+            and (
+                namespace_prefix is None
+                or (r.namespace or PROFILE_NAMESPACE)[: len(namespace_prefix)]
+                == tuple(namespace_prefix)
+            )
         ]
         token = None
         if len(ordered) > limit and window:
@@ -679,6 +691,14 @@ class InMemoryShortTermMemory:
         with self._lock:
             for record_id in record_ids:
                 self._records.pop((owner, record_id), None)
+
+    def remove_deleted_record(self, owner: str, record_id: str) -> bool:
+        with self._lock:
+            current = self._records.get((owner, record_id))
+            if current is None or current.status != RecordStatus.DELETING:
+                return False
+            del self._records[(owner, record_id)]
+            return True
 
     def live(
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]

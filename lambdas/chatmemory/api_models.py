@@ -8,7 +8,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
 from chatmemory.clock import canonical_time
 from chatmemory.domain import Blob, MemoryRecord, Page, Sentiment, Session, Turn, caller_of
@@ -18,8 +18,11 @@ from chatmemory.schema import (
     ID_MAX_LENGTH,
     ID_PATTERN,
     MAX_INPUT_CHARS_LIMIT,
+    MAX_NAMESPACE_DEPTH,
+    MAX_NAMESPACE_LABEL_CHARS,
     MAX_RECORD_CHARS,
     MAX_TURN_MESSAGES_BYTES,
+    PROFILE_NAMESPACE,
     HandoffReason,
     HandoffState,
     Intent,
@@ -552,6 +555,22 @@ class RecordOut(_Out):
     )
     superseded_by: str | None = Field(default=None, description="The record that replaced it.")
     valid_until: str | None = Field(default=None, description="When it was superseded.")
+    namespace: list[str] = Field(
+        default=list(PROFILE_NAMESPACE),
+        description=(
+            "The namespace it is in: a client's own (an agent's store), or the profile's "
+            f"{list(PROFILE_NAMESPACE)}, where what is drawn from conversations goes."
+        ),
+    )
+    score: float | None = Field(
+        default=None,
+        description="With a search query: how close it is (meaning and words), higher is closer.",
+    )
+
+    @field_validator("namespace", mode="before")
+    @classmethod
+    def _profile_when_none(cls, value: Any) -> Any:
+        return list(value) if value else list(PROFILE_NAMESPACE)
 
 
 class RecordEnvelope(_Model):
@@ -570,9 +589,39 @@ class RecordList(_Model):
     def of(cls, records: Iterable[MemoryRecord], next_token: str | None) -> RecordList:
         return cls(records=[RecordOut.model_validate(r) for r in records], next_token=next_token)
 
+    @classmethod
+    def scored(cls, found: Iterable[tuple[MemoryRecord, float | None]]) -> RecordList:
+        return cls(
+            records=[
+                RecordOut.model_validate(r).model_copy(update={"score": score})
+                for r, score in found
+            ]
+        )
 
-# What a caller can state or correct: a fact or a preference, in a sentence or a few.
+
+# What a caller can state or correct: a fact or a preference, or an agent's memory (JSON).
 RecordText = Annotated[str, Field(min_length=1, max_length=MAX_RECORD_CHARS, pattern=r"\S")]
+NamespaceLabel = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_NAMESPACE_LABEL_CHARS,
+        pattern=r"^[^\x1f]+$",
+        description="A label (any characters but U+001F).",
+    ),
+]
+Namespace = Annotated[
+    list[NamespaceLabel],
+    Field(
+        max_length=MAX_NAMESPACE_DEPTH,
+        description=(
+            f"Labels, outermost first, at most {MAX_NAMESPACE_DEPTH}; {list(PROFILE_NAMESPACE)} "
+            "(or none) is the profile's own."
+        ),
+    ),
+]
+# A namespace pattern of list_namespaces: "*" matches any one label.
+NamespacePattern = Annotated[list[NamespaceLabel], Field(max_length=MAX_NAMESPACE_DEPTH)]
 
 
 class CreateRecordRequest(_Strict):
@@ -590,6 +639,54 @@ class CreateRecordRequest(_Strict):
         ]
         | None
     ) = None
+    namespace: Namespace | None = Field(
+        default=None,
+        description=(
+            "The client's namespace of the record (with record_id: the key is unique per "
+            "caller, not per namespace). Merging, supersession and search stay inside one "
+            "namespace; outside the profile's, a record is an item of its own: it never "
+            "merges with, supersedes or is superseded by another."
+        ),
+    )
+
+
+class SearchRecordsRequest(_Strict):
+    query: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=4000,
+        description="Ranks by meaning and words (each record gets a score); none: newest first.",
+    )
+    namespace_prefix: Namespace = Field(
+        default=[], description="Only records of namespaces beginning with these labels."
+    )
+    filter: dict[str, Any] | None = Field(
+        default=None,
+        description=(
+            "Conditions on the record's value: a record whose text is a JSON object is that "
+            'object, any other is {"text": text}. A field equals a value, or meets operators '
+            "$eq, $ne, $gt, $gte, $lt, $lte; nested objects match field by field (LangGraph's "
+            "store filters)."
+        ),
+    )
+    type: RecordType | None = Field(default=None, description="Only records of this type.")
+    include_history: bool = Field(default=False, description="Also records a newer one superseded.")
+    limit: int = Field(default=10, ge=1, le=100)
+    offset: int = Field(default=0, ge=0, le=10_000)
+
+
+class ListNamespacesRequest(_Strict):
+    prefix: NamespacePattern = Field(default=[], description="Namespaces beginning with these.")
+    suffix: NamespacePattern = Field(default=[], description="Namespaces ending with these.")
+    max_depth: int | None = Field(
+        default=None, ge=1, description="Namespaces cut to this many labels (each once)."
+    )
+    limit: int = Field(default=100, ge=1, le=1000)
+    offset: int = Field(default=0, ge=0)
+
+
+class NamespaceList(_Model):
+    namespaces: list[list[str]]
 
 
 class UpdateRecordRequest(_Strict):

@@ -271,6 +271,13 @@ class MemoryRecord:
     superseded_by: str | None = None
     valid_until: str | None = None
     version: int = 0
+    # The labels of the client's namespace the record belongs to (an agent's store keeps its
+    # items in namespaces); () is the profile itself, where extraction writes. Listing, search
+    # and supersession stay inside one namespace.
+    namespace: tuple[str, ...] = ()
+    # Set when a client's key is (re)created: its index entry is keyed by it, so the entries of
+    # a deleted earlier record under the same key are never taken for this one's.
+    generation: str = ""
 
     @property
     def sessions(self) -> list[str]:

@@ -252,9 +252,17 @@ class RecordStore(Protocol):
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None: ...
 
     def list_records(
-        self, owner: str, record_type: str | None, limit: int, next_token: str | None
+        self,
+        owner: str,
+        record_type: str | None,
+        limit: int,
+        next_token: str | None,
+        namespace_prefix: tuple[str, ...] | None = None,
     ) -> Page[MemoryRecord]:
-        """The owner's records (active and superseded, not deleting), newest first."""
+        """The owner's records (active and superseded, not deleting), newest first; with
+        `namespace_prefix`, those of the namespaces it begins (() is every namespace). Like a
+        DynamoDB Query, a page holds what `limit` items read kept: it may be short, even empty,
+        with a next_token."""
         ...
 
     def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
@@ -272,6 +280,11 @@ class RecordStore(Protocol):
 
     def remove_records(self, owner: str, record_ids: Sequence[str]) -> None:
         """Delete record items (the purge's last step)."""
+        ...
+
+    def remove_deleted_record(self, owner: str, record_id: str) -> bool:
+        """Delete the record item if it is still the tombstone (one conditional write): a
+        record created under the same id since is kept. False if it is not."""
         ...
 
     def live(

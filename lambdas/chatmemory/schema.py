@@ -125,8 +125,31 @@ MAX_INPUT_CHARS_LIMIT = 40_000
 # LangChain message list: tool calls, names, ids, content parts), kept verbatim as JSON.
 MAX_TURN_MESSAGES_BYTES = 128 * 1024
 # What a caller may state or correct as one record (POST and PATCH /memories/records, and the
-# chat command /remember): a fact or a preference, in a sentence or a few.
-MAX_RECORD_CHARS = 1_000
+# chat command /remember): a fact or a preference, or an agent's memory (a LangGraph store's
+# value, as JSON). 64 KiB of text: at most 256 KiB of UTF-8 in an item of at most 400 KiB.
+MAX_RECORD_CHARS = 65_536
+# What of a record its index entry holds and is embedded from (embedding models take a few
+# thousand tokens; S3 Vectors' metadata is at most 40 KB): the record keeps all of its text.
+MAX_RECORD_ENTRY_CHARS = 8_000
+# A namespace of a client's records: at most this many labels, each 1-MAX_NAMESPACE_LABEL_CHARS
+# characters without control characters (the separator of their stored path is one).
+MAX_NAMESPACE_DEPTH = 16
+MAX_NAMESPACE_LABEL_CHARS = 128
+NAMESPACE_SEPARATOR = "\x1f"
+# The profile's own namespace, where extraction, summaries and what is stated without one go.
+# Its records are stored without a namespace (as before namespaces existed).
+PROFILE_NAMESPACE: tuple[str, ...] = ("profile",)
+
+
+def namespace_path(labels: tuple[str, ...] | list[str]) -> str:
+    """A namespace as one string whose prefixes are its prefixes, label by label: each label
+    followed by the separator (("a", "b") -> "a\x1fb\x1f"; () -> ""), so ("a",) is a prefix of
+    ("a", "b") and not of ("ab",). DynamoDB filters on it with begins_with."""
+    return "".join(f"{label}{NAMESPACE_SEPARATOR}" for label in labels)
+
+
+def namespace_of_path(path: str) -> tuple[str, ...]:
+    return tuple(path.split(NAMESPACE_SEPARATOR)[:-1]) if path else ()
 
 
 # --- sessions -------------------------------------------------------------------------------
@@ -254,6 +277,8 @@ USERS = TableSpec(
 # One item per record under the owner key, so a caller's records are one partition (listed,
 # searched and purged together) and a forgotten owner key takes them along.
 RECORD_ID = "record_id"
+# A record's namespace, as its path (namespace_path); absent for the profile's own records.
+RECORD_NAMESPACE = "ns"
 
 RECORDS = TableSpec(
     logical_name="records",

@@ -550,6 +550,7 @@ def list_records(
 def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.RecordEnvelope, int]:
     deps = wiring.chat_deps()
     index, embedder = _long_term(deps)
+    namespace = profile.stored_namespace(body.namespace)
     if body.record_id:
         keyed, created = profile.put_keyed_record(
             _user(),
@@ -560,8 +561,11 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
             embedder=embedder,
             index=index,
             now=deps.clock(),
+            namespace=namespace,
         )
         return m.RecordEnvelope.of(keyed), 201 if created else 200
+    if namespace:
+        raise BadRequest("a record in a namespace needs its record_id (its key there)")
     record = profile.state_record(
         owner_of(deps.memory, _user()),
         body.text,
@@ -572,6 +576,59 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
         now=deps.clock(),
     )
     return m.RecordEnvelope.of(record), 201
+
+
+@router.post(
+    "/memories/records/search",
+    summary="Search records",
+    description=(
+        "The caller's records in the namespaces under namespace_prefix that pass filter: with "
+        "query, the closest by meaning and words, each with its score; without, newest first "
+        "(by record id). offset and limit page through them. Superseded records only with "
+        "include_history. What a search in a namespace finds is the same whatever the other "
+        "namespaces hold."
+    ),
+)
+def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordList:
+    from chatmemory.services import record_filter
+
+    deps = wiring.chat_deps()
+    index, embedder = _long_term(deps)
+    conditions = body.filter or {}
+    record_filter.check(conditions)
+    ask = profile.RecordQuery(
+        query=body.query,
+        namespace_prefix=tuple(body.namespace_prefix),
+        record_type=RecordType(body.type) if body.type else None,
+        limit=body.limit,
+        offset=body.offset,
+        include_history=body.include_history,
+        matches=lambda r: record_filter.matches(record_filter.value_of(r.text), conditions),
+    )
+    found = profile.find_records(deps.memory, _user(), ask, embedder=embedder, index=index)
+    return m.RecordList.scored(found)
+
+
+@router.post(
+    "/memories/namespaces",
+    summary="List namespaces",
+    description=(
+        "The namespaces the caller's records are in (the profile's among them, when it has "
+        'records): those beginning with prefix and ending with suffix ("*" matches any one '
+        "label), cut to max_depth labels, each once, sorted; offset and limit page through them."
+    ),
+)
+def list_namespaces(body: Annotated[m.ListNamespacesRequest, Body()]) -> m.NamespaceList:
+    found = profile.list_namespaces(
+        wiring.chat_deps().memory,
+        _user(),
+        prefix=body.prefix,
+        suffix=body.suffix,
+        max_depth=body.max_depth,
+        limit=body.limit,
+        offset=body.offset,
+    )
+    return m.NamespaceList(namespaces=[list(ns) for ns in found])
 
 
 @router.get(
@@ -610,12 +667,15 @@ def correct_record(
     summary="Delete a record",
     description=(
         "The record is unreachable at once (never recalled, listed or searched again) and "
-        "removed in the background."
+        "removed before the answer (what fails then is removed in the background): its id "
+        "can be used again at once."
     ),
     responses={204: {"description": "Deleted"}},
 )
 def delete_record(record_id: RecordId) -> Response[None]:
-    profile.delete_record(wiring.chat_deps().memory, _user(), record_id)
+    deps = wiring.chat_deps()
+    # Purged at once (entries, then item), so the id is free when this answers.
+    profile.delete_record_now(deps.memory, _user(), record_id, index=deps.long_term)
     return Response(status_code=204, body=None)
 
 

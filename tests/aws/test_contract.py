@@ -96,6 +96,21 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     ok("POST", "/memories/records", keyed)
     ok("POST", "/memories/records", {**keyed, "text": "Favourite colour: blue"})
     assert call("DELETE", f"/memories/records/{record['record_id']}").status == 204
+    # An agent's store: items of namespaces (one of 64 KiB: the record keeps it whole, the
+    # index and the embedding take its beginning), a search in a namespace with a filter, the
+    # namespaces, and a key put again right after its delete (purged in the request).
+    item = {"record_id": "memories:alice:k1", "namespace": ["memories", "alice"]}
+    ok("POST", "/memories/records", {**item, "text": '{"kind":"trip","city":"Porto"}'})
+    big = {"record_id": "memories:alice:big", "namespace": ["memories", "alice"]}
+    ok("POST", "/memories/records", {**big, "text": "Notes on the trip. " * 3400})
+    search = {"query": "trip to Porto", "namespace_prefix": ["memories"], "limit": 5}
+    notes["store_search"] = ok(
+        "POST", "/memories/records/search", {**search, "filter": {"kind": "trip"}}
+    )["records"]
+    ok("POST", "/memories/records/search", {"namespace_prefix": ["memories"], "offset": 1})
+    notes["namespaces"] = ok("POST", "/memories/namespaces", {"max_depth": 1})["namespaces"]
+    assert call("DELETE", "/memories/records/memories:alice:k1").status == 204
+    ok("POST", "/memories/records", {**item, "text": '{"kind":"trip","city":"Faro"}'})
     # A model outage keeps the message pending; a hand-off gives it to the agent.
     world.models_down_for = world.by_handler("handlers.chat_api.handler").logical_id
     failed = call(
@@ -387,6 +402,9 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     count, more = notes["wordy_page"]
     assert 0 < count < 100 and more  # cut by DynamoDB's 1 MB, the next page follows
     assert notes["retried_for_agent"] is True
+    assert [r["record_id"] for r in notes["store_search"]] == ["memories:alice:k1"]
+    assert notes["store_search"][0]["score"] is not None
+    assert ["memories"] in notes["namespaces"] and ["profile"] in notes["namespaces"]
     assert set(notes["statuses"].values()) == {"CONSOLIDATED"}
     assert notes["idle_status"] in ("ENDED", "CONSOLIDATED")
     assert notes["doomed_status"] == "FAILED"

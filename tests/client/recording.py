@@ -213,6 +213,18 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
         list(client.list_records(type="fact", page_size=1))
     with step("search_records"):
         client.search_records("what tea do I like", type="preference", limit=2)
+    with step("remember_in_namespace"):
+        client.remember(
+            '{"kind":"trip","city":"Porto"}',
+            record_id="memories:alice:trip",
+            namespace=["memories", "alice"],
+        )
+    with step("find_records"):
+        client.find_records(
+            query="trip to Porto", namespace_prefix=["memories"], filter={"kind": "trip"}
+        )
+    with step("list_namespaces"):
+        client.list_namespaces(prefix=["memories"], max_depth=1)
     with step("delete_record"):
         client.delete_record(fact.record_id)
     with step("delete_session"):

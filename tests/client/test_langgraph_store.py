@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 import pytest
-from chatmemory_client import ChatMemoryClient, Conflict, Record
+from chatmemory_client import ChatMemoryClient
 from chatmemory_client.langgraph import ChatMemoryStore
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -183,16 +183,25 @@ def test_put_again_replaces_the_value_and_delete_removes_the_item(world: World) 
     store.delete(namespace, "plan")  # deleting what is gone is not an error
 
 
-def test_a_deleted_key_can_be_put_again_once_the_purge_has_run(world: World) -> None:
+def test_a_deleted_key_can_be_put_again_at_once_and_its_old_value_stays_gone(
+    world: World,
+) -> None:
+    """Failed before: the put answered 409 "being deleted" until the purge had run."""
     store = ChatMemoryStore(base_url=world.url, user_id="ezra")
-    store.put(("notes",), "plan", {"text": "Call the plumber"})
+    store.put(("notes",), "plan", {"text": "Call the plumber about the boiler"})
     store.delete(("notes",), "plan")
-    with pytest.raises(Conflict, match="being deleted"):
-        store.put(("notes",), "plan", {"text": "Call the electrician"})
-    world.poller.drain()  # the records stream's purge removes the deleted record
     store.put(("notes",), "plan", {"text": "Call the electrician"})
     item = store.get(("notes",), "plan")
     assert item is not None and item.value == {"text": "Call the electrician"}
+    # The deleted text is unreachable, before and after the records stream's purge, and the
+    # late purge leaves the new record and its entry alone.
+    for _ in range(2):
+        found = store.search(("notes",), query="plumber boiler")
+        assert [i.value for i in found] == [{"text": "Call the electrician"}]
+        recalled = ChatMemoryClient(world.url, user_id="ezra").search_records("plumber boiler")
+        assert all("plumber" not in r.text for r in recalled)
+        world.poller.drain()
+    assert [i.key for i in store.search(("notes",), query="electrician")] == ["plan"]
 
 
 def test_the_same_key_in_two_namespaces_is_two_items(world: World) -> None:
@@ -236,33 +245,42 @@ def test_search_with_a_query_ranks_the_matching_item_first(world: World) -> None
     store.put(namespace, "c", {"text": "My favourite band is Radiohead"})
     [best, *_] = store.search(namespace, query="Which food allergy do I have?", limit=3)
     assert best.key == "b" and best.value == {"text": "I am allergic to peanuts"}
-    assert best.score is None  # records carry no score: rank order only
-    assert store.search(namespace, query="Which food allergy do I have?", limit=1) == [best]
+    # Failed before: score was always None.
+    ranked = store.search(namespace, query="Which food allergy do I have?", limit=3)
+    assert all(i.score is not None for i in ranked)
+    assert [i.score for i in ranked] == sorted((i.score for i in ranked), reverse=True)
+    [first] = store.search(namespace, query="Which food allergy do I have?", limit=1)
+    assert (first.key, first.value) == (best.key, best.value)
     assert store.search(("elsewhere",), query="allergic to peanuts") == []
 
 
 class CountingClient(ChatMemoryClient):
-    """A client that notes the limit of each record search."""
+    """A client that counts its requests."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.search_limits: list[int] = []
+        self.requests: list[str] = []
 
-    def search_records(self, query: str, **kwargs: Any) -> list[Record]:
-        self.search_limits.append(kwargs["limit"])
-        return super().search_records(query, **kwargs)
+    def _call(self, method: str, path: str, *args: Any, **kwargs: Any) -> Any:
+        self.requests.append(f"{method} {path}")
+        return super()._call(method, path, *args, **kwargs)
 
 
-def test_search_reaches_past_other_namespaces_that_outrank_the_prefix(world: World) -> None:
+def test_a_query_in_a_small_namespace_finds_it_whatever_outranks_it_elsewhere(
+    world: World,
+) -> None:
+    """Failed before: the namespace was applied on the client to the API's best 100 records, so
+    an item that 100 records of other namespaces outranked was never found."""
     client = CountingClient(world.url, user_id="hana")
     store = ChatMemoryStore(client=client)
-    for n in range(24):
+    for n in range(110):
         store.put(("noise",), f"n{n}", {"text": f"Gardening tip {n}: water tomato plants early"})
     store.put(("mine",), "only", {"text": "I grow tomatoes on my balcony"})
+    client.requests.clear()
     [found] = store.search(("mine",), query="gardening tip: water tomato plants", limit=1)
     assert (found.namespace, found.key) == (("mine",), "only")
-    # The first ask (20 ranked records) was all noise; the store asked again for all 100.
-    assert client.search_limits == [20, 100]
+    assert found.score is not None
+    assert client.requests == ["POST /memories/records/search"]  # the server did it
 
 
 def test_records_the_server_made_are_items_of_the_profile_namespace(world: World) -> None:
@@ -309,12 +327,39 @@ def test_list_namespaces_matches_prefixes_suffixes_and_depth(world: World) -> No
     assert store.list_namespaces(limit=1, offset=1) == [("a", "b", "d", "e")]
 
 
-def test_an_item_a_newer_one_superseded_leaves_search_but_get_still_has_it(world: World) -> None:
+def test_supersession_stays_inside_one_namespace(world: World) -> None:
+    """Failed before: bob's "home" superseded alice's (supersession by subject crossed every
+    record of the caller), so search(("memories", "alice")) came back empty."""
+    store = ChatMemoryStore(base_url=world.url, user_id="app")
+    store.put(("memories", "alice"), "home", {"text": "I live in Porto"})
+    store.put(("memories", "bob"), "home", {"text": "I live in Lisbon"})
+    [alice] = store.search(("memories", "alice"), query="Where do I live?")
+    [bob] = store.search(("memories", "bob"), query="Where do I live?")
+    assert alice.value == {"text": "I live in Porto"} and bob.value == {"text": "I live in Lisbon"}
+    assert {i.key for i in store.search(("memories",))} == {"home"}
+    assert len(store.search(("memories",))) == 2
+
+
+def test_the_same_text_under_two_keys_is_two_items(world: World) -> None:
+    """Failed before: the second superseded the first (same words, same subject), so a search
+    showed only the newest."""
+    store = ChatMemoryStore(base_url=world.url, user_id="kai")
+    store.put(("memories",), "a", {"text": "I live in Lisbon"})
+    store.put(("memories",), "b", {"text": "I live in Lisbon"})
+    assert sorted(i.key for i in store.search(("memories",), query="Where do I live?")) == [
+        "a",
+        "b",
+    ]
+
+
+def test_in_the_profile_namespace_a_newer_record_supersedes_and_get_still_has_it(
+    world: World,
+) -> None:
     store = ChatMemoryStore(base_url=world.url, user_id="kim")
-    namespace = ("memories", "kim")
+    namespace = ("profile",)
     store.put(namespace, "home-2019", {"text": "I live in Lisbon"})
     store.put(namespace, "home-2024", {"text": "I live in Porto"})
-    # The server keeps one current record per subject; the older is history.
+    # The profile keeps one current record per subject; the older is history.
     assert [i.key for i in store.search(namespace, query="Where do I live?")] == ["home-2024"]
     old = store.get(namespace, "home-2019")
     assert old is not None and old.value == {"text": "I live in Lisbon"}
@@ -323,6 +368,37 @@ def test_an_item_a_newer_one_superseded_leaves_search_but_get_still_has_it(world
         "home-2019",
         "home-2024",
     }
+    # In another namespace, items are their keys: nothing supersedes.
+    store.put(("trips",), "2019", {"text": "I live in Lisbon"})
+    store.put(("trips",), "2024", {"text": "I live in Porto"})
+    assert {i.key for i in store.search(("trips",), query="Where do I live?")} == {"2019", "2024"}
+
+
+def test_values_up_to_64_kib_round_trip(world: World) -> None:
+    """Failed before: a value over 1,000 characters was refused (a LangMem memory of 1,521
+    characters crashed its graph)."""
+    store = ChatMemoryStore(base_url=world.url, user_id="lena")
+    memory = "I keep a detailed travel diary. " * 47  # 1,504 characters
+    big = {"notes": "x" * 60_000, "tags": ["long"]}
+    store.put(("memories",), "diary", {"text": memory.strip()})
+    store.put(("memories",), "big", big)
+    assert store.get(("memories",), "diary").value == {"text": memory.strip()}  # type: ignore[union-attr]
+    assert store.get(("memories",), "big").value == big  # type: ignore[union-attr]
+    assert {i.key for i in store.search(("memories",), query="travel diary")} >= {"diary"}
+    with pytest.raises(Exception, match="65536|at most"):
+        store.put(("memories",), "too-big", {"text": "y" * 70_000})
+
+
+def test_list_namespaces_is_one_request_whatever_the_records(world: World) -> None:
+    client = CountingClient(world.url, user_id="max")
+    store = ChatMemoryStore(client=client)
+    for n in range(120):
+        store.put(("bulk",), f"k{n}", {"n": n})
+    store.put(("rare", "one"), "k", {"n": -1})
+    client.requests.clear()
+    assert store.list_namespaces() == [("bulk",), ("rare", "one")]
+    assert store.list_namespaces(prefix=("rare",), max_depth=1) == [("rare",)]
+    assert client.requests == ["POST /memories/namespaces"] * 2
 
 
 def test_put_refuses_what_no_record_id_can_hold(world: World) -> None:

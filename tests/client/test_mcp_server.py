@@ -23,7 +23,19 @@ from tests.integration.helpers import World
 pytestmark = pytest.mark.integration
 
 CLIENT_SOURCES = Path(__file__).resolve().parents[2] / "clients" / "python"
-TOOLS = {"recall", "remember", "list_sessions", "get_session", "end_session", "forget_session"}
+TOOLS = {
+    "recall",
+    "remember",
+    "list_records",
+    "search_records",
+    "correct_record",
+    "forget_record",
+    "store_turn",
+    "list_sessions",
+    "get_session",
+    "end_session",
+    "forget_session",
+}
 
 
 def server_env(url: str, user: str) -> dict[str, str]:
@@ -127,9 +139,11 @@ def test_mcp_tools_remember_recall_read_end_and_forget_sessions(
             assert hit["date"] and "Dolomites" in hit["text"]
             assert len(recalled["memories"]) <= 5
 
-            # forget_session: gone, and so is what was learned from it.
+            # forget_session: gone, and so is what was learned from it; forgetting it again
+            # succeeds (the tool is marked idempotent).
             forgotten = await call(session, "forget_session", session_id=trip.session_id)
             assert trip.session_id in forgotten["message"]
+            await call(session, "forget_session", session_id=trip.session_id)
             recalled = await call(session, "recall", query="hiking trip to the Dolomites", k=5)
             assert trip.session_id not in {m["session_id"] for m in recalled["memories"]}
             assert (await call(session, "list_sessions"))["sessions"] == []
@@ -140,6 +154,55 @@ def test_mcp_tools_remember_recall_read_end_and_forget_sessions(
             message = text_of(result)
             assert "not found" in message and "404" in message
             assert "Traceback" not in message
+
+    asyncio.run(scenario())
+
+
+def test_mcp_record_tools_list_search_correct_and_forget_and_turns_are_extracted(
+    running_world: World, tmp_path: Path
+) -> None:
+    url = running_world.url
+
+    async def scenario() -> None:
+        async with mcp_session(url, "ines", tmp_path / "mcp.log") as session:
+            kept = await call(session, "remember", text="My sister lives in Paris")
+            listed = await call(session, "list_records")
+            assert [r["record_id"] for r in listed["records"]] == [kept["record_id"]]
+            assert listed["records"][0]["namespace"] == ["profile"]
+            [found] = (await call(session, "search_records", query="Where does my sister live?"))[
+                "records"
+            ]
+            assert found["record_id"] == kept["record_id"] and found["score"] is not None
+            fixed = await call(
+                session,
+                "correct_record",
+                record_id=kept["record_id"],
+                text="My sister lives in Lyon",
+            )
+            assert fixed["text"] == "My sister lives in Lyon"
+            await call(session, "forget_record", record_id=kept["record_id"])
+            await call(session, "forget_record", record_id=kept["record_id"])  # idempotent
+            assert (await call(session, "list_records"))["records"] == []
+
+            # Turns stored through MCP: the session's end extracts what the user said.
+            first = await call(
+                session,
+                "store_turn",
+                user_message="I work as a nurse in Lyon.",
+                assistant_response="Noted.",
+            )
+            second = await call(
+                session,
+                "store_turn",
+                user_message="I am allergic to peanuts.",
+                assistant_response="I will remember that.",
+                session_id=first["session_id"],
+            )
+            assert (second["session_id"], second["turn"]) == (first["session_id"], 2)
+            await call(session, "end_session", session_id=first["session_id"])
+            await until_consolidated(session, first["session_id"])
+            texts = [r["text"] for r in (await call(session, "list_records"))["records"]]
+            assert any("peanut" in t for t in texts), texts
 
     asyncio.run(scenario())
 

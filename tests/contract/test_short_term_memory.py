@@ -607,6 +607,49 @@ def test_saving_a_record_is_conditional_on_its_version(memory: ShortTermMemory) 
     assert memory.get_record("alice", "r1") is None
 
 
+def test_a_records_namespace_and_generation_read_back_and_list_by_prefix(
+    memory: ShortTermMemory,
+) -> None:
+    for rid, namespace in [
+        ("k1", ("memories", "alice")),
+        ("k2", ("memories", "alice", "deep")),
+        ("k3", ("memories", "alicex")),
+        ("k4", ("profile", "notes")),
+        ("k5", ()),  # the profile's own
+        ("k6", ("other",)),
+    ]:
+        memory.put_record(_record(rid, namespace=namespace, generation=f"g-{rid}"))
+    found = memory.get_record("alice", "k2")
+    assert found is not None and found.namespace == ("memories", "alice", "deep")
+    assert found.generation == "g-k2"
+
+    def listed(prefix: tuple[str, ...] | None) -> list[str]:
+        seen: list[str] = []
+        token = None
+        while True:
+            page = memory.list_records("alice", None, 2, token, prefix)
+            seen += [r.record_id for r in page.items]
+            token = page.next_token
+            if not token:
+                return seen
+
+    assert listed(("memories", "alice")) == ["k2", "k1"]  # not ("memories", "alicex")
+    assert listed(("memories",)) == ["k3", "k2", "k1"]
+    assert listed(("profile",)) == ["k5", "k4"]  # the profile's own records are in it
+    assert listed(None) == ["k6", "k5", "k4", "k3", "k2", "k1"]
+    assert listed(("nowhere",)) == []
+
+
+def test_a_tombstone_is_removed_only_while_it_is_one(memory: ShortTermMemory) -> None:
+    memory.put_record(_record("r1"))
+    assert memory.remove_deleted_record("alice", "r1") is False  # live: kept
+    assert memory.get_record("alice", "r1") is not None
+    memory.mark_record_deleting("alice", "r1")
+    assert memory.remove_deleted_record("alice", "r1") is True
+    assert memory.get_record("alice", "r1") is None
+    assert memory.remove_deleted_record("alice", "r1") is False  # gone already
+
+
 def test_one_read_tells_which_sessions_and_records_are_live(memory: ShortTermMemory) -> None:
     _create(memory, "mine")
     _create(memory, "gone")

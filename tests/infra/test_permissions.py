@@ -11,8 +11,9 @@ listed, with the code that needs it.
 The records table (issue 13), by the DynamoDB call of each method of
 chatmemory/adapters/dynamodb/memory.py: get_record GetItem; list_records and records_of_owner
 Query; put_record and save_record PutItem (conditional); mark_record_deleting UpdateItem;
-remove_records BatchWriteItem; live BatchGetItem (with the sessions table). No DeleteItem: records
-are removed in batches.
+remove_records BatchWriteItem; live BatchGetItem (with the sessions table); remove_deleted_record
+DeleteItem (conditional on the tombstone: the API's DELETE purges in the request, so the id is
+free at once, and the records stream's purge does the same).
 """
 
 from __future__ import annotations
@@ -93,8 +94,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # search_records read records (GetItem), list_records and _place's records_of_owner query
     # the caller's partition, state_record and correct_record write (put_record, save_record:
     # PutItem) and index the record at once (bulk), a correction that lost to a delete takes
-    # its entry back (delete_documents: delete by query), delete_record marks it
-    # (mark_record_deleting: UpdateItem). Auto-recall (services/auto_recall.py): one _msearch
+    # its entry back (delete_documents: delete by query), delete_record_now marks it
+    # (mark_record_deleting: UpdateItem) and purges it in the request (delete by query, then
+    # remove_deleted_record: DeleteItem). Auto-recall (services/auto_recall.py): one _msearch
     # of the memory index per turn, then live (BatchGetItem over sessions and records).
     # Every chat answer (complete_stack) and a hand-off of waiting messages (mark_for_agent)
     # is a transaction with a ConditionCheck item on the session (ConditionCheckItem).
@@ -107,7 +109,7 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         ),
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
-        records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem"),
+        records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): get_checkpoint (GetItem),
         # list_checkpoints and get_writes (Query), get_blobs and blob_sizes (BatchGetItem),
         # put_checkpoint (BatchWriteItem of values, PutItem of the checkpoint), put_writes.
@@ -142,15 +144,15 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     ),
     # handlers.purge: get_session, delete_turns (Query of keys + BatchWriteItem), continue_purge,
     # remove_session; get_user, sessions_of_owner (user index), mark_deleting, save_purges;
-    # delete_session / delete_user in the memory index. Records: purge_record (get_record, then
-    # _drop: delete_documents by query and remove_records), a session's purge
+    # delete_session / delete_user in the memory index. Records: purge_record (get_record,
+    # delete_documents by query, remove_deleted_record: DeleteItem), a session's purge
     # (drop_session_records: records_of_owner, save_record of the records that keep other
     # sessions, remove_records), a forget's purge (records_of_owner, remove_records).
     "Purge": consumer(
         **sessions("GetItem", "Query", "UpdateItem", "DeleteItem"),
         conversations=dynamodb("Query", "BatchWriteItem"),
         users=dynamodb("GetItem", "UpdateItem"),
-        records=dynamodb("GetItem", "Query", "PutItem", "BatchWriteItem"),
+        records=dynamodb("GetItem", "Query", "PutItem", "DeleteItem", "BatchWriteItem"),
         # A session's LangGraph checkpoints, with its turns (delete_checkpoints).
         checkpoints=dynamodb("Query", "BatchWriteItem"),
         **{
@@ -304,9 +306,9 @@ def test_the_provider_framework_may_only_invoke_the_index_setup(default: Synth) 
 # touch a caller's profile is read in one place). Compact, SweepIdle, IndexSetup and Ingest
 # never build a record.
 RECORDS = {
-    "Chat": dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchGetItem"),
+    "Chat": dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
     "Consolidate": CONSOLIDATION["records"],
-    "Purge": dynamodb("GetItem", "Query", "PutItem", "BatchWriteItem"),
+    "Purge": dynamodb("GetItem", "Query", "PutItem", "DeleteItem", "BatchWriteItem"),
     "Redrive": CONSOLIDATION["records"],
 }
 
@@ -331,7 +333,10 @@ def test_the_records_table_is_granted_per_role_exactly_its_calls(default: Synth)
         if "records stream" in permissions(default, function)
     }
     assert streams == {"Purge"}
-    assert not any("dynamodb:DeleteItem" in a or "dynamodb:Scan" in a for a in found.values())
+    # A record's item is deleted one at a time only while it is a tombstone (the API's DELETE
+    # and the records stream's purge: remove_deleted_record); nobody scans.
+    assert {n for n, a in found.items() if "dynamodb:DeleteItem" in a} == {"Chat", "Purge"}
+    assert not any("dynamodb:Scan" in a for a in found.values())
 
 
 def test_only_the_chat_may_multi_search(default: Synth) -> None:

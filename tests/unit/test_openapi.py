@@ -39,6 +39,8 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
         ("/memories", "delete"),
         ("/memories/records", "get"),
         ("/memories/records", "post"),
+        ("/memories/records/search", "post"),
+        ("/memories/namespaces", "post"),
         ("/memories/records/{record_id}", "get"),
         ("/memories/records/{record_id}", "patch"),
         ("/memories/records/{record_id}", "delete"),

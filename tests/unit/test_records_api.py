@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from chatmemory.adapters.dynamodb.tokens import encode_token
+from chatmemory.schema import MAX_RECORD_CHARS
 from chatmemory.services.chat import NO_LONG_TERM_MEMORY
 from tests.records_helpers import (
     World,
@@ -134,7 +135,7 @@ def test_a_stated_record_supersedes_and_is_recalled_in_ordinary_chat(world: Worl
         '{"text": "I like tea", "type": "summary"}',
         '{"text": "I like tea", "type": "Fact"}',
         '{"text": "I like tea", "unknown": 1}',
-        json.dumps({"text": "x" * 1001}),
+        json.dumps({"text": "x" * (MAX_RECORD_CHARS + 1)}),
     ],
 )
 def test_bad_record_bodies_answer_400_and_store_nothing(world: World, raw: str) -> None:
@@ -202,8 +203,8 @@ def test_a_deleted_record_is_gone_from_every_route_at_once_and_purged(world: Wor
     assert rid not in world.searched("cats Tom and Jerry")
     cited, memory = world.recalled("what are our cats Tom and Jerry called?")
     assert rid not in cited and "two cats" not in memory
-    # Hidden by the liveness check while the index still holds it; then the purge removes it.
-    assert rid in record_entries(world.index, "alice")
+    # Purged in the request (its id is free at once); the stream's purge finds nothing left.
+    assert rid not in record_entries(world.index, "alice")
     world.purger.drain()
     assert rid not in record_entries(world.index, "alice")
     assert [r["record_id"] for r in world.stored_records()] == [tea["record_id"]]
@@ -327,21 +328,19 @@ def test_remember_in_chat_creates_a_record_and_cites_it(world: World) -> None:
     assert world.api.call("DELETE", f"/memories/records/{again['sources'][0]['id']}")[0] == 204
 
 
-def test_remember_takes_what_post_records_takes_and_no_more(world: World) -> None:
-    """Failed first: /remember stored records of up to 4,000 characters (the message limit),
-    POST /memories/records 1,000."""
+def test_remember_and_post_records_take_more_than_a_thousand_characters(world: World) -> None:
+    """Records were limited to 1,000 characters (a LangMem memory of 1,521 crashed its graph):
+    now POST /memories/records takes MAX_RECORD_CHARS and refuses one more, and /remember
+    takes whatever a chat message can carry."""
     sid = world.api.new_session()
-    most = "I like " + "x" * 993
-    assert world.api.say(sid, f"/remember {most}")["response"].startswith("Noted")
-    status, data = world.api.call(
-        "POST", f"/sessions/{sid}/messages", {"content": "/remember " + most + "y"}
-    )
-    assert (status, data["error"]["code"]) == (413, "payload_too_large"), data
-    status, data = world.api.call("POST", "/memories/records", {"text": most + "y"})
+    said = "I like " + "x" * 1993
+    assert world.api.say(sid, f"/remember {said}")["response"].startswith("Noted")
+    most = "I like " + "y" * (MAX_RECORD_CHARS - 7)
+    status, data = world.api.call("POST", "/memories/records", {"text": most + "z"})
     assert status == 400, data
-    assert [r["text"] for r in world.listed()] == [most]
-    status, data = world.api.call("GET", f"/sessions/{sid}/messages")
-    assert [m["input"] for m in data["messages"]] == [f"/remember {most}"]  # nothing stored
+    status, data = world.api.call("POST", "/memories/records", {"text": most})
+    assert status == 201, data
+    assert sorted(len(r["text"]) for r in world.listed()) == [2000, MAX_RECORD_CHARS]
 
 
 def test_remember_of_what_a_session_said_outlives_that_session(world: World) -> None:

@@ -5,8 +5,10 @@ message twice."""
 from __future__ import annotations
 
 import json
+import math
 import random
 import re
+import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -79,6 +81,50 @@ def _path(*segments: str) -> str:
 
 def _session(session_id: object) -> str:
     return checked_id(session_id, "session id")
+
+
+_LARGEST = sys.float_info.max
+_NOTHING = {"$gt": _LARGEST, "$lt": -_LARGEST}  # no number is both
+_HUGE = 10**64
+
+
+def finite_filter(conditions: Mapping[str, Any]) -> dict[str, Any]:
+    """A records filter with its infinite and NaN operands (which JSON cannot carry, and the
+    API refuses) replaced by conditions that select the same records: "below infinity" is
+    "at least the lowest number", "equal to NaN" is nothing, "not equal to NaN" is no
+    condition. An operand of over 64 digits (the API's bound) compares as a float."""
+    out: dict[str, Any] = {}
+    for field, wanted in conditions.items():
+        if isinstance(wanted, Mapping):
+            operators = {k: v for k, v in wanted.items() if str(k).startswith("$")}
+            if not operators:
+                out[field] = finite_filter(wanted)
+                continue
+            kept: dict[str, Any] = {}
+            for op, operand in operators.items():
+                kept.update(_finite_operator(op, operand))
+            if kept:
+                out[field] = kept
+        elif isinstance(wanted, float) and not math.isfinite(wanted):
+            out[field] = dict(_NOTHING)
+        else:
+            out[field] = wanted
+    return out
+
+
+def _finite_operator(op: str, operand: Any) -> dict[str, Any]:
+    if isinstance(operand, int) and not isinstance(operand, bool) and abs(operand) >= _HUGE:
+        operand = float(operand)  # the API refuses integers of over 64 digits
+    if not isinstance(operand, float) or math.isfinite(operand):
+        return {op: operand}
+    if math.isnan(operand):
+        return {} if op == "$ne" else dict(_NOTHING)  # NaN equals and orders with nothing
+    if op == "$ne":
+        return {}
+    every = {"$lt": operand > 0, "$lte": operand > 0, "$gt": operand < 0, "$gte": operand < 0}
+    if every.get(op):
+        return {"$gte": -_LARGEST}  # any number
+    return dict(_NOTHING)
 
 
 def _record(record_id: object) -> str:
@@ -493,6 +539,58 @@ class ChatMemoryClient:
         answer = self._call("GET", "/memories/records", params=params)
         return [Record.from_json(item) for item in answer["records"]]
 
+    def find_records(
+        self,
+        *,
+        query: str | None = None,
+        namespace_prefix: Sequence[str] = (),
+        filter: Mapping[str, Any] | None = None,  # noqa: A002 - the API's field name
+        type: str | None = None,  # noqa: A002 - the API's field name
+        limit: int = 10,
+        offset: int = 0,
+        include_history: bool = False,
+    ) -> list[Record]:
+        """Records of the namespaces under namespace_prefix that pass filter (on the record's
+        value: the JSON object its text holds, else {"text": text}): with query, the closest
+        by meaning and words, each with its score; without, newest first. All of it is done
+        by the server (POST /memories/records/search)."""
+        body: dict[str, Any] = {
+            "namespace_prefix": list(namespace_prefix),
+            "limit": limit,
+            "offset": offset,
+            "include_history": include_history,
+        }
+        if query:
+            body["query"] = query
+        if filter:
+            body["filter"] = finite_filter(filter)
+        if type is not None:
+            body["type"] = type
+        answer = self._call("POST", "/memories/records/search", body, retry_safe=True)
+        return [Record.from_json(item) for item in answer["records"]]
+
+    def list_namespaces(
+        self,
+        *,
+        prefix: Sequence[str] = (),
+        suffix: Sequence[str] = (),
+        max_depth: int | None = None,
+        limit: int = 100,
+        offset: int = 0,
+    ) -> list[tuple[str, ...]]:
+        """The namespaces the caller's records are in, filtered, cut to max_depth labels and
+        paged by the server ("*" in prefix or suffix matches any one label)."""
+        body: dict[str, Any] = {
+            "prefix": list(prefix),
+            "suffix": list(suffix),
+            "limit": limit,
+            "offset": offset,
+        }
+        if max_depth is not None:
+            body["max_depth"] = max_depth
+        answer = self._call("POST", "/memories/namespaces", body, retry_safe=True)
+        return [tuple(ns) for ns in answer["namespaces"]]
+
     def get_record(self, record_id: str) -> Record:
         """One record of the caller's profile."""
         path = _path("memories", "records", _record(record_id))
@@ -504,14 +602,18 @@ class ChatMemoryClient:
         *,
         type: str | None = None,  # noqa: A002 - the API's field name
         record_id: str | None = None,
+        namespace: Sequence[str] | None = None,
     ) -> Record:
         """States a fact or preference. With record_id it is an upsert: that record is created
-        or its text replaced (so it is safe to retry)."""
+        or its text replaced (so it is safe to retry). With namespace (and record_id), the
+        record is an item of that namespace: it never merges with or supersedes another."""
         body: dict[str, Any] = {"text": text}
         if type is not None:
             body["type"] = type
         if record_id is not None:
             body["record_id"] = _record(record_id)
+        if namespace is not None:
+            body["namespace"] = list(namespace)
         answer = self._call("POST", "/memories/records", body, retry_safe=record_id is not None)
         return Record.from_json(answer["record"])
 

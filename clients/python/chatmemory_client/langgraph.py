@@ -6,37 +6,37 @@ kept as records of the caller's profile, where the chat itself recalls them too.
 
 One store is one caller. The server keeps one profile per caller (the local user id, the Cognito
 token's user or the IAM identity), so a store reads and writes only that caller's records; an
-agent serving several users builds one store per user.
+agent serving several users builds one store per user, or one per application and keeps users
+apart in namespaces (("memories", user_id)).
 
-Namespaces are kept inside that profile, in the record id. An item `(namespace, key)` is the
-record `label:label:...:key` (each part escaped to the id alphabet `[A-Za-z0-9_.:-]`: a character
-outside `[A-Za-z0-9_-]` becomes `.HH` per UTF-8 byte), so the same key in two namespaces is two
-records and `get`, `search` and `list_namespaces` see namespaces as LangGraph's own stores do.
-Record ids are at most 128 characters: `put` refuses a longer namespace and key.
+Namespaces are the server's: each record carries its namespace, and listing, search, filters,
+`list_namespaces` (prefix, suffix, max_depth, limit, offset) and paging are done there, so a
+query in a small namespace finds its items whatever the other namespaces hold. An item is a
+record whose id is its namespace's labels and its key joined by ":" (each part escaped to the id
+alphabet `[A-Za-z0-9_.:-]`: a character outside `[A-Za-z0-9_-]` becomes `.HH` per UTF-8 byte),
+because a record id is unique per caller; ids are at most 128 characters, so `put` refuses a
+longer namespace and key.
 
-One namespace, `profile_namespace` (default `("profile",)`), is the profile itself: its items are
-records whose id is just the key, and records the server made (facts and preferences drawn from
-chats, session summaries, what was stated through the API or the MCP server) appear there, with
-their record id as key. So `search(("profile",), query=...)` finds what the user said in past
-conversations, and `search((), query=...)` searches everything the caller has.
+One namespace, `("profile",)`, is the profile itself: its items are records whose id is just the
+key, and what the server draws from chats (facts, preferences, session summaries) and what is
+stated through the API or the MCP server is there, with its record id as key. So
+`search(("profile",), query=...)` finds what the user said in past conversations. There, records
+follow the profile's rules: a newer one about the same thing ("I live in Porto" after "I live in
+Lisbon") supersedes the older, which is history (`search` leaves it out unless
+`include_history=True`; `get` still returns it). In every other namespace an item is its key, as
+in LangGraph's own stores: nothing merges or supersedes.
 
 Values: a record is text, so a value that is only `{text_key: "a sentence"}` (default key
 `"text"`) is stored as that sentence, which the chat's recall can quote as it is; any other value
-is stored as its compact JSON, and `get` returns the same dict either way. The server's records
-are read as `{text_key: text}`. Record text is limited to 1,000 characters by the API.
+is stored as its compact JSON, and `get` returns the same dict either way. A value's text is at
+most 65,536 characters (the first 8,000 are what search embeds). `filter` (LangGraph's operators:
+`$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`) is applied by the server to that value (a sentence
+is `{"text": sentence}`).
 
-Search: with a query, the API's record search (by meaning and words) in its rank order (records
-carry no score, so `SearchItem.score` is None); without one, the API's listing (by record id,
-descending: the server's own ids begin with their time). The namespace prefix, `filter`
-(LangGraph's operators: `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte`), `offset` and `limit` are
-applied here: to a few times as many ranked records as asked for, then, if that was not enough,
-to the most the API ranks (100).
-
-A record that a newer one about the same thing superseded (status SUPERSEDED: "I live in Porto"
-after "I live in Lisbon") is history: `get` still returns it, `search` leaves it out unless
-`include_history=True`. A key just deleted cannot be put again until the server's purge of it
-has run (the API answers 409, raised as `Conflict`). TTLs are not supported, and `index`
-settings are ignored: the server embeds every record's text.
+Search with a query ranks by meaning and words; each `SearchItem.score` is the server's fused
+score (higher is closer). Without a query, items come newest first by record id. A deleted key
+can be put again at once. TTLs are not supported, and `index` settings are ignored: the server
+embeds every record's text.
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from contextlib import suppress
 from datetime import datetime, timezone
 from typing import Any
@@ -54,7 +54,6 @@ from langgraph.store.base import (
     GetOp,
     Item,
     ListNamespacesOp,
-    MatchCondition,
     Op,
     PutOp,
     Result,
@@ -71,8 +70,8 @@ from chatmemory_client.models import Record
 __all__ = ["ChatMemorySaver", "ChatMemoryStore"]
 
 MAX_RECORD_ID = 128
-# The API's record search answers at most this many records.
-MAX_SEARCH = 100
+# The profile's own namespace on the server: what chats taught lives there.
+PROFILE_NAMESPACE: tuple[str, ...] = ("profile",)
 _PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 _ESCAPED = re.compile(r"(?:\.[0-9A-F]{2})+")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -88,7 +87,6 @@ class ChatMemoryStore(BaseStore):
         user_id: str | None = None,
         token: str | None = None,
         client: ChatMemoryClient | None = None,
-        profile_namespace: tuple[str, ...] = ("profile",),
         text_key: str = "text",
         include_history: bool = False,
     ) -> None:
@@ -96,17 +94,15 @@ class ChatMemoryStore(BaseStore):
             if not base_url:
                 raise ValueError("ChatMemoryStore needs base_url (or a ChatMemoryClient)")
             client = ChatMemoryClient(base_url, user_id=user_id, token=token)
-        if not profile_namespace:
-            raise ValueError("profile_namespace must have at least one label")
         self.client = client
-        self.profile_namespace = tuple(profile_namespace)
+        self.profile_namespace = PROFILE_NAMESPACE
         self.text_key = text_key
         self.include_history = include_history
 
     # --- BaseStore ---------------------------------------------------------------------------
 
     def batch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run the operations in order, one API call or listing each."""
+        """Run the operations in order, one API call each."""
         results: list[Result] = []
         for op in ops:
             validate_op_namespace(op)
@@ -138,6 +134,8 @@ class ChatMemoryStore(BaseStore):
             record = self.client.get_record(record_id)
         except NotFound:
             return None
+        if record.namespace != tuple(op.namespace):
+            return None  # another namespace's record (stated before namespaces existed)
         return self._item(record)
 
     def _put(self, op: PutOp) -> None:
@@ -147,62 +145,58 @@ class ChatMemoryStore(BaseStore):
                 self.client.delete_record(self.record_id(op.namespace, op.key))
             return
         record_id = self.record_id(op.namespace, op.key)
-        self.client.remember(self.encode_value(op.value), record_id=record_id)
+        self.client.remember(
+            self.encode_value(op.value), record_id=record_id, namespace=list(op.namespace)
+        )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:
-        wanted = max(op.offset, 0) + max(op.limit, 0)
-        if not op.query:
-            found = self._select(self.client.list_records(page_size=MAX_SEARCH), op, wanted)
-            return found[op.offset : op.offset + op.limit]
-        # The namespace, the filter and history are applied to the API's ranked records: ask
-        # for a few times what is wanted, and for all it gives if that was not enough.
-        narrowed = bool(op.namespace_prefix or op.filter or not self.include_history)
-        size = min(MAX_SEARCH, max(4 * wanted, 20) if narrowed else max(wanted, 1))
-        while True:
-            ranked = self.client.search_records(op.query, limit=size)
-            found = self._select(ranked, op, wanted)
-            if len(found) >= wanted or len(ranked) < size or size == MAX_SEARCH:
-                return found[op.offset : op.offset + op.limit]
-            size = MAX_SEARCH
-
-    def _select(self, records: Iterable[Record], op: SearchOp, wanted: int) -> list[SearchItem]:
-        """The first `wanted` records in the namespace prefix that pass the filter."""
-        prefix = tuple(op.namespace_prefix)
+        if op.limit <= 0:
+            return []
         found: list[SearchItem] = []
-        for record in records:
-            if len(found) >= wanted:
-                break
-            if record.status == "SUPERSEDED" and not self.include_history:
-                continue
-            namespace, key = self.split_record_id(record.record_id)
-            if namespace[: len(prefix)] != prefix:
-                continue
-            value = self.decode_value(record.text)
-            if op.filter and not _matches(value, op.filter):
-                continue
-            created, updated = _times(record)
-            found.append(
-                SearchItem(
-                    namespace=namespace,
-                    key=key,
-                    value=value,
-                    created_at=created,
-                    updated_at=updated,
-                    score=getattr(record, "score", None),
-                )
+        offset, wanted = max(op.offset, 0), op.limit
+        while len(found) < op.limit:
+            records = self.client.find_records(
+                query=op.query or None,
+                namespace_prefix=op.namespace_prefix,
+                filter=op.filter or None,
+                limit=min(wanted, 100),
+                offset=offset,
+                include_history=self.include_history,
             )
+            for record in records:
+                created, updated = _times(record)
+                found.append(
+                    SearchItem(
+                        namespace=record.namespace,
+                        key=self.key_of(record),
+                        value=self.decode_value(record.text),
+                        created_at=created,
+                        updated_at=updated,
+                        score=record.score,
+                    )
+                )
+            if len(records) < min(wanted, 100):
+                break
+            offset, wanted = offset + len(records), wanted - len(records)
         return found
 
     def _list_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        namespaces = {
-            self.split_record_id(r.record_id)[0]
-            for r in self.client.list_records(page_size=MAX_SEARCH)
-        }
-        conditions = op.match_conditions or ()
-        kept = [ns for ns in namespaces if all(_namespace_matches(c, ns) for c in conditions)]
-        if op.max_depth is not None:
-            kept = list({ns[: op.max_depth] for ns in kept})
-        return sorted(kept)[op.offset : op.offset + op.limit]
+        prefix: tuple[str, ...] = ()
+        suffix: tuple[str, ...] = ()
+        for condition in op.match_conditions or ():
+            if condition.match_type == "prefix":
+                prefix = tuple(condition.path)
+            elif condition.match_type == "suffix":
+                suffix = tuple(condition.path)
+            else:
+                raise ValueError(f"unknown namespace match type: {condition.match_type}")
+        return self.client.list_namespaces(
+            prefix=prefix,
+            suffix=suffix,
+            max_depth=op.max_depth,
+            limit=op.limit,
+            offset=op.offset,
+        )
 
     # --- namespaces, keys and values as records ----------------------------------------------
 
@@ -211,7 +205,7 @@ class ChatMemoryStore(BaseStore):
         namespace's labels and its key joined by ":" (each escaped, so never ambiguous)."""
         parts = [key] if tuple(namespace) == self.profile_namespace else [*namespace, key]
         record_id = ":".join(_escape(part) for part in parts)
-        if not record_id:
+        if not key:
             raise ValueError("an item's key cannot be empty")
         if len(record_id) > MAX_RECORD_ID:
             raise ValueError(
@@ -228,6 +222,14 @@ class ChatMemoryStore(BaseStore):
             return self.profile_namespace, key if _escape(key) == record_id else record_id
         *labels, key = record_id.split(":")
         return tuple(_unescape(label) for label in labels), _unescape(key)
+
+    def key_of(self, record: Record) -> str:
+        """An item's key: the last part of its record id, or in the profile namespace the
+        whole id (a record the server named may hold ":" too)."""
+        if record.namespace != self.profile_namespace:
+            return self.split_record_id(record.record_id)[1]
+        key = _unescape(record.record_id)
+        return key if _escape(key) == record.record_id else record.record_id
 
     def encode_value(self, value: Mapping[str, Any]) -> str:
         """A value as record text: the sentence itself for `{text_key: sentence}`, else the
@@ -250,12 +252,11 @@ class ChatMemoryStore(BaseStore):
         return {self.text_key: text}
 
     def _item(self, record: Record) -> Item:
-        namespace, key = self.split_record_id(record.record_id)
         created, updated = _times(record)
         return Item(
             value=self.decode_value(record.text),
-            key=key,
-            namespace=namespace,
+            key=self.key_of(record),
+            namespace=record.namespace,
             created_at=created,
             updated_at=updated,
         )
@@ -288,55 +289,3 @@ def _when(stamp: str) -> datetime:
     # Python 3.10's fromisoformat does not read a trailing "Z".
     when = datetime.fromisoformat(stamp[:-1] + "+00:00" if stamp.endswith("Z") else stamp)
     return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
-
-
-def _namespace_matches(condition: MatchCondition, namespace: tuple[str, ...]) -> bool:
-    path = tuple(condition.path)
-    if len(namespace) < len(path):
-        return False
-    labels: Iterator[tuple[str, str]]
-    if condition.match_type == "prefix":
-        labels = zip(namespace, path, strict=False)
-    elif condition.match_type == "suffix":
-        labels = zip(reversed(namespace), reversed(path), strict=False)
-    else:
-        raise ValueError(f"unknown namespace match type: {condition.match_type}")
-    return all(want in ("*", have) for have, want in labels)
-
-
-def _matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
-    return all(_compare(value.get(field), wanted) for field, wanted in conditions.items())
-
-
-def _compare(actual: Any, wanted: Any) -> bool:
-    """LangGraph's filter semantics: nested objects match field by field, `$` operators compare."""
-    if isinstance(wanted, Mapping):
-        if any(str(k).startswith("$") for k in wanted):
-            return all(_operator(actual, op, operand) for op, operand in wanted.items())
-        return isinstance(actual, Mapping) and _matches(actual, wanted)
-    if isinstance(wanted, list | tuple):
-        return (
-            isinstance(actual, list | tuple)
-            and len(actual) == len(wanted)
-            and all(_compare(a, w) for a, w in zip(actual, wanted, strict=True))
-        )
-    return actual == wanted
-
-
-def _operator(actual: Any, op: str, operand: Any) -> bool:
-    if op == "$eq":
-        return actual == operand
-    if op == "$ne":
-        return actual != operand
-    if op in ("$gt", "$gte", "$lt", "$lte"):
-        try:
-            left, right = float(actual), float(operand)
-        except (TypeError, ValueError):
-            return False  # a missing or non-numeric field is outside any range
-        return {
-            "$gt": left > right,
-            "$gte": left >= right,
-            "$lt": left < right,
-            "$lte": left <= right,
-        }[op]
-    raise ValueError(f"unsupported filter operator: {op}")

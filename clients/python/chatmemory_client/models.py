@@ -300,6 +300,10 @@ class Record:
     provenance: tuple[Provenance, ...] = ()
     superseded_by: str | None = None
     valid_until: str | None = None
+    # The namespace it is in: ("profile",) is the profile's own (what chats taught).
+    namespace: tuple[str, ...] = ("profile",)
+    # With a search query: how close it is (meaning and words), higher is closer.
+    score: float | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
@@ -316,6 +320,8 @@ class Record:
             provenance=tuple(Provenance.from_json(p) for p in _items(data, "provenance")),
             superseded_by=_opt_str(data, "superseded_by"),
             valid_until=_opt_str(data, "valid_until"),
+            namespace=tuple(str(label) for label in data.get("namespace") or ("profile",)),
+            score=_opt_float(data, "score"),
         )
 
 

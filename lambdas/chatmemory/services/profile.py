@@ -57,7 +57,9 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import (
     MAX_RECORD_CHARS,
+    MAX_RECORD_ENTRY_CHARS,
     MEMORY_INDEX,
+    PROFILE_NAMESPACE,
     MemoryKind,
     RecordOrigin,
     RecordStatus,
@@ -124,7 +126,9 @@ def doc_key_of(record: MemoryRecord) -> str:
     """A summary record's entry is its session's summary entry; other records have their own."""
     if record.type == RecordType.SUMMARY and record.provenance:
         return summary_doc_key(record.provenance[0].session_id)
-    return record_doc_key(record.user_id, record.record_id)
+    key = record_doc_key(record.user_id, record.record_id)
+    # A key created again after a delete has entries of its own (see MemoryRecord.generation).
+    return f"{key}#{record.generation}" if record.generation else key
 
 
 def entry_keys(record: MemoryRecord) -> list[str]:
@@ -154,7 +158,9 @@ def record_document(record: MemoryRecord, title: str = "") -> MemoryDoc:
         doc_key=doc_key_of(record),
         user_id=record.user_id,
         kind=kind,
-        text=record.text,
+        # A long record (an agent's memory of up to 64 KiB) is indexed and embedded from its
+        # beginning; the record itself keeps the whole text.
+        text=record.text[:MAX_RECORD_ENTRY_CHARS],
         created_at=first.date if first else record.created_at,
         session_id=first.session_id if first and of_session else None,
         title=title,
@@ -357,6 +363,11 @@ def _place(
             mine = fresh
         else:
             mine = known
+        # Merging, supersession and settling stay inside the record's namespace; in a client's
+        # namespace (not the profile's) an item is its key, as in LangGraph's stores: it never
+        # merges, supersedes or settles anything, and nothing supersedes it.
+        keyed_item = bool(record.namespace)
+        mine = [] if keyed_item else [r for r in mine if not r.namespace]
         active = {
             r.record_id: r
             for r in mine
@@ -551,6 +562,8 @@ def _stated(
     make_id: Callable[[], str],
     policy: ProfilePolicy,
     record_id: str | None,
+    namespace: tuple[str, ...] = (),
+    generation: str = "",
 ) -> tuple[str, MemoryRecord]:
     """state_record, with how the record was placed (_place's outcome)."""
     from chatmemory.services.extract import classify  # its patterns: not at cold start
@@ -570,8 +583,10 @@ def _stated(
         updated_at=at,
         origin=RecordOrigin.STATED,
         subject=subject if (record_type or kind) == kind else "",
+        namespace=tuple(namespace),
+        generation=generation,
     )
-    [vector] = embedder.embed([record.text])
+    [vector] = embedder.embed([record.text[:MAX_RECORD_ENTRY_CHARS]])
     return _place(
         record,
         vector,
@@ -593,15 +608,25 @@ def put_keyed_record(
     embedder: Embedder,
     index: LongTermIndex,
     now: datetime,
+    namespace: tuple[str, ...] = (),
 ) -> tuple[MemoryRecord, bool]:
     """A record under the client's own id (an agent's store keys its memories): created, or,
     when the caller has a record with that id, its text replaced (a correction). Such a record
-    never merges into another one (the key is its identity), but it supersedes and is
-    superseded like any other. Returns the record and whether it was created: of concurrent
-    upserts of one id, one creates it and the others replace its text, as one after another
-    would."""
+    never merges into another one (the key is its identity); in the profile's namespace it
+    supersedes and is superseded like any other, in a client's namespace it is an item of its
+    own (see _place). Returns the record and whether it was created: of concurrent upserts of
+    one id, one creates it and the others replace its text, as one after another would.
+
+    A key whose record is being deleted is free at once: that record's purge is done here
+    first (its entries, then its item, only while it is still the tombstone), and the new
+    record has entries of its own (a new generation), which the late purge never touches."""
     owner = owner_of(memory, user_id)
     existing = memory.get_record(owner, record_id)
+    if existing is not None and existing.status == RecordStatus.DELETING:
+        purge_record(owner, record_id, memory=memory, index=index)
+        existing = memory.get_record(owner, record_id)
+    if existing is not None and existing.namespace != tuple(namespace):
+        raise Conflict(f"record {record_id} belongs to another namespace")
     if existing is None:
         outcome, record = _stated(
             owner,
@@ -614,12 +639,14 @@ def put_keyed_record(
             make_id=lambda: str(uuid.uuid4()),
             policy=ProfilePolicy(),
             record_id=record_id,
+            namespace=tuple(namespace),
+            generation=uuid.uuid4().hex[:16],
         )
         if outcome != "exists":
             return record, True
         existing = record  # a concurrent upsert of this id created it first
     if existing.status == RecordStatus.DELETING:
-        raise Conflict(f"record {record_id} is being deleted; retry in a minute or use another id")
+        raise Conflict(f"record {record_id} was deleted meanwhile; retry")
     if existing.text == text.strip():
         return existing, False
     corrected = correct_record(
@@ -666,7 +693,11 @@ def correct_record(
     [doc.embedding] = embedder.embed([doc.text])
     index.upsert(MEMORY_INDEX, [doc])
     current = memory.get_record(record.user_id, record.record_id)
-    if current is None or current.status == RecordStatus.DELETING:
+    if (
+        current is None
+        or current.status == RecordStatus.DELETING
+        or current.generation != record.generation  # deleted, and its key created again
+    ):
         index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
         raise RecordNotFound(f"record {record_id} not found")
     return current
@@ -682,6 +713,28 @@ def delete_record(memory: ShortTermMemory, user_id: str, record_id: str) -> None
     memory.mark_record_deleting(record.user_id, record.record_id)
 
 
+def delete_record_now(
+    memory: ShortTermMemory, user_id: str, record_id: str, *, index: LongTermIndex | None
+) -> None:
+    """DELETE /memories/records/{id}: the tombstone (delete_record), then its purge here (its
+    entries in `index`, the deployment's long-term index if it has one, then its item), so the
+    key is free when the delete answers (an agent's store puts it again at once). The records
+    stream's purge then finds nothing left, or finishes what failed here."""
+    delete_record(memory, user_id, record_id)
+    purge_record(owner_of(memory, user_id), record_id, memory=memory, index=index)
+
+
+def stored_namespace(namespace: Sequence[str] | None) -> tuple[str, ...]:
+    """A namespace as records keep it: the profile's (schema.PROFILE_NAMESPACE) is none."""
+    labels = tuple(namespace or ())
+    return () if labels in ((), PROFILE_NAMESPACE) else labels
+
+
+def shown_namespace(record: MemoryRecord) -> tuple[str, ...]:
+    """The namespace a record is in, as the API shows it."""
+    return record.namespace or PROFILE_NAMESPACE
+
+
 def list_records(
     memory: ShortTermMemory,
     user_id: str,
@@ -689,10 +742,123 @@ def list_records(
     record_type: RecordType | None,
     limit: int,
     next_token: str | None,
+    namespace_prefix: tuple[str, ...] | None = None,
 ) -> tuple[list[MemoryRecord], str | None]:
     owner = owner_of(memory, user_id)
-    page = memory.list_records(owner, record_type, limit, next_token)
+    page = memory.list_records(owner, record_type, limit, next_token, namespace_prefix or None)
     return visible_records(memory, owner, page.items), page.next_token
+
+
+@dataclass(frozen=True)
+class RecordQuery:
+    """What POST /memories/records/search asks: the records of the namespaces under
+    `namespace_prefix` (every namespace when empty), closest to `query` (by meaning and words)
+    or, without one, newest first; `offset` skips that many of them."""
+
+    query: str | None = None
+    namespace_prefix: tuple[str, ...] = ()
+    record_type: RecordType | None = None
+    limit: int = 10
+    offset: int = 0
+    include_history: bool = True
+    matches: Callable[[MemoryRecord], bool] = lambda _: True
+
+
+# Without a query, the most records of a namespace prefix read for one search (pages of 100);
+# with one, the most read beyond what the index ranked, so a small namespace that other
+# namespaces outrank is still found (ranked by words only: the index has the meaning).
+MAX_SEARCH_SCAN = 2_000
+
+
+def find_records(
+    memory: ShortTermMemory,
+    user_id: str,
+    ask: RecordQuery,
+    *,
+    embedder: Embedder,
+    index: LongTermIndex,
+) -> list[tuple[MemoryRecord, float | None]]:
+    """Records of the caller for a search, with their score (with a query: the fused score of
+    meaning and words, higher is closer; without one: None)."""
+    owner = owner_of(memory, user_id)
+    wanted = ask.offset + ask.limit
+
+    def keep(record: MemoryRecord) -> bool:
+        return (
+            (ask.record_type is None or record.type == ask.record_type)
+            and shown_namespace(record)[: len(ask.namespace_prefix)] == ask.namespace_prefix
+            and (ask.include_history or record.status != RecordStatus.SUPERSEDED)
+            and ask.matches(record)
+        )
+
+    found: list[tuple[MemoryRecord, float | None]] = []
+    if ask.query:
+        found += _ranked(memory, owner, ask.query, wanted, keep, embedder, index)
+    if ask.query and (len(found) >= wanted or not ask.namespace_prefix):
+        return found[ask.offset : wanted]
+    # Without a query, or when the index's best were of other namespaces: the prefix's records
+    # from the table (newest first), ranked by words when there is a query.
+    seen = {record.record_id for record, _ in found}
+    rest: list[MemoryRecord] = []
+    token: str | None = None
+    scanned = 0
+    while scanned < MAX_SEARCH_SCAN:
+        page = memory.list_records(owner, None, 100, token, ask.namespace_prefix or None)
+        scanned += 100
+        rest += [
+            r
+            for r in visible_records(memory, owner, page.items)
+            if r.record_id not in seen and keep(r)
+        ]
+        token = page.next_token
+        if token is None or (not ask.query and len(rest) >= wanted):
+            break
+    if not ask.query:
+        return [(r, None) for r in rest[ask.offset : wanted]]
+    from chatmemory.services.lexical import bm25
+    from chatmemory.services.recall import RecallWeights
+
+    scores = bm25(ask.query, [r.text[:MAX_RECORD_ENTRY_CHARS] for r in rest]) if rest else []
+    best = max(scores, default=0.0) or 1.0
+    lexical = RecallWeights().lexical
+    ranked = sorted(zip(rest, scores, strict=True), key=lambda pair: -pair[1])
+    found += [(r, lexical * score / best) for r, score in ranked]
+    return found[ask.offset : wanted]
+
+
+def _ranked(
+    memory: ShortTermMemory,
+    owner: str,
+    query: str,
+    wanted: int,
+    keep: Callable[[MemoryRecord], bool],
+    embedder: Embedder,
+    index: LongTermIndex,
+) -> list[tuple[MemoryRecord, float | None]]:
+    """The first `wanted` of the caller's visible records that the index ranks for `query` and
+    `keep` accepts, best first, with their scores (read a few at a time)."""
+    from chatmemory.services.recall import RecallWeights, fuse
+
+    vector = embedder.embed([query])[0]
+    depth = max(wanted * 8, 40)
+    fused = fuse(*index.hybrid_search(MEMORY_INDEX, vector, query, depth, owner), RecallWeights())
+    best: dict[str, float] = {}
+    for doc, score in fused.values():
+        if doc.record_id:
+            best[doc.record_id] = max(best.get(doc.record_id, 0.0), score)
+    ids = sorted(best, key=lambda record_id: -best[record_id])
+    _, live = memory.live(owner, [], ids)
+    pending = [record_id for record_id in ids if record_id in live]
+    found: list[tuple[MemoryRecord, float | None]] = []
+    while pending and len(found) < wanted:
+        batch, pending = pending[: max(wanted, 10)], pending[max(wanted, 10) :]
+        records = [memory.get_record(owner, record_id) for record_id in batch]
+        found += [
+            (record, best[record.record_id])
+            for record in visible_records(memory, owner, [r for r in records if r is not None])
+            if keep(record)
+        ]
+    return found[:wanted]
 
 
 def search_records(
@@ -706,29 +872,42 @@ def search_records(
     index: LongTermIndex,
 ) -> list[MemoryRecord]:
     """The caller's records closest to `query` by meaning and words, checked live."""
-    from chatmemory.services.recall import RecallWeights, fuse
+    ask = RecordQuery(query=query, record_type=record_type, limit=limit)
+    return [r for r, _ in find_records(memory, user_id, ask, embedder=embedder, index=index)]
 
+
+def list_namespaces(
+    memory: ShortTermMemory,
+    user_id: str,
+    *,
+    prefix: Sequence[str] = (),
+    suffix: Sequence[str] = (),
+    max_depth: int | None = None,
+    limit: int = 100,
+    offset: int = 0,
+) -> list[tuple[str, ...]]:
+    """The namespaces the caller's records are in (LangGraph's list_namespaces): those that
+    begin with `prefix` and end with `suffix` ("*" matches any one label), cut to `max_depth`
+    labels, each once, sorted; `offset` and `limit` page through them."""
     owner = owner_of(memory, user_id)
-    vector = embedder.embed([query])[0]
-    depth = max(limit * 8, 40)
-    fused = fuse(*index.hybrid_search(MEMORY_INDEX, vector, query, depth, owner), RecallWeights())
-    ranked = sorted(
-        (pair for pair in fused.values() if pair[0].record_id),
-        key=lambda pair: -pair[1],
-    )
-    ids = list(dict.fromkeys(doc.record_id for doc, _ in ranked if doc.record_id))
-    _, live = memory.live(owner, [], ids)
-    pending = [record_id for record_id in ids if record_id in live]
-    found: list[MemoryRecord] = []
-    while pending and len(found) < limit:
-        batch, pending = pending[: limit - len(found)], pending[limit - len(found) :]
-        records = [memory.get_record(owner, record_id) for record_id in batch]
-        found += visible_records(
-            memory,
-            owner,
-            [r for r in records if r and (record_type is None or r.type == record_type)],
+    live = [
+        r
+        for r in visible_records(memory, owner, list(memory.records_of_owner(owner)))
+        if r.status != RecordStatus.DELETING
+    ]
+    namespaces = {shown_namespace(r) for r in live}
+
+    def fits(namespace: tuple[str, ...], path: Sequence[str]) -> bool:
+        return len(namespace) >= len(path) and all(
+            want in ("*", have) for have, want in zip(namespace, path, strict=False)
         )
-    return found
+
+    kept = {
+        ns[:max_depth] if max_depth is not None else ns
+        for ns in namespaces
+        if fits(ns, prefix) and fits(ns[::-1], tuple(suffix)[::-1])
+    }
+    return sorted(kept)[offset : offset + limit]
 
 
 # --- purges (services/forget.py's) ---------------------------------------------------------------
@@ -737,14 +916,17 @@ def search_records(
 def purge_record(
     owner: str, record_id: str, *, memory: ShortTermMemory, index: LongTermIndex | None
 ) -> bool:
-    """Remove a DELETING record's entry and item (what it had superseded stays history)."""
+    """Remove a DELETING record's entries, then its item while it is still that tombstone
+    (what it had superseded stays history). A record created under the same id meanwhile is
+    kept, and so are its entries: they are keyed by its own generation."""
     record = memory.get_record(owner, record_id)
     if record is None:
         return False
     if record.status != RecordStatus.DELETING:
         return False
-    _drop([record], memory=memory, index=index)
-    return True
+    if index is not None:
+        index.delete_documents(MEMORY_INDEX, owner, entry_keys(record))
+    return memory.remove_deleted_record(owner, record_id)
 
 
 def drop_session_records(

@@ -1,14 +1,16 @@
-"""The MCP server's tools over one caller's chat memory: recall, remember, and the caller's
-sessions (list, read, end, forget), built on ChatMemoryClient."""
+"""The MCP server's tools over one caller's chat memory: recall, remember, the caller's profile
+records (list, search, correct, forget one), conversation turns stored for extraction, and the
+caller's sessions (list, read, end, forget), built on ChatMemoryClient."""
 
 from __future__ import annotations
 
+import inspect
 import os
 import sys
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from itertools import islice
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
@@ -16,8 +18,10 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from chatmemory_client.client import ChatMemoryClient
-from chatmemory_client.errors import ChatMemoryError
+from chatmemory_client.errors import ChatMemoryError, NotFound
 from chatmemory_client.models import Memory, Record, Session, Turn
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 ENV_URL = "CHATMEMORY_URL"
 ENV_USER = "CHATMEMORY_USER"
@@ -99,6 +103,26 @@ class Done(BaseModel):
     message: str
 
 
+class RecordInfo(BaseModel):
+    record_id: str
+    type: str = Field(description="fact, preference, summary or open_question.")
+    text: str
+    status: str = Field(description="ACTIVE, or SUPERSEDED (history: a newer one replaced it).")
+    created_at: str = Field(description="When it was said or stated.")
+    namespace: list[str] = Field(description="['profile'] for what the user's chats taught.")
+    score: float | None = Field(default=None, description="With a search: higher is closer.")
+
+
+class RecordList(BaseModel):
+    records: list[RecordInfo]
+
+
+class StoredTurn(BaseModel):
+    session_id: str = Field(description="Pass it again for the next turn of this conversation.")
+    turn: int
+    created_at: str
+
+
 # --- the server --------------------------------------------------------------------------------
 
 
@@ -107,7 +131,16 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
     server = MCPServer("chat-memory", instructions=INSTRUCTIONS)
     read_only = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 
-    @server.tool(annotations=read_only)
+    def tool(annotations: ToolAnnotations) -> Callable[[F], F]:
+        """A tool whose description is its docstring without the source's indentation."""
+
+        def register(function: F) -> F:
+            described = inspect.cleandoc(function.__doc__ or "")
+            return server.tool(annotations=annotations, description=described)(function)
+
+        return register
+
+    @tool(read_only)
     def recall(
         query: Annotated[
             str,
@@ -130,7 +163,7 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
             sessions = client.search_memories(query, k=k)
         return Recalled(query=query, memories=merge_recall(records, sessions, k))
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False))
     def remember(
         text: Annotated[
             str,
@@ -156,7 +189,91 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
             created_at=record.created_at,
         )
 
-    @server.tool(annotations=read_only)
+    @tool(read_only)
+    def list_records(
+        limit: Annotated[int, Field(ge=1, le=100, description="How many, newest first.")] = 20,
+        type: Annotated[  # noqa: A002 - the API's name
+            Literal["fact", "preference", "summary", "open_question"] | None,
+            Field(description="Only records of this type."),
+        ] = None,
+    ) -> RecordList:
+        """List what is remembered about the user (their profile's records: facts,
+        preferences, session summaries, open questions), newest first, with ids to correct or
+        forget one. Use it when the user asks what you know about them."""
+        with _api_errors():
+            records = list(islice(client.list_records(type=type, page_size=limit), limit))
+        return RecordList(records=[_record_info(r) for r in records])
+
+    @tool(read_only)
+    def search_records(
+        query: Annotated[str, Field(min_length=1, max_length=1000, description="What to find.")],
+        limit: Annotated[int, Field(ge=1, le=100, description="How many at most.")] = 10,
+        include_history: Annotated[
+            bool, Field(description="Also records a newer one replaced (SUPERSEDED).")
+        ] = False,
+    ) -> RecordList:
+        """Search the user's profile records by meaning and words, best first, each with a
+        score. Use it to find the record to correct or forget; to answer from memory, use
+        recall (it searches past conversations too)."""
+        with _api_errors():
+            records = client.find_records(query=query, limit=limit, include_history=include_history)
+        return RecordList(records=[_record_info(r) for r in records])
+
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    def correct_record(
+        record_id: Annotated[
+            str, Field(min_length=1, description="From list_records or search_records.")
+        ],
+        text: Annotated[
+            str, Field(min_length=1, max_length=65_536, description="The corrected statement.")
+        ],
+    ) -> RecordInfo:
+        """Replace what a record says when the user corrects it ("no, my sister lives in
+        Lyon, not Paris"). The record keeps its id and history; it is found by its new words
+        at once."""
+        with _api_errors():
+            return _record_info(client.correct_record(record_id, text))
+
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
+    def forget_record(
+        record_id: Annotated[
+            str, Field(min_length=1, description="From list_records or search_records.")
+        ],
+    ) -> Done:
+        """Delete one record for good when the user asks you to forget that one thing: it is
+        never recalled, listed or searched again. Forgetting a record already forgotten
+        succeeds."""
+        # Deleting what is gone already is done (the tool is marked idempotent); an id that
+        # never existed, or is another caller's, answers the same 404.
+        with _api_errors(), suppress(NotFound):
+            client.delete_record(record_id)
+        return Done(message=f"Record {record_id} is forgotten.")
+
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=False))
+    def store_turn(
+        user_message: Annotated[
+            str, Field(min_length=1, description="What the user said, as they said it.")
+        ],
+        assistant_response: Annotated[
+            str | None, Field(description="What you answered (none: kept pending).")
+        ] = None,
+        session_id: Annotated[
+            str | None,
+            Field(description="The conversation's session (none: a new one is started)."),
+        ] = None,
+    ) -> StoredTurn:
+        """Store one turn of this conversation (the user's message and your answer) in the
+        user's chat memory, so that when the conversation ends (end_session, or by itself
+        after a while idle) its facts and preferences are extracted into the profile and the
+        conversation itself can be recalled later. Pass the session_id it returns for the
+        next turns of the same conversation."""
+        with _api_errors():
+            if session_id is None:
+                session_id = client.create_session("MCP conversation").session_id
+            turn = client.store_turn(session_id, user_message, response=assistant_response)
+        return StoredTurn(session_id=session_id, turn=turn.turn, created_at=turn.created_at)
+
+    @tool(read_only)
     def list_sessions(
         limit: Annotated[int, Field(ge=1, le=100, description="How many, newest first.")] = 20,
     ) -> SessionList:
@@ -167,7 +284,7 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
             sessions = list(islice(client.list_sessions(page_size=limit), limit))
         return SessionList(sessions=[_session(s) for s in sessions])
 
-    @server.tool(annotations=read_only)
+    @tool(read_only)
     def get_session(
         session_id: Annotated[
             str, Field(min_length=1, description="From recall or list_sessions.")
@@ -193,7 +310,7 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
             truncated=session.num_turns > len(latest),
         )
 
-    @server.tool(annotations=ToolAnnotations(read_only_hint=False, idempotent_hint=True))
+    @tool(ToolAnnotations(read_only_hint=False, idempotent_hint=True))
     def end_session(
         session_id: Annotated[str, Field(min_length=1, description="An OPEN session's id.")],
     ) -> SessionInfo:
@@ -203,18 +320,16 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
         with _api_errors():
             return _session(client.end_session(session_id))
 
-    @server.tool(
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True
-        )
-    )
+    @tool(ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True))
     def forget_session(
         session_id: Annotated[str, Field(min_length=1, description="The session to delete.")],
     ) -> Done:
         """Delete a conversation for good: its turns, its summary and everything long-term
         memory learned from it. Only when the user asks to forget that conversation; it
-        cannot be undone."""
-        with _api_errors():
+        cannot be undone. Forgetting a session already forgotten succeeds."""
+        # Deleting what is gone already is done (the tool is marked idempotent); an id that
+        # never existed, or is another caller's, answers the same 404.
+        with _api_errors(), suppress(NotFound):
             client.delete_session(session_id)
         return Done(message=f"Session {session_id} and what was learned from it are forgotten.")
 
@@ -224,7 +339,10 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
 def merge_recall(records: list[Record], sessions: list[Memory], k: int) -> list[Hit]:
     """Records and sessions in turns, each list in its own rank order, at most k: the API
     scores them on different scales. A superseded record is left out (its successor is what
-    holds), and so is a summary record of a session that is itself among the hits."""
+    holds), and so is a summary record of a session that is itself among the hits. No passage
+    is given twice: a session's repeated passages are given once, and a passage already given
+    (by a record, or by another session's hit) is left out of a later hit, which is dropped
+    when nothing of it is left."""
     found_sessions = {m.session_id for m in sessions}
     record_hits = [
         _record_hit(r)
@@ -236,7 +354,30 @@ def merge_recall(records: list[Record], sessions: list[Memory], k: int) -> list[
     merged: list[Hit] = []
     for i in range(max(len(record_hits), len(session_hits))):
         merged += record_hits[i : i + 1] + session_hits[i : i + 1]
-    return merged[:k]
+    seen: set[str] = set()
+    kept: list[Hit] = []
+    for hit in merged:
+        passages = [p for p in dict.fromkeys(hit.text.split("\n")) if _norm(p) not in seen]
+        seen.update(_norm(p) for p in passages)
+        if any(p.strip() for p in passages):
+            kept.append(hit.model_copy(update={"text": "\n".join(passages)}))
+    return kept[:k]
+
+
+def _norm(passage: str) -> str:
+    return " ".join(passage.lower().split())
+
+
+def _record_info(record: Record) -> RecordInfo:
+    return RecordInfo(
+        record_id=record.record_id,
+        type=record.type,
+        text=record.text,
+        status=record.status,
+        created_at=record.created_at,
+        namespace=list(record.namespace),
+        score=record.score,
+    )
 
 
 def _session_of(record: Record) -> str | None:

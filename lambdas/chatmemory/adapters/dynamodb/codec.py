@@ -128,6 +128,12 @@ def _source(data: dict[str, Any]) -> Source:
 def record_to_item(record: MemoryRecord) -> dict[str, Any]:
     item = asdict(record)
     item["provenance"] = [asdict(p) for p in record.provenance]
+    # The namespace as its path (schema.namespace_path): listing filters on its prefix.
+    del item["namespace"]
+    if record.namespace:
+        item[schema.RECORD_NAMESPACE] = schema.namespace_path(record.namespace)
+    if not record.generation:
+        del item["generation"]
     return item
 
 
@@ -147,6 +153,8 @@ def record_from_item(item: dict[str, Any]) -> MemoryRecord:
         superseded_by=data.get("superseded_by"),
         valid_until=data.get("valid_until"),
         version=int(data.get("version", 0)),
+        namespace=schema.namespace_of_path(data.get(schema.RECORD_NAMESPACE, "")),
+        generation=data.get("generation", ""),
     )
 
 

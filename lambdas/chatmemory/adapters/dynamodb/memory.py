@@ -896,7 +896,12 @@ class DynamoShortTermMemory:
         return record_from_item(item) if item else None
 
     def list_records(
-        self, owner: str, record_type: str | None, limit: int, next_token: str | None
+        self,
+        owner: str,
+        record_type: str | None,
+        limit: int,
+        next_token: str | None,
+        namespace_prefix: tuple[str, ...] | None = None,
     ) -> Page[MemoryRecord]:
         names = {"#s": STATUS}
         values: dict[str, Any] = {
@@ -908,6 +913,15 @@ class DynamoShortTermMemory:
             names["#type"] = "type"
             values[":type"] = {"S": record_type}
             condition += " AND #type = :type"
+        if namespace_prefix:
+            # The namespace's path begins with the prefix's (schema.namespace_path); the
+            # profile's own records have none (schema.PROFILE_NAMESPACE).
+            names["#ns"] = schema.RECORD_NAMESPACE
+            values[":ns"] = {"S": schema.namespace_path(namespace_prefix)}
+            if tuple(namespace_prefix) == schema.PROFILE_NAMESPACE:
+                condition += " AND (attribute_not_exists(#ns) OR begins_with(#ns, :ns))"
+            else:
+                condition += " AND begins_with(#ns, :ns)"
         kwargs: dict[str, Any] = {
             "TableName": self._records,
             "KeyConditionExpression": f"{USER_ID} = :u",
@@ -1003,6 +1017,21 @@ class DynamoShortTermMemory:
             self._records,
             ({"DeleteRequest": {"Key": _record_key(owner, rid)}} for rid in record_ids),
         )
+
+    def remove_deleted_record(self, owner: str, record_id: str) -> bool:
+        try:
+            self._db.delete_item(
+                TableName=self._records,
+                Key=_record_key(owner, record_id),
+                ConditionExpression="#s = :deleting",
+                ExpressionAttributeNames={"#s": STATUS},
+                ExpressionAttributeValues={":deleting": {"S": RecordStatus.DELETING}},
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
 
     def live(
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
