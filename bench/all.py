@@ -304,11 +304,11 @@ def coldstart_section(r: dict[str, Any]) -> str:
     rows = [
         [
             name,
-            row["wall_ms"],
-            row["vs_baseline"],
-            row["first_invocation_ms"],
-            row["import_ms"],
-            ", ".join(f"{p} {ms}" for p, ms in row["dominant"][:3]),
+            row["after"]["wall_ms"],
+            row["after"]["vs_baseline"],
+            row["after"]["first_invocation_ms"],
+            row["after"]["import_ms"],
+            ", ".join(f"{p} {ms}" for p, ms in row["after"]["dominant"][:3]),
         ]  # fmt: skip
         for name, row in r["handlers"].items()
     ]

@@ -20,11 +20,12 @@ DynamoDB is DynamoDB Local (a JVM process of its own), and the other services ar
 stdlib HTTP server in this (parent) process answering with canned JSON; the functions reach
 them through botocore's `AWS_ENDPOINT_URL_<SERVICE>` variables, so their clients are created
 exactly as in AWS. The local round trips are counted (against the handler: the baseline makes
-no call). The baseline is sampled before and after the handlers, so a machine that got slower
-meanwhile moves both sides of the ratio. `python -X importtime` splits one import into self
-time per top-level package.
+no call). Samples are taken in rounds (baseline, handler, and with --before the same handler
+from another checkout), and each ratio is the median of the rounds' own ratios, so load that
+changes meanwhile (2 shared cores) moves both sides of it. `python -X importtime` splits one
+import into self time per top-level package.
 
-    python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--json]
+    python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--before DIR] [--json]
 """
 
 from __future__ import annotations
@@ -181,11 +182,18 @@ def _env(shape: str, endpoints: dict[str, str]) -> dict[str, str]:
 
 # --- the measured processes -------------------------------------------------------------------
 
-_PRELUDE = f"""
+_PRELUDE_OF = """
 import sys, time, json
 started = time.perf_counter()
-sys.path[:0] = [{str(ROOT / "lambdas")!r}, {str(ROOT)!r}]
+sys.path[:0] = [{lambdas!r}]
 """
+
+
+def _prelude(root: Path = ROOT) -> str:
+    return _PRELUDE_OF.format(lambdas=str(root / "lambdas"))
+
+
+_PRELUDE = _prelude()
 
 _BASELINE = (
     _PRELUDE
@@ -272,9 +280,9 @@ print(json.dumps({{"import_ms": (imported - started) * 1000, "total_ms": (done -
 """
 
 
-def _code(module: str, session: str = "") -> str:
+def _code(module: str, session: str = "", root: Path = ROOT) -> str:
     invoke = _INVOKE[module] % {"session": session, "user": USER}
-    return _PRELUDE + _HANDLER.format(
+    return _prelude(root) + _HANDLER.format(
         module=module, context=_CONTEXT + _SKIPPED, invoke=invoke, heavy=HEAVY
     )
 
@@ -326,11 +334,6 @@ def _sessions(count: int, env: dict[str, str]) -> list[str]:
     return ids
 
 
-def _samples(code_of: Any, runs: int, env: dict[str, str]) -> list[dict[str, Any]]:
-    # The first run compiles .pyc files (and warms DynamoDB Local's JIT); it is not counted.
-    return [_run(code_of(n), env) for n in range(runs + 1)][1:]
-
-
 def _median(samples: list[dict[str, Any]], key: str) -> float:
     return round(statistics.median(s[key] for s in samples), 1)
 
@@ -368,40 +371,67 @@ def asset_size() -> dict[str, Any] | None:
     }
 
 
-def run(runs: int, shape: str, handlers: tuple[str, ...] = HANDLERS) -> dict[str, Any]:
+def run(
+    runs: int, shape: str, handlers: tuple[str, ...] = HANDLERS, before: Path | None = None
+) -> dict[str, Any]:
+    """Per handler, `runs` rounds of: the baseline, then the handler (then the handler of the
+    `before` tree, if given), each a fresh process; the first round (which compiles .pyc files
+    and warms DynamoDB Local) is not counted. The ratio is the median of each round's own
+    ratio, so load that changes over minutes moves both of its sides."""
+    trees = {"after": ROOT} | ({"before": before} if before else {})
     with services() as endpoints:
         env = _env(shape, endpoints)
-        sessions = _sessions(runs + 1, env) if "chat_api" in handlers else []
-        baseline = _samples(lambda _: _BASELINE, runs, env)
+        count = (runs + 1) * len(trees)
+        chats = iter(_sessions(count, env) if "chat_api" in handlers else [])
         rows: dict[str, Any] = {}
+        baseline: list[dict[str, Any]] = []
         for module in handlers:
             _Canned.seen.clear()
-            samples = _samples(
-                lambda n, module=module: _code(module, sessions[n] if sessions else ""), runs, env
-            )
-            rows[module] = {
-                "wall_ms": _median(samples, "wall_ms"),
-                "first_invocation_ms": _median(samples, "total_ms"),
-                "import_ms": _median(samples, "import_ms"),
-                "heavy_modules": samples[0]["heavy"],
-                "dominant": import_breakdown(module, env),
-                # per invocation, to the canned server (DynamoDB Local's are not counted)
-                "model_and_vector_requests": {
-                    path: round(n / (runs + 1), 1) for path, n in sorted(_Canned.seen.items())
-                },
+            rounds = []
+            for _ in range(runs + 1):
+                base = _run(_BASELINE, env)
+                rounds.append(
+                    {"base": base}
+                    | {
+                        name: _run(
+                            _code(module, next(chats) if module == "chat_api" else "", root), env
+                        )
+                        for name, root in trees.items()
+                    }
+                )
+            rounds = rounds[1:]
+            baseline += [r["base"] for r in rounds]
+            row: dict[str, Any] = {}
+            for name in trees:
+                samples = [r[name] for r in rounds]
+                row[name] = {
+                    "wall_ms": _median(samples, "wall_ms"),
+                    "vs_baseline": round(
+                        statistics.median(
+                            r[name]["wall_ms"] / r["base"]["wall_ms"] for r in rounds
+                        ),
+                        2,
+                    ),
+                    "first_invocation_ms": _median(samples, "total_ms"),
+                    "import_ms": _median(samples, "import_ms"),
+                    "heavy_modules": samples[0]["heavy"],
+                }
+            row["after"]["dominant"] = import_breakdown(module, env)
+            row["baseline_wall_ms"] = _median([r["base"] for r in rounds], "wall_ms")
+            # per invocation, to the canned server (DynamoDB Local's are not counted)
+            row["model_and_vector_requests"] = {
+                path: round(n / ((runs + 1) * len(trees)), 1)
+                for path, n in sorted(_Canned.seen.items())
             }
-        baseline += _samples(lambda _: _BASELINE, runs, env)
-    base = {
-        "wall_ms": _median(baseline, "wall_ms"),
-        "client_ms": _median(baseline, "total_ms"),
-        "import_ms": _median(baseline, "import_ms"),
-    }
-    for row in rows.values():
-        row["vs_baseline"] = round(row["wall_ms"] / base["wall_ms"], 2)
+            rows[module] = row
     return {
         "shape": shape,
         "runs": runs,
-        "baseline": base,
+        "baseline": {
+            "wall_ms": _median(baseline, "wall_ms"),
+            "client_ms": _median(baseline, "total_ms"),
+            "import_ms": _median(baseline, "import_ms"),
+        },
         "handlers": rows,
         "asset": asset_size(),
         "python": sys.version.split()[0],
@@ -414,26 +444,33 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--shape", choices=sorted(SHAPES), default="serverless")
     parser.add_argument("--handlers", default=",".join(HANDLERS), help="comma-separated")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout whose handlers to measure in the same rounds"
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     load_before = os.getloadavg()
-    result = run(args.runs, args.shape, tuple(args.handlers.split(",")))
+    result = run(args.runs, args.shape, tuple(args.handlers.split(",")), args.before)
     base = result["baseline"]
-    print(f"shape {args.shape}, medians of {args.runs} fresh processes each")
+    print(f"shape {args.shape}, medians of {args.runs} rounds of fresh processes")
     print(
-        f"{'':<12} {'wall ms':>8} {'x base':>7} {'init+1st':>9} {'import':>7}  "
+        f"{'':<12} {'tree':<6} {'wall ms':>8} {'x base':>7} {'init+1st':>9} {'import':>7}  "
         "dominant import (self ms per package)"
     )
     print(
-        f"{'(baseline)':<12} {base['wall_ms']:>8} {1.0:>7} {base['client_ms']:>9} "
+        f"{'(baseline)':<12} {'':<6} {base['wall_ms']:>8} {1.0:>7} {base['client_ms']:>9} "
         f"{base['import_ms']:>7}  import boto3 + boto3.client('dynamodb')"
     )
     for name, row in result["handlers"].items():
-        dominant = ", ".join(f"{p} {ms}" for p, ms in row["dominant"][:4])
-        print(
-            f"{name:<12} {row['wall_ms']:>8} {row['vs_baseline']:>7} "
-            f"{row['first_invocation_ms']:>9} {row['import_ms']:>7}  {dominant}"
-        )
+        for tree in ("before", "after"):
+            if tree not in row:
+                continue
+            r = row[tree]
+            dominant = ", ".join(f"{p} {ms}" for p, ms in r.get("dominant", [])[:4])
+            print(
+                f"{name:<12} {tree:<6} {r['wall_ms']:>8} {r['vs_baseline']:>7} "
+                f"{r['first_invocation_ms']:>9} {r['import_ms']:>7}  {dominant}"
+            )
     print(
         "load average before/after: "
         + " ".join(f"{x:.2f}" for x in load_before)
