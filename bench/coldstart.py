@@ -35,6 +35,7 @@ import json
 import math
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
@@ -287,15 +288,24 @@ def _code(module: str, session: str = "", root: Path = ROOT) -> str:
     )
 
 
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _run(code: str, env: dict[str, str]) -> dict[str, Any]:
+    """One fresh process: its wall time, and its CPU time (user + system), which waiting for a
+    core on a loaded machine does not inflate (the local servers' work is not in it)."""
+    cpu = _cpu_of_children()
     began = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True
     )
     wall = (time.perf_counter() - began) * 1000
+    cpu = (_cpu_of_children() - cpu) * 1000
     if done.returncode:
         raise RuntimeError(f"measured process failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1]) | {"wall_ms": wall}
+    return json.loads(done.stdout.strip().splitlines()[-1]) | {"wall_ms": wall, "cpu_ms": cpu}
 
 
 _SESSIONS = (
@@ -412,6 +422,11 @@ def run(
                         ),
                         2,
                     ),
+                    "cpu_ms": _median(samples, "cpu_ms"),
+                    "cpu_vs_baseline": round(
+                        statistics.median(r[name]["cpu_ms"] / r["base"]["cpu_ms"] for r in rounds),
+                        2,
+                    ),
                     "first_invocation_ms": _median(samples, "total_ms"),
                     "import_ms": _median(samples, "import_ms"),
                     "heavy_modules": samples[0]["heavy"],
@@ -429,6 +444,7 @@ def run(
         "runs": runs,
         "baseline": {
             "wall_ms": _median(baseline, "wall_ms"),
+            "cpu_ms": _median(baseline, "cpu_ms"),
             "client_ms": _median(baseline, "total_ms"),
             "import_ms": _median(baseline, "import_ms"),
         },
@@ -454,11 +470,13 @@ def main() -> None:
     base = result["baseline"]
     print(f"shape {args.shape}, medians of {args.runs} rounds of fresh processes")
     print(
-        f"{'':<12} {'tree':<6} {'wall ms':>8} {'x base':>7} {'init+1st':>9} {'import':>7}  "
+        f"{'':<12} {'tree':<6} {'wall ms':>8} {'x base':>7} {'cpu ms':>7} {'x base':>7} "
+        f"{'init+1st':>9} {'import':>7}  "
         "dominant import (self ms per package)"
     )
     print(
-        f"{'(baseline)':<12} {'':<6} {base['wall_ms']:>8} {1.0:>7} {base['client_ms']:>9} "
+        f"{'(baseline)':<12} {'':<6} {base['wall_ms']:>8} {1.0:>7} {base['cpu_ms']:>7} {1.0:>7} "
+        f"{base['client_ms']:>9} "
         f"{base['import_ms']:>7}  import boto3 + boto3.client('dynamodb')"
     )
     for name, row in result["handlers"].items():
@@ -469,6 +487,7 @@ def main() -> None:
             dominant = ", ".join(f"{p} {ms}" for p, ms in r.get("dominant", [])[:4])
             print(
                 f"{name:<12} {tree:<6} {r['wall_ms']:>8} {r['vs_baseline']:>7} "
+                f"{r['cpu_ms']:>7} {r['cpu_vs_baseline']:>7} "
                 f"{r['first_invocation_ms']:>9} {r['import_ms']:>7}  {dominant}"
             )
     print(
