@@ -1,28 +1,51 @@
-"""Cold start: import time of each Lambda handler module against `import boto3` (the baseline
-every Python Lambda of this app pays with its first client), the chat handler's first request
-(resolver and validation set up, then its clients and adapters), the zipped asset size, and
-what dominates.
+"""Cold start counted whole: init + first invocation of each Lambda handler, as whole processes,
+against `import boto3` plus one DynamoDB client (what any Python Lambda of this app pays first).
 
-Each figure is the median of fresh interpreter processes (`python -c "import handlers.x"`, the
-work Lambda's init phase does), with PYTHONPATH=lambdas and the project's virtual environment
-standing in for the runtime, the asset and the Powertools layer; the baseline is measured the
-same way in the same run, so `chat_api_vs_boto3` compares like with like on a noisy machine.
-`python -X importtime` splits one import into self time per top-level package. The asset size
-needs `make synth` first.
+Each sample is a fresh `python -I` process (no PYTHON* variables, no user site, no warm imports)
+with a clean environment holding only what a deployed function has: a region, credentials and
+the settings of the deployed configuration shape (`--shape`, see SHAPES). What is timed:
 
-    python -m bench.coldstart [--runs 7] [--json]
+- wall: the whole process, from the parent's `subprocess.run` to its exit (interpreter start-up
+  included, on both sides of the ratio);
+- in-process: from the handler's import to its answer, and the import alone.
+
+The first invocation is real, over HTTP, with nothing stubbed inside the measured process:
+- chat_api: POST /sessions/{id}/messages, a chat message to a session made beforehand (in
+  another process, untimed): DynamoDB reads and writes, auto-recall's embedding and vector
+  query, the answer and the sentiment from the text model;
+- the stream and scheduled handlers: their dependencies built (every client and adapter their
+  work needs) and one invocation with nothing to do (an empty batch or sweep), which is as far
+  as an invocation goes without its records; index_setup and redrive build theirs only.
+DynamoDB is DynamoDB Local (a JVM process of its own), and the other services are a tiny
+stdlib HTTP server in this (parent) process answering with canned JSON; the functions reach
+them through botocore's `AWS_ENDPOINT_URL_<SERVICE>` variables, so their clients are created
+exactly as in AWS. The local round trips are counted (against the handler: the baseline makes
+no call). Samples are taken in rounds (baseline, handler, and with --before the same handler
+from another checkout), and each ratio is the median of the rounds' own ratios, so load that
+changes meanwhile (2 shared cores) moves both sides of it. `python -X importtime` splits one
+import into self time per top-level package.
+
+    python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--before DIR] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import re
+import resource
 import statistics
 import subprocess
 import sys
+import tempfile
+import threading
+import time
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -39,87 +62,298 @@ HANDLERS = (
 )
 HEAVY = ("torch", "numpy", "sentence_transformers", "opensearchpy", "boto3", "pydantic")
 _LINE = re.compile(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)")
+USER = "bench-user"
 
-_IMPORT = """
-import json, sys, time
-started = time.perf_counter()
-import {module}
-imported = time.perf_counter()
-heavy = [m for m in {heavy!r} if m in sys.modules]  # loaded by the import itself
-resolve = setup = None
-if {setup!r}:
-    class Context:
-        function_name = "chat-api"
-        memory_limit_in_mb = 512
-        invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:chat-api"
-        aws_request_id = "bench"
-    # A request the resolver answers by itself (400 from validation): its first-request set-up
-    # (resolver, middleware stack, the route's validation models) without a store or model call.
-    event = {{"httpMethod": "GET", "path": "/sessions", "resource": "/sessions",
-             "headers": {{}}, "multiValueHeaders": {{}}, "body": None,
-             "queryStringParameters": {{"limit": "0"}},
-             "multiValueQueryStringParameters": {{"limit": ["0"]}},
-             "requestContext": {{"requestId": "bench",
-                                "authorizer": {{"claims": {{"sub": "bench"}}}}}}}}
-    import warnings
-    warnings.simplefilter("ignore")  # "no metrics to publish"
-    assert handlers.chat_api.handler(event, Context())["statusCode"] == 400
-    resolved = time.perf_counter()
-    resolve = (resolved - imported) * 1000
-    from chatmemory import wiring
-    wiring.chat_deps()  # clients and adapters the first request builds
-    setup = (time.perf_counter() - resolved) * 1000
-print(json.dumps({{"import_ms": (imported - started) * 1000, "resolve_ms": resolve,
-                  "setup_ms": setup, "heavy": heavy}}))
-"""
+# The deployed configuration shapes (stacks/config.py PROFILE_DEFAULTS): the serverless profile
+# (Bedrock, S3 Vectors) and the default profile's models ("endpoints": JumpStart FLAN-T5 and
+# GPT-J on SageMaker) with S3 Vectors, since an OpenSearch domain's client insists on TLS,
+# which the local stand-in does not speak.
+SHAPES: dict[str, dict[str, str]] = {
+    "serverless": {
+        "TEXT_BACKEND": "bedrock",
+        "EMBED_BACKEND": "bedrock",
+        "TEXT_MODEL_ID": "us.amazon.nova-micro-v1:0",
+        "EMBED_MODEL_ID": "amazon.titan-embed-text-v2:0",
+        "EMBED_DIMENSION": "1024",
+        "LONG_TERM_BACKEND": "s3vectors",
+        "VECTOR_BUCKET_NAME": "bench-vectors",
+        "EVENT_BUS_NAME": "bench-bus",
+    },
+    "endpoints": {
+        "TEXT_BACKEND": "sagemaker",
+        "EMBED_BACKEND": "sagemaker",
+        "TEXT_ENDPOINT": "jumpstart-dft-hf-text2text-flan-t5-xl",
+        "TEXT_FORMAT": "jumpstart-flan-t5",
+        "EMBED_ENDPOINT": "jumpstart-dft-hf-textembedding-gpt-j-6b-fp16",
+        "EMBED_FORMAT": "jumpstart-gpt-j",
+        "EMBED_DIMENSION": "1024",
+        "LONG_TERM_BACKEND": "s3vectors",
+        "VECTOR_BUCKET_NAME": "bench-vectors",
+        "EVENT_BUS_NAME": "bench-bus",
+    },
+}
+
+# --- the stand-in for the model and vector services -------------------------------------------
 
 
-def _env() -> dict[str, str]:
-    """A clean environment, as a Lambda has: none of this shell's (or other benchmarks')
-    settings, only what the handlers need to import and build their clients."""
+def _unit(dimension: int) -> list[float]:
+    return [1.0 / math.sqrt(dimension)] * dimension
+
+
+class _Canned(BaseHTTPRequestHandler):
+    """Bedrock runtime, SageMaker runtime, S3 Vectors and EventBridge, in shape only."""
+
+    dimension = 1024
+    seen: Counter[str] = Counter()  # requests per path, to say what the first requests did
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length") or 0)) or b"{}")
+        path = self.path
+        self.seen[re.sub(r"/model/[^/]+/", "/model/{id}/", path)] += 1
+        answer: Any = {}
+        if path.endswith("/converse"):
+            answer = {
+                "output": {"message": {"role": "assistant", "content": [{"text": "Noted."}]}},
+                "stopReason": "end_turn",
+                "usage": {"inputTokens": 10, "outputTokens": 2, "totalTokens": 12},
+                "metrics": {"latencyMs": 1},
+            }
+        elif path.startswith("/model/") and path.endswith("/invoke"):
+            answer = {"embedding": _unit(self.dimension), "inputTextTokenCount": 3}
+        elif path.endswith("/invocations"):
+            if "text_inputs" in body and isinstance(body["text_inputs"], list):
+                answer = {"embedding": [_unit(self.dimension) for _ in body["text_inputs"]]}
+            else:
+                answer = {"generated_texts": ["Noted."]}
+        elif path == "/QueryVectors":
+            answer = {"vectors": [], "distanceMetric": "cosine"}
+        elif self.headers.get("X-Amz-Target", "").endswith("PutEvents"):
+            answer = {"FailedEntryCount": 0, "Entries": [{"EventId": "bench"}]}
+        data = json.dumps(answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+@contextmanager
+def services() -> Iterator[dict[str, str]]:
+    """DynamoDB Local with the project's tables, and the canned server; yields the endpoint
+    variables for the measured processes."""
+    import boto3
+
+    from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Canned)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    canned = f"http://127.0.0.1:{server.server_address[1]}"
+    with tempfile.TemporaryDirectory() as tmp, DynamoDBLocal(Path(tmp), free_port()) as ddb:
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=ddb.endpoint,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
+        ensure_tables(client)
+        try:
+            yield {"AWS_ENDPOINT_URL": canned, "AWS_ENDPOINT_URL_DYNAMODB": ddb.endpoint}
+        finally:
+            server.shutdown()
+
+
+def _env(shape: str, endpoints: dict[str, str]) -> dict[str, str]:
+    """A clean environment, as a Lambda has: none of this shell's settings."""
     return {
         "PATH": os.environ.get("PATH", ""),
         "HOME": os.environ.get("HOME", "/tmp"),
-        "PYTHONPATH": f"{ROOT / 'lambdas'}{os.pathsep}{ROOT}",
+        "AWS_REGION": "us-east-1",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
+        "POWERTOOLS_METRICS_NAMESPACE": "ChatMemory",
+        **SHAPES[shape],
+        **endpoints,
     }
 
 
-def _samples(module: str, runs: int) -> list[dict[str, Any]]:
-    """`runs` measurements of importing `module`, each in a fresh interpreter."""
-    code = _IMPORT.format(module=module, setup=module == "handlers.chat_api", heavy=HEAVY)
-    samples = []
-    for _ in range(runs + 1):  # the first run compiles .pyc files; not counted
-        done = subprocess.run(
-            [sys.executable, "-c", code], env=_env(), capture_output=True, text=True, check=True
-        )
-        samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return samples[1:]
+# --- the measured processes -------------------------------------------------------------------
+
+_PRELUDE_OF = """
+import sys, time, json
+started = time.perf_counter()
+sys.path[:0] = [{lambdas!r}]
+"""
 
 
-def time_import(module: str, runs: int) -> dict[str, Any]:
-    """Median import time of `module` (a handler as "handlers.x"), with what it loads; for the
-    chat handler also its first request."""
-    samples = _samples(module, runs)
-    row: dict[str, Any] = {
-        "import_ms": round(statistics.median(s["import_ms"] for s in samples), 1),
-        "heavy_modules": samples[0]["heavy"],
-    }
-    if samples[0]["setup_ms"] is not None:
-        row["first_request_resolve_ms"] = round(
-            statistics.median(s["resolve_ms"] for s in samples), 1
-        )
-        row["first_request_setup_ms"] = round(statistics.median(s["setup_ms"] for s in samples), 1)
-    return row
+def _prelude(root: Path = ROOT) -> str:
+    return _PRELUDE_OF.format(lambdas=str(root / "lambdas"))
 
 
-def import_breakdown(module: str, top: int = 5) -> list[tuple[str, float]]:
-    """Self time per top-level package while importing `module` (python -X importtime)."""
+_PRELUDE = _prelude()
+
+_BASELINE = (
+    _PRELUDE
+    + """
+import boto3
+imported = time.perf_counter()
+boto3.client("dynamodb")
+done = time.perf_counter()
+print(json.dumps({"import_ms": (imported - started) * 1000, "total_ms": (done - started) * 1000}))
+"""
+)
+
+_CONTEXT = """
+class Context:
+    function_name = "bench"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:bench"
+    aws_request_id = "bench"
+    def get_remaining_time_in_millis(self):
+        return 29000
+"""
+
+# A stream record no trigger filter lets through (Powertools refuses an empty batch).
+_SKIPPED = """
+SKIPPED = {"Records": [{"eventID": "1", "eventName": "MODIFY", "eventSource": "aws:dynamodb",
+    "awsRegion": "us-east-1", "dynamodb": {"Keys": {"session_id": {"S": "none"}},
+    "SequenceNumber": "1", "SizeBytes": 1, "StreamViewType": "NEW_AND_OLD_IMAGES"}}]}
+"""
+
+# The first invocation of each handler (see the module docstring); `session` is chat's.
+_INVOKE = {
+    "chat_api": """
+event = {"httpMethod": "POST", "path": "/sessions/%(session)s/messages",
+         "resource": "/sessions/{session_id}/messages",
+         "pathParameters": {"session_id": "%(session)s"},
+         "headers": {"Content-Type": "application/json"},
+         "multiValueHeaders": {"Content-Type": ["application/json"]},
+         "queryStringParameters": None, "multiValueQueryStringParameters": None,
+         "body": json.dumps({"content": "I moved to Lisbon last spring; what should I see?",
+                             "client_message_id": "bench-1"}),
+         "requestContext": {"requestId": "bench", "requestTimeEpoch": int(time.time() * 1000),
+                            "authorizer": {"claims": {"sub": "%(user)s"}}}}
+answer = handlers.chat_api.handler(event, Context())
+assert answer["statusCode"] == 200, answer
+""",
+    "consolidate": """
+wiring.consolidation_deps()
+assert handlers.consolidate.handler(SKIPPED, Context()) == {"batchItemFailures": []}
+""",
+    "compact": """
+wiring.compaction_deps()
+assert handlers.compact.handler(SKIPPED, Context()) == {"batchItemFailures": []}
+""",
+    "purge": """
+wiring.purge_deps()
+assert handlers.purge.handler(SKIPPED, Context()) == {"batchItemFailures": []}
+""",
+    "sweep_idle": """
+handlers.sweep_idle.handler({}, Context())
+""",
+    "redrive": """
+wiring.consolidation_deps()
+""",
+    "index_setup": """
+wiring.long_term_index()
+""",
+    "ingest": """
+wiring.embedder(); wiring.long_term_index()
+""",
+}
+
+_HANDLER = """
+import handlers.{module}
+imported = time.perf_counter()
+import warnings
+warnings.simplefilter("ignore")  # "no metrics to publish"
+from chatmemory import wiring
+{context}
+{invoke}
+done = time.perf_counter()
+heavy = [m for m in {heavy!r} if m in sys.modules]
+print(json.dumps({{"import_ms": (imported - started) * 1000, "total_ms": (done - started) * 1000,
+                  "heavy": heavy}}))
+"""
+
+
+def _code(module: str, session: str = "", root: Path = ROOT) -> str:
+    invoke = _INVOKE[module] % {"session": session, "user": USER}
+    return _prelude(root) + _HANDLER.format(
+        module=module, context=_CONTEXT + _SKIPPED, invoke=invoke, heavy=HEAVY
+    )
+
+
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _run(code: str, env: dict[str, str]) -> dict[str, Any]:
+    """One fresh process: its wall time, and its CPU time (user + system), which waiting for a
+    core on a loaded machine does not inflate (the local servers' work is not in it)."""
+    cpu = _cpu_of_children()
+    began = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-X", "importtime", "-c", f"import handlers.{module}"],
-        env=_env(),
+        [sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True
+    )
+    wall = (time.perf_counter() - began) * 1000
+    cpu = (_cpu_of_children() - cpu) * 1000
+    if done.returncode:
+        raise RuntimeError(f"measured process failed:\n{done.stderr[-3000:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1]) | {"wall_ms": wall, "cpu_ms": cpu}
+
+
+_SESSIONS = (
+    _PRELUDE
+    + _CONTEXT
+    + """
+import handlers.chat_api
+ids = []
+for n in range(%(count)d):
+    event = {"httpMethod": "POST", "path": "/sessions", "resource": "/sessions",
+             "headers": {"Content-Type": "application/json"},
+             "multiValueHeaders": {"Content-Type": ["application/json"]},
+             "queryStringParameters": None, "multiValueQueryStringParameters": None,
+             "body": None,
+             "requestContext": {"requestId": "bench",
+                                "authorizer": {"claims": {"sub": "%(user)s"}}}}
+    answer = handlers.chat_api.handler(event, Context())
+    assert answer["statusCode"] == 201, (answer, handlers.chat_api.wiring.settings())
+    ids.append(json.loads(answer["body"])["session"]["session_id"])
+print(json.dumps(ids))
+"""
+)
+
+
+def _sessions(count: int, env: dict[str, str]) -> list[str]:
+    """Sessions for the chat samples, made untimed in one process of their own."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", _SESSIONS % {"count": count, "user": USER}],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if done.returncode:
+        raise RuntimeError(f"creating sessions failed:\n{done.stderr[-3000:]}")
+    ids: list[str] = json.loads(done.stdout.strip().splitlines()[-1])
+    return ids
+
+
+def _median(samples: list[dict[str, Any]], key: str) -> float:
+    return round(statistics.median(s[key] for s in samples), 1)
+
+
+def import_breakdown(module: str, env: dict[str, str], top: int = 5) -> list[tuple[str, float]]:
+    """Self time per top-level package while importing `module` (python -X importtime)."""
+    code = _PRELUDE + f"import handlers.{module}"
+    done = subprocess.run(
+        [sys.executable, "-I", "-X", "importtime", "-c", code],
+        env=env,
         capture_output=True,
         text=True,
         check=True,
@@ -133,6 +367,7 @@ def import_breakdown(module: str, top: int = 5) -> list[tuple[str, float]]:
 
 
 def asset_size() -> dict[str, Any] | None:
+    """The zipped Lambda asset (needs `make synth` first)."""
     from scripts.asset_size import measure, synthesized_assets
 
     assets = synthesized_assets()
@@ -146,47 +381,121 @@ def asset_size() -> dict[str, Any] | None:
     }
 
 
-def run(runs: int) -> dict[str, Any]:
-    # The baseline is sampled before and after the handlers, so a machine that got slower (or
-    # faster) meanwhile moves both sides of the ratio.
-    boto3 = _samples("boto3", runs)
-    modules = {}
-    for module in HANDLERS:
-        row = time_import(f"handlers.{module}", runs)
-        modules[module] = row | {"dominant": import_breakdown(module)}
-    boto3 += _samples("boto3", runs)
-    baseline = statistics.median(s["import_ms"] for s in boto3)
+def run(
+    runs: int, shape: str, handlers: tuple[str, ...] = HANDLERS, before: Path | None = None
+) -> dict[str, Any]:
+    """Per handler, `runs` rounds of: the baseline, then the handler (then the handler of the
+    `before` tree, if given), each a fresh process; the first round (which compiles .pyc files
+    and warms DynamoDB Local) is not counted. The ratio is the median of each round's own
+    ratio, so load that changes over minutes moves both of its sides."""
+    trees = {"after": ROOT} | ({"before": before} if before else {})
+    with services() as endpoints:
+        env = _env(shape, endpoints)
+        count = (runs + 1) * len(trees)
+        chats = iter(_sessions(count, env) if "chat_api" in handlers else [])
+        rows: dict[str, Any] = {}
+        baseline: list[dict[str, Any]] = []
+        for module in handlers:
+            _Canned.seen.clear()
+            rounds = []
+            for _ in range(runs + 1):
+                base = _run(_BASELINE, env)
+                rounds.append(
+                    {"base": base}
+                    | {
+                        name: _run(
+                            _code(module, next(chats) if module == "chat_api" else "", root), env
+                        )
+                        for name, root in trees.items()
+                    }
+                )
+            rounds = rounds[1:]
+            baseline += [r["base"] for r in rounds]
+            row: dict[str, Any] = {}
+            for name in trees:
+                samples = [r[name] for r in rounds]
+                row[name] = {
+                    "wall_ms": _median(samples, "wall_ms"),
+                    "vs_baseline": round(
+                        statistics.median(
+                            r[name]["wall_ms"] / r["base"]["wall_ms"] for r in rounds
+                        ),
+                        2,
+                    ),
+                    "cpu_ms": _median(samples, "cpu_ms"),
+                    "cpu_vs_baseline": round(
+                        statistics.median(r[name]["cpu_ms"] / r["base"]["cpu_ms"] for r in rounds),
+                        2,
+                    ),
+                    "first_invocation_ms": _median(samples, "total_ms"),
+                    "import_ms": _median(samples, "import_ms"),
+                    "heavy_modules": samples[0]["heavy"],
+                }
+            row["after"]["dominant"] = import_breakdown(module, env)
+            row["baseline_wall_ms"] = _median([r["base"] for r in rounds], "wall_ms")
+            # per invocation, to the canned server (DynamoDB Local's are not counted)
+            row["model_and_vector_requests"] = {
+                path: round(n / ((runs + 1) * len(trees)), 1)
+                for path, n in sorted(_Canned.seen.items())
+            }
+            rows[module] = row
     return {
-        "handlers": modules,
-        "baseline": {"boto3": {"import_ms": round(baseline, 1)}},
-        "chat_api_vs_boto3": round(modules["chat_api"]["import_ms"] / baseline, 2),
+        "shape": shape,
+        "runs": runs,
+        "baseline": {
+            "wall_ms": _median(baseline, "wall_ms"),
+            "cpu_ms": _median(baseline, "cpu_ms"),
+            "client_ms": _median(baseline, "total_ms"),
+            "import_ms": _median(baseline, "import_ms"),
+        },
+        "handlers": rows,
         "asset": asset_size(),
         "python": sys.version.split()[0],
+        "load": os.getloadavg(),
     }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--shape", choices=sorted(SHAPES), default="serverless")
+    parser.add_argument("--handlers", default=",".join(HANDLERS), help="comma-separated")
+    parser.add_argument(
+        "--before", type=Path, help="another checkout whose handlers to measure in the same rounds"
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
-    result = run(args.runs)
-    print(f"{'handler':<12} {'import ms':>10}  dominant (self ms per package)")
-    print(f"{'(boto3)':<12} {result['baseline']['boto3']['import_ms']:>10}  baseline: import boto3")
-    for name, row in result["handlers"].items():
-        dominant = ", ".join(f"{p} {ms}" for p, ms in row["dominant"][:4])
-        print(f"{name:<12} {row['import_ms']:>10}  {dominant}")
-    chat = result["handlers"]["chat_api"]
-    print(f"chat_api import / boto3 import: {result['chat_api_vs_boto3']}x")
+    load_before = os.getloadavg()
+    result = run(args.runs, args.shape, tuple(args.handlers.split(",")), args.before)
+    base = result["baseline"]
+    print(f"shape {args.shape}, medians of {args.runs} rounds of fresh processes")
     print(
-        f"chat_api first request: {chat['first_request_resolve_ms']} ms to resolve (resolver, "
-        f"validation), {chat['first_request_setup_ms']} ms to build its clients and adapters"
+        f"{'':<12} {'tree':<6} {'wall ms':>8} {'x base':>7} {'cpu ms':>7} {'x base':>7} "
+        f"{'init+1st':>9} {'import':>7}  "
+        "dominant import (self ms per package)"
     )
-    if result["asset"]:
-        a = result["asset"]
-        print(f"asset: {a['zipped_bytes']:,} bytes zipped, {a['unzipped_bytes']:,} unzipped")
-    else:
-        print("asset: run `make synth` first")
+    print(
+        f"{'(baseline)':<12} {'':<6} {base['wall_ms']:>8} {1.0:>7} {base['cpu_ms']:>7} {1.0:>7} "
+        f"{base['client_ms']:>9} "
+        f"{base['import_ms']:>7}  import boto3 + boto3.client('dynamodb')"
+    )
+    for name, row in result["handlers"].items():
+        for tree in ("before", "after"):
+            if tree not in row:
+                continue
+            r = row[tree]
+            dominant = ", ".join(f"{p} {ms}" for p, ms in r.get("dominant", [])[:4])
+            print(
+                f"{name:<12} {tree:<6} {r['wall_ms']:>8} {r['vs_baseline']:>7} "
+                f"{r['cpu_ms']:>7} {r['cpu_vs_baseline']:>7} "
+                f"{r['first_invocation_ms']:>9} {r['import_ms']:>7}  {dominant}"
+            )
+    print(
+        "load average before/after: "
+        + " ".join(f"{x:.2f}" for x in load_before)
+        + " / "
+        + " ".join(f"{x:.2f}" for x in result["load"])
+    )
     if args.json:
         print(json.dumps(result))
 

@@ -20,17 +20,16 @@ from chatmemory.ports import (
     TextGenerator,
 )
 from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
-from chatmemory.services.auto_recall import AutoRecallPolicy
-from chatmemory.services.chat import ChatDeps, ChatPolicy
-from chatmemory.services.forget import PurgePolicy
-from chatmemory.services.handoff import HandoffPolicy
 from chatmemory.services.prompt import Roles
-from chatmemory.services.recall import RecallWeights
-from chatmemory.services.stacking import StackPolicy
 from chatmemory.settings import Settings
 
-if TYPE_CHECKING:  # imported where used: the chat handler's cold start does not need them
+# Services are imported where used: each handler's cold start loads only those of its own work
+# (the stream handlers do not load the chat service's modules, nor the chat handler the
+# consolidation's).
+if TYPE_CHECKING:
+    from chatmemory.services.chat import ChatDeps, ChatPolicy
     from chatmemory.services.consolidation import ConsolidationPolicy
+    from chatmemory.services.forget import PurgePolicy
     from chatmemory.services.maintenance import CompactionPolicy
 
 
@@ -48,6 +47,17 @@ def aws_client(service: str, endpoint_url: str | None = None) -> Any:
     # Standard retries back off on throttling and transient errors (DynamoDB included).
     config = Config(retries={"mode": "standard", "max_attempts": 5})
     return boto3.client(service, endpoint_url=endpoint_url, config=config)
+
+
+class _ClientOnFirstUse:
+    """A boto3 client created when first used, for one a cold start's first request rarely
+    needs (EventBridge: only a hand-off publishes), so that request does not build it."""
+
+    def __init__(self, service: str) -> None:
+        self._service = service
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(aws_client(self._service), name)
 
 
 def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
@@ -247,6 +257,12 @@ def _model_client(service: str, cfg: Settings) -> Any:
 
 
 def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
+    from chatmemory.services.auto_recall import AutoRecallPolicy
+    from chatmemory.services.chat import ChatPolicy
+    from chatmemory.services.handoff import HandoffPolicy
+    from chatmemory.services.recall import RecallWeights
+    from chatmemory.services.stacking import StackPolicy
+
     cfg = cfg or settings()
     return ChatPolicy(
         window_turns=cfg.window_turns,
@@ -320,6 +336,8 @@ def sentiment_analyzers(
 @lru_cache(maxsize=1)
 def chat_deps() -> ChatDeps:
     """What the chat Lambda needs. Adapters are cheap to build; models load on first use."""
+    from chatmemory.services.chat import ChatDeps
+
     cfg = settings()
     index = long_term_index(cfg)
     generator = text_generator(cfg)
@@ -342,7 +360,7 @@ def event_publisher(cfg: Settings | None = None) -> EventPublisher | None:
     if cfg.event_bus_name:
         from chatmemory.adapters.eventbridge import EventBridgePublisher
 
-        return EventBridgePublisher(aws_client("events"), cfg.event_bus_name)
+        return EventBridgePublisher(_ClientOnFirstUse("events"), cfg.event_bus_name)
     if cfg.events_file:
         from chatmemory.adapters.events_file import JsonLinesEventPublisher
 
@@ -423,6 +441,8 @@ class PurgeDeps:
 
 @lru_cache(maxsize=1)
 def purge_deps() -> PurgeDeps:
+    from chatmemory.services.forget import PurgePolicy
+
     cfg = settings()
     return PurgeDeps(
         memory=short_term_memory(cfg),

@@ -34,3 +34,34 @@ def test_no_handler_loads_the_xray_sdk_or_opentelemetry_at_import() -> None:
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     assert "handlers" in loaded and len(HANDLERS) >= 8
     assert not loaded & {"aws_xray_sdk", "opentelemetry", "boto3", "vaderSentiment"}, loaded
+
+
+STREAM_AND_SCHEDULED = ("compact", "consolidate", "purge", "redrive", "sweep_idle", "ingest")
+
+
+def test_stream_and_scheduled_handlers_do_not_load_the_chat_service_at_import() -> None:
+    # wiring imports each service where it is used, so these cold starts skip the chat
+    # service's modules (chat, auto-recall, hand-off, stacking, recall).
+    code = (
+        "import importlib, json, sys\n"
+        "loaded = {}\n"
+        f"for name in {STREAM_AND_SCHEDULED!r}:\n"
+        "    importlib.import_module('handlers.' + name)\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('chatmemory'))))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT / 'lambdas'}", "AWS_DEFAULT_REGION": "us-east-1"},
+    )
+    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    chat_only = {
+        "chatmemory.services.chat",
+        "chatmemory.services.auto_recall",
+        "chatmemory.services.handoff",
+        "chatmemory.services.stacking",
+    }
+    assert not loaded & chat_only, loaded & chat_only

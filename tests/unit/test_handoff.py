@@ -598,6 +598,23 @@ def test_eventbridge_on_moto_receives_the_event(aws_env: None) -> None:
         EventBridgePublisher(client, "chat-handoff").publish(HANDOFF_EVENT, {"session_id": "s1"})
 
 
+def test_the_events_client_is_built_by_the_first_hand_off_not_by_the_cold_start(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import boto3
+    from moto import mock_aws
+
+    monkeypatch.setenv("EVENT_BUS_NAME", "chat-handoff")
+    wiring.clear_caches()
+    with mock_aws():
+        publisher = wiring.event_publisher()
+        assert wiring.aws_client.cache_info().currsize == 0
+        boto3.client("events", region_name="us-east-1").create_event_bus(Name="chat-handoff")
+        assert publisher is not None
+        publisher.publish(HANDOFF_EVENT, {"session_id": "s1"})
+        assert wiring.aws_client.cache_info().currsize == 1
+
+
 def test_the_wiring_publishes_to_the_bus_else_the_file_else_nowhere(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
