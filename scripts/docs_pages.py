@@ -1,6 +1,7 @@
 """Pages of the docs site generated from the code when the site is built (mkdocs-gen-files), so
-that they cannot drift from it: the runtime's configuration from its settings model, and the
-HTTP API's reference from openapi.json (itself generated from the API's models). mkdocs.yml
+that they cannot drift from it: the runtime's configuration from its settings model, the
+HTTP API's reference from openapi.json (itself generated from the API's models), and the turn's
+state diagram from services/turn_states.py. mkdocs.yml
 runs it (the gen-files plugin)."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 import mkdocs_gen_files
 
+from chatmemory.services import turn_states
 from chatmemory.settings import ENV, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -144,6 +146,30 @@ def api_page() -> str:
     return "\n".join(lines) + "\n"
 
 
+def turn_page() -> str:
+    """The states of a turn and their transitions, from services/turn_states.py."""
+    states = "\n".join(f"- `{state.value}`" for state in turn_states.TurnState)
+    return f"""# The turn, a state machine
+
+Generated from `lambdas/chatmemory/services/turn_states.py`, the one place that names a turn's
+states and the transitions between them; `services/chat.post_message` and stacking read a turn's
+state through it (`state_of`). A state is not stored as such: it follows from the turn's flags
+(`pending`, `answered_by`, `answering_until`, `for_agent`, `origin`) and its session's status.
+
+The states:
+
+{states}
+
+```mermaid
+{turn_states.mermaid()}
+```
+
+{turn_states.table()}
+"""
+
+
+with mkdocs_gen_files.open("concepts/turn-states.md", "w") as page:
+    page.write(turn_page())
 with mkdocs_gen_files.open("reference/configuration.md", "w") as page:
     page.write(configuration_page())
 with mkdocs_gen_files.open("reference/http-api.md", "w") as page:

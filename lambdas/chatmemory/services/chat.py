@@ -69,6 +69,7 @@ from chatmemory.services.stacking import (
     wait_for_answer,
     wait_while_claimed,
 )
+from chatmemory.services.turn_states import SETTLED, TurnState, state_of
 from chatmemory.services.turns import AppendPolicy, append_next, check_text, earlier_turn
 
 NO_LONG_TERM_MEMORY = (
@@ -164,29 +165,15 @@ def post_message(
     client_message_id: str | None = None,
     window_turns: int | None = None,
 ) -> TurnResult:
-    """Answer one message and store it as the session's next turn."""
+    """Answer one message and store it as the session's next turn, in named steps: a message
+    sent again (its client_message_id known) is taken where its state left it
+    (services/turn_states.py); a new one goes to the person the session is handed to, or is
+    routed and then handed off, stacked, or answered by the model."""
     window = _check_request(policy, content, window_turns)
     session = owned_session(deps.memory, user_id, session_id)
     stored = earlier_turn(deps.memory, session, client_message_id, content)
     if stored is not None:
-        if stored.origin == TurnOrigin.CLIENT:
-            raise Conflict(
-                f"client_message_id was used to store turn {stored.turn} with POST /turns; "
-                "use a new id to have this service answer"
-            )
-        if settled(stored):
-            return _replayed(deps, stored)
-        if session.handoff_state and session.status == SessionStatus.OPEN:
-            # Handed to a person since: the message still waiting for the bot is theirs.
-            handoff.give_to_agent(deps.memory, session, [stored.turn])
-            again = deps.memory.get_turn(session_id, stored.turn)
-            return TurnResult(again or stored, replayed=True)
-        if session.status != SessionStatus.OPEN:
-            raise SessionEnded(
-                f"session {session_id} ended before turn {stored.turn} was answered; "
-                "the message is kept unanswered: ask it again in a new session"
-            )
-        return _retry(deps, policy, user_id, session, stored, window)
+        return _again(deps, policy, user_id, session, stored, window)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
     if session.handoff_state:
@@ -194,7 +181,48 @@ def post_message(
             return _for_agent(deps, policy, user_id, session, content, client_message_id)
         except HandoffChanged as changed:
             session = changed.session  # handed back meanwhile: the bot answers it
+    return _new_message(
+        deps, policy, user_id, session, content, client_message_id, window, window_turns
+    )
 
+
+def _again(
+    deps: ChatDeps, policy: ChatPolicy, user_id: str, session: Session, stored: Turn, window: int
+) -> TurnResult:
+    """A message sent again with its client_message_id: what its turn's state calls for."""
+    if stored.origin == TurnOrigin.CLIENT:
+        raise Conflict(
+            f"client_message_id was used to store turn {stored.turn} with POST /turns; "
+            "use a new id to have this service answer"
+        )
+    state = state_of(stored, session_status=session.status)
+    if state in SETTLED:
+        return _replayed(deps, stored)
+    if state == TurnState.UNANSWERED:
+        raise SessionEnded(
+            f"session {session.session_id} ended before turn {stored.turn} was answered; "
+            "the message is kept unanswered: ask it again in a new session"
+        )
+    if session.handoff_state:
+        # Handed to a person since: the message still waiting for the bot is theirs.
+        handoff.give_to_agent(deps.memory, session, [stored.turn])
+        again = deps.memory.get_turn(session.session_id, stored.turn)
+        return TurnResult(again or stored, replayed=True)
+    return _retry(deps, policy, user_id, session, stored, window)
+
+
+def _new_message(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    user_id: str,
+    session: Session,
+    content: str,
+    client_message_id: str | None,
+    window: int,
+    window_turns: int | None,
+) -> TurnResult:
+    """A message not seen before, in an open session with the bot: routed, its sentiment read,
+    then handed off, stacked or answered."""
     classifier = deps.generator if policy.use_classifier else None
     routed = route(content, generator=classifier)
     started = time.perf_counter()
@@ -203,7 +231,7 @@ def post_message(
     with _before_answer(policy):
         sentiment, sentiment_error = analyze_input(deps.sentiment, routed.text)
     turn = Turn(
-        session_id=session_id,
+        session_id=session.session_id,
         turn=0,
         user_id=session.user_id,  # the owner key, as the session's
         input=content,
@@ -219,32 +247,62 @@ def post_message(
         handed.sentiment_error = sentiment_error
         return handed
     if _stacks(policy, turn):
-        # Written first, answered with whatever else the user sends before the answer.
-        turn.pending = True
-        appended = _append(deps, policy, user_id, session, turn, stack=True)
-        if appended.replayed:  # a concurrent retry of this message wrote it first
-            return post_message(
-                deps,
-                policy,
-                user_id=user_id,
-                session_id=session_id,
-                content=content,
-                client_message_id=client_message_id,
-                window_turns=window_turns,
-            )
-        if policy.stack.wait_seconds > 0:
-            # Not into the time the answer needs: a burst arriving later is answered anyway.
-            spare = deadline.current().remaining() - policy.answer_reserve_seconds
-            deps.sleep(max(0.0, min(policy.stack.wait_seconds, spare)))
-        result = _settle_stack(deps, policy, user_id, session, appended.turn.turn, window)
+        result = _stack_then_answer(deps, policy, user_id, session, turn, window, window_turns)
         result.sentiment_error = sentiment_error
         return result
+    result = _answer_now(deps, policy, user_id, session, routed, turn, window, started)
+    if not result.replayed:
+        result.sentiment_error = sentiment_error
+    return result
+
+
+def _stack_then_answer(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    user_id: str,
+    session: Session,
+    turn: Turn,
+    window: int,
+    window_turns: int | None,
+) -> TurnResult:
+    """A stacked message: written first (pending), answered with whatever else the user sends
+    before the answer, by this request or a later one."""
+    turn.pending = True
+    appended = _append(deps, policy, user_id, session, turn, stack=True)
+    if appended.replayed:  # a concurrent retry of this message wrote it first
+        return post_message(
+            deps,
+            policy,
+            user_id=user_id,
+            session_id=session.session_id,
+            content=turn.input,
+            client_message_id=turn.client_message_id,
+            window_turns=window_turns,
+        )
+    if policy.stack.wait_seconds > 0:
+        # Not into the time the answer needs: a burst arriving later is answered anyway.
+        spare = deadline.current().remaining() - policy.answer_reserve_seconds
+        deps.sleep(max(0.0, min(policy.stack.wait_seconds, spare)))
+    return _settle_stack(deps, policy, user_id, session, appended.turn.turn, window)
+
+
+def _answer_now(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    user_id: str,
+    session: Session,
+    routed: Routed,
+    turn: Turn,
+    window: int,
+    started: float,
+) -> TurnResult:
+    """Ask the model, then store the message with its answer in one write. A model that fails
+    leaves the message stored, pending: a retry with its client_message_id completes it."""
     try:
         recalled = _answer(deps, policy, session, routed, turn, window)
     except ChatMemoryError as failure:
         if failure.status < 500:
             raise
-        # Keep the user's message: a retry with the same client_message_id completes it.
         turn.pending = True
         _append(deps, policy, user_id, session, turn)
         raise
@@ -255,7 +313,6 @@ def post_message(
     result = _store_answer(deps, policy, user_id, session, turn, reason)
     if not result.replayed:
         result.recalled = recalled
-        result.sentiment_error = sentiment_error
     return result
 
 

@@ -39,6 +39,7 @@ from chatmemory.clock import parse_time
 from chatmemory.domain import Turn
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import Intent, TurnOrigin
+from chatmemory.services.turn_states import SETTLED, state_of
 
 
 @dataclass(frozen=True)
@@ -75,7 +76,9 @@ def waiting(turn: Turn) -> bool:
 
 
 def settled(turn: Turn) -> bool:
-    return not turn.pending or turn.answered_by is not None
+    """Whether a message needs no answer any more (services/turn_states.py: answered, covered,
+    the agent's, or an agent's reply)."""
+    return state_of(turn) in SETTLED
 
 
 @dataclass(frozen=True)
