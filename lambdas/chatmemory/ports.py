@@ -287,6 +287,16 @@ class RecordStore(Protocol):
         record created under the same id since is kept. False if it is not."""
         ...
 
+    def expired_record(self, owner: str, record_id: str) -> MemoryRecord | None:
+        """The record item if it has expired (MemoryRecord.expires_at) and is still stored:
+        every other read treats it as gone."""
+        ...
+
+    def remove_expired_record(self, owner: str, record_id: str, version: int) -> bool:
+        """Delete the record item if it is still that expired one (`version`): its key is free
+        at once, before DynamoDB's TTL. False if it is not."""
+        ...
+
     def live(
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
     ) -> tuple[set[str], set[str]]:
