@@ -107,6 +107,7 @@ def test_an_expired_record_vanishes_from_every_read_path_at_its_expiry(world: Wo
     assert "vet" not in memory and "pill" not in memory
     assert not cited & {brief["record_id"], "agent.cat"}
     for rid in (brief["record_id"], "agent.cat"):
+        assert world.api.call("GET", f"/memories/records/{rid}")[0] == 404
         assert world.api.call("PATCH", f"/memories/records/{rid}", {"text": "x"})[0] == 404
         assert world.api.call("DELETE", f"/memories/records/{rid}")[0] == 404
     # The items are still stored (DynamoDB's TTL has not run): only reads hide them.
