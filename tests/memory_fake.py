@@ -683,13 +683,15 @@ class InMemoryShortTermMemory:
             token = _token({"owner": owner, "record_id": window[-1].record_id})
         return Page(items, token)
 
-    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
+    def records_of_owner(
+        self, owner: str, *, include_expired: bool = False
+    ) -> Iterator[MemoryRecord]:
         with self._lock:
             now = self.clock()
             found = [
                 copy.deepcopy(r)
                 for (o, _), r in self._records.items()
-                if o == owner and not r.expired(now)
+                if o == owner and (include_expired or not r.expired(now))
             ]
         yield from found
 

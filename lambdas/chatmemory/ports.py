@@ -265,8 +265,11 @@ class RecordStore(Protocol):
         with a next_token."""
         ...
 
-    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
-        """Every record item of the owner, whatever its status (merges and purges)."""
+    def records_of_owner(
+        self, owner: str, *, include_expired: bool = False
+    ) -> Iterator[MemoryRecord]:
+        """Every record item of the owner, whatever its status (merges and purges); expired
+        ones only with `include_expired` (purges, which must remove them too)."""
         ...
 
     def save_record(self, record: MemoryRecord) -> bool:

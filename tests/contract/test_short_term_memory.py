@@ -878,6 +878,10 @@ def test_an_expired_record_is_gone_for_every_read_from_its_expiry_on(
     page = memory.list_records("alice", None, 10, None)
     assert [r.record_id for r in page.items] == ["2026-01-01-b"]
     assert [r.record_id for r in memory.records_of_owner("alice")] == ["2026-01-01-b"]
+    assert {r.record_id for r in memory.records_of_owner("alice", include_expired=True)} == {
+        "2026-01-01-a",
+        "2026-01-01-b",
+    }
     assert memory.live("alice", [], ["2026-01-01-a", "2026-01-01-b"])[1] == {"2026-01-01-b"}
     stored = memory.expired_record("alice", "2026-01-01-a")
     assert stored is not None and stored.expires_at == expiry

@@ -199,3 +199,16 @@ def test_the_record_item_carries_the_tables_ttl_attribute_in_epoch_seconds() -> 
 
     assert record_to_item(record(expires_at=1_800_000_000))[schema.EXPIRES_AT] == 1_800_000_000
     assert schema.EXPIRES_AT not in record_to_item(record())
+
+
+def test_forgetting_everything_removes_expired_records_too(world: World) -> None:
+    """The forget's purge does not wait for DynamoDB's TTL: expired items and their entries go
+    with the rest (records_of_owner(include_expired=True))."""
+    world.state("I play the cello")
+    world.state("I am in Lisbon until Friday", ttl_seconds=60)
+    _later(world, minutes=2)
+    assert len(world.stored_records()) == 2
+    assert world.api.call("DELETE", "/memories")[0] in (202, 204)
+    world.purger.drain()
+    assert world.stored_records() == []
+    assert entries(world.index, "alice") == {}

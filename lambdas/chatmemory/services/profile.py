@@ -987,7 +987,7 @@ def drop_session_records(
     summary's among them) go with the session's (index.delete_session): only the records' own
     entries are deleted here."""
     doomed: list[MemoryRecord] = []
-    for record in memory.records_of_owner(owner):
+    for record in memory.records_of_owner(owner, include_expired=True):
         for _ in range(policy.attempts):
             if session_id not in record.sessions:
                 break

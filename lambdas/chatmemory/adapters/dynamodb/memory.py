@@ -990,10 +990,12 @@ class DynamoShortTermMemory:
             items=[convert(i) for i in answer.get("Items", [])], next_token=page_token(answer)
         )
 
-    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
+    def records_of_owner(
+        self, owner: str, *, include_expired: bool = False
+    ) -> Iterator[MemoryRecord]:
         now = self.clock()
         for record in self._partition(self._records, USER_ID, owner, record_from_item):
-            if not record.expired(now):
+            if include_expired or not record.expired(now):
                 yield record
 
     def _partition(
