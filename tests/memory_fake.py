@@ -12,11 +12,13 @@ import base64
 import copy
 import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from chatmemory import schema
+from chatmemory.clock import utc_now
 from chatmemory.domain import (
     ClientAlias,
     Feedback,
@@ -128,6 +130,8 @@ class InMemoryShortTermMemory:
     # schema.alias_key(caller, client id) -> session id, as the alias items of the sessions table.
     _aliases: dict[str, str] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
+    # Records expire by this clock, as in DynamoShortTermMemory.
+    clock: Callable[[], datetime] = utc_now
 
     # --- users ------------------------------------------------------------------------------
 
@@ -624,7 +628,24 @@ class InMemoryShortTermMemory:
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:
         with self._lock:
             found = self._records.get((owner, record_id))
-            return copy.deepcopy(found) if found else None
+            if found is None or found.expired(self.clock()):
+                return None
+            return copy.deepcopy(found)
+
+    def expired_record(self, owner: str, record_id: str) -> MemoryRecord | None:
+        with self._lock:
+            found = self._records.get((owner, record_id))
+            if found is None or not found.expired(self.clock()):
+                return None
+            return copy.deepcopy(found)
+
+    def remove_expired_record(self, owner: str, record_id: str, version: int) -> bool:
+        with self._lock:
+            current = self._records.get((owner, record_id))
+            if current is None or current.version != version or not current.expired(self.clock()):
+                return False
+            del self._records[(owner, record_id)]
+            return True
 
     def list_records(
         self,
@@ -644,10 +665,12 @@ class InMemoryShortTermMemory:
             after = _untoken(next_token, owner)["record_id"]
             ordered = [r for r in ordered if r.record_id < after]
         window = ordered[:limit]
+        now = self.clock()
         items = [
             copy.deepcopy(r)
             for r in window
             if r.status != RecordStatus.DELETING
+            and not r.expired(now)
             and (not record_type or r.type == record_type)
             and (
                 namespace_prefix is None
@@ -660,9 +683,16 @@ class InMemoryShortTermMemory:
             token = _token({"owner": owner, "record_id": window[-1].record_id})
         return Page(items, token)
 
-    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
+    def records_of_owner(
+        self, owner: str, *, include_expired: bool = False
+    ) -> Iterator[MemoryRecord]:
         with self._lock:
-            found = [copy.deepcopy(r) for (o, _), r in self._records.items() if o == owner]
+            now = self.clock()
+            found = [
+                copy.deepcopy(r)
+                for (o, _), r in self._records.items()
+                if o == owner and (include_expired or not r.expired(now))
+            ]
         yield from found
 
     def save_record(self, record: MemoryRecord) -> bool:
@@ -709,6 +739,7 @@ class InMemoryShortTermMemory:
                 for rid in record_ids
                 if (r := self._records.get((owner, rid))) is not None
                 and r.status != RecordStatus.DELETING
+                and not r.expired(self.clock())
             }
         return self.live_sessions(owner, session_ids), records
 

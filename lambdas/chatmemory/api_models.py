@@ -6,11 +6,12 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
 
-from chatmemory.clock import canonical_time
+from chatmemory.clock import canonical_time, iso
 from chatmemory.domain import Blob, MemoryRecord, Page, Sentiment, Session, Turn, caller_of
 from chatmemory.errors import BadRequest
 from chatmemory.schema import (
@@ -21,6 +22,7 @@ from chatmemory.schema import (
     MAX_NAMESPACE_DEPTH,
     MAX_NAMESPACE_LABEL_CHARS,
     MAX_RECORD_CHARS,
+    MAX_RECORD_TTL_SECONDS,
     MAX_TURN_MESSAGES_BYTES,
     PROFILE_NAMESPACE,
     HandoffReason,
@@ -566,6 +568,18 @@ class RecordOut(_Out):
         default=None,
         description="With a search query: how close it is (meaning and words), higher is closer.",
     )
+    expires_at: str | None = Field(
+        default=None,
+        description=(
+            "When it expires (stated with ttl_seconds): from then on it is never returned, "
+            "searched or recalled, and its key is free; none: it does not expire."
+        ),
+    )
+
+    @field_validator("expires_at", mode="before")
+    @classmethod
+    def _iso_expiry(cls, value: Any) -> Any:
+        return iso(datetime.fromtimestamp(value, UTC)) if isinstance(value, int) else value
 
     @field_validator("namespace", mode="before")
     @classmethod
@@ -646,6 +660,18 @@ class CreateRecordRequest(_Strict):
             "caller, not per namespace). Merging, supersession and search stay inside one "
             "namespace; outside the profile's, a record is an item of its own: it never "
             "merges with, supersedes or is superseded by another."
+        ),
+    )
+    ttl_seconds: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_RECORD_TTL_SECONDS,
+        description=(
+            "The record expires this many seconds from now: from then on it is never returned, "
+            "searched, recalled or listed, and its record_id is free (a later request creates a "
+            "new record); DynamoDB's TTL deletes it later. Such a record is an item of its own: "
+            "it never merges with, supersedes or is superseded by another. With record_id, a "
+            "request without ttl_seconds makes the record lasting again."
         ),
     )
 

@@ -6,6 +6,7 @@ import base64
 import hashlib
 import re
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from chatmemory.schema import (
@@ -278,6 +279,13 @@ class MemoryRecord:
     # Set when a client's key is (re)created: its index entry is keyed by it, so the entries of
     # a deleted earlier record under the same key are never taken for this one's.
     generation: str = ""
+    # When the record expires, in epoch seconds (the records table's TTL attribute): from then
+    # on it is never read again, and DynamoDB's TTL removes the item later. None: never.
+    expires_at: int | None = None
+
+    def expired(self, now: datetime) -> bool:
+        """Whether the record has expired at `now` (reads hide it, whatever the TTL lag)."""
+        return self.expires_at is not None and self.expires_at <= int(now.timestamp())
 
     @property
     def sessions(self) -> list[str]:

@@ -265,8 +265,11 @@ class RecordStore(Protocol):
         with a next_token."""
         ...
 
-    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
-        """Every record item of the owner, whatever its status (merges and purges)."""
+    def records_of_owner(
+        self, owner: str, *, include_expired: bool = False
+    ) -> Iterator[MemoryRecord]:
+        """Every record item of the owner, whatever its status (merges and purges); expired
+        ones only with `include_expired` (purges, which must remove them too)."""
         ...
 
     def save_record(self, record: MemoryRecord) -> bool:
@@ -285,6 +288,16 @@ class RecordStore(Protocol):
     def remove_deleted_record(self, owner: str, record_id: str) -> bool:
         """Delete the record item if it is still the tombstone (one conditional write): a
         record created under the same id since is kept. False if it is not."""
+        ...
+
+    def expired_record(self, owner: str, record_id: str) -> MemoryRecord | None:
+        """The record item if it has expired (MemoryRecord.expires_at) and is still stored:
+        every other read treats it as gone."""
+        ...
+
+    def remove_expired_record(self, owner: str, record_id: str, version: int) -> bool:
+        """Delete the record item if it is still that expired one (`version`): its key is free
+        at once, before DynamoDB's TTL. False if it is not."""
         ...
 
     def live(

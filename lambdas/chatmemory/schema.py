@@ -128,6 +128,8 @@ MAX_TURN_MESSAGES_BYTES = 128 * 1024
 # chat command /remember): a fact or a preference, or an agent's memory (a LangGraph store's
 # value, as JSON). 64 KiB of text: at most 256 KiB of UTF-8 in an item of at most 400 KiB.
 MAX_RECORD_CHARS = 65_536
+# The longest expiry a record may be stated with (ttl_seconds): ten years.
+MAX_RECORD_TTL_SECONDS = 10 * 365 * 24 * 3600
 # What of a record its index entry holds and is embedded from (embedding models take a few
 # thousand tokens; S3 Vectors' metadata is at most 40 KB): the record keeps all of its text.
 MAX_RECORD_ENTRY_CHARS = 8_000
@@ -284,6 +286,9 @@ RECORDS = TableSpec(
     logical_name="records",
     partition_key=KeyAttr(USER_ID, "S"),
     sort_key=KeyAttr(RECORD_ID, "S"),
+    # A record stated with an expiry (ttl_seconds) carries it as epoch seconds: reads hide it
+    # from that second on, and DynamoDB's TTL deletes the item (within days) afterwards.
+    ttl_attribute=EXPIRES_AT,
     env_var="RECORDS_TABLE",
 )
 
@@ -575,6 +580,12 @@ RECORD_DELETING_FILTER: dict[str, Any] = {
     "eventName": ["MODIFY"],
     "dynamodb": {"NewImage": {STATUS: {"S": [RecordStatus.DELETING]}}},
 }
+# A record DynamoDB's TTL deleted (its expiry passed): the purge removes its index entries,
+# named by the old image. Only the service's own deletes: the API's are purged in the request.
+RECORD_EXPIRED_FILTER: dict[str, Any] = {
+    "eventName": ["REMOVE"],
+    "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+}
 # A user whose forget request still has namespaces to purge.
 USER_PURGE_FILTER: dict[str, Any] = {
     "eventName": ["INSERT", "MODIFY"],
@@ -636,7 +647,7 @@ RECORD_PURGE_TRIGGER = StreamTrigger(
     name="purge-record",
     table=RECORDS,
     handler="handlers.purge.handler",
-    filters=(RECORD_DELETING_FILTER,),
+    filters=(RECORD_DELETING_FILTER, RECORD_EXPIRED_FILTER),
     batch_size=10,
     timeout_seconds=300,
 )

@@ -543,7 +543,9 @@ def list_records(
         "The caller states a fact or a preference (the chat command /remember does the "
         "same). A newer record about the same thing (where they live, their job, a liking) "
         "supersedes the older one, which is kept as history. With record_id (the client's "
-        "own key), the record with that id is created (201) or its text replaced (200)."
+        "own key), the record with that id is created (201) or its text replaced (200). "
+        "With ttl_seconds, the record expires then: never read again from that second on, "
+        "its key free, the item deleted later by DynamoDB's TTL."
     ),
     responses={201: {"description": "Remembered"}, 200: {"description": "Replaced"}},
 )
@@ -551,6 +553,8 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
     deps = wiring.chat_deps()
     index, embedder = _long_term(deps)
     namespace = profile.stored_namespace(body.namespace)
+    now = deps.clock()
+    expires_at = int(now.timestamp()) + body.ttl_seconds if body.ttl_seconds else None
     if body.record_id:
         keyed, created = profile.put_keyed_record(
             _user(),
@@ -560,8 +564,9 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
             memory=deps.memory,
             embedder=embedder,
             index=index,
-            now=deps.clock(),
+            now=now,
             namespace=namespace,
+            expires_at=expires_at,
         )
         return m.RecordEnvelope.of(keyed), 201 if created else 200
     if namespace:
@@ -573,7 +578,8 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
         memory=deps.memory,
         embedder=embedder,
         index=index,
-        now=deps.clock(),
+        now=now,
+        expires_at=expires_at,
     )
     return m.RecordEnvelope.of(record), 201
 

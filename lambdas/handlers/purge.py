@@ -1,5 +1,6 @@
 """Purge Lambda: physical deletion of what callers deleted (sessions stream: a session marked
-DELETING; users stream: a forget request; records stream: a profile record marked DELETING).
+DELETING; users stream: a forget request; records stream: a profile record marked DELETING, or
+one DynamoDB's TTL deleted when it expired).
 See services/forget.py for why it is safe."""
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
 from chatmemory.services.forget import purge_session, purge_user
-from chatmemory.services.profile import purge_record
+from chatmemory.services.profile import purge_expired_record, purge_record
 from chatmemory.streams import key_of, matches
 from handlers.batch import remaining_seconds, stream_processor
 
@@ -29,7 +30,14 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
     time_left = remaining_seconds(lambda_context)
     event = record.raw_event
     keys = event["dynamodb"]["Keys"]
-    if schema.RECORD_ID in keys:  # a profile record deleted through the API
+    if schema.RECORD_ID in keys and matches(schema.RECORD_EXPIRED_FILTER, event):
+        # An expired record DynamoDB's TTL deleted: its entries, named by its old image (the
+        # codec loads boto3's types: only here, not at cold start).
+        from chatmemory.adapters.dynamodb.codec import record_from_item
+
+        purge_expired_record(record_from_item(event["dynamodb"]["OldImage"]), index=deps.index)
+        outcome = "expired"
+    elif schema.RECORD_ID in keys:  # a profile record deleted through the API
         if not matches(schema.RECORD_DELETING_FILTER, event):
             return
         purged = purge_record(

@@ -179,6 +179,14 @@ class DeployedWorld:
                 if self.vectors is not None:  # off the default session: later clients are real
                     self._session_events().unregister("before-send.s3vectors", self.vectors.answer)
 
+    def stored_record(self, owner: str, record_id: str) -> dict[str, Any]:
+        """A record item as stored (DynamoDB JSON), read outside every function."""
+        return self._client("dynamodb").get_item(
+            TableName=self.table_names[schema.RECORDS.logical_name],
+            Key={"user_id": {"S": owner}, "record_id": {"S": record_id}},
+            ConsistentRead=True,
+        )["Item"]
+
     def _client(self, service: str) -> Any:
         return boto3.client(service, endpoint_url=self.dynamodb_endpoint, region_name=self.region)
 

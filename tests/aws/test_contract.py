@@ -13,6 +13,7 @@ demand in us-east-1 only would pass there and fail everywhere else.
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -65,6 +66,28 @@ def _message(content: str, turn: int) -> dict[str, Any]:
     }
 
 
+def _ttl_removal(item: dict[str, Any]) -> dict[str, Any]:
+    """The records stream's record of DynamoDB's TTL deleting an expired item (in DynamoDB
+    JSON; moto runs no TTL): a REMOVE by the service, with the item as its old image."""
+    keys = {"user_id": item["user_id"], "record_id": item["record_id"]}  # DynamoDB JSON too
+    return {
+        "Records": [
+            {
+                "eventID": "ttl-1",
+                "eventName": "REMOVE",
+                "eventSource": "aws:dynamodb",
+                "userIdentity": {"type": "Service", "principalId": "dynamodb.amazonaws.com"},
+                "dynamodb": {
+                    "Keys": keys,
+                    "OldImage": item,
+                    "SequenceNumber": "1",
+                    "StreamViewType": "NEW_AND_OLD_IMAGES",
+                },
+            }
+        ]
+    }
+
+
 def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[str, Any]:
     """Every route and stream path of the API, as a user, an agent and an operator would."""
     notes: dict[str, Any] = {"long_turns": long_turns}
@@ -111,6 +134,19 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     notes["namespaces"] = ok("POST", "/memories/namespaces", {"max_depth": 1})["namespaces"]
     assert call("DELETE", "/memories/records/memories:alice:k1").status == 204
     ok("POST", "/memories/records", {**item, "text": '{"kind":"trip","city":"Faro"}'})
+    # A record that expires: hidden from its expiry on, its key free at once (the expired
+    # item's entries and item removed in the put), and DynamoDB's TTL delete of it purged.
+    brief = {"record_id": "memories:alice:brief", "namespace": ["memories", "alice"]}
+    ok("POST", "/memories/records", {**brief, "text": "Parked on level 3", "ttl_seconds": 1})
+    removal = _ttl_removal(world.stored_record("alice", brief["record_id"]))
+    time.sleep(2.05)  # expires_at is in whole seconds
+    notes["expired_get"] = call("GET", "/memories/records/memories:alice:brief").status
+    notes["expired_put"] = call(
+        "POST", "/memories/records", {**brief, "text": "Parked on level 5", "ttl_seconds": 1}
+    ).status
+    time.sleep(2.05)
+    purge = world.by_handler("handlers.purge.handler")
+    notes["ttl_purge"] = world.invoke(purge, removal)
     # A model outage keeps the message pending; a hand-off gives it to the agent.
     world.models_down_for = world.by_handler("handlers.chat_api.handler").logical_id
     failed = call(
@@ -421,6 +457,8 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     assert notes["put_statuses"] == [201, 200]
     assert notes["thread_continued"] is not None
     assert notes["thread_after_delete"] == 404
+    assert (notes["expired_get"], notes["expired_put"]) == (404, 201)
+    assert notes["ttl_purge"] == {"batchItemFailures": []}
 
 
 def test_every_function_of_the_template_ran(outcome: Outcome) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Any, TypedDict
 
 import pytest
@@ -408,3 +409,53 @@ def test_put_refuses_what_no_record_id_can_hold(world: World) -> None:
     assert store.get(("memories",), "k" * 120) is None
     with pytest.raises(ValueError, match="key cannot be empty"):
         store.put(("profile",), "", {"text": "No key"})
+
+
+def test_an_item_put_with_a_ttl_expires_on_the_server_and_its_key_is_free(world: World) -> None:
+    """put(..., ttl=minutes): the record gets an expiry (ttl_seconds, rounded up to a second);
+    from then on get, search and list_namespaces leave it out, before DynamoDB's TTL (which
+    DynamoDB Local never runs) deletes it, and a put creates the item again. Failed before:
+    the store refused a TTL (supports_ttl was False)."""
+    import time
+    from datetime import datetime
+
+    store = ChatMemoryStore(base_url=world.url, user_id="tess")
+    assert store.supports_ttl
+    # The lasting item first: the server's first put loads the embedding model, which takes
+    # longer than the brief item lives.
+    store.put(("notes", "lasting"), "car", {"text": "The car is a blue Golf"})
+    store.put(("notes", "brief"), "parking", {"text": "Parked on level 3"}, ttl=5 / 60)
+    record = ChatMemoryClient(world.url, user_id="tess").get_record(
+        store.record_id(("notes", "brief"), "parking")
+    )
+    assert record.expires_at is not None
+    expiry = datetime.fromisoformat(record.expires_at.replace("Z", "+00:00"))
+    time.sleep(max(0.0, (expiry - datetime.now(UTC)).total_seconds()) + 0.5)
+    assert store.get(("notes", "brief"), "parking") is None
+    assert [i.key for i in store.search(("notes",), query="parked car level")] == ["car"]
+    assert store.list_namespaces(prefix=("notes",)) == [("notes", "lasting")]
+    store.put(("notes", "brief"), "parking", {"text": "Parked on level 5"})
+    item = store.get(("notes", "brief"), "parking")
+    assert item is not None and item.value == {"text": "Parked on level 5"}
+    assert (
+        ChatMemoryClient(world.url, user_id="tess")
+        .get_record(store.record_id(("notes", "brief"), "parking"))
+        .expires_at
+        is None
+    )
+
+
+def test_a_default_ttl_applies_to_puts_without_one() -> None:
+    from langgraph.store.base import PutOp
+
+    sent: list[dict[str, Any]] = []
+
+    class Client:
+        def remember(self, text: str, **kw: Any) -> None:
+            sent.append(kw)
+
+    store = ChatMemoryStore(client=Client(), ttl_config={"default_ttl": 2.5})  # type: ignore[arg-type]
+    store.put(("n",), "k", {"text": "x"})
+    store.put(("n",), "k", {"text": "x"}, ttl=None)
+    store.batch([PutOp(("n",), "k", {"text": "x"}, ttl=0.001)])
+    assert [kw["ttl_seconds"] for kw in sent] == [150, None, 1]

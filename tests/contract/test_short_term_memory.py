@@ -853,3 +853,56 @@ def test_the_queue_leaves_out_sessions_of_a_user_who_forgot_everything(
     memory.hand_off("bobs", reason="user_request", at=T1)
     memory.forget_user(memory.get_user("alice"), LATER)  # the purge has not begun yet
     assert _queue(memory, "WAITING") == ["bobs"]
+
+
+# --- records that expire (expires_at, the records table's TTL attribute) -----------------------
+
+
+def test_an_expired_record_is_gone_for_every_read_from_its_expiry_on(
+    memory: ShortTermMemory,
+) -> None:
+    """From the second a record expires no read returns it, whatever DynamoDB's TTL lag; only
+    expired_record (which frees its key) still sees the item."""
+    from datetime import UTC, datetime, timedelta
+
+    now = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    memory.clock = lambda: now  # type: ignore[attr-defined]
+    expiry = int(now.timestamp()) + 60
+    assert memory.put_record(_record("2026-01-01-a", expires_at=expiry))
+    assert memory.put_record(_record("2026-01-01-b"))
+    assert memory.get_record("alice", "2026-01-01-a") == _record("2026-01-01-a", expires_at=expiry)
+    assert memory.expired_record("alice", "2026-01-01-a") is None
+
+    memory.clock = lambda: now + timedelta(seconds=60)  # type: ignore[attr-defined]
+    assert memory.get_record("alice", "2026-01-01-a") is None
+    page = memory.list_records("alice", None, 10, None)
+    assert [r.record_id for r in page.items] == ["2026-01-01-b"]
+    assert [r.record_id for r in memory.records_of_owner("alice")] == ["2026-01-01-b"]
+    assert {r.record_id for r in memory.records_of_owner("alice", include_expired=True)} == {
+        "2026-01-01-a",
+        "2026-01-01-b",
+    }
+    assert memory.live("alice", [], ["2026-01-01-a", "2026-01-01-b"])[1] == {"2026-01-01-b"}
+    stored = memory.expired_record("alice", "2026-01-01-a")
+    assert stored is not None and stored.expires_at == expiry
+    assert memory.expired_record("alice", "2026-01-01-b") is None
+
+
+def test_an_expired_record_is_removed_only_while_it_is_that_expired_item(
+    memory: ShortTermMemory,
+) -> None:
+    from datetime import UTC, datetime
+
+    now = datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    memory.clock = lambda: now  # type: ignore[attr-defined]
+    past = int(now.timestamp()) - 1
+    assert memory.put_record(_record("2026-01-01-a", expires_at=past))
+    assert memory.put_record(_record("2026-01-01-b", expires_at=past + 3600))
+    assert memory.remove_expired_record("alice", "2026-01-01-a", version=5) is False
+    assert memory.remove_expired_record("alice", "2026-01-01-b", version=0) is False  # not yet
+    assert memory.remove_expired_record("alice", "2026-01-01-a", version=0) is True
+    assert memory.expired_record("alice", "2026-01-01-a") is None
+    # The key is free: a new record under it is written.
+    assert memory.put_record(_record("2026-01-01-a", text="again"))
+    assert memory.get_record("alice", "2026-01-01-a") == _record("2026-01-01-a", text="again")
+    assert memory.get_record("alice", "2026-01-01-b") is not None

@@ -57,6 +57,17 @@ def test_turns_can_expire_through_ttl(template: Template) -> None:
     )
 
 
+def test_records_can_expire_through_ttl(template: Template) -> None:
+    """A record stated with ttl_seconds carries expires_at: DynamoDB deletes it after expiry."""
+    template.has_resource_properties(
+        "AWS::DynamoDB::Table",
+        {
+            "KeySchema": Match.array_with([{"AttributeName": "record_id", "KeyType": "RANGE"}]),
+            "TimeToLiveSpecification": {"AttributeName": "expires_at", "Enabled": True},
+        },
+    )
+
+
 def test_development_tables_can_be_deleted_with_the_stack(default: Synth) -> None:
     for table in default.resources("AWS::DynamoDB::Table").values():
         assert table["DeletionPolicy"] == "Delete"

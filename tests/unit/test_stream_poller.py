@@ -402,8 +402,8 @@ def test_local_mode_feeds_deleted_records_from_the_records_stream_to_the_purge(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`make run`'s poller (default_poller) reads the records table named by Settings and runs
-    RECORD_PURGE_TRIGGER as the deployed mapping does: only a record marked DELETING reaches
-    handlers.purge."""
+    RECORD_PURGE_TRIGGER as the deployed mapping does: only a record marked DELETING (or one
+    DynamoDB's TTL removed, which DynamoDB Local never does) reaches handlers.purge."""
     from chatmemory import wiring
     from local.poller import MAPPINGS, default_poller
 
@@ -411,7 +411,7 @@ def test_local_mode_feeds_deleted_records_from_the_records_stream_to_the_purge(
     assert (mapping.name, mapping.handler, mapping.filters) == (
         schema.RECORD_PURGE_TRIGGER.name,
         "handlers.purge.handler",
-        (schema.RECORD_DELETING_FILTER,),
+        (schema.RECORD_DELETING_FILTER, schema.RECORD_EXPIRED_FILTER),
     )
     records = FakeStreams()
     _record_change(records, "INSERT", "r-1", "", "ACTIVE")

@@ -603,11 +603,17 @@ class ChatMemoryClient:
         type: str | None = None,  # noqa: A002 - the API's field name
         record_id: str | None = None,
         namespace: Sequence[str] | None = None,
+        ttl_seconds: int | None = None,
     ) -> Record:
         """States a fact or preference. With record_id it is an upsert: that record is created
         or its text replaced (so it is safe to retry). With namespace (and record_id), the
-        record is an item of that namespace: it never merges with or supersedes another."""
+        record is an item of that namespace: it never merges with or supersedes another.
+        With ttl_seconds, the record expires that many seconds from now (its expires_at): from
+        then on no read returns it and its record_id is free; an upsert without ttl_seconds
+        makes the record lasting again."""
         body: dict[str, Any] = {"text": text}
+        if ttl_seconds is not None:
+            body["ttl_seconds"] = int(ttl_seconds)
         if type is not None:
             body["type"] = type
         if record_id is not None:

@@ -35,14 +35,23 @@ is `{"text": sentence}`).
 
 Search with a query ranks by meaning and words; each `SearchItem.score` is the server's fused
 score (higher is closer). Without a query, items come newest first by record id. A deleted key
-can be put again at once. TTLs are not supported, and `index` settings are ignored: the server
-embeds every record's text.
+can be put again at once. `index` settings are ignored: the server embeds every record's text.
+
+TTL: `put(..., ttl=minutes)` (or `TTLConfig(default_ttl=...)` given as `ttl_config`) stores the
+record with an expiry of that many minutes from the put (the API's `ttl_seconds`, rounded up to
+a whole second). From then on the server never returns, searches, recalls or lists it, and the
+key is free (a put creates a new item); DynamoDB's TTL deletes it later. A put without a TTL
+(and no default) makes the item lasting again. The expiry is counted from the last put only:
+reads do not refresh it (`refresh_on_read` and `get(..., refresh_ttl=...)` are accepted and
+have no effect), because a refresh would be a write per read; an agent that wants it puts the
+item again. Expired items are always omitted, whatever `omit_expired` says.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping
 from contextlib import suppress
@@ -59,6 +68,7 @@ from langgraph.store.base import (
     Result,
     SearchItem,
     SearchOp,
+    TTLConfig,
     validate_op_namespace,
 )
 
@@ -80,6 +90,9 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 class ChatMemoryStore(BaseStore):
     """LangGraph's long-term memory store on one caller's chat memory profile."""
 
+    # Items expire (put's ttl, in minutes) on the server: see the module's docstring.
+    supports_ttl: bool = True
+
     def __init__(
         self,
         *,
@@ -89,6 +102,7 @@ class ChatMemoryStore(BaseStore):
         client: ChatMemoryClient | None = None,
         text_key: str = "text",
         include_history: bool = False,
+        ttl_config: TTLConfig | None = None,
     ) -> None:
         if client is None:
             if not base_url:
@@ -98,6 +112,7 @@ class ChatMemoryStore(BaseStore):
         self.profile_namespace = PROFILE_NAMESPACE
         self.text_key = text_key
         self.include_history = include_history
+        self.ttl_config = ttl_config
 
     # --- BaseStore ---------------------------------------------------------------------------
 
@@ -146,7 +161,10 @@ class ChatMemoryStore(BaseStore):
             return
         record_id = self.record_id(op.namespace, op.key)
         self.client.remember(
-            self.encode_value(op.value), record_id=record_id, namespace=list(op.namespace)
+            self.encode_value(op.value),
+            record_id=record_id,
+            namespace=list(op.namespace),
+            ttl_seconds=None if op.ttl is None else max(1, math.ceil(op.ttl * 60)),
         )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

@@ -304,6 +304,8 @@ class Record:
     namespace: tuple[str, ...] = ("profile",)
     # With a search query: how close it is (meaning and words), higher is closer.
     score: float | None = None
+    # When it expires (ISO 8601, UTC), if it was stated with ttl_seconds; None: never.
+    expires_at: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
@@ -322,6 +324,7 @@ class Record:
             valid_until=_opt_str(data, "valid_until"),
             namespace=tuple(str(label) for label in data.get("namespace") or ("profile",)),
             score=_opt_float(data, "score"),
+            expires_at=_opt_str(data, "expires_at"),
         )
 
 

@@ -153,7 +153,8 @@ def purge_user(
             if time_left() < policy.reserve_seconds:
                 memory.save_purges(user, purges, handover=True)
                 return PurgeResult(user_id, "continued", marked)
-        records = list(memory.records_of_owner(entry.owner))
+        # Expired records too: their items and entries go now, not when DynamoDB's TTL runs.
+        records = list(memory.records_of_owner(entry.owner, include_expired=True))
         if index is not None:
             # The records' entries by key (a store without delete-by-query finds no other
             # way); the sessions' entries go with each session's purge.

@@ -366,7 +366,9 @@ def _place(
         # Merging, supersession and settling stay inside the record's namespace; in a client's
         # namespace (not the profile's) an item is its key, as in LangGraph's stores: it never
         # merges, supersedes or settles anything, and nothing supersedes it.
-        keyed_item = bool(record.namespace)
+        # A record that expires is an item of its own too: what it superseded or merged into
+        # would otherwise outlive it as history, or it would take a lasting record along.
+        keyed_item = bool(record.namespace) or record.expires_at is not None
         mine = [] if keyed_item else [r for r in mine if not r.namespace]
         active = {
             r.record_id: r
@@ -531,6 +533,7 @@ def state_record(
     make_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     policy: ProfilePolicy = ProfilePolicy(),
     record_id: str | None = None,
+    expires_at: int | None = None,
 ) -> MemoryRecord:
     """A record the caller states (POST /memories/records, "/remember ..."): placed like an
     extracted one, so it supersedes what it replaces ("I moved to Porto"). `owner` is the key
@@ -547,6 +550,7 @@ def state_record(
         make_id=make_id,
         policy=policy,
         record_id=record_id,
+        expires_at=expires_at,
     )[1]
 
 
@@ -564,6 +568,7 @@ def _stated(
     record_id: str | None,
     namespace: tuple[str, ...] = (),
     generation: str = "",
+    expires_at: int | None = None,
 ) -> tuple[str, MemoryRecord]:
     """state_record, with how the record was placed (_place's outcome)."""
     from chatmemory.services.extract import classify  # its patterns: not at cold start
@@ -585,6 +590,7 @@ def _stated(
         subject=subject if (record_type or kind) == kind else "",
         namespace=tuple(namespace),
         generation=generation,
+        expires_at=expires_at,
     )
     [vector] = embedder.embed([record.text[:MAX_RECORD_ENTRY_CHARS]])
     return _place(
@@ -594,7 +600,7 @@ def _stated(
         embedder=embedder,
         index=index,
         policy=policy,
-        merge=record_id is None,
+        merge=record_id is None and expires_at is None,
     )
 
 
@@ -609,6 +615,7 @@ def put_keyed_record(
     index: LongTermIndex,
     now: datetime,
     namespace: tuple[str, ...] = (),
+    expires_at: int | None = None,
 ) -> tuple[MemoryRecord, bool]:
     """A record under the client's own id (an agent's store keys its memories): created, or,
     when the caller has a record with that id, its text replaced (a correction). Such a record
@@ -619,8 +626,15 @@ def put_keyed_record(
 
     A key whose record is being deleted is free at once: that record's purge is done here
     first (its entries, then its item, only while it is still the tombstone), and the new
-    record has entries of its own (a new generation), which the late purge never touches."""
+    record has entries of its own (a new generation), which the late purge never touches.
+    So is the key of an expired record: its entries, then its item (while it is still that
+    expired item) are removed here, before DynamoDB's TTL would. `expires_at` (epoch seconds,
+    None: never) is the record's expiry from now on, as a put replaces an item."""
     owner = owner_of(memory, user_id)
+    expired = memory.expired_record(owner, record_id)
+    if expired is not None:
+        index.delete_documents(MEMORY_INDEX, owner, entry_keys(expired))
+        memory.remove_expired_record(owner, record_id, expired.version)
     existing = memory.get_record(owner, record_id)
     if existing is not None and existing.status == RecordStatus.DELETING:
         purge_record(owner, record_id, memory=memory, index=index)
@@ -641,6 +655,7 @@ def put_keyed_record(
             record_id=record_id,
             namespace=tuple(namespace),
             generation=uuid.uuid4().hex[:16],
+            expires_at=expires_at,
         )
         if outcome != "exists":
             return record, True
@@ -648,11 +663,28 @@ def put_keyed_record(
     if existing.status == RecordStatus.DELETING:
         raise Conflict(f"record {record_id} was deleted meanwhile; retry")
     if existing.text == text.strip():
+        if existing.expires_at == expires_at:
+            return existing, False
+        # The same text with another expiry: only the item changes (entries do not carry it).
+        existing.expires_at = expires_at
+        if not memory.save_record(existing):
+            raise Conflict(f"record {record_id} changed meanwhile; retry")
         return existing, False
     corrected = correct_record(
-        user_id, record_id, text, memory=memory, embedder=embedder, index=index, now=now
+        user_id,
+        record_id,
+        text,
+        memory=memory,
+        embedder=embedder,
+        index=index,
+        now=now,
+        expires_at=expires_at,
     )
     return corrected, False
+
+
+# correct_record's default: the record keeps the expiry it has.
+KEEP_EXPIRY = object()
 
 
 def correct_record(
@@ -664,11 +696,15 @@ def correct_record(
     embedder: Embedder,
     index: LongTermIndex,
     now: datetime,
+    expires_at: int | None | object = KEEP_EXPIRY,
 ) -> MemoryRecord:
     """The caller corrects a record's text: saved (conditional on its version), embedded again
-    and indexed again; if it was deleted meanwhile, the entry just written is removed."""
+    and indexed again; if it was deleted meanwhile, the entry just written is removed.
+    `expires_at`: the record's new expiry (epoch seconds or None); by default it keeps its own."""
     record = owned_record(memory, user_id, record_id)
     record.text, record.origin, record.updated_at = text.strip(), RecordOrigin.CORRECTED, iso(now)
+    if expires_at is not KEEP_EXPIRY:
+        record.expires_at = expires_at if isinstance(expires_at, int) else None
     if record.type == RecordType.OPEN_QUESTION:
         from chatmemory.services.extract import open_subject
 
@@ -929,6 +965,13 @@ def purge_record(
     return memory.remove_deleted_record(owner, record_id)
 
 
+def purge_expired_record(record: MemoryRecord, *, index: LongTermIndex | None) -> None:
+    """Remove the index entries of a record DynamoDB's TTL deleted (the stream's old image).
+    They are keyed by its generation: a record created under its key since keeps its own."""
+    if index is not None:
+        index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
+
+
 def drop_session_records(
     owner: str,
     session_id: str,
@@ -944,7 +987,7 @@ def drop_session_records(
     summary's among them) go with the session's (index.delete_session): only the records' own
     entries are deleted here."""
     doomed: list[MemoryRecord] = []
-    for record in memory.records_of_owner(owner):
+    for record in memory.records_of_owner(owner, include_expired=True):
         for _ in range(policy.attempts):
             if session_id not in record.sessions:
                 break

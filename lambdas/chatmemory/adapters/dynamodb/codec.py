@@ -134,6 +134,8 @@ def record_to_item(record: MemoryRecord) -> dict[str, Any]:
         item[schema.RECORD_NAMESPACE] = schema.namespace_path(record.namespace)
     if not record.generation:
         del item["generation"]
+    if record.expires_at is None:
+        del item[schema.EXPIRES_AT]
     return item
 
 
@@ -155,6 +157,7 @@ def record_from_item(item: dict[str, Any]) -> MemoryRecord:
         version=int(data.get("version", 0)),
         namespace=schema.namespace_of_path(data.get(schema.RECORD_NAMESPACE, "")),
         generation=data.get("generation", ""),
+        expires_at=int(data[schema.EXPIRES_AT]) if schema.EXPIRES_AT in data else None,
     )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -29,6 +30,7 @@ from chatmemory.adapters.dynamodb.codec import (
     user_from_item,
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
+from chatmemory.clock import utc_now
 from chatmemory.domain import (
     ClientAlias,
     Handoff,
@@ -138,8 +140,12 @@ class DynamoShortTermMemory:
         conversations_table: str,
         users_table: str = schema.USERS.logical_name,
         records_table: str = schema.RECORDS.logical_name,
+        clock: Callable[[], datetime] = utc_now,
     ) -> None:
         self._db = Guarded(client)
+        # Records expire by this clock (MemoryRecord.expired): reads hide an expired record
+        # from its expiry on, before DynamoDB's TTL deletes it.
+        self.clock = clock
         self._sessions = sessions_table
         self._turns = conversations_table
         self._users = users_table
@@ -893,7 +899,34 @@ class DynamoShortTermMemory:
             TableName=self._records, Key=_record_key(owner, record_id), ConsistentRead=True
         )
         item = answer.get("Item")
-        return record_from_item(item) if item else None
+        record = record_from_item(item) if item else None
+        return None if record is None or record.expired(self.clock()) else record
+
+    def expired_record(self, owner: str, record_id: str) -> MemoryRecord | None:
+        answer = self._db.get_item(
+            TableName=self._records, Key=_record_key(owner, record_id), ConsistentRead=True
+        )
+        item = answer.get("Item")
+        record = record_from_item(item) if item else None
+        return record if record is not None and record.expired(self.clock()) else None
+
+    def remove_expired_record(self, owner: str, record_id: str, version: int) -> bool:
+        try:
+            self._db.delete_item(
+                TableName=self._records,
+                Key=_record_key(owner, record_id),
+                ConditionExpression="version = :v AND #e <= :now",
+                ExpressionAttributeNames={"#e": schema.EXPIRES_AT},
+                ExpressionAttributeValues={
+                    ":v": {"N": str(version)},
+                    ":now": {"N": str(int(self.clock().timestamp()))},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
 
     def list_records(
         self,
@@ -903,12 +936,13 @@ class DynamoShortTermMemory:
         next_token: str | None,
         namespace_prefix: tuple[str, ...] | None = None,
     ) -> Page[MemoryRecord]:
-        names = {"#s": STATUS}
+        names = {"#s": STATUS, "#e": schema.EXPIRES_AT}
         values: dict[str, Any] = {
             ":u": {"S": owner},
             ":deleting": {"S": RecordStatus.DELETING},
+            ":now": {"N": str(int(self.clock().timestamp()))},
         }
-        condition = "#s <> :deleting"
+        condition = "#s <> :deleting AND (attribute_not_exists(#e) OR #e > :now)"
         if record_type:
             names["#type"] = "type"
             values[":type"] = {"S": record_type}
@@ -956,8 +990,13 @@ class DynamoShortTermMemory:
             items=[convert(i) for i in answer.get("Items", [])], next_token=page_token(answer)
         )
 
-    def records_of_owner(self, owner: str) -> Iterator[MemoryRecord]:
-        yield from self._partition(self._records, USER_ID, owner, record_from_item)
+    def records_of_owner(
+        self, owner: str, *, include_expired: bool = False
+    ) -> Iterator[MemoryRecord]:
+        now = self.clock()
+        for record in self._partition(self._records, USER_ID, owner, record_from_item):
+            if include_expired or not record.expired(now):
+                yield record
 
     def _partition(
         self, table: str, key: str, value: str, convert: Callable[[dict[str, Any]], Any]
@@ -1047,16 +1086,20 @@ class DynamoShortTermMemory:
                 request.setdefault(table, []).append(key)
             found = self._batch_get(
                 request,
-                projection=f"{SESSION_ID}, {RECORD_ID}, {USER_ID}, #s",
-                names={"#s": STATUS},
+                projection=f"{SESSION_ID}, {RECORD_ID}, {USER_ID}, #s, #e",
+                names={"#s": STATUS, "#e": schema.EXPIRES_AT},
             )
+            now = int(self.clock().timestamp())
             for item in found.get(self._sessions, []):
                 data = deserialize(item)
                 if visible_to(owner, data.get(USER_ID), data.get(STATUS)):
                     sessions.add(data[SESSION_ID])
             for item in found.get(self._records, []):
                 data = deserialize(item)
-                if data.get(STATUS) != RecordStatus.DELETING:
+                expires_at = data.get(schema.EXPIRES_AT)
+                if data.get(STATUS) != RecordStatus.DELETING and (
+                    expires_at is None or int(expires_at) > now
+                ):
                     records.add(data[RECORD_ID])
         return sessions, records
 
