@@ -732,10 +732,10 @@ class InMemoryShortTermMemory:
 
     def live(
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
-    ) -> tuple[set[str], set[str]]:
+    ) -> tuple[set[str], dict[str, str]]:
         with self._lock:
             records = {
-                rid
+                rid: r.generation
                 for rid in record_ids
                 if (r := self._records.get((owner, rid))) is not None
                 and r.status != RecordStatus.DELETING

@@ -302,9 +302,11 @@ class RecordStore(Protocol):
 
     def live(
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
-    ) -> tuple[set[str], set[str]]:
+    ) -> tuple[set[str], dict[str, str]]:
         """Which sessions and records exist for `owner` and are visible, in one strongly
-        consistent read: whatever long-term memory returns is checked against this."""
+        consistent read: whatever long-term memory returns is checked against this. Records
+        come with their generation ("" for none), so an entry of an earlier record under the
+        same id is told apart (MemoryDoc.of_live_record)."""
         ...
 
 
@@ -418,6 +420,19 @@ class MemoryDoc:
     record_id: str | None = None
     valid_until: str | None = None
     sessions: list[str] = field(default_factory=list)
+
+    def of_live_record(self, live_records: Mapping[str, str]) -> bool:
+        """False when this is a record's entry and the record is gone, or is no longer the
+        record the entry was written for: `live_records` maps each live record id to its
+        generation (ShortTermMemory.live). A key deleted, or expired and removed by DynamoDB's
+        TTL before its purge ran, then created again has a new generation; the old entries,
+        keyed by the old one (services/profile.doc_key_of), say what the key no longer says."""
+        if self.record_id is None:
+            return True
+        generation = live_records.get(self.record_id)
+        if generation is None:
+            return False
+        return not generation or self.doc_key.endswith(f"#{generation}")
 
 
 @dataclass

@@ -211,3 +211,38 @@ def test_forgetting_everything_removes_expired_records_too(world: World) -> None
     world.purger.drain()
     assert world.stored_records() == []
     assert entries(world.index, "alice") == {}
+
+
+def test_a_key_created_again_after_dynamodbs_ttl_removed_it_is_never_recalled_with_old_text(
+    world: World,
+) -> None:
+    """DynamoDB's TTL deletes the expired item; until the stream's purge runs, its entries are
+    still in the index. A put of the key in that window creates a record of a new generation:
+    recall, auto-recall and search must not take the old entries for it."""
+    world.state(
+        "The door code of the office is 4711",
+        record_id="agent.door",
+        namespace=["agent"],
+        ttl_seconds=60,
+    )
+    [old] = world.stored_records()
+    _later(world, minutes=2)
+    world.dynamodb.delete_item(  # the TTL's delete; the purge it triggers has not run yet
+        TableName="records", Key=serialize({"user_id": "alice", "record_id": "agent.door"})
+    )
+    status, data = world.api.call(
+        "POST", "/memories/records", {"text": "The office door opens with a badge now",
+                                      "record_id": "agent.door", "namespace": ["agent"]},
+    )  # fmt: skip
+    assert status == 201, data
+    [new] = world.stored_records()
+    assert new["generation"] != old["generation"]
+    texts = sorted(e["text"] for e in entries(world.index, "alice").values())
+    assert texts[0] == "The door code of the office is 4711"  # the window: old entries still there
+    cited, memory = world.recalled("What is the door code of the office?")
+    assert "4711" not in memory and "badge" in memory
+    status, data = world.api.call("POST", "/memories/records/search", {"query": "door code 4711"})
+    assert status == 200, data
+    assert [r["text"] for r in data["records"]] == ["The office door opens with a badge now"]
+    # Only the new entry can score it: the old text's words find nothing of it.
+    assert all("4711" not in r["text"] for r in data["records"])

@@ -407,7 +407,7 @@ def live_documents(
     return [
         d
         for d in docs
-        if (d.record_id is None or d.record_id in alive_records)
+        if d.of_live_record(alive_records)
         and (d.session_id is None or d.session_id in alive_sessions)
         and (not d.sessions or any(s in alive_sessions for s in d.sessions))
     ]

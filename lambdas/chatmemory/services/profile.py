@@ -193,7 +193,7 @@ def write_record_entries(
     index.upsert(MEMORY_INDEX, docs)
     owner = docs[0].user_id
     _, live = memory.live(owner, [], [d.record_id for d in docs if d.record_id])
-    dead = [d.doc_key for d in docs if d.record_id and d.record_id not in live]
+    dead = [d.doc_key for d in docs if not d.of_live_record(live)]
     if dead:
         index.delete_documents(MEMORY_INDEX, owner, dead)
 
@@ -878,13 +878,14 @@ def _ranked(
     vector = embedder.embed([query])[0]
     depth = max(wanted * 8, 40)
     fused = fuse(*index.hybrid_search(MEMORY_INDEX, vector, query, depth, owner), RecallWeights())
+    found_ids = sorted({doc.record_id for doc, _ in fused.values() if doc.record_id})
+    _, live = memory.live(owner, [], found_ids)
     best: dict[str, float] = {}
     for doc, score in fused.values():
-        if doc.record_id:
+        # An entry of an earlier record under the same id scores nothing for the current one.
+        if doc.record_id and doc.of_live_record(live):
             best[doc.record_id] = max(best.get(doc.record_id, 0.0), score)
-    ids = sorted(best, key=lambda record_id: -best[record_id])
-    _, live = memory.live(owner, [], ids)
-    pending = [record_id for record_id in ids if record_id in live]
+    pending = sorted(best, key=lambda record_id: -best[record_id])
     found: list[tuple[MemoryRecord, float | None]] = []
     while pending and len(found) < wanted:
         batch, pending = pending[: max(wanted, 10)], pending[max(wanted, 10) :]

@@ -158,7 +158,8 @@ def rank_sessions(
 
 
 # Which of these sessions and records exist for the caller and are visible (ShortTermMemory.live).
-LiveCheck = Callable[[Sequence[str], Sequence[str]], tuple[set[str], set[str]]]
+# Records come with their generation (MemoryDoc.of_live_record).
+LiveCheck = Callable[[Sequence[str], Sequence[str]], tuple[set[str], dict[str, str]]]
 
 
 def search_sessions(
@@ -193,13 +194,13 @@ def search_sessions(
     window = time_window(query, now)
     checked: set[str] = set()
     gone_sessions: set[str] = set()
-    gone_records: set[str] = set()
+    gone_entries: set[str] = set()  # entries of records gone (or of an earlier generation)
     while True:
         kept_vector, kept_lexical = (
             [
                 h
                 for h in hits
-                if h.doc.session_id not in gone_sessions and h.doc.record_id not in gone_records
+                if h.doc.session_id not in gone_sessions and h.doc.doc_key not in gone_entries
             ]
             for hits in (vector_hits, lexical_hits)
         )
@@ -222,7 +223,11 @@ def search_sessions(
         alive_sessions, alive_records = live(sorted(unchecked), sorted(records))
         checked |= unchecked
         gone_sessions |= unchecked - alive_sessions
-        gone_records |= records - alive_records
+        gone_entries |= {
+            h.doc.doc_key
+            for h in vector_hits + lexical_hits
+            if h.doc.session_id in unchecked and not h.doc.of_live_record(alive_records)
+        }
 
 
 def search_passages(

@@ -1074,20 +1074,20 @@ class DynamoShortTermMemory:
 
     def live(
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
-    ) -> tuple[set[str], set[str]]:
+    ) -> tuple[set[str], dict[str, str]]:
         """One BatchGetItem (strongly consistent) over both tables, 100 keys a request."""
         keys = [(self._sessions, _session_key(s)) for s in dict.fromkeys(session_ids)]
         keys += [(self._records, _record_key(owner, r)) for r in dict.fromkeys(record_ids)]
         sessions: set[str] = set()
-        records: set[str] = set()
+        records: dict[str, str] = {}
         for start in range(0, len(keys), 100):
             request: dict[str, list[dict[str, Any]]] = {}
             for table, key in keys[start : start + 100]:
                 request.setdefault(table, []).append(key)
             found = self._batch_get(
                 request,
-                projection=f"{SESSION_ID}, {RECORD_ID}, {USER_ID}, #s, #e",
-                names={"#s": STATUS, "#e": schema.EXPIRES_AT},
+                projection=f"{SESSION_ID}, {RECORD_ID}, {USER_ID}, #s, #e, #g",
+                names={"#s": STATUS, "#e": schema.EXPIRES_AT, "#g": "generation"},
             )
             now = int(self.clock().timestamp())
             for item in found.get(self._sessions, []):
@@ -1100,7 +1100,7 @@ class DynamoShortTermMemory:
                 if data.get(STATUS) != RecordStatus.DELETING and (
                     expires_at is None or int(expires_at) > now
                 ):
-                    records.add(data[RECORD_ID])
+                    records[data[RECORD_ID]] = str(data.get("generation", ""))
         return sessions, records
 
     # --- turns ------------------------------------------------------------------------------
