@@ -9,12 +9,21 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 
 from chatmemory.clock import canonical_time, iso
 from chatmemory.domain import Blob, MemoryRecord, Page, Sentiment, Session, Turn, caller_of
 from chatmemory.errors import BadRequest
 from chatmemory.schema import (
+    AGENT_LABEL,
     EXPORT_FORMAT,
     ID_MAX_LENGTH,
     ID_PATTERN,
@@ -25,6 +34,7 @@ from chatmemory.schema import (
     MAX_RECORD_TTL_SECONDS,
     MAX_TURN_MESSAGES_BYTES,
     PROFILE_NAMESPACE,
+    RUN_LABEL,
     HandoffReason,
     HandoffState,
     Intent,
@@ -36,6 +46,7 @@ from chatmemory.schema import (
     SessionStatus,
     SourceKind,
     TurnOrigin,
+    scope_of,
 )
 
 if TYPE_CHECKING:
@@ -568,6 +579,12 @@ class RecordOut(_Out):
         default=None,
         description="With a search query: how close it is (meaning and words), higher is closer.",
     )
+    agent_id: str | None = Field(
+        default=None, description="The agent its namespace is of (agent_id when stated)."
+    )
+    run_id: str | None = Field(
+        default=None, description="The run its namespace is of (run_id when stated)."
+    )
     expires_at: str | None = Field(
         default=None,
         description=(
@@ -585,6 +602,11 @@ class RecordOut(_Out):
     @classmethod
     def _profile_when_none(cls, value: Any) -> Any:
         return list(value) if value else list(PROFILE_NAMESPACE)
+
+    @model_validator(mode="after")
+    def _scope(self) -> RecordOut:
+        self.agent_id, self.run_id = scope_of(self.namespace)
+        return self
 
 
 class RecordEnvelope(_Model):
@@ -638,6 +660,23 @@ Namespace = Annotated[
 NamespacePattern = Annotated[list[NamespaceLabel], Field(max_length=MAX_NAMESPACE_DEPTH)]
 
 
+# Scoping like Mem0's agent_id and run_id (schema.AGENT_LABEL): sugar for a namespace prefix.
+AgentScope = Annotated[
+    str | None,
+    identifier(
+        "The agent (or application) the record is for, beside the caller: its namespace begins "
+        f"with [{AGENT_LABEL!r}, agent_id]; a search with it stays inside that agent's records"
+    ),
+]
+RunScope = Annotated[
+    str | None,
+    identifier(
+        f"A run (a conversation) of the agent: the namespace goes on with [{RUN_LABEL!r}, "
+        "run_id]; a search with agent_id and without run_id covers every run"
+    ),
+]
+
+
 class CreateRecordRequest(_Strict):
     text: RecordText = Field(description="What to remember, e.g. 'I moved to Porto'.")
     type: Literal["fact", "preference"] | None = Field(
@@ -653,6 +692,8 @@ class CreateRecordRequest(_Strict):
         ]
         | None
     ) = None
+    agent_id: AgentScope = None
+    run_id: RunScope = None
     namespace: Namespace | None = Field(
         default=None,
         description=(
@@ -683,8 +724,14 @@ class SearchRecordsRequest(_Strict):
         max_length=4000,
         description="Ranks by meaning and words (each record gets a score); none: newest first.",
     )
+    agent_id: AgentScope = None
+    run_id: RunScope = None
     namespace_prefix: Namespace = Field(
-        default=[], description="Only records of namespaces beginning with these labels."
+        default=[],
+        description=(
+            "Only records of namespaces beginning with these labels (after agent_id's and "
+            "run_id's, when given)."
+        ),
     )
     filter: dict[str, Any] | None = Field(
         default=None,

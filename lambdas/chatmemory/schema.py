@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import zlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -141,6 +142,22 @@ NAMESPACE_SEPARATOR = "\x1f"
 # The profile's own namespace, where extraction, summaries and what is stated without one go.
 # Its records are stored without a namespace (as before namespaces existed).
 PROFILE_NAMESPACE: tuple[str, ...] = ("profile",)
+# Scoping like Mem0's agent_id/run_id: a record stated for an agent (and a run of it) is in the
+# namespace ("agent", <agent_id>, "run", <run_id>, ...the client's own labels); search by them is
+# search under that prefix. Any namespace that begins so is that agent's (and run's).
+AGENT_LABEL = "agent"
+RUN_LABEL = "run"
+
+
+def scope_of(namespace: Sequence[str]) -> tuple[str | None, str | None]:
+    """The agent_id and run_id a record's namespace names (services/profile.scoped_namespace)."""
+    labels = list(namespace)
+    agent_id = run_id = None
+    if len(labels) >= 2 and labels[0] == AGENT_LABEL:
+        agent_id, labels = labels[1], labels[2:]
+    if len(labels) >= 2 and labels[0] == RUN_LABEL:
+        run_id = labels[1]
+    return agent_id, run_id
 
 
 def namespace_path(labels: tuple[str, ...] | list[str]) -> str:

@@ -552,13 +552,18 @@ def list_records(
 def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.RecordEnvelope, int]:
     deps = wiring.chat_deps()
     index, embedder = _long_term(deps)
-    namespace = profile.stored_namespace(body.namespace)
+    namespace = profile.stored_namespace(
+        profile.scoped_namespace(body.agent_id, body.run_id, body.namespace)
+    )
     now = deps.clock()
     expires_at = int(now.timestamp()) + body.ttl_seconds if body.ttl_seconds else None
-    if body.record_id:
+    record_id = body.record_id
+    if record_id is None and (body.agent_id or body.run_id):
+        record_id = profile.new_record_id(now)  # an agent's memory without a key of its own
+    if record_id:
         keyed, created = profile.put_keyed_record(
             _user(),
-            body.record_id,
+            record_id,
             body.text,
             record_type=RecordType(body.type) if body.type else None,
             memory=deps.memory,
@@ -604,7 +609,8 @@ def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordL
     record_filter.check(conditions)
     ask = profile.RecordQuery(
         query=body.query,
-        namespace_prefix=tuple(body.namespace_prefix),
+        namespace_prefix=profile.scoped_namespace(body.agent_id, body.run_id, body.namespace_prefix)
+        or (),
         record_type=RecordType(body.type) if body.type else None,
         limit=body.limit,
         offset=body.offset,

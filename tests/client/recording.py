@@ -225,6 +225,10 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
         )
     with step("list_namespaces"):
         client.list_namespaces(prefix=["memories"], max_depth=1)
+    with step("remember_for_agent"):
+        client.remember("Prefers answers by email", agent_id="support-bot", run_id="r7")
+    with step("find_records_of_agent"):
+        client.find_records(query="email", agent_id="support-bot")
     with step("delete_record"):
         client.delete_record(fact.record_id)
     with step("delete_session"):

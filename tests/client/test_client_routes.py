@@ -3,6 +3,7 @@ each call must send the recorded method, path, query and body, and parse the ans
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -331,3 +332,21 @@ def test_hand_off_to_a_person_and_back(http) -> None:
     assert (refused.value.status, refused.value.code) == (403, "forbidden")
     assert http.calls[0].request.headers["X-User-Id"] == "alice"
     assert http.calls[2].request.headers["X-User-Id"] == "agent"
+
+
+def test_records_for_an_agent_and_a_run(http, client) -> None:
+    play(http, "remember_for_agent", "find_records_of_agent")
+    stated = client.remember("Prefers answers by email", agent_id="support-bot", run_id="r7")
+    assert json.loads(http.calls[0].request.body) == {
+        "text": "Prefers answers by email",
+        "agent_id": "support-bot",
+        "run_id": "r7",
+    }
+    assert (stated.agent_id, stated.run_id) == ("support-bot", "r7")
+    assert stated.namespace == ("agent", "support-bot", "run", "r7")
+    [found] = client.find_records(query="email", agent_id="support-bot")
+    assert json.loads(http.calls[1].request.body)["agent_id"] == "support-bot"
+    assert "run_id" not in json.loads(http.calls[1].request.body)
+    assert found.record_id == stated.record_id and found.score is not None
+    with pytest.raises(ValueError):
+        client.remember("x", agent_id="a/b")

@@ -131,6 +131,12 @@ def _record(record_id: object) -> str:
     return checked_id(record_id, "record id")
 
 
+def _scope(agent_id: str | None, run_id: str | None) -> dict[str, str]:
+    """The agent_id and run_id fields of a request (checked as ids), those given."""
+    scope = {"agent_id": agent_id, "run_id": run_id}
+    return {k: checked_id(v, k.replace("_", " ")) for k, v in scope.items() if v is not None}
+
+
 def _message_id(client_message_id: str | None) -> str:
     """The client_message_id sent: the caller's (checked), or a new one."""
     if client_message_id is None:
@@ -544,6 +550,8 @@ class ChatMemoryClient:
         *,
         query: str | None = None,
         namespace_prefix: Sequence[str] = (),
+        agent_id: str | None = None,
+        run_id: str | None = None,
         filter: Mapping[str, Any] | None = None,  # noqa: A002 - the API's field name
         type: str | None = None,  # noqa: A002 - the API's field name
         limit: int = 10,
@@ -552,13 +560,15 @@ class ChatMemoryClient:
     ) -> list[Record]:
         """Records of the namespaces under namespace_prefix that pass filter (on the record's
         value: the JSON object its text holds, else {"text": text}): with query, the closest
-        by meaning and words, each with its score; without, newest first. All of it is done
-        by the server (POST /memories/records/search)."""
+        by meaning and words, each with its score; without, newest first. With agent_id (and
+        run_id), only that agent's (and run's) records: namespace_prefix then goes on from
+        theirs. All of it is done by the server (POST /memories/records/search)."""
         body: dict[str, Any] = {
             "namespace_prefix": list(namespace_prefix),
             "limit": limit,
             "offset": offset,
             "include_history": include_history,
+            **_scope(agent_id, run_id),
         }
         if query:
             body["query"] = query
@@ -604,14 +614,18 @@ class ChatMemoryClient:
         record_id: str | None = None,
         namespace: Sequence[str] | None = None,
         ttl_seconds: int | None = None,
+        agent_id: str | None = None,
+        run_id: str | None = None,
     ) -> Record:
         """States a fact or preference. With record_id it is an upsert: that record is created
         or its text replaced (so it is safe to retry). With namespace (and record_id), the
         record is an item of that namespace: it never merges with or supersedes another.
         With ttl_seconds, the record expires that many seconds from now (its expires_at): from
         then on no read returns it and its record_id is free; an upsert without ttl_seconds
-        makes the record lasting again."""
-        body: dict[str, Any] = {"text": text}
+        makes the record lasting again. With agent_id (and run_id), like Mem0's, the record is
+        that agent's (and run's), beside the caller: in the namespace ("agent", agent_id,
+        "run", run_id, *namespace), an id of its own when record_id is None."""
+        body: dict[str, Any] = {"text": text, **_scope(agent_id, run_id)}
         if ttl_seconds is not None:
             body["ttl_seconds"] = int(ttl_seconds)
         if type is not None:

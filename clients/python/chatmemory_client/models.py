@@ -306,6 +306,9 @@ class Record:
     score: float | None = None
     # When it expires (ISO 8601, UTC), if it was stated with ttl_seconds; None: never.
     expires_at: str | None = None
+    # The agent (and run) its namespace is of, when stated with agent_id (and run_id).
+    agent_id: str | None = None
+    run_id: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
@@ -325,6 +328,8 @@ class Record:
             namespace=tuple(str(label) for label in data.get("namespace") or ("profile",)),
             score=_opt_float(data, "score"),
             expires_at=_opt_str(data, "expires_at"),
+            agent_id=_opt_str(data, "agent_id"),
+            run_id=_opt_str(data, "run_id"),
         )
 
 

@@ -47,7 +47,7 @@ from datetime import datetime
 
 from chatmemory.clock import iso
 from chatmemory.domain import MemoryRecord, Provenance, Session, Turn, is_identifier
-from chatmemory.errors import Conflict, PayloadTooLarge, RecordNotFound
+from chatmemory.errors import BadRequest, Conflict, PayloadTooLarge, RecordNotFound
 from chatmemory.ports import (
     Embedder,
     ExtractedFact,
@@ -56,10 +56,13 @@ from chatmemory.ports import (
     ShortTermMemory,
 )
 from chatmemory.schema import (
+    AGENT_LABEL,
+    MAX_NAMESPACE_DEPTH,
     MAX_RECORD_CHARS,
     MAX_RECORD_ENTRY_CHARS,
     MEMORY_INDEX,
     PROFILE_NAMESPACE,
+    RUN_LABEL,
     MemoryKind,
     RecordOrigin,
     RecordStatus,
@@ -116,6 +119,11 @@ def extracted_record_id(session_id: str, date: str, turn: int, n: int) -> str:
 
 def summary_record_id(session: Session) -> str:
     return f"{_stamp(session.started_at)}-{_in_record_id(session.session_id)}-summary"
+
+
+def new_record_id(now: datetime) -> str:
+    """A fresh id for a record stated without one (ids sort by time)."""
+    return stated_record_id(iso(now), lambda: str(uuid.uuid4()))
 
 
 def stated_record_id(now: str, make_id: Callable[[], str]) -> str:
@@ -764,6 +772,22 @@ def stored_namespace(namespace: Sequence[str] | None) -> tuple[str, ...]:
     """A namespace as records keep it: the profile's (schema.PROFILE_NAMESPACE) is none."""
     labels = tuple(namespace or ())
     return () if labels in ((), PROFILE_NAMESPACE) else labels
+
+
+def scoped_namespace(
+    agent_id: str | None, run_id: str | None, namespace: Sequence[str] | None
+) -> tuple[str, ...] | None:
+    """The namespace of an agent's (and a run's) record: ("agent", agent_id, "run", run_id)
+    before the client's own labels. None when none of them is given (the profile's)."""
+    scope = ((AGENT_LABEL, agent_id) if agent_id else ()) + ((RUN_LABEL, run_id) if run_id else ())
+    if not scope:
+        return tuple(namespace) if namespace is not None else None
+    labels = scope + tuple(namespace or ())
+    if len(labels) > MAX_NAMESPACE_DEPTH:
+        raise BadRequest(
+            f"agent_id and run_id take {len(scope)} of a namespace's {MAX_NAMESPACE_DEPTH} labels"
+        )
+    return labels
 
 
 def shown_namespace(record: MemoryRecord) -> tuple[str, ...]:
