@@ -31,10 +31,10 @@ from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
 from chatmemory.ports import Generation
-from chatmemory.services import sessions
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
-from chatmemory.services.extract import ModelExtractor
-from chatmemory.services.summarize import ModelSummarizer
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.conversation import sessions
+from chatmemory.services.longterm.summarize import ModelSummarizer
+from chatmemory.services.profile.extract import ModelExtractor
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
 

@@ -43,7 +43,7 @@ def examples(world: World) -> dict[str, list[Example]]:
     """Per conversation, per question: the query, its pieces (piece, features, positive), the
     ranked candidates and the gold turns."""
     from chatmemory import wiring
-    from chatmemory.services import auto_recall
+    from chatmemory.services.longterm import auto_recall
 
     policy = wiring.chat_policy(world.settings).auto_recall
     out: dict[str, list[Example]] = {}
@@ -95,7 +95,7 @@ def _record_sources(world: World, conversation: Conversation) -> dict[str, set[s
 def fit(rows: list[Example]) -> Any:
     from sklearn.linear_model import LogisticRegression
 
-    from chatmemory.services.auto_recall import LineWeights
+    from chatmemory.services.longterm.auto_recall import LineWeights
 
     x = [features for _, pieces, _, _ in rows for _, features, _ in pieces]
     y = [positive for _, pieces, _, _ in rows for _, _, positive in pieces]
@@ -110,7 +110,7 @@ def evidence_in_prompt(
     world: World, conversation: Conversation, rows: list[Example], weights: Any
 ) -> list[bool]:
     from chatmemory import wiring
-    from chatmemory.services.auto_recall import Recalled, build_block
+    from chatmemory.services.longterm.auto_recall import Recalled, build_block
 
     budget = wiring.chat_policy(world.settings).auto_recall.token_budget
     hits = []
@@ -130,7 +130,7 @@ def main() -> None:
     args = parser.parse_args()
     from moto import mock_aws
 
-    from chatmemory.services.auto_recall import LINE_WEIGHTS
+    from chatmemory.services.longterm.auto_recall import LINE_WEIGHTS
 
     _aws_env()
     started = time.perf_counter()

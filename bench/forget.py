@@ -24,8 +24,8 @@ from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import Turn
 from chatmemory.errors import SessionNotFound
-from chatmemory.services import sessions
-from chatmemory.services.forget import forget_user, purge_session, purge_user
+from chatmemory.services.background.forget import forget_user, purge_session, purge_user
+from chatmemory.services.conversation import sessions
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
 

@@ -165,7 +165,7 @@ def s3vectors_ranking(candidates: int = 100) -> Any:
     adapters/s3vectors.S3VectorsLongTermIndex.hybrid_search does with its default of 100 (the
     service's topK limit; more would take pages, one request each)."""
     from chatmemory.adapters.embedded import EmbeddedLongTermIndex
-    from chatmemory.services.lexical import rescore
+    from chatmemory.services.longterm.lexical import rescore
 
     class S3VectorsRanking(EmbeddedLongTermIndex):
         def lexical_search(self, *args: Any, **kwargs: Any) -> list[Any]:
@@ -206,9 +206,12 @@ def build(
     from chatmemory.adapters.dynamodb import DynamoShortTermMemory
     from chatmemory.adapters.embedded import EmbeddedLongTermIndex
     from chatmemory.api_models import ImportDocument
-    from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+    from chatmemory.services.background.consolidation import (
+        ConsolidationPolicy,
+        consolidate_session,
+    )
+    from chatmemory.services.conversation.sessions import end_session, import_session
     from chatmemory.services.prompt import Roles
-    from chatmemory.services.sessions import end_session, import_session
     from chatmemory.settings import Settings
 
     settings = Settings.from_env({})
@@ -285,7 +288,7 @@ def _questions(conversation: Conversation) -> list[dict[str, Any]]:
 
 def run_past(world: World, ks: list[int]) -> dict[str, Any]:
     from chatmemory import wiring
-    from chatmemory.services.recall import search_sessions
+    from chatmemory.services.longterm.recall import search_sessions
 
     weights = wiring.chat_policy(world.settings).recall_weights
     rows: list[dict[str, Any]] = []
@@ -388,8 +391,8 @@ def _chat(
     world: World, policy: Any, context_tokens: int = 2048
 ) -> tuple[Callable[[Conversation], str], Send]:
     """A session starter and a sender through services/chat.post_message, auto-recall on."""
-    from chatmemory.services.chat import ChatDeps, post_message
-    from chatmemory.services.sessions import create_session
+    from chatmemory.services.conversation.chat import ChatDeps, post_message
+    from chatmemory.services.conversation.sessions import create_session
 
     clock_at: list[datetime] = [datetime.now(UTC)]
     deps = ChatDeps(

@@ -13,7 +13,7 @@ from typing import Any
 
 import mkdocs_gen_files
 
-from chatmemory.services import turn_states
+from chatmemory.services.conversation import turn_states
 from chatmemory.settings import ENV, Settings
 
 ROOT = Path(__file__).resolve().parent.parent

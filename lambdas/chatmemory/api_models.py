@@ -39,8 +39,8 @@ from chatmemory.schema import (
 )
 
 if TYPE_CHECKING:
-    from chatmemory.services.checkpoints import CheckpointTuple
-    from chatmemory.services.recall import RankedSession
+    from chatmemory.services.conversation.checkpoints import CheckpointTuple
+    from chatmemory.services.longterm.recall import RankedSession
 
 
 class _Model(BaseModel):

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
-from chatmemory.services.maintenance import CompactionPolicy
+from chatmemory.services.background.maintenance import CompactionPolicy
+from chatmemory.services.conversation.sentiment import MAX_ANSWER_TOKENS, sentiment_prompt
 from chatmemory.services.prompt import estimate_tokens
-from chatmemory.services.sentiment import MAX_ANSWER_TOKENS, sentiment_prompt
 from chatmemory.settings import Settings
 from scripts.cost.prices import PriceTable
 from scripts.cost.usage import Usage

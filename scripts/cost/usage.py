@@ -7,8 +7,8 @@ import inspect
 from dataclasses import dataclass, fields
 
 from chatmemory import schema
-from chatmemory.services.extract import ModelExtractor
-from chatmemory.services.summarize import ModelSummarizer
+from chatmemory.services.longterm.summarize import ModelSummarizer
+from chatmemory.services.profile.extract import ModelExtractor
 
 
 def _default(callable_: object, parameter: str) -> int:

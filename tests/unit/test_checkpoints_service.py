@@ -10,7 +10,7 @@ import pytest
 from chatmemory.domain import Blob, ChannelBlob, PendingWrite
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
-from chatmemory.services import checkpoints, sessions
+from chatmemory.services.conversation import checkpoints, sessions
 from tests.checkpoints_fake import InMemoryCheckpointStore
 from tests.memory_fake import InMemoryShortTermMemory
 

@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.services.lexical import bm25, document_terms, query_terms, rescore, stem
+from chatmemory.services.longterm.lexical import bm25, document_terms, query_terms, rescore, stem
 
 # Porter's own examples (his 1980 paper) and the two departures of his reference code.
 PORTER = {

@@ -10,7 +10,7 @@ import pytest
 
 from chatmemory.errors import BadRequest, Conflict
 from chatmemory.schema import RecordStatus
-from chatmemory.services import profile, record_filter
+from chatmemory.services.profile import profile, record_filter
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import HookedIndex, at, consolidate, entries, told

@@ -10,8 +10,14 @@ import pytest
 from chatmemory.domain import Turn
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import SessionStatus, TurnOrigin
-from chatmemory.services.stacking import settled
-from chatmemory.services.turn_states import TRANSITIONS, TurnState, mermaid, state_of, table
+from chatmemory.services.conversation.stacking import settled
+from chatmemory.services.conversation.turn_states import (
+    TRANSITIONS,
+    TurnState,
+    mermaid,
+    state_of,
+    table,
+)
 
 
 def _turn(**flags: object) -> Turn:

@@ -45,7 +45,7 @@ from botocore.exceptions import ConnectionError as SDKConnectionError
 from chatmemory import limits, schema
 from chatmemory.errors import ConfigurationError, LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.services.lexical import rescore
+from chatmemory.services.longterm.lexical import rescore
 
 MAX_KEY_CHARS = limits.S3VECTORS_KEY_CHARS
 MAX_DELETE = limits.S3VECTORS_DELETE.count

@@ -22,7 +22,7 @@ from typing import Any
 
 from chatmemory.domain import Sentiment
 from chatmemory.errors import ModelUnavailable
-from chatmemory.services.sentiment import sentiment_of_score
+from chatmemory.services.conversation.sentiment import sentiment_of_score
 
 PIECE_WORDS = 60
 MAX_PIECES = 32

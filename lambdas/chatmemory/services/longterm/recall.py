@@ -20,8 +20,8 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind, searched_apart
 from chatmemory.services.access import owner_of
+from chatmemory.services.longterm.when import TimeWindow, time_window
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
-from chatmemory.services.when import TimeWindow, time_window
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from chatmemory.errors import (
 from chatmemory.ports import Clock, SentimentAnalyzer, ShortTermMemory
 from chatmemory.schema import Intent, Rating, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session
-from chatmemory.services.sentiment import analyze_input
-from chatmemory.services.sessions import title_from
+from chatmemory.services.conversation.sentiment import analyze_input
+from chatmemory.services.conversation.sessions import title_from
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from chatmemory.schema import (
     opening_doc_key,
     summary_doc_key,
 )
-from chatmemory.services.profile import (
+from chatmemory.services.profile.profile import (
     drop_session_records,
     remember_facts,
     remember_summary,

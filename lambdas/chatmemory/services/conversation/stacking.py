@@ -39,7 +39,7 @@ from chatmemory.clock import parse_time
 from chatmemory.domain import Turn
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import Intent, TurnOrigin
-from chatmemory.services.turn_states import SETTLED, state_of
+from chatmemory.services.conversation.turn_states import SETTLED, state_of
 
 
 @dataclass(frozen=True)

@@ -362,7 +362,7 @@ def _stem(word: str) -> str:
 
 
 def _recency(created_at: str, now: datetime, half_life_days: float) -> float:
-    from chatmemory.services.recall import recency_factor
+    from chatmemory.services.longterm.recall import recency_factor
 
     return recency_factor(created_at, now, half_life_days)
 

@@ -435,7 +435,7 @@ def _settling(
 ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     """The open questions `record` settles (asked before it), and, for an open question, the
     statements that settled it already (made after it; history ones too: they answered)."""
-    from chatmemory.services.extract import settles  # its patterns: not at cold start
+    from chatmemory.services.profile.extract import settles  # its patterns: not at cold start
 
     if record.type in _ANSWERS:
         return [
@@ -571,7 +571,7 @@ def _stated(
     expires_at: int | None = None,
 ) -> tuple[str, MemoryRecord]:
     """state_record, with how the record was placed (_place's outcome)."""
-    from chatmemory.services.extract import classify  # its patterns: not at cold start
+    from chatmemory.services.profile.extract import classify  # its patterns: not at cold start
 
     if len(text.strip()) > MAX_RECORD_CHARS:
         # The limit of POST /memories/records, for /remember too (it stored 4,000 before).
@@ -706,11 +706,11 @@ def correct_record(
     if expires_at is not KEEP_EXPIRY:
         record.expires_at = expires_at if isinstance(expires_at, int) else None
     if record.type == RecordType.OPEN_QUESTION:
-        from chatmemory.services.extract import open_subject
+        from chatmemory.services.profile.extract import open_subject
 
         record.subject = open_subject(record.text) or record.subject
     elif record.type != RecordType.SUMMARY:
-        from chatmemory.services.extract import classify
+        from chatmemory.services.profile.extract import classify
 
         record.subject = classify(record.text)[1] or record.subject
     if not memory.save_record(record):
@@ -851,8 +851,8 @@ def find_records(
             break
     if not ask.query:
         return [(r, None) for r in rest[ask.offset : wanted]]
-    from chatmemory.services.lexical import bm25
-    from chatmemory.services.recall import RecallWeights
+    from chatmemory.services.longterm.lexical import bm25
+    from chatmemory.services.longterm.recall import RecallWeights
 
     scores = bm25(ask.query, [r.text[:MAX_RECORD_ENTRY_CHARS] for r in rest]) if rest else []
     best = max(scores, default=0.0) or 1.0
@@ -873,7 +873,7 @@ def _ranked(
 ) -> list[tuple[MemoryRecord, float | None]]:
     """The first `wanted` of the caller's visible records that the index ranks for `query` and
     `keep` accepts, best first, with their scores (read a few at a time)."""
-    from chatmemory.services.recall import RecallWeights, fuse
+    from chatmemory.services.longterm.recall import RecallWeights, fuse
 
     vector = embedder.embed([query])[0]
     depth = max(wanted * 8, 40)

@@ -44,24 +44,13 @@ from chatmemory.schema import (
     SourceKind,
     TurnOrigin,
 )
-from chatmemory.services import handoff
 from chatmemory.services.access import continued, owned_session
-from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
-from chatmemory.services.handoff import HandoffPolicy
-from chatmemory.services.profile import state_record
-from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
-from chatmemory.services.recall import (
-    Answer,
-    RecallWeights,
-    answer_from_past,
-    answer_from_verified,
-    search_passages,
-    search_sessions,
-)
-from chatmemory.services.routing import Routed, parse_prefix, route
-from chatmemory.services.sentiment import analyze_input
-from chatmemory.services.sessions import title_from
-from chatmemory.services.stacking import (
+from chatmemory.services.conversation import handoff
+from chatmemory.services.conversation.handoff import HandoffPolicy
+from chatmemory.services.conversation.routing import Routed, parse_prefix, route
+from chatmemory.services.conversation.sentiment import analyze_input
+from chatmemory.services.conversation.sessions import title_from
+from chatmemory.services.conversation.stacking import (
     StackPolicy,
     joined_input,
     plan,
@@ -69,8 +58,24 @@ from chatmemory.services.stacking import (
     wait_for_answer,
     wait_while_claimed,
 )
-from chatmemory.services.turn_states import SETTLED, TurnState, state_of
-from chatmemory.services.turns import AppendPolicy, append_next, check_text, earlier_turn
+from chatmemory.services.conversation.turn_states import SETTLED, TurnState, state_of
+from chatmemory.services.conversation.turns import (
+    AppendPolicy,
+    append_next,
+    check_text,
+    earlier_turn,
+)
+from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
+from chatmemory.services.longterm.recall import (
+    Answer,
+    RecallWeights,
+    answer_from_past,
+    answer_from_verified,
+    search_passages,
+    search_sessions,
+)
+from chatmemory.services.profile.profile import state_record
+from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 
 NO_LONG_TERM_MEMORY = (
     "No long-term memory is configured for this deployment, so past conversations and "
