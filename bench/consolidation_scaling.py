@@ -8,8 +8,8 @@ it a few turns behind, as in chat); an "imported" one has none (a long import). 
 Lambda's 5 minutes and hand over when short of time, as deployed.
 
 Reported per row: model calls, sequential model rounds (the calls on the critical path, as the
-summarizer counts them), the profile's extraction calls (services/extract.ModelExtractor, on its
-own simulated model: one more round, all at once), embedding requests and their rounds, Lambda
+summarizer counts them), the profile's extraction calls (services/profile/extract.ModelExtractor, on
+its own simulated model: one more round, all at once), embedding requests and their rounds, Lambda
 invocations, seconds.
 
     python -m bench.consolidation --model-latency 0.5 --context-tokens 512 \\

@@ -3,8 +3,8 @@
 What the request itself costs (DELETE /memories and DELETE /sessions/{id} are one conditional
 write each, whatever the size of what is forgotten), that nothing is reachable the moment it
 returns, and how long the background purge takes to delete everything physically: the purge
-functions' code (services/forget.py) run in this process, in order, as one stream shard would
-run them.
+functions' code (services/background/forget.py) run in this process, in order, as one stream shard
+would run them.
 
     python -m bench.forget [--sessions 100] [--turns 1000] [--long-session 10000] [--json]
 """

@@ -28,8 +28,8 @@ Hook = Callable[[], None]
 
 class StatementExtractor:
     """Every chat message of the user is one fact, typed and given a subject as /remember would
-    (services/extract.classify): deterministic, and short statements ("I moved to Porto") are
-    kept, which the pattern extractor's minimum of content words would drop."""
+    (services/profile/extract.classify): deterministic, and short statements ("I moved to Porto")
+    are kept, which the pattern extractor's minimum of content words would drop."""
 
     name = "statements"
 

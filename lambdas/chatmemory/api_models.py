@@ -256,7 +256,7 @@ class SessionOut(_Out):
             "given one: the id names its newest session."
         ),
     )
-    # Hand-off to a person (services/handoff.py).
+    # Hand-off to a person (services/conversation/handoff.py).
     handoff_state: HandoffState | None = Field(
         default=None,
         description=(
@@ -799,7 +799,7 @@ class AgentSessionView(_Model):
         )
 
 
-# --- LangGraph checkpoints (services/checkpoints.py) -------------------------------------------
+# --- LangGraph checkpoints (services/conversation/checkpoints.py) ---------------------------------
 
 # Each value as LangGraph's serde wrote it: its type tag ("msgpack", "json", "bytes", "empty"...)
 # and its bytes in standard base64. The server stores them and never reads inside.

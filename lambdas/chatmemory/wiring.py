@@ -74,7 +74,7 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
 
 
 def checkpoint_store(cfg: Settings | None = None) -> CheckpointStore:
-    """LangGraph checkpoints (services/checkpoints.py) on the checkpoints table."""
+    """LangGraph checkpoints (services/conversation/checkpoints.py) on the checkpoints table."""
     from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
 
     cfg = cfg or settings()

@@ -1,7 +1,7 @@
 """Purge Lambda: physical deletion of what callers deleted (sessions stream: a session marked
 DELETING; users stream: a forget request; records stream: a profile record marked DELETING, or
 one DynamoDB's TTL deleted when it expired).
-See services/forget.py for why it is safe."""
+See services/background/forget.py for why it is safe."""
 
 from __future__ import annotations
 

@@ -221,7 +221,7 @@ def schedule_minutes(expression: str) -> float:
 
 
 def compactions(turns: int, after: int, keep: int) -> int:
-    """Compaction runs in a session of `turns` turns (services/maintenance.py's rule)."""
+    """Compaction runs in a session of `turns` turns (services/background/maintenance.py's rule)."""
     covered = runs = 0
     for num_turns in range(1, turns + 1):
         if num_turns - covered > after:

@@ -1,5 +1,6 @@
-"""services/checkpoints.py on the in-memory fakes: limits refused before anything is stored,
-listing pages and filters, who may read a thread, and a thread continued under its client id."""
+"""services/conversation/checkpoints.py on the in-memory fakes: limits refused before anything is
+stored, listing pages and filters, who may read a thread, and a thread continued under its client
+id."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Extracting durable facts and preferences, and what a session left open, from a session
-(services/extract.py): the offline pattern extractor, and the model extractor's prompt and
+(services/profile/extract.py): the offline pattern extractor, and the model extractor's prompt and
 parser against recorded answers (real SmolLM2-135M answers, all malformed, and hand-written
 well-formed ones: see tests/unit/recorded/extract/README.md)."""
 

@@ -1,5 +1,5 @@
-"""BM25 over vector candidates (services/lexical.py), the lexical half of the ranking on a store
-without full-text search: the words are analysed as the embedded index's FTS5 `porter
+"""BM25 over vector candidates (services/longterm/lexical.py), the lexical half of the ranking on a
+store without full-text search: the words are analysed as the embedded index's FTS5 `porter
 unicode61` tokenizer analyses them, and the scores follow BM25."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Open questions: what a session left unsettled becomes a record of its own at consolidation
-(services/extract.open_questions), a later answer settles it (services/profile.py), the next
-session is reminded of it until then (auto-recall), /past finds it with its session, and it
+(services/profile/extract.open_questions), a later answer settles it (services/profile/profile.py),
+the next session is reminded of it until then (auto-recall), /past finds it with its session, and it
 goes with its session when that is deleted."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""The caller's profile (services/profile.py) on the in-memory short-term memory and the embedded
-index: supersession with history, merge of duplicates, idempotent consolidation, corrections,
-what each record's index entry says, and what a deleted session takes along."""
+"""The caller's profile (services/profile/profile.py) on the in-memory short-term memory and the
+embedded index: supersession with history, merge of duplicates, idempotent consolidation,
+corrections, what each record's index entry says, and what a deleted session takes along."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Namespaces of records (services/profile.py), on the in-memory fakes: what conversations teach
-stays in the profile's namespace, a client's namespace keeps its items as they were put, and a
+"""Namespaces of records (services/profile/profile.py), on the in-memory fakes: what conversations
+teach stays in the profile's namespace, a client's namespace keeps its items as they were put, and a
 deleted key is free at once without its old entries coming back."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Sessions are named from what they are about (services/sessions.title_from), as chat apps name
-conversations, once a message has something in it; a name the caller gave is kept."""
+"""Sessions are named from what they are about (services/conversation/sessions.title_from), as chat
+apps name conversations, once a message has something in it; a name the caller gave is kept."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""The turn's states (services/turn_states.py): read from a turn's flags, every transition's
-write a method of the port, and stacking's `settled` unchanged by reading it through them."""
+"""The turn's states (services/conversation/turn_states.py): read from a turn's flags, every
+transition's write a method of the port, and stacking's `settled` unchanged by reading it through
+them."""
 
 from __future__ import annotations
 

@@ -2,8 +2,9 @@
 
 Hutto & Gilbert, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of Social Media
 Text" (ICWSM 2014). Its compound score lies in [-1, 1]; the label follows its documented
-convention (services/sentiment.py). The package and its lexicon load on the first message, not
-at import: the chat Lambda's cold start does not pay for them (about 15 ms, once per process).
+convention (services/conversation/sentiment.py). The package and its lexicon load on the first
+message, not at import: the chat Lambda's cold start does not pay for them (about 15 ms, once per
+process).
 
 VADER's time grows with the square of a text's words (its negation check lowercases the whole
 text again for each sentiment word; an emoji becomes the words that describe it): 4,000

@@ -1,7 +1,7 @@
 """Session lifecycle: create, get, list, end, delete, export and import.
 
 Deleting is one conditional write (the session's DELETING tombstone); the purge that follows
-removes its turns and memories in the background (services/forget.py)."""
+removes its turns and memories in the background (services/background/forget.py)."""
 
 from __future__ import annotations
 

@@ -76,8 +76,8 @@ def waiting(turn: Turn) -> bool:
 
 
 def settled(turn: Turn) -> bool:
-    """Whether a message needs no answer any more (services/turn_states.py: answered, covered,
-    the agent's, or an agent's reply)."""
+    """Whether a message needs no answer any more (services/conversation/turn_states.py: answered,
+    covered, the agent's, or an agent's reply)."""
     return state_of(turn) in SETTLED
 
 

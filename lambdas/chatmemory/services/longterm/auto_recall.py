@@ -414,7 +414,7 @@ def live_documents(
 
 
 def _settled(doc: MemoryDoc) -> bool:
-    """An open question a later answer settled (services/profile.py): nothing to pick up."""
+    """An open question a later answer settled (services/profile/profile.py): nothing to pick up."""
     return doc.kind == MemoryKind.OPEN_QUESTION and bool(doc.valid_until)
 
 

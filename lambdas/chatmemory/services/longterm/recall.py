@@ -252,7 +252,8 @@ class Answer:
     text: str
     sources: list[Source]
     model: str
-    remember: bool = True  # False when no model wrote it (services/chat.py keeps it out)
+    # False when no model wrote it (services/conversation/chat.py keeps it out).
+    remember: bool = True
 
 
 def answer_from_past(

@@ -222,7 +222,7 @@ def open_subject(text: str, subject: str = "") -> str:
     """The subject of an open question: a named one ("residence", "likes:sushi") when the text
     or the model names one, else `topic:` and up to 4 words of what it is about (the model's
     subject, or the text's): a later statement containing all of them settles it
-    (services/profile.py)."""
+    (services/profile/profile.py)."""
     subject = subject.strip().lower()
     named = _subject(text) or (subject if subject in _NAMED or subject.startswith("likes:") else "")
     if named:

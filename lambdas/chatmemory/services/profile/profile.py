@@ -11,13 +11,13 @@ did I live before?" still has an answer. Records without a subject never superse
 with a duplicate instead (same type, and the same words or an embedding at least
 `merge_similarity` close), adding their provenance to it.
 
-Open questions (what a session left unsettled, services/extract.open_questions) are closed by
-a later answer: a later fact or preference on their subject (a named one, or one holding every
+Open questions (what a session left unsettled, services/profile/extract.open_questions) are closed
+by a later answer: a later fact or preference on their subject (a named one, or one holding every
 word of their topic: extract.settles) supersedes them, so recall stops bringing them up. They
 belong to their session like its summary: their entry carries its id (/past ranks them with
 it) and they never merge (a later session leaving the same thing open supersedes them).
 
-Deleting follows the rules of services/forget.py: a record deleted through the API is a
+Deleting follows the rules of services/background/forget.py: a record deleted through the API is a
 tombstone first (unreachable at once; the purge removes its entry and item); a session's purge
 removes the records drawn only from it; a forget takes every record of the old owner key along.
 What a removed record had superseded stays history: a deleted claim does not make an older one
@@ -946,7 +946,7 @@ def list_namespaces(
     return sorted(kept)[offset : offset + limit]
 
 
-# --- purges (services/forget.py's) ---------------------------------------------------------------
+# --- purges (services/background/forget.py's) -----------------------------------------------------
 
 
 def purge_record(
