@@ -65,3 +65,7 @@ def test_stream_and_scheduled_handlers_do_not_load_the_chat_service_at_import() 
         "chatmemory.services.conversation.stacking",
     }
     assert not loaded & chat_only, loaded & chat_only
+    # Nor any other module of the conversation (sessions, turns, routing, sentiment...): the
+    # functions off the request path need only services.background and what it builds on.
+    conversation = {m for m in loaded if m.startswith("chatmemory.services.conversation")}
+    assert not conversation, conversation
