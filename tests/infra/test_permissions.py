@@ -9,7 +9,7 @@ PUT on the runtime role's two security API paths). A grant added anywhere fails 
 listed, with the code that needs it.
 
 The records table (issue 13), by the DynamoDB call of each method of
-chatmemory/adapters/dynamodb/memory.py: get_record GetItem; list_records and records_of_owner
+chatmemory/adapters/dynamodb/records.py: get_record GetItem; list_records and records_of_owner
 Query; put_record and save_record PutItem (conditional); mark_record_deleting UpdateItem;
 remove_records BatchWriteItem; live BatchGetItem (with the sessions table); remove_deleted_record
 DeleteItem (conditional on the tombstone: the API's DELETE purges in the request, so the id is
