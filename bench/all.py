@@ -438,8 +438,9 @@ def forget_section(r: dict[str, Any]) -> str:
             "## Forgetting",
             "`python -m bench.forget` — a user with sessions of ~60-word messages and ~80-word "
             "answers on DynamoDB Local forgets everything; then one very long session is "
-            "deleted. The request is one conditional write; the purge (services/forget.py) "
-            "runs in this process, one session after another as one stream shard would.",
+            "deleted. The request is one conditional write; the purge "
+            "(services/background/forget.py) runs in this process, one session after another as "
+            "one stream shard would.",
             _table(
                 [
                     "what",

@@ -24,7 +24,7 @@ from typing import Any
 from chatmemory import wiring
 from chatmemory.api_models import ImportDocument
 from chatmemory.ports import Embedder, LongTermIndex, MemoryDoc
-from chatmemory.services.sessions import end_session, import_session
+from chatmemory.services.conversation.sessions import end_session, import_session
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
 from local.poller import MAPPINGS, default_poller
 

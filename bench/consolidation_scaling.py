@@ -8,8 +8,8 @@ it a few turns behind, as in chat); an "imported" one has none (a long import). 
 Lambda's 5 minutes and hand over when short of time, as deployed.
 
 Reported per row: model calls, sequential model rounds (the calls on the critical path, as the
-summarizer counts them), the profile's extraction calls (services/extract.ModelExtractor, on its
-own simulated model: one more round, all at once), embedding requests and their rounds, Lambda
+summarizer counts them), the profile's extraction calls (services/profile/extract.ModelExtractor, on
+its own simulated model: one more round, all at once), embedding requests and their rounds, Lambda
 invocations, seconds.
 
     python -m bench.consolidation --model-latency 0.5 --context-tokens 512 \\
@@ -31,10 +31,10 @@ from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
 from chatmemory.ports import Generation
-from chatmemory.services import sessions
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
-from chatmemory.services.extract import ModelExtractor
-from chatmemory.services.summarize import ModelSummarizer
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.conversation import sessions
+from chatmemory.services.longterm.summarize import ModelSummarizer
+from chatmemory.services.profile.extract import ModelExtractor
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
 

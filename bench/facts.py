@@ -120,9 +120,12 @@ def build_and_score(data: Path, settings: Any) -> tuple[list[Scored], TimedExtra
     from chatmemory.adapters.embedded import EmbeddedLongTermIndex
     from chatmemory.api_models import ImportDocument
     from chatmemory.schema import RecordType, TextBackend
-    from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+    from chatmemory.services.background.consolidation import (
+        ConsolidationPolicy,
+        consolidate_session,
+    )
+    from chatmemory.services.conversation.sessions import end_session, import_session
     from chatmemory.services.prompt import Roles
-    from chatmemory.services.sessions import end_session, import_session
 
     embedder = wiring.embedder(settings)
     summarizer = wiring.summarizer(

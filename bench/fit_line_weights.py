@@ -1,4 +1,5 @@
-"""Fit auto-recall's line weights (services/auto_recall.LineWeights) on LoCoMo conversations.
+"""Fit auto-recall's line weights (services/longterm/auto_recall.LineWeights) on LoCoMo
+conversations.
 
 Builds the LoCoMo world as `bench.locomo` does (import, end, consolidate with the offline
 models, on moto), then for every question of categories 1-4 runs auto-recall up to its
@@ -6,8 +7,8 @@ candidates (`memories_for_turn`: the gates, the ranking, the floor) and takes ea
 block could hold (a line of a window, or a record) with its features (`piece_features`). A
 piece is positive when it is a gold evidence turn (its text is the turn's) or a record drawn
 from one. A logistic regression (scikit-learn, L2, C=1) on the `--conversations` given is
-printed as the `LineWeights` to paste into services/auto_recall.py, with evidence_in_prompt at
-the configured budget on the conversations it was fitted on and on the others (`--loco` adds
+printed as the `LineWeights` to paste into services/longterm/auto_recall.py, with evidence_in_prompt
+at the configured budget on the conversations it was fitted on and on the others (`--loco` adds
 leave-one-conversation-out: each conversation scored with weights fitted on the other four).
 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
@@ -43,7 +44,7 @@ def examples(world: World) -> dict[str, list[Example]]:
     """Per conversation, per question: the query, its pieces (piece, features, positive), the
     ranked candidates and the gold turns."""
     from chatmemory import wiring
-    from chatmemory.services import auto_recall
+    from chatmemory.services.longterm import auto_recall
 
     policy = wiring.chat_policy(world.settings).auto_recall
     out: dict[str, list[Example]] = {}
@@ -95,7 +96,7 @@ def _record_sources(world: World, conversation: Conversation) -> dict[str, set[s
 def fit(rows: list[Example]) -> Any:
     from sklearn.linear_model import LogisticRegression
 
-    from chatmemory.services.auto_recall import LineWeights
+    from chatmemory.services.longterm.auto_recall import LineWeights
 
     x = [features for _, pieces, _, _ in rows for _, features, _ in pieces]
     y = [positive for _, pieces, _, _ in rows for _, _, positive in pieces]
@@ -110,7 +111,7 @@ def evidence_in_prompt(
     world: World, conversation: Conversation, rows: list[Example], weights: Any
 ) -> list[bool]:
     from chatmemory import wiring
-    from chatmemory.services.auto_recall import Recalled, build_block
+    from chatmemory.services.longterm.auto_recall import Recalled, build_block
 
     budget = wiring.chat_policy(world.settings).auto_recall.token_budget
     hits = []
@@ -130,7 +131,7 @@ def main() -> None:
     args = parser.parse_args()
     from moto import mock_aws
 
-    from chatmemory.services.auto_recall import LINE_WEIGHTS
+    from chatmemory.services.longterm.auto_recall import LINE_WEIGHTS
 
     _aws_env()
     started = time.perf_counter()

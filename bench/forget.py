@@ -3,8 +3,8 @@
 What the request itself costs (DELETE /memories and DELETE /sessions/{id} are one conditional
 write each, whatever the size of what is forgotten), that nothing is reachable the moment it
 returns, and how long the background purge takes to delete everything physically: the purge
-functions' code (services/forget.py) run in this process, in order, as one stream shard would
-run them.
+functions' code (services/background/forget.py) run in this process, in order, as one stream shard
+would run them.
 
     python -m bench.forget [--sessions 100] [--turns 1000] [--long-session 10000] [--json]
 """
@@ -24,8 +24,8 @@ from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import Turn
 from chatmemory.errors import SessionNotFound
-from chatmemory.services import sessions
-from chatmemory.services.forget import forget_user, purge_session, purge_user
+from chatmemory.services.background.forget import forget_user, purge_session, purge_user
+from chatmemory.services.conversation import sessions
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
 

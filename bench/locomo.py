@@ -8,21 +8,21 @@ in-process DynamoDB), end it, consolidate it with the offline models into the em
 * `--mode past` (default): ask every question of categories 1-4 through the retrieval that /past
   uses. A question's gold sessions come from its evidence ids (D<session>:<turn>).
 * `--mode chat`: send every question as an ordinary message (no prefix) in a new session of the
-  conversation's user, through services/chat.post_message with auto-recall on, and look at the
-  memory it put in the prompt: `evidence_in_prompt` (a gold evidence turn's text is in it, or a
-  record drawn from a gold evidence turn), `evidence_all_in_prompt`, `memory_tokens_p50/p95`;
+  conversation's user, through services/conversation/chat.post_message with auto-recall on, and look
+  at the memory it put in the prompt: `evidence_in_prompt` (a gold evidence turn's text is in it, or
+  a record drawn from a gold evidence turn), `evidence_all_in_prompt`, `memory_tokens_p50/p95`;
   `quiet_rate` (share of the `--smalltalk` messages, each sent to each user, that inject
   nothing) and `foreign_injection_rate` (share of 200 turns sampled from the other
   conversations that inject something). `--sequential` also asks each conversation's questions
   one after another in one session, with and without the follow-up rule (see
-  services/auto_recall.standalone_query), to show what borrowing the previous message does to
-  questions that need no help. `--budgets 200,400,800,1600` asks the questions again with
+  services/longterm/auto_recall.standalone_query), to show what borrowing the previous message does
+  to questions that need no help. `--budgets 200,400,800,1600` asks the questions again with
   each memory-token budget: the budget curve.
 
 `--ranking s3vectors` ranks as the S3 Vectors adapter can (no full-text search): the embedded
 index returns the `--candidates` nearest entries of one vector query (100, the service's topK
-limit), and words are scored by BM25 over those candidates only (services/lexical.rescore, the
-adapter's own code); `--ranking hybrid` (default) is today's k-NN plus BM25 over every entry.
+limit), and words are scored by BM25 over those candidates only (services/longterm/lexical.rescore,
+the adapter's own code); `--ranking hybrid` (default) is today's k-NN plus BM25 over every entry.
 
     python -m bench.locomo --data ../shared/data/locomo-dev.json [--mode past|chat] [--json]
         [--ranking hybrid|s3vectors] [--candidates 100] [--conversations conv-26,conv-30]
@@ -165,7 +165,7 @@ def s3vectors_ranking(candidates: int = 100) -> Any:
     adapters/s3vectors.S3VectorsLongTermIndex.hybrid_search does with its default of 100 (the
     service's topK limit; more would take pages, one request each)."""
     from chatmemory.adapters.embedded import EmbeddedLongTermIndex
-    from chatmemory.services.lexical import rescore
+    from chatmemory.services.longterm.lexical import rescore
 
     class S3VectorsRanking(EmbeddedLongTermIndex):
         def lexical_search(self, *args: Any, **kwargs: Any) -> list[Any]:
@@ -206,9 +206,12 @@ def build(
     from chatmemory.adapters.dynamodb import DynamoShortTermMemory
     from chatmemory.adapters.embedded import EmbeddedLongTermIndex
     from chatmemory.api_models import ImportDocument
-    from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+    from chatmemory.services.background.consolidation import (
+        ConsolidationPolicy,
+        consolidate_session,
+    )
+    from chatmemory.services.conversation.sessions import end_session, import_session
     from chatmemory.services.prompt import Roles
-    from chatmemory.services.sessions import end_session, import_session
     from chatmemory.settings import Settings
 
     settings = Settings.from_env({})
@@ -285,7 +288,7 @@ def _questions(conversation: Conversation) -> list[dict[str, Any]]:
 
 def run_past(world: World, ks: list[int]) -> dict[str, Any]:
     from chatmemory import wiring
-    from chatmemory.services.recall import search_sessions
+    from chatmemory.services.longterm.recall import search_sessions
 
     weights = wiring.chat_policy(world.settings).recall_weights
     rows: list[dict[str, Any]] = []
@@ -387,9 +390,10 @@ class PromptOnly:
 def _chat(
     world: World, policy: Any, context_tokens: int = 2048
 ) -> tuple[Callable[[Conversation], str], Send]:
-    """A session starter and a sender through services/chat.post_message, auto-recall on."""
-    from chatmemory.services.chat import ChatDeps, post_message
-    from chatmemory.services.sessions import create_session
+    """A session starter and a sender through services/conversation/chat.post_message,
+    auto-recall on."""
+    from chatmemory.services.conversation.chat import ChatDeps, post_message
+    from chatmemory.services.conversation.sessions import create_session
 
     clock_at: list[datetime] = [datetime.now(UTC)]
     deps = ChatDeps(
@@ -526,7 +530,7 @@ FOLLOW_UP = "And what else do you remember about that?"
 def run_sequential(world: World, policy: Any) -> dict[str, float]:
     """Each conversation's questions one after another in one session, each followed by an
     elliptical follow-up (FOLLOW_UP, whose evidence is its question's), with the follow-up rule
-    of services/auto_recall.standalone_query and with it switched off: what borrowing the
+    of services/longterm/auto_recall.standalone_query and with it switched off: what borrowing the
     previous message does to follow-ups, and to the questions (standalone) around them."""
     out: dict[str, float] = {}
     for name, terms in (("follow_up_rule", policy.auto_recall.follow_up_terms), ("never", -1)):

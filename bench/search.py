@@ -27,7 +27,7 @@ import numpy as np
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services.recall import RecallWeights, search_sessions
+from chatmemory.services.longterm.recall import RecallWeights, search_sessions
 
 DIMENSION = 384
 DOCS_PER_SESSION = 8

@@ -46,7 +46,7 @@ from typing import Any
 
 from chatmemory.ports import SentimentAnalyzer
 from chatmemory.schema import SentimentLabel
-from chatmemory.services.sentiment import label_of
+from chatmemory.services.conversation.sentiment import label_of
 
 ROOT = Path(__file__).resolve().parent.parent
 CACHE = ROOT / ".local" / "bench"
@@ -167,7 +167,7 @@ def analyzer_of(kind: str) -> SentimentAnalyzer:
     if kind == "vader":
         return VaderSentimentAnalyzer()
     from chatmemory import wiring
-    from chatmemory.services.sentiment import ModelSentimentAnalyzer
+    from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
 
     return ModelSentimentAnalyzer(wiring.text_generator(), fallback=VaderSentimentAnalyzer())
 

@@ -1,7 +1,7 @@
 """Pages of the docs site generated from the code when the site is built (mkdocs-gen-files), so
 that they cannot drift from it: the runtime's configuration from its settings model, the
 HTTP API's reference from openapi.json (itself generated from the API's models), and the turn's
-state diagram from services/turn_states.py. mkdocs.yml
+state diagram from services/conversation/turn_states.py. mkdocs.yml
 runs it (the gen-files plugin)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 import mkdocs_gen_files
 
-from chatmemory.services import turn_states
+from chatmemory.services.conversation import turn_states
 from chatmemory.settings import ENV, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -147,14 +147,15 @@ def api_page() -> str:
 
 
 def turn_page() -> str:
-    """The states of a turn and their transitions, from services/turn_states.py."""
+    """The states of a turn and their transitions, from services/conversation/turn_states.py."""
     states = "\n".join(f"- `{state.value}`" for state in turn_states.TurnState)
     return f"""# The turn, a state machine
 
-Generated from `lambdas/chatmemory/services/turn_states.py`, the one place that names a turn's
-states and the transitions between them; `services/chat.post_message` and stacking read a turn's
-state through it (`state_of`). A state is not stored as such: it follows from the turn's flags
-(`pending`, `answered_by`, `answering_until`, `for_agent`, `origin`) and its session's status.
+Generated from `lambdas/chatmemory/services/conversation/turn_states.py`, the one place that names a
+turn's states and the transitions between them; `services/conversation/chat.post_message` and
+stacking read a turn's state through it (`state_of`). A state is not stored as such: it follows from
+the turn's flags (`pending`, `answered_by`, `answering_until`, `for_agent`, `origin`) and its
+session's status.
 
 The states:
 

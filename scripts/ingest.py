@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from chatmemory import wiring
-from chatmemory.services.ingest import SourceDocument, ingest_documents
+from chatmemory.services.background.ingest import SourceDocument, ingest_documents
 
 
 def read_documents(root: Path) -> list[SourceDocument]:

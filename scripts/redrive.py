@@ -11,8 +11,8 @@ import json
 from datetime import UTC, datetime
 
 from chatmemory import wiring
-from chatmemory.services.consolidation import redrive_failed
-from chatmemory.services.forget import rekick_user_purges
+from chatmemory.services.background.consolidation import redrive_failed
+from chatmemory.services.background.forget import rekick_user_purges
 
 
 def redrive(deps: wiring.ConsolidationDeps, *, now: datetime) -> dict[str, str]:

@@ -279,7 +279,7 @@ def _local(args: argparse.Namespace, recorder: Recorder) -> tuple[Run, Callable[
 
     def ingest() -> None:
         from chatmemory import wiring
-        from chatmemory.services.ingest import SourceDocument, ingest_documents
+        from chatmemory.services.background.ingest import SourceDocument, ingest_documents
         from local.config import apply_local_defaults
 
         apply_local_defaults()

@@ -101,8 +101,8 @@ class ChatApi(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:ConditionCheckItem",
         )
-        # The caller's profile (services/profile.py): get_record (GetItem: a record, and each
-        # hit of GET /memories/records?q=), list_records and records_of_owner (Query of the
+        # The caller's profile (services/profile/profile.py): get_record (GetItem: a record, and
+        # each hit of GET /memories/records?q=), list_records and records_of_owner (Query of the
         # caller's partition), put_record and save_record (conditional PutItem: POST and PATCH
         # /memories/records, /remember), mark_record_deleting (UpdateItem: DELETE) with the purge
         # done in the request (remove_deleted_record: a conditional DeleteItem, so the id is

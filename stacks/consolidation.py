@@ -126,8 +126,8 @@ class Consolidation(Construct):
             memory_mb=512,
             wildcard_reasons=[LIST_STREAMS_REASON],
         )
-        # services/forget.py: a session's memories, turns (Query of keys, BatchWriteItem of
-        # deletes) and item; a forget marks the old owner's sessions (user index) DELETING.
+        # services/background/forget.py: a session's memories, turns (Query of keys, BatchWriteItem
+        # of deletes) and item; a forget marks the old owner's sessions (user index) DELETING.
         storage.grant(
             self.purge,
             storage.sessions,
@@ -142,8 +142,8 @@ class Consolidation(Construct):
         storage.grant(self.purge, storage.users, "dynamodb:GetItem", "dynamodb:UpdateItem")
         # A session's LangGraph checkpoints go with its turns (Query of keys, BatchWriteItem).
         storage.grant(self.purge, storage.checkpoints, "dynamodb:Query", "dynamodb:BatchWriteItem")
-        # services/profile.py: purge_record reads the DELETING record (GetItem) and removes it
-        # while it is still that tombstone (remove_deleted_record: conditional DeleteItem); a
+        # services/profile/profile.py: purge_record reads the DELETING record (GetItem) and removes
+        # it while it is still that tombstone (remove_deleted_record: conditional DeleteItem); a
         # session's purge lists its owner's records (records_of_owner: Query), trims the
         # provenance of those drawn from other sessions too (save_record: conditional PutItem)
         # and, like a forget's purge, deletes records in batches (remove_records:
@@ -252,11 +252,11 @@ class Consolidation(Construct):
 def grant_consolidation(
     function: lambda_.Function, storage: Storage, models: Models, long_term: LongTermMemory
 ) -> None:
-    """What consolidating a session calls (services/consolidation.py): the session item and its
-    turns, both models, and the memory index (bulk upsert; delete-by-query to take back what a
-    session deleted meanwhile left there).
+    """What consolidating a session calls (services/background/consolidation.py): the session item
+    and its turns, both models, and the memory index (bulk upsert; delete-by-query to take back what
+    a session deleted meanwhile left there).
 
-    The profile (services/profile.py): remember_summary and remember_facts read a record
+    The profile (services/profile/profile.py): remember_summary and remember_facts read a record
     (get_record: GetItem), the owner's records (records_of_owner: Query) and write them
     (put_record, save_record: conditional PutItem); a session deleted meanwhile takes its
     records along (drop_session_records -> remove_records: BatchWriteItem). After writing

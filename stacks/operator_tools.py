@@ -46,8 +46,8 @@ class OperatorTools(Construct):
             timeout=OPERATOR_TIMEOUT,
             memory_mb=1024,
         )
-        # services/ingest.py: embed the passages, bulk-index them, drop a shortened document's
-        # old tail by query. Verified passages only; no table, no text model.
+        # services/background/ingest.py: embed the passages, bulk-index them, drop a shortened
+        # document's old tail by query. Verified passages only; no table, no text model.
         models.grant_embed(self.ingest)
         long_term.grant(
             self.ingest, bulk=[schema.PASSAGE_INDEX], delete_by_query=[schema.PASSAGE_INDEX]

@@ -8,7 +8,7 @@ import pytest
 
 from chatmemory import schema, wiring
 from chatmemory.ports import LongTermIndex, ShortTermMemory
-from chatmemory.services.forget import PurgePolicy
+from chatmemory.services.background.forget import PurgePolicy
 from tests.streams import StreamReader
 
 

@@ -13,14 +13,14 @@ from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
 from chatmemory.ports import Candidate, ExtractedFact, Extractor, ShortTermMemory
 from chatmemory.schema import MEMORY_INDEX, RecordType
-from chatmemory.services import sessions
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.consolidation import (
+from chatmemory.services.background.consolidation import (
     ConsolidationPolicy,
     ConsolidationResult,
     consolidate_session,
 )
-from chatmemory.services.extract import classify, said
+from chatmemory.services.conversation import sessions
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.profile.extract import classify, said
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 
 Hook = Callable[[], None]
@@ -28,8 +28,8 @@ Hook = Callable[[], None]
 
 class StatementExtractor:
     """Every chat message of the user is one fact, typed and given a subject as /remember would
-    (services/extract.classify): deterministic, and short statements ("I moved to Porto") are
-    kept, which the pattern extractor's minimum of content words would drop."""
+    (services/profile/extract.classify): deterministic, and short statements ("I moved to Porto")
+    are kept, which the pattern extractor's minimum of content words would drop."""
 
     name = "statements"
 

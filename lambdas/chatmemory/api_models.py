@@ -50,8 +50,8 @@ from chatmemory.schema import (
 )
 
 if TYPE_CHECKING:
-    from chatmemory.services.checkpoints import CheckpointTuple
-    from chatmemory.services.recall import RankedSession
+    from chatmemory.services.conversation.checkpoints import CheckpointTuple
+    from chatmemory.services.longterm.recall import RankedSession
 
 
 class _Model(BaseModel):
@@ -267,7 +267,7 @@ class SessionOut(_Out):
             "given one: the id names its newest session."
         ),
     )
-    # Hand-off to a person (services/handoff.py).
+    # Hand-off to a person (services/conversation/handoff.py).
     handoff_state: HandoffState | None = Field(
         default=None,
         description=(
@@ -846,7 +846,7 @@ class AgentSessionView(_Model):
         )
 
 
-# --- LangGraph checkpoints (services/checkpoints.py) -------------------------------------------
+# --- LangGraph checkpoints (services/conversation/checkpoints.py) ---------------------------------
 
 # Each value as LangGraph's serde wrote it: its type tag ("msgpack", "json", "bytes", "empty"...)
 # and its bytes in standard base64. The server stores them and never reads inside.

@@ -127,7 +127,7 @@ class Session:
     # one is short (services/access.continued).
     continued_from: str | None = None
     # The newest chat message written before its answer (stacked messages: the request of that
-    # message answers the messages waiting before it; services/stacking.py).
+    # message answers the messages waiting before it; services/conversation/stacking.py).
     stack_head: int = 0
     # While the session is handed to a person (schema.HandoffState: WAITING or ACTIVE; None when
     # the bot answers): why, since when, and the agent who answered last.
@@ -146,7 +146,7 @@ class Session:
     client_id: str | None = None
     # The first session of a conversation continued on the server under its client id (a
     # LangGraph thread that outlived an idle end): the thread's checkpoints stay in that
-    # session's partition (services/checkpoints.py). None: this session is the first.
+    # session's partition (services/conversation/checkpoints.py). None: this session is the first.
     thread_root: str | None = None
 
     def turn_of(self, client_message_id: str | None) -> int | None:
@@ -192,7 +192,7 @@ class Feedback:
 @dataclass(frozen=True)
 class Sentiment:
     """The sentiment of the user's message of a turn: a label and a score from -1 (most
-    negative) to 1 (most positive) that agree (services/sentiment.py)."""
+    negative) to 1 (most positive) that agree (services/conversation/sentiment.py)."""
 
     label: SentimentLabel
     score: float
@@ -220,7 +220,7 @@ class Turn:
     # the conversation, never made into memory.
     remember_response: bool = True
     degraded: bool = False
-    # A retry of a pending message answering it now, until then (services/chat._retry):
+    # A retry of a pending message answering it now, until then (services/conversation/chat._retry):
     # other retries wait for its answer instead of calling the model again.
     answering_until: str | None = None
     expires_at: int | None = None
@@ -301,7 +301,7 @@ class Page(Generic[T]):
     next_token: str | None = None
 
 
-# --- hand-off to a person (services/handoff.py) ---------------------------------------------
+# --- hand-off to a person (services/conversation/handoff.py) --------------------------------------
 
 
 @dataclass(frozen=True)
@@ -339,7 +339,7 @@ def needs_handoff(turn: Turn) -> bool | None:
     return None
 
 
-# --- LangGraph checkpoints (services/checkpoints.py) -----------------------------------------
+# --- LangGraph checkpoints (services/conversation/checkpoints.py) ---------------------------------
 
 
 @dataclass(frozen=True)

@@ -108,8 +108,8 @@ class EventsUnavailable(ChatMemoryError):
 
 class HandoffChanged(Conflict):
     """A turn's write found the session handed to a person, or handed back, since it was read
-    (services/handoff.py decides what becomes of the turn); `session` is the session as read
-    again."""
+    (services/conversation/handoff.py decides what becomes of the turn); `session` is the session as
+    read again."""
 
     def __init__(self, message: str, session: Session) -> None:
         super().__init__(message)

@@ -186,10 +186,10 @@ class TurnStore(Protocol):
         with `rename`, the session takes that name in the same write (auto_named goes False).
         The session's last activity is `at` (default: the turn's created_at). With `stack`, the
         turn is a chat message written before it is answered (pending): only into an OPEN
-        session, and the session's `stack_head` becomes its number (services/stacking.py).
-        The write is also conditional on the session's hand-off state as domain.needs_handoff
-        says for the turn; with `handoff`, it changes that state in the same write (a hand-off
-        leaves the sweeper's index, see hand_off).
+        session, and the session's `stack_head` becomes its number
+        (services/conversation/stacking.py). The write is also conditional on the session's hand-off
+        state as domain.needs_handoff says for the turn; with `handoff`, it changes that state in
+        the same write (a hand-off leaves the sweeper's index, see hand_off).
 
         Raises Conflict when the session changed since it was read (another turn won the race,
         or it is being deleted), SessionEnded when it is no longer OPEN. Returns the updated
@@ -311,8 +311,8 @@ class RecordStore(Protocol):
 
 
 class HandoffStore(Protocol):
-    """Sessions handed to a person (services/handoff.py): the state is on the session item, and
-    the sparse index of schema.HANDOFF_SESSIONS_INDEX is the agents' queue."""
+    """Sessions handed to a person (services/conversation/handoff.py): the state is on the session
+    item, and the sparse index of schema.HANDOFF_SESSIONS_INDEX is the agents' queue."""
 
     def hand_off(
         self, session_id: str, *, reason: str, at: str, note: str | None = None
@@ -483,7 +483,7 @@ class LongTermIndex(Protocol):
     ) -> tuple[list[Candidate], list[Candidate]]:
         """vector_search and lexical_search together, in one request where the store allows
         (a chat turn's recall costs one search). A store without full-text search scores
-        words over its vector candidates (services/lexical.py)."""
+        words over its vector candidates (services/longterm/lexical.py)."""
         ...
 
     def delete_session(
@@ -541,8 +541,9 @@ class Summarizer(Protocol):
 
 
 class CheckpointStore(Protocol):
-    """A LangGraph checkpointer's storage, one partition per session (services/checkpoints.py).
-    Values of any size up to the service's limits: an adapter splits what one item cannot hold."""
+    """A LangGraph checkpointer's storage, one partition per session
+    (services/conversation/checkpoints.py). Values of any size up to the service's limits: an
+    adapter splits what one item cannot hold."""
 
     def put_checkpoint(self, checkpoint: StoredCheckpoint, blobs: Sequence[ChannelBlob]) -> None:
         """Store the channel values (each (namespace, channel, version) once: a value written

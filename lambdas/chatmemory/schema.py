@@ -279,7 +279,7 @@ CONVERSATIONS = TableSpec(
 # A caller's data is stored under an owner key: the caller's id while `generation` is 0, else
 # "<id>#<generation>". Forgetting everything is one conditional write that bumps the generation:
 # every read resolves the current owner, so the old data is unreachable at once, and a purge
-# deletes it in the background (see services/forget.py).
+# deletes it in the background (see services/background/forget.py).
 GENERATION = "generation"
 PURGES = "purges"  # list of {"owner", "requested_at", "state"}: namespaces still being purged
 PURGE_STATE = "purge_state"  # "PENDING" while a purge entry is PENDING (the stream filter's key)
@@ -411,7 +411,8 @@ class Intent(StrEnum):
     PAST = "past"
     VERIFIED = "verified"
     REMEMBER = "remember"
-    # `/human [note]`: the caller asks for a person (services/handoff.py); no model answers.
+    # `/human [note]`: the caller asks for a person (services/conversation/handoff.py); no model
+    # answers.
     HUMAN = "human"
 
 
@@ -500,8 +501,8 @@ class MemoryKind(StrEnum):
     OPEN_QUESTION = "open_question"  # a record's entry, of its session (as a summary's)
 
 
-# Auto-recall's block in a chat prompt sits between these lines (services/auto_recall.py writes
-# it; the offline responder reads it back).
+# Auto-recall's block in a chat prompt sits between these lines (services/longterm/auto_recall.py
+# writes it; the offline responder reads it back).
 PROMPT_MEMORY_HEADER = (
     "From earlier conversations with the user (dated; use only what helps with the message):"
 )

@@ -255,8 +255,9 @@ class Settings(BaseModel):
             "VADER), `vader`, `model` or `off`."
         ),
     )
-    # Messages sent before the bot answered are answered together (services/stacking.py),
-    # after waiting this long for more (0: no wait; see the README's "Stacked messages").
+    # Messages sent before the bot answered are answered together
+    # (services/conversation/stacking.py), after waiting this long for more (0: no wait; see the
+    # README's "Stacked messages").
     stack_messages: Flag = Field(
         True, description="Answer messages sent before the bot answered together."
     )
@@ -266,9 +267,9 @@ class Settings(BaseModel):
         le=10_000,
         description="How long a chat message waits for more before the model is called.",
     )
-    # Hand-off to a person (services/handoff.py): where its events go (an EventBridge bus, or
-    # in local mode a JSON-lines file; neither: none), who is an agent (members of the Cognito
-    # group, or with auth=iam the sessions of the role), and the automatic rules (off unless
+    # Hand-off to a person (services/conversation/handoff.py): where its events go (an EventBridge
+    # bus, or in local mode a JSON-lines file; neither: none), who is an agent (members of the
+    # Cognito group, or with auth=iam the sessions of the role), and the automatic rules (off unless
     # set): hand off when /verified finds nothing relevant, and after this many consecutive
     # user turns whose sentiment score is at most handoff_negative_score (0: never).
     event_bus_name: str = Field("", description="The EventBridge bus of hand-off events.")

@@ -27,10 +27,10 @@ from chatmemory.settings import Settings
 # (the stream handlers do not load the chat service's modules, nor the chat handler the
 # consolidation's).
 if TYPE_CHECKING:
-    from chatmemory.services.chat import ChatDeps, ChatPolicy
-    from chatmemory.services.consolidation import ConsolidationPolicy
-    from chatmemory.services.forget import PurgePolicy
-    from chatmemory.services.maintenance import CompactionPolicy
+    from chatmemory.services.background.consolidation import ConsolidationPolicy
+    from chatmemory.services.background.forget import PurgePolicy
+    from chatmemory.services.background.maintenance import CompactionPolicy
+    from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
 
 
 @lru_cache(maxsize=1)
@@ -74,7 +74,7 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
 
 
 def checkpoint_store(cfg: Settings | None = None) -> CheckpointStore:
-    """LangGraph checkpoints (services/checkpoints.py) on the checkpoints table."""
+    """LangGraph checkpoints (services/conversation/checkpoints.py) on the checkpoints table."""
     from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
 
     cfg = cfg or settings()
@@ -257,11 +257,11 @@ def _model_client(service: str, cfg: Settings) -> Any:
 
 
 def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
-    from chatmemory.services.auto_recall import AutoRecallPolicy
-    from chatmemory.services.chat import ChatPolicy
-    from chatmemory.services.handoff import HandoffPolicy
-    from chatmemory.services.recall import RecallWeights
-    from chatmemory.services.stacking import StackPolicy
+    from chatmemory.services.conversation.chat import ChatPolicy
+    from chatmemory.services.conversation.handoff import HandoffPolicy
+    from chatmemory.services.conversation.stacking import StackPolicy
+    from chatmemory.services.longterm.auto_recall import AutoRecallPolicy
+    from chatmemory.services.longterm.recall import RecallWeights
 
     cfg = cfg or settings()
     return ChatPolicy(
@@ -308,7 +308,7 @@ def summarizer(cfg: Settings | None = None) -> Any:
         from chatmemory.adapters.offline.summarizer import ExtractiveSummarizer
 
         return ExtractiveSummarizer()
-    from chatmemory.services.summarize import ModelSummarizer
+    from chatmemory.services.longterm.summarize import ModelSummarizer
 
     return ModelSummarizer(text_generator(cfg))
 
@@ -327,7 +327,7 @@ def sentiment_analyzers(
         cfg.sentiment == SentimentMode.AUTO and cfg.text_backend != TextBackend.OFFLINE
     )
     if with_model:
-        from chatmemory.services.sentiment import ModelSentimentAnalyzer
+        from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
 
         return ModelSentimentAnalyzer(generator, fallback=vader), vader
     return vader, vader
@@ -336,7 +336,7 @@ def sentiment_analyzers(
 @lru_cache(maxsize=1)
 def chat_deps() -> ChatDeps:
     """What the chat Lambda needs. Adapters are cheap to build; models load on first use."""
-    from chatmemory.services.chat import ChatDeps
+    from chatmemory.services.conversation.chat import ChatDeps
 
     cfg = settings()
     index = long_term_index(cfg)
@@ -370,7 +370,7 @@ def event_publisher(cfg: Settings | None = None) -> EventPublisher | None:
 
 def extractor(cfg: Settings | None = None) -> Extractor:
     """Offline: first-person statements by pattern. Otherwise the text model, bounded."""
-    from chatmemory.services.extract import ModelExtractor, PatternExtractor
+    from chatmemory.services.profile.extract import ModelExtractor, PatternExtractor
 
     cfg = cfg or settings()
     if cfg.text_backend == TextBackend.OFFLINE:
@@ -396,7 +396,7 @@ def consolidation_deps() -> ConsolidationDeps:
         raise ConfigurationError(
             "consolidation needs LONG_TERM_BACKEND=embedded, opensearch or s3vectors"
         )
-    from chatmemory.services.consolidation import ConsolidationPolicy
+    from chatmemory.services.background.consolidation import ConsolidationPolicy
 
     return ConsolidationDeps(
         memory=short_term_memory(cfg),
@@ -417,7 +417,7 @@ class CompactionDeps:
 
 @lru_cache(maxsize=1)
 def compaction_deps() -> CompactionDeps:
-    from chatmemory.services.maintenance import CompactionPolicy
+    from chatmemory.services.background.maintenance import CompactionPolicy
 
     cfg = settings()
     return CompactionDeps(
@@ -441,7 +441,7 @@ class PurgeDeps:
 
 @lru_cache(maxsize=1)
 def purge_deps() -> PurgeDeps:
-    from chatmemory.services.forget import PurgePolicy
+    from chatmemory.services.background.forget import PurgePolicy
 
     cfg = settings()
     return PurgeDeps(

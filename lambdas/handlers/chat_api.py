@@ -42,17 +42,11 @@ from chatmemory.schema import (
     HandoffState,
     RecordType,
 )
-from chatmemory.services import (
-    chat,
-    checkpoints,
-    forget,
-    handoff,
-    profile,
-    recall,
-    sessions,
-    turns,
-)
 from chatmemory.services.access import owner_of
+from chatmemory.services.background import forget
+from chatmemory.services.conversation import chat, checkpoints, handoff, sessions, turns
+from chatmemory.services.longterm import recall
+from chatmemory.services.profile import profile
 from handlers.http import (
     Forbidden,
     UnsupportedMediaType,
@@ -601,7 +595,7 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
     ),
 )
 def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordList:
-    from chatmemory.services import record_filter
+    from chatmemory.services.profile import record_filter
 
     deps = wiring.chat_deps()
     index, embedder = _long_term(deps)

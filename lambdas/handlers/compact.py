@@ -11,7 +11,7 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
-from chatmemory.services.maintenance import compact_session
+from chatmemory.services.background.maintenance import compact_session
 from chatmemory.streams import key_of, matches
 from handlers.batch import stream_processor
 

@@ -13,7 +13,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from pydantic import BaseModel, ConfigDict, Field
 
 from chatmemory import wiring
-from chatmemory.services.ingest import SourceDocument, ingest_documents
+from chatmemory.services.background.ingest import SourceDocument, ingest_documents
 
 logger = Logger(service="ingest")
 

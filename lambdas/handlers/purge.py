@@ -1,7 +1,7 @@
 """Purge Lambda: physical deletion of what callers deleted (sessions stream: a session marked
 DELETING; users stream: a forget request; records stream: a profile record marked DELETING, or
 one DynamoDB's TTL deleted when it expired).
-See services/forget.py for why it is safe."""
+See services/background/forget.py for why it is safe."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
-from chatmemory.services.forget import purge_session, purge_user
-from chatmemory.services.profile import purge_expired_record, purge_record
+from chatmemory.services.background.forget import purge_session, purge_user
+from chatmemory.services.profile.profile import purge_expired_record, purge_record
 from chatmemory.streams import key_of, matches
 from handlers.batch import remaining_seconds, stream_processor
 

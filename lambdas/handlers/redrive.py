@@ -16,8 +16,8 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import wiring
-from chatmemory.services.consolidation import redrive_failed
-from chatmemory.services.forget import rekick_user_purges
+from chatmemory.services.background.consolidation import redrive_failed
+from chatmemory.services.background.forget import rekick_user_purges
 
 logger = Logger(service="redrive")
 

@@ -10,7 +10,7 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import wiring
-from chatmemory.services.maintenance import sweep_idle_sessions, sweep_stale_work
+from chatmemory.services.background.maintenance import sweep_idle_sessions, sweep_stale_work
 
 logger = Logger(service="sweep-idle")
 

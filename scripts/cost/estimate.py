@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
-from chatmemory.services.maintenance import CompactionPolicy
+from chatmemory.services.background.maintenance import CompactionPolicy
+from chatmemory.services.conversation.sentiment import MAX_ANSWER_TOKENS, sentiment_prompt
 from chatmemory.services.prompt import estimate_tokens
-from chatmemory.services.sentiment import MAX_ANSWER_TOKENS, sentiment_prompt
 from chatmemory.settings import Settings
 from scripts.cost.prices import PriceTable
 from scripts.cost.usage import Usage
@@ -221,7 +221,7 @@ def schedule_minutes(expression: str) -> float:
 
 
 def compactions(turns: int, after: int, keep: int) -> int:
-    """Compaction runs in a session of `turns` turns (services/maintenance.py's rule)."""
+    """Compaction runs in a session of `turns` turns (services/background/maintenance.py's rule)."""
     covered = runs = 0
     for num_turns in range(1, turns + 1):
         if num_turns - covered > after:

@@ -7,8 +7,8 @@ import inspect
 from dataclasses import dataclass, fields
 
 from chatmemory import schema
-from chatmemory.services.extract import ModelExtractor
-from chatmemory.services.summarize import ModelSummarizer
+from chatmemory.services.longterm.summarize import ModelSummarizer
+from chatmemory.services.profile.extract import ModelExtractor
 
 
 def _default(callable_: object, parameter: str) -> int:
@@ -165,7 +165,7 @@ BASIS: dict[str, tuple[str, str]] = {
     "model_reads_per_turn": (
         FROM_CODE,
         "the text model reads each turn at most three times after the turn: compaction "
-        "(services/maintenance.py), the session summary and the profile's extraction",
+        "(services/background/maintenance.py), the session summary and the profile's extraction",
     ),
     "summary_output_tokens": (
         FROM_CODE,

@@ -19,7 +19,7 @@ from typing import Any
 
 from botocore.response import StreamingBody
 
-from chatmemory.services.lexical import bm25, document_terms
+from chatmemory.services.longterm.lexical import bm25, document_terms
 
 # --- models ----------------------------------------------------------------------------------
 

@@ -43,9 +43,13 @@ from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.adapters.events_file import JsonLinesEventPublisher
-from chatmemory.services.chat import ChatDeps
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
-from chatmemory.services.maintenance import CompactionPolicy, compact_session, sweep_idle_sessions
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.background.maintenance import (
+    CompactionPolicy,
+    compact_session,
+    sweep_idle_sessions,
+)
+from chatmemory.services.conversation.chat import ChatDeps
 from local.dynamodb_local import DynamoDBLocal, ensure_tables
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.unit.test_handoff import Api

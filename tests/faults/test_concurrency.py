@@ -16,9 +16,9 @@ import pytest
 from chatmemory.clock import utc_now
 from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded
 from chatmemory.ports import Generation
-from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
-from chatmemory.services.sessions import create_session, end_session
-from chatmemory.services.turns import Stored, store_turn
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.sessions import create_session, end_session
+from chatmemory.services.conversation.turns import Stored, store_turn
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
 

@@ -14,11 +14,11 @@ import pytest
 
 from chatmemory.api_models import ImportDocument
 from chatmemory.errors import ModelUnavailable, SessionNotFound, ShortTermMemoryUnavailable
-from chatmemory.services import sessions
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.forget import forget_user, purge_session, purge_user
-from chatmemory.services.maintenance import sweep_stale_work
-from chatmemory.services.stacking import StackPolicy
+from chatmemory.services.background.forget import forget_user, purge_session, purge_user
+from chatmemory.services.background.maintenance import sweep_stale_work
+from chatmemory.services.conversation import sessions
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
 

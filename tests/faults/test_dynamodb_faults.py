@@ -10,9 +10,9 @@ import pytest
 
 from chatmemory import wiring
 from chatmemory.errors import ModelUnavailable
-from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
-from chatmemory.services.sessions import create_session
-from chatmemory.services.stacking import StackPolicy
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
 from tests.faults.inject import LOST, DynamoFaults, cancelled, error, throttled

@@ -15,9 +15,9 @@ import pytest
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.api_models import ImportDocument
 from chatmemory.schema import SessionStatus
-from chatmemory.services import sessions
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
-from chatmemory.services.maintenance import sweep_idle_sessions
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.background.maintenance import sweep_idle_sessions
+from chatmemory.services.conversation import sessions
 from tests.fakes import FakeEmbedder, FakeSummarizer
 from tests.faults.conftest import Store
 

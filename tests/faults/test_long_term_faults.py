@@ -12,9 +12,9 @@ from opensearchpy.exceptions import ConnectionTimeout
 
 from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.consolidation import ConsolidationPolicy
-from chatmemory.services.sessions import create_session, end_session
+from chatmemory.services.background.consolidation import ConsolidationPolicy
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.sessions import create_session, end_session
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.streams import StreamReader
 from tests.unit.test_chat_api import Api, _turn_items

@@ -17,8 +17,8 @@ from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.adapters.openai_compat import OpenAICompatEmbedder, OpenAICompatTextGenerator
 from chatmemory.adapters.retry import model_client_config
 from chatmemory.adapters.sagemaker import SageMakerTextGenerator
-from chatmemory.services.chat import ChatDeps
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.conversation.chat import ChatDeps
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.model_server import Reply, ScriptedServer
 from tests.unit.test_chat_api import Api, _turn_items

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from chatmemory.services import profile, sessions
+from chatmemory.services.conversation import sessions
+from chatmemory.services.profile import profile
 from tests.records_helpers import (
     World,
     at,

@@ -9,7 +9,7 @@ PUT on the runtime role's two security API paths). A grant added anywhere fails 
 listed, with the code that needs it.
 
 The records table (issue 13), by the DynamoDB call of each method of
-chatmemory/adapters/dynamodb/memory.py: get_record GetItem; list_records and records_of_owner
+chatmemory/adapters/dynamodb/records.py: get_record GetItem; list_records and records_of_owner
 Query; put_record and save_record PutItem (conditional); mark_record_deleting UpdateItem;
 remove_records BatchWriteItem; live BatchGetItem (with the sessions table); remove_deleted_record
 DeleteItem (conditional on the tombstone: the API's DELETE purges in the request, so the id is
@@ -63,10 +63,10 @@ def consumer(**resources: set[str]) -> dict[str, set[str]]:
     return {"own log group": LOGS, "*": XRAY | LIST_STREAMS, **resources}
 
 
-# services/consolidation.py with services/profile.py: remember_summary (put_record, get_record,
-# save_record), remember_facts (get_record, records_of_owner, save_record, put_record; a fact
-# without a subject looks for a near duplicate with a k-NN search of the memory index), and
-# _compensate for a session deleted meanwhile (drop_session_records: records_of_owner,
+# services/background/consolidation.py with services/profile/profile.py: remember_summary
+# (put_record, get_record, save_record), remember_facts (get_record, records_of_owner, save_record,
+# put_record; a fact without a subject looks for a near duplicate with a k-NN search of the memory
+# index), and _compensate for a session deleted meanwhile (drop_session_records: records_of_owner,
 # save_record, remove_records); write_record_entries checks the records it indexed are still live
 # (live: BatchGetItem of records only) and remember_summary marks a summary the caller deleted
 # meanwhile (mark_record_deleting: UpdateItem).
@@ -90,14 +90,14 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # (get, window and list queries, the turn put, complete_turn, the import's batch writes),
     # the caller's state (get, get_owned, forget, create_session's condition check); /past
     # and /verified each send one hybrid _msearch of their index.
-    # The profile (services/profile.py via the records routes and /remember): owned_record and
-    # search_records read records (GetItem), list_records and _place's records_of_owner query
+    # The profile (services/profile/profile.py via the records routes and /remember): owned_record
+    # and search_records read records (GetItem), list_records and _place's records_of_owner query
     # the caller's partition, state_record and correct_record write (put_record, save_record:
     # PutItem) and index the record at once (bulk), a correction that lost to a delete takes
     # its entry back (delete_documents: delete by query), delete_record_now marks it
     # (mark_record_deleting: UpdateItem) and purges it in the request (delete by query, then
-    # remove_deleted_record: DeleteItem). Auto-recall (services/auto_recall.py): one _msearch
-    # of the memory index per turn, then live (BatchGetItem over sessions and records).
+    # remove_deleted_record: DeleteItem). Auto-recall (services/longterm/auto_recall.py): one
+    # _msearch of the memory index per turn, then live (BatchGetItem over sessions and records).
     # Every chat answer (complete_stack) and a hand-off of waiting messages (mark_for_agent)
     # is a transaction with a ConditionCheck item on the session (ConditionCheckItem).
     # Hand-off to a person (issue 16): the agents' queue is a Query of the sessions table's

@@ -14,9 +14,9 @@ from chatmemory import wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.api_models import ImportDocument
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services import sessions
-from chatmemory.services.recall import RecallWeights, search_sessions
-from chatmemory.services.summarize import ModelSummarizer
+from chatmemory.services.conversation import sessions
+from chatmemory.services.longterm.recall import RecallWeights, search_sessions
+from chatmemory.services.longterm.summarize import ModelSummarizer
 from local.poller import load_handler
 from tests.fakes import FakeEmbedder
 from tests.integration.helpers import World

@@ -10,9 +10,9 @@ from datetime import UTC, datetime
 from bench.turns import Meter
 from chatmemory import wiring
 from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
-from chatmemory.services.forget import forget_user
-from chatmemory.services.sessions import create_session
-from chatmemory.services.turns import store_turn, update_turn
+from chatmemory.services.background.forget import forget_user
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.turns import store_turn, update_turn
 from tests.integration.helpers import World
 
 NOW = datetime(2026, 11, 23, 12, 1, tzinfo=UTC)

@@ -11,10 +11,10 @@ import pytest
 from bench.turns import LangChainVariant, Meter, ZeroLatencyModel
 from chatmemory import wiring
 from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.forget import forget_user
-from chatmemory.services.sessions import create_session
-from chatmemory.services.stacking import StackPolicy
+from chatmemory.services.background.forget import forget_user
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.stacking import StackPolicy
 from local.dynamodb_local import DynamoDBLocal
 from tests.integration.helpers import World
 

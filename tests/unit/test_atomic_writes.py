@@ -15,9 +15,9 @@ from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Session, UserState
 from chatmemory.errors import Conflict
 from chatmemory.schema import PASSAGE_INDEX, SessionStatus
-from chatmemory.services import sessions
-from chatmemory.services.forget import forget_user
-from chatmemory.services.ingest import SourceDocument, ingest_documents
+from chatmemory.services.background.forget import forget_user
+from chatmemory.services.background.ingest import SourceDocument, ingest_documents
+from chatmemory.services.conversation import sessions
 from tests.fakes import FakeEmbedder
 from tests.unit.test_opensearch_adapter import Exchange, make_index
 

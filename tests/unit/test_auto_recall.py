@@ -18,8 +18,10 @@ from chatmemory.domain import Turn
 from chatmemory.errors import LongTermMemoryUnavailable
 from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX, PROMPT_MEMORY_HEADER, Intent
-from chatmemory.services import auto_recall
-from chatmemory.services.auto_recall import (
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
+from chatmemory.services.longterm import auto_recall
+from chatmemory.services.longterm.auto_recall import (
     LINE_WEIGHTS,
     AutoRecallPolicy,
     LineWeights,
@@ -29,8 +31,6 @@ from chatmemory.services.auto_recall import (
     piece_features,
     standalone_query,
 )
-from chatmemory.services.chat import ChatDeps, ChatPolicy
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
 from chatmemory.services.prompt import estimate_tokens
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.unit.test_chat_api import Api

@@ -17,14 +17,14 @@ from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
 from chatmemory.ports import Generation
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services import sessions
-from chatmemory.services.consolidation import (
+from chatmemory.services.background.consolidation import (
     ConsolidationPolicy,
     consolidate_session,
     window_starts,
 )
+from chatmemory.services.conversation import sessions
+from chatmemory.services.longterm.summarize import ModelSummarizer, SummaryBudget
 from chatmemory.services.prompt import estimate_tokens
-from chatmemory.services.summarize import ModelSummarizer, SummaryBudget
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 
@@ -95,7 +95,7 @@ def test_map_calls_run_at_once_up_to_the_concurrency_allowed() -> None:
 
 def test_a_long_text_is_narrowed_to_the_lines_of_what_it_keeps_talking_about() -> None:
     """Luhn: the words a conversation repeats are its topics; lines dense in them win."""
-    from chatmemory.services.summarize import select_lines
+    from chatmemory.services.longterm.summarize import select_lines
 
     lines = ["User: hi there", "Bot: hello, how can I help?"]
     for i in range(30):

@@ -11,7 +11,7 @@ import pytest
 
 from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
-from chatmemory.services.chat import NO_LONG_TERM_MEMORY, ChatDeps
+from chatmemory.services.conversation.chat import NO_LONG_TERM_MEMORY, ChatDeps
 from local.gateway import load_routes, proxy_event
 from tests.fakes import FakeGenerator, SerializedClient
 from tests.purging import Purger

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from chatmemory import wiring
-from chatmemory.services.chat import ChatDeps
+from chatmemory.services.conversation.chat import ChatDeps
 from local.gateway import load_routes, proxy_event
 from tests.fakes import FakeGenerator
 

@@ -1,5 +1,6 @@
-"""services/checkpoints.py on the in-memory fakes: limits refused before anything is stored,
-listing pages and filters, who may read a thread, and a thread continued under its client id."""
+"""services/conversation/checkpoints.py on the in-memory fakes: limits refused before anything is
+stored, listing pages and filters, who may read a thread, and a thread continued under its client
+id."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from chatmemory.domain import Blob, ChannelBlob, PendingWrite
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
-from chatmemory.services import checkpoints, sessions
+from chatmemory.services.conversation import checkpoints, sessions
 from tests.checkpoints_fake import InMemoryCheckpointStore
 from tests.memory_fake import InMemoryShortTermMemory
 

@@ -11,9 +11,9 @@ from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.consolidation import ConsolidationPolicy
-from chatmemory.services.sessions import create_session, end_session
+from chatmemory.services.background.consolidation import ConsolidationPolicy
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.sessions import create_session, end_session
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, indexed
 from tests.streams import StreamReader
 

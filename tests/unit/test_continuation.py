@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from chatmemory.services.chat import gap_note
+from chatmemory.services.conversation.chat import gap_note
 from tests.records_helpers import World, chat_world
 
 

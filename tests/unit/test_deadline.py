@@ -16,10 +16,10 @@ from chatmemory import deadline
 from chatmemory.adapters.retry import DeadlineClients
 from chatmemory.errors import DeadlineExceeded, ModelUnavailable
 from chatmemory.ports import Generation
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.sentiment import ModelSentimentAnalyzer
-from chatmemory.services.sessions import create_session
-from chatmemory.services.stacking import StackPolicy
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FixedClock
 from tests.memory_fake import InMemoryShortTermMemory
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from chatmemory.errors import SessionNotFound
-from chatmemory.services import handoff
+from chatmemory.services.conversation import handoff
 from tests.records_helpers import World, chat_world, consolidate
 
 SECRET = "vault pin 88231"

@@ -1,5 +1,5 @@
 """Extracting durable facts and preferences, and what a session left open, from a session
-(services/extract.py): the offline pattern extractor, and the model extractor's prompt and
+(services/profile/extract.py): the offline pattern extractor, and the model extractor's prompt and
 parser against recorded answers (real SmolLM2-135M answers, all malformed, and hand-written
 well-formed ones: see tests/unit/recorded/extract/README.md)."""
 
@@ -12,7 +12,8 @@ import pytest
 
 from chatmemory.domain import Turn
 from chatmemory.schema import Intent, RecordType
-from chatmemory.services.extract import (
+from chatmemory.services.longterm.summarize import SummaryBudget
+from chatmemory.services.profile.extract import (
     EXTRACT_INSTRUCTION,
     MAX_OPEN_PER_SESSION,
     ModelExtractor,
@@ -22,7 +23,6 @@ from chatmemory.services.extract import (
     parse_facts,
     settles,
 )
-from chatmemory.services.summarize import SummaryBudget
 from tests.fakes import FakeGenerator
 
 RECORDED = Path(__file__).parent / "recorded" / "extract"

@@ -16,8 +16,8 @@ from chatmemory import wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services.chat import ChatDeps
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.conversation.chat import ChatDeps
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, PausesOnUpsert
 from tests.purging import DELETES, Purger, recalled
 from tests.unit.test_chat_api import Api
@@ -143,7 +143,7 @@ def test_a_redelivered_record_of_a_purged_session_deletes_what_a_crashed_attempt
 def test_a_purge_that_runs_out_of_time_hands_over_and_finishes(world: Any) -> None:
     """A very long session is purged in several invocations (each touches the item, which the
     stream turns into the next invocation), never leaving its turns behind."""
-    from chatmemory.services.forget import PurgePolicy, purge_session
+    from chatmemory.services.background.forget import PurgePolicy, purge_session
 
     api, deps, index, purger = world
     sid = api.new_session(user="alice")

@@ -9,10 +9,11 @@ from typing import Any
 
 from chatmemory import wiring
 from chatmemory.adapters.opensearch import OpenSearchLongTermIndex
-from chatmemory.services import recall, sessions
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
-from chatmemory.services.forget import purge_session
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.background.forget import purge_session
+from chatmemory.services.conversation import sessions
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.longterm import recall
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.unit.test_opensearch_adapter import Exchange, make_index
 

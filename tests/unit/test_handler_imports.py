@@ -59,9 +59,13 @@ def test_stream_and_scheduled_handlers_do_not_load_the_chat_service_at_import() 
     )
     loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
     chat_only = {
-        "chatmemory.services.chat",
-        "chatmemory.services.auto_recall",
-        "chatmemory.services.handoff",
-        "chatmemory.services.stacking",
+        "chatmemory.services.conversation.chat",
+        "chatmemory.services.longterm.auto_recall",
+        "chatmemory.services.conversation.handoff",
+        "chatmemory.services.conversation.stacking",
     }
     assert not loaded & chat_only, loaded & chat_only
+    # Nor any other module of the conversation (sessions, turns, routing, sentiment...): the
+    # functions off the request path need only services.background and what it builds on.
+    conversation = {m for m in loaded if m.startswith("chatmemory.services.conversation")}
+    assert not conversation, conversation

@@ -27,17 +27,17 @@ from chatmemory.schema import (
     SentimentLabel,
     TurnOrigin,
 )
-from chatmemory.services import handoff
-from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
-from chatmemory.services.consolidation import transcript
-from chatmemory.services.extract import PatternExtractor, open_questions
-from chatmemory.services.handoff import HUMAN_REPLY, TAKEOVER, HandoffPolicy
-from chatmemory.services.maintenance import sweep_idle_sessions
+from chatmemory.services.background.consolidation import transcript
+from chatmemory.services.background.maintenance import sweep_idle_sessions
+from chatmemory.services.conversation import handoff
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.handoff import HUMAN_REPLY, TAKEOVER, HandoffPolicy
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.stacking import StackPolicy
+from chatmemory.services.conversation.turns import AppendPolicy
+from chatmemory.services.longterm.recall import NOTHING_VERIFIED
+from chatmemory.services.profile.extract import PatternExtractor, open_questions
 from chatmemory.services.prompt import Roles, build_chat_prompt
-from chatmemory.services.recall import NOTHING_VERIFIED
-from chatmemory.services.sessions import create_session
-from chatmemory.services.stacking import StackPolicy
-from chatmemory.services.turns import AppendPolicy
 from handlers.http import cognito_groups, is_agent, is_session_of
 from tests.fakes import FakeEmbedder, FixedClock, HookedModel
 from tests.memory_fake import InMemoryShortTermMemory

@@ -21,13 +21,13 @@ from hypothesis import strategies as st
 
 from chatmemory import schema, wiring
 from chatmemory.domain import is_identifier
-from chatmemory.services.chat import ChatDeps
-from chatmemory.services.profile import (
+from chatmemory.services.conversation.chat import ChatDeps
+from chatmemory.services.conversation.sessions import new_id
+from chatmemory.services.profile.profile import (
     extracted_record_id,
     stated_record_id,
     summary_record_id,
 )
-from chatmemory.services.sessions import new_id
 from local.config import ROOT
 from tests.fakes import FakeGenerator
 from tests.unit.test_chat_api import Api

@@ -1,5 +1,5 @@
-"""BM25 over vector candidates (services/lexical.py), the lexical half of the ranking on a store
-without full-text search: the words are analysed as the embedded index's FTS5 `porter
+"""BM25 over vector candidates (services/longterm/lexical.py), the lexical half of the ranking on a
+store without full-text search: the words are analysed as the embedded index's FTS5 `porter
 unicode61` tokenizer analyses them, and the scores follow BM25."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.services.lexical import bm25, document_terms, query_terms, rescore, stem
+from chatmemory.services.longterm.lexical import bm25, document_terms, query_terms, rescore, stem
 
 # Porter's own examples (his 1980 paper) and the two departures of his reference code.
 PORTER = {

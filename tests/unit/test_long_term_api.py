@@ -10,10 +10,10 @@ import pytest
 from chatmemory import wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services.chat import ChatDeps
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
-from chatmemory.services.ingest import SourceDocument, ingest_documents
-from chatmemory.services.recall import NOTHING_REMEMBERED, NOTHING_VERIFIED
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.background.ingest import SourceDocument, ingest_documents
+from chatmemory.services.conversation.chat import ChatDeps
+from chatmemory.services.longterm.recall import NOTHING_REMEMBERED, NOTHING_VERIFIED
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.purging import Purger
 from tests.unit.test_chat_api import Api

@@ -12,10 +12,14 @@ from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.ingest import chunk_text
-from chatmemory.services.maintenance import CompactionPolicy, compact_session, sweep_idle_sessions
-from chatmemory.services.sessions import create_session
+from chatmemory.services.background.ingest import chunk_text
+from chatmemory.services.background.maintenance import (
+    CompactionPolicy,
+    compact_session,
+    sweep_idle_sessions,
+)
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.sessions import create_session
 from tests.fakes import FakeGenerator, FakeSummarizer, indexed
 from tests.streams import StreamReader
 
@@ -175,7 +179,7 @@ def test_the_ingest_command_indexes_every_text_and_markdown_file(tmp_path, monke
     (tmp_path / "image.png").write_bytes(b"\x89PNG")
     documents = read_documents(tmp_path)
     assert [d.doc_id for d in documents] == ["faq.txt", "policies/refunds.md"]
-    from chatmemory.services.ingest import ingest_documents
+    from chatmemory.services.background.ingest import ingest_documents
     from tests.fakes import FakeEmbedder
 
     index = EmbeddedLongTermIndex()

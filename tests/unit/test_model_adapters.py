@@ -25,7 +25,7 @@ from chatmemory.adapters.openai_compat import OpenAICompatEmbedder, OpenAICompat
 from chatmemory.adapters.retry import model_client_config
 from chatmemory.adapters.sagemaker import SageMakerEmbedder, SageMakerTextGenerator
 from chatmemory.errors import ModelError, ModelUnavailable
-from chatmemory.services.chat import ChatDeps
+from chatmemory.services.conversation.chat import ChatDeps
 from chatmemory.settings import Settings
 from tests.model_server import Reply, ScriptedServer, closed_port_url
 

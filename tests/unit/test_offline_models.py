@@ -76,7 +76,7 @@ def test_minilm_embeddings_are_real_unit_vectors_that_capture_meaning() -> None:
 
 
 def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> None:
-    from chatmemory.services.recall import RankedSession, answer_from_past
+    from chatmemory.services.longterm.recall import RankedSession, answer_from_past
 
     session = RankedSession(
         "s1",
@@ -99,7 +99,7 @@ def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> 
 
 
 def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_replies() -> None:
-    from chatmemory.services.recall import RankedSession, answer_from_past
+    from chatmemory.services.longterm.recall import RankedSession, answer_from_past
 
     garden = RankedSession(
         "s1",
@@ -131,7 +131,7 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
 
 
 def _past_answer(question: str, texts: list[str], embedder: object | None) -> str:
-    from chatmemory.services.recall import RankedSession, answer_from_past
+    from chatmemory.services.longterm.recall import RankedSession, answer_from_past
 
     session = RankedSession("s1", 1.0, 1.0, 1.0, "2026-11-23T10:00:00Z", "dog", texts=texts)
     generator = OfflineResponder(None if embedder is None else lambda: embedder)  # type: ignore[arg-type,return-value]

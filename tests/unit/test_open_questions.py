@@ -1,6 +1,6 @@
 """Open questions: what a session left unsettled becomes a record of its own at consolidation
-(services/extract.open_questions), a later answer settles it (services/profile.py), the next
-session is reminded of it until then (auto-recall), /past finds it with its session, and it
+(services/profile/extract.open_questions), a later answer settles it (services/profile/profile.py),
+the next session is reminded of it until then (auto-recall), /past finds it with its session, and it
 goes with its session when that is deleted."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ from chatmemory.domain import MemoryRecord
 from chatmemory.errors import ModelUnavailable
 from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX, MemoryKind, RecordOrigin, RecordStatus, RecordType
-from chatmemory.services import profile, sessions
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.consolidation import ConsolidationResult
-from chatmemory.services.extract import PatternExtractor
-from chatmemory.services.forget import purge_session
-from chatmemory.services.recall import RecallWeights, search_sessions
+from chatmemory.services.background.consolidation import ConsolidationResult
+from chatmemory.services.background.forget import purge_session
+from chatmemory.services.conversation import sessions
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.longterm.recall import RecallWeights, search_sessions
+from chatmemory.services.profile import profile
+from chatmemory.services.profile.extract import PatternExtractor
 from tests.fakes import FakeEmbedder, FakeGenerator
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import (

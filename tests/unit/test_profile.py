@@ -1,6 +1,6 @@
-"""The caller's profile (services/profile.py) on the in-memory short-term memory and the embedded
-index: supersession with history, merge of duplicates, idempotent consolidation, corrections,
-what each record's index entry says, and what a deleted session takes along."""
+"""The caller's profile (services/profile/profile.py) on the in-memory short-term memory and the
+embedded index: supersession with history, merge of duplicates, idempotent consolidation,
+corrections, what each record's index entry says, and what a deleted session takes along."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from chatmemory.domain import MemoryRecord, Provenance
 from chatmemory.errors import LongTermMemoryUnavailable, RecordNotFound, ShortTermMemoryUnavailable
 from chatmemory.ports import ExtractedFact
 from chatmemory.schema import MEMORY_INDEX, RecordOrigin, RecordStatus, RecordType
-from chatmemory.services import profile, sessions
-from chatmemory.services.auto_recall import live_documents
-from chatmemory.services.extract import classify
-from chatmemory.services.forget import purge_session
+from chatmemory.services.background.forget import purge_session
+from chatmemory.services.conversation import sessions
+from chatmemory.services.longterm.auto_recall import live_documents
+from chatmemory.services.profile import profile
+from chatmemory.services.profile.extract import classify
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import (

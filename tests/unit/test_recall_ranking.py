@@ -8,8 +8,8 @@ from typing import Any
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.ports import Candidate, MemoryDoc
 from chatmemory.schema import MEMORY_INDEX
-from chatmemory.services.lexical import rescore
-from chatmemory.services.recall import (
+from chatmemory.services.longterm.lexical import rescore
+from chatmemory.services.longterm.recall import (
     RecallWeights,
     fuse,
     rank_sessions,

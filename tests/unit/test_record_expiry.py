@@ -17,7 +17,7 @@ from chatmemory.adapters.dynamodb import serialize
 from chatmemory.adapters.dynamodb.codec import record_to_item
 from chatmemory.domain import MemoryRecord
 from chatmemory.schema import RecordOrigin, RecordStatus, RecordType
-from chatmemory.services import profile
+from chatmemory.services.profile import profile
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import HookedIndex, World, at, chat_world, entries, record_entries
@@ -68,7 +68,7 @@ def _ttl_removal(record: dict[str, Any]) -> dict[str, Any]:
 
 def _purge(world: World, event_record: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
     from chatmemory import wiring
-    from chatmemory.services.forget import PurgePolicy
+    from chatmemory.services.background.forget import PurgePolicy
     from handlers import purge
 
     deps = wiring.PurgeDeps(memory=world.deps.memory, index=world.index, policy=PurgePolicy())

@@ -1,5 +1,5 @@
-"""Namespaces of records (services/profile.py), on the in-memory fakes: what conversations teach
-stays in the profile's namespace, a client's namespace keeps its items as they were put, and a
+"""Namespaces of records (services/profile/profile.py), on the in-memory fakes: what conversations
+teach stays in the profile's namespace, a client's namespace keeps its items as they were put, and a
 deleted key is free at once without its old entries coming back."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import pytest
 
 from chatmemory.errors import BadRequest, Conflict
 from chatmemory.schema import RecordStatus
-from chatmemory.services import profile, record_filter
+from chatmemory.services.profile import profile, record_filter
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import HookedIndex, at, consolidate, entries, told

@@ -10,7 +10,7 @@ import pytest
 
 from chatmemory.adapters.dynamodb.tokens import encode_token
 from chatmemory.schema import MAX_RECORD_CHARS
-from chatmemory.services.chat import NO_LONG_TERM_MEMORY
+from chatmemory.services.conversation.chat import NO_LONG_TERM_MEMORY
 from tests.records_helpers import (
     World,
     at,

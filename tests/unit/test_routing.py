@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from chatmemory.errors import BadRequest
-from chatmemory.services.routing import parse_prefix, route
+from chatmemory.services.conversation.routing import parse_prefix, route
 from tests.fakes import FakeGenerator
 
 

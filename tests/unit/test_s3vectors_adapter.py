@@ -31,8 +31,8 @@ from chatmemory.adapters.s3vectors import (
 from chatmemory.errors import ConfigurationError, LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import MemoryDoc
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX
-from chatmemory.services.chat import ChatDeps
-from chatmemory.services.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
+from chatmemory.services.conversation.chat import ChatDeps
 from chatmemory.settings import Settings
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, PausesOnUpsert
 from tests.purging import DELETES, Purger, recalled
@@ -734,7 +734,7 @@ def _ended(api: Api, user: str, *texts: str) -> str:
 
 
 def _consolidate(deps: ChatDeps, sid: str, **stream: Any) -> str:
-    from chatmemory.services.extract import PatternExtractor
+    from chatmemory.services.profile.extract import PatternExtractor
 
     return consolidate_session(
         sid,
@@ -873,7 +873,7 @@ def test_a_redelivered_record_of_a_purged_session_deletes_what_a_crashed_attempt
 
 
 def test_a_deleted_records_entry_is_purged(world: Any) -> None:
-    from chatmemory.services.profile import purge_record
+    from chatmemory.services.profile.profile import purge_record
 
     api, deps, _, fake, _ = world
     status, body = api.call("POST", "/memories/records", {"text": "I prefer trains"}, user="alice")
@@ -890,7 +890,7 @@ def test_a_deleted_records_entry_is_purged(world: Any) -> None:
 
 
 def test_reingesting_a_shorter_document_removes_its_old_tail(faked: Any) -> None:
-    from chatmemory.services.ingest import SourceDocument, ingest_documents
+    from chatmemory.services.background.ingest import SourceDocument, ingest_documents
 
     index, fake = faked
     embedder = FakeEmbedder(dimension=DIMENSION)

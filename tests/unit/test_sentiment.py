@@ -23,16 +23,16 @@ from chatmemory.adapters.offline.sentiment import (
 from chatmemory.domain import Sentiment, Turn
 from chatmemory.errors import ConfigurationError
 from chatmemory.schema import SentimentLabel
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.sentiment import (
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.sentiment import (
     SENTIMENT_INSTRUCTION,
     ModelSentimentAnalyzer,
     label_of,
     parse_sentiment,
     sentiment_prompt,
 )
-from chatmemory.services.sessions import create_session
-from chatmemory.services.turns import store_turn
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.turns import store_turn
 from chatmemory.settings import Settings
 from tests.fakes import FakeGenerator
 from tests.memory_fake import InMemoryShortTermMemory
@@ -184,7 +184,7 @@ def test_the_model_sees_a_bounded_message() -> None:
 
 
 def test_sentiment_is_the_text_models_when_there_is_one_and_model_needs_a_text_model() -> None:
-    from chatmemory.services.sentiment import ModelSentimentAnalyzer
+    from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
     from chatmemory.wiring import sentiment_analyzers
 
     assert Settings.from_env({}).sentiment == "auto"

@@ -1,5 +1,5 @@
-"""Sessions are named from what they are about (services/sessions.title_from), as chat apps name
-conversations, once a message has something in it; a name the caller gave is kept."""
+"""Sessions are named from what they are about (services/conversation/sessions.title_from), as chat
+apps name conversations, once a message has something in it; a name the caller gave is kept."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from chatmemory.services.sessions import title_from
+from chatmemory.services.conversation.sessions import title_from
 from tests.fakes import FakeGenerator
 from tests.unit.test_chat_api import Api
 
@@ -40,7 +40,7 @@ def test_titles_are_short() -> None:
 @pytest.fixture
 def chat(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any) -> Api:
     from chatmemory import wiring
-    from chatmemory.services.chat import ChatDeps
+    from chatmemory.services.conversation.chat import ChatDeps
     from handlers import chat_api
 
     deps = ChatDeps(memory=wiring.short_term_memory(), generator=FakeGenerator())

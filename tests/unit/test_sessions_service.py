@@ -10,8 +10,8 @@ import pytest
 from chatmemory.api_models import ImportDocument
 from chatmemory.domain import Session
 from chatmemory.errors import SessionNotFound
-from chatmemory.services import sessions
-from chatmemory.services.forget import forget_user
+from chatmemory.services.background.forget import forget_user
+from chatmemory.services.conversation import sessions
 from tests.memory_fake import InMemoryShortTermMemory
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)

@@ -16,9 +16,9 @@ from chatmemory.clock import iso
 from chatmemory.domain import Turn
 from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded, SessionNotFound
 from chatmemory.schema import Intent, SessionStatus
-from chatmemory.services.chat import ChatDeps, ChatPolicy, TurnResult, post_message
-from chatmemory.services.sessions import create_session
-from chatmemory.services.stacking import StackPolicy, plan
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.stacking import StackPolicy, plan
 from tests.fakes import FixedClock, HookedModel
 from tests.memory_fake import InMemoryShortTermMemory
 

@@ -9,9 +9,9 @@ import pytest
 
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import message_key
-from chatmemory.services.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.sessions import create_session
-from chatmemory.services.stacking import StackPolicy
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 
 

@@ -1,5 +1,6 @@
-"""The turn's states (services/turn_states.py): read from a turn's flags, every transition's
-write a method of the port, and stacking's `settled` unchanged by reading it through them."""
+"""The turn's states (services/conversation/turn_states.py): read from a turn's flags, every
+transition's write a method of the port, and stacking's `settled` unchanged by reading it through
+them."""
 
 from __future__ import annotations
 
@@ -10,8 +11,14 @@ import pytest
 from chatmemory.domain import Turn
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import SessionStatus, TurnOrigin
-from chatmemory.services.stacking import settled
-from chatmemory.services.turn_states import TRANSITIONS, TurnState, mermaid, state_of, table
+from chatmemory.services.conversation.stacking import settled
+from chatmemory.services.conversation.turn_states import (
+    TRANSITIONS,
+    TurnState,
+    mermaid,
+    state_of,
+    table,
+)
 
 
 def _turn(**flags: object) -> Turn:

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 import pytest
 
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.services.recall import RecallWeights, rank_sessions
-from chatmemory.services.when import time_window
+from chatmemory.services.longterm.recall import RecallWeights, rank_sessions
+from chatmemory.services.longterm.when import time_window
 
 NOW = datetime(2023, 9, 1, 12, tzinfo=UTC)
 

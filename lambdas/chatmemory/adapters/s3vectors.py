@@ -12,8 +12,8 @@ What the service allows, and what this adapter does with it:
   textSearchConfigurations) is not used: the stack's CloudFormation resource cannot configure
   it, and the Lambda runtime's botocore may not know it. hybrid_search is one QueryVectors for
   the nearest candidates (up to `candidates`, the service's topK limit of 100), then BM25 over
-  the candidates' stored text (services/lexical.py) as the lexical half of the shared ranking;
-  lexical_search alone has no vector to search with and returns nothing (services search
+  the candidates' stored text (services/longterm/lexical.py) as the lexical half of the shared
+  ranking; lexical_search alone has no vector to search with and returns nothing (services search
   through hybrid_search). bench/locomo.py --ranking s3vectors measures this restriction.
 * No delete-by-query: keys are deterministic (`<owner digest>/<doc_key>`, the doc_key of the
   entry: schema.summary_doc_key and the rest), so a session's entries are derived from its turn
@@ -45,7 +45,7 @@ from botocore.exceptions import ConnectionError as SDKConnectionError
 from chatmemory import limits, schema
 from chatmemory.errors import ConfigurationError, LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, MemoryDoc
-from chatmemory.services.lexical import rescore
+from chatmemory.services.longterm.lexical import rescore
 
 MAX_KEY_CHARS = limits.S3VECTORS_KEY_CHARS
 MAX_DELETE = limits.S3VECTORS_DELETE.count

@@ -28,7 +28,7 @@ def estimate_tokens(text: str) -> int:
 class Roles:
     user: str = "User"
     assistant: str = "Assistant"
-    # A person who answered while the session was handed off (services/handoff.py).
+    # A person who answered while the session was handed off (services/conversation/handoff.py).
     agent: str = "Agent"
 
     def stop_words(self) -> list[str]:

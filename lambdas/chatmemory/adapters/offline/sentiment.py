@@ -2,8 +2,9 @@
 
 Hutto & Gilbert, "VADER: A Parsimonious Rule-based Model for Sentiment Analysis of Social Media
 Text" (ICWSM 2014). Its compound score lies in [-1, 1]; the label follows its documented
-convention (services/sentiment.py). The package and its lexicon load on the first message, not
-at import: the chat Lambda's cold start does not pay for them (about 15 ms, once per process).
+convention (services/conversation/sentiment.py). The package and its lexicon load on the first
+message, not at import: the chat Lambda's cold start does not pay for them (about 15 ms, once per
+process).
 
 VADER's time grows with the square of a text's words (its negation check lowercases the whole
 text again for each sentiment word; an emoji becomes the words that describe it): 4,000
@@ -22,7 +23,7 @@ from typing import Any
 
 from chatmemory.domain import Sentiment
 from chatmemory.errors import ModelUnavailable
-from chatmemory.services.sentiment import sentiment_of_score
+from chatmemory.services.conversation.sentiment import sentiment_of_score
 
 PIECE_WORDS = 60
 MAX_PIECES = 32

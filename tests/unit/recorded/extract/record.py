@@ -21,7 +21,7 @@ from typing import Any
 
 from chatmemory.domain import Turn
 from chatmemory.ports import Generation
-from chatmemory.services.extract import ModelExtractor
+from chatmemory.services.profile.extract import ModelExtractor
 
 HERE = Path(__file__).parent
 MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"

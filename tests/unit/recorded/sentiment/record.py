@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 from chatmemory.domain import Sentiment
-from chatmemory.services.sentiment import ModelSentimentAnalyzer, parse_sentiment
+from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer, parse_sentiment
 from tests.unit.recorded.extract.record import Recording, SmolLM2Generator
 
 HERE = Path(__file__).parent

@@ -42,7 +42,7 @@ from chatmemory.domain import PurgeEntry, caller_of
 from chatmemory.errors import Conflict
 from chatmemory.ports import CheckpointStore, Clock, LongTermIndex, ShortTermMemory
 from chatmemory.schema import PurgeState, SessionStatus
-from chatmemory.services.profile import drop_session_records, entry_keys
+from chatmemory.services.profile.profile import drop_session_records, entry_keys
 
 
 @dataclass(frozen=True)

@@ -49,10 +49,10 @@ from chatmemory.schema import (
     TurnOrigin,
 )
 from chatmemory.services.access import owned_session, visible_to_its_user
-from chatmemory.services.recall import NOTHING_VERIFIED
-from chatmemory.services.routing import parse_prefix
-from chatmemory.services.sentiment import analyze_input
-from chatmemory.services.turns import AppendPolicy, Stored, append_next, check_text
+from chatmemory.services.conversation.routing import parse_prefix
+from chatmemory.services.conversation.sentiment import analyze_input
+from chatmemory.services.conversation.turns import AppendPolicy, Stored, append_next, check_text
+from chatmemory.services.longterm.recall import NOTHING_VERIFIED
 
 # The reply to `/human`: fixed, no model writes it (and it is not made into memory).
 HUMAN_REPLY = (

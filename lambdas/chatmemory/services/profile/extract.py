@@ -31,15 +31,15 @@ from concurrent.futures import ThreadPoolExecutor
 from chatmemory.domain import Turn
 from chatmemory.ports import ExtractedFact, TextGenerator
 from chatmemory.schema import TEXT_STOPWORDS, Intent, RecordType, TurnOrigin
-from chatmemory.services.auto_recall import content_terms
-from chatmemory.services.lexical import stem
-from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
-from chatmemory.services.summarize import (
+from chatmemory.services.longterm.auto_recall import content_terms
+from chatmemory.services.longterm.lexical import stem
+from chatmemory.services.longterm.summarize import (
     DEFAULT_BUDGET,
     SummaryBudget,
     select_lines,
     split_lines,
 )
+from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 _WORD = re.compile(r"[a-z0-9']+")
@@ -222,7 +222,7 @@ def open_subject(text: str, subject: str = "") -> str:
     """The subject of an open question: a named one ("residence", "likes:sushi") when the text
     or the model names one, else `topic:` and up to 4 words of what it is about (the model's
     subject, or the text's): a later statement containing all of them settles it
-    (services/profile.py)."""
+    (services/profile/profile.py)."""
     subject = subject.strip().lower()
     named = _subject(text) or (subject if subject in _NAMED or subject.startswith("likes:") else "")
     if named:

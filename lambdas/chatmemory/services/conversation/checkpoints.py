@@ -3,7 +3,7 @@
 Checkpoints, channel values and pending writes live in the session's partition of the
 checkpoints table (ports.CheckpointStore), behind the same visibility rule as its turns
 (services/access.py): a deleted session's checkpoints are unreachable at once, and its purge
-removes them with its turns (services/forget.py). The client serializes every value with
+removes them with its turns (services/background/forget.py). The client serializes every value with
 LangGraph's serde; the server stores the bytes and reads only the metadata's JSON (list
 filters), the channel versions (which values make a checkpoint) and the sizes (the limits in
 schema.py: what one checkpoint may hold, so that reading it back fits one Lambda answer).

@@ -11,13 +11,13 @@ did I live before?" still has an answer. Records without a subject never superse
 with a duplicate instead (same type, and the same words or an embedding at least
 `merge_similarity` close), adding their provenance to it.
 
-Open questions (what a session left unsettled, services/extract.open_questions) are closed by
-a later answer: a later fact or preference on their subject (a named one, or one holding every
+Open questions (what a session left unsettled, services/profile/extract.open_questions) are closed
+by a later answer: a later fact or preference on their subject (a named one, or one holding every
 word of their topic: extract.settles) supersedes them, so recall stops bringing them up. They
 belong to their session like its summary: their entry carries its id (/past ranks them with
 it) and they never merge (a later session leaving the same thing open supersedes them).
 
-Deleting follows the rules of services/forget.py: a record deleted through the API is a
+Deleting follows the rules of services/background/forget.py: a record deleted through the API is a
 tombstone first (unreachable at once; the purge removes its entry and item); a session's purge
 removes the records drawn only from it; a forget takes every record of the old owner key along.
 What a removed record had superseded stays history: a deleted claim does not make an older one
@@ -443,7 +443,7 @@ def _settling(
 ) -> tuple[list[MemoryRecord], list[MemoryRecord]]:
     """The open questions `record` settles (asked before it), and, for an open question, the
     statements that settled it already (made after it; history ones too: they answered)."""
-    from chatmemory.services.extract import settles  # its patterns: not at cold start
+    from chatmemory.services.profile.extract import settles  # its patterns: not at cold start
 
     if record.type in _ANSWERS:
         return [
@@ -579,7 +579,7 @@ def _stated(
     expires_at: int | None = None,
 ) -> tuple[str, MemoryRecord]:
     """state_record, with how the record was placed (_place's outcome)."""
-    from chatmemory.services.extract import classify  # its patterns: not at cold start
+    from chatmemory.services.profile.extract import classify  # its patterns: not at cold start
 
     if len(text.strip()) > MAX_RECORD_CHARS:
         # The limit of POST /memories/records, for /remember too (it stored 4,000 before).
@@ -714,11 +714,11 @@ def correct_record(
     if expires_at is not KEEP_EXPIRY:
         record.expires_at = expires_at if isinstance(expires_at, int) else None
     if record.type == RecordType.OPEN_QUESTION:
-        from chatmemory.services.extract import open_subject
+        from chatmemory.services.profile.extract import open_subject
 
         record.subject = open_subject(record.text) or record.subject
     elif record.type != RecordType.SUMMARY:
-        from chatmemory.services.extract import classify
+        from chatmemory.services.profile.extract import classify
 
         record.subject = classify(record.text)[1] or record.subject
     if not memory.save_record(record):
@@ -875,8 +875,8 @@ def find_records(
             break
     if not ask.query:
         return [(r, None) for r in rest[ask.offset : wanted]]
-    from chatmemory.services.lexical import bm25
-    from chatmemory.services.recall import RecallWeights
+    from chatmemory.services.longterm.lexical import bm25
+    from chatmemory.services.longterm.recall import RecallWeights
 
     scores = bm25(ask.query, [r.text[:MAX_RECORD_ENTRY_CHARS] for r in rest]) if rest else []
     best = max(scores, default=0.0) or 1.0
@@ -897,7 +897,7 @@ def _ranked(
 ) -> list[tuple[MemoryRecord, float | None]]:
     """The first `wanted` of the caller's visible records that the index ranks for `query` and
     `keep` accepts, best first, with their scores (read a few at a time)."""
-    from chatmemory.services.recall import RecallWeights, fuse
+    from chatmemory.services.longterm.recall import RecallWeights, fuse
 
     vector = embedder.embed([query])[0]
     depth = max(wanted * 8, 40)
@@ -971,7 +971,7 @@ def list_namespaces(
     return sorted(kept)[offset : offset + limit]
 
 
-# --- purges (services/forget.py's) ---------------------------------------------------------------
+# --- purges (services/background/forget.py's) -----------------------------------------------------
 
 
 def purge_record(

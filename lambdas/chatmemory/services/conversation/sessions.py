@@ -1,7 +1,7 @@
 """Session lifecycle: create, get, list, end, delete, export and import.
 
 Deleting is one conditional write (the session's DELETING tombstone); the purge that follows
-removes its turns and memories in the background (services/forget.py)."""
+removes its turns and memories in the background (services/background/forget.py)."""
 
 from __future__ import annotations
 
@@ -257,7 +257,7 @@ def title_from(message: str) -> str | None:
     sentence with something in it, without the greeting and the "I'm"/"can you", cut to a few
     words ("We are adopting a rescue greyhound named Biscuit next month." -> "Adopting a rescue
     greyhound named Biscuit"). None for small talk and commands: there is nothing to go on."""
-    from chatmemory.services.auto_recall import content_terms
+    from chatmemory.services.longterm.auto_recall import content_terms
 
     if message.lstrip().startswith("/"):
         return None

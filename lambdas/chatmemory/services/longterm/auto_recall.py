@@ -362,7 +362,7 @@ def _stem(word: str) -> str:
 
 
 def _recency(created_at: str, now: datetime, half_life_days: float) -> float:
-    from chatmemory.services.recall import recency_factor
+    from chatmemory.services.longterm.recall import recency_factor
 
     return recency_factor(created_at, now, half_life_days)
 
@@ -414,7 +414,7 @@ def live_documents(
 
 
 def _settled(doc: MemoryDoc) -> bool:
-    """An open question a later answer settled (services/profile.py): nothing to pick up."""
+    """An open question a later answer settled (services/profile/profile.py): nothing to pick up."""
     return doc.kind == MemoryKind.OPEN_QUESTION and bool(doc.valid_until)
 
 

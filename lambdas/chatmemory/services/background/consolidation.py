@@ -5,7 +5,7 @@ The work does not grow out of a Lambda's reach with the session:
 
 * the summary starts from the rolling summary (compaction keeps it current turn by turn), so
   only the turns after `summary_through_turn` are summarized, with bounded model work
-  (services/summarize.py: at most 9 calls in at most 2 rounds, whatever the length);
+  (services/longterm/summarize.py: at most 9 calls in at most 2 rounds, whatever the length);
 * windows are embedded in batches of the model's size, `embed_concurrency` requests at once,
   and indexed a block of turns at a time;
 * when the invocation runs short of time it checkpoints on the session item (the summary and
@@ -44,7 +44,7 @@ from chatmemory.schema import (
     opening_doc_key,
     summary_doc_key,
 )
-from chatmemory.services.profile import (
+from chatmemory.services.profile.profile import (
     drop_session_records,
     remember_facts,
     remember_summary,
@@ -90,8 +90,8 @@ class ConsolidationResult:
     embed_calls: int = 0
     reason: str = ""
     # Whether the session reached a conclusion: False when extraction found open questions
-    # (services/extract.open_questions), None when this run did not extract (no extractor, or
-    # a run resumed from a checkpoint).
+    # (services/profile/extract.open_questions), None when this run did not extract (no extractor,
+    # or a run resumed from a checkpoint).
     concluded: bool | None = None
 
 
@@ -250,7 +250,7 @@ def consolidate_session(
     extractor: Extractor | None = None,
 ) -> ConsolidationResult:
     """Summarize, embed and index one ended session, draw the user's facts and preferences, and
-    what it left open, from it into their profile (services/profile.py; `concluded` in the
+    what it left open, from it into their profile (services/profile/profile.py; `concluded` in the
     result says whether anything was left open), then mark it CONSOLIDATED; or, when
     `time_left()` runs below the policy's reserve, checkpoint and hand over (outcome
     "continued"): the next invocation resumes from the checkpoint.

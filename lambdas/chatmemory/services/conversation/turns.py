@@ -30,8 +30,8 @@ from chatmemory.errors import (
 from chatmemory.ports import Clock, SentimentAnalyzer, ShortTermMemory
 from chatmemory.schema import Intent, Rating, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session
-from chatmemory.services.sentiment import analyze_input
-from chatmemory.services.sessions import title_from
+from chatmemory.services.conversation.sentiment import analyze_input
+from chatmemory.services.conversation.sessions import title_from
 
 
 @dataclass(frozen=True)
@@ -64,9 +64,9 @@ def append_next(
 ) -> Stored:
     """Write the turn as the session's next number; on a lost race, re-read and try the next
     number (a session deleted or forgotten meanwhile then answers 404). With `stack`, a chat
-    message written before its answer (services/stacking.py). With `handoff`, the write changes
-    the session's hand-off state too; a session handed off (or back) meanwhile so that the turn
-    may not be written as it is raises HandoffChanged (services/handoff.py)."""
+    message written before its answer (services/conversation/stacking.py). With `handoff`, the write
+    changes the session's hand-off state too; a session handed off (or back) meanwhile so that the
+    turn may not be written as it is raises HandoffChanged (services/conversation/handoff.py)."""
     for attempt in range(policy.attempts):
         turn.turn = session.num_turns + 1
         rename = None

@@ -20,8 +20,8 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind, searched_apart
 from chatmemory.services.access import owner_of
+from chatmemory.services.longterm.when import TimeWindow, time_window
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
-from chatmemory.services.when import TimeWindow, time_window
 
 
 @dataclass(frozen=True)
@@ -257,7 +257,8 @@ class Answer:
     text: str
     sources: list[Source]
     model: str
-    remember: bool = True  # False when no model wrote it (services/chat.py keeps it out)
+    # False when no model wrote it (services/conversation/chat.py keeps it out).
+    remember: bool = True
 
 
 def answer_from_past(

@@ -44,24 +44,13 @@ from chatmemory.schema import (
     SourceKind,
     TurnOrigin,
 )
-from chatmemory.services import handoff
 from chatmemory.services.access import continued, owned_session
-from chatmemory.services.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
-from chatmemory.services.handoff import HandoffPolicy
-from chatmemory.services.profile import state_record
-from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
-from chatmemory.services.recall import (
-    Answer,
-    RecallWeights,
-    answer_from_past,
-    answer_from_verified,
-    search_passages,
-    search_sessions,
-)
-from chatmemory.services.routing import Routed, parse_prefix, route
-from chatmemory.services.sentiment import analyze_input
-from chatmemory.services.sessions import title_from
-from chatmemory.services.stacking import (
+from chatmemory.services.conversation import handoff
+from chatmemory.services.conversation.handoff import HandoffPolicy
+from chatmemory.services.conversation.routing import Routed, parse_prefix, route
+from chatmemory.services.conversation.sentiment import analyze_input
+from chatmemory.services.conversation.sessions import title_from
+from chatmemory.services.conversation.stacking import (
     StackPolicy,
     joined_input,
     plan,
@@ -69,8 +58,24 @@ from chatmemory.services.stacking import (
     wait_for_answer,
     wait_while_claimed,
 )
-from chatmemory.services.turn_states import SETTLED, TurnState, state_of
-from chatmemory.services.turns import AppendPolicy, append_next, check_text, earlier_turn
+from chatmemory.services.conversation.turn_states import SETTLED, TurnState, state_of
+from chatmemory.services.conversation.turns import (
+    AppendPolicy,
+    append_next,
+    check_text,
+    earlier_turn,
+)
+from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled, recall_for_turn
+from chatmemory.services.longterm.recall import (
+    Answer,
+    RecallWeights,
+    answer_from_past,
+    answer_from_verified,
+    search_passages,
+    search_sessions,
+)
+from chatmemory.services.profile.profile import state_record
+from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 
 NO_LONG_TERM_MEMORY = (
     "No long-term memory is configured for this deployment, so past conversations and "
@@ -107,7 +112,8 @@ class ChatPolicy:
     long_gap_hours: float = 6.0
     # With a text model: make follow-ups standalone with it before auto-recall searches.
     rewrite_follow_ups: bool = False
-    # Messages sent before the bot answered are answered together (services/stacking.py).
+    # Messages sent before the bot answered are answered together
+    # (services/conversation/stacking.py).
     stack: StackPolicy = field(default_factory=StackPolicy)
     # What the optional model calls before the answer (sentiment, a follow-up's rewrite, the
     # embedding of auto-recall) leave of the request's deadline for the answer itself: past
@@ -116,10 +122,10 @@ class ChatPolicy:
 
     @property
     def append(self) -> AppendPolicy:
-        """How a turn is written as the session's next (services/turns.append_next)."""
+        """How a turn is written as the session's next (services/conversation/turns.append_next)."""
         return AppendPolicy(self.keep_message_ids, self.append_attempts)
 
-    # Hand-off to a person: the automatic rules (services/handoff.py).
+    # Hand-off to a person: the automatic rules (services/conversation/handoff.py).
     handoff: HandoffPolicy = field(default_factory=HandoffPolicy)
 
 
@@ -167,8 +173,8 @@ def post_message(
 ) -> TurnResult:
     """Answer one message and store it as the session's next turn, in named steps: a message
     sent again (its client_message_id known) is taken where its state left it
-    (services/turn_states.py); a new one goes to the person the session is handed to, or is
-    routed and then handed off, stacked, or answered by the model."""
+    (services/conversation/turn_states.py); a new one goes to the person the session is handed to,
+    or is routed and then handed off, stacked, or answered by the model."""
     window = _check_request(policy, content, window_turns)
     session = owned_session(deps.memory, user_id, session_id)
     stored = earlier_turn(deps.memory, session, client_message_id, content)
@@ -470,7 +476,7 @@ def _before_answer(policy: ChatPolicy) -> AbstractContextManager[deadline.Deadli
 def _recall_for_turn(
     deps: ChatDeps, policy: ChatPolicy, session: Session, routed: Routed, history: list[Turn]
 ) -> Recalled:
-    """Auto-recall's memories for an ordinary turn (services/auto_recall.py)."""
+    """Auto-recall's memories for an ordinary turn (services/longterm/auto_recall.py)."""
     assert deps.long_term is not None and deps.embedder is not None
     context = deps.generator.context_tokens
     return recall_for_turn(
@@ -621,7 +627,7 @@ def _settle_stack(
     deps: ChatDeps, policy: ChatPolicy, caller: str, session: Session, number: int, window: int
 ) -> TurnResult:
     """Answer the waiting message `number`, alone or with the others waiting with it, or wait
-    for the request that answers them all (see services/stacking.py)."""
+    for the request that answers them all (see services/conversation/stacking.py)."""
     stack = policy.stack
     takeover = False
     computed: tuple[tuple[int, ...], Turn, Recalled | None] | None = None
@@ -743,7 +749,7 @@ def _complete_pending(
     return TurnResult(turn, recalled=recalled)
 
 
-# --- hand-off to a person (services/handoff.py) -------------------------------------------------
+# --- hand-off to a person (services/conversation/handoff.py) --------------------------------------
 
 
 def _for_agent(

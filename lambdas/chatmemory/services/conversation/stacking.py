@@ -39,7 +39,7 @@ from chatmemory.clock import parse_time
 from chatmemory.domain import Turn
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import Intent, TurnOrigin
-from chatmemory.services.turn_states import SETTLED, state_of
+from chatmemory.services.conversation.turn_states import SETTLED, state_of
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ def waiting(turn: Turn) -> bool:
 
 
 def settled(turn: Turn) -> bool:
-    """Whether a message needs no answer any more (services/turn_states.py: answered, covered,
-    the agent's, or an agent's reply)."""
+    """Whether a message needs no answer any more (services/conversation/turn_states.py: answered,
+    covered, the agent's, or an agent's reply)."""
     return state_of(turn) in SETTLED
 
 

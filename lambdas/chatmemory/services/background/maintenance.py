@@ -10,7 +10,7 @@ from chatmemory.clock import iso
 from chatmemory.errors import Conflict, SessionNotFound
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import OPEN_SHARDS, SessionStatus
-from chatmemory.services.consolidation import transcript
+from chatmemory.services.background.consolidation import transcript
 from chatmemory.services.prompt import Roles
 
 

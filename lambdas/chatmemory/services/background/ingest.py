@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from chatmemory.ports import Embedder, LongTermIndex, MemoryDoc
 from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, MemoryKind, passage_doc_key
-from chatmemory.services.consolidation import embed_documents
+from chatmemory.services.background.consolidation import embed_documents
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,525 @@
+"""The sessions table: create, read, list, end, consolidation states, deletion, import."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from chatmemory import schema
+from chatmemory.adapters.dynamodb.client import is_conditional_failure, suppress_conditional
+from chatmemory.adapters.dynamodb.codec import (
+    deserialize,
+    idle_bucket,
+    open_shard,
+    serialize,
+    serialize_value,
+    session_from_item,
+    session_to_item,
+    user_from_item,
+)
+from chatmemory.adapters.dynamodb.tables import (
+    _HANDOFF_CLEARED,
+    DynamoTables,
+    _handoff_condition,
+    _session_key,
+    _user_key,
+)
+from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
+from chatmemory.domain import ClientAlias, Page, Session, UserState, visible_to
+from chatmemory.errors import BadRequest, Conflict, SessionNotFound
+from chatmemory.schema import (
+    IDLE_BUCKET,
+    LAST_ACTIVE_AT,
+    OPEN_SHARD,
+    SESSION_ID,
+    STARTED_AT,
+    STATUS,
+    USER_ID,
+    VISIBLE_STATUSES,
+    SessionStatus,
+)
+
+
+class DynamoSessionStore(DynamoTables):
+    """ports.SessionStore on the sessions table (the users part is DynamoUserStore)."""
+
+    def create_session(
+        self,
+        session: Session,
+        *,
+        user: UserState,
+        end: Sequence[str] = (),
+        ended_at: str = "",
+        alias: ClientAlias | None = None,
+    ) -> None:
+        actions: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self._sessions,
+                    "Item": serialize(session_to_item(session)),
+                    "ConditionExpression": f"attribute_not_exists({SESSION_ID})",
+                }
+            },
+            {
+                # A forget that committed after the caller's state was read fails the put:
+                # no session can be born into a namespace that is being purged.
+                "ConditionCheck": {
+                    "TableName": self._users,
+                    "Key": _user_key(user.user_id),
+                    "ConditionExpression": f"attribute_not_exists({USER_ID}) OR #g = :g",
+                    "ExpressionAttributeNames": {"#g": schema.GENERATION},
+                    "ExpressionAttributeValues": {":g": {"N": str(user.generation)}},
+                }
+            },
+        ]
+        actions += [self._end_action(session_id, ended_at) for session_id in end]
+        if alias is not None:
+            actions.append(self._alias_action(alias, session.session_id))
+        try:
+            self._db.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                raise Conflict(
+                    "the caller's sessions changed while this one was created; retry"
+                ) from None
+            raise
+
+    def _alias_action(self, alias: ClientAlias, session_id: str) -> dict[str, Any]:
+        """The alias's put, conditional on it being unwritten or still naming what the caller
+        read (two PUTs of one new id: one creates, the other reads the winner's session)."""
+        put: dict[str, Any] = {
+            "TableName": self._sessions,
+            "Item": {
+                SESSION_ID: {"S": schema.alias_key(alias.caller, alias.client_id)},
+                schema.ALIAS_TARGET: {"S": session_id},
+            },
+        }
+        if alias.replaces is None:
+            put["ConditionExpression"] = f"attribute_not_exists({SESSION_ID})"
+        else:
+            put["ConditionExpression"] = "#a = :replaced"
+            put["ExpressionAttributeNames"] = {"#a": schema.ALIAS_TARGET}
+            put["ExpressionAttributeValues"] = {":replaced": {"S": alias.replaces}}
+        return {"Put": put}
+
+    def get_alias(self, caller: str, client_id: str) -> str | None:
+        answer = self._db.get_item(
+            TableName=self._sessions,
+            Key=_session_key(schema.alias_key(caller, client_id)),
+            ConsistentRead=True,
+        )
+        item = answer.get("Item")
+        return item[schema.ALIAS_TARGET]["S"] if item else None
+
+    def drop_alias(self, caller: str, client_id: str, session_id: str) -> None:
+        with suppress_conditional():  # it names another session since (or is gone)
+            self._db.delete_item(
+                TableName=self._sessions,
+                Key=_session_key(schema.alias_key(caller, client_id)),
+                ConditionExpression="#a = :target",
+                ExpressionAttributeNames={"#a": schema.ALIAS_TARGET},
+                ExpressionAttributeValues={":target": {"S": session_id}},
+            )
+
+    def _end_action(self, session_id: str, ended_at: str) -> dict[str, Any]:
+        return {
+            "Update": {
+                "TableName": self._sessions,
+                "Key": _session_key(session_id),
+                "UpdateExpression": (
+                    "SET #s = :ended, ended_at = :t, version = version + :one "
+                    f"REMOVE {OPEN_SHARD}, {IDLE_BUCKET}, {_HANDOFF_CLEARED}"
+                ),
+                "ConditionExpression": "#s = :open",
+                "ExpressionAttributeNames": {"#s": schema.STATUS},
+                "ExpressionAttributeValues": {
+                    ":ended": {"S": SessionStatus.ENDED},
+                    ":open": {"S": SessionStatus.OPEN},
+                    ":t": {"S": ended_at},
+                    ":one": {"N": "1"},
+                },
+            }
+        }
+
+    def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
+        answer = self._db.get_item(
+            TableName=self._sessions,
+            Key=_session_key(session_id),
+            ConsistentRead=consistent,
+        )
+        item = answer.get("Item")
+        return session_from_item(item) if item else None
+
+    def get_owned(self, session_id: str, user_id: str) -> tuple[Session | None, UserState]:
+        """One BatchGetItem for the session and its caller's state (both strongly consistent):
+        a turn pays the caller's generation check without an extra round trip."""
+        found = self._batch_get(
+            {
+                self._sessions: [_session_key(session_id)],
+                self._users: [_user_key(user_id)],
+            }
+        )
+        sessions = found.get(self._sessions) or []
+        users = found.get(self._users) or []
+        session = session_from_item(sessions[0]) if sessions else None
+        return session, user_from_item(user_id, users[0] if users else None)
+
+    def live_sessions(self, owner: str, session_ids: Sequence[str]) -> set[str]:
+        unique = list(dict.fromkeys(session_ids))
+        live: set[str] = set()
+        for start in range(0, len(unique), 100):
+            keys = [_session_key(sid) for sid in unique[start : start + 100]]
+            items = self._batch_get(
+                {self._sessions: keys},
+                projection=f"{SESSION_ID}, {USER_ID}, #s",
+                names={"#s": schema.STATUS},
+            ).get(self._sessions, [])
+            for item in items:
+                data = deserialize(item)
+                if visible_to(owner, data.get(USER_ID), data.get(STATUS)):
+                    live.add(data[SESSION_ID])
+        return live
+
+    def list_sessions(self, owner: str, limit: int, next_token: str | None) -> Page:
+        """A page of the user index, checked against the table: the index is eventually
+        consistent, and a session deleted a moment ago must not be listed."""
+        page = self.sessions_of_owner(owner, limit, next_token)
+        ids = [s.session_id for s in page.items]
+        items = self._batch_get({self._sessions: [_session_key(i) for i in ids]}).get(
+            self._sessions, []
+        )
+        current = {s.session_id: s for s in map(session_from_item, items)}
+        visible = [
+            current[i]
+            for i in ids
+            if i in current and visible_to(owner, current[i].user_id, current[i].status)
+        ]
+        return Page(items=visible, next_token=page.next_token)
+
+    def sessions_of_owner(self, owner: str, limit: int, next_token: str | None) -> Page:
+        kwargs: dict[str, Any] = {
+            "TableName": self._sessions,
+            "IndexName": schema.USER_SESSIONS_INDEX.name,
+            "KeyConditionExpression": f"{USER_ID} = :u",
+            "ExpressionAttributeValues": {":u": {"S": owner}},
+            "ScanIndexForward": False,
+            "Limit": limit,
+        }
+        if next_token:
+            start = decode_token(next_token, {SESSION_ID: "S", USER_ID: "S", STARTED_AT: "S"})
+            if start[USER_ID] != {"S": owner}:
+                raise BadRequest("next_token is not valid")
+            kwargs["ExclusiveStartKey"] = start
+        answer = self._db.query(**kwargs)
+        return Page(
+            items=[session_from_item(i) for i in answer.get("Items", [])],
+            next_token=page_token(answer),
+        )
+
+    def open_sessions_of(self, owner: str) -> list[Session]:
+        sessions: list[Session] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self._sessions,
+            "IndexName": schema.USER_SESSIONS_INDEX.name,
+            "KeyConditionExpression": f"{USER_ID} = :u",
+            "FilterExpression": "#s = :open",
+            "ExpressionAttributeNames": {"#s": schema.STATUS},
+            "ExpressionAttributeValues": {
+                ":u": {"S": owner},
+                ":open": {"S": SessionStatus.OPEN},
+            },
+        }
+        for page in self._db.get_paginator("query").paginate(**kwargs):
+            sessions += [session_from_item(i) for i in page.get("Items", [])]
+        return sessions
+
+    def end_session(
+        self, session_id: str, ended_at: str, *, idle_before: str | None = None
+    ) -> Session:
+        """OPEN -> ENDED; with idle_before, only if the session is still idle since then."""
+        action = self._end_action(session_id, ended_at)["Update"]
+        if idle_before is not None:
+            # The sweeper never ends a session handed to a person (who may answer hours later).
+            action["ConditionExpression"] += " AND last_active_at < :idle"
+            action["ConditionExpression"] += _handoff_condition(False)
+            action["ExpressionAttributeValues"][":idle"] = {"S": idle_before}
+        try:
+            answer = self._db.update_item(**action, ReturnValues="ALL_NEW")
+        except ClientError as error:
+            if not is_conditional_failure(error):
+                raise
+            found = self.get_session(session_id)
+            if found is None or found.status not in VISIBLE_STATUSES:
+                raise SessionNotFound(f"session {session_id} not found") from None
+            raise Conflict(f"session {session_id} is not open") from None
+        return session_from_item(answer["Attributes"])
+
+    def stale_sessions(self, state: str, shard: int, before: str, limit: int) -> list[str]:
+        """Sessions in `state` of one shard of the sparse index whose activity falls in a bucket
+        wholly before `before` (the caller's conditional write checks the exact time)."""
+        answer = self._db.query(
+            TableName=self._sessions,
+            IndexName=schema.OPEN_SESSIONS_INDEX.name,
+            KeyConditionExpression=f"{OPEN_SHARD} = :shard AND {IDLE_BUCKET} < :bucket",
+            ExpressionAttributeValues={
+                ":shard": {"S": schema.sweep_shard(state, shard)},
+                ":bucket": {"S": idle_bucket(before)},
+            },
+            Limit=limit,
+        )
+        return [item[SESSION_ID]["S"] for item in answer.get("Items", [])]
+
+    def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
+        try:
+            answer = self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression="SET failure_reason = :r ADD consolidation_attempts :one",
+                ConditionExpression="#s IN (:ended, :failed)",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":r": {"S": reason},
+                    ":one": {"N": "1"},
+                    ":ended": {"S": SessionStatus.ENDED},
+                    ":failed": {"S": SessionStatus.FAILED},
+                },
+                ReturnValues="UPDATED_NEW",
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return None  # deleted (or consolidated) meanwhile
+            raise
+        return int(answer["Attributes"]["consolidation_attempts"]["N"])
+
+    def mark_failed(self, session_id: str, reason: str) -> None:
+        self._set_status(
+            session_id,
+            SessionStatus.FAILED,
+            {"failure_reason": reason},
+            allowed=(SessionStatus.ENDED,),
+        )
+
+    def mark_consolidated(self, session_id: str, summary: str, at: str) -> bool:
+        return self._set_status(
+            session_id,
+            SessionStatus.CONSOLIDATED,
+            {"summary": summary, "consolidated_at": at, "consolidation_attempts": 0},
+            allowed=(SessionStatus.ENDED, SessionStatus.FAILED),
+            remove=(
+                schema.CONSOLIDATION_STATE,
+                "consolidation_cursor",
+                "consolidation_summary",
+                "consolidation_round",
+            ),
+        )
+
+    def checkpoint_consolidation(
+        self, session_id: str, *, expected_round: int, cursor: int, summary: str
+    ) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression=(
+                    "SET #state = :continue, consolidation_cursor = :cursor, "
+                    "consolidation_summary = :summary, consolidation_round = :next"
+                ),
+                ConditionExpression=(
+                    "#s IN (:ended, :failed) AND "
+                    "(attribute_not_exists(consolidation_round) OR consolidation_round = :round)"
+                ),
+                ExpressionAttributeNames={"#s": STATUS, "#state": schema.CONSOLIDATION_STATE},
+                ExpressionAttributeValues={
+                    ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
+                    ":cursor": {"N": str(cursor)},
+                    ":summary": {"S": summary},
+                    ":round": {"N": str(expected_round)},
+                    ":next": {"N": str(expected_round + 1)},
+                    ":ended": {"S": SessionStatus.ENDED},
+                    ":failed": {"S": SessionStatus.FAILED},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def failed_sessions(self) -> list[str]:
+        """FAILED sessions, for the redrive command (an operator's scan, not a request path)."""
+        ids: list[str] = []
+        for page in self._db.get_paginator("scan").paginate(
+            TableName=self._sessions,
+            FilterExpression="#s = :failed",
+            ExpressionAttributeNames={"#s": schema.STATUS},
+            ExpressionAttributeValues={":failed": {"S": SessionStatus.FAILED}},
+            ProjectionExpression=SESSION_ID,
+        ):
+            ids += [item[SESSION_ID]["S"] for item in page.get("Items", [])]
+        return ids
+
+    def reset_consolidation(self, session_id: str) -> None:
+        with suppress_conditional():  # deleted meanwhile: nothing to redrive
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression="SET consolidation_attempts = :zero",
+                ConditionExpression="#s = :failed",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":zero": {"N": "0"},
+                    ":failed": {"S": SessionStatus.FAILED},
+                },
+            )
+
+    def forget_summary(self, session_id: str) -> None:
+        with suppress_conditional():  # gone or being deleted: its records go with it
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression="SET summary_forgotten = :yes",
+                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":yes": {"BOOL": True},
+                    ":deleting": {"S": SessionStatus.DELETING},
+                },
+            )
+
+    def update_running_summary(
+        self, session_id: str, summary: str, through_turn: int, expected_through: int
+    ) -> bool:
+        """Advance the rolling summary only if nobody advanced it meanwhile (and the session is
+        not being deleted: a write must never bring a purged item back)."""
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression="SET running_summary = :s, summary_through_turn = :t",
+                ConditionExpression="#st IN (:open, :ended) AND summary_through_turn = :e",
+                ExpressionAttributeNames={"#st": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":s": {"S": summary},
+                    ":t": {"N": str(through_turn)},
+                    ":e": {"N": str(expected_through)},
+                    ":open": {"S": SessionStatus.OPEN},
+                    ":ended": {"S": SessionStatus.ENDED},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def _set_status(
+        self,
+        session_id: str,
+        status: str,
+        extra: dict[str, Any],
+        *,
+        allowed: tuple[str, ...],
+        remove: tuple[str, ...] = (),
+    ) -> bool:
+        names = {"#s": schema.STATUS, **{f"#{k}": k for k in (*extra, *remove)}}
+        values = {
+            ":status": {"S": status},
+            **{f":{k}": serialize_value(v) for k, v in extra.items()},
+            **{f":a{i}": {"S": a} for i, a in enumerate(allowed)},
+        }
+        allowed_expr = ", ".join(f":a{i}" for i in range(len(allowed)))
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression="SET #s = :status, "
+                + ", ".join(f"#{k} = :{k}" for k in extra)
+                + (" REMOVE " + ", ".join(f"#{k}" for k in remove) if remove else ""),
+                ConditionExpression=f"#s IN ({allowed_expr})",
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values,
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False  # moved on meanwhile (already consolidated, deleted)
+            raise
+        return True
+
+    # --- deletion ---------------------------------------------------------------------------
+
+    def mark_deleting(self, session_id: str, at: str) -> bool:
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression=(
+                    f"SET #s = :deleting, deleting_at = :t, {OPEN_SHARD} = :shard, "
+                    f"{IDLE_BUCKET} = :bucket, version = version + :one "
+                    f"REMOVE {_HANDOFF_CLEARED}"  # out of the agents' queue at once
+                ),
+                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":deleting": {"S": SessionStatus.DELETING},
+                    ":t": {"S": at},
+                    ":shard": {"S": open_shard(session_id, SessionStatus.DELETING)},
+                    ":bucket": {"S": idle_bucket(at)},
+                    ":one": {"N": "1"},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                return False
+            raise
+        return True
+
+    def continue_purge(self, session_id: str, at: str) -> None:
+        with suppress_conditional():  # already purged
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression=f"SET {IDLE_BUCKET} = :bucket ADD purge_round :one",
+                ConditionExpression="#s = :deleting",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":deleting": {"S": SessionStatus.DELETING},
+                    ":bucket": {"S": idle_bucket(at)},
+                    ":one": {"N": "1"},
+                },
+            )
+
+    def remove_session(self, session_id: str) -> None:
+        with suppress_conditional():  # already removed by a concurrent purge
+            self._db.delete_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                ConditionExpression="#s = :deleting",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={":deleting": {"S": SessionStatus.DELETING}},
+            )
+
+    def finish_import(self, session_id: str, last_active_at: str) -> None:
+        try:
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression=(
+                    f"SET #s = :open, {LAST_ACTIVE_AT} = :active, {OPEN_SHARD} = :shard, "
+                    f"{IDLE_BUCKET} = :bucket"
+                ),
+                ConditionExpression="#s = :importing",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":open": {"S": SessionStatus.OPEN},
+                    ":importing": {"S": SessionStatus.IMPORTING},
+                    ":shard": {"S": open_shard(session_id)},
+                    ":bucket": {"S": idle_bucket(last_active_at)},
+                    ":active": {"S": last_active_at},
+                },
+            )
+        except ClientError as error:
+            if is_conditional_failure(error):
+                raise Conflict("the import was abandoned meanwhile; import again") from None
+            raise

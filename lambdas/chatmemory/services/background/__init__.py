@@ -1,0 +1,1 @@
+"""Off the request path: consolidation, maintenance, purges (forget) and ingestion."""

@@ -1,0 +1,1 @@
+"""The conversation: sessions, turns and their states, chat, stacking, hand-off, checkpoints."""

@@ -1,0 +1,1 @@
+"""The caller's profile: records, their extraction from a session, filters on their values."""
