@@ -717,8 +717,7 @@ def memories_for_turn(
             MEMORY_INDEX, vector, query, policy.depth, owner
         )
         best_vector = max((c.vector_score or 0.0 for c in vector_hits), default=0.0)
-        small_talk = small_talk_similarity(embedder, vector, cache)
-        if small_talk > best_vector - policy.small_talk_margin:
+        if small_talk_similarity(embedder, vector, cache) > best_vector - policy.small_talk_margin:
             return Recalled(query, reason="small talk")
     except ChatMemoryError as failure:
         if failure.status < 500:
