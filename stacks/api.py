@@ -73,7 +73,9 @@ class ChatApi(Construct):
         # reads a session with its caller's state; a new session's transaction checks the
         # caller's generation (ConditionCheckItem); an import writes turns in batches. Every
         # chat answer's transaction (complete_stack) and a hand-off's (mark_for_agent) check
-        # the session in one of their items (ConditionCheckItem on sessions).
+        # the session in one of their items (ConditionCheckItem on sessions). Auto-recall's
+        # small-talk vectors are one item of the sessions table (adapters/dynamodb/
+        # vector_cache.py): read by each cold start (GetItem), written by the first (PutItem).
         storage.grant(
             self.handler,
             storage.sessions,

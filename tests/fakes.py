@@ -164,3 +164,30 @@ class HookedModel:
             raise ModelUnavailable("the model is down")
         last = prompt.rsplit("User: ", 1)[-1].split("\nAssistant:")[0]
         return Generation(self.prefix + " | ".join(last.splitlines()), model=self.name)
+
+
+@dataclass
+class InMemoryVectorCache:
+    """VectorCache in a dict, float32 as DynamoVectorCache keeps them; `down` makes every call
+    an outage."""
+
+    saved: dict[str, list[list[float]]] = field(default_factory=dict)
+    loads: int = 0
+    down: bool = False
+
+    def load(self, key: str) -> list[list[float]] | None:
+        from chatmemory.errors import ShortTermMemoryUnavailable
+
+        self.loads += 1
+        if self.down:
+            raise ShortTermMemoryUnavailable("fake vector cache is down")
+        return self.saved.get(key)
+
+    def save(self, key: str, vectors: Sequence[Sequence[float]]) -> None:
+        from array import array
+
+        from chatmemory.errors import ShortTermMemoryUnavailable
+
+        if self.down:
+            raise ShortTermMemoryUnavailable("fake vector cache is down")
+        self.saved[key] = [array("f", v).tolist() for v in vectors]

@@ -375,6 +375,20 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 
 
+class VectorCache(Protocol):
+    """Vectors kept across processes under a key, so that a cold start reads them instead of
+    embedding the same texts again (auto-recall's small-talk phrasings). They come back as
+    float32 values, as they are kept."""
+
+    def load(self, key: str) -> list[list[float]] | None:
+        """The vectors saved under `key`, or None; a ChatMemoryError when the store is down."""
+        ...
+
+    def save(self, key: str, vectors: Sequence[Sequence[float]]) -> None:
+        """Keep `vectors` under `key` (a set too large to keep is not kept)."""
+        ...
+
+
 class SentimentAnalyzer(Protocol):
     """The sentiment of one user message (VADER in process, or the text model)."""
 

@@ -228,6 +228,21 @@ def alias_key(caller: str, client_id: str) -> str:
     return f"alias#{client_id}#{caller}"
 
 
+# Vectors the chat keeps across cold starts (ports.VectorCache: auto-recall's small-talk
+# phrasings, per embedding model and phrase set): one item of the sessions table, whose key
+# holds "#" like an alias's, so it never meets a session. It has no status and no index key, so
+# no stream filter and no index sees it. VECTORS holds float32 values, little-endian, row after
+# row; VECTOR_ROWS and VECTOR_DIMENSION say how to cut them.
+VECTORS = "vectors"
+VECTOR_ROWS = "rows"
+VECTOR_DIMENSION = "dimension"
+
+
+def vector_cache_key(name: str) -> str:
+    """The sessions table key of the cached vectors named `name`: "cache#<name>"."""
+    return f"cache#{name}"
+
+
 USER_SESSIONS_INDEX = IndexSpec(
     name="user-sessions",
     partition_key=KeyAttr(USER_ID, "S"),

@@ -18,6 +18,7 @@ from chatmemory.ports import (
     ShortTermMemory,
     Summarizer,
     TextGenerator,
+    VectorCache,
 )
 from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
 from chatmemory.services.prompt import Roles
@@ -71,6 +72,15 @@ def short_term_memory(cfg: Settings | None = None) -> ShortTermMemory:
         cfg.users_table,
         cfg.records_table,
     )
+
+
+def vector_cache(cfg: Settings | None = None) -> VectorCache:
+    """Vectors kept across cold starts: one item of the sessions table (the chat may read and
+    write it already)."""
+    from chatmemory.adapters.dynamodb.vector_cache import DynamoVectorCache
+
+    cfg = cfg or settings()
+    return DynamoVectorCache(aws_client("dynamodb", cfg.dynamodb_endpoint), cfg.sessions_table)
 
 
 def checkpoint_store(cfg: Settings | None = None) -> CheckpointStore:
@@ -350,6 +360,7 @@ def chat_deps() -> ChatDeps:
         sentiment=chat_sentiment,
         stored_sentiment=stored_sentiment,
         events=event_publisher(cfg),
+        vector_cache=vector_cache(cfg) if index is not None else None,
     )
 
 

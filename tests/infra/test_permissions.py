@@ -97,7 +97,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # its entry back (delete_documents: delete by query), delete_record_now marks it
     # (mark_record_deleting: UpdateItem) and purges it in the request (delete by query, then
     # remove_deleted_record: DeleteItem). Auto-recall (services/longterm/auto_recall.py): one
-    # _msearch of the memory index per turn, then live (BatchGetItem over sessions and records).
+    # _msearch of the memory index per turn, then live (BatchGetItem over sessions and records); its
+    # small-talk vectors, cached in one sessions item (GetItem, and PutItem by the first).
     # Every chat answer (complete_stack) and a hand-off of waiting messages (mark_for_agent)
     # is a transaction with a ConditionCheck item on the session (ConditionCheckItem).
     # Hand-off to a person (issue 16): the agents' queue is a Query of the sessions table's

@@ -34,6 +34,7 @@ from chatmemory.ports import (
     SentimentAnalyzer,
     ShortTermMemory,
     TextGenerator,
+    VectorCache,
 )
 from chatmemory.schema import (
     HANDOFF_EVENT,
@@ -143,6 +144,9 @@ class ChatDeps:
     stored_sentiment: SentimentAnalyzer | None = None
     # Where hand-off events go (None: nowhere).
     events: EventPublisher | None = None
+    # Where auto-recall keeps its small-talk phrasings' vectors across cold starts (None: each
+    # process embeds them).
+    vector_cache: VectorCache | None = None
 
 
 @dataclass
@@ -492,6 +496,7 @@ def _recall_for_turn(
         ),
         now=deps.clock(),
         rewriter=deps.generator if policy.rewrite_follow_ups else None,
+        cache=deps.vector_cache,
     )
 
 

@@ -9,9 +9,10 @@ Nothing is injected, and nothing is searched, when the message has nothing to lo
    thanking, agreeing, reacting and leaving ("thanks!", "ok cool", "see you") is small talk.
    This costs nothing and keeps most small talk from reaching the index at all.
 2. Small talk by meaning: the message's embedding is compared with a few dozen phrasings of
-   small talk (embedded once per process) and with the best memory the search found. A message
-   closer to small talk than to any memory is small talk ("can you hear me?" shares the word
-   "hear" with many memories, but it means what "are you there?" means).
+   small talk (embedded once, then cached across cold starts) and with the best memory the
+   search found. A message closer to small talk than to any memory is small talk ("can you
+   hear me?" shares the word "hear" with many memories, but it means what "are you there?"
+   means).
 3. Relevance: the best memory must reach `min_similarity` by meaning or match the message's
    rarer words; then memories are kept while they reach `relative_floor` of the best score.
 
@@ -34,10 +35,14 @@ If the embedder or the index is down, the turn goes on without long-term memory 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import re
 import threading
+from array import array
 from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import astuple, dataclass, field
 from datetime import datetime
 
@@ -50,6 +55,7 @@ from chatmemory.ports import (
     MemoryDoc,
     ShortTermMemory,
     TextGenerator,
+    VectorCache,
 )
 from chatmemory.schema import (
     MEMORY_INDEX,
@@ -329,18 +335,61 @@ def standalone_query(
 
 _small_talk_vectors: dict[str, list[list[float]]] = {}
 _small_talk_lock = threading.Lock()
+# A cached phrasing's vector and the same phrasing embedded now are the same model's when they
+# are at least this close (the same model gives 1.0 up to float rounding and batching; another
+# model's vector of the same text is nowhere near).
+SAME_MODEL_COSINE = 0.99
 
 
-def small_talk_similarity(embedder: Embedder, vector: Sequence[float]) -> float:
-    """Cosine of the message to the closest small-talk phrasing (the phrasings are embedded
-    once per process: one request at a container's first turn; plain Python, as the Lambda
-    asset has no numpy)."""
+def small_talk_similarity(
+    embedder: Embedder, vector: Sequence[float], cache: VectorCache | None = None
+) -> float:
+    """Cosine of the message to the closest small-talk phrasing (plain Python, as the Lambda
+    asset has no numpy). The phrasings' vectors are had once per process: from `cache` when
+    it holds them (then one phrasing is embedded to check they are still the model's), else
+    embedded (one request per phrasing with Titan) and kept there for the next cold starts."""
     key = f"{embedder.name}:{embedder.dimension}"
     with _small_talk_lock:
         vectors = _small_talk_vectors.get(key)
         if vectors is None:
-            vectors = _small_talk_vectors[key] = embedder.embed(list(SMALL_TALK))
+            vectors = _small_talk_vectors[key] = _small_talk_phrasings(embedder, cache)
     return max(sum(a * b for a, b in zip(v, vector, strict=True)) for v in vectors)
+
+
+def small_talk_cache_key(embedder: Embedder) -> str:
+    """Where the phrasings' vectors are cached: one key per model, dimension and phrase set, so
+    a change of any of them embeds them anew."""
+    named = json.dumps([embedder.name, embedder.dimension, list(SMALL_TALK)]).encode()
+    return f"small-talk#{hashlib.sha256(named).hexdigest()[:32]}"
+
+
+def _small_talk_phrasings(embedder: Embedder, cache: VectorCache | None) -> list[list[float]]:
+    if cache is None:
+        return embedder.embed(list(SMALL_TALK))
+    key = small_talk_cache_key(embedder)
+    try:
+        cached = cache.load(key)
+    except ChatMemoryError:
+        cached = None  # the store is down: embed them, as without a cache
+    if (
+        cached is not None
+        and len(cached) == len(SMALL_TALK)
+        and all(len(v) == embedder.dimension for v in cached)
+    ):
+        # An endpoint keeps its name when another model is deployed behind it.
+        [probe] = embedder.embed([SMALL_TALK[0]])
+        if _cosine(probe, cached[0]) >= SAME_MODEL_COSINE:
+            return cached
+    # float32, as the cache keeps them: every container compares with the same numbers.
+    vectors = [array("f", v).tolist() for v in embedder.embed(list(SMALL_TALK))]
+    with suppress(ChatMemoryError):  # not kept: the next cold start embeds them again
+        cache.save(key, vectors)
+    return vectors
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
 
 
 def _term_share(query: str, text: str) -> float:
@@ -617,6 +666,7 @@ def recall_for_turn(
     policy: AutoRecallPolicy,
     now: datetime,
     rewriter: TextGenerator | None = None,
+    cache: VectorCache | None = None,
 ) -> Recalled:
     """The long-term memory relevant to `message`, ready for the prompt, or why there is none."""
     found = memories_for_turn(
@@ -629,6 +679,7 @@ def recall_for_turn(
         policy=policy,
         now=now,
         rewriter=rewriter,
+        cache=cache,
     )
     if isinstance(found, Recalled):
         return found
@@ -650,9 +701,11 @@ def memories_for_turn(
     policy: AutoRecallPolicy,
     now: datetime,
     rewriter: TextGenerator | None = None,
+    cache: VectorCache | None = None,
 ) -> Recalled | tuple[str, list[tuple[MemoryDoc, float]]]:
     """The query and the live memories that passed the gates, best first (what the block is
-    made of), or the `Recalled` that says why there are none."""
+    made of), or the `Recalled` that says why there are none. `cache` keeps the small-talk
+    phrasings' vectors across cold starts (small_talk_similarity)."""
     if not policy.enabled or policy.token_budget <= 0:
         return Recalled(message, reason="off")
     query = standalone_query(message, history, policy, rewriter)
@@ -664,7 +717,7 @@ def memories_for_turn(
             MEMORY_INDEX, vector, query, policy.depth, owner
         )
         best_vector = max((c.vector_score or 0.0 for c in vector_hits), default=0.0)
-        if small_talk_similarity(embedder, vector) > best_vector - policy.small_talk_margin:
+        if small_talk_similarity(embedder, vector, cache) > best_vector - policy.small_talk_margin:
             return Recalled(query, reason="small talk")
     except ChatMemoryError as failure:
         if failure.status < 500:
