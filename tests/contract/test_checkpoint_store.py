@@ -1,4 +1,5 @@
-"""One contract for every CheckpointStore: the DynamoDB adapter (on moto) and the in-memory fake
+"""One contract for every CheckpointStore: the DynamoDB adapter (on moto and on DynamoDB Local)
+and the in-memory fake
 that service tests use keep the same promises, values past one item's size included."""
 
 from __future__ import annotations
@@ -8,17 +9,23 @@ from collections.abc import Iterator
 import pytest
 
 from chatmemory import schema, wiring
+from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
 from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
 from chatmemory.ports import CheckpointStore
 from tests.checkpoints_fake import InMemoryCheckpointStore
+from tests.contract.conftest import BACKENDS, dynamodb_local_tables
 
 T0 = "2026-11-27T10:00:00.000Z"
 
 
-@pytest.fixture(params=["in-memory", "dynamodb"])
+@pytest.fixture(params=BACKENDS)
 def store(request: pytest.FixtureRequest) -> Iterator[CheckpointStore]:
     if request.param == "in-memory":
         yield InMemoryCheckpointStore()
+        return
+    if request.param == "dynamodb-local":
+        client, names = dynamodb_local_tables(request, schema.CHECKPOINTS)
+        yield DynamoCheckpointStore(client, names[schema.CHECKPOINTS.logical_name])
         return
     request.getfixturevalue("dynamodb")  # moto tables from schema.py
     yield wiring.checkpoint_store()

@@ -1,5 +1,6 @@
-"""One contract for every ShortTermMemory: the DynamoDB adapter (on moto) and the in-memory fake
-that service tests use must keep the same promises, or a service test proves nothing."""
+"""One contract for every ShortTermMemory: the DynamoDB adapter (on moto and on DynamoDB Local)
+and the in-memory fake that service tests use must keep the same promises, or a service test
+proves nothing."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from chatmemory import wiring
+from chatmemory import schema, wiring
+from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import (
     ClientAlias,
     Handoff,
@@ -23,6 +25,7 @@ from chatmemory.domain import (
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.ports import ShortTermMemory
 from chatmemory.schema import PurgeState, RecordOrigin, RecordType, SessionStatus, TurnOrigin
+from tests.contract.conftest import BACKENDS, dynamodb_local_tables
 from tests.memory_fake import InMemoryShortTermMemory
 
 T0 = "2026-11-23T10:00:00.000Z"
@@ -30,10 +33,22 @@ T1 = "2026-11-23T10:01:00.000Z"
 LATER = "2026-11-23T12:00:00.000Z"
 
 
-@pytest.fixture(params=["in-memory", "dynamodb"])
+@pytest.fixture(params=BACKENDS)
 def memory(request: pytest.FixtureRequest) -> Iterator[ShortTermMemory]:
     if request.param == "in-memory":
         yield InMemoryShortTermMemory()
+        return
+    if request.param == "dynamodb-local":
+        client, names = dynamodb_local_tables(
+            request, schema.SESSIONS, schema.CONVERSATIONS, schema.USERS, schema.RECORDS
+        )
+        yield DynamoShortTermMemory(
+            client,
+            names[schema.SESSIONS.logical_name],
+            names[schema.CONVERSATIONS.logical_name],
+            names[schema.USERS.logical_name],
+            names[schema.RECORDS.logical_name],
+        )
         return
     request.getfixturevalue("dynamodb")  # moto tables from schema.py
     yield wiring.short_term_memory()
