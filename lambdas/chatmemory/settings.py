@@ -206,7 +206,7 @@ class Settings(BaseModel):
     )
     # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
     recall_weights: str = Field(
-        default="1.0,1.0,0.05,0.5",
+        default="1.0,1.0,0.0,1.5",
         pattern=_WEIGHTS.pattern,
         description="The weights of `/past`'s ranking: meaning, words, recency, a named time.",
     )

@@ -420,6 +420,39 @@ def test_a_superseded_record_says_until_when_it_was_true() -> None:
     assert items[0].source.kind == "record" and items[0].source.id == "r1"
 
 
+def test_a_record_that_says_what_a_line_in_the_block_already_says_is_left_out() -> None:
+    """A fact drawn from a line of the block (or a repeated fact) pays its tokens for nothing:
+    the room goes to a record that says something new (on LoCoMo dev evidence_in_prompt rose
+    from 0.788 to 0.799 leaving one conversation out; bench/RESULTS.md)."""
+    window = _window(
+        "s1", 1, ["User: We adopted a greyhound called Biscuit.", "Assistant: Lovely!"]
+    )
+
+    def fact(key: str, text: str) -> MemoryDoc:
+        return MemoryDoc(
+            doc_key=f"record#{key}",
+            user_id="alice",
+            kind="fact",
+            text=text,
+            created_at="2024-05-01T10:00:00Z",
+            record_id=key,
+        )
+
+    drawn = fact("r1", "Adopted a greyhound called Biscuit.")
+    again = fact("r2", "Adopted a greyhound called Biscuit.")
+    new = fact("r3", "Biscuit likes the beach at Porto.")
+
+    block, items = build_block([(window, 2.0), (drawn, 1.9), (again, 1.8), (new, 1.0)], 400)
+
+    assert "fact] Adopted" not in block
+    assert "Biscuit likes the beach at Porto." in block
+    assert [item.source.id for item in items] == ["s1", "r3"]
+
+    # Without the line, the fact goes in once.
+    block, items = build_block([(drawn, 1.9), (again, 1.8)], 400)
+    assert [item.source.id for item in items] == ["r1"]
+
+
 # --- the query of a follow-up -------------------------------------------------------------------
 
 

@@ -16,6 +16,7 @@ from chatmemory.services.longterm.recall import (
     recency_factor,
     search_sessions,
 )
+from chatmemory.services.when import time_window
 from chatmemory.settings import Settings
 from tests.fakes import FakeEmbedder
 
@@ -64,6 +65,37 @@ def test_recency_breaks_ties_toward_the_newer_session() -> None:
     )
     assert [r.session_id for r in ranked] == ["NEW", "OLD"]
     assert recency_factor("2026-10-23T00:00:00Z", NOW, 30) == 0.5
+
+
+def test_by_default_an_older_session_that_matches_better_comes_first() -> None:
+    """Recency is off by default (it cost recall_all@5 on every LoCoMo conversation left out):
+    a year's difference in age does not reorder two sessions 0.01 apart by similarity."""
+    old = _doc("o", "OLD", "2025-11-22T00:00:00.000Z")
+    new = _doc("n", "NEW", "2026-11-21T00:00:00.000Z")
+    ranked = rank_sessions(
+        [Candidate(old, vector_score=0.51), Candidate(new, vector_score=0.5)],
+        [],
+        weights=RecallWeights(),
+        now=NOW,
+        k=2,
+    )
+    assert [r.session_id for r in ranked] == ["OLD", "NEW"]
+
+
+def test_a_session_from_the_time_the_question_names_outranks_a_closer_match_from_another() -> None:
+    """The named time weighs 1.5 (chosen leaving one LoCoMo conversation out): a session of
+    June is first for "in June" even when another matches the words and meaning far better."""
+    june = _doc("j", "JUNE", "2026-06-10T00:00:00.000Z")
+    march = _doc("m", "MARCH", "2026-03-10T00:00:00.000Z")
+    ranked = rank_sessions(
+        [Candidate(june, vector_score=0.3), Candidate(march, vector_score=0.6)],
+        [Candidate(march, lexical_score=5.0), Candidate(june, lexical_score=1.0)],
+        weights=RecallWeights(),
+        now=NOW,
+        k=2,
+        window=time_window("what did we cook in June?", NOW),
+    )
+    assert [r.session_id for r in ranked] == ["JUNE", "MARCH"]
 
 
 def test_weights_parse_from_configuration() -> None:

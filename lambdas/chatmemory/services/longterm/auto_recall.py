@@ -589,7 +589,8 @@ def build_block(
     windows rather than the best window whole (windows are about 230 tokens on LoCoMo, the
     budget 400: whole windows left half of it unused or spent on the second-best window's
     least useful lines). The lines of one session form one dated excerpt in transcript order,
-    each line once; "…" marks where lines between two of them were left out."""
+    each line once; "…" marks where lines between two of them were left out. A record whose
+    content words a piece already taken holds is left out (a fact drawn from a line there)."""
     left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
     scored = piece_features(ranked, query)
     if weights is not None:
@@ -603,16 +604,23 @@ def build_block(
             adjacent.update(zip(lines, lines[1:], strict=False))
     items: list[RecalledItem] = []
     excerpts: dict[str, tuple[RecalledItem, list[_Piece]]] = {}
+    # The words of each piece taken: a record whose every content word one of them already
+    # holds (a fact drawn from a line in the block, or repeated) says nothing new.
+    held: list[set[str]] = []
     # Stable: equal scores keep the search's order.
     for piece in sorted((piece for piece, _ in scored), key=lambda p: -p.score):
         if left <= 8:
             break
         if piece.session is None:
+            said = {_stem(w) for w in content_terms(piece.doc.text)}
+            if said and any(said <= words for words in held):
+                continue
             cost = estimate_tokens(piece.text)
             if cost <= left:
                 source = _source(piece.doc, piece.score)
                 items.append(RecalledItem(piece.text, source, piece.score, [piece.doc]))
                 left -= cost
+                held.append(said)
             continue
         excerpt, chosen = excerpts.get(piece.session, (None, []))
         text = _excerpt([*chosen, piece], adjacent)
@@ -626,6 +634,7 @@ def build_block(
             excerpts[piece.session] = (excerpt, chosen)
         excerpt.text = text
         chosen.append(piece)
+        held.append(_stems(piece.text))
         if piece.doc not in excerpt.docs:
             excerpt.docs.append(piece.doc)
     if not items:

@@ -30,13 +30,16 @@ class RecallWeights:
 
     vector: float = 1.0
     lexical: float = 1.0
-    recency: float = 0.05
+    # Off by default: on LoCoMo dev, 0.05 cost recall_all@5 in every conversation left out
+    # (bench/RESULTS.md); a deployment that wants newer sessions first sets it.
+    recency: float = 0.0
     half_life_days: float = 30.0
     # Candidates fetched per method, as a multiple of k (chunks of one session compete).
     depth: int = 8
     # A question that names a time ("in May", "on 3 June, 2023") favours sessions from then:
-    # this much for a session inside that time, halving every `time_half_life_days` outside.
-    time: float = 0.5
+    # this much for a session inside that time, halving every `time_half_life_days` outside
+    # (1.5 chosen leaving one LoCoMo conversation out among 0.5-3; bench/RESULTS.md).
+    time: float = 1.5
     time_half_life_days: float = 7.0
 
     @classmethod
