@@ -16,7 +16,7 @@ from chatmemory.services.longterm.recall import (
     recency_factor,
     search_sessions,
 )
-from chatmemory.services.when import time_window
+from chatmemory.services.longterm.when import time_window
 from chatmemory.settings import Settings
 from tests.fakes import FakeEmbedder
 
