@@ -21,6 +21,29 @@ if TYPE_CHECKING:
     from tests.integration.helpers import World
 
 
+# Test folders that synthesize the app (tests/conftest.py's synth_cache, one per process).
+_SYNTHESIZING = ("tests/infra/", "tests/aws/")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Two pytest-xdist workers with `--dist loadfile` (see PYTEST_WORKERS in the Makefile): a
+    module's tests run on one worker, so its module fixtures (a local mode, a browser) start
+    once; here the modules that synthesize the app also share one worker, so each configuration
+    is synthesized once. (`--dist loadgroup` cannot do this: xdist 3.8 marks a group by renaming
+    the test's node id, which pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndSynth(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "synth" if module.startswith(_SYNTHESIZING) else module
+
+    return ModulesAndSynth(config, log)
+
+
 @pytest.fixture(autouse=True)
 def aws_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """No test can reach AWS: fake credentials, a fixed region, moto-friendly settings."""
