@@ -4,6 +4,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -16,6 +19,29 @@ if TYPE_CHECKING:
     from local.dynamodb_local import DynamoDBLocal
     from tests.infra.synth import Synth
     from tests.integration.helpers import World
+
+
+# Test folders that synthesize the app (tests/conftest.py's synth_cache, one per process).
+_SYNTHESIZING = ("tests/infra/", "tests/aws/")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Two pytest-xdist workers with `--dist loadfile` (see PYTEST_WORKERS in the Makefile): a
+    module's tests run on one worker, so its module fixtures (a local mode, a browser) start
+    once; here the modules that synthesize the app also share one worker, so each configuration
+    is synthesized once. (`--dist loadgroup` cannot do this: xdist 3.8 marks a group by renaming
+    the test's node id, which pytest 9 ignores.)"""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class ModulesAndSynth(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return "synth" if module.startswith(_SYNTHESIZING) else module
+
+    return ModulesAndSynth(config, log)
 
 
 @pytest.fixture(autouse=True)
@@ -84,10 +110,23 @@ def dynamodb_local(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DynamoD
     except LocalModeError as error:
         pytest.skip(f"this test needs DynamoDB Local: {error}")
     root = tmp_path_factory.mktemp("dynamodb-local")
-    server = DynamoDBLocal(root / "data", free_port(), log_path=root / "dynamodb.log")
-    server.start()
-    yield server
-    server.stop()
+    # Its database in memory-backed storage where the machine has it: every write of DynamoDB
+    # Local is a SQLite write, and on disk they made the DynamoDB Local tests two to three times
+    # slower. The same server and flags otherwise (-dbPath, -sharedDb).
+    shm = Path("/dev/shm")
+    data = Path(tempfile.mkdtemp(prefix="dynamodb-local-", dir=shm)) if _writable(shm) else None
+    server = DynamoDBLocal(data or root / "data", free_port(), log_path=root / "dynamodb.log")
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        if data is not None:
+            shutil.rmtree(data, ignore_errors=True)
+
+
+def _writable(folder: Path) -> bool:
+    return folder.is_dir() and os.access(folder, os.W_OK | os.X_OK)
 
 
 @pytest.fixture
