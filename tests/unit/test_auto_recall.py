@@ -420,6 +420,28 @@ def test_a_superseded_record_says_until_when_it_was_true() -> None:
     assert items[0].source.kind == "record" and items[0].source.id == "r1"
 
 
+def test_a_memory_from_the_time_the_message_names_comes_before_a_closer_match() -> None:
+    """ "What did I cook in June?" favours June's window over one that matches better by words
+    (3.0 chosen leaving one LoCoMo conversation out: evidence_in_prompt 0.799 -> 0.824)."""
+    from chatmemory.ports import Candidate
+    from chatmemory.services.when import time_window
+
+    now = datetime(2024, 12, 1, tzinfo=UTC)
+    june = MemoryDoc("s1#chunk-1", "alice", "chunk", "User: pasta", "2024-06-10T00:00:00Z", [])
+    march = MemoryDoc("s2#chunk-1", "alice", "chunk", "User: cook", "2024-03-10T00:00:00Z", [])
+    vector = [Candidate(june, vector_score=0.3), Candidate(march, vector_score=0.6)]
+    lexical = [Candidate(march, lexical_score=5.0)]
+    policy = AutoRecallPolicy()
+
+    ranked = auto_recall.rank_memories(
+        vector, lexical, policy, now, time_window("What did I cook in June?", now)
+    )
+    assert [doc.doc_key for doc, _ in ranked] == ["s1#chunk-1", "s2#chunk-1"]
+    # Without a named time the better match comes first, as before.
+    ranked = auto_recall.rank_memories(vector, lexical, policy, now)
+    assert [doc.doc_key for doc, _ in ranked] == ["s2#chunk-1", "s1#chunk-1"]
+
+
 def test_a_record_that_says_what_a_line_in_the_block_already_says_is_left_out() -> None:
     """A fact drawn from a line of the block (or a repeated fact) pays its tokens for nothing:
     the room goes to a record that says something new (on LoCoMo dev evidence_in_prompt rose

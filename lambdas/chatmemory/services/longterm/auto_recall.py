@@ -67,6 +67,7 @@ from chatmemory.schema import (
     SourceKind,
 )
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
+from chatmemory.services.when import TimeWindow, time_window
 
 MEMORY_HEADER = PROMPT_MEMORY_HEADER
 MEMORY_FOOTER = PROMPT_MEMORY_FOOTER
@@ -251,6 +252,11 @@ class AutoRecallPolicy:
     lexical_weight: float = 2.0
     recency_weight: float = 0.05
     half_life_days: float = 30.0
+    # A message that names a time ("in May", "last week") favours memories from then: this much
+    # inside it, halving every `time_half_life_days` outside (3.0 chosen leaving one LoCoMo
+    # conversation out among 0.5-10; /past's is 1.5 on its scale of 2, this one's is 3).
+    time_weight: float = 3.0
+    time_half_life_days: float = 7.0
     # A message with at most this many content words that reads as a follow-up borrows the
     # previous message's words (offline), or is rewritten by the text model.
     follow_up_terms: int = 3
@@ -421,11 +427,13 @@ def rank_memories(
     lexical_hits: Sequence[Candidate],
     policy: AutoRecallPolicy,
     now: datetime,
+    window: TimeWindow | None = None,
 ) -> list[tuple[MemoryDoc, float]]:
     """Every document once: weighted cosine plus weighted BM25 (normalised by the query's best)
-    plus a little recency. Openings (a session's first lines, repeated) and session summaries
-    are left out: a summary restates the windows at several times their cost in the budget
-    (with them, 0.03 fewer questions had a gold turn in the prompt); /past uses them."""
+    plus a little recency, plus closeness to the time the message names (`window`). Openings
+    (a session's first lines, repeated) and session summaries are left out: a summary restates
+    the windows at several times their cost in the budget (with them, 0.03 fewer questions had
+    a gold turn in the prompt); /past uses them."""
     best_lexical = max((c.lexical_score or 0.0 for c in lexical_hits), default=0.0)
     scores: dict[str, tuple[MemoryDoc, float]] = {}
     for hit in vector_hits:
@@ -435,12 +443,26 @@ def rank_memories(
         doc, score = scores.get(hit.doc.doc_key, (hit.doc, 0.0))
         scores[hit.doc.doc_key] = (doc, score + policy.lexical_weight * share)
     ranked = [
-        (doc, score + policy.recency_weight * _recency(doc.created_at, now, policy.half_life_days))
+        (
+            doc,
+            score
+            + policy.recency_weight * _recency(doc.created_at, now, policy.half_life_days)
+            + policy.time_weight * _timely(doc.created_at, window, policy.time_half_life_days),
+        )
         for doc, score in scores.values()
         if doc.kind not in (MemoryKind.OPENING, MemoryKind.SUMMARY) and not _settled(doc)
     ]
     ranked.sort(key=lambda pair: (-pair[1], pair[0].doc_key))
     return ranked
+
+
+def _timely(created_at: str, window: TimeWindow | None, half_life_days: float) -> float:
+    if window is None:
+        return 0.0
+    from chatmemory.services.recall import _parse_time
+
+    moment = _parse_time(created_at)
+    return window.closeness(moment, half_life_days) if moment is not None else 0.0
 
 
 def live_documents(
@@ -732,7 +754,7 @@ def memories_for_turn(
         if failure.status < 500:
             raise
         return Recalled(query, reason="unavailable", degraded=True)
-    ranked = rank_memories(vector_hits, lexical_hits, policy, now)
+    ranked = rank_memories(vector_hits, lexical_hits, policy, now, time_window(query, now))
     if not ranked:
         return Recalled(query, reason="not relevant")
     best_words = max((_term_share(query, c.doc.text) for c in lexical_hits[:3]), default=0.0)
