@@ -424,7 +424,7 @@ def test_a_memory_from_the_time_the_message_names_comes_before_a_closer_match() 
     """ "What did I cook in June?" favours June's window over one that matches better by words
     (3.0 chosen leaving one LoCoMo conversation out: evidence_in_prompt 0.799 -> 0.824)."""
     from chatmemory.ports import Candidate
-    from chatmemory.services.when import time_window
+    from chatmemory.services.longterm.when import time_window
 
     now = datetime(2024, 12, 1, tzinfo=UTC)
     june = MemoryDoc("s1#chunk-1", "alice", "chunk", "User: pasta", "2024-06-10T00:00:00Z", [])

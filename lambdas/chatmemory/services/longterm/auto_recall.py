@@ -66,8 +66,8 @@ from chatmemory.schema import (
     MemoryKind,
     SourceKind,
 )
+from chatmemory.services.longterm.when import TimeWindow, time_window
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
-from chatmemory.services.when import TimeWindow, time_window
 
 MEMORY_HEADER = PROMPT_MEMORY_HEADER
 MEMORY_FOOTER = PROMPT_MEMORY_FOOTER
@@ -459,7 +459,7 @@ def rank_memories(
 def _timely(created_at: str, window: TimeWindow | None, half_life_days: float) -> float:
     if window is None:
         return 0.0
-    from chatmemory.services.recall import _parse_time
+    from chatmemory.services.longterm.recall import _parse_time
 
     moment = _parse_time(created_at)
     return window.closeness(moment, half_life_days) if moment is not None else 0.0
