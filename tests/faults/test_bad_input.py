@@ -71,7 +71,8 @@ def _snapshot(world: World) -> dict[str, Any]:
             for page in client.get_paginator("scan").paginate(TableName=table)
             for i in page["Items"]
         ]
-        tables[table] = sorted(json.dumps(i, sort_keys=True) for i in items)
+        # default: binary attributes (the small-talk vectors' cache item) as hex.
+        tables[table] = sorted(json.dumps(i, sort_keys=True, default=bytes.hex) for i in items)
     index = EmbeddedLongTermIndex(cfg.memory_path)
     docs = index._db.execute(
         "SELECT idx, doc_key, user_id, session_id, kind, text, created_at, meta, embedding "
