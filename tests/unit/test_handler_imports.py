@@ -16,12 +16,13 @@ HANDLERS = sorted(
 )
 
 
-def test_no_handler_loads_the_xray_sdk_or_opentelemetry_at_import() -> None:
+def _modules_after_importing(handlers: tuple[str, ...] | list[str]) -> set[str]:
+    """Every module a fresh interpreter holds once it has imported these handlers."""
     code = (
         "import importlib, json, sys\n"
-        f"for name in {HANDLERS!r}:\n"
+        f"for name in {list(handlers)!r}:\n"
         "    importlib.import_module('handlers.' + name)\n"
-        "print(json.dumps(sorted({m.split('.')[0] for m in sys.modules})))\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code],
@@ -31,7 +32,11 @@ def test_no_handler_loads_the_xray_sdk_or_opentelemetry_at_import() -> None:
         cwd=ROOT,
         env={"PYTHONPATH": f"{ROOT / 'lambdas'}", "AWS_DEFAULT_REGION": "us-east-1"},
     )
-    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def test_no_handler_loads_the_xray_sdk_or_opentelemetry_at_import() -> None:
+    loaded = {m.split(".")[0] for m in _modules_after_importing(HANDLERS)}
     assert "handlers" in loaded and len(HANDLERS) >= 8
     assert not loaded & {"aws_xray_sdk", "opentelemetry", "boto3", "vaderSentiment"}, loaded
 
@@ -42,22 +47,9 @@ STREAM_AND_SCHEDULED = ("compact", "consolidate", "purge", "redrive", "sweep_idl
 def test_stream_and_scheduled_handlers_do_not_load_the_chat_service_at_import() -> None:
     # wiring imports each service where it is used, so these cold starts skip the chat
     # service's modules (chat, auto-recall, hand-off, stacking, recall).
-    code = (
-        "import importlib, json, sys\n"
-        "loaded = {}\n"
-        f"for name in {STREAM_AND_SCHEDULED!r}:\n"
-        "    importlib.import_module('handlers.' + name)\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('chatmemory'))))\n"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": f"{ROOT / 'lambdas'}", "AWS_DEFAULT_REGION": "us-east-1"},
-    )
-    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
+    loaded = {
+        m for m in _modules_after_importing(STREAM_AND_SCHEDULED) if m.startswith("chatmemory")
+    }
     chat_only = {
         "chatmemory.services.conversation.chat",
         "chatmemory.services.longterm.auto_recall",
