@@ -66,7 +66,7 @@ from chatmemory.schema import (
     MemoryKind,
     SourceKind,
 )
-from chatmemory.services.longterm.when import TimeWindow, time_window
+from chatmemory.services.longterm.when import TimeWindow, time_window, timeliness
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 
 MEMORY_HEADER = PROMPT_MEMORY_HEADER
@@ -447,22 +447,13 @@ def rank_memories(
             doc,
             score
             + policy.recency_weight * _recency(doc.created_at, now, policy.half_life_days)
-            + policy.time_weight * _timely(doc.created_at, window, policy.time_half_life_days),
+            + policy.time_weight * timeliness(doc.created_at, window, policy.time_half_life_days),
         )
         for doc, score in scores.values()
         if doc.kind not in (MemoryKind.OPENING, MemoryKind.SUMMARY) and not _settled(doc)
     ]
     ranked.sort(key=lambda pair: (-pair[1], pair[0].doc_key))
     return ranked
-
-
-def _timely(created_at: str, window: TimeWindow | None, half_life_days: float) -> float:
-    if window is None:
-        return 0.0
-    from chatmemory.services.longterm.recall import _parse_time
-
-    moment = _parse_time(created_at)
-    return window.closeness(moment, half_life_days) if moment is not None else 0.0
 
 
 def live_documents(

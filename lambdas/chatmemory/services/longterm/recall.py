@@ -6,8 +6,9 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 
+from chatmemory.clock import parse_time
 from chatmemory.domain import Source
 from chatmemory.errors import LongTermMemoryUnavailable
 from chatmemory.ports import (
@@ -20,7 +21,7 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind, searched_apart
 from chatmemory.services.access import owner_of
-from chatmemory.services.longterm.when import TimeWindow, time_window
+from chatmemory.services.longterm.when import TimeWindow, time_window, timeliness
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 
 
@@ -72,17 +73,9 @@ class RankedPassage:
     score: float
 
 
-def _parse_time(value: str) -> datetime | None:
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except (ValueError, AttributeError):
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
-
-
 def recency_factor(created_at: str, now: datetime, half_life_days: float) -> float:
     """1.0 for a memory from now, 0.5 one half-life ago."""
-    moment = _parse_time(created_at)
+    moment = parse_time(created_at)
     if moment is None or half_life_days <= 0:
         return 0.0
     age_days = max((now - moment).total_seconds() / 86_400, 0.0)
@@ -138,12 +131,7 @@ def rank_sessions(
         similarity = scored[0][1]
         date = min(d.created_at for d, _ in scored)
         recency = recency_factor(date, now, weights.half_life_days)
-        moment = _parse_time(date)
-        timely = (
-            window.closeness(moment, weights.time_half_life_days)
-            if window is not None and moment is not None
-            else 0.0
-        )
+        timely = timeliness(date, window, weights.time_half_life_days)
         summary = next((d for d, _ in scored if d.kind == "summary"), None)
         ranked.append(
             RankedSession(

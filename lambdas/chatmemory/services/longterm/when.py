@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
 
+from chatmemory.clock import parse_time
+
 _MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}
 _MONTHS |= {name.lower(): i for i, name in enumerate(calendar.month_abbr) if name}
 _MONTHS["sept"] = 9
@@ -69,6 +71,15 @@ class TimeWindow:
     def closeness(self, moment: datetime, half_life_days: float) -> float:
         """1.0 inside the window, halving every `half_life_days` outside it."""
         return math.pow(0.5, self.distance_days(moment) / half_life_days)
+
+
+def timeliness(created_at: str, window: TimeWindow | None, half_life_days: float) -> float:
+    """How close a stored time is to the time a message names (TimeWindow.closeness); 0.0
+    without a window or a readable time."""
+    moment = parse_time(created_at)
+    if window is None or moment is None:
+        return 0.0
+    return window.closeness(moment, half_life_days)
 
 
 def _month_range(year: int, month: int) -> tuple[datetime, datetime]:
