@@ -45,10 +45,9 @@ tools: venv node
 	@command -v java >/dev/null || { echo "Java 17+ is needed for DynamoDB Local (apt-get install openjdk-17-jre-headless)"; exit 1; }
 	@$(PY) -m scripts.browser
 
-# PYTEST_WORKERS="-n 2 --dist loadfile" runs the suite on two pytest-xdist workers: a module's
-# tests stay on one worker and the synthesizing modules share one (tests/conftest.py). Not the
-# default yet: on a loaded 2-core machine three timing-sensitive tests failed under it.
-PYTEST_WORKERS ?=
+# Two pytest-xdist workers: a module's tests stay on one worker and the synthesizing modules
+# share one (tests/conftest.py). `make test PYTEST_WORKERS=` runs the suite in one process.
+PYTEST_WORKERS ?= -n 2 --dist loadfile
 
 # The client must build as a wheel (into a temporary directory: this checks, it ships nothing).
 test: tools synth lint

@@ -25,6 +25,18 @@ if TYPE_CHECKING:
 _SYNTHESIZING = ("tests/infra/", "tests/aws/")
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test has a node id of its own. pytest-xdist tells tests apart by node id: tests that
+    share one run as one on its workers, and the rest are lost without a word (schemathesis's
+    `parametrize()` gave its 33 operations one id on pytest 9; 32 never ran under two workers)."""
+    seen: dict[str, int] = {}
+    for item in items:
+        seen[item.nodeid] = seen.get(item.nodeid, 0) + 1
+    shared = sorted(nodeid for nodeid, count in seen.items() if count > 1)
+    if shared:
+        raise pytest.UsageError(f"tests that share a node id: {shared}")
+
+
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Two pytest-xdist workers with `--dist loadfile` (see PYTEST_WORKERS in the Makefile): a
