@@ -102,7 +102,7 @@ def run_variant(data: Path, sessions: int, *, one_per_call: bool) -> dict[str, A
             turns = 0
             for number, lines in enumerate(dialogues(data, sessions)):
                 document = ImportDocument.model_validate(_document(lines, number))
-                session = import_session(deps.memory, USER, document)
+                session = import_session(deps.memory, USER, document.imported())
                 end_session(deps.memory, USER, session.session_id)
                 turns += session.num_turns
             poller = default_poller(

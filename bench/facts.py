@@ -146,7 +146,9 @@ def build_and_score(data: Path, settings: Any) -> tuple[list[Scored], TimedExtra
         turn_ids: dict[tuple[str, int], str | None] = {}
         for number, when, messages in sessions_of(conv):
             document, ids = export_document(number, when, messages, conv["speaker_a"])
-            session = import_session(memory, user, ImportDocument.model_validate(document))
+            session = import_session(
+                memory, user, ImportDocument.model_validate(document).imported()
+            )
             end_session(
                 memory, user, session.session_id, clock=lambda w=when: w + timedelta(hours=1)
             )

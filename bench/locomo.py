@@ -245,7 +245,9 @@ def build(
         tick = time.perf_counter()
         for number, when, messages in sessions_of(conv):
             document, ids = export_document(number, when, messages, conv["speaker_a"])
-            session = import_session(memory, item.user, ImportDocument.model_validate(document))
+            session = import_session(
+                memory, item.user, ImportDocument.model_validate(document).imported()
+            )
             end_session(
                 memory, item.user, session.session_id, clock=lambda w=when: w + timedelta(hours=1)
             )

@@ -20,7 +20,18 @@ from pydantic import (
 )
 
 from chatmemory.clock import canonical_time, iso
-from chatmemory.domain import Blob, MemoryRecord, Page, Sentiment, Session, Turn, caller_of
+from chatmemory.domain import (
+    Blob,
+    Feedback,
+    ImportedSession,
+    MemoryRecord,
+    Page,
+    Sentiment,
+    Session,
+    Source,
+    Turn,
+    caller_of,
+)
 from chatmemory.errors import BadRequest
 from chatmemory.schema import (
     AGENT_LABEL,
@@ -497,6 +508,27 @@ class ImportMessage(_Exported):
     # Kept as exported; a message without one stays without (no analyzer runs on an import).
     sentiment: ImportSentiment | None = None
 
+    def turn(self, number: int) -> Turn:
+        """The message as the `number`th turn of a session not made yet (ImportedSession)."""
+        return Turn(
+            session_id="",
+            turn=number,
+            user_id="",
+            input=self.input,
+            response=self.response,
+            intent=self.intent,
+            sources=[Source(**source.model_dump()) for source in self.sources],
+            created_at=self.created_at or "",
+            client_message_id=None,
+            # No import speaks for a person: an agent's turn is the caller's account of it,
+            # as a turn a client stored.
+            origin=TurnOrigin.CLIENT if self.origin == TurnOrigin.AGENT else self.origin,
+            metadata=dict(self.metadata),
+            messages=compact_json(self.messages) if self.messages is not None else None,
+            feedback=Feedback(**self.feedback.model_dump()) if self.feedback else None,
+            sentiment=self.sentiment.domain() if self.sentiment else None,
+        )
+
 
 class ImportSession(_Exported):
     name: str | None = Field(default=None, max_length=200)
@@ -518,6 +550,16 @@ class ImportDocument(_Exported):
     format: str | None = Field(default=None, max_length=64)
     session: ImportSession = ImportSession()
     messages: list[ImportMessage] = Field(max_length=MAX_IMPORT_MESSAGES)
+
+    def imported(self) -> ImportedSession:
+        """What the sessions service restores (it takes no API model)."""
+        return ImportedSession(
+            turns=[message.turn(n) for n, message in enumerate(self.messages, start=1)],
+            name=(self.session.name or "").strip(),
+            started_at=self.session.started_at,
+            running_summary=self.session.running_summary or "",
+            summary_through_turn=self.session.summary_through_turn or 0,
+        )
 
 
 class MemoryOut(_Model):

@@ -243,6 +243,20 @@ class Turn:
 
 
 @dataclass
+class ImportedSession:
+    """A conversation to restore as a new session (POST /sessions/import; the API's
+    ImportDocument.imported() makes one). Its turns are numbered from 1 and belong to no session
+    yet (session_id and user_id empty); a turn whose created_at is empty took place at the
+    import."""
+
+    turns: list[Turn]
+    name: str = ""
+    started_at: str | None = None
+    running_summary: str = ""
+    summary_through_turn: int = 0
+
+
+@dataclass
 class Provenance:
     """Where a record was said: a turn of a session, and when."""
 

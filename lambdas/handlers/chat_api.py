@@ -191,7 +191,7 @@ def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.Session
     created = sessions.import_session(
         wiring.chat_deps().memory,
         _user(),
-        body,
+        body.imported(),
         limits=sessions.ImportLimits(max_input_chars=settings.max_input_chars),
     )
     return m.SessionEnvelope.of(created), 201

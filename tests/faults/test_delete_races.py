@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from chatmemory.api_models import ImportDocument
+from chatmemory.domain import ImportedSession
 from chatmemory.errors import ModelUnavailable, SessionNotFound, ShortTermMemoryUnavailable
 from chatmemory.services.background.forget import forget_user, purge_session, purge_user
 from chatmemory.services.background.maintenance import sweep_stale_work
@@ -133,10 +134,10 @@ def test_a_turn_written_just_before_the_delete_is_purged_with_the_session(store:
     _nothing_left(store, sid)
 
 
-def _document(count: int) -> ImportDocument:
+def _document(count: int) -> ImportedSession:
     return ImportDocument.model_validate(
         {"messages": [{"input": f"message {i}", "response": f"answer {i}"} for i in range(count)]}
-    )
+    ).imported()
 
 
 class FailingWrites:

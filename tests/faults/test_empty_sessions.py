@@ -78,6 +78,6 @@ def test_an_import_summarized_to_its_end_is_consolidated(store: Store, through: 
             "messages": [{"input": "plant tomatoes", "response": "In May."}],
         }
     )
-    sid = sessions.import_session(store.memory, "alice", document).session_id
+    sid = sessions.import_session(store.memory, "alice", document.imported()).session_id
     sessions.end_session(store.memory, "alice", sid)
     _consolidated(store, sid)

@@ -40,7 +40,7 @@ def test_a_2000_turn_import_is_consolidated_in_resumable_steps_with_a_slow_model
     # What is tested here is the consolidation that follows.
     document = ImportDocument.model_validate({"messages": messages})
     sid = sessions.import_session(
-        wiring.short_term_memory(), "local-user", document,
+        wiring.short_term_memory(), "local-user", document.imported(),
         limits=sessions.ImportLimits(max_seconds=600),
     ).session_id  # fmt: skip
     base = wiring.consolidation_deps()

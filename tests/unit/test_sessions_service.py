@@ -24,7 +24,7 @@ def test_an_imported_session_keeps_the_time_of_its_last_message() -> None:
     document = ImportDocument.model_validate(
         {"messages": [{"input": "hi", "created_at": "2026-01-02T03:04:05Z"}]}
     )
-    created = sessions.import_session(memory, "alice", document, clock=lambda: NOW)
+    created = sessions.import_session(memory, "alice", document.imported(), clock=lambda: NOW)
     stored = sessions.get_session(memory, "alice", created.session_id)
     assert stored.status == "OPEN" and stored.last_active_at == "2026-01-02T03:04:05.000Z"
 
@@ -54,7 +54,7 @@ def _imported(memory: InMemoryShortTermMemory, turns: int, text: str) -> str:
     document = ImportDocument.model_validate(
         {"messages": [{"input": f"{n}: {text}", "response": "ok"} for n in range(1, turns + 1)]}
     )
-    return sessions.import_session(memory, "alice", document).session_id
+    return sessions.import_session(memory, "alice", document.imported()).session_id
 
 
 def test_a_long_session_is_exported_in_pages_that_each_fit_a_lambda_answer() -> None:

@@ -12,17 +12,15 @@ import re
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TypeVar
 
-from chatmemory.api_models import ImportDocument, ImportMessage, compact_json
 from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
     ClientAlias,
-    Feedback,
+    ImportedSession,
     Page,
     Session,
-    Source,
     Turn,
     is_identifier,
 )
@@ -38,7 +36,6 @@ from chatmemory.schema import (
     MAX_INPUT_CHARS_DEFAULT,
     TEXT_STOPWORDS,
     SessionStatus,
-    TurnOrigin,
 )
 from chatmemory.services.access import owned_session, owner_of
 
@@ -418,7 +415,7 @@ class ImportLimits:
 def import_session(
     memory: ShortTermMemory,
     user_id: str,
-    document: ImportDocument,
+    imported: ImportedSession,
     *,
     limits: ImportLimits = ImportLimits(),
     clock: Clock = utc_now,
@@ -427,13 +424,13 @@ def import_session(
 ) -> Session:
     """Restore an exported session under the caller as a new OPEN session.
 
-    The document is fully validated (ImportDocument) before anything is written. The session
-    item is written first as IMPORTING, which no reader sees; then the turns; then one
+    The document was validated whole (api_models.ImportDocument) before it came here. The
+    session item is written first as IMPORTING, which no reader sees; then the turns; then one
     conditional write makes it OPEN. A failure in between marks it DELETING, so the purge
     collects what was written; a crash leaves it IMPORTING until the sweeper does the same.
     """
     started = monotonic()
-    for index, message in enumerate(document.messages):
+    for index, message in enumerate(imported.turns):
         if len(message.input) > limits.max_input_chars:
             raise BadRequest(
                 f"messages[{index}].input is longer than {limits.max_input_chars} characters"
@@ -441,25 +438,24 @@ def import_session(
     now = iso(clock())
     session_id = make_id()
     turns = [
-        _imported_turn(session_id, number, message, now)
-        for number, message in enumerate(document.messages, start=1)
+        replace(turn, session_id=session_id, created_at=turn.created_at or now)
+        for turn in imported.turns
     ]
-    meta = document.session
-    started_at = meta.started_at or (turns[0].created_at if turns else now)
+    started_at = imported.started_at or (turns[0].created_at if turns else now)
     last_active = max(turns[-1].created_at if turns else started_at, started_at)
     for _ in range(_ATTEMPTS):
         user = memory.get_user(user_id)
         session = Session(
             session_id=session_id,
             user_id=user.owner,
-            name=(meta.name or "").strip() or "Imported session",
+            name=imported.name or "Imported session",
             status=SessionStatus.IMPORTING,
             started_at=started_at,
             # Until it is OPEN, the sweeper judges an import by when it began.
             last_active_at=now,
             num_turns=len(turns),
-            running_summary=meta.running_summary or "",
-            summary_through_turn=min(meta.summary_through_turn or 0, len(turns)),
+            running_summary=imported.running_summary,
+            summary_through_turn=min(imported.summary_through_turn, len(turns)),
         )
         try:
             memory.create_session(session, user=user)
@@ -488,24 +484,3 @@ def import_session(
     session.status = SessionStatus.OPEN
     session.last_active_at = last_active
     return session
-
-
-def _imported_turn(session_id: str, number: int, message: ImportMessage, now: str) -> Turn:
-    return Turn(
-        session_id=session_id,
-        turn=number,
-        user_id="",
-        input=message.input,
-        response=message.response,
-        intent=message.intent,
-        sources=[Source(**source.model_dump()) for source in message.sources],
-        created_at=message.created_at or now,
-        client_message_id=None,
-        # No import speaks for a person (api_models.ImportMessage): an agent's turn is the
-        # caller's account of it, as a turn a client stored.
-        origin=TurnOrigin.CLIENT if message.origin == TurnOrigin.AGENT else message.origin,
-        metadata=dict(message.metadata),
-        messages=compact_json(message.messages) if message.messages is not None else None,
-        feedback=Feedback(**message.feedback.model_dump()) if message.feedback else None,
-        sentiment=message.sentiment.domain() if message.sentiment else None,
-    )
