@@ -25,16 +25,42 @@ if TYPE_CHECKING:
 _SYNTHESIZING = ("tests/infra/", "tests/aws/")
 
 
+# The modules that take a minute or more (docs/tests.md), longest first. Two workers start with
+# them, so the run does not end with one worker alone in a long module while the other waits.
+_LONGEST_FIRST = (
+    "tests/faults/test_api_properties.py",
+    "tests/aws/",  # tests/aws and tests/infra are one unit of work: the synth
+    "tests/infra/",
+    "tests/faults/test_api_fuzz.py",
+    "tests/client/test_langgraph_store.py",
+    "tests/integration/test_long_sessions.py",
+    "tests/faults/test_concurrency.py",
+    "tests/client/test_langgraph_checkpointer.py",
+    "tests/client/test_langgraph_store_ported.py",
+    "tests/docs/test_docs_code_blocks.py",
+)
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Every test has a node id of its own. pytest-xdist tells tests apart by node id: tests that
     share one run as one on its workers, and the rest are lost without a word (schemathesis's
-    `parametrize()` gave its 33 operations one id on pytest 9; 32 never ran under two workers)."""
+    `parametrize()` gave its 33 operations one id on pytest 9; 32 never ran under two workers).
+    On a worker, the longest modules come first (_LONGEST_FIRST); the scheduler keeps that order."""
     seen: dict[str, int] = {}
     for item in items:
         seen[item.nodeid] = seen.get(item.nodeid, 0) + 1
     shared = sorted(nodeid for nodeid, count in seen.items() if count > 1)
     if shared:
         raise pytest.UsageError(f"tests that share a node id: {shared}")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+
+        def rank(item: pytest.Item) -> int:
+            return next(
+                (i for i, prefix in enumerate(_LONGEST_FIRST) if item.nodeid.startswith(prefix)),
+                len(_LONGEST_FIRST),
+            )
+
+        items.sort(key=rank)  # stable: the rest keep pytest's order
 
 
 @pytest.hookimpl(optionalhook=True)
@@ -47,6 +73,10 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
+
+    # The work goes out in the order collected (see pytest_collection_modifyitems), not by
+    # number of tests, which put a 3-minute module of few tests last.
+    config.option.loadscopereorder = False
 
     class ModulesAndSynth(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
