@@ -399,7 +399,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
 
 
 def _term_share(query: str, text: str) -> float:
-    wanted = {_stem(w) for w in content_terms(query)}
+    wanted = _content_stems(query)
     if not wanted:
         return 0.0
     return len(wanted & _stems(text)) / len(wanted)
@@ -407,6 +407,12 @@ def _term_share(query: str, text: str) -> float:
 
 def _stems(text: str) -> set[str]:
     return {_stem(w) for w in _WORD.findall(text.lower())}
+
+
+def _content_stems(text: str) -> set[str]:
+    """The stems of `text`'s content words (content_terms): what a message asks about, or what
+    a record says."""
+    return {_stem(w) for w in content_terms(text)}
 
 
 def _stem(word: str) -> str:
@@ -543,7 +549,7 @@ def piece_features(
     """The pieces the block is made of, each with its features in `LineWeights`' order: every
     line of the windows once (with the best window holding it) and every record."""
     best = ranked[0][1] if ranked and ranked[0][1] > 0 else 1.0
-    wanted = {_stem(w) for w in content_terms(query)}
+    wanted = _content_stems(query)
     seen = [_stems(doc.text) for doc, _ in ranked]
     rarity = {
         w: math.log((len(ranked) + 1) / (sum(w in words for words in seen) + 0.5)) for w in wanted
@@ -625,7 +631,7 @@ def build_block(
         if left <= 8:
             break
         if piece.session is None:
-            said = {_stem(w) for w in content_terms(piece.doc.text)}
+            said = _content_stems(piece.doc.text)
             if said and any(said <= words for words in held):
                 continue
             cost = estimate_tokens(piece.text)
