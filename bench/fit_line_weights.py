@@ -14,7 +14,7 @@ leave-one-conversation-out: each conversation scored with weights fitted on the 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
         --conversations conv-26,conv-30 [--loco] [--json]
 
-The dataset is only read here, never copied: the weights are eleven numbers.
+The dataset is only read here, never copied: the weights are twelve numbers.
 """
 
 from __future__ import annotations

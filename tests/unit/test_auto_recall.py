@@ -329,6 +329,28 @@ def test_every_piece_has_one_feature_per_weight() -> None:
     assert (melanie["question"], melanie["line_for_when"], tea["line_for_when"]) == (1.0, 1.0, 0.0)
 
 
+def test_a_line_both_its_windows_are_close_to_goes_in_before_its_neighbour() -> None:
+    # Windows overlap by a turn: the line the best window shares with the second-best one is
+    # likelier what the message is about than the best window's other line.
+    first, shared, last = (
+        "Caroline: we talked about the weather and the long drive over here",
+        "Melanie: my sister moved to Lisbon",
+        "Caroline: oh nice",
+    )
+    best = _window("s1", 1, [first, shared])
+    second = _window("s1", 2, [shared, last])
+    ranked = [(best, 1.0), (second, 0.8)]
+
+    features = {
+        p.text: dict(zip([f.name for f in fields(LineWeights)], f, strict=True))
+        for p, f in piece_features(ranked, "where does she live now")
+    }
+    block, _ = build_block(ranked, _room_for(first), "where does she live now", LINE_WEIGHTS)
+
+    assert (features[first]["second_window"], features[shared]["second_window"]) == (0.0, 0.8)
+    assert shared in block and first not in block
+
+
 def test_the_answer_after_the_line_that_asks_goes_in_before_the_rest_of_the_best_window() -> None:
     filler = "it was a really lovely afternoon and we chatted for ages about everything"
     answer = "Caroline: We named him Biscuit, after the colour of his coat."
@@ -360,8 +382,9 @@ def test_a_word_on_every_candidate_weighs_little_against_a_rare_one() -> None:
 
     features = {p.text: f for p, f in piece_features(ranked, "Melanie pottery")}
 
-    assert features["Caroline: I started a pottery class"][1] > 0.8  # `words`
-    assert features["Melanie: we met at the cafe 0"][1] < 0.2
+    words = [f.name for f in fields(LineWeights)].index("words")
+    assert features["Caroline: I started a pottery class"][words] > 0.8
+    assert features["Melanie: we met at the cafe 0"][words] < 0.2
 
 
 def test_a_when_question_prefers_the_line_that_says_when() -> None:

@@ -178,6 +178,10 @@ class LineWeights:
 
     - `window`: the score of the best window holding the line (or of the record), over the
       best memory's: how the search ranked it.
+    - `second_window`: the score of the other window holding the line (windows overlap by a
+      turn), over the best memory's, 0 when the search did not return it: a line both its
+      windows are close to is likelier the relevant one than the line it shares its best
+      window with.
     - `words`: the share of the message's content words the line holds, each word weighed by
       how rare it is among the candidates (a name on every line weighs little);
       `words_before`, `words_after`: the same for the lines before and after it in the window
@@ -200,6 +204,7 @@ class LineWeights:
     """
 
     window: float
+    second_window: float
     words: float
     words_before: float
     words_after: float
@@ -214,17 +219,18 @@ class LineWeights:
 
 # Printed by `python -m bench.fit_line_weights --conversations conv-26,conv-30`.
 LINE_WEIGHTS = LineWeights(
-    window=6.757,
-    words=2.024,
-    words_before=0.512,
-    words_after=-1.034,
-    speaker_named=0.75,
-    other_named=-1.418,
-    record=3.073,
-    length=0.842,
-    question=-0.4,
-    time_for_when=1.849,
-    line_for_when=-0.899,
+    window=6.165,
+    second_window=0.706,
+    words=1.882,
+    words_before=0.446,
+    words_after=-1.1,
+    speaker_named=0.833,
+    other_named=-1.33,
+    record=3.055,
+    length=0.738,
+    question=-0.485,
+    time_for_when=1.907,
+    line_for_when=-1.027,
 )
 
 
@@ -549,6 +555,12 @@ def piece_features(
     """The pieces the block is made of, each with its features in `LineWeights`' order: every
     line of the windows once (with the best window holding it) and every record."""
     best = ranked[0][1] if ranked and ranked[0][1] > 0 else 1.0
+    # Every window's score for each line it holds, best first (`ranked` is best first).
+    held: dict[str, list[float]] = {}
+    for doc, score in ranked:
+        if doc.kind == MemoryKind.CHUNK and doc.session_id:
+            for line in {ln for ln in doc.text.splitlines() if ln.strip()}:
+                held.setdefault(line, []).append(score)
     wanted = _content_stems(query)
     seen = [_stems(doc.text) for doc, _ in ranked]
     rarity = {
@@ -567,7 +579,7 @@ def piece_features(
         if doc.kind != MemoryKind.CHUNK or not doc.session_id:
             text = f"{_label(doc)} {doc.text}"
             length = estimate_tokens(text) / 50
-            features = (window, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, length, 0.0, 0.0, 0.0)
+            features = (window, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, length, 0.0, 0.0, 0.0)
             out.setdefault(f"\x00{doc.doc_key}", (_Piece(text, score, doc), features))
             continue
         lines = [ln for ln in doc.text.splitlines() if ln.strip()]
@@ -577,8 +589,10 @@ def piece_features(
             if line in out:  # `ranked` is best first: the first window holding a line is its best
                 continue
             speaker = _speaker(line)
+            scores = held[line]
             features = (
                 window,
+                scores[1] / best if len(scores) > 1 else 0.0,
                 matched[i],
                 matched[i - 1] if i else 0.0,
                 matched[i + 1] if i + 1 < len(lines) else 0.0,
