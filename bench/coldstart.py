@@ -32,17 +32,23 @@ from another checkout), and each ratio is the median of the rounds' own ratios, 
 changes meanwhile (2 shared cores) moves both sides of it. `python -X importtime` splits one
 import into self time per top-level package.
 
-    python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--before DIR] [--json]
+    python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--before DIR]
+        [--without-bytecode] [--json]
+
+`--without-bytecode` adds a tree that compiles the project's modules in every process, as
+Lambda's read-only /var/task did before the asset shipped its own bytecode.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
 import re
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -196,12 +202,17 @@ def _env(shape: str, endpoints: dict[str, str]) -> dict[str, str]:
 _PRELUDE_OF = """
 import sys, time, json
 started = time.perf_counter()
+sys.dont_write_bytecode = {read_only!r}
 sys.path[:0] = [{lambdas!r}]
 """
 
+# The tree of `--without-bytecode`: a copy of lambdas/ without __pycache__ that no process
+# writes bytecode into, as Lambda's read-only /var/task was before the asset shipped its own.
+NO_BYTECODE = "no pyc"
 
-def _prelude(root: Path = ROOT) -> str:
-    return _PRELUDE_OF.format(lambdas=str(root / "lambdas"))
+
+def _prelude(root: Path = ROOT, read_only: bool = False) -> str:
+    return _PRELUDE_OF.format(lambdas=str(root / "lambdas"), read_only=read_only)
 
 
 _PRELUDE = _prelude()
@@ -292,9 +303,9 @@ print(json.dumps({{"import_ms": (imported - started) * 1000, "total_ms": (done -
 """
 
 
-def _code(module: str, session: str = "", root: Path = ROOT) -> str:
+def _code(module: str, session: str = "", root: Path = ROOT, read_only: bool = False) -> str:
     invoke = _INVOKE[module] % {"session": session, "user": USER}
-    return _prelude(root) + _HANDLER.format(
+    return _prelude(root, read_only) + _HANDLER.format(
         module=module, context=_CONTEXT + _SKIPPED, invoke=invoke, heavy=HEAVY
     )
 
@@ -393,13 +404,31 @@ def asset_size() -> dict[str, Any] | None:
 
 
 def run(
-    runs: int, shape: str, handlers: tuple[str, ...] = HANDLERS, before: Path | None = None
+    runs: int,
+    shape: str,
+    handlers: tuple[str, ...] = HANDLERS,
+    before: Path | None = None,
+    without_bytecode: bool = False,
 ) -> dict[str, Any]:
     """Per handler, `runs` rounds of: the baseline, then the handler (then the handler of the
-    `before` tree, if given), each a fresh process; the first round (which compiles .pyc files
-    and warms DynamoDB Local) is not counted. The ratio is the median of each round's own
+    `before` tree, if given, and with `without_bytecode` the handler compiling the project's
+    modules in every process), each a fresh process; the first round (which compiles .pyc
+    files and warms DynamoDB Local) is not counted. The ratio is the median of each round's own
     ratio, so load that changes over minutes moves both of its sides."""
     trees = {"after": ROOT} | ({"before": before} if before else {})
+    with contextlib.ExitStack() as stack:
+        if without_bytecode:
+            copy = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            shutil.copytree(
+                ROOT / "lambdas", copy / "lambdas", ignore=shutil.ignore_patterns("__pycache__")
+            )
+            trees[NO_BYTECODE] = copy
+        return _rounds(runs, shape, handlers, trees)
+
+
+def _rounds(
+    runs: int, shape: str, handlers: tuple[str, ...], trees: dict[str, Path]
+) -> dict[str, Any]:
     with services() as endpoints:
         env = _env(shape, endpoints)
         count = (runs + 1) * len(trees)
@@ -415,7 +444,13 @@ def run(
                     {"base": base}
                     | {
                         name: _run(
-                            _code(module, next(chats) if module == "chat_api" else "", root), env
+                            _code(
+                                module,
+                                next(chats) if module == "chat_api" else "",
+                                root,
+                                read_only=name == NO_BYTECODE,
+                            ),
+                            env,
                         )
                         for name, root in trees.items()
                     }
@@ -482,10 +517,21 @@ def main() -> None:
     parser.add_argument(
         "--before", type=Path, help="another checkout whose handlers to measure in the same rounds"
     )
+    parser.add_argument(
+        "--without-bytecode",
+        action="store_true",
+        help="also measure each handler compiling the project's modules in every process",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     load_before = os.getloadavg()
-    result = run(args.runs, args.shape, tuple(args.handlers.split(",")), args.before)
+    result = run(
+        args.runs,
+        args.shape,
+        tuple(args.handlers.split(",")),
+        args.before,
+        args.without_bytecode,
+    )
     base = result["baseline"]
     print(f"shape {args.shape}, medians of {args.runs} rounds of fresh processes")
     print(
@@ -499,7 +545,7 @@ def main() -> None:
         f"{base['import_ms']:>7}  import boto3 + boto3.client('dynamodb')"
     )
     for name, row in result["handlers"].items():
-        for tree in ("before", "after"):
+        for tree in ("before", "after", NO_BYTECODE):
             if tree not in row:
                 continue
             r = row[tree]

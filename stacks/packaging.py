@@ -4,12 +4,15 @@ pip installs requirements.txt for the Lambda platform (`--platform manylinux2014
 --only-binary=:all:`) into the asset. Distributions that the Lambda runtime or the Powertools
 layer already provide, and ones that are declared but never imported, are removed again, so the
 asset holds only what the code needs and never shadows the runtime's boto3 or the layer's
-Powertools with other versions.
+Powertools with other versions. Then every module is compiled to hash-checked bytecode for the
+runtime's CPython (by Pyodide, `scripts/compile_bytecode.mjs`): /var/task is read-only, so an
+asset without it compiles every module it imports on every cold start.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -27,6 +30,10 @@ from stacks.config import PIP_PLATFORM, PYTHON_VERSION
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE_DIR = ROOT / "lambdas"
 REQUIREMENTS = ROOT / "requirements.txt"
+BYTECODE_SCRIPTS = (
+    ROOT / "scripts" / "compile_bytecode.mjs",
+    ROOT / "scripts" / "compile_bytecode.py",
+)
 
 # Never part of the asset's own code.
 SOURCE_EXCLUDES = ("__pycache__", "*.pyc", ".pytest_cache", ".mypy_cache", ".ruff_cache", "tests")
@@ -165,7 +172,48 @@ class LocalPipBundling:
                 f"{PIP_PLATFORM} / Python {PYTHON_VERSION}:\n{done.stderr.strip()}"
             )
         prune(target)
+        compile_bytecode(target)
         return True
+
+
+def bytecode_command(target: Path, *, check: bool = False) -> list[str]:
+    node = shutil.which("node") or "node"
+    return [
+        node,
+        str(BYTECODE_SCRIPTS[0]),
+        *(["--check"] if check else []),
+        str(target),
+        PYTHON_VERSION,
+    ]
+
+
+def compile_bytecode(target: Path, *, check: bool = False) -> dict[str, Any]:
+    """Compile every module under `target` for the runtime's Python (`check`: write nothing,
+    report each module the runtime would still have to compile). Raises BundlingError when
+    Node.js or Pyodide is missing, or Pyodide's Python is not the runtime's."""
+    done = subprocess.run(
+        bytecode_command(target, check=check),
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=ROOT,
+    )
+    lines = done.stdout.strip().splitlines()
+    try:
+        report: dict[str, Any] = json.loads(lines[-1]) if lines else {}
+    except json.JSONDecodeError:
+        report = {}
+    if done.returncode == 2:
+        raise BundlingError(
+            f"Pyodide's Python is {report.get('python')}, the runtime's {PYTHON_VERSION}: "
+            "pin a pyodide in package.json whose Python is the runtime's"
+        )
+    if not report or (done.returncode != 0 and not check):
+        raise BundlingError(
+            "could not compile the asset's bytecode (Node.js and `npm ci` are needed: "
+            f"`make node`):\n{done.stderr.strip() or done.stdout.strip()}"
+        )
+    return report
 
 
 def lambda_code() -> lambda_.Code:
@@ -188,6 +236,11 @@ def lambda_code() -> lambda_.Code:
 def _dependency_fingerprint() -> str:
     digest = hashlib.sha256(REQUIREMENTS.read_bytes())
     digest.update(f"{PIP_PLATFORM}/{PYTHON_VERSION}".encode())
-    # This module decides what the bundle holds: a change here re-bundles too.
+    # This module and the bytecode compiler decide what the bundle holds: a change re-bundles.
     digest.update(Path(__file__).read_bytes())
+    for script in BYTECODE_SCRIPTS:
+        digest.update(script.read_bytes())
+    digest.update(
+        json.loads((ROOT / "package.json").read_text())["devDependencies"]["pyodide"].encode()
+    )
     return digest.hexdigest()

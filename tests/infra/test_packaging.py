@@ -100,6 +100,40 @@ def test_the_long_term_adapter_imports_without_the_pruned_packages() -> None:
     assert done.returncode == 0, done.stderr
 
 
+def test_bytecode_is_compiled_for_the_runtime_and_used_only_while_its_source_is_unchanged(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    module = tmp_path / "pkg" / "mod.py"
+    module.write_text("def f():\n    return 1\n")
+    assert packaging.compile_bytecode(tmp_path, check=True)["failed"] == [
+        "would compile pkg/__init__.py",
+        "would compile pkg/mod.py",
+    ]
+
+    compiled = packaging.compile_bytecode(tmp_path)
+
+    assert (compiled["modules"], compiled["failed"]) == (2, [])
+    assert (tmp_path / "pkg" / "__pycache__" / "mod.cpython-312.pyc").is_file()
+    assert packaging.compile_bytecode(tmp_path, check=True)["failed"] == []
+    module.write_text("def f():\n    return 2\n")  # same size and time would not matter
+    assert packaging.compile_bytecode(tmp_path, check=True)["failed"] == [
+        "would compile pkg/mod.py"
+    ]
+
+
+def test_a_runtime_newer_than_the_bytecode_compiler_stops_the_synth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(packaging, "PYTHON_VERSION", "3.13")
+    (tmp_path / "m.py").write_text("x = 1\n")
+
+    with pytest.raises(packaging.BundlingError, match="the runtime's 3.13"):
+        packaging.compile_bytecode(tmp_path)
+    assert not list(tmp_path.rglob("*.pyc"))
+
+
 def test_a_pip_failure_stops_the_synth_instead_of_falling_back_to_docker(tmp_path: Path) -> None:
     requirements = tmp_path / "requirements.txt"
     requirements.write_text("--no-such-pip-option\n")
@@ -160,5 +194,16 @@ def test_the_bundle_of_make_synth_has_the_code_and_nothing_the_runtime_or_layer_
         assert {"chatmemory", "handlers", "opensearchpy"} <= top
         for name in ("boto3", "botocore", "aws_lambda_powertools", "pydantic", "grpc", "google"):
             assert name not in top, name
-        assert not list(bundle.rglob("__pycache__"))
         assert (bundle / "handlers" / "index_setup.py").is_file()
+
+
+@pytest.mark.skipif(not _synthesized_bundles(), reason="no cdk.out from `make synth` yet")
+def test_the_runtime_compiles_no_module_of_the_bundle_on_a_cold_start() -> None:
+    # Asked of CPython 3.12's own import machinery (in Pyodide), compiling forbidden.
+    for bundle in _synthesized_bundles():
+        report = packaging.compile_bytecode(bundle, check=True)
+
+        assert (report["python"][:4], report["failed"]) == ("3.12", [])
+        assert report["modules"] == len(list(bundle.rglob("*.py"))) > 200
+        only_runtime = {p.name.split(".", 1)[1] for p in bundle.rglob("*.pyc")}
+        assert only_runtime == {"cpython-312.pyc"}
