@@ -266,6 +266,32 @@ def test_a_session_ended_during_the_model_call_keeps_the_message_unanswered(
     assert world.turns() == [turn] and len(world.model.prompts) == 1
 
 
+def test_a_message_answered_by_a_newer_one_before_the_end_is_answered_not_refused(
+    world: World,
+) -> None:
+    """During the first request's model call a second message arrives and its request answers
+    both; then the session ends. The first request's own answer is dropped (a newer message
+    came), and its message was answered before the end: a 201 with that answer, not a 409
+    session_ended for a message the session holds answered (found by a run of
+    tests/faults/test_concurrency.py, whose threads met in this order)."""
+    second: list[TurnResult] = []
+
+    def newer_message_then_end() -> None:
+        second.append(world.say("it is order 1234", client_message_id="b"))
+        world.memory.end_session(world.session_id, world.clock().isoformat())
+
+    world.model.during.append(newer_message_then_end)
+
+    first = world.say("my order did not arrive", client_message_id="a")
+
+    assert first.turn.answered_by == 2
+    assert first.answer is not None and first.answer.response == second[0].turn.response
+    _answered_once(world.turns())
+    # And its retry replays the same, after the end as before it.
+    again = world.say("my order did not arrive", client_message_id="a")
+    assert (again.replayed, again.turn.answered_by) == (True, 2)
+
+
 def test_a_session_deleted_during_the_model_call_gets_no_answer_written(world: World) -> None:
     world.model.during.append(
         lambda: world.memory.mark_deleting(world.session_id, world.clock().isoformat())

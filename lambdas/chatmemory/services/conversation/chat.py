@@ -645,6 +645,11 @@ def _settle_stack(
                 raise SessionNotFound(f"session {session.session_id} not found")
         if settled(mine):
             return _stacked_result(deps, mine, tail)
+        if session.status != SessionStatus.OPEN:
+            raise SessionEnded(
+                f"session {session.session_id} ended before turn {number} was answered; "
+                "the message is kept unanswered: ask it again in a new session"
+            )
         chosen = plan(tail, mine, now=deps.clock(), policy=stack, takeover=takeover)
         if chosen.wait:
             answered = wait_for_answer(
@@ -684,14 +689,10 @@ def _settle_stack(
             )
         except Conflict:
             # A newer message arrived (its request answers this one too), another request
-            # answered first, or the session ended: read again.
+            # answered first, or the session ended: read again. An ended session refuses the
+            # message only if nobody answered it before the end (the loop's first check).
             session = owned_session(deps.memory, caller, session.session_id)
-            if session.status != SessionStatus.OPEN:
-                raise SessionEnded(
-                    f"session {session.session_id} ended before turn {number} was answered; "
-                    "the message is kept unanswered: ask it again in a new session"
-                ) from None
-            if session.handoff_state:
+            if session.status == SessionStatus.OPEN and session.handoff_state:
                 # Handed to a person while the model answered: the messages are theirs.
                 handoff.give_to_agent(deps.memory, session, [t.turn for t in batch])
             continue

@@ -87,7 +87,7 @@ TRANSITIONS: tuple[Transition, ...] = (
         "a stacked message, written before its answer",
         "the caller",
         "append_turn",
-        "201 once its stack is answered; 409 if the session ended meanwhile",
+        "201 once its stack is answered; 409 if the session ended before it was",
     ),
     Transition(
         _NEW,
