@@ -555,12 +555,17 @@ def piece_features(
     """The pieces the block is made of, each with its features in `LineWeights`' order: every
     line of the windows once (with the best window holding it) and every record."""
     best = ranked[0][1] if ranked and ranked[0][1] > 0 else 1.0
-    # Every window's score for each line it holds, best first (`ranked` is best first).
+    # Each window's lines, and every window's score for each line it holds, best first
+    # (`ranked` is best first).
+    window_lines = {
+        doc.doc_key: [ln for ln in doc.text.splitlines() if ln.strip()]
+        for doc, _ in ranked
+        if doc.kind == MemoryKind.CHUNK and doc.session_id
+    }
     held: dict[str, list[float]] = {}
     for doc, score in ranked:
-        if doc.kind == MemoryKind.CHUNK and doc.session_id:
-            for line in {ln for ln in doc.text.splitlines() if ln.strip()}:
-                held.setdefault(line, []).append(score)
+        for line in dict.fromkeys(window_lines.get(doc.doc_key, ())):
+            held.setdefault(line, []).append(score)
     wanted = _content_stems(query)
     seen = [_stems(doc.text) for doc, _ in ranked]
     rarity = {
@@ -582,7 +587,7 @@ def piece_features(
             features = (window, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, length, 0.0, 0.0, 0.0)
             out.setdefault(f"\x00{doc.doc_key}", (_Piece(text, score, doc), features))
             continue
-        lines = [ln for ln in doc.text.splitlines() if ln.strip()]
+        lines = window_lines[doc.doc_key]
         speakers = {_speaker(ln) for ln in lines} - {""}
         matched = [words(ln) for ln in lines]
         for i, (position, line) in enumerate(_placed(doc, lines)):
