@@ -196,6 +196,15 @@ def post_message(
     )
 
 
+def _unanswered(session: Session, number: int) -> SessionEnded:
+    """The refusal of a message its session ended before anyone answered: the turn stays
+    stored, unanswered (TurnState.UNANSWERED)."""
+    return SessionEnded(
+        f"session {session.session_id} ended before turn {number} was answered; "
+        "the message is kept unanswered: ask it again in a new session"
+    )
+
+
 def _again(
     deps: ChatDeps, policy: ChatPolicy, user_id: str, session: Session, stored: Turn, window: int
 ) -> TurnResult:
@@ -209,10 +218,7 @@ def _again(
     if state in SETTLED:
         return _replayed(deps, stored)
     if state == TurnState.UNANSWERED:
-        raise SessionEnded(
-            f"session {session.session_id} ended before turn {stored.turn} was answered; "
-            "the message is kept unanswered: ask it again in a new session"
-        )
+        raise _unanswered(session, stored.turn)
     if session.handoff_state:
         # Handed to a person since: the message still waiting for the bot is theirs.
         handoff.give_to_agent(deps.memory, session, [stored.turn])
@@ -646,10 +652,7 @@ def _settle_stack(
         if settled(mine):
             return _stacked_result(deps, mine, tail)
         if session.status != SessionStatus.OPEN:
-            raise SessionEnded(
-                f"session {session.session_id} ended before turn {number} was answered; "
-                "the message is kept unanswered: ask it again in a new session"
-            )
+            raise _unanswered(session, number)
         chosen = plan(tail, mine, now=deps.clock(), policy=stack, takeover=takeover)
         if chosen.wait:
             answered = wait_for_answer(
@@ -723,10 +726,7 @@ def _complete_pending(
     session into long-term memory with this message unanswered, and an answer added later
     would never reach it. The message stays, marked pending, and the retry is told why."""
     if session.status != SessionStatus.OPEN:
-        raise SessionEnded(
-            f"session {session.session_id} ended before turn {turn.turn} was answered; "
-            "the message is kept unanswered: ask it again in a new session"
-        )
+        raise _unanswered(session, turn.turn)
     routed = Routed(turn.intent, parse_prefix(turn.input).text, "stored")
     started = time.perf_counter()
     recalled = _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)
