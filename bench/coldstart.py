@@ -7,7 +7,9 @@ the settings of the deployed configuration shape (`--shape`, see SHAPES). What i
 
 - wall: the whole process, from the parent's `subprocess.run` to its exit (interpreter start-up
   included, on both sides of the ratio);
-- in-process: from the handler's import to its answer, and the import alone;
+- in-process: from the handler's import to its answer, and the import alone (the function's
+  init: in a Lambda environment, which these processes are, a handler module ends by building
+  what its invocations use, with collection paused; see lambdas/handlers/__init__.py);
 - CPU to the answer: the process's CPU time (user + system, `time.process_time()`) when the
   answer is there, interpreter start-up included and its exit left out. The whole process's
   CPU also counts the interpreter's exit, whose garbage collection passes over every object
@@ -30,7 +32,8 @@ exactly as in AWS. The local round trips are counted (against the handler: the b
 no call). Samples are taken in rounds (baseline, handler, and with --before the same handler
 from another checkout), and each ratio is the median of the rounds' own ratios, so load that
 changes meanwhile (2 shared cores) moves both sides of it. `python -X importtime` splits one
-import into self time per top-level package.
+import into self time per top-level package (`handlers`' own includes building the clients and
+adapters at the end of init).
 
     python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--before DIR]
         [--without-bytecode] [--json]
@@ -192,6 +195,9 @@ def _env(shape: str, endpoints: dict[str, str]) -> dict[str, str]:
         "AWS_ACCESS_KEY_ID": "bench",
         "AWS_SECRET_ACCESS_KEY": "bench",
         "POWERTOOLS_METRICS_NAMESPACE": "ChatMemory",
+        # Lambda sets it in every function; the handlers read it to pause collection during
+        # init (handlers/__init__.py).
+        "AWS_LAMBDA_FUNCTION_NAME": "bench",
         **SHAPES[shape],
         **endpoints,
     }
@@ -536,7 +542,7 @@ def main() -> None:
     print(f"shape {args.shape}, medians of {args.runs} rounds of fresh processes")
     print(
         f"{'':<12} {'tree':<6} {'wall ms':>8} {'x base':>7} {'cpu ms':>7} {'x base':>7} "
-        f"{'to answer':>9} {'x base':>7} {'init+1st':>9} {'import':>7}  "
+        f"{'to answer':>9} {'x base':>7} {'init+1st':>9} {'init':>7}  "
         "dominant import (self ms per package)"
     )
     print(

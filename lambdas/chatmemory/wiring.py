@@ -41,7 +41,8 @@ def settings() -> Settings:
 
 @cache
 def aws_client(service: str, endpoint_url: str | None = None) -> Any:
-    """One boto3 client per service and endpoint, created on first use (never at import)."""
+    """One boto3 client per service and endpoint, created on first use: in a Lambda by the end
+    of its init (handlers/__init__.py), never by importing a module."""
     import boto3
     from botocore.config import Config
 

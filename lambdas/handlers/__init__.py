@@ -10,3 +10,41 @@ layer's own instrumentation of botocore and urllib3 already traces every DynamoD
 SageMaker, OpenSearch and OpenAI-compatible call; a copy bundled in the asset would shadow the
 layer's.
 """
+
+import contextlib
+import gc
+import os
+from collections.abc import Callable
+
+# A cold start makes a few hundred thousand objects that live as long as the environment
+# (modules, classes, pydantic's validators, Powertools' routes, boto3's clients and service
+# models); none of them is garbage, yet the collector walks them again and again while they are
+# made (one full pass and a dozen middle ones per chat cold start). So in a Lambda environment
+# collection waits while a handler module is imported (the function's init); at its end,
+# `init_done()` builds what every invocation needs, freezes all of it (no collection looks at it
+# again) and resumes collection: the first request and every later one collect over their own
+# objects only. Decided here, before any other import, so it reads the environment at import:
+# the one place that does.
+_collection_paused = bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME")) and gc.isenabled()
+if _collection_paused:
+    gc.disable()
+
+
+def init_done(prepare: Callable[[], object] | None = None) -> None:
+    """The last statement of every handler module. In a Lambda environment: `prepare` builds
+    what every invocation uses (its clients and adapters, all cached), then collection resumes
+    with everything init made frozen. Elsewhere (tests, local mode) nothing is built here."""
+    global _collection_paused
+    if not _collection_paused:
+        return
+    try:
+        if prepare is not None:
+            # A configuration that cannot be built fails the same way again in the first
+            # invocation, which reports it as that handler reports errors (the chat API with a
+            # JSON 500); an init that raised would answer only API Gateway's bare 502.
+            with contextlib.suppress(Exception):
+                prepare()
+    finally:
+        _collection_paused = False
+        gc.freeze()
+        gc.enable()

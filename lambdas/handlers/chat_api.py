@@ -47,6 +47,7 @@ from chatmemory.services.background import forget
 from chatmemory.services.conversation import chat, checkpoints, handoff, sessions, turns
 from chatmemory.services.longterm import recall
 from chatmemory.services.profile import profile
+from handlers import init_done
 from handlers.http import (
     Forbidden,
     UnsupportedMediaType,
@@ -1191,3 +1192,7 @@ def openapi_document() -> str:
             for status, text in _ERRORS.items():
                 responses.setdefault(str(status), {"description": text, "content": error_ref})
     return json.dumps(document)
+
+
+# The end of init: build what invocations use, then resume collection (handlers/__init__.py).
+init_done(lambda: (wiring.chat_deps(), api(_cors_origins())))

@@ -16,6 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chatmemory import schema, wiring
 from chatmemory.services.background.consolidation import consolidate_session
 from chatmemory.streams import key_of, matches
+from handlers import init_done
 from handlers.batch import remaining_seconds, stream_processor
 
 logger = Logger(service="consolidate")
@@ -54,3 +55,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+
+
+# The end of init: build what invocations use, then resume collection (handlers/__init__.py).
+init_done(wiring.consolidation_deps)

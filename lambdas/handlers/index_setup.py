@@ -26,6 +26,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
 from chatmemory.errors import ConfigurationError
+from handlers import init_done
 
 logger = Logger(service="index-setup")
 
@@ -129,3 +130,7 @@ def _answer_retired_resource(event: CloudFormationCustomResourceEvent) -> None:
     )
     with urllib.request.urlopen(request, timeout=30) as answer:  # noqa: S310 - CloudFormation's URL
         answer.read()
+
+
+# The end of init: build what invocations use, then resume collection (handlers/__init__.py).
+init_done(wiring.long_term_index)

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from chatmemory import wiring
 from chatmemory.services.background.ingest import SourceDocument, ingest_documents
+from handlers import init_done
 
 logger = Logger(service="ingest")
 
@@ -41,3 +42,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     passages = ingest_documents(documents, embedder=wiring.embedder(), index=index)
     logger.info("ingested", extra={"documents": len(documents), "passages": passages})
     return {"documents": len(documents), "passages": passages}
+
+
+# The end of init: build what invocations use, then resume collection (handlers/__init__.py).
+init_done(lambda: (wiring.embedder(), wiring.long_term_index()))

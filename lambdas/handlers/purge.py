@@ -18,6 +18,7 @@ from chatmemory import schema, wiring
 from chatmemory.services.background.forget import purge_session, purge_user
 from chatmemory.services.profile.profile import purge_expired_record, purge_record
 from chatmemory.streams import key_of, matches
+from handlers import init_done
 from handlers.batch import remaining_seconds, stream_processor
 
 logger = Logger(service="purge")
@@ -81,3 +82,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailure
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )
+
+
+# The end of init: build what invocations use, then resume collection (handlers/__init__.py).
+init_done(wiring.purge_deps)

@@ -18,6 +18,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from chatmemory import wiring
 from chatmemory.services.background.consolidation import redrive_failed
 from chatmemory.services.background.forget import rekick_user_purges
+from handlers import init_done
 
 logger = Logger(service="redrive")
 
@@ -37,3 +38,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     purges = rekick_user_purges(deps.memory)
     logger.info("redrive", extra={"sessions": len(outcomes), "purges": len(purges)})
     return {"sessions": outcomes, "purges_restarted": purges}
+
+
+# The end of init: build what invocations use, then resume collection (handlers/__init__.py).
+init_done(wiring.consolidation_deps)

@@ -11,6 +11,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import wiring
 from chatmemory.services.background.maintenance import sweep_idle_sessions, sweep_stale_work
+from handlers import init_done
 
 logger = Logger(service="sweep-idle")
 
@@ -28,3 +29,7 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     }
     logger.info("sweep", extra=counts)
     return counts
+
+
+# The end of init: build what invocations use, then resume collection (handlers/__init__.py).
+init_done(wiring.short_term_memory)

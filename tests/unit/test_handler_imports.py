@@ -9,6 +9,9 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(
@@ -61,3 +64,97 @@ def test_stream_and_scheduled_handlers_do_not_load_the_chat_service_at_import() 
     # functions off the request path need only services.background and what it builds on.
     conversation = {m for m in loaded if m.startswith("chatmemory.services.conversation")}
     assert not conversation, conversation
+
+
+ENTRY_POINTS = [name for name in HANDLERS if name not in ("http", "batch")]
+
+_COLLECTION = (
+    "import gc, json, sys\n"
+    "import handlers\n"
+    "paused = not gc.isenabled()\n"
+    "import handlers.{module}\n"
+    "print(json.dumps([paused, gc.isenabled(), gc.get_freeze_count()]))\n"
+)
+
+
+def _collection_around_import(module: str, lambda_environment: bool) -> list[Any]:
+    env = {"PYTHONPATH": f"{ROOT / 'lambdas'}", "AWS_DEFAULT_REGION": "us-east-1"}
+    if lambda_environment:
+        env["AWS_LAMBDA_FUNCTION_NAME"] = "test"
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTION.format(module=module)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env=env,
+    )
+    answer: list[Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
+
+
+@pytest.mark.parametrize("module", ENTRY_POINTS)
+def test_in_lambda_collection_waits_for_init_then_resumes_over_new_objects_only(
+    module: str,
+) -> None:
+    # A handler module that forgot init_done() would leave its function without a collector.
+    paused, enabled_after, frozen = _collection_around_import(module, lambda_environment=True)
+    assert paused and enabled_after
+    assert frozen > 10_000  # what init made: modules, classes, routes
+
+
+def test_outside_lambda_importing_a_handler_leaves_collection_alone() -> None:
+    paused, enabled_after, frozen = _collection_around_import("chat_api", lambda_environment=False)
+    assert not paused and enabled_after and frozen == 0
+
+
+_CHAT_INIT = """
+import json
+import handlers.chat_api
+from chatmemory import wiring
+
+class Context:
+    function_name = "test"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:test"
+    aws_request_id = "test"
+    def get_remaining_time_in_millis(self):
+        return 29000
+
+built_at_init = wiring.chat_deps.cache_info().currsize
+event = {"httpMethod": "GET", "path": "/sessions", "resource": "/sessions", "headers": {},
+         "multiValueHeaders": {}, "queryStringParameters": None,
+         "multiValueQueryStringParameters": None, "body": None,
+         "requestContext": {"requestId": "r", "authorizer": {"claims": {"sub": "u"}}}}
+answer = handlers.chat_api.handler(event, Context())
+print(json.dumps([built_at_init, answer["statusCode"], json.loads(answer["body"])]))
+"""
+
+
+def _chat_cold_start(**settings: str) -> list[Any]:
+    done = subprocess.run(
+        [sys.executable, "-c", _CHAT_INIT],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={
+            "PYTHONPATH": f"{ROOT / 'lambdas'}",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "AWS_LAMBDA_FUNCTION_NAME": "test",
+            **settings,
+        },
+    )
+    answer: list[Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    return answer
+
+
+def test_a_chat_init_that_cannot_build_its_dependencies_still_answers_the_error_as_json() -> None:
+    # Built at init when they can be (so they are frozen with the rest of init)...
+    built, _, _ = _chat_cold_start()
+    assert built == 1
+    # ...and when they cannot, init still succeeds and the request answers the configuration
+    # error as the API does (a JSON 500), not API Gateway's bare 502 for a failed init.
+    built, status, body = _chat_cold_start(TEXT_BACKEND="no-such-backend")
+    assert built == 0
+    assert status == 500 and body["error"]["code"] == "configuration_error", body
