@@ -19,6 +19,20 @@ HANDLERS = sorted(
 )
 
 
+def _fresh_interpreter(code: str, **env: str) -> Any:
+    """What `code`, run by a fresh interpreter with the handlers importable (and `env`), prints
+    as JSON on its last line."""
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=ROOT,
+        env={"PYTHONPATH": f"{ROOT / 'lambdas'}", "AWS_DEFAULT_REGION": "us-east-1", **env},
+    )
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def _modules_after_importing(handlers: tuple[str, ...] | list[str]) -> set[str]:
     """Every module a fresh interpreter holds once it has imported these handlers."""
     code = (
@@ -27,15 +41,7 @@ def _modules_after_importing(handlers: tuple[str, ...] | list[str]) -> set[str]:
         "    importlib.import_module('handlers.' + name)\n"
         "print(json.dumps(sorted(sys.modules)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": f"{ROOT / 'lambdas'}", "AWS_DEFAULT_REGION": "us-east-1"},
-    )
-    return set(json.loads(done.stdout.strip().splitlines()[-1]))
+    return set(_fresh_interpreter(code))
 
 
 def test_no_handler_loads_the_xray_sdk_or_opentelemetry_at_import() -> None:
@@ -78,18 +84,8 @@ _COLLECTION = (
 
 
 def _collection_around_import(module: str, lambda_environment: bool) -> list[Any]:
-    env = {"PYTHONPATH": f"{ROOT / 'lambdas'}", "AWS_DEFAULT_REGION": "us-east-1"}
-    if lambda_environment:
-        env["AWS_LAMBDA_FUNCTION_NAME"] = "test"
-    done = subprocess.run(
-        [sys.executable, "-c", _COLLECTION.format(module=module)],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env=env,
-    )
-    answer: list[Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    env = {"AWS_LAMBDA_FUNCTION_NAME": "test"} if lambda_environment else {}
+    answer: list[Any] = _fresh_interpreter(_COLLECTION.format(module=module), **env)
     return answer
 
 
@@ -132,20 +128,7 @@ print(json.dumps([built_at_init, answer["statusCode"], json.loads(answer["body"]
 
 
 def _chat_cold_start(**settings: str) -> list[Any]:
-    done = subprocess.run(
-        [sys.executable, "-c", _CHAT_INIT],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={
-            "PYTHONPATH": f"{ROOT / 'lambdas'}",
-            "AWS_DEFAULT_REGION": "us-east-1",
-            "AWS_LAMBDA_FUNCTION_NAME": "test",
-            **settings,
-        },
-    )
-    answer: list[Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    answer: list[Any] = _fresh_interpreter(_CHAT_INIT, AWS_LAMBDA_FUNCTION_NAME="test", **settings)
     return answer
 
 
