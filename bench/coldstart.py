@@ -41,7 +41,7 @@ adapters at the end of init).
 `--instructions` runs every process under valgrind's callgrind and compares the instructions
 each executes to its answer (the process ends with `os._exit` right after it, as a Lambda is
 frozen then): user-space work only, and the same count for the same work whatever else the
-machine runs (within 0.2% between runs of the same code here, where CPU times differ by up to a
+machine runs (within 0.3% between runs of the same code here, where CPU times differ by up to a
 third), so a handful of rounds settle what timing needs many for. About 40 times slower.
 
 `--without-bytecode` adds a tree that compiles the project's modules in every process, as
