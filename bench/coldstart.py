@@ -592,6 +592,8 @@ def main() -> None:
     )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
+    if args.instructions and shutil.which("valgrind") is None:
+        parser.error("--instructions needs valgrind (Debian's package valgrind)")
     load_before = os.getloadavg()
     result = run(
         args.runs,
