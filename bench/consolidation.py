@@ -39,6 +39,7 @@ class CountingEmbedder:
         self._inner = inner
         self.name, self.dimension = inner.name, inner.dimension
         self.max_batch = 1 if one_per_call else inner.max_batch
+        self.pins_model = inner.pins_model
         self.calls = 0
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

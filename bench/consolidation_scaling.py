@@ -75,6 +75,7 @@ class RemoteEmbedder:
     name = "simulated-remote-embedder"
     dimension = 16
     max_batch = 16
+    pins_model = False
 
     def __init__(self, latency: float) -> None:
         self.latency = latency

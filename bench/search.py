@@ -40,6 +40,7 @@ class _FixedEmbedder:
     name = "fixed"
     dimension = DIMENSION
     max_batch = 1
+    pins_model = False
 
     def __init__(self) -> None:
         self.vector: list[float] = []

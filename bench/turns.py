@@ -446,6 +446,7 @@ class CountingEmbedder:
     def __init__(self, inner: Any) -> None:
         self.inner, self.name, self.calls = inner, inner.name, 0
         self.dimension, self.max_batch = inner.dimension, inner.max_batch
+        self.pins_model = inner.pins_model
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls += 1

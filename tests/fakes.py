@@ -69,6 +69,7 @@ class FakeEmbedder:
     name: str = "fake-embedder"
     dimension: int = 64
     max_batch: int = 16
+    pins_model: bool = False
     calls: int = 0
     fail: Callable[[Sequence[str]], bool] | None = None
 

@@ -371,6 +371,10 @@ class Embedder(Protocol):
     dimension: int
     # How many texts one request may carry (1 for endpoints without batch input).
     max_batch: int
+    # Whether `name` always serves the same model (a Bedrock model id, whose version is part of
+    # it), so vectors kept under it stay that model's; an endpoint or a server keeps its name
+    # when another model is deployed behind it (False).
+    pins_model: bool
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
 

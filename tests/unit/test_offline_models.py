@@ -156,7 +156,7 @@ def test_with_an_embedder_the_responder_quotes_by_meaning() -> None:
     """A stand-in embedder for which a dog is a greyhound (MiniLM agrees: below)."""
 
     class Concepts:
-        name, dimension, max_batch = "concepts", 2, 16
+        name, dimension, max_batch, pins_model = "concepts", 2, 16, False
 
         def embed(self, texts: list[str]) -> list[list[float]]:
             dog = ("dog", "greyhound")

@@ -196,3 +196,31 @@ def test_the_chat_keeps_them_in_the_sessions_table_when_it_has_long_term_memory(
     cache.save("k", [[1.0]])
     key = {schema.SESSION_ID: {"S": "cache#k"}}
     assert "Item" in dynamodb.get_item(TableName=wiring.settings().sessions_table, Key=key)
+
+
+def test_an_embedder_whose_name_pins_its_model_reads_them_without_a_check() -> None:
+    # A Bedrock model id names one version of one model: the vectors kept under it are its.
+    cache = InMemoryVectorCache()
+    first = _similarity(RecordingEmbedder(pins_model=True), cache)
+    _cold_start()
+    embedder = RecordingEmbedder(pins_model=True)
+
+    again = _similarity(embedder, cache)
+
+    assert embedder.requests == []
+    assert again == pytest.approx(first, abs=1e-6)
+
+
+def test_only_bedrock_embedders_pin_their_model() -> None:
+    import boto3
+
+    from chatmemory.adapters.bedrock import BedrockEmbedder
+    from chatmemory.adapters.offline.embedder import MiniLMEmbedder
+    from chatmemory.adapters.openai_compat import OpenAICompatEmbedder
+    from chatmemory.adapters.sagemaker import SageMakerEmbedder
+
+    bedrock = boto3.client("bedrock-runtime", region_name="us-east-1")
+    sagemaker = boto3.client("sagemaker-runtime", region_name="us-east-1")
+    assert BedrockEmbedder(bedrock, "amazon.titan-embed-text-v2:0", dimension=1024).pins_model
+    assert not SageMakerEmbedder(sagemaker, "my-endpoint", dimension=4096).pins_model
+    assert not OpenAICompatEmbedder.pins_model and not MiniLMEmbedder.pins_model

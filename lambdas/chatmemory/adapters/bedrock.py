@@ -87,6 +87,8 @@ class BedrockEmbedder:
         self.name = model_id
         self.dimension = dimension
         self.max_batch = COHERE_MAX_BATCH if self._cohere else 1
+        # A model id names one version of one model (a new version gets a new id).
+        self.pins_model = True
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return embed_in_batches(

@@ -244,6 +244,7 @@ class OpenAICompatEmbedder:
     """Embedder on POST {base_url}/embeddings; unit-length vectors."""
 
     max_batch = 64
+    pins_model = False  # a server may serve another model under the same name
 
     def __init__(
         self,

@@ -140,6 +140,7 @@ class SageMakerEmbedder:
         self.name = endpoint_name
         self.dimension = dimension
         self.max_batch = _MAX_BATCH[self.payload_format]
+        self.pins_model = False  # an endpoint's name outlives the model deployed behind it
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return embed_in_batches(

@@ -35,6 +35,7 @@ class MiniLMEmbedder:
     name = "all-MiniLM-L6-v2"
     dimension = 384
     max_batch = 64
+    pins_model = False  # the weights come with an installed package, which can change
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:

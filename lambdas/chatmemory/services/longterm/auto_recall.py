@@ -358,8 +358,9 @@ def small_talk_similarity(
 ) -> float:
     """Cosine of the message to the closest small-talk phrasing (plain Python, as the Lambda
     asset has no numpy). The phrasings' vectors are had once per process: from `cache` when
-    it holds them (then one phrasing is embedded to check they are still the model's), else
-    embedded (one request per phrasing with Titan) and kept there for the next cold starts."""
+    it holds them (then, unless the embedder's name pins its model, one phrasing is embedded to
+    check they are still the model's), else embedded (one request per phrasing with Titan) and
+    kept there for the next cold starts."""
     key = f"{embedder.name}:{embedder.dimension}"
     with _small_talk_lock:
         vectors = _small_talk_vectors.get(key)
@@ -388,6 +389,8 @@ def _small_talk_phrasings(embedder: Embedder, cache: VectorCache | None) -> list
         and len(cached) == len(SMALL_TALK)
         and all(len(v) == embedder.dimension for v in cached)
     ):
+        if embedder.pins_model:
+            return cached  # its name is one model's: vectors kept under it are that model's
         # An endpoint keeps its name when another model is deployed behind it.
         [probe] = embedder.embed([SMALL_TALK[0]])
         if _cosine(probe, cached[0]) >= SAME_MODEL_COSINE:
