@@ -552,19 +552,27 @@ def _speaker(line: str) -> str:
     return label.strip().lower() if colon else ""
 
 
-def piece_features(
-    ranked: Sequence[tuple[MemoryDoc, float]], query: str
-) -> list[tuple[_Piece, tuple[float, ...]]]:
-    """The pieces the block is made of, each with its features in `LineWeights`' order: every
-    line of the windows once (with the best window holding it) and every record."""
-    best = ranked[0][1] if ranked and ranked[0][1] > 0 else 1.0
-    # Each window's lines, and every window's score for each line it holds, best first
-    # (`ranked` is best first).
-    window_lines = {
+def _window_lines(ranked: Sequence[tuple[MemoryDoc, float]]) -> dict[str, list[str]]:
+    """Each window's non-blank lines, by its key (records and documents are not windows)."""
+    return {
         doc.doc_key: [ln for ln in doc.text.splitlines() if ln.strip()]
         for doc, _ in ranked
         if doc.kind == MemoryKind.CHUNK and doc.session_id
     }
+
+
+def piece_features(
+    ranked: Sequence[tuple[MemoryDoc, float]],
+    query: str,
+    window_lines: dict[str, list[str]] | None = None,
+) -> list[tuple[_Piece, tuple[float, ...]]]:
+    """The pieces the block is made of, each with its features in `LineWeights`' order: every
+    line of the windows once (with the best window holding it) and every record.
+    `window_lines` is `_window_lines(ranked)`, when the caller has it already."""
+    best = ranked[0][1] if ranked and ranked[0][1] > 0 else 1.0
+    if window_lines is None:
+        window_lines = _window_lines(ranked)
+    # Every window's score for each line it holds, best first (`ranked` is best first).
     held: dict[str, list[float]] = {}
     for doc, score in ranked:
         for line in dict.fromkeys(window_lines.get(doc.doc_key, ())):
@@ -633,16 +641,15 @@ def build_block(
     each line once; "…" marks where lines between two of them were left out. A record whose
     content words a piece already taken holds is left out (a fact drawn from a line there)."""
     left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
-    scored = piece_features(ranked, query)
+    window_lines = _window_lines(ranked)
+    scored = piece_features(ranked, query, window_lines)
     if weights is not None:
         coefficients = astuple(weights)
         for piece, features in scored:
             piece.score = sum(w * f for w, f in zip(coefficients, features, strict=True))
     adjacent: set[tuple[str, str]] = set()
-    for doc, _ in ranked:
-        if doc.kind == MemoryKind.CHUNK and doc.session_id:
-            lines = [ln for ln in doc.text.splitlines() if ln.strip()]
-            adjacent.update(zip(lines, lines[1:], strict=False))
+    for lines in window_lines.values():
+        adjacent.update(zip(lines, lines[1:], strict=False))
     items: list[RecalledItem] = []
     excerpts: dict[str, tuple[RecalledItem, list[_Piece]]] = {}
     # The words of each piece taken: a record whose every content word one of them already
