@@ -11,6 +11,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_ssm as ssm
 from constructs import Construct
 
+from chatmemory.schema import FUNCTION_ENVIRONMENT
 from stacks import nag
 from stacks.config import ARCHITECTURE, POWERTOOLS_LAYER_ACCOUNT, PYTHON_VERSION, Config
 from stacks.packaging import lambda_code
@@ -91,7 +92,7 @@ class LambdaFactory(Construct):
             role=role,
             timeout=timeout,
             memory_size=memory_mb,
-            environment=dict(environment),
+            environment={**FUNCTION_ENVIRONMENT, **environment},
             layers=[self.powertools],
             # Lambda itself records each invocation's segment (Initialization on a cold start,
             # Invocation, Overhead) and passes the trace header on to AWS calls: the code

@@ -692,7 +692,16 @@ STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (
     RECORD_PURGE_TRIGGER,
 )
 
-# --- environment variables read by Settings.from_env ----------------------------------------
+# --- environment variables ---------------------------------------------------------------
+
+# Set by the stack in every function's environment (stacks/functions.py), beside each one's
+# own settings. Pydantic looks for plugins (packages that observe validation, such as logfire)
+# the first time it builds a model, by reading the metadata of every installed distribution
+# (the asset's, the Powertools layer's, the runtime's); the functions use none, so the search
+# is off. A deployment that adds a plugin to the asset removes this.
+FUNCTION_ENVIRONMENT = {"PYDANTIC_DISABLE_PLUGINS": "__all__"}
+
+# Read by Settings.from_env:
 
 ENV_SESSIONS_TABLE = SESSIONS.env_var
 ENV_CONVERSATIONS_TABLE = CONVERSATIONS.env_var

@@ -213,6 +213,8 @@ def test_every_function_uses_the_powertools_layer_arm64_tracing_and_json_logs(
         assert props["TracingConfig"] == {"Mode": "Active"}
         assert props["LoggingConfig"]["LogFormat"] == "JSON"
         assert "Ref" in props["LoggingConfig"]["LogGroup"]
+        # pydantic's search for plugins through every installed distribution is off
+        assert props["Environment"]["Variables"]["PYDANTIC_DISABLE_PLUGINS"] == "__all__"
         keys.add(props["Code"]["S3Key"])
     # One asset for all of them.
     assert len(keys) == 1
