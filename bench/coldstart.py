@@ -36,7 +36,13 @@ import into self time per top-level package (`handlers`' own includes building t
 adapters at the end of init).
 
     python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--before DIR]
-        [--without-bytecode] [--instructions] [--json]
+        [--without-bytecode] [--instructions] [--floor] [--json]
+    python -m bench.coldstart --phases [--runs 2] [--shape ...] [--json]
+
+`--floor` adds a row per handler: its clients and AWS calls (recorded from one of its samples)
+made by bare boto3 with nothing else imported, the least any Python function doing the same
+AWS work pays. `--phases` splits the chat API's cold start into its imports, its init and its
+first message, in instructions.
 
 `--instructions` runs every process under valgrind's callgrind and compares the instructions
 each executes to its answer (the process ends with `os._exit` right after it, as a Lambda is
@@ -70,6 +76,8 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+from chatmemory.schema import FUNCTION_ENVIRONMENT
 
 ROOT = Path(__file__).resolve().parent.parent
 HANDLERS = (
@@ -204,6 +212,8 @@ def _env(shape: str, endpoints: dict[str, str]) -> dict[str, str]:
         # Lambda sets it in every function; the handlers read it to pause collection during
         # init (handlers/__init__.py).
         "AWS_LAMBDA_FUNCTION_NAME": "bench",
+        # What the stack sets in every function (stacks/functions.py).
+        **FUNCTION_ENVIRONMENT,
         **SHAPES[shape],
         **endpoints,
     }
@@ -221,6 +231,8 @@ sys.path[:0] = [{lambdas!r}]
 # The tree of `--without-bytecode`: a copy of lambdas/ without __pycache__ that no process
 # writes bytecode into, as Lambda's read-only /var/task was before the asset shipped its own.
 NO_BYTECODE = "no pyc"
+# The row of `--floor`: the handler's clients and calls made by bare boto3 (see _RECORDER).
+FLOOR = "floor"
 
 
 def _prelude(root: Path = ROOT, read_only: bool = False) -> str:
@@ -332,6 +344,223 @@ def _code(
     return _prelude(root, read_only) + _HANDLER.format(
         module=module, context=context + _SKIPPED, invoke=invoke, heavy=HEAVY
     )
+
+
+# --floor: the handler's AWS work done by bare boto3. A recording process (uncounted) runs the
+# handler as a sample does, with botocore patched to note every client it creates and every call
+# it makes; then each round runs a process that imports boto3, creates the same clients and makes
+# the same calls with the same parameters (a chat sample's session id swapped for its round's
+# own), and nothing else: no project code, pydantic or Powertools. What the handler costs above
+# it is what the code around its calls costs; what it costs above the baseline (one client, no
+# call) is the least any handler doing this work in Python with boto3 would.
+_RECORDER = """
+import botocore.client, botocore.session, pickle, base64
+RECORDED = []
+_create_client = botocore.session.Session.create_client
+def _noting_client(self, service_name, *args, **kwargs):
+    RECORDED.append(("client", service_name, None))
+    return _create_client(self, service_name, *args, **kwargs)
+botocore.session.Session.create_client = _noting_client
+_make_api_call = botocore.client.BaseClient._make_api_call
+def _noting_call(self, operation, params):
+    RECORDED.append(("call", self.meta.service_model.service_name, (operation, params)))
+    return _make_api_call(self, operation, params)
+botocore.client.BaseClient._make_api_call = _noting_call
+"""
+_RECORDED_OUT = "\nprint('RECORDED', base64.b64encode(pickle.dumps(RECORDED)).decode())\n"
+
+_FLOOR = """
+import pickle
+with open({steps!r}, "rb") as recorded:
+    steps = pickle.load(recorded)
+import boto3
+from botocore import xform_name
+from botocore.exceptions import ClientError
+clients = {{}}
+for kind, service, what in steps:
+    if kind == "client":
+        clients[service] = boto3.client(service)
+        continue
+    operation, params = what
+    try:
+        getattr(clients[service], xform_name(operation))(**params)
+    except ClientError:
+        pass  # as the handler may have met it (a conditional write, say)
+done = time.perf_counter()
+heavy = [m for m in {heavy!r} if m in sys.modules]
+print(json.dumps({{"import_ms": 0, "total_ms": (done - started) * 1000,
+                  "answer_cpu_ms": time.process_time() * 1000, "heavy": heavy}}))
+"""
+
+
+def _recorded(
+    code: str, env: dict[str, str], first: str = "\nimport handlers."
+) -> list[tuple[str, str, Any]]:
+    """The clients and calls of one (uncounted) sample of the handler: `code`, recorded from
+    its statement `first` on."""
+    import base64
+    import pickle
+
+    recording = code.replace(first, _RECORDER + first, 1)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", recording + _RECORDED_OUT],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    lines = [line for line in done.stdout.splitlines() if line.startswith("RECORDED ")]
+    if done.returncode or not lines:
+        raise RuntimeError(f"recording the handler's calls failed:\n{done.stderr[-3000:]}")
+    steps: list[tuple[str, str, Any]] = pickle.loads(base64.b64decode(lines[-1].split()[1]))
+    return steps
+
+
+def _swapped(value: Any, old: str, new: str) -> Any:
+    """`value` (a call's parameters) with the string `old` replaced by `new` wherever it occurs."""
+    if isinstance(value, str):
+        return value.replace(old, new) if old else value
+    if isinstance(value, dict):
+        return {_swapped(k, old, new): _swapped(v, old, new) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_swapped(v, old, new) for v in value)
+    return value
+
+
+def _floor_code(
+    steps: list[tuple[str, str, Any]], folder: Path, recorded_session: str = "", session: str = ""
+) -> str:
+    """A floor process's code; its steps (too long for a command line: a vector is 1,024
+    floats) are written to a file in `folder`."""
+    import pickle
+
+    path = folder / f"steps-{session or 'none'}.pickle"
+    path.write_bytes(pickle.dumps(_swapped(steps, recorded_session, session)))
+    return _PRELUDE + _FLOOR.format(steps=str(path), heavy=HEAVY)
+
+
+# --phases: where a chat cold start's instructions go. Each step is a process (under callgrind)
+# that imports what the steps before it did and then its own, in the handler's order (the
+# first imports `handlers`, which pauses collection as the handler's import does; the last two
+# are the handler's import with its init, and a whole sample to its answer); a step's count is
+# its process's minus the step before's. Instructions, not time: the differences of timed
+# samples here are smaller than their noise.
+PHASES: tuple[tuple[str, str], ...] = (
+    ("interpreter", "import handlers"),
+    ("boto3", "import boto3"),
+    ("pydantic", "import pydantic"),
+    ("Powertools Logger and Metrics", "from aws_lambda_powertools import Logger, Metrics"),
+    ("Powertools event handler", "import aws_lambda_powertools.event_handler"),
+    (
+        "Powertools request validation",
+        "import aws_lambda_powertools.event_handler.middlewares.openapi_validation",
+    ),
+    ("chatmemory.schema", "import chatmemory.schema"),
+    ("chatmemory.domain", "import chatmemory.domain"),
+    ("chatmemory.settings", "import chatmemory.settings"),
+    ("chatmemory.api_models", "import chatmemory.api_models"),
+    ("chatmemory.wiring", "import chatmemory.wiring"),
+    ("the conversation's services", "import chatmemory.services.conversation.chat"),
+    (
+        "the other routes' services",
+        "import chatmemory.services.longterm.recall, chatmemory.services.profile.profile, "
+        "chatmemory.services.conversation.handoff, chatmemory.services.conversation.checkpoints, "
+        "chatmemory.services.background.forget, handlers.http",
+    ),
+    ("handler module and init (clients, routes)", "import handlers.chat_api"),
+)
+_STEP_DONE = """
+print(json.dumps({"import_ms": 0, "total_ms": (time.perf_counter() - started) * 1000,
+                  "answer_cpu_ms": time.process_time() * 1000, "heavy": []}))
+"""
+
+
+# With --phases: the dataclasses the handler's import creates, per top-level package, with the
+# methods the dataclass machinery generates for them (each is source text compiled by `exec`)
+# and the time spent making them (one process, timed: a share, not a count).
+_DATACLASS_CENSUS = """
+import collections, dataclasses
+classes, methods, seconds = collections.Counter(), collections.Counter(), collections.Counter()
+making = []
+_process_class, _create_fn = dataclasses._process_class, dataclasses._create_fn
+def _counted_class(cls, *args, **kwargs):
+    package = cls.__module__.split(".")[0]
+    classes[package] += 1
+    making.append(package)
+    began = time.perf_counter()
+    try:
+        return _process_class(cls, *args, **kwargs)
+    finally:
+        seconds[package] += time.perf_counter() - began
+        making.pop()
+def _counted_method(*args, **kwargs):
+    methods[making[-1] if making else "?"] += 1
+    return _create_fn(*args, **kwargs)
+dataclasses._process_class, dataclasses._create_fn = _counted_class, _counted_method
+import handlers.chat_api
+print(json.dumps({p: [classes[p], methods[p], seconds[p] * 1000] for p in classes}))
+"""
+
+
+def dataclass_census(env: dict[str, str], runs: int) -> dict[str, list[float]]:
+    """Per package: dataclasses made by the chat API's import, their generated methods, and the
+    median milliseconds spent making them (over `runs` processes)."""
+    samples = []
+    for _ in range(runs):
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", _PRELUDE + _DATACLASS_CENSUS],
+            env=env,
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        samples.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return {
+        package: [*counts[:2], round(statistics.median(s[package][2] for s in samples), 1)]
+        for package, counts in samples[0].items()
+    }
+
+
+def phases(runs: int, shape: str) -> dict[str, Any]:
+    """The chat API's cold start, step by step (PHASES, then its first message): each step's
+    instructions (the median of `runs` rounds; they differ by well under 1%)."""
+    with services() as endpoints:
+        env = _env(shape, endpoints)
+        chats = iter(_sessions(runs + 2, env))
+        _run(_code("chat_api", next(chats)), env)  # caches the small-talk vectors
+        samples: dict[str, list[float]] = {}
+        for _ in range(runs):
+            code = _PRELUDE
+            samples.setdefault("(baseline)", []).append(_count(_BASELINE, env))
+            for name, statement in PHASES:
+                code += statement + "\n"
+                samples.setdefault(name, []).append(_count(code + _STEP_DONE, env))
+            first = _code("chat_api", next(chats), instructions=True)
+            samples.setdefault("first message", []).append(_count(first, env))
+        census = dataclass_census(env, max(runs, 5))
+    medians = {name: statistics.median(values) for name, values in samples.items()}
+    base = medians.pop("(baseline)")
+    steps, before = [], 0.0
+    for name, value in medians.items():
+        steps.append({"step": name, "cost": value - before, "to_here_vs_baseline": value / base})
+        before = value
+    return {"shape": shape, "runs": runs, "baseline": base, "steps": steps, "dataclasses": census}
+
+
+def _count(code: str, env: dict[str, str]) -> float:
+    return float(_run(code, env, instructions=True)["instructions"])
+
+
+def _print_phases(result: dict[str, Any]) -> None:
+    print(f"shape {result['shape']}, chat API cold start by step, medians of {result['runs']}")
+    print(f"{'step':<44} {'M instructions':>15} {'to here x base':>15}")
+    for step in result["steps"]:
+        print(
+            f"{step['step']:<44} {step['cost'] / 1e6:>15.0f} {step['to_here_vs_baseline']:>15.2f}"
+        )
+    print(f"{'(baseline: import boto3 + one client)':<44} {result['baseline'] / 1e6:>15.0f}")
+    print("dataclasses made by the handler's import (classes, generated methods, ms to make):")
+    for package, (classes, methods, ms) in result["dataclasses"].items():
+        print(f"  {package:<28} {classes:>4} {methods:>5} {ms:>7}")
 
 
 def _cpu_of_children() -> float:
@@ -450,6 +679,7 @@ def run(
     before: Path | None = None,
     without_bytecode: bool = False,
     instructions: bool = False,
+    floor: bool = False,
 ) -> dict[str, Any]:
     """Per handler, `runs` rounds of: the baseline, then the handler (then the handler of the
     `before` tree, if given, and with `without_bytecode` the handler compiling the project's
@@ -465,7 +695,7 @@ def run(
                 ROOT / "lambdas", copy / "lambdas", ignore=shutil.ignore_patterns("__pycache__")
             )
             trees[NO_BYTECODE] = copy
-        return _rounds(runs, shape, handlers, trees, instructions)
+        return _rounds(runs, shape, handlers, trees, instructions, floor)
 
 
 def _ratio(rounds: list[dict[str, Any]], tree: str, key: str) -> float:
@@ -509,44 +739,61 @@ def _rounds(
     handlers: tuple[str, ...],
     trees: dict[str, Path],
     instructions: bool = False,
+    floor: bool = False,
 ) -> dict[str, Any]:
-    with services() as endpoints:
+    with services() as endpoints, tempfile.TemporaryDirectory() as folder:
         env = _env(shape, endpoints)
-        count = (runs + 1) * len(trees)
+        count = (runs + 1) * (len(trees) + floor) + 2 * floor
         chats = iter(_sessions(count, env) if "chat_api" in handlers else [])
+
+        def session(module: str) -> str:
+            return next(chats) if module == "chat_api" else ""
+
         rows: dict[str, Any] = {}
         baseline: list[dict[str, Any]] = []
         for module in handlers:
             _Canned.seen.clear()
+            if floor:
+                # after one sample (the first cold start ever caches the small-talk vectors)
+                _run(_code(module, session(module)), env)
+                recorded_session = session(module)
+                steps = _recorded(_code(module, recorded_session), env)
             rounds = []
             for _ in range(runs + 1):
                 base = _run(_BASELINE, env, instructions)
-                rounds.append(
-                    {"base": base}
-                    | {
-                        name: _run(
-                            _code(
-                                module,
-                                next(chats) if module == "chat_api" else "",
-                                root,
-                                read_only=name == NO_BYTECODE,
-                                instructions=instructions,
-                            ),
-                            env,
-                            instructions,
-                        )
-                        for name, root in trees.items()
-                    }
-                )
+                samples = {
+                    name: _run(
+                        _code(
+                            module,
+                            session(module),
+                            root,
+                            read_only=name == NO_BYTECODE,
+                            instructions=instructions,
+                        ),
+                        env,
+                        instructions,
+                    )
+                    for name, root in trees.items()
+                }
+                if floor:
+                    code = _floor_code(steps, Path(folder), recorded_session, session(module))
+                    samples[FLOOR] = _run(code, env, instructions)
+                rounds.append({"base": base} | samples)
             rounds = rounds[1:]
             baseline += [r["base"] for r in rounds]
-            row: dict[str, Any] = {name: _measures(rounds, name, instructions) for name in trees}
+            names = [*trees, *([FLOOR] if floor else [])]
+            row: dict[str, Any] = {name: _measures(rounds, name, instructions) for name in names}
+            if floor:
+                row[FLOOR]["steps"] = [
+                    f"{service}.{what[0]}" if kind == "call" else f"client {service}"
+                    for kind, service, what in steps
+                ]
             row["after"]["dominant"] = import_breakdown(module, env)
             if not instructions:
                 row["baseline_wall_ms"] = _median([r["base"] for r in rounds], "wall_ms")
             # per invocation, to the canned server (DynamoDB Local's are not counted)
             row["model_and_vector_requests"] = {
-                path: round(n / ((runs + 1) * len(trees)), 1)
+                path: round(n / ((runs + 1) * (len(trees) + floor) + 2 * floor), 1)
                 for path, n in sorted(_Canned.seen.items())
             }
             rows[module] = row
@@ -590,10 +837,26 @@ def main() -> None:
         action="store_true",
         help="count instructions to the answer under callgrind instead of timing (valgrind)",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure the handler's own clients and AWS calls made by bare boto3",
+    )
+    parser.add_argument(
+        "--phases",
+        action="store_true",
+        help="instead, the chat API's cold start split into steps, in instructions (valgrind)",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
-    if args.instructions and shutil.which("valgrind") is None:
-        parser.error("--instructions needs valgrind (Debian's package valgrind)")
+    if (args.instructions or args.phases) and shutil.which("valgrind") is None:
+        parser.error("--instructions and --phases need valgrind (Debian's package valgrind)")
+    if args.phases:
+        steps = phases(args.runs, args.shape)
+        _print_phases(steps)
+        if args.json:
+            print(json.dumps(steps))
+        return
     load_before = os.getloadavg()
     result = run(
         args.runs,
@@ -602,6 +865,7 @@ def main() -> None:
         args.before,
         args.without_bytecode,
         args.instructions,
+        args.floor,
     )
     if args.instructions:
         _print_instructions(args, result)
@@ -617,8 +881,14 @@ def main() -> None:
         print(json.dumps(result))
 
 
+def _floor_note(r: dict[str, Any]) -> str:
+    steps = r.get("steps", [])
+    clients = sum(step.startswith("client ") for step in steps)
+    return f"bare boto3: {clients} clients, {len(steps) - clients} calls"
+
+
 def _trees(row: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for tree in ("before", "after", NO_BYTECODE):
+    for tree in ("before", "after", NO_BYTECODE, FLOOR):
         if tree in row:
             yield tree, row[tree]
 
@@ -635,7 +905,7 @@ def _print_instructions(args: argparse.Namespace, result: dict[str, Any]) -> Non
         for tree, r in _trees(row):
             print(
                 f"{name:<12} {tree:<6} {r['instructions_m']:>9} {r['instructions_vs_baseline']:>7} "
-                f"{r['spread_pct']:>9}"
+                f"{r['spread_pct']:>9}" + (f"  {_floor_note(r)}" if tree == FLOOR else "")
             )
 
 
@@ -655,6 +925,8 @@ def _print_times(args: argparse.Namespace, result: dict[str, Any]) -> None:
     for name, row in result["handlers"].items():
         for tree, r in _trees(row):
             dominant = ", ".join(f"{p} {ms}" for p, ms in r.get("dominant", [])[:4])
+            if tree == FLOOR:
+                dominant = _floor_note(r)
             print(
                 f"{name:<12} {tree:<6} {r['wall_ms']:>8} {r['vs_baseline']:>7} "
                 f"{r['cpu_ms']:>7} {r['cpu_vs_baseline']:>7} "
