@@ -57,10 +57,12 @@ Lambda's read-only /var/task did before the asset shipped its own bytecode.
 from __future__ import annotations
 
 import argparse
+import base64
 import contextlib
 import json
 import math
 import os
+import pickle
 import re
 import resource
 import shutil
@@ -398,9 +400,6 @@ def _recorded(
 ) -> list[tuple[str, str, Any]]:
     """The clients and calls of one (uncounted) sample of the handler: `code`, recorded from
     its statement `first` on."""
-    import base64
-    import pickle
-
     recording = code.replace(first, _RECORDER + first, 1)
     done = subprocess.run(
         [sys.executable, "-I", "-c", recording + _RECORDED_OUT],
@@ -431,8 +430,6 @@ def _floor_code(
 ) -> str:
     """A floor process's code; its steps (too long for a command line: a vector is 1,024
     floats) are written to a file in `folder`."""
-    import pickle
-
     path = folder / f"steps-{session or 'none'}.pickle"
     path.write_bytes(pickle.dumps(_swapped(steps, recorded_session, session)))
     return _PRELUDE + _FLOOR.format(steps=str(path), heavy=HEAVY)
@@ -481,7 +478,9 @@ _DATACLASS_CENSUS = """
 import collections, dataclasses
 classes, methods, seconds = collections.Counter(), collections.Counter(), collections.Counter()
 making = []
-_process_class, _create_fn = dataclasses._process_class, dataclasses._create_fn
+# (CPython 3.11 and 3.12 generate each method with _create_fn; 3.13 has no such function, and
+# its methods go uncounted)
+_process_class, _create_fn = dataclasses._process_class, getattr(dataclasses, "_create_fn", None)
 def _counted_class(cls, *args, **kwargs):
     package = cls.__module__.split(".")[0]
     classes[package] += 1
@@ -495,7 +494,9 @@ def _counted_class(cls, *args, **kwargs):
 def _counted_method(*args, **kwargs):
     methods[making[-1] if making else "?"] += 1
     return _create_fn(*args, **kwargs)
-dataclasses._process_class, dataclasses._create_fn = _counted_class, _counted_method
+dataclasses._process_class = _counted_class
+if _create_fn is not None:
+    dataclasses._create_fn = _counted_method
 import handlers.chat_api
 print(json.dumps({p: [classes[p], methods[p], seconds[p] * 1000] for p in classes}))
 """
