@@ -225,9 +225,17 @@ def _env(shape: str, endpoints: dict[str, str]) -> dict[str, str]:
 
 _PRELUDE_OF = """
 import sys, time, json
-started = time.perf_counter()
+started = imported = time.perf_counter()
 sys.dont_write_bytecode = {read_only!r}
 sys.path[:0] = [{lambdas!r}]
+"""
+# How every measured process ends: what it reports (`imported`, when it times an import, is
+# set again after it), printed as one JSON line.
+_ANSWERED = f"""
+done = time.perf_counter()
+heavy = [m for m in {HEAVY!r} if m in sys.modules]
+print(json.dumps({{"import_ms": (imported - started) * 1000, "total_ms": (done - started) * 1000,
+                  "answer_cpu_ms": time.process_time() * 1000, "heavy": heavy}}))
 """
 
 # The tree of `--without-bytecode`: a copy of lambdas/ without __pycache__ that no process
@@ -249,10 +257,8 @@ _BASELINE = (
 import boto3
 imported = time.perf_counter()
 boto3.client("dynamodb")
-done = time.perf_counter()
-print(json.dumps({"import_ms": (imported - started) * 1000, "total_ms": (done - started) * 1000,
-                  "answer_cpu_ms": time.process_time() * 1000}))
 """
+    + _ANSWERED
 )
 
 _CONTEXT = """
@@ -322,10 +328,6 @@ warnings.simplefilter("ignore")  # "no metrics to publish"
 from chatmemory import wiring
 {context}
 {invoke}
-done = time.perf_counter()
-heavy = [m for m in {heavy!r} if m in sys.modules]
-print(json.dumps({{"import_ms": (imported - started) * 1000, "total_ms": (done - started) * 1000,
-                  "answer_cpu_ms": time.process_time() * 1000, "heavy": heavy}}))
 """
 
 
@@ -343,9 +345,8 @@ def _code(
     received = "None" if instructions else "int(time.time() * 1000)"
     invoke = _INVOKE[module] % {"session": session, "user": USER, "received": received}
     context = _CONTEXT.replace("29000", "900000") if instructions else _CONTEXT
-    return _prelude(root, read_only) + _HANDLER.format(
-        module=module, context=context + _SKIPPED, invoke=invoke, heavy=HEAVY
-    )
+    handler = _HANDLER.format(module=module, context=context + _SKIPPED, invoke=invoke)
+    return _prelude(root, read_only) + handler + _ANSWERED
 
 
 # --floor: the handler's AWS work done by bare boto3. A recording process (uncounted) runs the
@@ -388,10 +389,6 @@ for kind, service, what in steps:
         getattr(clients[service], xform_name(operation))(**params)
     except ClientError:
         pass  # as the handler may have met it (a conditional write, say)
-done = time.perf_counter()
-heavy = [m for m in {heavy!r} if m in sys.modules]
-print(json.dumps({{"import_ms": 0, "total_ms": (done - started) * 1000,
-                  "answer_cpu_ms": time.process_time() * 1000, "heavy": heavy}}))
 """
 
 
@@ -432,7 +429,7 @@ def _floor_code(
     floats) are written to a file in `folder`."""
     path = folder / f"steps-{session or 'none'}.pickle"
     path.write_bytes(pickle.dumps(_swapped(steps, recorded_session, session)))
-    return _PRELUDE + _FLOOR.format(steps=str(path), heavy=HEAVY)
+    return _PRELUDE + _FLOOR.format(steps=str(path)) + _ANSWERED
 
 
 # --phases: where a chat cold start's instructions go. Each step is a process (under callgrind)
@@ -465,10 +462,6 @@ PHASES: tuple[tuple[str, str], ...] = (
     ),
     ("handler module and init (clients, routes)", "import handlers.chat_api"),
 )
-_STEP_DONE = """
-print(json.dumps({"import_ms": 0, "total_ms": (time.perf_counter() - started) * 1000,
-                  "answer_cpu_ms": time.process_time() * 1000, "heavy": []}))
-"""
 
 
 # With --phases: the dataclasses the handler's import creates, per top-level package, with the
@@ -534,7 +527,7 @@ def phases(runs: int, shape: str) -> dict[str, Any]:
             samples.setdefault("(baseline)", []).append(_count(_BASELINE, env))
             for name, statement in PHASES:
                 code += statement + "\n"
-                samples.setdefault(name, []).append(_count(code + _STEP_DONE, env))
+                samples.setdefault(name, []).append(_count(code + _ANSWERED, env))
             first = _code("chat_api", next(chats), instructions=True)
             samples.setdefault("first message", []).append(_count(first, env))
         census = dataclass_census(env, max(runs, 5))
@@ -744,8 +737,9 @@ def _rounds(
 ) -> dict[str, Any]:
     with services() as endpoints, tempfile.TemporaryDirectory() as folder:
         env = _env(shape, endpoints)
-        count = (runs + 1) * (len(trees) + floor) + 2 * floor
-        chats = iter(_sessions(count, env) if "chat_api" in handlers else [])
+        # per handler: the warm-up and the recording (--floor), then each round's samples
+        processes = 2 * floor + (runs + 1) * (len(trees) + floor)
+        chats = iter(_sessions(processes, env) if "chat_api" in handlers else [])
 
         def session(module: str) -> str:
             return next(chats) if module == "chat_api" else ""
@@ -794,8 +788,7 @@ def _rounds(
                 row["baseline_wall_ms"] = _median([r["base"] for r in rounds], "wall_ms")
             # per invocation, to the canned server (DynamoDB Local's are not counted)
             row["model_and_vector_requests"] = {
-                path: round(n / ((runs + 1) * (len(trees) + floor) + 2 * floor), 1)
-                for path, n in sorted(_Canned.seen.items())
+                path: round(n / processes, 1) for path, n in sorted(_Canned.seen.items())
             }
             rows[module] = row
     return {
