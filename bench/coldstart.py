@@ -36,13 +36,15 @@ import into self time per top-level package (`handlers`' own includes building t
 adapters at the end of init).
 
     python -m bench.coldstart [--runs 7] [--shape serverless|endpoints] [--before DIR]
-        [--without-bytecode] [--instructions] [--floor] [--json]
+        [--without-bytecode] [--instructions] [--floor] [--snapstart] [--json]
     python -m bench.coldstart --phases [--runs 2] [--shape ...] [--json]
 
 `--floor` adds a row per handler: its clients and AWS calls (recorded from one of its samples)
 made by bare boto3 with nothing else imported, the least any Python function doing the same
-AWS work pays. `--phases` splits the chat API's cold start into its imports, its init and its
-first message, in instructions.
+AWS work pays. `--snapstart` adds a row per handler: its first invocation in an environment
+restored from a snapshot taken after its init, as with Lambda SnapStart (emulated by fork;
+the restore itself is Lambda's and not counted). `--phases` splits the chat API's cold start
+into its imports, its init and its first message, in instructions.
 
 `--instructions` runs every process under valgrind's callgrind and compares the instructions
 each executes to its answer (the process ends with `os._exit` right after it, as a Lambda is
@@ -331,19 +333,46 @@ from chatmemory import wiring
 """
 
 
+# --snapstart: Lambda SnapStart emulated by fork. The process runs init as a SnapStart function's
+# does when its version is published (AWS_LAMBDA_INITIALIZATION_TYPE=snap-start: the handler
+# does its work `ahead` and registers its runtime hooks), runs the before-snapshot hooks, then
+# forks: the parent (the snapshot) ends at once, and the child (an environment restored from
+# it) runs the after-restore hooks and the first invocation. Counted: the child's CPU, which
+# starts at zero at the fork, its clock from the fork, and with --instructions its count minus
+# the parent's (callgrind counts a forked child from the parent's total). Not counted: Lambda's
+# restore itself (its pages are the fork's copy-on-write faults here, in the kernel).
+SNAP = "snap"
+SNAP_START_ENV = {"AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
+_RESTORED = """
+import os, snapshot_restore_py
+for hook, args, kwargs in reversed(snapshot_restore_py.get_before_snapshot()):
+    hook(*args, **kwargs)
+sys.stdout.flush()
+if os.fork():
+    os._exit(0)
+started = imported = time.perf_counter()
+for hook, args, kwargs in snapshot_restore_py.get_after_restore():
+    hook(*args, **kwargs)
+"""
+
+
 def _code(
     module: str,
     session: str = "",
     root: Path = ROOT,
     read_only: bool = False,
     instructions: bool = False,
+    snapstart: bool = False,
 ) -> str:
+    """A sample's code; with `snapstart`, forked between init and the first invocation."""
     # Under callgrind a request takes about 40 times as long on the clock, which would run the
     # deadline's logic (chatmemory/deadline.py: new model clients with shorter timeouts as the
     # gateway's 29 s run out) where a real request never goes; so there the request has no
     # gateway receipt time and the function's 15 minutes, and takes the path it takes natively.
     received = "None" if instructions else "int(time.time() * 1000)"
     invoke = _INVOKE[module] % {"session": session, "user": USER, "received": received}
+    if snapstart:
+        invoke = _RESTORED + invoke
     context = _CONTEXT.replace("29000", "900000") if instructions else _CONTEXT
     handler = _HANDLER.format(module=module, context=context + _SKIPPED, invoke=invoke)
     return _prelude(root, read_only) + handler + _ANSWERED
@@ -586,10 +615,13 @@ def _run(code: str, env: dict[str, str], instructions: bool = False) -> dict[str
         raise RuntimeError(f"measured process failed:\n{done.stderr[-3000:]}")
     answer = json.loads(done.stdout.strip().splitlines()[-1])
     if instructions:
-        counted = _COLLECTED.search(done.stderr)
-        if counted is None:
+        counted = [int(count) for count in _COLLECTED.findall(done.stderr)]
+        if not counted:
             raise RuntimeError(f"callgrind reported no count:\n{done.stderr[-3000:]}")
-        return answer | {"instructions": int(counted.group(1))}
+        # A process that forked (--snapstart) reports twice: the child's count includes the
+        # parent's to the fork, so the child's own is the difference.
+        own = counted[0] if len(counted) == 1 else max(counted) - min(counted)
+        return answer | {"instructions": own}
     return answer | {"wall_ms": wall, "cpu_ms": cpu}
 
 
@@ -674,6 +706,7 @@ def run(
     without_bytecode: bool = False,
     instructions: bool = False,
     floor: bool = False,
+    snapstart: bool = False,
 ) -> dict[str, Any]:
     """Per handler, `runs` rounds of: the baseline, then the handler (then the handler of the
     `before` tree, if given, and with `without_bytecode` the handler compiling the project's
@@ -689,7 +722,7 @@ def run(
                 ROOT / "lambdas", copy / "lambdas", ignore=shutil.ignore_patterns("__pycache__")
             )
             trees[NO_BYTECODE] = copy
-        return _rounds(runs, shape, handlers, trees, instructions, floor)
+        return _rounds(runs, shape, handlers, trees, instructions, floor, snapstart)
 
 
 def _ratio(rounds: list[dict[str, Any]], tree: str, key: str) -> float:
@@ -709,6 +742,13 @@ def _counts(counts: list[int]) -> dict[str, Any]:
 
 def _measures(rounds: list[dict[str, Any]], tree: str, instructions: bool) -> dict[str, Any]:
     samples = [r[tree] for r in rounds]
+    if tree == SNAP and not instructions:
+        # The restored environment's own: its wall time and CPU from the fork to the answer.
+        return {
+            "answer_cpu_ms": _median(samples, "answer_cpu_ms"),
+            "answer_cpu_vs_baseline": _ratio(rounds, tree, "answer_cpu_ms"),
+            "restored_to_answer_ms": _median(samples, "total_ms"),
+        }
     if instructions:
         return _counts([s["instructions"] for s in samples]) | {
             "instructions_vs_baseline": _ratio(rounds, tree, "instructions"),
@@ -734,11 +774,12 @@ def _rounds(
     trees: dict[str, Path],
     instructions: bool = False,
     floor: bool = False,
+    snapstart: bool = False,
 ) -> dict[str, Any]:
     with services() as endpoints, tempfile.TemporaryDirectory() as folder:
         env = _env(shape, endpoints)
         # per handler: the warm-up and the recording (--floor), then each round's samples
-        processes = 2 * floor + (runs + 1) * (len(trees) + floor)
+        processes = 2 * floor + (runs + 1) * (len(trees) + floor + snapstart)
         chats = iter(_sessions(processes, env) if "chat_api" in handlers else [])
 
         def session(module: str) -> str:
@@ -773,10 +814,13 @@ def _rounds(
                 if floor:
                     code = _floor_code(steps, Path(folder), recorded_session, session(module))
                     samples[FLOOR] = _run(code, env, instructions)
+                if snapstart:
+                    code = _code(module, session(module), instructions=instructions, snapstart=True)
+                    samples[SNAP] = _run(code, env | SNAP_START_ENV, instructions)
                 rounds.append({"base": base} | samples)
             rounds = rounds[1:]
             baseline += [r["base"] for r in rounds]
-            names = [*trees, *([FLOOR] if floor else [])]
+            names = [*trees, *([FLOOR] if floor else []), *([SNAP] if snapstart else [])]
             row: dict[str, Any] = {name: _measures(rounds, name, instructions) for name in names}
             if floor:
                 row[FLOOR]["steps"] = [
@@ -837,6 +881,12 @@ def main() -> None:
         help="also measure the handler's own clients and AWS calls made by bare boto3",
     )
     parser.add_argument(
+        "--snapstart",
+        action="store_true",
+        help="also measure a first invocation in an environment restored from a snapshot "
+        "taken after init (Lambda SnapStart, emulated by fork)",
+    )
+    parser.add_argument(
         "--phases",
         action="store_true",
         help="instead, the chat API's cold start split into steps, in instructions (valgrind)",
@@ -860,6 +910,7 @@ def main() -> None:
         args.without_bytecode,
         args.instructions,
         args.floor,
+        args.snapstart,
     )
     if args.instructions:
         _print_instructions(args, result)
@@ -882,7 +933,7 @@ def _floor_note(r: dict[str, Any]) -> str:
 
 
 def _trees(row: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    for tree in ("before", "after", NO_BYTECODE, FLOOR):
+    for tree in ("before", "after", NO_BYTECODE, FLOOR, SNAP):
         if tree in row:
             yield tree, row[tree]
 
@@ -921,6 +972,14 @@ def _print_times(args: argparse.Namespace, result: dict[str, Any]) -> None:
             dominant = ", ".join(f"{p} {ms}" for p, ms in r.get("dominant", [])[:4])
             if tree == FLOOR:
                 dominant = _floor_note(r)
+            if tree == SNAP:
+                print(
+                    f"{name:<12} {tree:<6} {'':>8} {'':>7} {'':>7} {'':>7} "
+                    f"{r['answer_cpu_ms']:>9} {r['answer_cpu_vs_baseline']:>7} "
+                    f"{r['restored_to_answer_ms']:>9} {'':>7}  restored from a snapshot: "
+                    "CPU and clock from the restore"
+                )
+                continue
             print(
                 f"{name:<12} {tree:<6} {r['wall_ms']:>8} {r['vs_baseline']:>7} "
                 f"{r['cpu_ms']:>7} {r['cpu_vs_baseline']:>7} "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
+from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from constructs import Construct
 
@@ -68,7 +69,15 @@ class ChatApi(Construct):
             # API Gateway stops waiting after 29 s; model calls are budgeted below that.
             timeout=Duration.seconds(CHAT_TIMEOUT_SECONDS),
             memory_mb=1024,
+            snap_start=config.chat_snap_start,
         )
+        # What API Gateway calls: the function, or with SnapStart the alias of its newest
+        # version (only published versions are snapshotted).
+        self.target: lambda_.IFunction = self.handler
+        if config.chat_snap_start:
+            self.target = lambda_.Alias(
+                self, "ChatLive", alias_name="live", version=self.handler.current_version
+            )
         # Exactly the calls of the chat routes (chatmemory/adapters/dynamodb.py): BatchGetItem
         # reads a session with its caller's state; a new session's transaction checks the
         # caller's generation (ConditionCheckItem); an import writes turns in batches. Every
@@ -205,7 +214,7 @@ class ChatApi(Construct):
             ),
             default_method_options=self.auth.method_options,
         )
-        integration = apigw.LambdaIntegration(self.handler, proxy=True, allow_test_invoke=False)
+        integration = apigw.LambdaIntegration(self.target, proxy=True, allow_test_invoke=False)
         # Every route goes to the Lambda, which answers 404 for unknown paths; the routes are
         # defined once, in the handler.
         self.rest_api.root.add_proxy(default_integration=integration, any_method=True)

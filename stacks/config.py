@@ -148,6 +148,11 @@ class Config:
     throttle_burst: int = 40
     waf: bool = False
     max_input_chars: int = schema.MAX_INPUT_CHARS_DEFAULT
+    # Lambda SnapStart for the chat function: its init (imports, clients, validators) runs when
+    # a version is published, and a cold start resumes from a snapshot taken after it; API
+    # Gateway calls the alias of the newest version. Off by default: the snapshot's cache bills
+    # every second the version exists, and each restore per GB (docs/cost.md).
+    chat_snap_start: bool = False
 
     # Hand-off to a person (issue 16). `agent_group`: the Cognito group whose members may use
     # the /agent routes (auth=cognito; with auth=iam the stack's AgentRole does); renaming it

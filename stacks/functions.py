@@ -60,9 +60,13 @@ class LambdaFactory(Construct):
         memory_mb: int = 512,
         role: iam.Role | None = None,
         wildcard_reasons: Sequence[str] = (),
+        snap_start: bool = False,
     ) -> lambda_.Function:
         """A function running `handler` (module.function under lambdas/), in its own construct
-        under `scope` with its log group and role."""
+        under `scope` with its log group and role. With `snap_start`, its published versions
+        are snapshotted after init (Lambda SnapStart: call them through an alias of
+        `current_version`), and a version is deleted once a newer one replaces it, so no
+        snapshot of an old version stays cached (and billed)."""
         scope = Construct(scope, construct_id)
         log_group = logs.LogGroup(
             scope,
@@ -102,6 +106,10 @@ class LambdaFactory(Construct):
             logging_format=lambda_.LoggingFormat.JSON,
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
+            snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
+            current_version_options=lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY)
+            if snap_start
+            else None,
         )
         # Findings that come with every function of this factory (see the reasons).
         nag.acknowledge(scope, "AwsSolutions-L1", nag.RUNTIME_REASON)

@@ -29,22 +29,42 @@ _collection_paused = bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME")) and gc.ise
 if _collection_paused:
     gc.disable()
 
+# Lambda SnapStart (the stack's `chatSnapStart`): init runs once, when a version is published,
+# and every environment of that version resumes from a snapshot taken after it. So init may do
+# ahead what would otherwise fall on a first request (`ahead`), and whatever init seeded is
+# shared by every environment restored from one snapshot: the random module, which draws retry
+# jitter, is seeded again after each restore, so the environments do not back off in step.
+# (Ids come from uuid4, which reads os.urandom at each call.) Lambda sets the variable.
+SNAP_START = os.environ.get("AWS_LAMBDA_INITIALIZATION_TYPE") == "snap-start"
 
-def init_done(prepare: Callable[[], object] | None = None) -> None:
+
+def init_done(
+    prepare: Callable[[], object] | None = None, *, ahead: Callable[[], object] | None = None
+) -> None:
     """The last statement of every handler module. In a Lambda environment: `prepare` builds
     what every invocation uses (the clients are cached, so the first invocation finds them made
-    and their modules loaded), then collection resumes with everything init made frozen.
-    Elsewhere (tests, local mode) nothing is built here."""
+    and their modules loaded), then collection resumes with everything init made frozen. With
+    SnapStart, `ahead` also runs (work that only pays when init is not on a request's path),
+    and the random module is seeded again after every restore. Elsewhere (tests, local mode)
+    nothing is built here."""
     global _collection_paused
     if not _collection_paused:
         return
     try:
-        if prepare is not None:
-            # A configuration that cannot be built fails the same way again in the first
-            # invocation, which reports it as that handler reports errors (the chat API with a
-            # JSON 500); an init that raised would answer only API Gateway's bare 502.
-            with contextlib.suppress(Exception):
-                prepare()
+        # A configuration that cannot be built fails the same way again in the first
+        # invocation, which reports it as that handler reports errors (the chat API with a
+        # JSON 500); an init that raised would answer only API Gateway's bare 502.
+        for step in (prepare, ahead if SNAP_START else None):
+            if step is not None:
+                with contextlib.suppress(Exception):
+                    step()
+        if SNAP_START:
+            import random
+
+            # In every Python runtime that offers SnapStart (not bundled in the asset).
+            from snapshot_restore_py import register_after_restore
+
+            register_after_restore(random.seed)
     finally:
         _collection_paused = False
         gc.freeze()

@@ -1194,5 +1194,13 @@ def openapi_document() -> str:
     return json.dumps(document)
 
 
+def _ahead() -> None:
+    """With SnapStart, what a first request would otherwise build, built before the snapshot:
+    every model's validators and each route's parameters (Powertools makes them per route on
+    its first request; generating the OpenAPI document makes them for every route)."""
+    m.build_deferred()
+    api(_cors_origins()).get_openapi_schema()
+
+
 # The end of init: build what invocations use, then resume collection (handlers/__init__.py).
-init_done(lambda: (wiring.chat_deps(), api(_cors_origins())))
+init_done(lambda: (wiring.chat_deps(), api(_cors_origins())), ahead=_ahead)

@@ -63,6 +63,12 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
         {"profile": "serverless", "alarms": "false", "dashboard": "false"},
         variant_of="serverless",
     ),
+    Configuration(
+        "serverless-snapstart",
+        "the serverless profile with Lambda SnapStart on the chat function",
+        {"profile": "serverless", "chatSnapStart": "true"},
+        variant_of="serverless",
+    ),
 )
 
 

@@ -45,9 +45,12 @@ PRICED_ELSEWHERE = frozenset(
         "AWS::IAM::ManagedPolicy",
         "AWS::IAM::Policy",
         "AWS::IAM::Role",
+        # A SnapStart function's version and alias (its snapshot: Pricer._snapshots).
+        "AWS::Lambda::Alias",
         "AWS::Lambda::EventSourceMapping",
         "AWS::Lambda::Function",
         "AWS::Lambda::Permission",
+        "AWS::Lambda::Version",
         "AWS::Logs::LogGroup",
         "AWS::Logs::ResourcePolicy",
         "AWS::OpenSearchServerless::AccessPolicy",
@@ -303,6 +306,7 @@ class Pricer:
             *self._dashboards(),
             *self._secrets(),
             *self._schedules(),
+            *self._snapshots(),
             *self._empty_storage(),
         ]
         for kind in sorted(self.unpriced_types()):
@@ -534,6 +538,23 @@ class Pricer:
                     f"EventBridge {money(events)}",
                     free_usd=lambda_usd + logs + traces,
                 )
+
+    def _snapshots(self) -> Iterable[Item]:
+        """Lambda SnapStart: a function's snapshot is cached (and billed) all month, for its one
+        live version (the stack deletes a version once a newer one replaces it); each restore
+        (a cold start) bills per GB on top, with the traffic."""
+        cache, restore = self.usd("lambda.snapstart_cache"), self.usd("lambda.snapstart_restore")
+        for _, props in self.t.of_type("AWS::Lambda::Function"):
+            if (props.get("SnapStart") or {}).get("ApplyOn") != "PublishedVersions":
+                continue
+            gb = int(props.get("MemorySize", 128)) / 1024
+            seconds = self.hours * 3600
+            yield Item(
+                f"SnapStart snapshot of {props.get('Handler')} ({gb:g} GB)",
+                gb * seconds * cache,
+                f"{gb:g} GB x {seconds:,.0f} s x ${cache}; each cold start restores it for "
+                f"{money(gb * restore)}",
+            )
 
     def _empty_storage(self) -> Iterable[Item]:
         """What bills by the stored byte or the active user: nothing while empty and unused."""

@@ -32,6 +32,8 @@ VARIANTS: dict[str, dict[str, str]] = {
         "dashboard": "false",
     },
     "serverless-profile-production": {"profile": "serverless", "stage": "prod"},
+    # Lambda SnapStart on the chat function (an alias of its newest version behind the API).
+    "serverless-snapstart": {"profile": "serverless", "chatSnapStart": "true"},
     "iam-auth": {"auth": "iam"},
     # Hand-off to a person: the automatic rules on, another agents' group, no event bus.
     "handoff-rules": {

@@ -619,3 +619,53 @@ def test_development_keeps_waf_off_and_cheap_search(synth_cache: Synthesize) -> 
             )
         },
     )
+
+
+# --- Lambda SnapStart on the chat function (chatSnapStart) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def snap_start(synth_cache: Synthesize) -> Synth:
+    return synth_cache(**VARIANTS["serverless-snapstart"])
+
+
+def test_snap_start_snapshots_the_chat_functions_published_versions_only(
+    snap_start: Synth, synth_cache: Synthesize
+) -> None:
+    functions = snap_start.resources("AWS::Lambda::Function")
+    chat = snap_start.logical_id(snap_start.stack.api.handler)
+    assert functions[chat]["Properties"]["SnapStart"] == {"ApplyOn": "PublishedVersions"}
+    others = [f for name, f in functions.items() if name != chat]
+    assert others and not any("SnapStart" in f["Properties"] for f in others)
+    # Off unless asked for: no snapshot, no alias, no version.
+    plain = synth_cache(**VARIANTS["serverless-profile"])
+    assert not plain.resources("AWS::Lambda::Alias")
+    assert not plain.resources("AWS::Lambda::Version")
+    assert not any(
+        "SnapStart" in f["Properties"] for f in plain.resources("AWS::Lambda::Function").values()
+    )
+
+
+def test_with_snap_start_the_api_calls_the_alias_of_the_newest_version(snap_start: Synth) -> None:
+    chat = snap_start.logical_id(snap_start.stack.api.handler)
+    ((version_id, version),) = snap_start.resources("AWS::Lambda::Version").items()
+    assert render(version["Properties"]["FunctionName"]) == f"${{{chat}}}"
+    # A replaced version is deleted, so no old snapshot stays cached (and billed).
+    assert version["DeletionPolicy"] == "Delete"
+    ((alias_id, alias),) = snap_start.resources("AWS::Lambda::Alias").items()
+    assert alias["Properties"]["Name"] == "live"
+    assert render(alias["Properties"]["FunctionVersion"]) == f"${{{version_id}.Version}}"
+    # Every method API Gateway proxies to Lambda invokes the alias, and only the alias may be
+    # invoked by it.
+    uris = [
+        json.dumps(method["Properties"]["Integration"]["Uri"])
+        for method in snap_start.resources("AWS::ApiGateway::Method").values()
+        if method["Properties"].get("Integration", {}).get("Type") == "AWS_PROXY"
+    ]
+    assert uris and all(alias_id in uri and chat not in uri for uri in uris)
+    invokers = [
+        render(permission["Properties"]["FunctionName"])
+        for permission in snap_start.resources("AWS::Lambda::Permission").values()
+        if permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
+    ]
+    assert invokers and set(invokers) == {f"${{{alias_id}}}"}

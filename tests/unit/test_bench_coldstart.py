@@ -63,3 +63,37 @@ def test_the_floor_makes_the_clients_and_calls_the_handler_made(
     assert floor_steps == coldstart._swapped(steps, "session-recorded", "session-of-this-round")
     detail = floor_steps[1][2][1]["Entries"][0]["Detail"]
     assert "session-of-this-round" in detail and "session-recorded" not in detail
+
+
+# --- --snapstart: init, then a fork; the child is the restored environment --------------------
+
+
+def test_a_snapstart_sample_counts_from_the_restore_on(endpoints: dict[str, str]) -> None:
+    env = coldstart._env("serverless", endpoints)
+    code = coldstart._code("index_setup", snapstart=True)
+    # the fork falls between the handler's import (its init) and its first invocation
+    assert code.index("import handlers.index_setup") < code.index("os.fork()")
+    assert code.index("os.fork()") < code.index("wiring.long_term_index()")
+    whole = coldstart._run(coldstart._code("index_setup"), env)
+    restored = coldstart._run(code, env | coldstart.SNAP_START_ENV)
+    # Its clocks start at the restore: no import is timed, and its CPU (which a forked child
+    # starts at zero) is a fraction of a whole cold start's, interpreter and imports included.
+    assert restored["import_ms"] == 0
+    assert restored["answer_cpu_ms"] < whole["answer_cpu_ms"] / 3
+
+
+def test_a_forked_samples_instructions_are_the_childs_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # callgrind reports each process; a forked child's count starts from its parent's total.
+    reports = {
+        "one process": ("==7== Collected : 1000\n", 1000),
+        "forked": ("==7== Collected : 1000\n==8== Collected : 1300\n", 300),
+    }
+
+    def fake(stderr: str) -> object:
+        return type("Done", (), {"returncode": 0, "stdout": "{}\n", "stderr": stderr})()
+
+    for stderr, own in reports.values():
+        monkeypatch.setattr(coldstart.subprocess, "run", lambda *a, _e=stderr, **k: fake(_e))
+        assert coldstart._run("", {}, instructions=True)["instructions"] == own

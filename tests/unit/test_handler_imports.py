@@ -141,3 +141,64 @@ def test_a_chat_init_that_cannot_build_its_dependencies_still_answers_the_error_
     built, status, body = _chat_cold_start(TEXT_BACKEND="no-such-backend")
     assert built == 0
     assert status == 500 and body["error"]["code"] == "configuration_error", body
+
+
+# --- Lambda SnapStart (the stack's chatSnapStart) ----------------------------------------------
+
+_SNAP_START = {"AWS_LAMBDA_FUNCTION_NAME": "test", "AWS_LAMBDA_INITIALIZATION_TYPE": "snap-start"}
+
+_MODELS_AFTER_INIT = """
+import json
+import handlers.chat_api
+import snapshot_restore_py
+from pydantic import BaseModel
+from chatmemory import api_models
+models = [v for v in vars(api_models).values() if isinstance(v, type)
+          and issubclass(v, BaseModel) and v.__module__ == api_models.__name__]
+hooks = [getattr(f, "__qualname__", repr(f)) for f, _, _ in snapshot_restore_py.get_after_restore()]
+print(json.dumps([sum(not m.__pydantic_complete__ for m in models), len(models), hooks]))
+"""
+
+
+def test_with_snap_start_init_builds_every_validator_before_the_snapshot() -> None:
+    # The models' validators are deferred to their first use, which with SnapStart would fall
+    # on a restored environment's first request; its init (run when the version is published)
+    # builds them all, and registers the after-restore hook.
+    waiting, models, hooks = _fresh_interpreter(_MODELS_AFTER_INIT, **_SNAP_START)
+    assert models > 40 and waiting == 0
+    assert hooks == ["Random.seed"]
+
+
+def test_without_snap_start_init_leaves_the_validators_to_their_first_use() -> None:
+    # An on-demand cold start is on a request's path: it builds only what that request uses.
+    waiting, models, hooks = _fresh_interpreter(_MODELS_AFTER_INIT, AWS_LAMBDA_FUNCTION_NAME="test")
+    assert waiting > models // 2
+    assert hooks == []
+
+
+# A restore brings back the memory of init, the random module's state with it (unlike a fork,
+# after which CPython reseeds the child itself): two environments restored from one snapshot.
+_RESTORED_TWICE = """
+import json, random
+import snapshot_restore_py
+from handlers import init_done
+init_done()
+snapshot = random.getstate()
+draws = []
+for _ in range(2):
+    random.setstate(snapshot)
+    if {run_hooks}:
+        for hook, args, kwargs in snapshot_restore_py.get_after_restore():
+            hook(*args, **kwargs)
+    draws.append(random.random())
+print(json.dumps(draws))
+"""
+
+
+def test_environments_restored_from_one_snapshot_draw_different_retry_jitter() -> None:
+    # Without the after-restore hook two environments restored from one snapshot draw the same
+    # numbers (retries backing off in step); with it, each its own.
+    same = _fresh_interpreter(_RESTORED_TWICE.format(run_hooks=False), **_SNAP_START)
+    assert same[0] == same[1]
+    own = _fresh_interpreter(_RESTORED_TWICE.format(run_hooks=True), **_SNAP_START)
+    assert own[0] != own[1]
