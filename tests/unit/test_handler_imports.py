@@ -202,3 +202,26 @@ def test_environments_restored_from_one_snapshot_draw_different_retry_jitter() -
     assert same[0] == same[1]
     own = _fresh_interpreter(_RESTORED_TWICE.format(run_hooks=True), **_SNAP_START)
     assert own[0] != own[1]
+
+
+_CALLS_DURING_INIT = """
+import json
+import botocore.client
+calls = []
+_make_api_call = botocore.client.BaseClient._make_api_call
+def noting(self, operation, params):
+    calls.append(operation)
+    return _make_api_call(self, operation, params)
+botocore.client.BaseClient._make_api_call = noting
+import handlers.chat_api
+from chatmemory import wiring
+print(json.dumps([calls, wiring.chat_deps.cache_info().currsize]))
+"""
+
+
+def test_a_snapshot_of_the_chat_init_holds_no_users_data() -> None:
+    # With SnapStart the memory of init is kept (encrypted) as long as the version lives, out
+    # of a delete's reach: init builds the clients, validators and routes and reads nothing.
+    calls, built = _fresh_interpreter(_CALLS_DURING_INIT, **_SNAP_START)
+    assert built == 1
+    assert calls == []
