@@ -1056,18 +1056,18 @@ class CheckpointList(_Model):
     )
 
 
-def build_deferred() -> int:
-    """Build now the validators of every model here that has not been used yet (they are
-    deferred to first use), for an init that no request waits for (SnapStart): the number
-    built."""
-    waiting = [
+def models() -> list[type[BaseModel]]:
+    """Every model this module defines."""
+    return [
         model
         for model in list(globals().values())
-        if isinstance(model, type)
-        and issubclass(model, BaseModel)
-        and model.__module__ == __name__
-        and not model.__pydantic_complete__
+        if isinstance(model, type) and issubclass(model, BaseModel) and model.__module__ == __name__
     ]
-    for model in waiting:
-        model.model_rebuild(force=True)
-    return len(waiting)
+
+
+def build_deferred() -> None:
+    """Build now the validators of every model here that has not been used yet (they are
+    deferred to first use), for an init that no request waits for (SnapStart)."""
+    for model in models():
+        if not model.__pydantic_complete__:
+            model.model_rebuild(force=True)

@@ -544,11 +544,11 @@ class Pricer:
         live version (the stack deletes a version once a newer one replaces it); each restore
         (a cold start) bills per GB on top, with the traffic."""
         cache, restore = self.usd("lambda.snapstart_cache"), self.usd("lambda.snapstart_restore")
+        seconds = self.hours * 3600
         for _, props in self.t.of_type("AWS::Lambda::Function"):
             if (props.get("SnapStart") or {}).get("ApplyOn") != "PublishedVersions":
                 continue
             gb = int(props.get("MemorySize", 128)) / 1024
-            seconds = self.hours * 3600
             yield Item(
                 f"SnapStart snapshot of {props.get('Handler')} ({gb:g} GB)",
                 gb * seconds * cache,

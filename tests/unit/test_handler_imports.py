@@ -13,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from bench import coldstart
+
 ROOT = Path(__file__).resolve().parents[2]
 HANDLERS = sorted(
     p.stem for p in (ROOT / "lambdas" / "handlers").glob("*.py") if p.stem != "__init__"
@@ -151,10 +153,8 @@ _MODELS_AFTER_INIT = """
 import json
 import handlers.chat_api
 import snapshot_restore_py
-from pydantic import BaseModel
 from chatmemory import api_models
-models = [v for v in vars(api_models).values() if isinstance(v, type)
-          and issubclass(v, BaseModel) and v.__module__ == api_models.__name__]
+models = api_models.models()
 hooks = [getattr(f, "__qualname__", repr(f)) for f, _, _ in snapshot_restore_py.get_after_restore()]
 print(json.dumps([sum(not m.__pydantic_complete__ for m in models), len(models), hooks]))
 """
@@ -204,19 +204,17 @@ def test_environments_restored_from_one_snapshot_draw_different_retry_jitter() -
     assert own[0] != own[1]
 
 
-_CALLS_DURING_INIT = """
+# bench.coldstart's recorder notes every client a process creates and every call it makes.
+_CALLS_DURING_INIT = (
+    coldstart._RECORDER
+    + """
 import json
-import botocore.client
-calls = []
-_make_api_call = botocore.client.BaseClient._make_api_call
-def noting(self, operation, params):
-    calls.append(operation)
-    return _make_api_call(self, operation, params)
-botocore.client.BaseClient._make_api_call = noting
 import handlers.chat_api
 from chatmemory import wiring
+calls = [what[0] for kind, _, what in RECORDED if kind == "call"]
 print(json.dumps([calls, wiring.chat_deps.cache_info().currsize]))
 """
+)
 
 
 def test_a_snapshot_of_the_chat_init_holds_no_users_data() -> None:
