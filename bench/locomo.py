@@ -19,6 +19,13 @@ in-process DynamoDB), end it, consolidate it with the offline models into the em
   to questions that need no help. `--budgets 200,400,800,1600` asks the questions again with
   each memory-token budget: the budget curve.
 
+`--models environment` runs the pipeline with the models the environment configures, as a
+deployment would (`TEXT_BACKEND`, `EMBED_BACKEND`, `EMBED_MODEL_ID`, ... and the AWS credentials
+and region of the shell; every other setting keeps its shipped default): the summaries, the
+profile's records, every window's and question's vector come from them. moto still stands in
+for DynamoDB (DynamoDB Local in `--mode chat`); the model runtimes are let through to AWS.
+`--models offline` (default) is the project's offline models whatever the shell sets.
+
 `--ranking s3vectors` ranks as the S3 Vectors adapter can (no full-text search): the embedded
 index returns the `--candidates` nearest entries of one vector query (100, the service's topK
 limit), and words are scored by BM25 over those candidates only (services/longterm/lexical.rescore,
@@ -26,7 +33,7 @@ the adapter's own code); `--ranking hybrid` (default) is today's k-NN plus BM25 
 
     python -m bench.locomo --data ../shared/data/locomo-dev.json [--mode past|chat] [--json]
         [--ranking hybrid|s3vectors] [--candidates 100] [--conversations conv-26,conv-30]
-        [--budgets 200,400,800,1600]
+        [--budgets 200,400,800,1600] [--models offline|environment]
 """
 
 from __future__ import annotations
@@ -40,7 +47,7 @@ import re
 import statistics
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache
@@ -51,6 +58,24 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 _EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
 _SESSION_OF = re.compile(r"D:?(\d+):")
 FOREIGN_SAMPLES = 200
+# --models environment: the settings read from the environment (the rest keep their defaults),
+# and moto's names of the model runtimes it would otherwise answer itself.
+MODEL_SETTINGS = (
+    "text_backend",
+    "embed_backend",
+    "text_endpoint",
+    "text_format",
+    "embed_endpoint",
+    "embed_format",
+    "embed_dimension",
+    "text_model_id",
+    "embed_model_id",
+    "openai_base_url",
+    "openai_api_key",
+    "model_timeout_seconds",
+    "model_max_attempts",
+)
+MODEL_RUNTIMES = ("bedrockruntime", "sagemakerruntime")
 
 
 def gold_sessions(evidence: list[str]) -> set[int]:
@@ -197,10 +222,12 @@ def build(
     ranking: str = "hybrid",
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
+    models: str = "offline",
 ) -> World:
     """Import, end and consolidate every conversation, on `client` (DynamoDB Local), else on
     moto's in-process DynamoDB (call within its mock), into the embedded index searching with
-    `ranking` (see the module's docstring); `only` keeps the conversations of these sample ids."""
+    `ranking` (see the module's docstring); `only` keeps the conversations of these sample ids;
+    `models` says which models summarize, extract and embed (bench_settings)."""
     import boto3
 
     from chatmemory import schema, wiring
@@ -213,9 +240,8 @@ def build(
     )
     from chatmemory.services.conversation.sessions import end_session, import_session
     from chatmemory.services.prompt import Roles
-    from chatmemory.settings import Settings
 
-    settings = Settings.from_env({})
+    settings = bench_settings(models)
     embedder = wiring.embedder(settings)
     summarizer = wiring.summarizer(settings)
     extractor = wiring.extractor(settings) if extract else None
@@ -587,14 +613,45 @@ def run_sequential(world: World, policy: Any) -> dict[str, float]:
 # --- running ------------------------------------------------------------------------------------
 
 
-def _aws_env() -> None:
-    for key, value in {
-        "AWS_ACCESS_KEY_ID": "bench",
-        "AWS_SECRET_ACCESS_KEY": "bench",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",
-    }.items():
+def bench_settings(models: str = "offline", env: Mapping[str, str] | None = None) -> Any:
+    """The settings the pipeline runs with: every default (the offline models) whatever the
+    environment says, or with `models` "environment" the model settings of `env` (the process
+    environment), so that a deployment's models can be measured."""
+    from chatmemory.settings import ENV, Settings
+
+    if models == "offline":
+        return Settings.from_env({})
+    if models != "environment":
+        raise ValueError(f"models must be offline or environment, not {models!r}")
+    env = os.environ if env is None else env
+    names = [ENV[setting] for setting in MODEL_SETTINGS]
+    return Settings.from_env({name: env[name] for name in names if name in env})
+
+
+def _aws_env(models: str = "offline") -> None:
+    """Offline, credentials and a region for the stand-ins; with the environment's models,
+    the shell's own (its profile's region and credentials stay in force)."""
+    defaults = {"AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled"}
+    if models == "offline":
+        defaults |= {
+            "AWS_ACCESS_KEY_ID": "bench",
+            "AWS_SECRET_ACCESS_KEY": "bench",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+    for key, value in defaults.items():
         os.environ.setdefault(key, value)
+
+
+def mock_stores(models: str = "offline") -> Any:
+    """moto for the stores; with the environment's models, its model runtimes let through to
+    AWS and the shell's credentials kept (moto answers Bedrock and SageMaker runtime requests
+    itself otherwise, with canned output)."""
+    from moto import mock_aws
+
+    if models == "offline":
+        return mock_aws()
+    passthrough = {"services": list(MODEL_RUNTIMES), "urls": []}
+    return mock_aws(config={"core": {"mock_credentials": False, "passthrough": passthrough}})
 
 
 def run(
@@ -604,16 +661,16 @@ def run(
     ranking: str = "hybrid",
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
+    models: str = "offline",
 ) -> dict[str, Any]:
     """--mode past (bench/all.py calls this)."""
-    from moto import mock_aws
-
-    _aws_env()
+    _aws_env(models)
     started = time.perf_counter()
-    with mock_aws():
-        world = build(data, ranking=ranking, candidates=candidates, only=only)
+    with mock_stores(models):
+        world = build(data, ranking=ranking, candidates=candidates, only=only, models=models)
         result = run_past(world, ks)
     return result | {
+        "models": _models_of(world),
         "seconds": round(time.perf_counter() - started, 1),
         "timings": {k: round(v, 1) for k, v in world.timings.items()},
     }
@@ -628,13 +685,14 @@ def run_chat_mode(
     ranking: str = "hybrid",
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
+    models: str = "offline",
 ) -> dict[str, Any]:
     """On DynamoDB Local: every chat turn is a transaction, and moto copies each table it
     touches for every transaction (its rollback), so turn by turn it slows with the store."""
     from bench.turns import dynamodb_local
     from chatmemory import wiring
 
-    _aws_env()
+    _aws_env(models)
     lines = [ln.strip() for ln in smalltalk.read_text().splitlines() if ln.strip()]
     started = time.perf_counter()
     with dynamodb_local() as endpoint:
@@ -644,11 +702,23 @@ def run_chat_mode(
             ranking=ranking,
             candidates=candidates,
             only=only,
+            models=models,
         )
         result = run_chat(world, lines, sequential=sequential, budgets=budgets)
     return result | {
+        "models": _models_of(world),
         "seconds": round(time.perf_counter() - started, 1),
         "timings": {k: round(v, 1) for k, v in world.timings.items()},
+    }
+
+
+def _models_of(world: World) -> dict[str, str]:
+    """What the figures were measured with."""
+    from chatmemory import wiring
+
+    return {
+        "text": wiring.text_generator(world.settings).name,
+        "embeddings": world.embedder.name,
     }
 
 
@@ -664,11 +734,11 @@ def _print_past(result: dict[str, Any], ks: list[int], as_json: bool) -> None:
         print(
             f"{user:<12} {values['questions']:>4} " + " ".join(f"{values[n]:>13.3f}" for n in names)
         )
-    print(f"took {result['seconds']} s ({result['timings']})")
+    print(f"models: {result['models']}; took {result['seconds']} s ({result['timings']})")
     if as_json:
         o = result["overall"]
         keys = ("recall_any@5", "recall_all@5", "ndcg@5", "mrr", "questions")
-        print(json.dumps({k: o[k] for k in keys}))
+        print(json.dumps({k: o[k] for k in keys} | {"models": result["models"]}))
 
 
 def _print_chat(result: dict[str, Any], as_json: bool) -> None:
@@ -704,7 +774,7 @@ def _print_chat(result: dict[str, Any], as_json: bool) -> None:
             f"{values['memory_tokens_p50']} p95 {values['memory_tokens_p95']} (WordPiece p95 "
             f"{values['memory_wordpiece_p95']})"
         )
-    print(f"took {result['seconds']} s ({result['timings']})")
+    print(f"models: {result['models']}; took {result['seconds']} s ({result['timings']})")
     if as_json:
         keys = (*names, "memory_wordpiece_p95", "quiet_rate", "foreign_injection_rate", "questions")
         curve = {
@@ -714,7 +784,7 @@ def _print_chat(result: dict[str, Any], as_json: bool) -> None:
         print(
             json.dumps(
                 {k: result[k] for k in keys}
-                | {"sequential": result.get("sequential")}
+                | {"models": result["models"], "sequential": result.get("sequential")}
                 | ({"budgets": curve} if curve else {})
             )
         )
@@ -752,10 +822,22 @@ def main() -> None:
         help="only these sample ids, comma-separated (e.g. conv-26,conv-30): tune on some, "
         "check on the others",
     )
+    parser.add_argument(
+        "--models",
+        choices=("offline", "environment"),
+        default="offline",
+        help="offline: the project's offline models; environment: the models TEXT_BACKEND, "
+        "EMBED_BACKEND, EMBED_MODEL_ID ... configure, with the shell's AWS credentials",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     only = frozenset(c.strip() for c in args.conversations.split(",") if c.strip())
-    ranked = {"ranking": args.ranking, "candidates": args.candidates, "only": only}
+    ranked = {
+        "ranking": args.ranking,
+        "candidates": args.candidates,
+        "only": only,
+        "models": args.models,
+    }
     if args.mode == "chat":
         budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
         result = run_chat_mode(
