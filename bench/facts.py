@@ -55,10 +55,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from bench.locomo import export_document, gold_turns, sessions_of
-
-# Model runtimes a configured backend calls: passed through moto's mock to AWS.
-_MODEL_URLS = [r"https://bedrock-runtime\..*", r"https://runtime\.sagemaker\..*"]
+from bench.locomo import export_document, gold_turns, mock_stores, sessions_of
 
 
 @dataclass
@@ -224,8 +221,6 @@ def metrics(items: Sequence[Scored]) -> dict[str, Any]:
 
 def run(data: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     """Build, extract and score; the settings come from `env` (default: the environment)."""
-    from moto import mock_aws
-
     from chatmemory.schema import EmbedBackend, TextBackend
     from chatmemory.settings import Settings
 
@@ -238,13 +233,8 @@ def run(data: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
     os.environ.setdefault("AWS_ACCOUNT_ID_ENDPOINT_MODE", "disabled")
     # Offline, nothing leaves the machine: moto's fake credentials do. With a model, its
     # runtime requests go to AWS with the caller's own credentials.
-    config: Any = (
-        {}
-        if offline
-        else {"core": {"mock_credentials": False, "passthrough": {"urls": _MODEL_URLS}}}
-    )
     started = time.perf_counter()
-    with mock_aws(config=config) if config else mock_aws():
+    with mock_stores("offline" if offline else "environment"):
         scored, extractor = build_and_score(data, settings)
     result = metrics(scored)
     calls = getattr(extractor.inner, "calls", None)
