@@ -12,7 +12,9 @@ at the configured budget on the conversations it was fitted on and on the others
 leave-one-conversation-out: each conversation scored with weights fitted on the other four).
 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
-        --conversations conv-26,conv-30 [--loco] [--json]
+        --conversations conv-26,conv-30 [--loco] [--json] [--models offline|environment]
+
+`--models environment` fits on the world a deployment's models make (as `bench.locomo`'s).
 
 The dataset is only read here, never copied: the weights are twelve numbers.
 """
@@ -35,6 +37,7 @@ from bench.locomo import (
     build,
     evidence_found,
     gold_turns,
+    mock_stores,
 )
 
 Example = tuple[str, list[tuple[Any, tuple[float, ...], bool]], list[Any], set[str]]
@@ -128,16 +131,20 @@ def main() -> None:
     parser.add_argument("--conversations", default="conv-26,conv-30", help="fit on these")
     parser.add_argument("--loco", action="store_true", help="leave one conversation out")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    parser.add_argument(
+        "--models",
+        choices=("offline", "environment"),
+        default="offline",
+        help="as bench.locomo's: the offline models, or those the environment configures",
+    )
     args = parser.parse_args()
-    from moto import mock_aws
-
     from chatmemory.services.longterm.auto_recall import LINE_WEIGHTS
 
-    _aws_env()
+    _aws_env(args.models)
     started = time.perf_counter()
     train = [c.strip() for c in args.conversations.split(",") if c.strip()]
-    with mock_aws():
-        world = build(args.data)
+    with mock_stores(args.models):
+        world = build(args.data, models=args.models)
         rows = examples(world)
         weights = fit([row for user in train for row in rows[user]])
 
