@@ -115,6 +115,7 @@ def test_models_from_the_environment_make_every_vector_and_nothing_else_changes(
         "AWS_ACCESS_KEY_ID": "shell",
         "AWS_SECRET_ACCESS_KEY": "shell",
         "AWS_DEFAULT_REGION": "eu-west-1",
+        "AWS_ACCOUNT_ID_ENDPOINT_MODE": "disabled",  # the benchmark sets it: restored after
     }.items():
         monkeypatch.setenv(name, value)
     data = tmp_path / "locomo.json"
