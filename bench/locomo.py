@@ -183,6 +183,8 @@ class World:
     settings: Any
     conversations: list[Conversation]
     timings: dict[str, float]
+    # What made the figures: the summarizer, the records' extractor and the embedder built.
+    models: dict[str, str] = field(default_factory=dict)
 
 
 def s3vectors_ranking(candidates: int = 100) -> Any:
@@ -301,7 +303,12 @@ def build(
             )
         timings["consolidate"] += time.perf_counter() - tick
         conversations.append(item)
-    return World(memory, index, embedder, settings, conversations, timings)
+    models = {
+        "summaries": summarizer.name,
+        "records": extractor.name if extractor else "none",
+        "embeddings": embedder.name,
+    }
+    return World(memory, index, embedder, settings, conversations, timings, models)
 
 
 def _questions(conversation: Conversation) -> list[dict[str, Any]]:
@@ -670,7 +677,7 @@ def run(
         world = build(data, ranking=ranking, candidates=candidates, only=only, models=models)
         result = run_past(world, ks)
     return result | {
-        "models": _models_of(world),
+        "models": world.models,
         "seconds": round(time.perf_counter() - started, 1),
         "timings": {k: round(v, 1) for k, v in world.timings.items()},
     }
@@ -706,19 +713,9 @@ def run_chat_mode(
         )
         result = run_chat(world, lines, sequential=sequential, budgets=budgets)
     return result | {
-        "models": _models_of(world),
+        "models": world.models,
         "seconds": round(time.perf_counter() - started, 1),
         "timings": {k: round(v, 1) for k, v in world.timings.items()},
-    }
-
-
-def _models_of(world: World) -> dict[str, str]:
-    """What the figures were measured with."""
-    from chatmemory import wiring
-
-    return {
-        "text": wiring.text_generator(world.settings).name,
-        "embeddings": world.embedder.name,
     }
 
 

@@ -125,8 +125,11 @@ def test_models_from_the_environment_make_every_vector_and_nothing_else_changes(
     finally:
         server.shutdown()
 
-    assert result["models"]["embeddings"] == "amazon.titan-embed-text-v2:0"
-    assert result["models"]["text"] == "offline-responder"  # TEXT_BACKEND unset: its default
+    assert result["models"] == {
+        "summaries": "extractive",  # TEXT_BACKEND unset: the offline ones
+        "records": "patterns",
+        "embeddings": "amazon.titan-embed-text-v2:0",
+    }
     # The question and the sessions' windows were embedded by the configured service.
     assert "Where did Ana walk her greyhound Biscuit?" in _Titan.texts
     assert any("boat number 103" in text for text in _Titan.texts)
