@@ -101,7 +101,7 @@ class LocalStack:
             self._line(
                 "stream poller",
                 f"{_mapping_summary(self.poller)} "
-                f"(checkpoints in {self._rel(self.paths['checkpoints'])})",
+                f"(checkpoints in {_shown(self.paths['checkpoints'])})",
             )
             if o.sweep_seconds > 0:
                 self._start_sweeper(cfg.idle_minutes)
@@ -160,7 +160,7 @@ class LocalStack:
         ).start()
         self._line(
             "DynamoDB Local",
-            f"{self.dynamodb.endpoint} (data in {self._rel(self.paths['dynamodb'])}, "
+            f"{self.dynamodb.endpoint} (data in {_shown(self.paths['dynamodb'])}, "
             f"up in {time.monotonic() - started:.1f} s)",
         )
 
@@ -194,12 +194,6 @@ class LocalStack:
     def _line(self, part: str, text: str) -> None:
         self.echo(f"  {part:<17}{text}")
 
-    def _rel(self, path: Path) -> str:
-        try:
-            return str(path.relative_to(Path.cwd()))
-        except ValueError:
-            return str(path)
-
 
 def _mapping_summary(poller: StreamPoller) -> str:
     """Every stream the poller reads (schema.STREAM_TRIGGERS, as deployed) and what it runs:
@@ -230,6 +224,15 @@ def warm_models() -> None:
     log.info("embedding model ready in %.1f s", time.monotonic() - started)
 
 
+def _shown(path: Path | str) -> str:
+    """A path as the banner shows it: relative to the folder `make run` runs in when inside it
+    (`.local/memory.sqlite3`), else whole."""
+    try:
+        return str(Path(path).relative_to(Path.cwd()))
+    except ValueError:
+        return str(path)
+
+
 def _worker_setup(warm: bool) -> tuple[str, ...]:
     """What each gateway worker process runs once it has imported the chat handler."""
     return ("local.stack.quiet_warnings",) + (("local.stack.warm_models",) if warm else ())
@@ -241,7 +244,7 @@ def _handoff_line(cfg: Any, agents: tuple[str, ...]) -> str:
     if cfg.event_bus_name:
         where = f"EventBridge bus {cfg.event_bus_name}"
     else:
-        where = cfg.events_file or "nowhere (EVENTS_FILE unset)"
+        where = _shown(cfg.events_file) if cfg.events_file else "nowhere (EVENTS_FILE unset)"
     return f"agents: {who} (X-User-Id); events to {where}"
 
 
@@ -260,5 +263,5 @@ def _models(cfg: Any) -> list[tuple[str, str]]:
     }.get(cfg.embed_backend, cfg.embed_backend)
     index = cfg.long_term_backend
     if index == "embedded":
-        index = f"embedded index in {cfg.memory_path}"
+        index = f"embedded index in {_shown(cfg.memory_path)}"
     return [("text model", text), ("embedding model", embed), ("long-term memory", index)]

@@ -133,7 +133,8 @@ BASIS: dict[str, tuple[str, str]] = {
     ),
     "chat_dynamodb_write_units": (
         MEASURED,
-        "8 write units per turn at turn 100 and 1,000 (bench.turns)",
+        "write units per turn at turn 100 and 1,000 with stacked messages, the default "
+        "(bench.turns; 8.2 with STACK_MESSAGES=false)",
     ),
     "live_check_read_units": (
         ASSUMED,
@@ -143,7 +144,7 @@ BASIS: dict[str, tuple[str, str]] = {
     "chat_lambda_seconds": (
         ASSUMED,
         "billed duration of a turn with a remote model: the model's answer dominates (the "
-        "handler's own 38 ms p50 on local mode, bench.turns, excludes it)",
+        "handler's own time on local mode, p50 17-54 ms in bench.turns, excludes it)",
     ),
     "searches_per_turn": (
         MEASURED,
