@@ -344,6 +344,12 @@ class InMemoryShortTermMemory:
             if row is not None and row.session.status != SessionStatus.DELETING:
                 row.session.summary_forgotten = True
 
+    def forget_facts(self, session_id: str, keys: Sequence[str]) -> None:
+        with self._lock:
+            row = self._sessions.get(session_id)
+            if keys and row is not None and row.session.status != SessionStatus.DELETING:
+                row.session.forgotten_facts = row.session.forgotten_facts | set(keys)
+
     def update_running_summary(
         self, session_id: str, summary: str, through_turn: int, expected_through: int
     ) -> bool:

@@ -122,6 +122,10 @@ class Session:
     # The caller deleted the session's summary record: a consolidation retried later must not
     # write it again (see profile.remember_summary).
     summary_forgotten: bool = False
+    # The same for the records drawn from it that the caller deleted: one key per fact (of its
+    # turn and wording, profile.fact_key), so that a retried consolidation or a redrive does
+    # not extract and write them again.
+    forgotten_facts: frozenset[str] = frozenset()
     # The session this one continues (POST /sessions with continue_from): while it exists, its
     # rolling summary is in this one's prompts, and its last turns fill the window while this
     # one is short (services/access.continued).

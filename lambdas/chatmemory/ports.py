@@ -118,6 +118,11 @@ class SessionStore(Protocol):
         session is gone or being deleted)."""
         ...
 
+    def forget_facts(self, session_id: str, keys: Sequence[str]) -> None:
+        """Add `keys` (profile.fact_key) to the session's forgotten facts, for good (nothing if
+        the session is gone or being deleted)."""
+        ...
+
     def update_running_summary(
         self, session_id: str, summary: str, through_turn: int, expected_through: int
     ) -> bool: ...

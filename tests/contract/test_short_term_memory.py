@@ -305,6 +305,21 @@ def test_a_forgotten_summary_is_marked_on_its_session_for_good(memory: ShortTerm
     assert memory.get_session("missing") is None
 
 
+def test_forgotten_facts_are_added_to_their_session_for_good(memory: ShortTermMemory) -> None:
+    _create(memory, "s1")
+    assert memory.get_session("s1").forgotten_facts == frozenset()  # type: ignore[union-attr]
+    memory.forget_facts("s1", ["aaaaaaaaaaaa", "bbbbbbbbbbbb"])
+    memory.forget_facts("s1", ["bbbbbbbbbbbb", "cccccccccccc"])
+    memory.forget_facts("s1", [])
+    stored = memory.get_session("s1")
+    assert stored is not None
+    assert stored.forgotten_facts == {"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"}
+    memory.append_turn(stored, _turn("s1", "more"), keep_message_ids=50)  # kept by other writes
+    assert len(memory.get_session("s1").forgotten_facts) == 3  # type: ignore[union-attr]
+    memory.forget_facts("missing", ["aaaaaaaaaaaa"])  # gone meanwhile: nothing marked, no error
+    assert memory.get_session("missing") is None
+
+
 def test_a_turn_of_a_stale_session_read_is_a_conflict_and_writes_nothing(
     memory: ShortTermMemory,
 ) -> None:

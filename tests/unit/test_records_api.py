@@ -4,13 +4,16 @@ command /remember, through the chat Lambda on moto with the embedded index."""
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from chatmemory.adapters.dynamodb.tokens import encode_token
+from chatmemory.errors import ModelUnavailable
 from chatmemory.schema import MAX_RECORD_CHARS
 from chatmemory.services.conversation.chat import NO_LONG_TERM_MEMORY
+from tests.fakes import FakeEmbedder
 from tests.records_helpers import (
     World,
     at,
@@ -372,3 +375,68 @@ def test_forgetting_everything_takes_every_record_along(world: World) -> None:
     # A record stated after the forget is the caller's new memory, under the new owner key.
     new = world.state("I work as a nurse at Santa Maria")
     assert [r["record_id"] for r in world.listed()] == [new["record_id"]]
+
+
+# --- a deleted fact stays deleted when its session's consolidation runs again --------------------
+
+
+def test_a_fact_deleted_after_a_failed_consolidation_is_not_written_again_by_its_retry(
+    world: World,
+) -> None:
+    """The first attempt wrote the session's facts and then failed (the embedder went down on
+    the windows); the caller deletes a fact; the stream's retry (or a redrive) extracts the same
+    fact again and must not write it."""
+    sid = told(world.memory, "alice", at(1), CATS, TEA)
+    flaky = FakeEmbedder(fail=lambda texts: len(texts) >= 3)
+    with pytest.raises(ModelUnavailable):
+        consolidate(world.memory, world.index, sid, now=at(1), embedder=flaky)
+    cats = by_text(facts_of(world.listed()), CATS)
+    assert world.api.call("DELETE", f"/memories/records/{cats['record_id']}")[0] == 204
+    world.purger.drain()
+
+    assert consolidate(world.memory, world.index, sid, now=at(1)).outcome == "consolidated"
+    assert [r["text"] for r in facts_of(world.listed())] == [TEA]
+    assert cats["record_id"] not in record_entries(world.index, "alice")
+    assert "two cats" not in world.recalled("what are our cats Tom and Jerry called?")[1]
+
+
+def test_a_fact_deleted_while_the_retry_extracts_it_is_deleted_again_after_its_write(
+    world: World,
+) -> None:
+    """The delete lands after the retry read its session (no fact forgotten yet) and before it
+    writes the fact again: the retry reads the session again after its writes and marks what
+    was deleted meanwhile, which the records stream's purge then removes."""
+    sid = told(world.memory, "alice", at(1), CATS, TEA)
+    flaky = FakeEmbedder(fail=lambda texts: len(texts) >= 3)
+    with pytest.raises(ModelUnavailable):
+        consolidate(world.memory, world.index, sid, now=at(1), embedder=flaky)
+    cats = by_text(facts_of(world.listed()), CATS)
+
+    def delete_meanwhile(texts: Sequence[str]) -> bool:
+        if CATS in texts:  # the retry embeds the facts it is about to place
+            assert world.api.call("DELETE", f"/memories/records/{cats['record_id']}")[0] == 204
+        return False
+
+    hooked = FakeEmbedder(fail=delete_meanwhile)
+    assert consolidate(world.memory, world.index, sid, now=at(1), embedder=hooked).outcome == (
+        "consolidated"
+    )
+    assert [r["text"] for r in facts_of(world.listed())] == [TEA]
+    world.purger.drain()
+    assert [r["text"] for r in facts_of(world.stored_records())] == [TEA]
+    assert cats["record_id"] not in record_entries(world.index, "alice")
+
+
+def test_a_corrected_fact_deleted_is_not_written_again_in_its_first_words(world: World) -> None:
+    sid = told(world.memory, "alice", at(1), CATS, TEA)
+    flaky = FakeEmbedder(fail=lambda texts: len(texts) >= 3)
+    with pytest.raises(ModelUnavailable):
+        consolidate(world.memory, world.index, sid, now=at(1), embedder=flaky)
+    rid = by_text(facts_of(world.listed()), CATS)["record_id"]
+    corrected = {"text": "We have three cats"}
+    assert world.api.call("PATCH", f"/memories/records/{rid}", corrected)[0] == 200
+    assert world.api.call("DELETE", f"/memories/records/{rid}")[0] == 204
+    world.purger.drain()
+
+    assert consolidate(world.memory, world.index, sid, now=at(1)).outcome == "consolidated"
+    assert [r["text"] for r in facts_of(world.listed())] == [TEA]

@@ -87,6 +87,10 @@ _SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
 def session_to_item(session: Session) -> dict[str, Any]:
     item = {name: getattr(session, name) for name in _SESSION_FIELDS}
+    if not session.forgotten_facts:  # DynamoDB stores no empty set
+        del item["forgotten_facts"]
+    else:
+        item["forgotten_facts"] = set(session.forgotten_facts)
     if session.handoff_state:
         item[schema.HANDOFF_QUEUE] = session.handoff_state
     if session.status in _SWEPT:
@@ -100,6 +104,8 @@ def session_from_item(item: dict[str, Any]) -> Session:
     values = {k: data[k] for k in _SESSION_FIELDS if k in data}
     if schema.STATUS in values:
         values[schema.STATUS] = SessionStatus(values[schema.STATUS])
+    if "forgotten_facts" in values:
+        values["forgotten_facts"] = frozenset(values["forgotten_facts"])
     return Session(**values)
 
 

@@ -388,6 +388,22 @@ class DynamoSessionStore(DynamoTables):
                 },
             )
 
+    def forget_facts(self, session_id: str, keys: Sequence[str]) -> None:
+        if not keys:
+            return
+        with suppress_conditional():  # gone or being deleted: its records go with it
+            self._db.update_item(
+                TableName=self._sessions,
+                Key=_session_key(session_id),
+                UpdateExpression="ADD forgotten_facts :keys",
+                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
+                ExpressionAttributeNames={"#s": schema.STATUS},
+                ExpressionAttributeValues={
+                    ":keys": {"SS": sorted(set(keys))},
+                    ":deleting": {"S": SessionStatus.DELETING},
+                },
+            )
+
     def update_running_summary(
         self, session_id: str, summary: str, through_turn: int, expected_through: int
     ) -> bool:

@@ -117,6 +117,37 @@ def extracted_record_id(session_id: str, date: str, turn: int, n: int) -> str:
     return f"{_stamp(date)}-{_in_record_id(session_id)}-t{turn}-{n}"
 
 
+def fact_key(turn: int, text: str) -> str:
+    """What marks a fact drawn from a session as deleted by the caller (Session.forgotten_facts):
+    its turn and its words (case and spacing aside), 12 characters of a SHA-256."""
+    words = _SPACE.sub(" ", text.lower()).strip()
+    return hashlib.sha256(f"{turn}\x00{words}".encode()).hexdigest()[:12]
+
+
+def _record_key(record_id: str) -> str:
+    """The same for the record's id (extracted ids are deterministic): a fact the caller
+    corrected and then deleted is found by it, whatever its words have become."""
+    return hashlib.sha256(f"id\x00{record_id}".encode()).hexdigest()[:12]
+
+
+def _forgotten_keys(record: MemoryRecord) -> dict[str, list[str]]:
+    """The keys a deleted record drawn from sessions leaves on each of them."""
+    keys: dict[str, list[str]] = {}
+    for p in record.provenance:
+        keys.setdefault(p.session_id, []).append(fact_key(p.turn, record.text))
+    if record.provenance:
+        keys[record.provenance[0].session_id].append(_record_key(record.record_id))
+    return keys
+
+
+def _is_forgotten(record: MemoryRecord, forgotten: frozenset[str]) -> bool:
+    """Whether a record just extracted from a session is one the caller deleted."""
+    turn = record.provenance[0].turn if record.provenance else 0
+    return bool(forgotten) and (
+        fact_key(turn, record.text) in forgotten or _record_key(record.record_id) in forgotten
+    )
+
+
 def summary_record_id(session: Session) -> str:
     return f"{_stamp(session.started_at)}-{_in_record_id(session.session_id)}-summary"
 
@@ -292,7 +323,9 @@ def remember_facts(
 ) -> ProfileResult:
     """Turn what the extractor found into records: new ones, merged into a duplicate, or
     superseding an older record about the same thing. Idempotent: a retried consolidation
-    finds its records already written."""
+    finds its records already written, and writes none the caller deleted since (the
+    session's forgotten facts, read again after the writes: a delete that ran meanwhile has
+    what it deleted marked deleting here, as remember_summary does)."""
     dates = {t.turn: t.created_at or session.started_at for t in turns}
     result = ProfileResult()
     records = [
@@ -313,12 +346,15 @@ def remember_facts(
         )
         for n, f in enumerate(facts)
     ]
+    # Numbered before the deleted ones are left out: the others keep their ids.
+    records = [r for r in records if not _is_forgotten(r, session.forgotten_facts)]
     if not records:
         return result
     vectors = embedder.embed([r.text for r in records])
     # The caller's records, read once for the whole batch (each placement keeps it current; a
     # conflict reads it again): one Query per session, not one per fact.
     known = list(memory.records_of_owner(session.user_id))
+    written: list[MemoryRecord] = []
     for record, vector in zip(records, vectors, strict=True):
         outcome, placed = _place(
             record,
@@ -331,12 +367,28 @@ def remember_facts(
         )
         if outcome in ("created", "superseding"):
             known.append(placed)
+            written.append(placed)
         if outcome == "merged":
             result.merged += 1
         elif outcome != "exists":
             result.created += 1
             result.superseded += outcome == "superseding"
+    _forgotten_meanwhile(session.session_id, written, memory=memory)
     return result
+
+
+def _forgotten_meanwhile(
+    session_id: str, written: Sequence[MemoryRecord], *, memory: ShortTermMemory
+) -> None:
+    """Records just written that the caller deleted while they were being written (their key
+    marked on the session after this consolidation read it, their purge finding nothing yet):
+    deleting again, so the records stream's purge removes them and their entries."""
+    now_session = memory.get_session(session_id) if written else None
+    if now_session is None:
+        return
+    for record in written:
+        if _is_forgotten(record, now_session.forgotten_facts):
+            memory.mark_record_deleting(record.user_id, record.record_id)
 
 
 def _place(
@@ -754,6 +806,11 @@ def delete_record(memory: ShortTermMemory, user_id: str, record_id: str) -> None
     record = owned_record(memory, user_id, record_id)
     if record.type == RecordType.SUMMARY and record.provenance:
         memory.forget_summary(record.provenance[0].session_id)
+    elif record.provenance and not record.namespace:
+        # Each session it was drawn from learns it, for good: a consolidation of one of them
+        # retried or redriven after the purge would otherwise extract and write it again.
+        for session_id, keys in _forgotten_keys(record).items():
+            memory.forget_facts(session_id, keys)
     memory.mark_record_deleting(record.user_id, record.record_id)
 
 
