@@ -528,7 +528,10 @@ def test_records_of_a_deleted_session_are_hidden_before_its_purge_runs(memory, i
     ):  # fmt: skip
         with pytest.raises(RecordNotFound):
             act()
-    assert by_text(_records(memory), CATS).sessions == [kept, gone]  # until the purge
+    # Listed without the deleted session; the stored record keeps it until the purge trims it.
+    cats = by_text(_records(memory), CATS)
+    assert cats.sessions == [kept]
+    assert memory.get_record("alice", cats.record_id).sessions == [kept, gone]
 
 
 class _BusyMemory(InMemoryShortTermMemory):
@@ -577,3 +580,73 @@ def test_a_corrected_summary_goes_with_its_session(memory, index) -> None:
     assert (entry["session_id"], entry["title"]) == (sid, memory.get_session(sid).name)
     _delete_session(memory, index, sid)
     assert _records(memory) == [] and entries(index, "alice") == {}
+
+
+# --- nothing of a deleted session survives in a record drawn from another -----------------------
+
+PIN = CATS + " 88231"
+
+
+def test_a_consolidation_after_a_session_was_deleted_does_not_merge_into_its_hidden_record(
+    memory, index
+) -> None:
+    """Found by an audit: the later session's near-duplicate merged into the deleted session's
+    record (hidden until its purge), which then outlived the purge with the deleted words."""
+    assert cosine(PIN, CATS) >= profile.ProfilePolicy().merge_similarity
+    gone = _remembered(memory, index, "alice", at(1), PIN)
+    sessions.delete_session(memory, "alice", gone)  # the purge has not run yet
+    kept = _remembered(memory, index, "alice", at(5), CATS)
+    assert purge_session(gone, memory=memory, index=index, time_left=lambda: 60).outcome == (
+        "purged"
+    )
+    [cats] = _facts(memory)
+    assert cats.text == CATS and cats.sessions == [kept]
+    assert not any("88231" in e["text"] for e in entries(index, "alice").values())
+
+
+def test_an_older_session_consolidated_after_a_newer_one_was_deleted_is_not_its_history(
+    memory, index
+) -> None:
+    """Found by an audit: the deleted session's record (hidden) superseded the late one, which
+    stayed history until the deleted session's date after the purge."""
+    gone = _remembered(memory, index, "alice", at(10), "I moved to Porto")
+    sessions.delete_session(memory, "alice", gone)
+    late = told(memory, "alice", at(1), "I live in Lisbon")
+    assert consolidate(memory, index, late, now=at(11)).outcome == "consolidated"
+    assert purge_session(gone, memory=memory, index=index, time_left=lambda: 60).outcome == (
+        "purged"
+    )
+    lisbon = by_text(_facts(memory), "I live in Lisbon")
+    assert lisbon.status == RecordStatus.ACTIVE
+    assert (lisbon.superseded_by, lisbon.valid_until) == (None, None)
+
+
+def test_stating_a_near_duplicate_of_an_extracted_fact_keeps_the_callers_words(
+    memory, index
+) -> None:
+    """Found by an audit: the stated record took over the session's words and, the caller's
+    own, kept them after that session was deleted."""
+    gone = _remembered(memory, index, "alice", at(1), PIN)
+    stated = _state(memory, index, CATS)
+    assert stated.text == CATS
+    _delete_session(memory, index, gone)
+    [kept] = _facts(memory)
+    assert kept.text == CATS and kept.origin == RecordOrigin.STATED
+    assert not any("88231" in e["text"] for e in entries(index, "alice").values())
+
+
+def test_a_record_that_stays_is_listed_without_the_deleted_session_before_its_purge(
+    memory, index
+) -> None:
+    """Found by an audit: until the purge, the listing still named the deleted session, its
+    turn and its date in the record's provenance."""
+    kept = _remembered(memory, index, "alice", at(1), CATS)
+    gone = _remembered(memory, index, "alice", at(5), CATS)
+    sessions.delete_session(memory, "alice", gone)  # the purge has not run yet
+    [cats] = _facts(memory)
+    assert cats.sessions == [kept]
+    assert [r.sessions for r in profile.search_records(
+        memory, "alice", "cats Tom Jerry", record_type=None, limit=10,
+        embedder=FakeEmbedder(), index=index,
+    ) if r.record_id == cats.record_id] == [[kept]]  # fmt: skip
+    assert profile.owned_record(memory, "alice", cats.record_id).sessions == [kept]

@@ -251,13 +251,21 @@ def visible_records(
 ) -> list[MemoryRecord]:
     """The records a caller may see: not being deleted and, when drawn from sessions, with one
     of them still visible (one consistent read, only when some record needs it). A session's
-    records disappear with its tombstone, before its purge removes them."""
+    records disappear with its tombstone, before its purge removes them, and a record that
+    stays (drawn from other sessions too, or the caller's own) is shown without the deleted
+    session in its provenance (a copy: the stored record keeps it until the purge)."""
     alive = [r for r in records if r.status != RecordStatus.DELETING]
-    needed = sorted({s for r in alive if _drawn_from_sessions(r) for s in r.sessions})
+    needed = sorted({s for r in alive for s in r.sessions})
     sessions = memory.live(owner, needed, [])[0] if needed else set()
     return [
-        r for r in alive if not _drawn_from_sessions(r) or any(s in sessions for s in r.sessions)
+        r if all(s in sessions for s in r.sessions) else _without_hidden(r, sessions)
+        for r in alive
+        if not _drawn_from_sessions(r) or any(s in sessions for s in r.sessions)
     ]
+
+
+def _without_hidden(record: MemoryRecord, sessions: set[str]) -> MemoryRecord:
+    return replace(record, provenance=[p for p in record.provenance if p.session_id in sessions])
 
 
 def _same_words(a: str, b: str) -> bool:
@@ -353,7 +361,7 @@ def remember_facts(
     vectors = embedder.embed([r.text for r in records])
     # The caller's records, read once for the whole batch (each placement keeps it current; a
     # conflict reads it again): one Query per session, not one per fact.
-    known = list(memory.records_of_owner(session.user_id))
+    known = visible_records(memory, session.user_id, list(memory.records_of_owner(session.user_id)))
     written: list[MemoryRecord] = []
     for record, vector in zip(records, vectors, strict=True):
         outcome, placed = _place(
@@ -417,7 +425,12 @@ def _place(
         return "exists", existing
     for attempt in range(policy.attempts):
         if known is None or attempt > 0:
-            fresh = list(memory.records_of_owner(record.user_id))
+            # What the caller can see only: a record of a deleted session (hidden until its
+            # purge) is not merged into, does not supersede and is not settled, so nothing of
+            # that session survives in a record drawn from another one.
+            fresh = visible_records(
+                memory, record.user_id, list(memory.records_of_owner(record.user_id))
+            )
             if known is not None:
                 known[:] = fresh
             mine = fresh
@@ -446,8 +459,10 @@ def _place(
             duplicate.updated_at = record.updated_at
             duplicate.subject = duplicate.subject or record.subject
             if record.origin == RecordOrigin.STATED and duplicate.origin == RecordOrigin.EXTRACTED:
-                # The caller says it themselves now: theirs, whatever becomes of the sessions.
+                # The caller says it themselves now: theirs, whatever becomes of the sessions,
+                # and in their words (a session's words, kept, would outlive its deletion).
                 duplicate.origin = RecordOrigin.STATED
+                duplicate.text = record.text
             if memory.save_record(duplicate):
                 # Its entry now lists the new session too (see record_document).
                 _index(index, embedder, memory, [record_document(duplicate)])
@@ -576,9 +591,10 @@ def owned_record(memory: ShortTermMemory, user_id: str, record_id: str) -> Memor
         raise RecordNotFound("record not found")
     owner = owner_of(memory, user_id)
     record = memory.get_record(owner, record_id)
-    if record is None or not visible_records(memory, owner, [record]):
+    visible = visible_records(memory, owner, [record]) if record is not None else []
+    if not visible:
         raise RecordNotFound(f"record {record_id} not found")
-    return record
+    return visible[0]
 
 
 def state_record(
