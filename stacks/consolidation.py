@@ -117,6 +117,9 @@ class Consolidation(Construct):
                     storage.records,
                     storage.checkpoints,
                 ),
+                # The embedding model: a session's purge writes again the entry of a record
+                # that stays in the words of another session (profile.drop_session_records).
+                **models.environment,
                 **long_term.environment,
                 schema.ENV_PURGE_SETTLE_SECONDS: str(config.purge_settle_seconds),
             },
@@ -145,9 +148,10 @@ class Consolidation(Construct):
         # services/profile/profile.py: purge_record reads the DELETING record (GetItem) and removes
         # it while it is still that tombstone (remove_deleted_record: conditional DeleteItem); a
         # session's purge lists its owner's records (records_of_owner: Query), trims the
-        # provenance of those drawn from other sessions too (save_record: conditional PutItem)
-        # and, like a forget's purge, deletes records in batches (remove_records:
-        # BatchWriteItem).
+        # provenance of those drawn from other sessions too (save_record: conditional PutItem),
+        # writes again the entries of those that change (embedded, then checked live: the
+        # records' BatchGetItem) and, like a forget's purge, deletes records in batches
+        # (remove_records: BatchWriteItem).
         storage.grant(
             self.purge,
             storage.records,
@@ -156,8 +160,12 @@ class Consolidation(Construct):
             "dynamodb:PutItem",
             "dynamodb:DeleteItem",
             "dynamodb:BatchWriteItem",
+            "dynamodb:BatchGetItem",
         )
-        long_term.grant(self.purge, delete_by_query=[schema.MEMORY_INDEX])
+        models.grant_embed(self.purge)
+        long_term.grant(
+            self.purge, bulk=[schema.MEMORY_INDEX], delete_by_query=[schema.MEMORY_INDEX]
+        )
         for table, dlq_id, trigger in (
             (storage.sessions, "SessionPurgeDlq", schema.SESSION_PURGE_TRIGGER),
             (storage.users, "UserPurgeDlq", schema.USER_PURGE_TRIGGER),
@@ -263,8 +271,15 @@ def grant_consolidation(
     records' entries it checks the records are still live (live: BatchGetItem), and a summary
     the caller deleted meanwhile is marked deleting (mark_record_deleting: UpdateItem). A fact
     without a subject is merged with a near duplicate found by a k-NN search of the memory
-    index."""
-    storage.grant(function, storage.sessions, "dynamodb:GetItem", "dynamodb:UpdateItem")
+    index, among the records the caller can see: which of their sessions are still visible is
+    one consistent read of the sessions (visible_records -> live: BatchGetItem)."""
+    storage.grant(
+        function,
+        storage.sessions,
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:BatchGetItem",
+    )
     storage.grant(function, storage.conversations, "dynamodb:Query")
     storage.grant(
         function,

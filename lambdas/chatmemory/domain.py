@@ -262,11 +262,14 @@ class ImportedSession:
 
 @dataclass
 class Provenance:
-    """Where a record was said: a turn of a session, and when."""
+    """Where a record was said: a turn of a session, and when. `text`: that session's own words
+    when they are not the record's (a near-duplicate merged into it), so that deleting the
+    session whose words the record holds can give it the words of one that stays."""
 
     session_id: str
     turn: int
     date: str
+    text: str | None = None
 
 
 @dataclass
@@ -309,6 +312,11 @@ class MemoryRecord:
     def sessions(self) -> list[str]:
         """The sessions it was drawn from, in order, each once."""
         return list(dict.fromkeys(p.session_id for p in self.provenance))
+
+    @property
+    def wording_sessions(self) -> list[str]:
+        """The sessions that said the record's own words (its text), in order, each once."""
+        return list(dict.fromkeys(p.session_id for p in self.provenance if p.text is None))
 
 
 @dataclass

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cache, lru_cache
+from functools import cache, lru_cache, partial
 from typing import TYPE_CHECKING, Any
 
 from chatmemory.errors import ConfigurationError
@@ -449,6 +449,9 @@ class PurgeDeps:
     index: LongTermIndex | None
     policy: PurgePolicy
     checkpoints: CheckpointStore | None = None
+    # Made only when a session's purge must write a record's entry again (its words or dates
+    # were the deleted session's): most purges never build a model client.
+    embedder: Callable[[], Embedder] | None = None
 
 
 @lru_cache(maxsize=1)
@@ -461,6 +464,7 @@ def purge_deps() -> PurgeDeps:
         index=long_term_index(cfg),
         policy=PurgePolicy(settle_seconds=cfg.purge_settle_seconds),
         checkpoints=checkpoint_store(cfg),
+        embedder=partial(embedder, cfg),
     )
 
 

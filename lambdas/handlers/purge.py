@@ -58,6 +58,7 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
             time_left=time_left,
             policy=deps.policy,
             checkpoints=deps.checkpoints,
+            embedder=deps.embedder,
         )
         outcome = result.outcome
         logger.info("purge", extra={"result": result.__dict__})

@@ -269,6 +269,23 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     notes["after_delete"] = [
         m["session_id"] for m in ok("GET", "/memories?q=Lisbon%20packing&k=5")["memories"]
     ]
+    # A fact said in two sessions is one record; deleting the first leaves it with the second's
+    # provenance and date, its entry written again by the purge (an embedding, a bulk write, a
+    # live check of the records).
+    cats = []
+    for _ in range(2):
+        cat = ok("POST", "/sessions", {"name": "cat"})["session"]["session_id"]
+        ok("POST", f"/sessions/{cat}/messages", {"content": "My cat is called Tom."})
+        ok("POST", f"/sessions/{cat}/end")
+        world.drain()
+        cats.append(cat)
+    assert call("DELETE", f"/sessions/{cats[0]}").status == 204
+    world.drain()
+    notes["cat_records"] = [
+        (r["text"], [p["session_id"] for p in r["provenance"]], cats[1])
+        for r in ok("GET", "/memories/records?type=fact&limit=100")["records"]
+        if "Tom" in r["text"]
+    ]
     b1 = ok("POST", "/sessions", {"name": "bob"}, user="bob")["session"]["session_id"]
     ok(
         "POST",
@@ -459,6 +476,17 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     assert notes["thread_after_delete"] == 404
     assert (notes["expired_get"], notes["expired_put"]) == (404, 201)
     assert notes["ttl_purge"] == {"batchItemFailures": []}
+    [(text, provenance, kept)] = notes["cat_records"]
+    assert text == "My cat is called Tom." and provenance == [kept]
+
+
+def test_a_sessions_purge_writes_again_the_entry_of_a_record_that_stays(outcome: Outcome) -> None:
+    """The purge's own model and index requests (judged against its grants above)."""
+    purge = outcome.world.by_handler("handlers.purge.handler").logical_id
+    sent = {(s.service, s.operation) for s in outcome.world.recorder.sent if s.function == purge}
+    assert any(operation == "InvokeModel" for _, operation in sent) or any(
+        operation == "InvokeEndpoint" for _, operation in sent
+    ), sorted(sent)
 
 
 def test_every_function_of_the_template_ran(outcome: Outcome) -> None:

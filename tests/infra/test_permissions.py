@@ -71,7 +71,7 @@ def consumer(**resources: set[str]) -> dict[str, set[str]]:
 # (live: BatchGetItem of records only) and remember_summary marks a summary the caller deleted
 # meanwhile (mark_record_deleting: UpdateItem).
 CONSOLIDATION = {
-    **sessions("GetItem", "UpdateItem"),
+    **sessions("GetItem", "UpdateItem", "BatchGetItem"),
     "conversations": dynamodb("Query"),
     "records": dynamodb(
         "GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem", "BatchGetItem"
@@ -148,15 +148,21 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # delete_session / delete_user in the memory index. Records: purge_record (get_record,
     # delete_documents by query, remove_deleted_record: DeleteItem), a session's purge
     # (drop_session_records: records_of_owner, save_record of the records that keep other
-    # sessions, remove_records), a forget's purge (records_of_owner, remove_records).
+    # sessions, remove_records; the entries of those whose words or dates change written again:
+    # embedded, bulk-written, checked live with BatchGetItem), a forget's purge
+    # (records_of_owner, remove_records).
     "Purge": consumer(
         **sessions("GetItem", "Query", "UpdateItem", "DeleteItem"),
         conversations=dynamodb("Query", "BatchWriteItem"),
         users=dynamodb("GetItem", "UpdateItem"),
-        records=dynamodb("GetItem", "Query", "PutItem", "DeleteItem", "BatchWriteItem"),
+        records=dynamodb(
+            "GetItem", "Query", "PutItem", "DeleteItem", "BatchWriteItem", "BatchGetItem"
+        ),
         # A session's LangGraph checkpoints, with its turns (delete_checkpoints).
         checkpoints=dynamodb("Query", "BatchWriteItem"),
         **{
+            "embed endpoint": INVOKE,
+            f"domain/{MEMORIES}/_bulk": POST,
             f"domain/{MEMORIES}/_delete_by_query": POST,
             "sessions stream": STREAM,
             "users stream": STREAM,
@@ -199,8 +205,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     "Redrive": runtime(
         **{
             **CONSOLIDATION,
-            "sessions": dynamodb("GetItem", "UpdateItem", "Scan"),
-            "sessions/index/*": dynamodb("GetItem", "UpdateItem", "Scan"),
+            "sessions": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
+            "sessions/index/*": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
             "users": dynamodb("Scan", "GetItem", "UpdateItem"),
         }
     ),
@@ -309,7 +315,9 @@ def test_the_provider_framework_may_only_invoke_the_index_setup(default: Synth) 
 RECORDS = {
     "Chat": dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
     "Consolidate": CONSOLIDATION["records"],
-    "Purge": dynamodb("GetItem", "Query", "PutItem", "DeleteItem", "BatchWriteItem"),
+    "Purge": dynamodb(
+        "GetItem", "Query", "PutItem", "DeleteItem", "BatchWriteItem", "BatchGetItem"
+    ),
     "Redrive": CONSOLIDATION["records"],
 }
 
@@ -460,7 +468,7 @@ def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -
         "Chat": {text, embed},
         "Consolidate": {text, embed},
         "Compact": {text},
-        "Purge": set(),
+        "Purge": {embed},
         "SweepIdle": set(),
         "IndexSetup": set(),
         "Ingest": {embed},
@@ -563,10 +571,11 @@ EXPECTED_S3VECTORS: dict[str, dict[str, set[str]]] = {
         f"vectors/{MEMORIES}": QUERY | PUT | DELETE,
     },
     "Compact": EXPECTED["Compact"],
-    # Deletes only, by key: a session's, a user's, a record's entries.
+    # Deletes by key (a session's, a user's, a record's entries), and the entries of records
+    # that stay without a deleted session's words or dates, written again.
     "Purge": {
         **_without_opensearch(EXPECTED["Purge"]),
-        f"vectors/{MEMORIES}": DELETE,
+        f"vectors/{MEMORIES}": PUT | DELETE,
     },
     "SweepIdle": EXPECTED["SweepIdle"],
     # Verified passages only: the upsert, and a shortened document's old tail (probed, then

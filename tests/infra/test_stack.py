@@ -314,7 +314,7 @@ def test_functions_may_invoke_only_the_configured_endpoints(default: Synth) -> N
         "Chat": allowed,
         "Consolidate": allowed,
         "Compact": {text},
-        "Purge": set(),
+        "Purge": {embed},
         "SweepIdle": set(),
         "IndexSetup": set(),
         "Ingest": {embed},

@@ -80,7 +80,12 @@ def _recallable(memory: Any, index: Any, owner: str = "alice") -> set[str]:
 def _delete_session(memory: Any, index: Any, sid: str, user: str = "alice") -> None:
     """DELETE /sessions/{id} and its purge."""
     sessions.delete_session(memory, user, sid)
-    assert purge_session(sid, memory=memory, index=index, time_left=lambda: 60).outcome == "purged"
+    assert (
+        purge_session(
+            sid, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+        ).outcome
+        == "purged"
+    )
 
 
 # --- supersession -------------------------------------------------------------------------------
@@ -596,9 +601,9 @@ def test_a_consolidation_after_a_session_was_deleted_does_not_merge_into_its_hid
     gone = _remembered(memory, index, "alice", at(1), PIN)
     sessions.delete_session(memory, "alice", gone)  # the purge has not run yet
     kept = _remembered(memory, index, "alice", at(5), CATS)
-    assert purge_session(gone, memory=memory, index=index, time_left=lambda: 60).outcome == (
-        "purged"
-    )
+    assert purge_session(
+        gone, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+    ).outcome == ("purged")
     [cats] = _facts(memory)
     assert cats.text == CATS and cats.sessions == [kept]
     assert not any("88231" in e["text"] for e in entries(index, "alice").values())
@@ -613,9 +618,9 @@ def test_an_older_session_consolidated_after_a_newer_one_was_deleted_is_not_its_
     sessions.delete_session(memory, "alice", gone)
     late = told(memory, "alice", at(1), "I live in Lisbon")
     assert consolidate(memory, index, late, now=at(11)).outcome == "consolidated"
-    assert purge_session(gone, memory=memory, index=index, time_left=lambda: 60).outcome == (
-        "purged"
-    )
+    assert purge_session(
+        gone, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+    ).outcome == ("purged")
     lisbon = by_text(_facts(memory), "I live in Lisbon")
     assert lisbon.status == RecordStatus.ACTIVE
     assert (lisbon.superseded_by, lisbon.valid_until) == (None, None)
@@ -650,3 +655,65 @@ def test_a_record_that_stays_is_listed_without_the_deleted_session_before_its_pu
         embedder=FakeEmbedder(), index=index,
     ) if r.record_id == cats.record_id] == [[kept]]  # fmt: skip
     assert profile.owned_record(memory, "alice", cats.record_id).sessions == [kept]
+
+
+def test_a_merged_record_holding_a_deleted_sessions_words_takes_the_words_that_stay(
+    memory, index
+) -> None:
+    """Found by an audit: the record kept the first session's words (and date) after that
+    session was deleted and purged, because a later session said something close; recall
+    quoted them from its entry."""
+    gone = _remembered(memory, index, "alice", at(1), PIN)
+    kept = _remembered(memory, index, "alice", at(5), CATS)
+    [merged] = _facts(memory)
+    assert merged.text == PIN and merged.sessions == [gone, kept]  # one record, two sessions
+
+    sessions.delete_session(memory, "alice", gone)
+    # At once: nothing in the deleted session's words is listed, searched or recalled.
+    assert _facts(memory) == []
+    assert merged.record_id not in _search(memory, index, "cats Tom Jerry")
+    assert merged.record_id not in _recallable(memory, index)
+
+    assert purge_session(
+        gone, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+    ).outcome == "purged"  # fmt: skip
+    [cats] = _facts(memory)
+    assert (cats.record_id, cats.text, cats.sessions) == (merged.record_id, CATS, [kept])
+    assert cats.created_at == cats.provenance[0].date and cats.created_at.startswith("2026-01-05")
+    entry = record_entries(index, "alice")[cats.record_id]
+    assert entry["text"] == CATS and entry["sessions"] == [kept]
+    assert cats.record_id in _recallable(memory, index)
+    assert not any("88231" in e["text"] for e in entries(index, "alice").values())
+
+
+def test_a_merged_record_in_the_words_of_a_session_that_stays_stays_visible(memory, index) -> None:
+    kept = _remembered(memory, index, "alice", at(1), CATS)
+    gone = _remembered(memory, index, "alice", at(5), PIN)
+    [merged] = _facts(memory)
+    assert merged.text == CATS
+    sessions.delete_session(memory, "alice", gone)
+    [cats] = _facts(memory)
+    assert (cats.text, cats.sessions) == (CATS, [kept])
+    _purge(memory, index, gone)
+    stored = memory.get_record("alice", merged.record_id)
+    assert stored.sessions == [kept] and all(p.text is None for p in stored.provenance)
+
+
+def test_history_a_deleted_session_ended_is_current_again_after_its_purge(memory, index) -> None:
+    """Found by an audit: the record the deleted session superseded stayed history until that
+    session's date, with the purged record's id, for good."""
+    _remembered(memory, index, "alice", at(1), "I live in Lisbon")
+    porto = _remembered(memory, index, "alice", at(60), "I moved to Porto")
+    assert by_text(_facts(memory), "I live in Lisbon").status == RecordStatus.SUPERSEDED
+    sessions.delete_session(memory, "alice", porto)
+    _purge(memory, index, porto)
+    [lisbon] = _facts(memory)
+    assert lisbon.text == "I live in Lisbon" and lisbon.status == RecordStatus.ACTIVE
+    assert (lisbon.superseded_by, lisbon.valid_until) == (None, None)
+    assert record_entries(index, "alice")[lisbon.record_id]["valid_until"] is None
+
+
+def _purge(memory: Any, index: Any, sid: str) -> None:
+    assert purge_session(
+        sid, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+    ).outcome == "purged"  # fmt: skip

@@ -133,7 +133,11 @@ def _source(data: dict[str, Any]) -> Source:
 
 def record_to_item(record: MemoryRecord) -> dict[str, Any]:
     item = asdict(record)
-    item["provenance"] = [asdict(p) for p in record.provenance]
+    # A provenance's own words only where they are not the record's (most have none).
+    item["provenance"] = [
+        {k: v for k, v in asdict(p).items() if k != "text" or v is not None}
+        for p in record.provenance
+    ]
     # The namespace as its path (schema.namespace_path): listing filters on its prefix.
     del item["namespace"]
     if record.namespace:

@@ -268,7 +268,7 @@ def consolidate_session(
     if session is None or session.status == SessionStatus.DELETING:
         if session is not None:
             owner, num_turns = session.user_id, session.num_turns
-        _compensate(memory, index, owner, session_id, num_turns)
+        _compensate(memory, index, embedder, owner, session_id, num_turns)
         return ConsolidationResult(session_id, "deleted")
     if session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
         return ConsolidationResult(session_id, "skipped")
@@ -325,13 +325,15 @@ def consolidate_session(
             if chosen:
                 cursor = chosen[-1]
             if chosen and cursor != starts[-1] and time_left() < policy.reserve_seconds:
-                handed = _hand_over(session, cursor, summary, memory, index, documents, calls)
+                handed = _hand_over(
+                    session, cursor, summary, memory, index, embedder, documents, calls
+                )
                 handed.concluded = concluded
                 return handed
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
         attempts = memory.record_consolidation_failure(session_id, _reason(error))
         if attempts is None:  # deleted meanwhile: nothing to retry, nothing may stay
-            _compensate(memory, index, session.user_id, session_id, session.num_turns)
+            _compensate(memory, index, embedder, session.user_id, session_id, session.num_turns)
             return ConsolidationResult(session_id, "deleted")
         if attempts >= policy.max_attempts:
             memory.mark_failed(session_id, _reason(error))
@@ -341,7 +343,7 @@ def consolidate_session(
         current = memory.get_session(session_id)
         if current is None or current.status == SessionStatus.DELETING:
             # Deleted while this ran: its purge may already have cleared the index.
-            _compensate(memory, index, session.user_id, session_id, session.num_turns)
+            _compensate(memory, index, embedder, session.user_id, session_id, session.num_turns)
             return ConsolidationResult(session_id, "deleted")
     return ConsolidationResult(session_id, "consolidated", documents, calls, concluded=concluded)
 
@@ -352,6 +354,7 @@ def _hand_over(
     summary: str,
     memory: ShortTermMemory,
     index: LongTermIndex,
+    embedder: Embedder,
     documents: int,
     calls: int,
 ) -> ConsolidationResult:
@@ -363,7 +366,7 @@ def _hand_over(
         return ConsolidationResult(session.session_id, "continued", documents, calls)
     current = memory.get_session(session.session_id)
     if current is None or current.status == SessionStatus.DELETING:
-        _compensate(memory, index, session.user_id, session.session_id, session.num_turns)
+        _compensate(memory, index, embedder, session.user_id, session.session_id, session.num_turns)
         return ConsolidationResult(session.session_id, "deleted")
     # Another run checkpointed (or finished) meanwhile: it carries on.
     return ConsolidationResult(session.session_id, "skipped", documents, calls)
@@ -404,6 +407,7 @@ def redrive_failed(
 def _compensate(
     memory: ShortTermMemory,
     index: LongTermIndex,
+    embedder: Embedder,
     owner: str | None,
     session_id: str,
     num_turns: int | None,
@@ -412,7 +416,9 @@ def _compensate(
     from it (the purge may have run before this consolidation wrote them)."""
     if owner:
         index.delete_session(owner, session_id, num_turns=num_turns)
-        drop_session_records(owner, session_id, memory=memory, index=index)
+        drop_session_records(
+            owner, session_id, memory=memory, index=index, embedder=lambda: embedder
+        )
 
 
 def _reason(error: Exception) -> str:

@@ -40,7 +40,7 @@ from datetime import datetime
 from chatmemory.clock import iso, parse_time, utc_now
 from chatmemory.domain import PurgeEntry, caller_of
 from chatmemory.errors import Conflict
-from chatmemory.ports import CheckpointStore, Clock, LongTermIndex, ShortTermMemory
+from chatmemory.ports import CheckpointStore, Clock, Embedder, LongTermIndex, ShortTermMemory
 from chatmemory.schema import PurgeState, SessionStatus
 from chatmemory.services.profile.profile import drop_session_records, entry_keys
 
@@ -86,9 +86,11 @@ def purge_session(
     clock: Clock = utc_now,
     policy: PurgePolicy = PurgePolicy(),
     checkpoints: CheckpointStore | None = None,
+    embedder: Callable[[], Embedder] | None = None,
 ) -> PurgeResult:
     """Delete a DELETING session's long-term entries, turns, LangGraph checkpoints and item,
-    as far as time allows."""
+    as far as time allows. `embedder` makes the embedder that writes again the entries of
+    records that stay without the session's words or dates (profile.drop_session_records)."""
     session = memory.get_session(session_id)
     if session is None:
         return PurgeResult(session_id, "gone")
@@ -96,7 +98,7 @@ def purge_session(
         return PurgeResult(session_id, "skipped")
     if index is not None:
         index.delete_session(session.user_id, session_id, num_turns=session.num_turns)
-    drop_session_records(session.user_id, session_id, memory=memory, index=index)
+    drop_session_records(session.user_id, session_id, memory=memory, index=index, embedder=embedder)
     deleted = 0
     while True:
         count = memory.delete_turns(session_id, policy.turns_per_round)

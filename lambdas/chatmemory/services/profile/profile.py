@@ -134,7 +134,7 @@ def _forgotten_keys(record: MemoryRecord) -> dict[str, list[str]]:
     """The keys a deleted record drawn from sessions leaves on each of them."""
     keys: dict[str, list[str]] = {}
     for p in record.provenance:
-        keys.setdefault(p.session_id, []).append(fact_key(p.turn, record.text))
+        keys.setdefault(p.session_id, []).append(fact_key(p.turn, p.text or record.text))
     if record.provenance:
         keys[record.provenance[0].session_id].append(_record_key(record.record_id))
     return keys
@@ -206,8 +206,12 @@ def record_document(record: MemoryRecord, title: str = "") -> MemoryDoc:
         turn_from=first.turn if first else None,
         record_id=record.record_id,
         valid_until=record.valid_until,
+        # The sessions that said its words: when the last of them is deleted, those words go
+        # at once, even if another session said something close (see drop_session_records).
         sessions=(
-            record.sessions if record.origin == RecordOrigin.EXTRACTED and not of_session else []
+            record.wording_sessions
+            if record.origin == RecordOrigin.EXTRACTED and not of_session
+            else []
         ),
     )
 
@@ -250,18 +254,29 @@ def visible_records(
     memory: ShortTermMemory, owner: str, records: Sequence[MemoryRecord]
 ) -> list[MemoryRecord]:
     """The records a caller may see: not being deleted and, when drawn from sessions, with one
-    of them still visible (one consistent read, only when some record needs it). A session's
-    records disappear with its tombstone, before its purge removes them, and a record that
-    stays (drawn from other sessions too, or the caller's own) is shown without the deleted
-    session in its provenance (a copy: the stored record keeps it until the purge)."""
+    of the sessions that said its words still visible (one consistent read, only when some
+    record needs it). A session's records disappear with its tombstone, before its purge
+    removes them; so does a record whose words only deleted sessions said (its purge gives it
+    the words of a session that stays); and a record that stays is shown without the deleted
+    sessions in its provenance (a copy: the stored record keeps them until the purge)."""
     alive = [r for r in records if r.status != RecordStatus.DELETING]
     needed = sorted({s for r in alive for s in r.sessions})
     sessions = memory.live(owner, needed, [])[0] if needed else set()
     return [
         r if all(s in sessions for s in r.sessions) else _without_hidden(r, sessions)
         for r in alive
-        if not _drawn_from_sessions(r) or any(s in sessions for s in r.sessions)
+        if not _drawn_from_sessions(r) or any(s in sessions for s in r.wording_sessions)
     ]
+
+
+def _with_words(provenance: Sequence[Provenance], said: str, text: str) -> list[Provenance]:
+    """`provenance` whose sessions said `said` (those without words of their own), for a record
+    whose text is `text`: each carries its words where they are not `text`."""
+    out = []
+    for p in provenance:
+        words = p.text if p.text is not None else said
+        out.append(replace(p, text=None if _same_words(words, text) else words))
+    return out
 
 
 def _without_hidden(record: MemoryRecord, sessions: set[str]) -> MemoryRecord:
@@ -452,17 +467,23 @@ def _place(
         merging = merge and record.type != RecordType.OPEN_QUESTION
         duplicate = _duplicate(record, vector, active, index, policy) if merging else None
         if duplicate is not None:
-            seen = {(p.session_id, p.turn) for p in duplicate.provenance}
-            duplicate.provenance += [
-                p for p in record.provenance if (p.session_id, p.turn) not in seen
-            ]
-            duplicate.updated_at = record.updated_at
-            duplicate.subject = duplicate.subject or record.subject
             if record.origin == RecordOrigin.STATED and duplicate.origin == RecordOrigin.EXTRACTED:
                 # The caller says it themselves now: theirs, whatever becomes of the sessions,
                 # and in their words (a session's words, kept, would outlive its deletion).
+                duplicate.provenance = _with_words(
+                    duplicate.provenance, duplicate.text, record.text
+                )
                 duplicate.origin = RecordOrigin.STATED
                 duplicate.text = record.text
+            seen = {(p.session_id, p.turn) for p in duplicate.provenance}
+            # Each session keeps its own words where they are not the record's.
+            duplicate.provenance += _with_words(
+                [p for p in record.provenance if (p.session_id, p.turn) not in seen],
+                record.text,
+                duplicate.text,
+            )
+            duplicate.updated_at = record.updated_at
+            duplicate.subject = duplicate.subject or record.subject
             if memory.save_record(duplicate):
                 # Its entry now lists the new session too (see record_document).
                 _index(index, embedder, memory, [record_document(duplicate)])
@@ -1077,15 +1098,25 @@ def drop_session_records(
     memory: ShortTermMemory,
     index: LongTermIndex | None,
     policy: ProfilePolicy = ProfilePolicy(),
+    embedder: Callable[[], Embedder] | None = None,
 ) -> int:
     """A deleted session takes along the records drawn only from it, its summary among them
     (what the caller stated or corrected is theirs: it only loses that provenance). Returns
     records removed. A record saved concurrently is read again and trimmed again: one that kept
     the deleted session would outlive its last session. The session's own entries (its
     summary's among them) go with the session's (index.delete_session): only the records' own
-    entries are deleted here."""
+    entries are deleted here.
+
+    Nothing of the session stays in the records that do: one that held its words takes the
+    words of a session that stays (a near-duplicate merged into it) and its date, and history
+    that a removed record ended is current again (one that a record with a new date ended is
+    history until that date). Their entries are written again with `embedder` (made only when
+    one is needed); without one they are deleted, so that recall cannot quote what was
+    deleted."""
+    records = list(memory.records_of_owner(owner, include_expired=True))
     doomed: list[MemoryRecord] = []
-    for record in memory.records_of_owner(owner, include_expired=True):
+    changed: list[MemoryRecord] = []
+    for record in records:
         for _ in range(policy.attempts):
             if session_id not in record.sessions:
                 break
@@ -1093,8 +1124,11 @@ def drop_session_records(
             if not rest and _drawn_from_sessions(record):
                 doomed.append(record)
                 break
-            record.provenance = rest
+            before = record_document(record)
+            _trim(record, rest)
             if memory.save_record(record):
+                if record_document(record) != before:
+                    changed.append(record)
                 break
             current = memory.get_record(owner, record.record_id)
             if current is None or current.status == RecordStatus.DELETING:
@@ -1102,8 +1136,62 @@ def drop_session_records(
             record = current
         else:
             raise Conflict("the caller's records kept changing; the purge will be retried")
+    changed += _rehistory(records, doomed, changed, memory=memory)
     _drop(doomed, memory=memory, index=index, session_id=session_id)
+    if index is not None and changed:
+        docs = [record_document(r) for r in changed]
+        if embedder is None:
+            index.delete_documents(MEMORY_INDEX, owner, [d.doc_key for d in docs])
+        else:
+            _index(index, embedder(), memory, docs)
     return len(doomed)
+
+
+def _trim(record: MemoryRecord, rest: list[Provenance]) -> None:
+    """`record` without a deleted session's provenance: `rest`. A record drawn from sessions
+    whose words only that session said takes the words of the first session that stays; its
+    date is then the first date of those that stay."""
+    if _drawn_from_sessions(record) and record.type not in _OF_SESSION and rest:
+        if all(p.text is not None for p in rest):
+            words = rest[0].text or record.text
+            rest = _with_words(rest, words, words)
+            record.text = words
+        dates = [p.date for p in rest]
+        if record.created_at not in dates:
+            record.created_at = min(dates)
+    record.provenance = rest
+
+
+def _rehistory(
+    records: Sequence[MemoryRecord],
+    doomed: Sequence[MemoryRecord],
+    changed: Sequence[MemoryRecord],
+    *,
+    memory: ShortTermMemory,
+) -> list[MemoryRecord]:
+    """History that a record of the deleted session ended: current again when that record is
+    removed, history until its new date when it stays with another. Returns the records saved
+    (best effort: one saved concurrently keeps what its writer made of it)."""
+    removed = {r.record_id for r in doomed}
+    dated = {r.record_id: r.created_at for r in changed}
+    saved = []
+    for record in records:
+        ended_by = record.superseded_by
+        if record.status != RecordStatus.SUPERSEDED or ended_by is None:
+            continue
+        if ended_by in removed:
+            record.status, record.superseded_by, record.valid_until = (
+                RecordStatus.ACTIVE,
+                None,
+                None,
+            )
+        elif ended_by in dated and record.valid_until != dated[ended_by]:
+            record.valid_until = dated[ended_by]
+        else:
+            continue
+        if memory.save_record(record):
+            saved.append(record)
+    return saved
 
 
 def _drop(
