@@ -39,8 +39,6 @@ from chatmemory.schema import (
 )
 from chatmemory.services.access import owned_session, owner_of
 
-# One transaction holds at most 100 writes: the new session, the caller check and 98 ends.
-_MAX_ENDS_PER_TRANSACTION = 98
 # A create or forget that loses a race with a concurrent one reads again and retries.
 _ATTEMPTS = 5
 
@@ -83,11 +81,6 @@ def create_session(
             ends = [previous.session_id]
         if end_previous:
             ends = [s.session_id for s in memory.open_sessions_of(user.owner)]
-            # Beyond one transaction's size the oldest are ended first, one by one.
-            for extra in ends[_MAX_ENDS_PER_TRANSACTION:]:
-                with contextlib.suppress(Conflict, SessionNotFound):
-                    memory.end_session(extra, now)
-            ends = ends[:_MAX_ENDS_PER_TRANSACTION]
         # A name the caller gave is the conversation's; one drawn from the previous session's
         # first message is that session's text (deleting it must take it along): the new one
         # is named by its own first message instead.
