@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -19,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from chatmemory import limits
 from chatmemory.clock import canonical_time, iso
 from chatmemory.domain import (
     Blob,
@@ -63,6 +65,18 @@ from chatmemory.schema import (
 if TYPE_CHECKING:
     from chatmemory.services.conversation.checkpoints import CheckpointTuple
     from chatmemory.services.longterm.recall import RankedSession
+
+
+# What the items of one answer may take as sent (answer_bytes).
+ANSWER_ITEMS_BYTES = limits.LAMBDA_ANSWER_ITEMS_BYTES
+
+
+def answer_bytes(item: Any) -> int:
+    """The bytes `item` (a model, or JSON data) adds to a Lambda answer: its JSON as the API
+    serializes it (non-ASCII escaped: 6 bytes a character), inside the proxy answer's body
+    string, which escapes its quotes and backslashes again; with a separator."""
+    data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+    return len(json.dumps(json.dumps(data, separators=(",", ":")))) - 1
 
 
 class _Model(BaseModel):
@@ -659,6 +673,10 @@ class RecordEnvelope(_Model):
         return cls(record=RecordOut.model_validate(record))
 
 
+def _scored(found: Iterable[tuple[MemoryRecord, float | None]]) -> list[RecordOut]:
+    return [RecordOut.model_validate(r).model_copy(update={"score": s}) for r, s in found]
+
+
 class RecordList(_Model):
     records: list[RecordOut]
     next_token: str | None = None
@@ -668,13 +686,74 @@ class RecordList(_Model):
         return cls(records=[RecordOut.model_validate(r) for r in records], next_token=next_token)
 
     @classmethod
-    def scored(cls, found: Iterable[tuple[MemoryRecord, float | None]]) -> RecordList:
+    def found(cls, found: Iterable[MemoryRecord], at: SearchPosition) -> RecordList:
+        """A search's records from `at`, as many as fit one answer; next_token holds the
+        position of the rest of what was asked, if they did not all fit."""
+        records = [RecordOut.model_validate(r) for r in found]
+        kept = limits.fitting(records, answer_bytes, ANSWER_ITEMS_BYTES)
+        rest = at.after(kept) if kept < len(records) else None
+        return cls(records=records[:kept], next_token=rest.token() if rest else None)
+
+
+class RecordPage(_Model):
+    """The answer of POST /memories/records/search."""
+
+    records: list[RecordOut]
+    next_offset: int | None = Field(
+        default=None,
+        description=(
+            "Set when the records asked for did not all fit one answer (at most 6 MB): the "
+            "rest begin at this offset (ask again with it, and limit less the records received)."
+        ),
+    )
+
+    @classmethod
+    def found(cls, found: Iterable[tuple[MemoryRecord, float | None]], offset: int) -> RecordPage:
+        records = _scored(found)
+        kept = limits.fitting(records, answer_bytes, ANSWER_ITEMS_BYTES)
         return cls(
-            records=[
-                RecordOut.model_validate(r).model_copy(update={"score": score})
-                for r, score in found
-            ]
+            records=records[:kept], next_offset=offset + kept if kept < len(records) else None
         )
+
+
+@dataclass(frozen=True)
+class SearchPosition:
+    """Where a page of GET /memories/records?q= starts in the ranking and where what the first
+    request asked for ends (its limit): the next_token of a search cut by the answer's size."""
+
+    offset: int
+    until: int
+
+    @property
+    def limit(self) -> int:
+        return self.until - self.offset
+
+    def after(self, count: int) -> SearchPosition | None:
+        moved = SearchPosition(self.offset + count, self.until)
+        return moved if moved.limit > 0 else None
+
+    def token(self) -> str:
+        raw = json.dumps({"offset": self.offset, "until": self.until}, separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def of(cls, token: str | None, limit: int) -> SearchPosition:
+        """The position a search's next_token holds (the first `limit` without one)."""
+        if not token:
+            return cls(0, limit)
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            offset, until = data["offset"], data["until"]
+            valid = set(data) == {"offset", "until"} and all(
+                type(v) is int for v in (offset, until)
+            )
+            # A search's page holds at most 100 records (the limit's bound).
+            valid = valid and 0 < offset < until <= 100
+        except (ValueError, TypeError, KeyError, AttributeError):
+            valid = False
+        if not valid:
+            raise BadRequest("next_token is not valid")
+        return cls(offset, until)
 
 
 # What a caller can state or correct: a fact or a preference, or an agent's memory (JSON).

@@ -78,6 +78,10 @@ SAGEMAKER_SERVERLESS_PAYLOAD_BYTES = 4 * MiB
 # --- AWS Lambda (Developer Guide, "Lambda quotas": invocation payload, request and response,
 # 6 MB each for synchronous invocations; API Gateway's proxy integration is one) --------------
 LAMBDA_PAYLOAD_BYTES = 6 * MiB
+# What the items of one API answer may take as sent (api_models.answer_bytes): the proxy
+# answer's envelope (status, headers) and the answer's other fields (a session, a token) take
+# the rest of the 6 MiB.
+LAMBDA_ANSWER_ITEMS_BYTES = LAMBDA_PAYLOAD_BYTES - MiB // 2
 
 # --- Amazon Bedrock (Converse and InvokeModel request bodies) -----------------------------------
 BEDROCK_REQUEST_BYTES = 25 * MiB
@@ -94,6 +98,17 @@ def fitted_key(key: str, room: int, *, size: Callable[[str], int] = len) -> str:
 
 def utf8_bytes(text: str) -> int:
     return len(text.encode())
+
+
+def fitting(items: Sequence[T], size_of: Callable[[T], int], room: int) -> int:
+    """How many of the first `items` add up to at most `room` by `size_of`, and at least one
+    (an answer always carries its first item: a page without one would never end)."""
+    used = 0
+    for count, item in enumerate(items):
+        used += size_of(item)
+        if used > room:
+            return max(count, 1)
+    return len(items)
 
 
 def batches(

@@ -505,8 +505,10 @@ RecordId = Annotated[str, _id_path("A record id from GET /memories/records")]
     description=(
         "The caller's profile: facts, preferences, session summaries and what sessions left "
         "open (open_question), newest first, each with its provenance and, when a newer record "
-        "replaced or settled it, what superseded it. With q, the records closest to q by "
-        "meaning and words instead (no next_token)."
+        "replaced or settled it, what superseded it. With q, the limit records closest to q by "
+        "meaning and words instead; when they do not all fit one answer (at most 6 MB), "
+        "next_token gives the rest. A page holds fewer than limit records when they would "
+        "not fit one answer."
     ),
 )
 def list_records(
@@ -521,10 +523,18 @@ def list_records(
     deps = wiring.chat_deps()
     if q:
         index, embedder = _long_term(deps)
+        at = m.SearchPosition.of(next_token, limit)
         found = profile.search_records(
-            deps.memory, _user(), q, record_type=type, limit=limit, embedder=embedder, index=index
+            deps.memory,
+            _user(),
+            q,
+            record_type=type,
+            limit=at.limit,
+            offset=at.offset,
+            embedder=embedder,
+            index=index,
         )
-        return m.RecordList.of(found, None)
+        return m.RecordList.found(found, at)
     records, token = profile.list_records(
         deps.memory, _user(), record_type=type, limit=limit, next_token=next_token
     )
@@ -592,10 +602,11 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
         "query, the closest by meaning and words, each with its score; without, newest first "
         "(by record id). offset and limit page through them. Superseded records only with "
         "include_history. What a search in a namespace finds is the same whatever the other "
-        "namespaces hold."
+        "namespaces hold. Records that do not fit one answer (at most 6 MB) are left to the "
+        "next request: next_offset says where they begin."
     ),
 )
-def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordList:
+def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordPage:
     from chatmemory.services.profile import record_filter
 
     deps = wiring.chat_deps()
@@ -613,7 +624,7 @@ def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordL
         matches=lambda r: record_filter.matches(record_filter.value_of(r.text), conditions),
     )
     found = profile.find_records(deps.memory, _user(), ask, embedder=embedder, index=index)
-    return m.RecordList.scored(found)
+    return m.RecordPage.found(found, body.offset)
 
 
 @router.post(

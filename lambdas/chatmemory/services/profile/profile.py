@@ -931,9 +931,11 @@ def search_records(
     limit: int,
     embedder: Embedder,
     index: LongTermIndex,
+    offset: int = 0,
 ) -> list[MemoryRecord]:
-    """The caller's records closest to `query` by meaning and words, checked live."""
-    ask = RecordQuery(query=query, record_type=record_type, limit=limit)
+    """The caller's records closest to `query` by meaning and words, checked live (`offset`
+    skips that many of the best)."""
+    ask = RecordQuery(query=query, record_type=record_type, limit=limit, offset=offset)
     return [r for r, _ in find_records(memory, user_id, ask, embedder=embedder, index=index)]
 
 

@@ -1,0 +1,79 @@
+"""Every answer of the chat API fits a synchronous Lambda answer: at most 6 MiB as Lambda's
+runtime sends it (the body's JSON, non-ASCII escaped, inside the proxy answer's JSON, which
+escapes its quotes and backslashes again); API Gateway answers 502 to a larger one. The
+routes whose answers grow with stored text cut their pages by bytes (with a token or an offset
+for the rest) or clip what they quote - through the chat Lambda on moto."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from chatmemory import limits
+from chatmemory.schema import MAX_RECORD_CHARS
+from tests.records_helpers import World, chat_world
+
+LIMIT = limits.LAMBDA_PAYLOAD_BYTES
+# Texts as long as a record may be: ASCII (the audit's case), a script JSON escapes (6 bytes a
+# character, 7 in the proxy answer), and quotes (escaped twice: 4 bytes each).
+TEXTS = {
+    "ascii": lambda n: f"Record {n:03d} " + "x" * (MAX_RECORD_CHARS - 11),
+    "cyrillic": lambda n: f"Запись {n:03d} " + "я" * (MAX_RECORD_CHARS - 11),
+    "quotes": lambda n: f"Record {n:03d} " + '"' * (MAX_RECORD_CHARS - 11),
+}
+
+
+@pytest.fixture
+def world(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any) -> World:
+    return chat_world(dynamodb, monkeypatch, lambda_context)
+
+
+def _call(world: World, method: str, path: str, body: Any = None, **query: str) -> Any:
+    status, data = world.api.call(method, path, body, query=query or None)
+    assert status == 200, data
+    assert world.api.answer_bytes <= LIMIT, f"{method} {path}: {world.api.answer_bytes} bytes"
+    return data
+
+
+def _records(world: World, kind: str, count: int) -> list[str]:
+    for n in range(count):
+        world.state(TEXTS[kind](n), record_id=f"r{n:03d}")
+    return [f"r{n:03d}" for n in range(count)]
+
+
+# Records of each kind that make more than 6 MiB (100 ASCII ones are 6.5 MB).
+COUNTS = {"ascii": 100, "cyrillic": 16, "quotes": 30}
+
+
+@pytest.mark.parametrize("kind", ["cyrillic", "quotes"])
+def test_a_record_search_of_long_records_pages_by_offset_within_the_limit(
+    world: World, kind: str
+) -> None:
+    """Before the fix, limit=100 over 100 records of 65,536 ASCII characters answered
+    6,589,943 bytes (Lambda fails it: API Gateway answers 502); 16 in Cyrillic are 7.3 MB."""
+    stored = _records(world, kind, COUNTS[kind])
+    found: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = _call(world, "POST", "/memories/records/search", {"limit": 100, "offset": offset})
+        assert page["records"], "a page always carries a record"
+        found += [r["record_id"] for r in page["records"]]
+        offset = page["next_offset"]
+        if offset is not None:
+            assert offset == len(found)
+    assert sorted(found) == stored  # every record once, none skipped by the cut
+
+
+def test_a_record_query_of_long_records_pages_by_token_within_the_limit(world: World) -> None:
+    stored = _records(world, "cyrillic", COUNTS["cyrillic"])
+    found: list[str] = []
+    token: str | None = None
+    for _ in range(20):
+        query = {"q": "Запись", "limit": "100", **({"next_token": token} if token else {})}
+        page = _call(world, "GET", "/memories/records", **query)
+        found += [r["record_id"] for r in page["records"]]
+        token = page["next_token"]
+        if token is None:
+            break
+    assert sorted(found) == stored
