@@ -601,6 +601,48 @@ class MemoryOut(_Model):
 class MemoryList(_Model):
     memories: list[MemoryOut]
 
+    @classmethod
+    def of(cls, found: Iterable[RankedSession], room: int = ANSWER_ITEMS_BYTES) -> MemoryList:
+        """The sessions, best first, with their snippets whole when they fit one answer; else
+        the longer ones clipped to an equal share of what the shorter ones leave (k=50
+        sessions of three long windows each are more than Lambda answers)."""
+        memories = [MemoryOut.of(s) for s in found]
+        sizes = [answer_bytes(s) for m in memories for s in m.snippets]
+        bare = sum(answer_bytes(m.model_copy(update={"snippets": []})) for m in memories)
+        share = _share(sizes, room - bare)
+        if share is not None:
+            for memory in memories:
+                memory.snippets = [clipped(s, share) for s in memory.snippets]
+        return cls(memories=memories)
+
+
+def _share(sizes: list[int], room: int) -> int | None:
+    """The most each of `sizes` may take for all of them to add up to at most `room`, the
+    smaller ones whole; None when they fit as they are."""
+    if sum(sizes) <= room:
+        return None
+    left, count = room, len(sizes)
+    for size in sorted(sizes):
+        if size * count > left:  # this one and the larger ones get an equal share
+            break
+        left, count = left - size, count - 1
+    return max(left // count, 0)
+
+
+def clipped(text: str, room: int) -> str:
+    """`text` if it takes at most `room` bytes of an answer (answer_bytes), else its longest
+    head that does with "…" after it."""
+    if answer_bytes(text) <= room:
+        return text
+    low, high = 0, min(len(text), room)  # a character takes at least a byte
+    while low < high:
+        middle = (low + high + 1) // 2
+        if answer_bytes(text[:middle] + "…") <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low] + "…"
+
 
 class ProvenanceOut(_Out):
     session_id: str

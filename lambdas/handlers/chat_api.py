@@ -445,7 +445,8 @@ def export_session(session_id: SessionId, next_token: NextToken = None) -> m.Exp
     summary="Search past sessions",
     description=(
         "The caller's consolidated past sessions that best match q (meaning, words and "
-        "recency), most relevant first."
+        "recency), most relevant first. When the snippets would not all fit one answer (at "
+        "most 6 MB), the longer ones are cut to an equal share and end with an ellipsis."
     ),
 )
 def search_memories(
@@ -465,7 +466,7 @@ def search_memories(
         weights=wiring.chat_policy().recall_weights,
         now=deps.clock(),
     )
-    return m.MemoryList(memories=[m.MemoryOut.of(s) for s in found])
+    return m.MemoryList.of(found)
 
 
 @router.delete(

@@ -77,3 +77,44 @@ def test_a_record_query_of_long_records_pages_by_token_within_the_limit(world: W
         if token is None:
             break
     assert sorted(found) == stored
+
+
+def test_recalled_sessions_with_long_windows_come_with_clipped_snippets(world: World) -> None:
+    """GET /memories?k=50 answers 3 texts per session: 50 sessions of Russian windows were
+    18.5 MB before the fix. Every session is still there, its snippets clipped in their
+    order, the short ones whole."""
+    from chatmemory.ports import MemoryDoc
+    from chatmemory.schema import MEMORY_INDEX, chunk_doc_key
+    from chatmemory.services.conversation import sessions
+    from tests.fakes import FakeEmbedder
+
+    window = "Мы обсуждали поездку в Лиссабон и что взять с собой. " * 400  # 21,200 characters
+    docs: list[MemoryDoc] = []
+    for n in range(50):
+        sid = sessions.create_session(world.memory, "alice").session_id
+        for first in (1, 3, 5):
+            text = "Лиссабон коротко." if (n, first) == (0, 5) else f"{n} {first} {window}"
+            docs.append(
+                MemoryDoc(
+                    doc_key=chunk_doc_key(sid, first),
+                    user_id="alice",
+                    kind="chunk",
+                    text=text,
+                    created_at="2026-01-01T10:00:00.000Z",
+                    embedding=FakeEmbedder().embed([text])[0],
+                    session_id=sid,
+                    turn_from=first,
+                    turn_to=first + 1,
+                )
+            )
+    world.index.upsert(MEMORY_INDEX, docs)
+
+    memories = _call(world, "GET", "/memories", q="поездку в Лиссабон", k="50")["memories"]
+
+    assert len(memories) == 50
+    snippets = [s for m in memories for s in m["snippets"]]
+    assert len(snippets) == 150
+    assert "Лиссабон коротко." in snippets  # a short one stays whole
+    clipped = [s[:-1] for s in snippets if s.endswith("…")]
+    texts = [doc.text for doc in docs]
+    assert clipped and all(any(t.startswith(s) for t in texts) for s in clipped)
