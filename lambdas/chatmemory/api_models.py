@@ -1172,9 +1172,14 @@ class CheckpointList(_Model):
     checkpoints: list[CheckpointOut]
     next_before: str | None = Field(
         default=None,
-        description="More may follow: ask again with before=next_before (a page carries at "
-        "most 4 MiB of values and writes).",
+        description="More may follow: ask again with before=next_before (a page carries "
+        "what fits one answer, at most 6 MB).",
     )
+
+
+def checkpoint_bytes(found: CheckpointTuple) -> int:
+    """A listed checkpoint's size in the answer: its state, values and writes, in base64."""
+    return answer_bytes(CheckpointOut.of(found))
 
 
 def models() -> list[type[BaseModel]]:

@@ -777,8 +777,9 @@ def get_checkpoint(
         "The session's checkpoints, newest first, each with its channel values and pending "
         "writes: of one namespace (checkpoint_ns) or all, below `before` (a checkpoint id), "
         "whose metadata has every key of `filter` (a JSON object) with its value. A page holds "
-        "at most `limit` and 4 MiB of values and writes: while next_before is set, more may "
-        "follow. limit=1 is the newest checkpoint."
+        "at most `limit` checkpoints and what fits one answer (at most 6 MB; at least one "
+        "checkpoint): while next_before is set, more may follow. limit=1 is the newest "
+        "checkpoint."
     ),
 )
 def list_checkpoints(
@@ -803,6 +804,8 @@ def list_checkpoints(
         before=before,
         limit=limit,
         filter=_json_object(filter, "filter"),
+        page_bytes=m.ANSWER_ITEMS_BYTES,
+        size_of=m.checkpoint_bytes,
     )
     return m.CheckpointList(
         checkpoints=[m.CheckpointOut.of(t) for t in found], next_before=next_before

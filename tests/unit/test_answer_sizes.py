@@ -118,3 +118,30 @@ def test_recalled_sessions_with_long_windows_come_with_clipped_snippets(world: W
     clipped = [s[:-1] for s in snippets if s.endswith("…")]
     texts = [doc.text for doc in docs]
     assert clipped and all(any(t.startswith(s) for t in texts) for s in clipped)
+
+
+def test_checkpoints_with_large_states_are_listed_in_pages_within_the_limit(world: World) -> None:
+    """A page counted its checkpoints' channel values and writes only: 20 checkpoints of
+    290,000 bytes each (their own state, 387 KB in base64) answered 7.7 MB before the fix."""
+    import base64
+
+    sid = world.api.new_session()
+    state = base64.b64encode(b"\x00" * 290_000).decode()
+    for n in range(20):
+        body = {
+            "checkpoint": {"type": "bytes", "data": state},
+            "metadata": {"type": "json", "data": base64.b64encode(b"{}").decode()},
+            "channel_versions": {},
+        }
+        status, data = world.api.call("PUT", f"/sessions/{sid}/checkpoints/c{n:02d}", body)
+        assert status == 200, data
+    found: list[str] = []
+    before: str | None = None
+    for _ in range(20):
+        query = {"limit": "100", **({"before": before} if before else {})}
+        page = _call(world, "GET", f"/sessions/{sid}/checkpoints", **query)
+        found += [c["checkpoint_id"] for c in page["checkpoints"]]
+        before = page["next_before"]
+        if before is None:
+            break
+    assert found == [f"c{n:02d}" for n in reversed(range(20))]
