@@ -145,3 +145,25 @@ def test_checkpoints_with_large_states_are_listed_in_pages_within_the_limit(worl
         if before is None:
             break
     assert found == [f"c{n:02d}" for n in reversed(range(20))]
+
+
+def test_an_export_of_quoted_text_pages_within_the_limit(world: World) -> None:
+    """An export page was measured with the body's escaping only: a quote took 2 bytes there
+    and 4 in the answer Lambda sends, so a page of 4 MiB was 8 MB (45 messages of 50,000
+    quotes: one page of 8.4 MB before the fix)."""
+    quoted = {"input": '"' * 30_000, "response": '"' * 20_000}
+    document = {"session": {"name": "quotes"}, "messages": [quoted] * 45}
+    status, data = world.api.call("POST", "/sessions/import", document)
+    assert status == 201, data
+    sid = data["session"]["session_id"]
+    exported: list[int] = []
+    token: str | None = None
+    for _ in range(20):
+        page = _call(
+            world, "GET", f"/sessions/{sid}/export", **({"next_token": token} if token else {})
+        )
+        exported += [m["turn"] for m in page["messages"]]
+        token = page["next_token"]
+        if token is None:
+            break
+    assert exported == list(range(1, 46))

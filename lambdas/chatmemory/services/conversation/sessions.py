@@ -336,10 +336,11 @@ def list_messages(
     return memory.list_turns(session_id, limit, next_token, ascending)
 
 
-# A page of an export: its messages take at most this many bytes as the API sends them (JSON,
-# non-ASCII characters escaped, as Lambda's runtime sends an answer): a synchronous Lambda
-# answer is at most 6 MB, and a long session is more (2,000 turns of 4,000 characters are
-# 16 MB, 48 MB in a script JSON escapes).
+# A page of an export: its messages take at most this many bytes as Lambda's runtime sends
+# them (the body's JSON, non-ASCII characters escaped, inside the proxy answer's JSON, which
+# escapes quotes and backslashes again): a synchronous Lambda answer is at most 6 MB, and a
+# long session is more (2,000 turns of 4,000 characters are 16 MB, 56 MB in a script JSON
+# escapes).
 EXPORT_PAGE_BYTES = 4 * 1024 * 1024
 # Turns read at once while a page fills.
 _EXPORT_READ = 200
