@@ -464,8 +464,9 @@ class ExportDocument(_Model):
         )
 
 
-def exported_bytes(turn: Turn) -> int:
-    """A message's size in an export as Lambda sends it (answer_bytes: a quote is 4 bytes)."""
+def turn_bytes(turn: Turn) -> int:
+    """A turn's size in a page of messages or of an export as Lambda sends it (answer_bytes:
+    a quote is 4 bytes)."""
     return answer_bytes(TurnOut.model_validate(turn))
 
 
@@ -713,6 +714,11 @@ class RecordEnvelope(_Model):
     @classmethod
     def of(cls, record: MemoryRecord) -> RecordEnvelope:
         return cls(record=RecordOut.model_validate(record))
+
+
+def record_bytes(record: MemoryRecord) -> int:
+    """A record's size in a page of records as Lambda sends it (answer_bytes)."""
+    return answer_bytes(RecordOut.model_validate(record))
 
 
 def _scored(found: Iterable[tuple[MemoryRecord, float | None]]) -> list[RecordOut]:

@@ -284,7 +284,10 @@ def _log_sentiment_error(reason: str) -> None:
 @router.get(
     "/sessions/<session_id>/messages",
     summary="List messages",
-    description=("The session's turns in order (asc by default, or desc), one page at a time."),
+    description=(
+        "The session's turns in order (asc by default, or desc), one page at a time: at most "
+        "limit, fewer when they would not fit one answer (at most 6 MB)."
+    ),
 )
 def list_messages(
     session_id: SessionId,
@@ -299,6 +302,8 @@ def list_messages(
         limit=limit,
         next_token=next_token,
         ascending=order == "asc",
+        size_of=m.turn_bytes,
+        page_bytes=m.ANSWER_ITEMS_BYTES,
     )
     return m.MessageList.of(page)
 
@@ -435,7 +440,7 @@ def export_session(session_id: SessionId, next_token: NextToken = None) -> m.Exp
         _user(),
         _session(session_id),
         next_token=next_token,
-        size_of=m.exported_bytes,
+        size_of=m.turn_bytes,
     )
     return m.ExportDocument.of(session, turns, token)
 
@@ -537,7 +542,13 @@ def list_records(
         )
         return m.RecordList.found(found, at)
     records, token = profile.list_records(
-        deps.memory, _user(), record_type=type, limit=limit, next_token=next_token
+        deps.memory,
+        _user(),
+        record_type=type,
+        limit=limit,
+        next_token=next_token,
+        size_of=m.record_bytes,
+        page_bytes=m.ANSWER_ITEMS_BYTES,
     )
     return m.RecordList.of(records, token)
 
@@ -937,6 +948,8 @@ def read_handoff(
         limit=limit,
         next_token=next_token,
         ascending=order == "asc",
+        size_of=m.turn_bytes,
+        page_bytes=m.ANSWER_ITEMS_BYTES,
     )
     return m.AgentSessionView.of(session, page)
 

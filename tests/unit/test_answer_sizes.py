@@ -167,3 +167,53 @@ def test_an_export_of_quoted_text_pages_within_the_limit(world: World) -> None:
         if token is None:
             break
     assert exported == list(range(1, 46))
+
+
+# A control character is 1 byte in DynamoDB and 7 in the answer ("\u0001", its backslash
+# escaped again): a 1 MB page of a Query is 7 MB of answer.
+CONTROL = "\x01"
+
+
+def _imported(world: World, count: int, text: str) -> str:
+    message = {"input": text * 30_000, "response": text * 20_000}
+    document = {"session": {"name": "long"}, "messages": [message] * count}
+    status, data = world.api.call("POST", "/sessions/import", document)
+    assert status == 201, data
+    return data["session"]["session_id"]
+
+
+def _pages(world: World, path: str, key: str, **query: str) -> list[Any]:
+    found: list[Any] = []
+    token: str | None = None
+    for _ in range(40):
+        page = _call(world, "GET", path, **query, **({"next_token": token} if token else {}))
+        found += page[key]
+        token = page["next_token"]
+        if token is None:
+            return found
+    raise AssertionError("pages without end")
+
+
+@pytest.mark.parametrize("order", ["asc", "desc"])
+def test_messages_of_control_characters_are_listed_in_pages_within_the_limit(
+    world: World, order: str
+) -> None:
+    """One DynamoDB page (1 MB at most) bounded the answer only for ordinary text: 45 messages
+    of control characters answered 7 MB and more before the fix."""
+    sid = _imported(world, 45, CONTROL)
+    turns = [
+        m["turn"]
+        for m in _pages(world, f"/sessions/{sid}/messages", "messages", limit="100", order=order)
+    ]
+    assert turns == sorted(range(1, 46), reverse=order == "desc")
+
+
+def test_records_of_control_characters_are_listed_in_pages_within_the_limit(
+    world: World,
+) -> None:
+    stored = [
+        world.state("Record " + CONTROL * 65_000, record_id=f"r{n:02d}")["record_id"]
+        for n in range(16)
+    ]
+    listed = [r["record_id"] for r in _pages(world, "/memories/records", "records", limit="100")]
+    assert listed == sorted(stored, reverse=True)

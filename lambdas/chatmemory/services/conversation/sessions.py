@@ -38,6 +38,7 @@ from chatmemory.schema import (
     SessionStatus,
 )
 from chatmemory.services.access import owned_session, owner_of
+from chatmemory.services.pages import fitted_page
 
 # A create or forget that loses a race with a concurrent one reads again and retries.
 _ATTEMPTS = 5
@@ -331,9 +332,18 @@ def list_messages(
     limit: int,
     next_token: str | None,
     ascending: bool,
+    size_of: Callable[[Turn], int] | None = None,
+    page_bytes: int = 0,
 ) -> Page[Turn]:
+    """A page of the session's turns: at most `limit`, and as many as fit `page_bytes` by
+    `size_of` when given (at least one)."""
     owned_session(memory, user_id, session_id)
-    return memory.list_turns(session_id, limit, next_token, ascending)
+    return fitted_page(
+        lambda count: memory.list_turns(session_id, count, next_token, ascending),
+        limit,
+        size_of,
+        page_bytes,
+    )
 
 
 # A page of an export: its messages take at most this many bytes as Lambda's runtime sends
