@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -929,6 +929,22 @@ class ListNamespacesRequest(_Strict):
 
 class NamespaceList(_Model):
     namespaces: list[list[str]]
+    next_offset: int | None = Field(
+        default=None,
+        description=(
+            "Set when the namespaces asked for did not all fit one answer (at most 6 MB): the "
+            "rest begin at this offset."
+        ),
+    )
+
+    @classmethod
+    def found(cls, found: Iterable[Sequence[str]], offset: int) -> NamespaceList:
+        namespaces = [list(ns) for ns in found]
+        kept = limits.fitting(namespaces, answer_bytes, ANSWER_ITEMS_BYTES)
+        return cls(
+            namespaces=namespaces[:kept],
+            next_offset=offset + kept if kept < len(namespaces) else None,
+        )
 
 
 class UpdateRecordRequest(_Strict):

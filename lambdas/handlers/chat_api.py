@@ -645,7 +645,9 @@ def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordP
     description=(
         "The namespaces the caller's records are in (the profile's among them, when it has "
         'records): those beginning with prefix and ending with suffix ("*" matches any one '
-        "label), cut to max_depth labels, each once, sorted; offset and limit page through them."
+        "label), cut to max_depth labels, each once, sorted; offset and limit page through them. "
+        "Namespaces that do not fit one answer (at most 6 MB) are left to the next request: "
+        "next_offset says where they begin."
     ),
 )
 def list_namespaces(body: Annotated[m.ListNamespacesRequest, Body()]) -> m.NamespaceList:
@@ -658,7 +660,7 @@ def list_namespaces(body: Annotated[m.ListNamespacesRequest, Body()]) -> m.Names
         limit=body.limit,
         offset=body.offset,
     )
-    return m.NamespaceList(namespaces=[list(ns) for ns in found])
+    return m.NamespaceList.found(found, body.offset)
 
 
 @router.get(

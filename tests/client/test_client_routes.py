@@ -370,3 +370,13 @@ def test_record_searches_cut_by_the_answers_size_are_completed_by_the_client(htt
     sent = [json.loads(call.request.body) for call in http.calls[:2]]
     assert [(s["offset"], s["limit"]) for s in sent] == [(10, 3), (12, 1)]
     assert "next_token=t1" in http.calls[3].request.url
+
+
+def test_namespaces_cut_by_the_answers_size_are_completed_by_the_client(http, client) -> None:
+    url = f"{REPLAY_URL}/memories/namespaces"
+    http.add("POST", url, json={"namespaces": [["a"], ["b"]], "next_offset": 2})
+    http.add("POST", url, json={"namespaces": [["c"]], "next_offset": None})
+
+    assert client.list_namespaces(limit=5) == [("a",), ("b",), ("c",)]
+    sent = [json.loads(call.request.body) for call in http.calls]
+    assert [(s["offset"], s["limit"]) for s in sent] == [(0, 5), (2, 3)]

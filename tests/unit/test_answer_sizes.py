@@ -217,3 +217,26 @@ def test_records_of_control_characters_are_listed_in_pages_within_the_limit(
     ]
     listed = [r["record_id"] for r in _pages(world, "/memories/records", "records", limit="100")]
     assert listed == sorted(stored, reverse=True)
+
+
+def test_long_namespaces_are_listed_in_pages_within_the_limit(world: World) -> None:
+    """A namespace is up to 16 labels of 128 characters, and a page up to 1,000 of them:
+    250 namespaces of emoji labels (27 KB each in the answer) were 6.7 MB before the fix."""
+    from chatmemory.domain import MemoryRecord
+    from chatmemory.schema import RecordOrigin, RecordType
+
+    labels = ["\U0001f600" * 127 + chr(0x41 + n) for n in range(15)]
+    for n in range(250):
+        namespace = (f"ns{n:03d}", *labels)
+        record = MemoryRecord(
+            f"r{n:03d}", "alice", RecordType.FACT, "{}", "2026-01-01T10:00:00.000Z",
+            "2026-01-01T10:00:00.000Z", RecordOrigin.STATED, namespace=namespace,
+        )  # fmt: skip
+        assert world.memory.put_record(record)
+    found: list[str] = []
+    offset: int | None = 0
+    while offset is not None:
+        page = _call(world, "POST", "/memories/namespaces", {"limit": 1000, "offset": offset})
+        found += [ns[0] for ns in page["namespaces"]]
+        offset = page["next_offset"]
+    assert found == [f"ns{n:03d}" for n in range(250)]

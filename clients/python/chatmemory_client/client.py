@@ -611,8 +611,15 @@ class ChatMemoryClient:
         }
         if max_depth is not None:
             body["max_depth"] = max_depth
-        answer = self._call("POST", "/memories/namespaces", body, retry_safe=True)
-        return [tuple(ns) for ns in answer["namespaces"]]
+        found: list[tuple[str, ...]] = []
+        while True:
+            answer = self._call("POST", "/memories/namespaces", body, retry_safe=True)
+            found += [tuple(ns) for ns in answer["namespaces"]]
+            # Set when the namespaces asked for did not all fit one answer (6 MB).
+            rest = answer.get("next_offset")
+            if rest is None or len(found) >= limit:
+                return found
+            body["offset"], body["limit"] = rest, limit - len(found)
 
     def get_record(self, record_id: str) -> Record:
         """One record of the caller's profile."""
