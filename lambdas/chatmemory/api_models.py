@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -19,6 +20,7 @@ from pydantic import (
     model_validator,
 )
 
+from chatmemory import limits
 from chatmemory.clock import canonical_time, iso
 from chatmemory.domain import (
     Blob,
@@ -63,6 +65,18 @@ from chatmemory.schema import (
 if TYPE_CHECKING:
     from chatmemory.services.conversation.checkpoints import CheckpointTuple
     from chatmemory.services.longterm.recall import RankedSession
+
+
+# What the items of one answer may take as sent (answer_bytes).
+ANSWER_ITEMS_BYTES = limits.LAMBDA_ANSWER_ITEMS_BYTES
+
+
+def answer_bytes(item: Any) -> int:
+    """The bytes `item` (a model, or JSON data) adds to a Lambda answer: its JSON as the API
+    serializes it (non-ASCII escaped: 6 bytes a character), inside the proxy answer's body
+    string, which escapes its quotes and backslashes again; with a separator."""
+    data = item.model_dump(mode="json") if isinstance(item, BaseModel) else item
+    return len(json.dumps(json.dumps(data, separators=(",", ":")))) - 1
 
 
 class _Model(BaseModel):
@@ -450,9 +464,10 @@ class ExportDocument(_Model):
         )
 
 
-def exported_bytes(turn: Turn) -> int:
-    """A message's size in an export as the API sends it (JSON, non-ASCII escaped)."""
-    return len(json.dumps(TurnOut.model_validate(turn).model_dump(mode="json"))) + 1
+def turn_bytes(turn: Turn) -> int:
+    """A turn's size in a page of messages or of an export as Lambda sends it (answer_bytes:
+    a quote is 4 bytes)."""
+    return answer_bytes(TurnOut.model_validate(turn))
 
 
 class _Exported(_Model):
@@ -587,6 +602,48 @@ class MemoryOut(_Model):
 class MemoryList(_Model):
     memories: list[MemoryOut]
 
+    @classmethod
+    def of(cls, found: Iterable[RankedSession], room: int = ANSWER_ITEMS_BYTES) -> MemoryList:
+        """The sessions, best first, with their snippets whole when they fit one answer; else
+        the longer ones clipped to an equal share of what the shorter ones leave (k=50
+        sessions of three long windows each are more than Lambda answers)."""
+        memories = [MemoryOut.of(s) for s in found]
+        sizes = [answer_bytes(s) for m in memories for s in m.snippets]
+        bare = sum(answer_bytes(m.model_copy(update={"snippets": []})) for m in memories)
+        share = _share(sizes, room - bare)
+        if share is not None:
+            for memory in memories:
+                memory.snippets = [clipped(s, share) for s in memory.snippets]
+        return cls(memories=memories)
+
+
+def _share(sizes: list[int], room: int) -> int | None:
+    """The most each of `sizes` may take for all of them to add up to at most `room`, the
+    smaller ones whole; None when they fit as they are."""
+    if sum(sizes) <= room:
+        return None
+    left, count = room, len(sizes)
+    for size in sorted(sizes):
+        if size * count > left:  # this one and the larger ones get an equal share
+            break
+        left, count = left - size, count - 1
+    return max(left // count, 0)
+
+
+def clipped(text: str, room: int) -> str:
+    """`text` if it takes at most `room` bytes of an answer (answer_bytes), else its longest
+    head that does with "…" after it."""
+    if answer_bytes(text) <= room:
+        return text
+    low, high = 0, min(len(text), room)  # a character takes at least a byte
+    while low < high:
+        middle = (low + high + 1) // 2
+        if answer_bytes(text[:middle] + "…") <= room:
+            low = middle
+        else:
+            high = middle - 1
+    return text[:low] + "…"
+
 
 class ProvenanceOut(_Out):
     session_id: str
@@ -659,6 +716,15 @@ class RecordEnvelope(_Model):
         return cls(record=RecordOut.model_validate(record))
 
 
+def record_bytes(record: MemoryRecord) -> int:
+    """A record's size in a page of records as Lambda sends it (answer_bytes)."""
+    return answer_bytes(RecordOut.model_validate(record))
+
+
+def _scored(found: Iterable[tuple[MemoryRecord, float | None]]) -> list[RecordOut]:
+    return [RecordOut.model_validate(r).model_copy(update={"score": s}) for r, s in found]
+
+
 class RecordList(_Model):
     records: list[RecordOut]
     next_token: str | None = None
@@ -668,13 +734,74 @@ class RecordList(_Model):
         return cls(records=[RecordOut.model_validate(r) for r in records], next_token=next_token)
 
     @classmethod
-    def scored(cls, found: Iterable[tuple[MemoryRecord, float | None]]) -> RecordList:
+    def found(cls, found: Iterable[MemoryRecord], at: SearchPosition) -> RecordList:
+        """A search's records from `at`, as many as fit one answer; next_token holds the
+        position of the rest of what was asked, if they did not all fit."""
+        records = [RecordOut.model_validate(r) for r in found]
+        kept = limits.fitting(records, answer_bytes, ANSWER_ITEMS_BYTES)
+        rest = at.after(kept) if kept < len(records) else None
+        return cls(records=records[:kept], next_token=rest.token() if rest else None)
+
+
+class RecordPage(_Model):
+    """The answer of POST /memories/records/search."""
+
+    records: list[RecordOut]
+    next_offset: int | None = Field(
+        default=None,
+        description=(
+            "Set when the records asked for did not all fit one answer (at most 6 MB): the "
+            "rest begin at this offset (ask again with it, and limit less the records received)."
+        ),
+    )
+
+    @classmethod
+    def found(cls, found: Iterable[tuple[MemoryRecord, float | None]], offset: int) -> RecordPage:
+        records = _scored(found)
+        kept = limits.fitting(records, answer_bytes, ANSWER_ITEMS_BYTES)
         return cls(
-            records=[
-                RecordOut.model_validate(r).model_copy(update={"score": score})
-                for r, score in found
-            ]
+            records=records[:kept], next_offset=offset + kept if kept < len(records) else None
         )
+
+
+@dataclass(frozen=True)
+class SearchPosition:
+    """Where a page of GET /memories/records?q= starts in the ranking and where what the first
+    request asked for ends (its limit): the next_token of a search cut by the answer's size."""
+
+    offset: int
+    until: int
+
+    @property
+    def limit(self) -> int:
+        return self.until - self.offset
+
+    def after(self, count: int) -> SearchPosition | None:
+        moved = SearchPosition(self.offset + count, self.until)
+        return moved if moved.limit > 0 else None
+
+    def token(self) -> str:
+        raw = json.dumps({"offset": self.offset, "until": self.until}, separators=(",", ":"))
+        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+    @classmethod
+    def of(cls, token: str | None, limit: int) -> SearchPosition:
+        """The position a search's next_token holds (the first `limit` without one)."""
+        if not token:
+            return cls(0, limit)
+        try:
+            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            offset, until = data["offset"], data["until"]
+            valid = set(data) == {"offset", "until"} and all(
+                type(v) is int for v in (offset, until)
+            )
+            # A search's page holds at most 100 records (the limit's bound).
+            valid = valid and 0 < offset < until <= 100
+        except (ValueError, TypeError, KeyError, AttributeError):
+            valid = False
+        if not valid:
+            raise BadRequest("next_token is not valid")
+        return cls(offset, until)
 
 
 # What a caller can state or correct: a fact or a preference, or an agent's memory (JSON).
@@ -802,6 +929,22 @@ class ListNamespacesRequest(_Strict):
 
 class NamespaceList(_Model):
     namespaces: list[list[str]]
+    next_offset: int | None = Field(
+        default=None,
+        description=(
+            "Set when the namespaces asked for did not all fit one answer (at most 6 MB): the "
+            "rest begin at this offset."
+        ),
+    )
+
+    @classmethod
+    def found(cls, found: Iterable[Sequence[str]], offset: int) -> NamespaceList:
+        namespaces = [list(ns) for ns in found]
+        kept = limits.fitting(namespaces, answer_bytes, ANSWER_ITEMS_BYTES)
+        return cls(
+            namespaces=namespaces[:kept],
+            next_offset=offset + kept if kept < len(namespaces) else None,
+        )
 
 
 class UpdateRecordRequest(_Strict):
@@ -1051,9 +1194,14 @@ class CheckpointList(_Model):
     checkpoints: list[CheckpointOut]
     next_before: str | None = Field(
         default=None,
-        description="More may follow: ask again with before=next_before (a page carries at "
-        "most 4 MiB of values and writes).",
+        description="More may follow: ask again with before=next_before (a page carries "
+        "what fits one answer, at most 6 MB).",
     )
+
+
+def checkpoint_bytes(found: CheckpointTuple) -> int:
+    """A listed checkpoint's size in the answer: its state, values and writes, in base64."""
+    return answer_bytes(CheckpointOut.of(found))
 
 
 def models() -> list[type[BaseModel]]:

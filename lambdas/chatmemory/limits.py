@@ -10,6 +10,7 @@ request, larger ones 100 MiB: batches of 10 MiB work on all of them).
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -56,6 +57,8 @@ S3VECTORS_MAX_DIMENSION = 4096
 OPENSEARCH_SMALL_INSTANCE_BYTES = 10 * MiB
 OPENSEARCH_LARGE_INSTANCE_BYTES = 100 * MiB
 OPENSEARCH_BULK = BatchLimit(count=500, bytes=OPENSEARCH_SMALL_INSTANCE_BYTES)
+# A document's _id ("_id field": larger values are rejected), counted in UTF-8 bytes.
+OPENSEARCH_ID_BYTES = 512
 
 
 def opensearch_payload_limit(instance_type: str) -> int:
@@ -75,9 +78,37 @@ SAGEMAKER_SERVERLESS_PAYLOAD_BYTES = 4 * MiB
 # --- AWS Lambda (Developer Guide, "Lambda quotas": invocation payload, request and response,
 # 6 MB each for synchronous invocations; API Gateway's proxy integration is one) --------------
 LAMBDA_PAYLOAD_BYTES = 6 * MiB
+# What the items of one API answer may take as sent (api_models.answer_bytes): the proxy
+# answer's envelope (status, headers) and the answer's other fields (a session, a token) take
+# the rest of the 6 MiB.
+LAMBDA_ANSWER_ITEMS_BYTES = LAMBDA_PAYLOAD_BYTES - MiB // 2
 
 # --- Amazon Bedrock (Converse and InvokeModel request bodies) -----------------------------------
 BEDROCK_REQUEST_BYTES = 25 * MiB
+
+
+def fitted_key(key: str, room: int, *, size: Callable[[str], int] = len) -> str:
+    """`key` when `size(key)` is at most `room`, else "sha256:" and the hex SHA-256 of `key`
+    (71 ASCII characters): deterministic, so rewriting an entry still replaces it, and never
+    a key the schema makes (those all hold a "#"). The stores that cap their keys use it."""
+    if size(key) <= room:
+        return key
+    return f"sha256:{hashlib.sha256(key.encode()).hexdigest()}"
+
+
+def utf8_bytes(text: str) -> int:
+    return len(text.encode())
+
+
+def fitting(items: Sequence[T], size_of: Callable[[T], int], room: int) -> int:
+    """How many of the first `items` add up to at most `room` by `size_of`, and at least one
+    (an answer always carries its first item: a page without one would never end)."""
+    used = 0
+    for count, item in enumerate(items):
+        used += size_of(item)
+        if used > room:
+            return max(count, 1)
+    return len(items)
 
 
 def batches(

@@ -39,7 +39,9 @@ class SessionStore(Protocol):
         still at `user.generation` (a forget meanwhile fails it) and with ending the OPEN
         sessions `end` (at `ended_at`); with `alias`, the caller's client id is made to name
         it (conditional on the alias being unwritten, or still naming `alias.replaces`).
-        Raises Conflict when a condition fails: nothing is written then."""
+        Raises Conflict when a condition fails: nothing is written then, except the ends a
+        store whose transactions are bounded (DynamoDB: 100 actions) wrote one by one before
+        it, those beyond what its transaction holds."""
         ...
 
     def get_alias(self, caller: str, client_id: str) -> str | None:

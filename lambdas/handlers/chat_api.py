@@ -284,7 +284,10 @@ def _log_sentiment_error(reason: str) -> None:
 @router.get(
     "/sessions/<session_id>/messages",
     summary="List messages",
-    description=("The session's turns in order (asc by default, or desc), one page at a time."),
+    description=(
+        "The session's turns in order (asc by default, or desc), one page at a time: at most "
+        "limit, fewer when they would not fit one answer (at most 6 MB)."
+    ),
 )
 def list_messages(
     session_id: SessionId,
@@ -299,6 +302,8 @@ def list_messages(
         limit=limit,
         next_token=next_token,
         ascending=order == "asc",
+        size_of=m.turn_bytes,
+        page_bytes=m.ANSWER_ITEMS_BYTES,
     )
     return m.MessageList.of(page)
 
@@ -435,7 +440,7 @@ def export_session(session_id: SessionId, next_token: NextToken = None) -> m.Exp
         _user(),
         _session(session_id),
         next_token=next_token,
-        size_of=m.exported_bytes,
+        size_of=m.turn_bytes,
     )
     return m.ExportDocument.of(session, turns, token)
 
@@ -445,7 +450,8 @@ def export_session(session_id: SessionId, next_token: NextToken = None) -> m.Exp
     summary="Search past sessions",
     description=(
         "The caller's consolidated past sessions that best match q (meaning, words and "
-        "recency), most relevant first."
+        "recency), most relevant first. When the snippets would not all fit one answer (at "
+        "most 6 MB), the longer ones are cut to an equal share and end with an ellipsis."
     ),
 )
 def search_memories(
@@ -465,7 +471,7 @@ def search_memories(
         weights=wiring.chat_policy().recall_weights,
         now=deps.clock(),
     )
-    return m.MemoryList(memories=[m.MemoryOut.of(s) for s in found])
+    return m.MemoryList.of(found)
 
 
 @router.delete(
@@ -505,8 +511,10 @@ RecordId = Annotated[str, _id_path("A record id from GET /memories/records")]
     description=(
         "The caller's profile: facts, preferences, session summaries and what sessions left "
         "open (open_question), newest first, each with its provenance and, when a newer record "
-        "replaced or settled it, what superseded it. With q, the records closest to q by "
-        "meaning and words instead (no next_token)."
+        "replaced or settled it, what superseded it. With q, the limit records closest to q by "
+        "meaning and words instead; when they do not all fit one answer (at most 6 MB), "
+        "next_token gives the rest. A page holds fewer than limit records when they would "
+        "not fit one answer."
     ),
 )
 def list_records(
@@ -521,12 +529,26 @@ def list_records(
     deps = wiring.chat_deps()
     if q:
         index, embedder = _long_term(deps)
+        at = m.SearchPosition.of(next_token, limit)
         found = profile.search_records(
-            deps.memory, _user(), q, record_type=type, limit=limit, embedder=embedder, index=index
+            deps.memory,
+            _user(),
+            q,
+            record_type=type,
+            limit=at.limit,
+            offset=at.offset,
+            embedder=embedder,
+            index=index,
         )
-        return m.RecordList.of(found, None)
+        return m.RecordList.found(found, at)
     records, token = profile.list_records(
-        deps.memory, _user(), record_type=type, limit=limit, next_token=next_token
+        deps.memory,
+        _user(),
+        record_type=type,
+        limit=limit,
+        next_token=next_token,
+        size_of=m.record_bytes,
+        page_bytes=m.ANSWER_ITEMS_BYTES,
     )
     return m.RecordList.of(records, token)
 
@@ -592,10 +614,11 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
         "query, the closest by meaning and words, each with its score; without, newest first "
         "(by record id). offset and limit page through them. Superseded records only with "
         "include_history. What a search in a namespace finds is the same whatever the other "
-        "namespaces hold."
+        "namespaces hold. Records that do not fit one answer (at most 6 MB) are left to the "
+        "next request: next_offset says where they begin."
     ),
 )
-def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordList:
+def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordPage:
     from chatmemory.services.profile import record_filter
 
     deps = wiring.chat_deps()
@@ -613,7 +636,7 @@ def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordL
         matches=lambda r: record_filter.matches(record_filter.value_of(r.text), conditions),
     )
     found = profile.find_records(deps.memory, _user(), ask, embedder=embedder, index=index)
-    return m.RecordList.scored(found)
+    return m.RecordPage.found(found, body.offset)
 
 
 @router.post(
@@ -622,7 +645,9 @@ def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordL
     description=(
         "The namespaces the caller's records are in (the profile's among them, when it has "
         'records): those beginning with prefix and ending with suffix ("*" matches any one '
-        "label), cut to max_depth labels, each once, sorted; offset and limit page through them."
+        "label), cut to max_depth labels, each once, sorted; offset and limit page through them. "
+        "Namespaces that do not fit one answer (at most 6 MB) are left to the next request: "
+        "next_offset says where they begin."
     ),
 )
 def list_namespaces(body: Annotated[m.ListNamespacesRequest, Body()]) -> m.NamespaceList:
@@ -635,7 +660,7 @@ def list_namespaces(body: Annotated[m.ListNamespacesRequest, Body()]) -> m.Names
         limit=body.limit,
         offset=body.offset,
     )
-    return m.NamespaceList(namespaces=[list(ns) for ns in found])
+    return m.NamespaceList.found(found, body.offset)
 
 
 @router.get(
@@ -765,8 +790,9 @@ def get_checkpoint(
         "The session's checkpoints, newest first, each with its channel values and pending "
         "writes: of one namespace (checkpoint_ns) or all, below `before` (a checkpoint id), "
         "whose metadata has every key of `filter` (a JSON object) with its value. A page holds "
-        "at most `limit` and 4 MiB of values and writes: while next_before is set, more may "
-        "follow. limit=1 is the newest checkpoint."
+        "at most `limit` checkpoints and what fits one answer (at most 6 MB; at least one "
+        "checkpoint): while next_before is set, more may follow. limit=1 is the newest "
+        "checkpoint."
     ),
 )
 def list_checkpoints(
@@ -791,6 +817,8 @@ def list_checkpoints(
         before=before,
         limit=limit,
         filter=_json_object(filter, "filter"),
+        page_bytes=m.ANSWER_ITEMS_BYTES,
+        size_of=m.checkpoint_bytes,
     )
     return m.CheckpointList(
         checkpoints=[m.CheckpointOut.of(t) for t in found], next_before=next_before
@@ -922,6 +950,8 @@ def read_handoff(
         limit=limit,
         next_token=next_token,
         ascending=order == "asc",
+        size_of=m.turn_bytes,
+        page_bytes=m.ANSWER_ITEMS_BYTES,
     )
     return m.AgentSessionView.of(session, page)
 

@@ -350,3 +350,33 @@ def test_records_for_an_agent_and_a_run(http, client) -> None:
     assert found.record_id == stated.record_id and found.score is not None
     with pytest.raises(ValueError):
         client.remember("x", agent_id="a/b")
+
+
+def test_record_searches_cut_by_the_answers_size_are_completed_by_the_client(http, client) -> None:
+    """The server leaves to a next request the records that do not fit one answer (6 MB): the
+    client asks for the rest, so a caller (LangGraph's store) gets what it asked for."""
+    fact = answer("remember")["record"]
+    first, second, third = ({**fact, "record_id": f"r{n}"} for n in range(3))
+    url = f"{REPLAY_URL}/memories/records"
+    http.add("POST", f"{url}/search", json={"records": [first, second], "next_offset": 12})
+    http.add("POST", f"{url}/search", json={"records": [third], "next_offset": None})
+    http.add("GET", url, json={"records": [first], "next_token": "t1"})
+    http.add("GET", url, json={"records": [second, third], "next_token": None})
+
+    found = client.find_records(query="tea", limit=3, offset=10)
+    searched = client.search_records("tea", limit=3)
+
+    assert [r.record_id for r in found] == [r.record_id for r in searched] == ["r0", "r1", "r2"]
+    sent = [json.loads(call.request.body) for call in http.calls[:2]]
+    assert [(s["offset"], s["limit"]) for s in sent] == [(10, 3), (12, 1)]
+    assert "next_token=t1" in http.calls[3].request.url
+
+
+def test_namespaces_cut_by_the_answers_size_are_completed_by_the_client(http, client) -> None:
+    url = f"{REPLAY_URL}/memories/namespaces"
+    http.add("POST", url, json={"namespaces": [["a"], ["b"]], "next_offset": 2})
+    http.add("POST", url, json={"namespaces": [["c"]], "next_offset": None})
+
+    assert client.list_namespaces(limit=5) == [("a",), ("b",), ("c",)]
+    sent = [json.loads(call.request.body) for call in http.calls]
+    assert [(s["offset"], s["limit"]) for s in sent] == [(0, 5), (2, 3)]

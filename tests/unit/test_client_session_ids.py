@@ -198,3 +198,14 @@ def test_agent_routes_do_not_take_a_users_client_id(world: World) -> None:
     # The agent's routes name sessions by the server's id only.
     status, _ = world.api.call("GET", "/agent/sessions/conv", user="agent-1")
     assert status in (403, 404)
+
+
+def test_put_with_end_previous_ends_a_hundred_open_sessions(world: World) -> None:
+    """One TransactWriteItems holds 100 actions: with the alias's put in it, a caller with 98
+    open sessions or more got a 500 (101 actions) before the cap counted it."""
+    opened = [world.api.new_session() for _ in range(100)]
+    status, data = _put(world, "conv", {"end_previous": True})
+    assert status == 201, data
+    assert data["session"]["client_id"] == "conv"
+    statuses = {getattr(world.memory.get_session(sid), "status", None) for sid in opened}
+    assert statuses == {schema.SessionStatus.ENDED}

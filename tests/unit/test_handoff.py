@@ -21,6 +21,7 @@ from chatmemory.adapters.eventbridge import EventBridgePublisher
 from chatmemory.adapters.events_file import JsonLinesEventPublisher, read_events
 from chatmemory.domain import Sentiment, Session, Turn
 from chatmemory.errors import Conflict, EventsUnavailable, ModelUnavailable, SessionNotFound
+from chatmemory.limits import LAMBDA_PAYLOAD_BYTES
 from chatmemory.schema import (
     HANDBACK_EVENT,
     HANDOFF_EVENT,
@@ -774,6 +775,7 @@ class Api:
             groups=groups or None,
         )
         answer = self._handler(event, self._context)
+        self.answer_bytes = len(json.dumps(answer, default=str).encode())  # as Lambda sends it
         return answer["statusCode"], json.loads(answer["body"]) if answer.get("body") else None
 
     def agent(self, method: str, path: str, body: Any = None) -> tuple[int, Any]:
@@ -792,6 +794,29 @@ def api(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any, tmp
     )
     monkeypatch.setattr(wiring, "chat_deps", lambda: deps)
     return Api(chat_api.handler, lambda_context)
+
+
+def test_an_agent_reads_a_session_of_long_messages_in_pages_that_lambda_can_answer(
+    api: Api,
+) -> None:
+    """A control character is 1 byte in DynamoDB and 7 in the answer: one 1 MB page of such
+    messages was a 6.7 MB answer, which Lambda refuses (API Gateway answers 502)."""
+    message = {"input": "\x01" * 30_000, "response": "\x01" * 20_000}
+    status, data = api.call("POST", "/sessions/import", {"messages": [message] * 45})
+    assert status == 201, data
+    sid = data["session"]["session_id"]
+    assert api.call("POST", f"/sessions/{sid}/handoff", {})[0] == 200
+    turns: list[int] = []
+    token = ""
+    for _ in range(20):
+        status, view = api.agent("GET", f"/agent/sessions/{sid}?limit=100&next_token={token}")
+        assert status == 200, view
+        assert api.answer_bytes <= LAMBDA_PAYLOAD_BYTES
+        turns += [m["turn"] for m in view["messages"]]
+        token = view["next_token"] or ""
+        if not token:
+            break
+    assert turns == list(range(45, 0, -1))
 
 
 def test_the_routes_hand_off_reply_and_hand_back(api: Api, tmp_path: Path) -> None:

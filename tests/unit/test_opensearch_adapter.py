@@ -449,6 +449,38 @@ def test_upsert_cuts_bulk_requests_at_the_domains_payload_limit(exchange: Exchan
     assert keys == [d.doc_key for d in docs]  # every document once, in order
 
 
+@pytest.mark.parametrize("doc_id", ["d" * 510, "規程" * 100], ids=["ascii", "japanese"])
+def test_a_long_document_id_is_ingested_and_its_old_passages_still_deleted_by_key(
+    exchange: Exchange, doc_id: str
+) -> None:
+    """ingest allows a doc_id of 512 characters of any script; OpenSearch refuses an _id over
+    512 bytes, which "<doc_id>#p1" passed (513 and 603 bytes): the ingest failed."""
+    from chatmemory.services.background.ingest import SourceDocument, ingest_documents
+    from tests.fakes import FakeEmbedder
+
+    text = "\n\n".join(f"Rule {n}. " + "word " * 100 for n in range(2))
+    index = make_index(exchange, _bulk_reply(2), "delete_by_query")
+    ingest_documents([SourceDocument(doc_id, text)], embedder=FakeEmbedder(), index=index)
+    ingest_documents(
+        [SourceDocument(doc_id, text)],
+        embedder=FakeEmbedder(),
+        index=make_index(exchange, _bulk_reply(2), "delete_by_query"),
+    )
+
+    bulks = [sent.ndjson() for sent in exchange.sent if sent.url.endswith("/_bulk")]
+    ids = [[line["index"]["_id"] for line in lines[::2]] for lines in bulks]
+    assert max(len(i.encode()) for i in ids[0]) <= 512
+    assert ids[0] == ids[1] and len(set(ids[0])) == 2  # a re-ingest overwrites, one per passage
+    keys = [source["doc_key"] for source in bulks[0][1::2]]
+    assert keys == [f"{doc_id}#p1", f"{doc_id}#p2"]
+    # The old tail is deleted by the doc_id and the full doc_keys, not by the _id.
+    deleted = [sent.json() for sent in exchange.sent if sent.url.endswith("/_delete_by_query")]
+    assert deleted[0]["query"]["bool"] == {
+        "filter": [{"term": {"doc_id": doc_id}}],
+        "must_not": [{"terms": {"doc_key": keys}}],
+    }
+
+
 def a_fact() -> MemoryDoc:
     return MemoryDoc(
         doc_key="record#user-a#r1",

@@ -541,9 +541,15 @@ class ChatMemoryClient:
         limit: int = 20,
     ) -> list[Record]:
         """The records closest to query by meaning and words, best first."""
-        params = {"q": query, "type": type, "limit": limit}
-        answer = self._call("GET", "/memories/records", params=params)
-        return [Record.from_json(item) for item in answer["records"]]
+        params: dict[str, Any] = {"q": query, "type": type, "limit": limit}
+        found: list[Record] = []
+        while True:
+            answer = self._call("GET", "/memories/records", params=params)
+            found += [Record.from_json(item) for item in answer["records"]]
+            # Set when the records did not all fit one answer (6 MB): the rest follow.
+            if not answer.get("next_token"):
+                return found
+            params["next_token"] = answer["next_token"]
 
     def find_records(
         self,
@@ -576,8 +582,15 @@ class ChatMemoryClient:
             body["filter"] = finite_filter(filter)
         if type is not None:
             body["type"] = type
-        answer = self._call("POST", "/memories/records/search", body, retry_safe=True)
-        return [Record.from_json(item) for item in answer["records"]]
+        found: list[Record] = []
+        while True:
+            answer = self._call("POST", "/memories/records/search", body, retry_safe=True)
+            found += [Record.from_json(item) for item in answer["records"]]
+            # Set when the records asked for did not all fit one answer (6 MB).
+            rest = answer.get("next_offset")
+            if rest is None or len(found) >= limit:
+                return found
+            body["offset"], body["limit"] = rest, limit - len(found)
 
     def list_namespaces(
         self,
@@ -598,8 +611,15 @@ class ChatMemoryClient:
         }
         if max_depth is not None:
             body["max_depth"] = max_depth
-        answer = self._call("POST", "/memories/namespaces", body, retry_safe=True)
-        return [tuple(ns) for ns in answer["namespaces"]]
+        found: list[tuple[str, ...]] = []
+        while True:
+            answer = self._call("POST", "/memories/namespaces", body, retry_safe=True)
+            found += [tuple(ns) for ns in answer["namespaces"]]
+            # Set when the namespaces asked for did not all fit one answer (6 MB).
+            rest = answer.get("next_offset")
+            if rest is None or len(found) >= limit:
+                return found
+            body["offset"], body["limit"] = rest, limit - len(found)
 
     def get_record(self, record_id: str) -> Record:
         """One record of the caller's profile."""

@@ -55,6 +55,13 @@ def inner_product_from_score(score: float) -> float:
     return score - 1.0 if score >= 1.0 else 1.0 - 1.0 / score
 
 
+def document_id(doc_key: str) -> str:
+    """The _id of an entry: its doc_key, or a digest of it beyond OpenSearch's 512 bytes (a
+    passage of a 512-character doc_id can pass them). Only overwrites use the _id: searches
+    read the doc_key from the source, and deletions match the doc_key field."""
+    return limits.fitted_key(doc_key, limits.OPENSEARCH_ID_BYTES, size=limits.utf8_bytes)
+
+
 class OpenSearchLongTermIndex:
     """LongTermIndex on OpenSearch. Index names are `index_prefix` + the names in schema.py."""
 
@@ -125,7 +132,7 @@ class OpenSearchLongTermIndex:
 
     def _bulk_lines(self, serializer: Any, doc: MemoryDoc) -> bytes:
         """A document's action and source lines of a bulk body (NDJSON), as sent."""
-        action: dict[str, Any] = {} if self._serverless else {"_id": doc.doc_key}
+        action: dict[str, Any] = {} if self._serverless else {"_id": document_id(doc.doc_key)}
         return (
             serializer.dumps({"index": action}) + "\n" + serializer.dumps(_source(doc)) + "\n"
         ).encode()

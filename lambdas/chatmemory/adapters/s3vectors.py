@@ -87,10 +87,7 @@ def vector_key(user_id: str, doc_key: str) -> str:
     """The S3 Vectors key of an owner's entry: a fixed-length digest of the owner, then the
     entry's doc_key (itself hashed if the key would pass 1,024 characters)."""
     owner = hashlib.sha256(user_id.encode()).hexdigest()[:32]
-    key = f"{owner}/{doc_key}"
-    if len(key) > MAX_KEY_CHARS:
-        key = f"{owner}/sha256:{hashlib.sha256(doc_key.encode()).hexdigest()}"
-    return key
+    return f"{owner}/{limits.fitted_key(doc_key, MAX_KEY_CHARS - len(owner) - 1)}"
 
 
 def similarity_from_distance(distance: float) -> float:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from chatmemory import schema
+from chatmemory import limits, schema
 from chatmemory.adapters.dynamodb.client import is_conditional_failure, suppress_conditional
 from chatmemory.adapters.dynamodb.codec import (
     deserialize,
@@ -74,9 +75,16 @@ class DynamoSessionStore(DynamoTables):
                 }
             },
         ]
-        actions += [self._end_action(session_id, ended_at) for session_id in end]
-        if alias is not None:
-            actions.append(self._alias_action(alias, session.session_id))
+        tail = [self._alias_action(alias, session.session_id)] if alias is not None else []
+        # The room left for ends is what the other actions leave of one transaction; the
+        # ends beyond it are written first, one by one (one ended or deleted meanwhile is
+        # no longer the caller's to end).
+        room = limits.DYNAMODB_TRANSACTION.count - len(actions) - len(tail)
+        for extra in end[room:]:
+            with contextlib.suppress(Conflict, SessionNotFound):
+                self.end_session(extra, ended_at)
+        actions += [self._end_action(session_id, ended_at) for session_id in end[:room]]
+        actions += tail
         try:
             self._db.transact_write_items(TransactItems=actions)
         except ClientError as error:

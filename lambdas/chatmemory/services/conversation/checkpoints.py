@@ -12,7 +12,7 @@ schema.py: what one checkpoint may hold, so that reading it back fits one Lambda
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -167,9 +167,11 @@ def list_checkpoints(
     limit: int,
     filter: Mapping[str, Any],  # noqa: A002 - LangGraph's name
     page_bytes: int = LIST_PAGE_BYTES,
+    size_of: Callable[[CheckpointTuple], int] = lambda found: found.size,
 ) -> tuple[list[CheckpointTuple], str | None]:
     """Up to `limit` checkpoints newest first, below `before` if given, whose metadata has
-    every key of `filter` with that value; as many as fit `page_bytes` (at least one). The
+    every key of `filter` with that value; as many as fit `page_bytes` by `size_of` (their
+    values and writes unless the caller measures them as it sends them; at least one). The
     second value is where the next page starts (its `before`), None when none can follow."""
     partition = thread_partition(memory, user_id, session_id)
     found: list[CheckpointTuple] = []
@@ -182,10 +184,11 @@ def list_checkpoints(
             if not _matches(checkpoint.metadata_json, filter):
                 continue
             entry = _tuple(store, checkpoint)
-            if found and used + entry.size > page_bytes:
+            size = size_of(entry)
+            if found and used + size > page_bytes:
                 return found, found[-1].checkpoint.checkpoint_id
             found.append(entry)
-            used += entry.size
+            used += size
             if len(found) == limit:
                 return found, cursor
         if len(read) < _LIST_READ:

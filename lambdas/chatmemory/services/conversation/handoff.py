@@ -53,6 +53,7 @@ from chatmemory.services.conversation.routing import parse_prefix
 from chatmemory.services.conversation.sentiment import analyze_input
 from chatmemory.services.conversation.turns import AppendPolicy, Stored, append_next, check_text
 from chatmemory.services.longterm.recall import NOTHING_VERIFIED
+from chatmemory.services.pages import fitted_page
 
 # The reply to `/human`: fixed, no model writes it (and it is not made into memory).
 HUMAN_REPLY = (
@@ -315,10 +316,19 @@ def read_session_for_agent(
     limit: int,
     next_token: str | None,
     ascending: bool,
+    size_of: Callable[[Turn], int] | None = None,
+    page_bytes: int = 0,
 ) -> tuple[Session, Page[Turn]]:
-    """GET /agent/sessions/{id}: the handed-off session and a page of its turns."""
+    """GET /agent/sessions/{id}: the handed-off session and a page of its turns (as many as
+    fit `page_bytes` by `size_of`, when given)."""
     session = handed_off_session(memory, session_id)
-    return session, memory.list_turns(session_id, limit, next_token, ascending)
+    page = fitted_page(
+        lambda count: memory.list_turns(session_id, count, next_token, ascending),
+        limit,
+        size_of,
+        page_bytes,
+    )
+    return session, page
 
 
 def agent_reply(

@@ -38,9 +38,8 @@ from chatmemory.schema import (
     SessionStatus,
 )
 from chatmemory.services.access import owned_session, owner_of
+from chatmemory.services.pages import fitted_page
 
-# One transaction holds at most 100 writes: the new session, the caller check and 98 ends.
-_MAX_ENDS_PER_TRANSACTION = 98
 # A create or forget that loses a race with a concurrent one reads again and retries.
 _ATTEMPTS = 5
 
@@ -83,11 +82,6 @@ def create_session(
             ends = [previous.session_id]
         if end_previous:
             ends = [s.session_id for s in memory.open_sessions_of(user.owner)]
-            # Beyond one transaction's size the oldest are ended first, one by one.
-            for extra in ends[_MAX_ENDS_PER_TRANSACTION:]:
-                with contextlib.suppress(Conflict, SessionNotFound):
-                    memory.end_session(extra, now)
-            ends = ends[:_MAX_ENDS_PER_TRANSACTION]
         # A name the caller gave is the conversation's; one drawn from the previous session's
         # first message is that session's text (deleting it must take it along): the new one
         # is named by its own first message instead.
@@ -338,15 +332,25 @@ def list_messages(
     limit: int,
     next_token: str | None,
     ascending: bool,
+    size_of: Callable[[Turn], int] | None = None,
+    page_bytes: int = 0,
 ) -> Page[Turn]:
+    """A page of the session's turns: at most `limit`, and as many as fit `page_bytes` by
+    `size_of` when given (at least one)."""
     owned_session(memory, user_id, session_id)
-    return memory.list_turns(session_id, limit, next_token, ascending)
+    return fitted_page(
+        lambda count: memory.list_turns(session_id, count, next_token, ascending),
+        limit,
+        size_of,
+        page_bytes,
+    )
 
 
-# A page of an export: its messages take at most this many bytes as the API sends them (JSON,
-# non-ASCII characters escaped, as Lambda's runtime sends an answer): a synchronous Lambda
-# answer is at most 6 MB, and a long session is more (2,000 turns of 4,000 characters are
-# 16 MB, 48 MB in a script JSON escapes).
+# A page of an export: its messages take at most this many bytes as Lambda's runtime sends
+# them (the body's JSON, non-ASCII characters escaped, inside the proxy answer's JSON, which
+# escapes quotes and backslashes again): a synchronous Lambda answer is at most 6 MB, and a
+# long session is more (2,000 turns of 4,000 characters are 16 MB, 56 MB in a script JSON
+# escapes).
 EXPORT_PAGE_BYTES = 4 * 1024 * 1024
 # Turns read at once while a page fills.
 _EXPORT_READ = 200

@@ -72,6 +72,7 @@ from chatmemory.schema import (
     summary_doc_key,
 )
 from chatmemory.services.access import owner_of
+from chatmemory.services.pages import fitted_page
 
 _SPACE = re.compile(r"\W+")
 # Records whose index entry belongs to the session they were drawn from.
@@ -897,9 +898,20 @@ def list_records(
     limit: int,
     next_token: str | None,
     namespace_prefix: tuple[str, ...] | None = None,
+    size_of: Callable[[MemoryRecord], int] | None = None,
+    page_bytes: int = 0,
 ) -> tuple[list[MemoryRecord], str | None]:
+    """A page of the caller's visible records, newest first: at most `limit`, and as many as
+    fit `page_bytes` by `size_of` when given (at least one, unless none of them is visible)."""
     owner = owner_of(memory, user_id)
-    page = memory.list_records(owner, record_type, limit, next_token, namespace_prefix or None)
+    page = fitted_page(
+        lambda count: memory.list_records(
+            owner, record_type, count, next_token, namespace_prefix or None
+        ),
+        limit,
+        size_of,
+        page_bytes,
+    )
     return visible_records(memory, owner, page.items), page.next_token
 
 
@@ -1025,9 +1037,11 @@ def search_records(
     limit: int,
     embedder: Embedder,
     index: LongTermIndex,
+    offset: int = 0,
 ) -> list[MemoryRecord]:
-    """The caller's records closest to `query` by meaning and words, checked live."""
-    ask = RecordQuery(query=query, record_type=record_type, limit=limit)
+    """The caller's records closest to `query` by meaning and words, checked live (`offset`
+    skips that many of the best)."""
+    ask = RecordQuery(query=query, record_type=record_type, limit=limit, offset=offset)
     return [r for r, _ in find_records(memory, user_id, ask, embedder=embedder, index=index)]
 
 
