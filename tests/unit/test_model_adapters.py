@@ -466,6 +466,35 @@ def test_cohere_embeds_in_batches_of_96_with_long_texts_clipped(bedrock, v4_shap
     assert len(vectors) == 100 and vectors[0] == pytest.approx([math.sqrt(0.5)] * 2)
 
 
+@pytest.mark.parametrize(
+    "model", ["eu.cohere.embed-v4:0", "us.cohere.embed-english-v3", "global.cohere.embed-v4:0"]
+)
+def test_cohere_through_a_cross_region_inference_profile_gets_the_cohere_request(
+    bedrock, model
+) -> None:
+    client, stub = bedrock
+    texts = [f"text {i}" for i in range(97)]
+    for batch in (texts[:96], texts[96:]):
+        stub.add_response(
+            "invoke_model",
+            {
+                "body": stream({"embeddings": {"float": [[1.0, 0.0] for _ in batch]}}),
+                "contentType": "application/json",
+            },
+            {
+                "modelId": model,
+                "contentType": "application/json",
+                "accept": "application/json",
+                "body": JsonBody(
+                    {"texts": batch, "input_type": "search_document", "truncate": "END"}
+                ),
+            },
+        )
+    embedder = BedrockEmbedder(client, model, dimension=2)
+    assert embedder.max_batch == 96
+    assert len(embedder.embed(texts)) == 97
+
+
 def test_bedrock_embedding_failures_are_mapped_too(bedrock) -> None:
     client, stub = bedrock
     stub.add_client_error("invoke_model", "ThrottlingException", "slow down", 429)

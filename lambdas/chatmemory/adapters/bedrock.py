@@ -14,6 +14,7 @@ from chatmemory.adapters.model_io import (
 )
 from chatmemory.adapters.retry import model_errors, stop_retrying_read_timeouts
 from chatmemory.ports import Generation
+from chatmemory.schema import foundation_model
 
 _MISSING = "is not available: check the model id, the region and that model access is enabled"
 # Bedrock chat models read far more than this, but a prompt is also clipped to
@@ -76,8 +77,10 @@ class BedrockEmbedder:
         self, client: Any, model_id: str = "amazon.titan-embed-text-v2:0", *, dimension: int
     ) -> None:
         self._target = _target(model_id)
-        self._cohere = model_id.startswith("cohere.embed")
-        if "titan-embed-text-v2" in model_id and dimension not in TITAN_V2_DIMENSIONS:
+        # An inference profile id ("eu.cohere.embed-v4:0") takes its model's request format.
+        family = foundation_model(model_id)
+        self._cohere = family.startswith("cohere.embed")
+        if family.startswith("amazon.titan-embed-text-v2") and dimension not in TITAN_V2_DIMENSIONS:
             raise ValueError(
                 f"{self._target} makes 256, 512 or 1024-dimensional embeddings, not {dimension}:"
                 " set EMBED_DIMENSION to one of them"
