@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,6 +91,42 @@ def expect_invoke(stub: Stubber, request: Any, answer: Any, endpoint: str = ENDP
 
 def norm(vector: list[float]) -> float:
     return math.sqrt(sum(x * x for x in vector))
+
+
+class _Http:
+    status_code = 200
+    headers: dict[str, str] = {}
+    content = b""
+    raw = None
+
+
+class Answered:
+    """Answers every call of a real client from `answer(payload)` (the request body's JSON) and
+    keeps each serialized body, for tests whose requests are not known in advance."""
+
+    def __init__(self, client: Any, answer: Any) -> None:
+        self.bodies: list[bytes] = []
+        self._answer = answer
+        client.meta.events.register("before-call", self._call)
+
+    def _call(self, params: dict[str, Any], **_: Any) -> Any:
+        body = params["body"]
+        self.bodies.append(body)
+        return _Http(), self._answer(json.loads(body))
+
+    @property
+    def payloads(self) -> list[Any]:
+        return [json.loads(b) for b in self.bodies]
+
+
+# A consolidation window of two 32,000-character messages, in English, in Chinese, in emoji
+# (12 bytes each once JSON-escaped) and in a character NFKC turns into 18.
+WINDOWS = {
+    "english": "User: " + "word " * 6400 + "\nAssistant: " + "more " * 6400,
+    "cjk": "User: " + "汉字" * 16_000 + "\nAssistant: " + "回答" * 16_000,
+    "emoji": "\U0001f600" * 64_000,
+    "nfkc": "\ufdfa" * 64_000,
+}
 
 
 # --- SageMaker text ---------------------------------------------------------------------------
@@ -428,6 +465,19 @@ def test_titan_v2_embeds_one_text_per_request_with_the_configured_dimension(bedr
     vectors = embedder.embed(["a cat", "a dog"])
     assert embedder.max_batch == 1
     assert vectors[0][:2] == [0.6, 0.8] and vectors[1][:2] == [0.0, 1.0]
+
+
+@pytest.mark.parametrize("window", WINDOWS.values(), ids=WINDOWS.keys())
+def test_titan_gets_at_most_8192_tokens_and_50000_characters_whatever_the_script(
+    window,
+) -> None:
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    calls = Answered(client, lambda _: {"body": stream({"embedding": [1.0] * 256})})
+    BedrockEmbedder(client, dimension=256).embed([window])
+    (sent,) = [p["inputText"] for p in calls.payloads]
+    # A subword token covers at least one UTF-8 byte of the (NFKC-normalized) text.
+    size = len(unicodedata.normalize("NFKC", sent).encode())
+    assert 4000 < size <= 8192 and len(sent) <= 50_000 and window.startswith(sent)
 
 
 def test_titan_v2_refuses_a_dimension_it_cannot_make(bedrock) -> None:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chatmemory.adapters.model_io import (
+    clip_to_token_bound,
     cut_at_stop,
     embed_in_batches,
     invoke_json,
@@ -22,6 +23,13 @@ _MISSING = "is not available: check the model id, the region and that model acce
 # current Converse model.
 DEFAULT_CONTEXT_TOKENS = 4096
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
+# Titan Text Embeddings read at most 8,192 tokens or 50,000 characters and refuse a longer input
+# ("Too many input tokens"): a text is clipped to a bound that holds for any script (a CJK
+# character can be 3 tokens, model_io.token_bound), less room for the tokens the model adds.
+# English loses nothing it would use well: past ~8,000 characters an embedding says little more
+# of a text's start, and AWS recommends embedding paragraph-sized segments.
+TITAN_MAX_INPUT_TOKENS = 8192
+TITAN_INPUT_BOUND = TITAN_MAX_INPUT_TOKENS - 192
 # Cohere Embed on Bedrock: at most 96 texts per request and 2048 characters per text.
 COHERE_MAX_BATCH = 96
 COHERE_MAX_CHARS = 2048
@@ -115,7 +123,13 @@ class BedrockEmbedder:
 
     def _embed_titan(self, texts: list[str]) -> list[Any]:
         (text,) = texts
-        answer = self._invoke({"inputText": text, "dimensions": self.dimension, "normalize": True})
+        answer = self._invoke(
+            {
+                "inputText": clip_to_token_bound(text, TITAN_INPUT_BOUND),
+                "dimensions": self.dimension,
+                "normalize": True,
+            }
+        )
         return [read_answer(self._target, answer, lambda a: a["embedding"])]
 
     def _embed_cohere(self, texts: list[str]) -> list[Any]:
