@@ -238,6 +238,34 @@ def test_tei_embeddings_are_requested_normalized_and_truncated_in_batches_of_32(
     assert vectors[69] == pytest.approx([69 / math.hypot(69, 1), 1 / math.hypot(69, 1)])
 
 
+@pytest.mark.parametrize(
+    ("payload_format", "limit"),
+    [
+        # An existing GPT-J endpoint may be real-time (6 MB) or serverless (4 MB).
+        ("jumpstart-gpt-j", 4 * 1024 * 1024),
+        # Deploy mode's TEI endpoint is serverless (4 MB) and TEI takes 2,000,000 bytes.
+        ("tei", 2_000_000),
+    ],
+)
+def test_sagemaker_embedding_requests_stay_within_the_payload_limits_whatever_the_script(
+    payload_format, limit
+) -> None:
+    client = boto3.client("sagemaker-runtime", region_name="us-east-1")
+    texts = [f"{i} {WINDOWS['cjk']}" for i in range(32)]
+
+    def answer(payload: dict[str, Any]) -> Any:
+        inputs = payload.get("inputs") or payload["text_inputs"]
+        rows = [[float(text.split()[0]), 1.0] for text in inputs]
+        return {"Body": stream(rows if payload_format == "tei" else {"embedding": rows})}
+
+    calls = Answered(client, answer)
+    embedder = SageMakerEmbedder(client, "e", payload_format=payload_format, dimension=2)
+    vectors = embedder.embed(texts)
+    assert max(len(body) for body in calls.bodies) <= limit
+    # Every text is embedded once, in order.
+    assert [v[0] / v[1] for v in vectors] == pytest.approx(list(range(32)))
+
+
 def test_embeddings_of_another_dimension_are_a_model_error_that_says_what_to_set(
     sagemaker,
 ) -> None:
