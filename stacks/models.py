@@ -10,6 +10,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct
 
 from chatmemory import schema
+from chatmemory.schema import inference_profile
 from stacks import nag
 from stacks.config import Config
 
@@ -56,15 +57,7 @@ ON_DEMAND_REGIONS: dict[str, frozenset[str]] = {
     DEFAULT_TEXT_MODEL: frozenset({"us-east-1"}),
     DEFAULT_EMBED_MODEL: frozenset(DEFAULT_MODEL_GEOGRAPHY),
 }
-# The prefixes of cross-region (system-defined) inference profile ids: "<prefix>.<model id>".
-INFERENCE_PROFILE_PREFIXES = ("us", "eu", "apac", "global", "us-gov", "jp", "au", "ca")
 DEFAULT_MODELS_RULE = "DefaultModelsInRegion"
-
-
-def inference_profile(model_id: str) -> tuple[str, str] | None:
-    """(prefix, foundation model id) of a cross-region inference profile id, else None."""
-    prefix, _, rest = model_id.partition(".")
-    return (prefix, rest) if prefix in INFERENCE_PROFILE_PREFIXES and rest else None
 
 
 def default_text_model(region: str) -> str:

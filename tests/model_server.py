@@ -8,6 +8,7 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -32,10 +33,12 @@ class Received:
 
 
 class ScriptedServer:
-    """Answers each POST with the next scripted Reply (500 when the script has run out)."""
+    """Answers each POST with the next scripted Reply, else with `answer(request)` when set,
+    else 500."""
 
     def __init__(self) -> None:
         self.replies: deque[Reply] = deque()
+        self.answer: Callable[[Received], Reply] | None = None
         self.received: list[Received] = []
         server = self
 
@@ -44,12 +47,14 @@ class ScriptedServer:
 
             def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                server.received.append(Received(self.path, dict(self.headers.items()), body))
-                reply = (
-                    server.replies.popleft()
-                    if server.replies
-                    else Reply(500, {"error": "no reply scripted"})
-                )
+                received = Received(self.path, dict(self.headers.items()), body)
+                server.received.append(received)
+                if server.replies:
+                    reply = server.replies.popleft()
+                elif server.answer is not None:
+                    reply = server.answer(received)
+                else:
+                    reply = Reply(500, {"error": "no reply scripted"})
                 time.sleep(reply.delay)
                 raw = (
                     reply.body if isinstance(reply.body, bytes) else json.dumps(reply.body).encode()

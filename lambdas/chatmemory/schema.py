@@ -539,6 +539,24 @@ class TextBackend(StrEnum):
     OPENAI = "openai"
 
 
+# The prefixes of cross-region (system-defined) Bedrock inference profile ids:
+# "<prefix>.<model id>" ("eu.cohere.embed-v4:0"). The stacks grant by them and the runtime tells
+# a model's request format by the model id inside.
+INFERENCE_PROFILE_PREFIXES = ("us", "eu", "apac", "global", "us-gov", "jp", "au", "ca")
+
+
+def inference_profile(model_id: str) -> tuple[str, str] | None:
+    """(prefix, foundation model id) of a cross-region inference profile id, else None."""
+    prefix, _, rest = model_id.partition(".")
+    return (prefix, rest) if prefix in INFERENCE_PROFILE_PREFIXES and rest else None
+
+
+def foundation_model(model_id: str) -> str:
+    """The foundation model id a Bedrock model id or inference profile id names."""
+    profile = inference_profile(model_id)
+    return profile[1] if profile else model_id
+
+
 class EmbedBackend(StrEnum):
     OFFLINE = "offline"
     SAGEMAKER = "sagemaker"

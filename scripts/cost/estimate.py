@@ -9,14 +9,19 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
+from chatmemory.schema import (
+    EmbedBackend,
+    LongTermBackend,
+    SentimentMode,
+    TextBackend,
+    inference_profile,
+)
 from chatmemory.services.background.maintenance import CompactionPolicy
 from chatmemory.services.conversation.sentiment import MAX_ANSWER_TOKENS, sentiment_prompt
 from chatmemory.services.prompt import estimate_tokens
 from chatmemory.settings import Settings
 from scripts.cost.prices import PriceTable
 from scripts.cost.usage import Usage
-from stacks.models import inference_profile
 
 GB = 2**30
 TB = 2**40

@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmemory import limits
-from stacks.models import INFERENCE_PROFILE_PREFIXES, ON_DEMAND_REGIONS, inference_profile
+from chatmemory.schema import INFERENCE_PROFILE_PREFIXES, inference_profile
+from stacks.models import ON_DEMAND_REGIONS
 from tests.aws import iam
 from tests.aws.recorder import Sent
 from tests.aws.template import Deployment, Function

@@ -150,6 +150,34 @@ def test_documents_are_chunked_on_paragraphs_with_overlap_for_long_ones() -> Non
     assert chunks[-1].endswith("Last paragraph.")
 
 
+@pytest.mark.parametrize(
+    "paragraph",
+    [
+        "我们的退款政策规定，付款后十四天内可以全额退款。" * 200,  # Chinese: no spaces at all
+        "返金は支払いから十四日以内に全額行われます。" * 200,  # Japanese
+        "see https://example.com/" + "a1b2c3" * 2000,  # one unbroken run of Latin letters
+    ],
+    ids=["chinese", "japanese", "unbroken"],
+)
+def test_a_paragraph_without_spaces_is_cut_into_bounded_overlapping_passages(
+    paragraph: str,
+) -> None:
+    chunks = chunk_text(paragraph, max_words=120, overlap_words=20, max_chars=1000)
+    assert len(chunks) > 1 and all(len(c) <= 1000 for c in chunks)
+    # Each passage is a piece of the text as written (no space where it had none), they cover
+    # it from start to end, and each shares its start with the end of the one before.
+    assert all(c in paragraph for c in chunks)
+    assert chunks[0].startswith(paragraph[:100]) and paragraph.endswith(chunks[-1][-100:])
+    assert all(a[-40:] in b for a, b in zip(chunks, chunks[1:], strict=False))
+
+
+def test_english_passages_keep_their_word_bound_under_the_character_bound() -> None:
+    text = " ".join(f"word{i}" for i in range(300))  # 300 words of 5 to 7 characters
+    assert chunk_text(text, max_words=120, overlap_words=20) == chunk_text(
+        text, max_words=120, overlap_words=20, max_chars=10**9
+    )
+
+
 def test_embedded_index_persists_on_disk(tmp_path) -> None:
     path = tmp_path / "memory.sqlite3"
     doc = MemoryDoc(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import math
+import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -90,6 +91,42 @@ def expect_invoke(stub: Stubber, request: Any, answer: Any, endpoint: str = ENDP
 
 def norm(vector: list[float]) -> float:
     return math.sqrt(sum(x * x for x in vector))
+
+
+class _Http:
+    status_code = 200
+    headers: dict[str, str] = {}
+    content = b""
+    raw = None
+
+
+class Answered:
+    """Answers every call of a real client from `answer(payload)` (the request body's JSON) and
+    keeps each serialized body, for tests whose requests are not known in advance."""
+
+    def __init__(self, client: Any, answer: Any) -> None:
+        self.bodies: list[bytes] = []
+        self._answer = answer
+        client.meta.events.register("before-call", self._call)
+
+    def _call(self, params: dict[str, Any], **_: Any) -> Any:
+        body = params["body"]
+        self.bodies.append(body)
+        return _Http(), self._answer(json.loads(body))
+
+    @property
+    def payloads(self) -> list[Any]:
+        return [json.loads(b) for b in self.bodies]
+
+
+# A consolidation window of two 32,000-character messages, in English, in Chinese, in emoji
+# (12 bytes each once JSON-escaped) and in a character NFKC turns into 18.
+WINDOWS = {
+    "english": "User: " + "word " * 6400 + "\nAssistant: " + "more " * 6400,
+    "cjk": "User: " + "汉字" * 16_000 + "\nAssistant: " + "回答" * 16_000,
+    "emoji": "\U0001f600" * 64_000,
+    "nfkc": "\ufdfa" * 64_000,
+}
 
 
 # --- SageMaker text ---------------------------------------------------------------------------
@@ -199,6 +236,34 @@ def test_tei_embeddings_are_requested_normalized_and_truncated_in_batches_of_32(
     assert all(abs(norm(v) - 1.0) < 1e-9 for v in vectors)
     # Order is kept across batches: vector i came from text i.
     assert vectors[69] == pytest.approx([69 / math.hypot(69, 1), 1 / math.hypot(69, 1)])
+
+
+@pytest.mark.parametrize(
+    ("payload_format", "limit"),
+    [
+        # An existing GPT-J endpoint may be real-time (6 MB) or serverless (4 MB).
+        ("jumpstart-gpt-j", 4 * 1024 * 1024),
+        # Deploy mode's TEI endpoint is serverless (4 MB) and TEI takes 2,000,000 bytes.
+        ("tei", 2_000_000),
+    ],
+)
+def test_sagemaker_embedding_requests_stay_within_the_payload_limits_whatever_the_script(
+    payload_format, limit
+) -> None:
+    client = boto3.client("sagemaker-runtime", region_name="us-east-1")
+    texts = [f"{i} {WINDOWS['cjk']}" for i in range(32)]
+
+    def answer(payload: dict[str, Any]) -> Any:
+        inputs = payload.get("inputs") or payload["text_inputs"]
+        rows = [[float(text.split()[0]), 1.0] for text in inputs]
+        return {"Body": stream(rows if payload_format == "tei" else {"embedding": rows})}
+
+    calls = Answered(client, answer)
+    embedder = SageMakerEmbedder(client, "e", payload_format=payload_format, dimension=2)
+    vectors = embedder.embed(texts)
+    assert max(len(body) for body in calls.bodies) <= limit
+    # Every text is embedded once, in order.
+    assert [v[0] / v[1] for v in vectors] == pytest.approx(list(range(32)))
 
 
 def test_embeddings_of_another_dimension_are_a_model_error_that_says_what_to_set(
@@ -430,6 +495,19 @@ def test_titan_v2_embeds_one_text_per_request_with_the_configured_dimension(bedr
     assert vectors[0][:2] == [0.6, 0.8] and vectors[1][:2] == [0.0, 1.0]
 
 
+@pytest.mark.parametrize("window", WINDOWS.values(), ids=WINDOWS.keys())
+def test_titan_gets_at_most_8192_tokens_and_50000_characters_whatever_the_script(
+    window,
+) -> None:
+    client = boto3.client("bedrock-runtime", region_name="us-east-1")
+    calls = Answered(client, lambda _: {"body": stream({"embedding": [1.0] * 256})})
+    BedrockEmbedder(client, dimension=256).embed([window])
+    (sent,) = [p["inputText"] for p in calls.payloads]
+    # A subword token covers at least one UTF-8 byte of the (NFKC-normalized) text.
+    size = len(unicodedata.normalize("NFKC", sent).encode())
+    assert 4000 < size <= 8192 and len(sent) <= 50_000 and window.startswith(sent)
+
+
 def test_titan_v2_refuses_a_dimension_it_cannot_make(bedrock) -> None:
     client, _ = bedrock
     with pytest.raises(ValueError, match="256, 512 or 1024"):
@@ -464,6 +542,35 @@ def test_cohere_embeds_in_batches_of_96_with_long_texts_clipped(bedrock, v4_shap
         )
     vectors = BedrockEmbedder(client, model, dimension=2).embed(texts)
     assert len(vectors) == 100 and vectors[0] == pytest.approx([math.sqrt(0.5)] * 2)
+
+
+@pytest.mark.parametrize(
+    "model", ["eu.cohere.embed-v4:0", "us.cohere.embed-english-v3", "global.cohere.embed-v4:0"]
+)
+def test_cohere_through_a_cross_region_inference_profile_gets_the_cohere_request(
+    bedrock, model
+) -> None:
+    client, stub = bedrock
+    texts = [f"text {i}" for i in range(97)]
+    for batch in (texts[:96], texts[96:]):
+        stub.add_response(
+            "invoke_model",
+            {
+                "body": stream({"embeddings": {"float": [[1.0, 0.0] for _ in batch]}}),
+                "contentType": "application/json",
+            },
+            {
+                "modelId": model,
+                "contentType": "application/json",
+                "accept": "application/json",
+                "body": JsonBody(
+                    {"texts": batch, "input_type": "search_document", "truncate": "END"}
+                ),
+            },
+        )
+    embedder = BedrockEmbedder(client, model, dimension=2)
+    assert embedder.max_batch == 96
+    assert len(embedder.embed(texts)) == 97
 
 
 def test_bedrock_embedding_failures_are_mapped_too(bedrock) -> None:

@@ -12,7 +12,7 @@ import pytest
 from chatmemory.adapters.openai_compat import OpenAICompatEmbedder, OpenAICompatTextGenerator
 from chatmemory.adapters.retry import parse_retry_after
 from chatmemory.errors import ModelError, ModelUnavailable
-from tests.model_server import Reply, ScriptedServer, closed_port_url
+from tests.model_server import Received, Reply, ScriptedServer, closed_port_url
 
 STOPS = ["User:", "Assistant:"]
 
@@ -89,6 +89,36 @@ def test_embeddings_are_batched_reordered_by_index_and_unit_length(
     ]
     assert vectors[0] == pytest.approx([2 / math.sqrt(5), 1 / math.sqrt(5)])  # "t0"
     assert vectors[10] == pytest.approx([3 / math.sqrt(10), 1 / math.sqrt(10)])  # "t10"
+
+
+def _one_vector_per_input(request: Received) -> Reply:
+    inputs = request.json()["input"]
+    return Reply(200, {"data": [{"index": i, "embedding": [1.0, 0.0]} for i in range(len(inputs))]})
+
+
+@pytest.mark.parametrize("unit", ["word ", "你好", "\U0001f600"], ids=["english", "cjk", "emoji"])
+def test_an_embedding_input_is_clipped_to_what_openais_models_accept_in_any_script(
+    model_server: ScriptedServer, unit: str
+) -> None:
+    # Two 32,000-character messages in one consolidation window.
+    text = unit * (64_000 // len(unit))
+    model_server.answer = _one_vector_per_input
+    OpenAICompatEmbedder(model_server.url, "text-embedding-3-small", dimension=2).embed([text])
+    (sent,) = model_server.received[0].json()["input"]
+    # A subword token covers at least one UTF-8 byte, so this is at most 8,191 tokens.
+    assert len(sent.encode()) <= 8191 and text.startswith(sent) and len(sent) > 1000 // len(unit)
+
+
+def test_an_embedding_request_stays_within_300000_tokens_in_all(
+    model_server: ScriptedServer,
+) -> None:
+    texts = [f"{i} " + "漢字" * 4000 for i in range(64)]
+    model_server.answer = _one_vector_per_input
+    vectors = OpenAICompatEmbedder(model_server.url, "m", dimension=2).embed(texts)
+    sent = [r.json()["input"] for r in model_server.received]
+    assert all(sum(len(t.encode()) for t in inputs) <= 300_000 for inputs in sent)
+    assert [t.split()[0] for inputs in sent for t in inputs] == [str(i) for i in range(64)]
+    assert len(vectors) == 64
 
 
 def test_embeddings_of_another_dimension_are_a_model_error(model_server: ScriptedServer) -> None:

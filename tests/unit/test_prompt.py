@@ -107,3 +107,71 @@ def test_clipping_keeps_whole_lines_so_speakers_stay_apart() -> None:
     first, second = clipped.split("\n")
     assert first == "User: my tomatoes have blight"
     assert second.startswith("Assistant: very long") and estimate_tokens(clipped) <= 40
+
+
+# A 32,000-character message (the API's default limit), its request first and its question last.
+LONG_MESSAGES = {
+    "english": "Please read my notes. "
+    + "The harvest was late this year. " * 998
+    + "So, what is my cat's name?",
+    "chinese": "请读我的笔记。" + "今年的收成来得很晚，" * 3198 + "那么，我的猫叫什么名字？",
+    "unbroken": "Please decode this: "
+    + "QUJDREVGR0hJSktMTU5PUA" * 1450
+    + " What is my cat's name?",
+}
+# deploy mode's TGI refuses more than MAX_INPUT_TOKENS=3072: a prompt of at most 3,072 UTF-8
+# bytes is within it for any tokenizer (a subword token covers at least one byte).
+TGI_MAX_INPUT_TOKENS = 3072
+
+
+@pytest.mark.parametrize("message", LONG_MESSAGES.values(), ids=LONG_MESSAGES.keys())
+def test_a_long_message_is_clipped_to_the_budget_keeping_its_request_its_question_and_memory(
+    message: str,
+) -> None:
+    prompt = build_chat_prompt(
+        system="You are a helpful assistant.",
+        summary="The user has a cat.",
+        window=_turns(3),
+        message=message,
+        roles=Roles(),
+        token_budget=512,
+        memory="Things you remember: the user's cat is called Tom.",
+    )
+    assert len(prompt.text.encode()) <= TGI_MAX_INPUT_TOKENS
+    assert prompt.text.startswith("You are a helpful assistant.\nThings you remember: the user")
+    user_line = prompt.text.split("\nUser: ")[-1]
+    assert user_line.startswith(message[:7]) and user_line.endswith(f"{message[-10:]}\nAssistant:")
+
+
+@pytest.mark.parametrize("question", LONG_MESSAGES.values(), ids=LONG_MESSAGES.keys())
+def test_a_long_verified_question_is_clipped_and_leaves_room_for_the_passages(
+    question: str,
+) -> None:
+    from chatmemory.ports import MemoryDoc
+    from chatmemory.services.longterm.recall import RankedPassage, answer_from_verified
+    from tests.fakes import FakeGenerator
+
+    passage = MemoryDoc(
+        "pets#p1", "*", "passage", "The cat is called Tom.", "", doc_id="pets", passage_id="p1"
+    )
+    generator = FakeGenerator(reply=lambda _: "Tom [pets#p1]")
+    answer_from_verified(
+        question,
+        [RankedPassage(passage, 1.0)],
+        generator=generator,
+        max_new_tokens=64,
+        token_budget=512,
+    )
+    (prompt,) = generator.prompts
+    assert len(prompt.encode()) <= TGI_MAX_INPUT_TOKENS
+    assert "[pets#p1] The cat is called Tom." in prompt
+    assert f"Question: {question[:7]}" in prompt and prompt.endswith(f"{question[-10:]}\nAnswer:")
+
+
+def test_the_token_estimate_counts_text_written_without_spaces() -> None:
+    # ~1 token per CJK character, and an unbroken run is not one word.
+    assert estimate_tokens("今年的收成来得很晚" * 100) >= 900
+    assert estimate_tokens("QUJDREVGR0hJSktMTU5PUA" * 100) >= 2200 / 4
+    assert estimate_tokens("The harvest was late this year.") == estimate_tokens(
+        "The harvest was late this year!"
+    )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from chatmemory.adapters.model_io import (
+    clip_to_token_bound,
     cut_at_stop,
     embed_in_batches,
     invoke_json,
@@ -14,6 +15,7 @@ from chatmemory.adapters.model_io import (
 )
 from chatmemory.adapters.retry import model_errors, stop_retrying_read_timeouts
 from chatmemory.ports import Generation
+from chatmemory.schema import foundation_model
 
 _MISSING = "is not available: check the model id, the region and that model access is enabled"
 # Bedrock chat models read far more than this, but a prompt is also clipped to
@@ -21,6 +23,13 @@ _MISSING = "is not available: check the model id, the region and that model acce
 # current Converse model.
 DEFAULT_CONTEXT_TOKENS = 4096
 TITAN_V2_DIMENSIONS = (256, 512, 1024)
+# Titan Text Embeddings read at most 8,192 tokens or 50,000 characters and refuse a longer input
+# ("Too many input tokens"): a text is clipped to a bound that holds for any script (a CJK
+# character can be 3 tokens, model_io.token_bound), less room for the tokens the model adds.
+# English loses nothing it would use well: past ~8,000 characters an embedding says little more
+# of a text's start, and AWS recommends embedding paragraph-sized segments.
+TITAN_MAX_INPUT_TOKENS = 8192
+TITAN_INPUT_BOUND = TITAN_MAX_INPUT_TOKENS - 192
 # Cohere Embed on Bedrock: at most 96 texts per request and 2048 characters per text.
 COHERE_MAX_BATCH = 96
 COHERE_MAX_CHARS = 2048
@@ -76,8 +85,10 @@ class BedrockEmbedder:
         self, client: Any, model_id: str = "amazon.titan-embed-text-v2:0", *, dimension: int
     ) -> None:
         self._target = _target(model_id)
-        self._cohere = model_id.startswith("cohere.embed")
-        if "titan-embed-text-v2" in model_id and dimension not in TITAN_V2_DIMENSIONS:
+        # An inference profile id ("eu.cohere.embed-v4:0") takes its model's request format.
+        family = foundation_model(model_id)
+        self._cohere = family.startswith("cohere.embed")
+        if family.startswith("amazon.titan-embed-text-v2") and dimension not in TITAN_V2_DIMENSIONS:
             raise ValueError(
                 f"{self._target} makes 256, 512 or 1024-dimensional embeddings, not {dimension}:"
                 " set EMBED_DIMENSION to one of them"
@@ -112,7 +123,13 @@ class BedrockEmbedder:
 
     def _embed_titan(self, texts: list[str]) -> list[Any]:
         (text,) = texts
-        answer = self._invoke({"inputText": text, "dimensions": self.dimension, "normalize": True})
+        answer = self._invoke(
+            {
+                "inputText": clip_to_token_bound(text, TITAN_INPUT_BOUND),
+                "dimensions": self.dimension,
+                "normalize": True,
+            }
+        )
         return [read_answer(self._target, answer, lambda a: a["embedding"])]
 
     def _embed_cohere(self, texts: list[str]) -> list[Any]:

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import math
+import sys
+import unicodedata
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 from chatmemory.adapters.retry import model_errors
 from chatmemory.errors import ModelError
+from chatmemory.limits import BatchLimit, batches
 from chatmemory.services.prompt import AntipromptFilter
 
 T = TypeVar("T")
@@ -59,6 +62,46 @@ def cut_at_stop(text: str, stop: Sequence[str]) -> str:
     return (stops.feed(text) + stops.finish()).strip()
 
 
+def token_bound(text: str) -> int:
+    """The most tokens any subword tokenizer can make of `text`, special tokens aside.
+
+    A token of a BPE (byte-level or with byte fallback), WordPiece or SentencePiece vocabulary
+    covers at least one byte of the UTF-8 text it reads, so a text is at most as many tokens as
+    it has bytes, whatever its script (a CJK character is 3 bytes and 1 to 3 tokens). Tokenizers
+    that NFKC-normalize first can lengthen a character (U+FDFA becomes 18), so a non-ASCII
+    character counts as the bytes of its normalized form."""
+    if text.isascii():
+        return len(text)
+    return sum(_char_bound(ch) for ch in text)
+
+
+def clip_to_token_bound(text: str, tokens: int) -> str:
+    """The longest start of `text` that no tokenizer makes more than `tokens` tokens of
+    (token_bound): what a model with an input limit of `tokens` accepts whatever the script."""
+    if text.isascii():
+        return text[:tokens]
+    used = 0
+    for end, ch in enumerate(text):
+        used += _char_bound(ch)
+        if used > tokens:
+            return text[:end]
+    return text
+
+
+def _char_bound(ch: str) -> int:
+    if ch < "\x80":
+        return 1
+    # surrogatepass: a lone surrogate (which a JSON request may carry) is 3 bytes, not an error.
+    return len(unicodedata.normalize("NFKC", ch).encode("utf-8", "surrogatepass"))
+
+
+def json_text_bytes(text: str) -> int:
+    """The bytes `text` takes in a JSON request body as invoke_json writes it (json.dumps
+    escapes every non-ASCII character: 6 bytes for a CJK character, 12 for an emoji), with the
+    separator that follows it in a list."""
+    return len(json.dumps(text)) + 2
+
+
 def embed_in_batches(
     texts: Sequence[str],
     *,
@@ -66,12 +109,14 @@ def embed_in_batches(
     dimension: int,
     target: str,
     embed_batch: Callable[[list[str]], list[Any]],
+    max_bytes: int = sys.maxsize,
+    size_of: Callable[[str], int] = json_text_bytes,
 ) -> list[list[float]]:
-    """Embed `texts` in requests of at most `max_batch`, check each vector and scale it to unit
-    length (the long-term index scores by inner product, which is the cosine for unit vectors)."""
+    """Embed `texts` in requests of at most `max_batch` texts whose sizes (`size_of`) add up to
+    at most `max_bytes`, check each vector and scale it to unit length (the long-term index
+    scores by inner product, which is the cosine for unit vectors)."""
     vectors: list[list[float]] = []
-    for start in range(0, len(texts), max_batch):
-        chunk = list(texts[start : start + max_batch])
+    for chunk in batches(list(texts), size_of, BatchLimit(count=max_batch, bytes=max_bytes)):
         rows = embed_batch(chunk)
         if len(rows) != len(chunk):
             raise ModelError(f"{target} returned {len(rows)} embeddings for {len(chunk)} texts")

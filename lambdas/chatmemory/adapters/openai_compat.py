@@ -24,11 +24,13 @@ from urllib3.util.retry import Retry
 
 from chatmemory import deadline
 from chatmemory.adapters.model_io import (
+    clip_to_token_bound,
     cut_at_stop,
     embed_in_batches,
     parse_json,
     read_answer,
     server_stops,
+    token_bound,
 )
 from chatmemory.adapters.retry import (
     CONNECT_TIMEOUT_SECONDS,
@@ -45,6 +47,13 @@ if TYPE_CHECKING:
     from urllib3.response import BaseHTTPResponse
 
 _MISSING = "was not found (is the model pulled, e.g. `ollama pull <model>`, and the URL right?)"
+# OpenAI's embedding models refuse an input over 8,191 tokens and a request over 300,000 tokens
+# in all; servers of other models (vLLM) refuse past their context too, Ollama truncates. Texts
+# are clipped, and batched, by a token bound that holds for any script (model_io.token_bound),
+# with room for the tokens a model adds. A server whose model reads fewer tokens and does not
+# truncate (llama.cpp with a 512-token batch) still needs shorter texts.
+OPENAI_EMBED_INPUT_BOUND = 8191 - 191
+OPENAI_EMBED_REQUEST_BOUND = 300_000 - 10_000
 
 
 class ModelRetry(Retry):
@@ -268,11 +277,13 @@ class OpenAICompatEmbedder:
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return embed_in_batches(
-            texts,
+            [clip_to_token_bound(text, OPENAI_EMBED_INPUT_BOUND) for text in texts],
             max_batch=self.max_batch,
             dimension=self.dimension,
             target=self._target,
             embed_batch=self._embed_batch,
+            max_bytes=OPENAI_EMBED_REQUEST_BOUND,
+            size_of=token_bound,
         )
 
     def _embed_batch(self, texts: list[str]) -> list[Any]:

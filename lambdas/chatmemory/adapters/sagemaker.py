@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from chatmemory import limits
 from chatmemory.adapters.model_io import (
     cut_at_stop,
     embed_in_batches,
@@ -31,6 +32,23 @@ FLAN_T5_CONTEXT_TOKENS = 512
 # answer far below SageMaker's 6 MB payload limit; TEI refuses more than its default
 # --max-client-batch-size of 32.
 _MAX_BATCH = {EmbedFormat.JUMPSTART_GPT_J: 16, EmbedFormat.TEI: 32}
+# And by size: InvokeEndpoint takes 6 MB on a real-time endpoint and 4 MB on a serverless one
+# (deploy mode's TEI endpoint is serverless; an existing endpoint may be either), and TEI
+# refuses a body over its --payload-limit, 2,000,000 bytes unless the container sets another
+# (the SageMaker image does not). Sizes count the JSON as sent: json.dumps escapes each non-ASCII
+# character to 6 bytes (12 for an emoji), so 32 CJK windows overflow long before 32 English ones.
+TEI_PAYLOAD_BYTES = 2_000_000
+_MAX_BODY = {
+    EmbedFormat.JUMPSTART_GPT_J: limits.SAGEMAKER_SERVERLESS_PAYLOAD_BYTES,
+    EmbedFormat.TEI: min(limits.SAGEMAKER_SERVERLESS_PAYLOAD_BYTES, TEI_PAYLOAD_BYTES),
+}
+# What surrounds the texts in a request body ({"inputs": [...], "normalize": ...}).
+_BODY_OVERHEAD = 256
+# A text is clipped to this many characters: no model behind these containers reads more (GPT-J
+# reads 2,048 tokens, TEI's models at most 8,192, ~32,000 characters of English; TEI truncates to
+# its model's input, though TEI 1.5.0 refused over 250 characters per input token even so), and
+# every text then fits a request on its own, escaped (at most 384 KB).
+EMBED_MAX_CHARS = 32_000
 
 
 class _Endpoint:
@@ -140,15 +158,17 @@ class SageMakerEmbedder:
         self.name = endpoint_name
         self.dimension = dimension
         self.max_batch = _MAX_BATCH[self.payload_format]
+        self.max_body_bytes = _MAX_BODY[self.payload_format]
         self.pins_model = False  # an endpoint's name outlives the model deployed behind it
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         return embed_in_batches(
-            texts,
+            [text[:EMBED_MAX_CHARS] for text in texts],
             max_batch=self.max_batch,
             dimension=self.dimension,
             target=self._endpoint.target,
             embed_batch=self._embed_batch,
+            max_bytes=self.max_body_bytes - _BODY_OVERHEAD,
         )
 
     def _embed_batch(self, texts: list[str]) -> list[Any]:

@@ -1,8 +1,8 @@
 """Prompt building (window, rolling summary, token budget) and cleaning of model output.
 
-The token count is an estimate (words and punctuation, scaled for subword tokenizers): good
-enough to keep a prompt under a model's input limit with a margin, and free of any tokenizer
-dependency in the Lambda asset.
+The token count is an estimate (words, characters of scripts written without spaces and
+punctuation, scaled for subword tokenizers): good enough to keep a prompt under a model's input
+limit with a margin, and free of any tokenizer dependency in the Lambda asset.
 """
 
 from __future__ import annotations
@@ -15,13 +15,24 @@ from dataclasses import dataclass
 from chatmemory.domain import Turn
 from chatmemory.schema import TurnOrigin
 
-_PIECES = re.compile(r"\w+|[^\w\s]", re.UNICODE)
+# A piece is a word of a script written with spaces between words (Latin, Greek, Cyrillic,
+# Arabic, Hebrew: below U+0800), a punctuation mark, or one character of the other scripts (CJK,
+# kana, Hangul, Thai, Devanagari: U+0800 and up), which tokenizers make one token or more each:
+# counted as words, a Chinese paragraph would be a few tokens however long.
+_PIECES = re.compile(r"[^\W\u0800-\U0010ffff]+|[^\w\s]|\w", re.UNICODE)
 # Subword tokenizers (SentencePiece, BPE) split rarer words: ~1.3 tokens per word on English.
 _TOKENS_PER_PIECE = 1.3
+# A run longer than any word (a URL, base64, a hash) is many tokens: one per 4 characters.
+_LONGEST_WORD = 16
+_CHARS_PER_PIECE_OF_A_RUN = 4
 
 
 def estimate_tokens(text: str) -> int:
-    return math.ceil(len(_PIECES.findall(text)) * _TOKENS_PER_PIECE)
+    pieces = sum(
+        1 if len(piece) <= _LONGEST_WORD else math.ceil(len(piece) / _CHARS_PER_PIECE_OF_A_RUN)
+        for piece in _PIECES.findall(text)
+    )
+    return math.ceil(pieces * _TOKENS_PER_PIECE)
 
 
 @dataclass(frozen=True)
@@ -74,6 +85,14 @@ def build_chat_prompt(
     beginning is cut (the end is the most recent part of a rolling summary).
     """
     head = "\n".join(part for part in (system.strip(), note.strip(), memory.strip()) if part)
+    # The message is what gets answered, so it is placed before the summary and the window; one
+    # longer than what the system line and note leave (the API takes 32,000 characters, TGI in
+    # deploy mode 3,072 tokens) keeps its start and its end, where a request and its question
+    # usually are. Not TGI's "truncate": it keeps the prompt's last tokens, so it would drop the
+    # system line and the recalled memory before any of the message, and only TGI has it.
+    frame = estimate_tokens(f"{roles.user}: \n{roles.assistant}:")
+    room = token_budget - frame - (estimate_tokens(head) - estimate_tokens(memory))
+    message = clip_middle(message, max(room, token_budget // 4))
     tail = f"{roles.user}: {message}\n{roles.assistant}:"
     fixed = estimate_tokens(head) + estimate_tokens(tail) - estimate_tokens(memory)
     budget_left = token_budget - fixed
@@ -100,9 +119,61 @@ def build_chat_prompt(
 
 def _keep_tail(text: str, tokens: int) -> str:
     words = text.split()
-    while words and estimate_tokens(" ".join(words)) > tokens:
+    while len(words) > 1 and estimate_tokens(" ".join(words)) > tokens:
         words = words[max(1, len(words) // 10) :]
-    return " ".join(words)
+    kept = " ".join(words)
+    # One word over the budget: text written without spaces, cut between characters.
+    return kept if estimate_tokens(kept) <= tokens else kept[len(kept) - _fit_end(kept, tokens) :]
+
+
+# What stands for the middle of a clipped text.
+ELISION = " [...] "
+
+
+def clip_middle(text: str, tokens: int) -> str:
+    """`text` within about `tokens` tokens: its start and its end, the middle replaced by
+    ELISION, each cut at a word where the text has spaces."""
+    if estimate_tokens(text) <= tokens:
+        return text
+    room = max(tokens - estimate_tokens(ELISION), 0)
+    start = _fit_start(text, room - room // 2)
+    end = _fit_end(text, room // 2)
+    return f"{text[:start].rstrip()}{ELISION}{text[len(text) - end :].lstrip()}"
+
+
+def _fit_start(text: str, tokens: int) -> int:
+    """The length of the longest start of `text` within `tokens`, ending at a word's end when a
+    space is near."""
+    lo, hi = 0, len(text)
+    while lo < hi:  # the estimate of a start only grows with its length
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[:mid]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    if 0 < lo < len(text) and not text[lo].isspace():
+        space = max(text.rfind(" ", 0, lo), text.rfind("\n", 0, lo))
+        if space > lo - 40:
+            lo = max(space, 0)
+    return lo
+
+
+def _fit_end(text: str, tokens: int) -> int:
+    """The length of the longest end of `text` within `tokens`, starting at a word's start when
+    a space is near."""
+    lo, hi = 0, len(text)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if estimate_tokens(text[len(text) - mid :]) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    cut = len(text) - lo
+    if 0 < cut < len(text) and not text[cut - 1].isspace():
+        space = min(i for i in (text.find(" ", cut), text.find("\n", cut), len(text)) if i >= 0)
+        if space < cut + 40:
+            lo = len(text) - space
+    return lo
 
 
 def clip_to_tokens(text: str, tokens: int) -> str:
@@ -128,8 +199,10 @@ def clip_to_tokens(text: str, tokens: int) -> str:
                 hi = mid - 1
         if lo:
             kept.append(" ".join(words[:lo]))
+        elif words:  # a first word over what is left: text written without spaces
+            kept.append(words[0][: _fit_start(words[0], left)])
         break
-    return "\n".join(kept)
+    return "\n".join(part for part in kept if part)
 
 
 class AntipromptFilter:

@@ -19,31 +19,100 @@ class SourceDocument:
     title: str = ""
 
 
-def chunk_text(text: str, *, max_words: int = 120, overlap_words: int = 20) -> list[str]:
-    """Passages of whole paragraphs up to max_words; a longer paragraph is split in windows
-    that overlap, so a fact on a boundary stays whole in one passage."""
+# A passage is at most this many characters as well as max_words words. English passages meet
+# the word bound first (120 words are ~700 characters); a paragraph written without spaces
+# (Chinese, Japanese, Thai) or one unbroken run (a URL, base64) would otherwise be one "word" and
+# one passage of any length. 1,000 CJK characters are about 1,000 tokens: every supported
+# embedder takes them (512-token models embed their start).
+MAX_PASSAGE_CHARS = 1000
+# A run longer than this is cut into pieces of it, so long runs are windowed with overlap too.
+_PIECE_CHARS = 50
+
+# (text, joined to the previous unit without a space): a word, or a piece of a long run.
+_Unit = tuple[str, bool]
+
+
+def chunk_text(
+    text: str,
+    *,
+    max_words: int = 120,
+    overlap_words: int = 20,
+    max_chars: int = MAX_PASSAGE_CHARS,
+) -> list[str]:
+    """Passages of whole paragraphs up to max_words words and max_chars characters; a longer
+    paragraph is split in windows that overlap (overlap_words, and at most a quarter of
+    max_chars), so a fact on a boundary stays whole in one passage. A run of text without
+    spaces is cut between characters and never given a space it did not have."""
+    piece = max(1, min(_PIECE_CHARS, max_chars // 4))
+    limits = _Bounds(max_words, max_chars)
     paragraphs = [p.strip() for p in re.split(r"\n\s*\n", text) if p.strip()]
     passages: list[str] = []
-    current: list[str] = []
+    current: list[_Unit] = []
     for paragraph in paragraphs:
-        words = paragraph.split()
-        if len(words) > max_words:
+        units = _units(paragraph, piece)
+        if not limits.fit(units):
             if current:
-                passages.append(" ".join(current))
+                passages.append(_join(current))
                 current = []
-            step = max(max_words - overlap_words, 1)
-            for start in range(0, len(words), step):
-                passages.append(" ".join(words[start : start + max_words]))
-                if start + max_words >= len(words):
-                    break
+            passages.extend(_windows(units, limits, overlap_words, max_chars // 4))
             continue
-        if len(current) + len(words) > max_words and current:
-            passages.append(" ".join(current))
+        if current and not limits.fit([*current, *units]):
+            passages.append(_join(current))
             current = []
-        current += words
+        current += units
     if current:
-        passages.append(" ".join(current))
+        passages.append(_join(current))
     return passages
+
+
+class _Bounds:
+    def __init__(self, words: int, chars: int) -> None:
+        self.words, self.chars = words, chars
+
+    def fit(self, units: list[_Unit]) -> bool:
+        return len(units) <= self.words and len(_join(units)) <= self.chars
+
+
+def _units(paragraph: str, piece: int) -> list[_Unit]:
+    units: list[_Unit] = []
+    for word in paragraph.split():
+        for start in range(0, len(word), piece):
+            units.append((word[start : start + piece], start > 0))
+    return units
+
+
+def _join(units: list[_Unit]) -> str:
+    return "".join(text if glued or n == 0 else f" {text}" for n, (text, glued) in enumerate(units))
+
+
+def _windows(
+    units: list[_Unit], limits: _Bounds, overlap_words: int, overlap_chars: int
+) -> list[str]:
+    """Windows of `units` within `limits`, each starting up to `overlap_words` units (and
+    `overlap_chars` characters) before the previous one ended."""
+    passages: list[str] = []
+    start = 0
+    while True:
+        end = start + 1  # a unit is never longer than a passage
+        chars = len(units[start][0])
+        while end < len(units) and end - start < limits.words:
+            text, glued = units[end]
+            if chars + len(text) + (not glued) > limits.chars:
+                break
+            chars += len(text) + (not glued)
+            end += 1
+        window = units[start:end]
+        passages.append(_join([(window[0][0], False), *window[1:]]))
+        if end >= len(units):
+            return passages
+        back = 0
+        while (
+            back < overlap_words
+            and end - back - 1 > start
+            and len(_join(units[end - back - 1 : end])) <= overlap_chars
+        ):
+            back += 1
+        start = end - back
 
 
 def ingest_documents(
@@ -52,12 +121,14 @@ def ingest_documents(
     embedder: Embedder,
     index: LongTermIndex,
     max_words: int = 120,
+    max_chars: int = MAX_PASSAGE_CHARS,
 ) -> int:
     """Index every document's passages (ids `<doc_id>#p<n>`, stable across re-ingestion)."""
     docs: list[MemoryDoc] = []
     for document in documents:
         title = document.title or _title(document.text) or document.doc_id
-        for n, passage in enumerate(chunk_text(document.text, max_words=max_words), start=1):
+        passages = chunk_text(document.text, max_words=max_words, max_chars=max_chars)
+        for n, passage in enumerate(passages, start=1):
             docs.append(
                 MemoryDoc(
                     doc_key=passage_doc_key(document.doc_id, n),

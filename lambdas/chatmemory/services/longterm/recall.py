@@ -22,7 +22,7 @@ from chatmemory.ports import (
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind, searched_apart
 from chatmemory.services.access import owner_of
 from chatmemory.services.longterm.when import TimeWindow, time_window, timeliness
-from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
+from chatmemory.services.prompt import clip_middle, clip_to_tokens, estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -324,6 +324,10 @@ def answer_from_verified(
 
 
 def _grounded_prompt(instruction: str, blocks: list[str], question: str, budget: int) -> str:
+    # A long question keeps its start and end within half of what the instruction leaves, so
+    # the notes or passages it is to be answered from still fit.
+    room = (budget - estimate_tokens(instruction)) // 2 - estimate_tokens("Question: \nAnswer:")
+    question = clip_middle(question, max(room, budget // 4))
     tail = f"Question: {question}\nAnswer:"
     left = budget - estimate_tokens(instruction) - estimate_tokens(tail)
     kept: list[str] = []
