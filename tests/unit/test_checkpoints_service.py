@@ -169,3 +169,56 @@ def test_a_thread_continued_under_its_client_id_keeps_its_checkpoints(
     sessions.delete_session(memory, "alice", first.session_id)
     with pytest.raises(SessionNotFound):
         _get(memory, store, later.session_id, None)
+
+
+class _RacedStore(InMemoryCheckpointStore):
+    """Runs `before_write` (once) just before its next write: the moment a thread's delete and
+    its purge may land between the request's read of the thread and its write."""
+
+    before_write: Any = None
+
+    def put_checkpoint(self, *args: Any, **kwargs: Any) -> None:
+        self._race()
+        super().put_checkpoint(*args, **kwargs)
+
+    def put_writes(self, *args: Any, **kwargs: Any) -> None:
+        self._race()
+        super().put_writes(*args, **kwargs)
+
+    def _race(self) -> None:
+        hook, self.before_write = self.before_write, None
+        if hook is not None:
+            hook()
+
+
+@pytest.mark.parametrize("write", ["checkpoint", "writes"])
+def test_a_write_racing_the_threads_delete_and_purge_leaves_nothing_behind(
+    memory: InMemoryShortTermMemory, write: str
+) -> None:
+    """Found by an audit: the checkpoint (a LangGraph state, usually the whole conversation)
+    written after the thread's purge stayed in the purged partition for good."""
+    from chatmemory.services.background.forget import purge_session
+
+    store = _RacedStore()
+    sid = sessions.create_session(memory, "alice").session_id
+    _put(memory, store, sid, "1", {"messages": b"hello"}, {"messages": "1"})
+
+    def delete_and_purge() -> None:
+        sessions.delete_session(memory, "alice", sid)
+        purge = purge_session(
+            sid, memory=memory, index=None, time_left=lambda: 60, checkpoints=store
+        )
+        assert purge.outcome == "purged"
+
+    store.before_write = delete_and_purge
+    with pytest.raises(SessionNotFound):
+        if write == "checkpoint":
+            _put(memory, store, sid, "2", {"messages": b"my vault pin 88231"}, {"messages": "2"})
+        else:
+            checkpoints.put_writes(
+                memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+                writes=[PendingWrite("t1", 0, "messages", Blob("bytes", b"my vault pin 88231"))],
+            )  # fmt: skip
+    assert store.get_checkpoint(sid, "", None) is None
+    assert store.get_writes(sid, "", "1") == []
+    assert store.delete_checkpoints(sid, 100) == 0  # nothing at all left in the partition

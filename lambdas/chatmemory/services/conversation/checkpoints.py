@@ -39,6 +39,8 @@ from chatmemory.services.access import owned_session
 LIST_PAGE_BYTES = MAX_CHECKPOINT_BYTES + MAX_CHECKPOINT_WRITES_BYTES
 # Checkpoints read at once while a filtered listing fills a page.
 _LIST_READ = 50
+# Items deleted a round when a write is taken back (schema.CHECKPOINTS: each a batch write of 25).
+_UNDO_BATCH = 100
 
 
 @dataclass
@@ -132,7 +134,23 @@ def put_checkpoint(
         size=total,
     )
     store.put_checkpoint(stored, blobs)
+    _still_there(memory, store, user_id, session_id, partition)
     return stored
+
+
+def _still_there(
+    memory: ShortTermMemory, store: CheckpointStore, user_id: str, session_id: str, partition: str
+) -> None:
+    """After a write: the thread read again. Deleted meanwhile (its delete and its purge ran
+    between the first read and the write), what was written is deleted here, with whatever
+    else the partition still holds, and the request answers as for a deleted thread: no
+    checkpoint outlives the thread's purge."""
+    try:
+        thread_partition(memory, user_id, session_id)
+    except SessionNotFound:
+        while store.delete_checkpoints(partition, _UNDO_BATCH):
+            pass
+        raise
 
 
 def get_checkpoint(
@@ -223,6 +241,7 @@ def put_writes(
             "bytes serialized"
         )
     store.put_writes(partition, checkpoint_ns, checkpoint_id, writes)
+    _still_there(memory, store, user_id, session_id, partition)
 
 
 def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTuple:
