@@ -717,3 +717,22 @@ def _purge(memory: Any, index: Any, sid: str) -> None:
     assert purge_session(
         sid, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
     ).outcome == "purged"  # fmt: skip
+
+
+def test_a_run_that_fails_after_another_consolidated_the_session_takes_nothing_away(
+    memory, index
+) -> None:
+    """Found by an audit: a redelivered record's run failed after a concurrent run had
+    consolidated the session; counting its failure found the session no longer ENDED, took that
+    for a delete and removed the session's entries and records."""
+    sid = told(memory, "alice", at(1), CATS)
+
+    def other_run_first(texts: Any) -> bool:
+        assert consolidate(memory, index, sid, now=at(1)).outcome == "consolidated"
+        return True  # then this run's model fails
+
+    failing = FakeEmbedder(fail=other_run_first)
+    assert consolidate(memory, index, sid, now=at(1), embedder=failing).outcome == "skipped"
+    assert memory.get_session(sid).status == "CONSOLIDATED"
+    assert [r.text for r in _facts(memory)] == [CATS]
+    assert f"{sid}#summary" in entries(index, "alice")

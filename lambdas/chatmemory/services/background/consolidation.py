@@ -332,7 +332,10 @@ def consolidate_session(
                 return handed
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
         attempts = memory.record_consolidation_failure(session_id, _reason(error))
-        if attempts is None:  # deleted meanwhile: nothing to retry, nothing may stay
+        if attempts is None:  # no longer ENDED or FAILED: deleted, or consolidated by another run
+            current = memory.get_session(session_id)
+            if current is not None and current.status != SessionStatus.DELETING:
+                return ConsolidationResult(session_id, "skipped")  # its memory is that run's
             _compensate(memory, index, embedder, session.user_id, session_id, session.num_turns)
             return ConsolidationResult(session_id, "deleted")
         if attempts >= policy.max_attempts:
