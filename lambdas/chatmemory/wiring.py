@@ -211,13 +211,27 @@ def _opensearch_index(cfg: Settings) -> LongTermIndex:
     )
 
 
+# The first botocore that knows S3 Vectors. The asset uses the runtime's boto3 (it ships none:
+# stacks/packaging.py); a runtime whose SDK is older cannot reach the vector bucket.
+S3VECTORS_BOTOCORE = "1.39.9"
+
+
 def _s3vectors_index(cfg: Settings) -> LongTermIndex:
+    import botocore
+    from botocore.exceptions import UnknownServiceError
+
     from chatmemory.adapters.s3vectors import S3VectorsLongTermIndex
 
-    # The shared client: standard retries back off on TooManyRequestsException and 5xx.
-    return S3VectorsLongTermIndex(
-        aws_client("s3vectors"), cfg.vector_bucket, dimension=cfg.embed_dimension
-    )
+    try:
+        # The shared client: standard retries back off on TooManyRequestsException and 5xx.
+        client = aws_client("s3vectors")
+    except UnknownServiceError:
+        raise ConfigurationError(
+            f"LONG_TERM_BACKEND=s3vectors needs botocore {S3VECTORS_BOTOCORE} or later; this "
+            f"runtime has {botocore.__version__} (deploy with a newer Lambda runtime, or add "
+            "a boto3 layer)"
+        ) from None
+    return S3VectorsLongTermIndex(client, cfg.vector_bucket, dimension=cfg.embed_dimension)
 
 
 LONG_TERM_INDEXES: dict[LongTermBackend, Callable[[Settings], LongTermIndex]] = {

@@ -69,3 +69,19 @@ def test_the_api_answers_a_configuration_error_with_500_and_keeps_details_in_the
     status, body = Api(chat_api.handler, lambda_context).call("POST", "/sessions", {})
     assert status == 500 and body["error"]["code"] == "configuration_error"
     assert "gpt-4" not in body["error"]["message"]
+
+
+def test_s3vectors_on_a_runtime_whose_botocore_predates_it_names_the_version_needed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The asset uses the Lambda runtime's boto3: one older than S3 Vectors raised botocore's
+    UnknownServiceError on every request, which said nothing of the runtime's SDK."""
+    from botocore.exceptions import UnknownServiceError
+
+    def too_old(service: str, endpoint_url: str | None = None) -> Any:
+        raise UnknownServiceError(service_name=service, known_service_names="dynamodb")
+
+    monkeypatch.setattr(wiring, "aws_client", too_old)
+    cfg = Settings(long_term_backend=LongTermBackend.S3VECTORS, vector_bucket="memories")
+    with pytest.raises(ConfigurationError, match=r"botocore 1\.39\.9 or later; this runtime has"):
+        wiring.long_term_index(cfg)
