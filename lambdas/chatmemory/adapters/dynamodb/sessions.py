@@ -383,31 +383,23 @@ class DynamoSessionStore(DynamoTables):
             )
 
     def forget_summary(self, session_id: str) -> None:
-        with suppress_conditional():  # gone or being deleted: its records go with it
-            self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression="SET summary_forgotten = :yes",
-                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
-                ExpressionAttributeNames={"#s": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":yes": {"BOOL": True},
-                    ":deleting": {"S": SessionStatus.DELETING},
-                },
-            )
+        self._mark_forgotten(session_id, "SET summary_forgotten = :v", {"BOOL": True})
 
     def forget_facts(self, session_id: str, keys: Sequence[str]) -> None:
-        if not keys:
-            return
+        if keys:
+            self._mark_forgotten(session_id, "ADD forgotten_facts :v", {"SS": sorted(set(keys))})
+
+    def _mark_forgotten(self, session_id: str, update: str, value: dict[str, Any]) -> None:
+        """What the caller deleted of a session's records, marked on it for good (`:v`)."""
         with suppress_conditional():  # gone or being deleted: its records go with it
             self._db.update_item(
                 TableName=self._sessions,
                 Key=_session_key(session_id),
-                UpdateExpression="ADD forgotten_facts :keys",
+                UpdateExpression=update,
                 ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
                 ExpressionAttributeNames={"#s": schema.STATUS},
                 ExpressionAttributeValues={
-                    ":keys": {"SS": sorted(set(keys))},
+                    ":v": value,
                     ":deleting": {"S": SessionStatus.DELETING},
                 },
             )
