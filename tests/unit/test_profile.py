@@ -736,3 +736,19 @@ def test_a_run_that_fails_after_another_consolidated_the_session_takes_nothing_a
     assert memory.get_session(sid).status == "CONSOLIDATED"
     assert [r.text for r in _facts(memory)] == [CATS]
     assert f"{sid}#summary" in entries(index, "alice")
+
+
+def test_a_record_that_stays_is_listed_without_the_deleted_sessions_date_before_its_purge(
+    memory, index
+) -> None:
+    """The record's date was the deleted session's (the first to say it) until the purge; and
+    a consolidation merging into it meanwhile saved that date for good."""
+    gone = _remembered(memory, index, "alice", at(1), CATS)
+    _remembered(memory, index, "alice", at(5), CATS)
+    sessions.delete_session(memory, "alice", gone)  # the purge has not run yet
+    [cats] = _facts(memory)
+    assert cats.created_at.startswith("2026-01-05")
+    later = _remembered(memory, index, "alice", at(9), CATS)  # merges into the record
+    _purge(memory, index, gone)
+    [cats] = _facts(memory)
+    assert cats.created_at.startswith("2026-01-05") and later in cats.sessions

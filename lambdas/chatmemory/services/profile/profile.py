@@ -281,7 +281,11 @@ def _with_words(provenance: Sequence[Provenance], said: str, text: str) -> list[
 
 
 def _without_hidden(record: MemoryRecord, sessions: set[str]) -> MemoryRecord:
-    return replace(record, provenance=[p for p in record.provenance if p.session_id in sessions])
+    """A copy of `record` as its purges will leave it (_trim): without the provenance of the
+    sessions not in `sessions`, nor their date."""
+    shown = replace(record)
+    _trim(shown, [p for p in record.provenance if p.session_id in sessions])
+    return shown
 
 
 def _same_words(a: str, b: str) -> bool:
