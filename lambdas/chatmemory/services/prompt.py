@@ -91,10 +91,10 @@ def build_chat_prompt(
     # usually are. Not TGI's "truncate": it keeps the prompt's last tokens, so it would drop the
     # system line and the recalled memory before any of the message, and only TGI has it.
     frame = estimate_tokens(f"{roles.user}: \n{roles.assistant}:")
-    room = token_budget - frame - (estimate_tokens(head) - estimate_tokens(memory))
-    message = clip_middle(message, max(room, token_budget // 4))
+    head_tokens = estimate_tokens(head) - estimate_tokens(memory)  # memory is on top of the budget
+    message = clip_middle(message, max(token_budget - frame - head_tokens, token_budget // 4))
     tail = f"{roles.user}: {message}\n{roles.assistant}:"
-    fixed = estimate_tokens(head) + estimate_tokens(tail) - estimate_tokens(memory)
+    fixed = head_tokens + estimate_tokens(tail)
     budget_left = token_budget - fixed
     summary_block = ""
     if summary:

@@ -89,8 +89,6 @@ def session_to_item(session: Session) -> dict[str, Any]:
     item = {name: getattr(session, name) for name in _SESSION_FIELDS}
     if not session.forgotten_facts:  # DynamoDB stores no empty set
         del item["forgotten_facts"]
-    else:
-        item["forgotten_facts"] = set(session.forgotten_facts)
     if session.handoff_state:
         item[schema.HANDOFF_QUEUE] = session.handoff_state
     if session.status in _SWEPT:
