@@ -125,9 +125,7 @@ def build_and_score(data: Path, settings: Any) -> tuple[list[Scored], TimedExtra
     from chatmemory.services.prompt import Roles
 
     embedder = wiring.embedder(settings)
-    summarizer = wiring.summarizer(
-        settings.model_copy(update={"text_backend": TextBackend.OFFLINE})
-    )
+    summarizer = wiring.summarizer(settings.replace(text_backend=TextBackend.OFFLINE))
     extractor = TimedExtractor(wiring.extractor(settings))
     client = boto3.client("dynamodb", region_name="us-east-1")
     for spec in schema.TABLES:

@@ -53,7 +53,7 @@ def configuration_page() -> str:
         "| variable | default | meaning |",
         "| --- | --- | --- |",
     ]
-    for name, field in Settings.model_fields.items():
+    for name, field in Settings.fields().items():
         lines.append(
             f"| `{ENV[name]}` | {_cell(_default(field.default))} | {_cell(field.description)} |"
         )

@@ -4,24 +4,22 @@ Local mode changes the endpoint URL, the model backends and the long-term backen
 else has the same defaults in AWS, locally and in tests. A value that does not parse (a number
 that is not one, a backend that does not exist) is a ConfigurationError naming the variable:
 the deployment is wrong, not the request, so handlers answer it with 500 and log it.
+
+Plain Python, not a pydantic model: every function reads its settings at cold start, and
+building a pydantic model there took about a third of `import boto3` plus one client on top of
+each stream handler's cold start (docs/measured/coldstart.md). A setting is declared once, with
+its default, how its variable's text is read and what it means (the docs' configuration page
+is generated from those: scripts/docs_pages.py).
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any
-
-from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
-    Field,
-    ValidationError,
-    ValidationInfo,
-    field_validator,
-)
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import Any
 
 from chatmemory import schema as s
 from chatmemory.errors import ConfigurationError
@@ -34,304 +32,439 @@ from chatmemory.schema import (
     TextFormat,
 )
 
-
-def _origins(raw: Any) -> Any:
-    """CORS_ALLOW_ORIGINS is comma-separated."""
-    if isinstance(raw, str):
-        return tuple(origin.strip() for origin in raw.split(",") if origin.strip())
-    return raw
+Parse = Callable[[Any], Any]
 
 
-def _flag(raw: Any) -> Any:
+class Setting:
+    """One setting: its default (used as it is), how a given value is read (a variable's text
+    or a typed value; ValueError says what it should be) and its documentation."""
+
+    __slots__ = ("default", "description", "parse")
+
+    def __init__(self, default: Any, parse: Parse, description: str) -> None:
+        self.default, self.parse, self.description = default, parse, description
+
+
+def setting(default: Any, description: str, parse: Parse | None = None) -> Any:
+    """A field of Settings (typed by its annotation; Any here so that the annotation stands)."""
+    return Setting(default, parse or _text, description)
+
+
+def _text(value: Any) -> str:
+    if not isinstance(value, str):
+        raise ValueError("should be text")
+    return value
+
+
+def _stripped(value: Any) -> str:
+    return _text(value).strip()
+
+
+def _optional_text(value: Any) -> str | None:
+    return None if value is None else _text(value)
+
+
+def _matching(pattern: str, what: str) -> Parse:
+    compiled = re.compile(pattern)
+
+    def parse(value: Any) -> str:
+        if compiled.fullmatch(_text(value)) is None:
+            raise ValueError(f"should be {what}")
+        return str(value)
+
+    return parse
+
+
+def _choice(kind: type[Enum]) -> Parse:
+    def parse(value: Any) -> Any:
+        try:
+            return kind(value)
+        except ValueError:
+            allowed = ", ".join(repr(member.value) for member in kind)
+            raise ValueError(f"should be one of {allowed}") from None
+
+    return parse
+
+
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _bounded(value: float, gt: float | None, ge: float | None, le: float | None) -> None:
+    if gt is not None and not value > gt:
+        raise ValueError(f"should be greater than {gt}")
+    if ge is not None and not value >= ge:
+        raise ValueError(f"should be at least {ge}")
+    if le is not None and not value <= le:
+        raise ValueError(f"should be at most {le}")
+
+
+def _integer(ge: int | None = None, le: int | None = None) -> Parse:
+    def parse(value: Any) -> int:
+        if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ValueError("should be a whole number")
+        _bounded(value, None, ge, le)
+        return value
+
+    return parse
+
+
+def _number(gt: float | None = None, ge: float | None = None, le: float | None = None) -> Parse:
+    def parse(value: Any) -> float:
+        if isinstance(value, str):
+            try:
+                value = float(value.strip())
+            except ValueError:
+                raise ValueError("should be a number") from None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise ValueError("should be a finite number")
+        _bounded(value, gt, ge, le)
+        return float(value)
+
+    return parse
+
+
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def _flag(value: Any) -> bool:
     """Booleans as people write them in environment variables."""
-    if isinstance(raw, str):
-        text = raw.strip().lower()
-        if text in ("1", "true", "yes", "on"):
-            return True
-        if text in ("0", "false", "no", "off"):
-            return False
-    return raw
+    if isinstance(value, bool):
+        return value
+    text = value.strip().lower() if isinstance(value, str) else None
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise ValueError("should be true or false (1 or 0, yes or no, on or off)")
 
 
-Flag = Annotated[bool, BeforeValidator(_flag)]
-Positive = Annotated[int, Field(ge=1)]
+def _origins(value: Any) -> tuple[str, ...]:
+    """CORS_ALLOW_ORIGINS is comma-separated."""
+    if isinstance(value, str):
+        return tuple(origin.strip() for origin in value.split(",") if origin.strip())
+    if isinstance(value, tuple | list) and all(isinstance(origin, str) for origin in value):
+        return tuple(value)
+    raise ValueError("should be comma-separated origins")
+
+
 # "vector,lexical,recency,time": up to four numbers.
-_WEIGHTS = re.compile(r"^\s*-?\d+(\.\d+)?(\s*,\s*-?\d+(\.\d+)?){0,3}\s*$")
+_WEIGHTS = r"\s*-?\d+(\.\d+)?(\s*,\s*-?\d+(\.\d+)?){0,3}\s*"
+_ROLE_ARN = r"(arn:[\w-]+:iam::\d{12}:role/\S+)?"
 
 
-class Settings(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+class Settings:
+    """Every setting of the runtime, read once and not changed (hashable: caches key on it).
 
-    # Every field's description is the documentation of its environment variable (the docs'
-    # configuration page is generated from them: docs/gen_pages.py).
-    sessions_table: str = Field("sessions", description="The sessions table's name.")
-    conversations_table: str = Field(
-        "conversations", description="The conversations (turns) table's name."
+    Every field's description is the documentation of its environment variable (the docs'
+    configuration page is generated from them: scripts/docs_pages.py)."""
+
+    sessions_table: str = setting("sessions", "The sessions table's name.")
+    conversations_table: str = setting("conversations", "The conversations (turns) table's name.")
+    users_table: str = setting("users", "The users table's name.")
+    records_table: str = setting("records", "The profile records table's name.")
+    checkpoints_table: str = setting("checkpoints", "The LangGraph checkpoints table's name.")
+    dynamodb_endpoint: str | None = setting(
+        None, "A DynamoDB endpoint URL: DynamoDB Local in local mode; unset in AWS.", _optional_text
     )
-    users_table: str = Field("users", description="The users table's name.")
-    records_table: str = Field("records", description="The profile records table's name.")
-    checkpoints_table: str = Field(
-        "checkpoints", description="The LangGraph checkpoints table's name."
-    )
-    dynamodb_endpoint: str | None = Field(
-        None, description="A DynamoDB endpoint URL: DynamoDB Local in local mode; unset in AWS."
-    )
-    text_backend: TextBackend = Field(
+    text_backend: TextBackend = setting(
         TextBackend.OFFLINE,
-        description=(
-            "The text model: `sagemaker`, `bedrock`, `openai` (any OpenAI-compatible server) "
-            "or `offline` (a plainly labelled responder that calls no model)."
-        ),
+        "The text model: `sagemaker`, `bedrock`, `openai` (any OpenAI-compatible server) "
+        "or `offline` (a plainly labelled responder that calls no model).",
+        _choice(TextBackend),
     )
-    embed_backend: EmbedBackend = Field(
+    embed_backend: EmbedBackend = setting(
         EmbedBackend.OFFLINE,
-        description=(
-            "The embedding model: `sagemaker`, `bedrock`, `openai` or `offline` "
-            "(all-MiniLM-L6-v2 in process)."
-        ),
+        "The embedding model: `sagemaker`, `bedrock`, `openai` or `offline` "
+        "(all-MiniLM-L6-v2 in process).",
+        _choice(EmbedBackend),
     )
-    text_endpoint: str = Field("", description="The SageMaker text endpoint's name.")
-    text_format: TextFormat = Field(
+    text_endpoint: str = setting("", "The SageMaker text endpoint's name.")
+    text_format: TextFormat = setting(
         TextFormat.JUMPSTART_FLAN_T5,
-        description="The text endpoint's payload format: `jumpstart-flan-t5` or `tgi`.",
+        "The text endpoint's payload format: `jumpstart-flan-t5` or `tgi`.",
+        _choice(TextFormat),
     )
-    embed_endpoint: str = Field("", description="The SageMaker embedding endpoint's name.")
-    embed_format: EmbedFormat = Field(
+    embed_endpoint: str = setting("", "The SageMaker embedding endpoint's name.")
+    embed_format: EmbedFormat = setting(
         EmbedFormat.JUMPSTART_GPT_J,
-        description="The embedding endpoint's payload format: `jumpstart-gpt-j` or `tei`.",
+        "The embedding endpoint's payload format: `jumpstart-gpt-j` or `tei`.",
+        _choice(EmbedFormat),
     )
-    embed_dimension: Positive = Field(
-        384, description="The embedding's size; the long-term indexes are made for it."
+    embed_dimension: int = setting(
+        384, "The embedding's size; the long-term indexes are made for it.", _integer(ge=1)
     )
-    text_model_id: str = Field(
+    text_model_id: str = setting(
         "",
-        description=(
-            "The Bedrock or OpenAI-compatible text model (a Bedrock inference profile id "
-            "such as `eu.amazon.nova-micro-v1:0` works)."
-        ),
+        "The Bedrock or OpenAI-compatible text model (a Bedrock inference profile id "
+        "such as `eu.amazon.nova-micro-v1:0` works).",
     )
-    embed_model_id: str = Field(
+    embed_model_id: str = setting(
         "",
-        description=(
-            "The Bedrock or OpenAI-compatible embedding model (Bedrock: "
-            "`amazon.titan-embed-text-v2:0` when unset)."
-        ),
+        "The Bedrock or OpenAI-compatible embedding model (Bedrock: "
+        "`amazon.titan-embed-text-v2:0` when unset).",
     )
-    openai_base_url: str = Field(
-        "http://127.0.0.1:11434/v1",
-        description="The OpenAI-compatible server (Ollama's address by default).",
+    openai_base_url: str = setting(
+        "http://127.0.0.1:11434/v1", "The OpenAI-compatible server (Ollama's address by default)."
     )
-    openai_api_key: str = Field("", description="Its API key, when it needs one.")
+    openai_api_key: str = setting("", "Its API key, when it needs one.")
     # API Gateway gives up after 29 s: a model call with its retries must finish well before.
-    model_timeout_seconds: float = Field(
+    model_timeout_seconds: float = setting(
         20.0,
-        gt=0,
-        description=(
-            "How long one model call may take (a request's deadline may give it less: "
-            "chatmemory/deadline.py)."
-        ),
+        "How long one model call may take (a request's deadline may give it less: "
+        "chatmemory/deadline.py).",
+        _number(gt=0),
     )
-    model_max_attempts: Positive = Field(
-        3, description="Tries of a model call that is throttled or fails on the server's side."
+    model_max_attempts: int = setting(
+        3, "Tries of a model call that is throttled or fails on the server's side.", _integer(ge=1)
     )
-    window_turns: int = Field(
+    window_turns: int = setting(
         6,
-        ge=0,
-        description="The recent turns in a chat prompt, unless a message asks for another number.",
+        "The recent turns in a chat prompt, unless a message asks for another number.",
+        _integer(ge=0),
     )
-    max_window_turns: int = Field(
-        50, ge=0, description="The most recent turns a message may ask for (`window_turns`)."
+    max_window_turns: int = setting(
+        50, "The most recent turns a message may ask for (`window_turns`).", _integer(ge=0)
     )
-    prompt_token_budget: Positive = Field(
-        512, description="The prompt's size in tokens, clipped to fit (FLAN-T5 reads 512)."
+    prompt_token_budget: int = setting(
+        512, "The prompt's size in tokens, clipped to fit (FLAN-T5 reads 512).", _integer(ge=1)
     )
-    max_new_tokens: Positive = Field(256, description="The longest answer, in tokens.")
-    max_input_chars: int = Field(
+    max_new_tokens: int = setting(256, "The longest answer, in tokens.", _integer(ge=1))
+    max_input_chars: int = setting(
         s.MAX_INPUT_CHARS_DEFAULT,
-        ge=1,
-        le=s.MAX_INPUT_CHARS_LIMIT,
-        description=(
-            "The longest message a chat turn takes, in characters (longer: 413); at most "
-            f"{s.MAX_INPUT_CHARS_LIMIT:,}, so that a turn fits one DynamoDB item."
-        ),
+        "The longest message a chat turn takes, in characters (longer: 413); at most "
+        f"{s.MAX_INPUT_CHARS_LIMIT:,}, so that a turn fits one DynamoDB item.",
+        _integer(ge=1, le=s.MAX_INPUT_CHARS_LIMIT),
     )
-    user_role: str = Field("User", description="The user's name in prompts.")
-    assistant_role: str = Field("Assistant", description="The assistant's name in prompts.")
-    system_prompt: str = Field(
+    user_role: str = setting("User", "The user's name in prompts.")
+    assistant_role: str = setting("Assistant", "The assistant's name in prompts.")
+    system_prompt: str = setting(
         "You are a helpful assistant. Answer the user's last message using the conversation.",
-        description="The instruction at the top of every chat prompt.",
+        "The instruction at the top of every chat prompt.",
     )
-    intent_classifier: Flag = Field(
+    intent_classifier: bool = setting(
         False,
-        description=(
-            "Route messages without a command (`/past`, `/verified`) with a few-shot prompt "
-            "to the text model."
-        ),
+        "Route messages without a command (`/past`, `/verified`) with a few-shot prompt "
+        "to the text model.",
+        _flag,
     )
-    store_prompt: Flag = Field(
-        False, description="Keep each turn's rendered prompt with it (for debugging prompts)."
+    store_prompt: bool = setting(
+        False, "Keep each turn's rendered prompt with it (for debugging prompts).", _flag
     )
-    turn_ttl_days: int = Field(
-        0, ge=0, description="Turns expire this many days after they were written (0: kept)."
+    turn_ttl_days: int = setting(
+        0, "Turns expire this many days after they were written (0: kept).", _integer(ge=0)
     )
     # How many recent client_message_ids a session remembers for idempotent retries.
-    keep_message_ids: Positive = Field(
+    keep_message_ids: int = setting(
         50,
-        description=(
-            "How many recent `client_message_id`s a session remembers, so that a retry is "
-            "stored once."
-        ),
+        "How many recent `client_message_id`s a session remembers, so that a retry is stored once.",
+        _integer(ge=1),
     )
-    long_term_backend: LongTermBackend = Field(
+    long_term_backend: LongTermBackend = setting(
         LongTermBackend.NONE,
-        description=(
-            "Long-term memory: `embedded` (a SQLite file at `MEMORY_PATH`), `opensearch`, "
-            "`s3vectors`, or `none` (`/past` and `/verified` then say it is not configured)."
-        ),
+        "Long-term memory: `embedded` (a SQLite file at `MEMORY_PATH`), `opensearch`, "
+        "`s3vectors`, or `none` (`/past` and `/verified` then say it is not configured).",
+        _choice(LongTermBackend),
     )
-    memory_path: str = Field(
-        ".local/memory.sqlite3", description="The embedded index's file (local mode)."
+    memory_path: str = setting(".local/memory.sqlite3", "The embedded index's file (local mode).")
+    opensearch_endpoint: str = setting(
+        "", "The OpenSearch domain's or Serverless collection's endpoint."
     )
-    opensearch_endpoint: str = Field(
-        "", description="The OpenSearch domain's or Serverless collection's endpoint."
-    )
-    opensearch_serverless: Flag = Field(
-        False, description="Whether the endpoint is an OpenSearch Serverless collection."
+    opensearch_serverless: bool = setting(
+        False, "Whether the endpoint is an OpenSearch Serverless collection.", _flag
     )
     # Amazon S3 Vectors: the vector bucket holding the long-term indexes (required with it).
-    vector_bucket: str = Field(
-        default="",
-        validate_default=True,
-        description="The S3 vector bucket of the long-term indexes (required with `s3vectors`).",
+    vector_bucket: str = setting(
+        "",
+        "The S3 vector bucket of the long-term indexes (required with `s3vectors`).",
+        _stripped,
     )
     # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
-    recall_weights: str = Field(
-        default="1.0,1.0,0.0,1.5",
-        pattern=_WEIGHTS.pattern,
-        description="The weights of `/past`'s ranking: meaning, words, recency, a named time.",
+    recall_weights: str = setting(
+        "1.0,1.0,0.0,1.5",
+        "The weights of `/past`'s ranking: meaning, words, recency, a named time.",
+        _matching(_WEIGHTS, "up to four comma-separated numbers"),
     )
-    recency_half_life_days: float = Field(
-        30.0, gt=0, description="How fast recency fades in `/past`'s ranking."
+    recency_half_life_days: float = setting(
+        30.0, "How fast recency fades in `/past`'s ranking.", _number(gt=0)
     )
-    compact_after_turns: Positive = Field(
+    compact_after_turns: int = setting(
         12,
-        description=(
-            "A session's rolling summary is extended once this many turns are outside it and "
-            "the window."
-        ),
+        "A session's rolling summary is extended once this many turns are outside it and "
+        "the window.",
+        _integer(ge=1),
     )
-    idle_minutes: Positive = Field(
-        30, description="The sweeper ends sessions without a turn for this long."
+    idle_minutes: int = setting(
+        30, "The sweeper ends sessions without a turn for this long.", _integer(ge=1)
     )
     # How long a purge waits after a forget before trusting the user index (its lag).
-    purge_settle_seconds: float = Field(
+    purge_settle_seconds: float = setting(
         30.0,
-        ge=0,
-        description=(
-            "How long the purge of a forget waits before it reads the user index; keep it "
-            "longer than the chat function's timeout."
-        ),
+        "How long the purge of a forget waits before it reads the user index; keep it "
+        "longer than the chat function's timeout.",
+        _number(ge=0),
     )
     # Ordinary chat turns bring relevant long-term memory into the prompt (not only /past),
     # at most this many tokens of it.
-    auto_recall: Flag = Field(
-        True, description="Bring relevant long-term memory into ordinary chat turns."
+    auto_recall: bool = setting(
+        True, "Bring relevant long-term memory into ordinary chat turns.", _flag
     )
-    memory_token_budget: int = Field(
+    memory_token_budget: int = setting(
         400,
-        ge=0,
-        description="Auto-recall's memory in a prompt, in tokens (at most half the context).",
+        "Auto-recall's memory in a prompt, in tokens (at most half the context).",
+        _integer(ge=0),
     )
     # Origins a browser page may call the API from ("*": any); none by default.
-    cors_origins: Annotated[tuple[str, ...], BeforeValidator(_origins)] = Field(
-        (), description="Comma-separated origins a browser page may call the API from (`*`: any)."
+    cors_origins: tuple[str, ...] = setting(
+        (), "Comma-separated origins a browser page may call the API from (`*`: any).", _origins
     )
     # How a user turn's sentiment is found: VADER in process (also with a text model: a model
     # call per turn would add its latency and cost to every turn), the text model, or not.
-    sentiment: SentimentMode = Field(
+    sentiment: SentimentMode = setting(
         SentimentMode.AUTO,
-        description=(
-            "The sentiment of user turns: `auto` (the text model when there is one, else "
-            "VADER), `vader`, `model` or `off`."
-        ),
+        "The sentiment of user turns: `auto` (the text model when there is one, else "
+        "VADER), `vader`, `model` or `off`.",
+        _choice(SentimentMode),
     )
     # Messages sent before the bot answered are answered together
     # (services/conversation/stacking.py), after waiting this long for more (0: no wait; see the
     # README's "Stacked messages").
-    stack_messages: Flag = Field(
-        True, description="Answer messages sent before the bot answered together."
+    stack_messages: bool = setting(
+        True, "Answer messages sent before the bot answered together.", _flag
     )
-    stack_wait_ms: int = Field(
+    stack_wait_ms: int = setting(
         0,
-        ge=0,
-        le=10_000,
-        description="How long a chat message waits for more before the model is called.",
+        "How long a chat message waits for more before the model is called.",
+        _integer(ge=0, le=10_000),
     )
     # Hand-off to a person (services/conversation/handoff.py): where its events go (an EventBridge
     # bus, or in local mode a JSON-lines file; neither: none), who is an agent (members of the
     # Cognito group, or with auth=iam the sessions of the role), and the automatic rules (off unless
     # set): hand off when /verified finds nothing relevant, and after this many consecutive
     # user turns whose sentiment score is at most handoff_negative_score (0: never).
-    event_bus_name: str = Field("", description="The EventBridge bus of hand-off events.")
-    events_file: str = Field(
-        "", description="Without a bus, a JSON-lines file of hand-off events (local mode)."
+    event_bus_name: str = setting("", "The EventBridge bus of hand-off events.")
+    events_file: str = setting(
+        "", "Without a bus, a JSON-lines file of hand-off events (local mode)."
     )
-    agent_group: str = Field(
-        "agents", description="The Cognito group whose members may use the `/agent` routes."
+    agent_group: str = setting(
+        "agents", "The Cognito group whose members may use the `/agent` routes."
     )
-    agent_role_arn: str = Field(
-        default="",
-        pattern=r"^(arn:[\w-]+:iam::\d{12}:role/\S+)?$",
-        description="With IAM auth, the role whose sessions are agents.",
+    agent_role_arn: str = setting(
+        "",
+        "With IAM auth, the role whose sessions are agents.",
+        _matching(_ROLE_ARN, "an IAM role's ARN"),
     )
-    handoff_on_nothing_verified: Flag = Field(
-        False, description="Hand the session to a person when `/verified` finds nothing relevant."
+    handoff_on_nothing_verified: bool = setting(
+        False, "Hand the session to a person when `/verified` finds nothing relevant.", _flag
     )
-    handoff_negative_turns: int = Field(
+    handoff_negative_turns: int = setting(
         0,
-        ge=0,
-        le=50,
-        description=(
-            "Hand the session to a person after this many user turns in a row at or below "
-            "`HANDOFF_NEGATIVE_SCORE` (0: never)."
-        ),
+        "Hand the session to a person after this many user turns in a row at or below "
+        "`HANDOFF_NEGATIVE_SCORE` (0: never).",
+        _integer(ge=0, le=50),
     )
-    handoff_negative_score: float = Field(
-        -0.5, ge=-1, le=1, description="The sentiment score that counts as negative."
+    handoff_negative_score: float = setting(
+        -0.5, "The sentiment score that counts as negative.", _number(ge=-1, le=1)
     )
 
-    @field_validator("vector_bucket")
-    @classmethod
-    def _bucket_with_s3vectors(cls, value: str, info: ValidationInfo) -> str:
-        backend = info.data.get("long_term_backend")
-        if backend == LongTermBackend.S3VECTORS and not value.strip():
-            raise ValueError(f"required when {s.ENV_LONG_TERM_BACKEND}={backend.value}")
-        return value.strip()
-
-    @field_validator("sentiment")
-    @classmethod
-    def _model_sentiment_needs_a_model(
-        cls, value: SentimentMode, info: ValidationInfo
-    ) -> SentimentMode:
-        if value == SentimentMode.MODEL and info.data.get("text_backend") == TextBackend.OFFLINE:
-            raise ValueError(
-                f"needs a text model ({s.ENV_TEXT_BACKEND} other than {TextBackend.OFFLINE.value})"
-            )
-        return value
+    def __init__(self, **values: Any) -> None:
+        """Settings of VALUES by field name (the others: their defaults); ConfigurationError
+        names every value that does not parse."""
+        for name, value in _validated(values, label=str).items():
+            object.__setattr__(self, name, value)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         """Settings from the variables of ENV (unset or empty: the default)."""
         env = os.environ if env is None else env
         raw = {field: env[name] for field, name in ENV.items() if env.get(name, "") != ""}
+        settings = cls.__new__(cls)
+        for name, value in _validated(raw, label=ENV.__getitem__).items():
+            object.__setattr__(settings, name, value)
+        return settings
+
+    @classmethod
+    def fields(cls) -> dict[str, Setting]:
+        """Every setting by field name, in the order declared."""
+        return dict(_FIELDS)
+
+    def replace(self, **changes: Any) -> Settings:
+        """These settings with CHANGES (validated as the constructor validates)."""
+        return Settings(**({name: getattr(self, name) for name in _FIELDS} | changes))
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in _FIELDS)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("settings are read once and not changed: use replace()")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Settings) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(
+            f"{name}={'***' if name in _SECRET and value else value!r}"
+            for name, value in zip(_FIELDS, self._values(), strict=True)
+        )
+        return f"Settings({shown})"
+
+
+_FIELDS: dict[str, Setting] = {
+    name: value for name, value in vars(Settings).items() if isinstance(value, Setting)
+}
+# Not repeated where settings are shown (an error's message, a log line).
+_SECRET = frozenset({"openai_api_key"})
+
+
+def _validated(raw: Mapping[str, Any], label: Callable[[str], str]) -> dict[str, Any]:
+    """Every field's value: RAW's, parsed, or its default. ConfigurationError lists each value
+    that does not parse, named by LABEL (the field, or its environment variable)."""
+    unknown = set(raw) - set(_FIELDS)
+    if unknown:
+        raise ConfigurationError(f"invalid settings: unknown {', '.join(sorted(unknown))}")
+    values: dict[str, Any] = {}
+    problems: list[str] = []
+
+    def check(name: str, parse: Parse, value: Any) -> None:
         try:
-            return cls.model_validate(raw)
-        except ValidationError as error:
-            problems = "; ".join(
-                f"{ENV[str(e['loc'][0])]}={raw.get(str(e['loc'][0]))!r}: {e['msg']}"
-                for e in error.errors()
-            )
-            raise ConfigurationError(f"invalid settings: {problems}") from None
+            values[name] = parse(value)
+        except ValueError as error:
+            shown = "***" if name in _SECRET else repr(raw.get(name, value))
+            problems.append(f"{label(name)}={shown}: {error}")
+
+    for name, spec in _FIELDS.items():
+        if name in raw:
+            check(name, spec.parse, raw[name])
+        else:
+            values[name] = spec.default
+    # Settings that depend on others (each checked when both parsed).
+    if values.get("long_term_backend") is LongTermBackend.S3VECTORS and "vector_bucket" in values:
+        check("vector_bucket", _required_with_s3vectors, values["vector_bucket"])
+    if values.get("text_backend") is TextBackend.OFFLINE and "sentiment" in values:
+        check("sentiment", _sentiment_without_a_model, values["sentiment"])
+    if problems:
+        raise ConfigurationError(f"invalid settings: {'; '.join(problems)}")
+    return values
+
+
+def _required_with_s3vectors(bucket: str) -> str:
+    if not bucket:
+        raise ValueError(f"required when {s.ENV_LONG_TERM_BACKEND}={LongTermBackend.S3VECTORS}")
+    return bucket
+
+
+def _sentiment_without_a_model(mode: Any) -> Any:
+    if mode is SentimentMode.MODEL:
+        raise ValueError(
+            f"needs a text model ({s.ENV_TEXT_BACKEND} other than {TextBackend.OFFLINE.value})"
+        )
+    return mode
 
 
 # The environment variable of every setting (names from schema.py, the one source).

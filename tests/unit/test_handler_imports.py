@@ -74,7 +74,12 @@ def test_stream_and_scheduled_handlers_do_not_load_the_chat_service_at_import() 
     assert not conversation, conversation
 
 
-ENTRY_POINTS = [name for name in HANDLERS if name not in ("http", "batch")]
+# The modules a function's handler setting names (the others are their helpers).
+ENTRY_POINTS = [
+    name
+    for name in HANDLERS
+    if "\ndef handler(" in (ROOT / "lambdas" / "handlers" / f"{name}.py").read_text()
+]
 
 _COLLECTION = (
     "import gc, json, sys\n"
@@ -223,3 +228,19 @@ def test_a_snapshot_of_the_chat_init_holds_no_users_data() -> None:
     calls, built = _fresh_interpreter(_CALLS_DURING_INIT, **_SNAP_START)
     assert built == 1
     assert calls == []
+
+
+def test_the_functions_off_the_request_path_do_not_load_pydantic() -> None:
+    """Their settings are read without it: building a pydantic model at cold start cost each of
+    them about a third of `import boto3` plus one client (docs/measured/coldstart.md)."""
+    # (The ingest function, which operators invoke with documents, reads them with pydantic.)
+    off_the_request_path = (
+        "compact",
+        "consolidate",
+        "purge",
+        "redrive",
+        "sweep_idle",
+        "index_setup",
+    )
+    loaded = {m.split(".")[0] for m in _modules_after_importing(off_the_request_path)}
+    assert "chatmemory" in loaded and not loaded & {"pydantic", "pydantic_core"}

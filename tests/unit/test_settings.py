@@ -15,7 +15,7 @@ from chatmemory.settings import ENV, Settings
 
 
 def test_every_setting_has_its_variable_named_in_schema() -> None:
-    assert set(ENV) == set(Settings.model_fields)
+    assert set(ENV) == set(Settings.fields())
     names = {value for key, value in vars(schema).items() if key.startswith("ENV_")}
     assert set(ENV.values()) <= names
 
@@ -85,3 +85,44 @@ def test_s3vectors_on_a_runtime_whose_botocore_predates_it_names_the_version_nee
     cfg = Settings(long_term_backend=LongTermBackend.S3VECTORS, vector_bucket="memories")
     with pytest.raises(ConfigurationError, match=r"botocore 1\.39\.9 or later; this runtime has"):
         wiring.long_term_index(cfg)
+
+
+def test_every_default_is_a_value_its_setting_accepts() -> None:
+    for name, spec in Settings.fields().items():
+        if spec.default is not None:
+            assert spec.parse(spec.default) == spec.default, name
+
+
+def test_every_wrong_value_is_named_at_once_and_a_secret_is_not_repeated() -> None:
+    with pytest.raises(ConfigurationError) as raised:
+        Settings.from_env(
+            {
+                schema.ENV_WINDOW_TURNS: "six",
+                schema.ENV_MODEL_TIMEOUT: "0",
+                schema.ENV_OPENAI_API_KEY: "sk-secret",
+                schema.ENV_STACK_WAIT_MS: "10001",
+            }
+        )
+    message = str(raised.value)
+    assert f"{schema.ENV_WINDOW_TURNS}='six': should be a whole number" in message
+    assert f"{schema.ENV_MODEL_TIMEOUT}='0': should be greater than 0" in message
+    assert f"{schema.ENV_STACK_WAIT_MS}='10001': should be at most 10000" in message
+    assert "sk-secret" not in message and "sk-secret" not in repr(
+        Settings(openai_api_key="sk-secret")
+    )
+
+
+def test_settings_are_not_changed_in_place_and_a_replacement_is_checked_like_the_first() -> None:
+    cfg = Settings()
+    with pytest.raises(AttributeError):
+        cfg.window_turns = 3  # type: ignore[misc]
+    changed = cfg.replace(window_turns=3, text_backend="bedrock")
+    assert (changed.window_turns, changed.text_backend) == (3, TextBackend.BEDROCK)
+    assert cfg.window_turns == 6 and changed != cfg
+    # Equal settings are one key of the caches built on them (wiring's clients and adapters).
+    assert Settings(window_turns=3) == Settings.from_env({schema.ENV_WINDOW_TURNS: "3"})
+    assert hash(Settings(window_turns=3)) == hash(Settings.from_env({"WINDOW_TURNS": "3"}))
+    with pytest.raises(ConfigurationError, match="window_turns=-1"):
+        cfg.replace(window_turns=-1)
+    with pytest.raises(ConfigurationError, match="unknown colour"):
+        Settings(colour="blue")

@@ -275,7 +275,7 @@ def test_a_stored_turn_expires_and_is_kept_by_the_configured_rules_as_a_chat_tur
     so TURN_TTL_DAYS never expired them (and KEEP_MESSAGE_IDS did not apply to them)."""
     from chatmemory import wiring
 
-    settings = wiring.settings().model_copy(update={"turn_ttl_days": 7, "keep_message_ids": 2})
+    settings = wiring.settings().replace(turn_ttl_days=7, keep_message_ids=2)
     monkeypatch.setattr(wiring, "settings", lambda: settings)
     sid = world.api.new_session()
     for i in range(3):
