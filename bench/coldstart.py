@@ -470,26 +470,14 @@ def _floor_code(
 PHASES: tuple[tuple[str, str], ...] = (
     ("interpreter", "import handlers"),
     ("boto3", "import boto3"),
-    ("pydantic", "import pydantic"),
     ("Powertools Logger and Metrics", "from aws_lambda_powertools import Logger, Metrics"),
-    ("Powertools event handler", "import aws_lambda_powertools.event_handler"),
-    (
-        "Powertools request validation",
-        "import aws_lambda_powertools.event_handler.middlewares.openapi_validation",
-    ),
     ("chatmemory.schema", "import chatmemory.schema"),
     ("chatmemory.domain", "import chatmemory.domain"),
     ("chatmemory.settings", "import chatmemory.settings"),
-    ("chatmemory.api_models", "import chatmemory.api_models"),
     ("chatmemory.wiring", "import chatmemory.wiring"),
     ("the conversation's services", "import chatmemory.services.conversation.chat"),
-    (
-        "the other routes' services",
-        "import chatmemory.services.longterm.recall, chatmemory.services.profile.profile, "
-        "chatmemory.services.conversation.handoff, chatmemory.services.conversation.checkpoints, "
-        "chatmemory.services.background.forget, handlers.http",
-    ),
-    ("handler module and init (clients, routes)", "import handlers.chat_api"),
+    ("the message route", "import handlers.messages"),
+    ("handler module and init (clients)", "import handlers.chat_api"),
 )
 
 

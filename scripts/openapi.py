@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from handlers.chat_api import openapi_document
+from handlers.chat_routes import openapi_document
 
 
 def main() -> None:

@@ -53,7 +53,7 @@ def visible_to(owner: str, session_owner: object, status: object) -> bool:
 
 def owner_key(user_id: str, generation: int) -> str:
     """The key a caller's data is stored under: their id, then "<id>#<n>" after their n-th
-    "forget everything". Caller ids never contain "#" (handlers.http.caller_id refuses them),
+    "forget everything". Caller ids never contain "#" (handlers.identity.caller_id refuses them),
     so two callers never share a key."""
     return user_id if generation == 0 else f"{user_id}#{generation}"
 

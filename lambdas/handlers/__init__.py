@@ -14,7 +14,7 @@ layer's.
 import contextlib
 import gc
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 # A cold start makes a few hundred thousand objects that live as long as the environment
 # (modules, classes, pydantic's validators, Powertools' routes, boto3's clients and service
@@ -25,7 +25,8 @@ from collections.abc import Callable
 # freezes all of it (no collection looks at it again) and resumes collection: the first request
 # and every later one collect over their own objects only. Decided here, before any other
 # import, so it reads the environment at import: the one place that does.
-_collection_paused = bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME")) and gc.isenabled()
+_IN_LAMBDA = bool(os.environ.get("AWS_LAMBDA_FUNCTION_NAME"))
+_collection_paused = _IN_LAMBDA and gc.isenabled()
 if _collection_paused:
     gc.disable()
 
@@ -67,5 +68,21 @@ def init_done(
             register_after_restore(random.seed)
     finally:
         _collection_paused = False
+        gc.freeze()
+        gc.enable()
+
+
+@contextlib.contextmanager
+def initializing() -> Iterator[None]:
+    """Work of init's kind done later, on first use (modules and objects that live as long as
+    the environment: the chat function's Powertools routes): in a Lambda environment collection
+    waits meanwhile and what it made is frozen after, as at the end of init."""
+    if not (_IN_LAMBDA and gc.isenabled()):
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
         gc.freeze()
         gc.enable()

@@ -1,9 +1,8 @@
-"""HTTP helpers of the API handler: caller identity, CORS, JSON-only bodies, the error envelope."""
+"""HTTP helpers of the API's Powertools routes (handlers/chat_routes.py): CORS, JSON-only bodies,
+the error envelope, readable validation errors."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -11,92 +10,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConf
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
 from chatmemory.errors import ChatMemoryError
-
-
-class Unauthorized(ChatMemoryError):
-    code = "unauthorized"
-    status = 401
-
-
-def caller_id(event: dict[str, Any]) -> str:
-    """The authenticated caller: the Cognito `sub` claim, else the IAM/Lambda authorizer
-    identity. Never taken from the request body or headers."""
-    context = event.get("requestContext") or {}
-    authorizer = context.get("authorizer") or {}
-    claims = authorizer.get("claims") or {}
-    identity = context.get("identity") or {}
-    for candidate in (
-        claims.get("sub"),
-        authorizer.get("principalId"),
-        identity.get("cognitoIdentityId"),
-        identity.get("userArn"),
-    ):
-        if isinstance(candidate, str) and candidate:
-            if "#" in candidate:
-                # "#" separates a caller's id from the generation of their memory (see
-                # domain.owner_key): no identity provider we accept issues it.
-                raise Unauthorized("the caller's identity is not usable")
-            return candidate
-    raise Unauthorized("no authenticated caller")
-
-
-class Forbidden(ChatMemoryError):
-    code = "forbidden"
-    status = 403
-
-
-def is_agent(event: dict[str, Any], *, group: str, role_arn: str = "") -> bool:
-    """Whether the authenticated caller is a human agent (hand-off to a person): a member of the
-    Cognito group `group` (the `cognito:groups` claim), or, with IAM authorization, a session
-    of the role `role_arn` (the caller's `userArn` is `...:assumed-role/<name>/<session>`).
-    Both come from API Gateway's authorizer, never from the request."""
-    context = event.get("requestContext") or {}
-    authorizer = context.get("authorizer") or {}
-    claims = authorizer.get("claims") or {}
-    if group and group in cognito_groups(claims.get("cognito:groups")):
-        return True
-    identity = context.get("identity") or {}
-    return bool(role_arn) and is_session_of(identity.get("userArn"), role_arn)
-
-
-def cognito_groups(value: Any) -> set[str]:
-    """The groups of a `cognito:groups` claim as API Gateway's REST Cognito authorizer passes
-    it, every claim being a string there: one group ("agents"), a Java-style list
-    ("[agents other]"), comma-separated ("agents,other"); also a JSON list, in a string or not
-    (other authorizers, tests)."""
-    if isinstance(value, list):
-        return {str(item) for item in value}
-    if not isinstance(value, str):
-        return set()
-    text = value.strip()
-    if text.startswith("[") and text.endswith("]"):
-        try:
-            parsed = json.loads(text)
-        except ValueError:
-            parsed = None
-        if isinstance(parsed, list):
-            return {str(item) for item in parsed}
-        text = text[1:-1]
-    return {part for part in re.split(r"[,\s]+", text) if part}
-
-
-_ROLE = re.compile(
-    r"^arn:(?P<partition>[\w-]+):iam::(?P<account>\d{12}):role/(?:.*/)?(?P<name>[^/]+)$"
-)
-_ASSUMED = re.compile(
-    r"^arn:(?P<partition>[\w-]+):sts::(?P<account>\d{12}):assumed-role/(?P<name>[^/]+)/[^/]+$"
-)
-
-
-def is_session_of(user_arn: Any, role_arn: str) -> bool:
-    """Whether `user_arn` (an STS assumed-role session) is a session of the IAM role `role_arn`
-    (same partition, account and role name; a role's path is not in its sessions' ARNs)."""
-    if not isinstance(user_arn, str):
-        return False
-    session, role = _ASSUMED.match(user_arn), _ROLE.match(role_arn)
-    if session is None or role is None:
-        return False
-    return all(session.group(k) == role.group(k) for k in ("partition", "account", "name"))
+from handlers.json_body import error_json
 
 
 class UnsupportedMediaType(ChatMemoryError):
@@ -162,55 +76,11 @@ def _lower_media(value: Any) -> Any:
     return media.strip().lower() + sep + params
 
 
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _finite(text: str) -> float:
-    number = float(text)
-    if number in (float("inf"), float("-inf")):
-        raise ValueError("a number too large for a float")
-    return number
-
-
-def _bounded_int(text: str) -> int:
-    # Python refuses int() of over 4,300 digits anyway; nothing here needs more than 19.
-    if len(text.lstrip("-")) > 64:
-        raise ValueError("an integer with too many digits")
-    return int(text)
-
-
-def strict_json(body: str) -> Any:
-    """A request body's JSON, refusing what parses in Python but is not portable JSON or data:
-    NaN and Infinity, numbers beyond a float (1e400) or of thousands of digits, nesting deeper
-    than the parser's recursion limit, and text that is not Unicode (a lone surrogate escaped
-    in JSON, "\\ud800", parses in Python, but no store or client can encode it as UTF-8).
-    Each is a JSONDecodeError, which the API answers with 400."""
-    try:
-        data = json.loads(
-            body, parse_constant=_no_constant, parse_float=_finite, parse_int=_bounded_int
-        )
-    except json.JSONDecodeError:
-        raise
-    except (ValueError, RecursionError) as error:  # from the hooks above, or the depth
-        reason = "nested too deeply" if isinstance(error, RecursionError) else str(error)
-        raise json.JSONDecodeError(reason, body[:0], 0) from None
-    try:
-        json.dumps(data, ensure_ascii=False).encode("utf-8")
-    except RecursionError:
-        raise json.JSONDecodeError("nested too deeply", body[:0], 0) from None
-    except UnicodeEncodeError as error:
-        raise json.JSONDecodeError(
-            "a lone surrogate escape: the text is not valid Unicode", body, 0
-        ) from error
-    return data
-
-
 def error_response(status: int, code: str, message: str) -> Response:
     return Response(
         status_code=status,
         content_type="application/json",
-        body=json.dumps({"error": {"code": code, "message": message}}),
+        body=error_json(code, message),
     )
 
 

@@ -39,7 +39,7 @@ from chatmemory.services.conversation.turns import AppendPolicy
 from chatmemory.services.longterm.recall import NOTHING_VERIFIED
 from chatmemory.services.profile.extract import PatternExtractor, open_questions
 from chatmemory.services.prompt import Roles, build_chat_prompt
-from handlers.http import cognito_groups, is_agent, is_session_of
+from handlers.identity import cognito_groups, is_agent, is_session_of
 from tests.fakes import FakeEmbedder, FixedClock, HookedModel
 from tests.memory_fake import InMemoryShortTermMemory
 

@@ -182,9 +182,9 @@ def test_the_client_the_page_and_the_published_contract_share_the_rule() -> None
 
 
 def _routes() -> list[Any]:
-    from handlers import chat_api
+    from handlers import chat_routes
 
-    resolver = chat_api.api(())
+    resolver = chat_routes.api(())
     return list(resolver._static_routes) + list(resolver._dynamic_routes)
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from openapi_spec_validator import validate
 
-from handlers.chat_api import openapi_document
+from handlers.chat_routes import openapi_document
 
 ROOT = Path(__file__).resolve().parents[2]
 
