@@ -175,3 +175,16 @@ def test_the_token_estimate_counts_text_written_without_spaces() -> None:
     assert estimate_tokens("The harvest was late this year.") == estimate_tokens(
         "The harvest was late this year!"
     )
+
+
+def test_the_written_out_word_characters_are_exactly_those_below_u0800() -> None:
+    """Every code point: the class written out (fast to compile) and the one it stands for."""
+    import re
+
+    from chatmemory.services.prompt import SPACED_WORD_CHARS
+
+    written, meant = re.compile(f"[{SPACED_WORD_CHARS}]"), re.compile(r"[^\W\u0800-\U0010ffff]")
+    differ = [
+        hex(c) for c in range(0x110000) if bool(written.match(chr(c))) != bool(meant.match(chr(c)))
+    ]
+    assert differ == []
