@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import fields
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +103,7 @@ def fit(rows: list[Example]) -> Any:
     x = [features for _, pieces, _, _ in rows for _, features, _ in pieces]
     y = [positive for _, pieces, _, _ in rows for _, _, positive in pieces]
     model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
-    names = [f.name for f in fields(LineWeights)]
+    names = list(LineWeights._fields)
     return LineWeights(
         **{n: round(float(w), 3) for n, w in zip(names, model.coef_[0], strict=True)}
     )
@@ -160,7 +159,7 @@ def main() -> None:
         others = [c.user for c in world.conversations if c.user not in train]
         result: dict[str, Any] = {
             "fitted_on": train,
-            "weights": {f.name: getattr(weights, f.name) for f in fields(weights)},
+            "weights": weights._asdict(),
             "evidence_in_prompt_fitted_on": score(train, weights),
             "evidence_in_prompt_held_out": score(others, weights),
             "shipped_weights_held_out": score(others, LINE_WEIGHTS),

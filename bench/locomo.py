@@ -48,7 +48,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -509,7 +509,7 @@ def run_chat(
 
     policy = wiring.chat_policy(world.settings)
     if auto_recall is not None:
-        policy = replace(policy, auto_recall=auto_recall)
+        policy = policy._replace(auto_recall=auto_recall)
     start, send = _chat(world, policy)
     tick = time.perf_counter()
     rows = ask_questions(world, start, send)
@@ -517,7 +517,7 @@ def run_chat(
     curve: dict[str, Any] = {}
     for budget in budgets or []:
         tick = time.perf_counter()
-        sized = replace(policy, auto_recall=replace(policy.auto_recall, token_budget=budget))
+        sized = policy._replace(auto_recall=policy.auto_recall._replace(token_budget=budget))
         curve[str(budget)] = chat_metrics(
             ask_questions(world, *_chat(world, sized, max(2048, 2 * budget)))
         )
@@ -597,7 +597,7 @@ def run_sequential(world: World, policy: Any) -> dict[str, float]:
     previous message does to follow-ups, and to the questions (standalone) around them."""
     out: dict[str, float] = {}
     for name, terms in (("follow_up_rule", policy.auto_recall.follow_up_terms), ("never", -1)):
-        variant = replace(policy, auto_recall=replace(policy.auto_recall, follow_up_terms=terms))
+        variant = policy._replace(auto_recall=policy.auto_recall._replace(follow_up_terms=terms))
         start, send = _chat(world, variant)
         asked: list[bool] = []
         followed: list[bool] = []

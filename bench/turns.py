@@ -455,7 +455,6 @@ class CountingEmbedder:
 
 def drive_recall(turns: int) -> dict[str, dict[str, float]]:
     """Auto-recall on and off, alternating turn by turn on one session each."""
-    from dataclasses import replace
 
     from chatmemory.adapters.embedded import EmbeddedLongTermIndex
     from chatmemory.ports import MemoryDoc
@@ -503,8 +502,8 @@ def drive_recall(turns: int) -> dict[str, dict[str, float]]:
     index.upsert(MEMORY_INDEX, docs)
     base = wiring.chat_policy(settings)
     policies = {
-        "auto_recall_on": replace(base, auto_recall=replace(base.auto_recall, enabled=True)),
-        "auto_recall_off": replace(base, auto_recall=replace(base.auto_recall, enabled=False)),
+        "auto_recall_on": base._replace(auto_recall=base.auto_recall._replace(enabled=True)),
+        "auto_recall_off": base._replace(auto_recall=base.auto_recall._replace(enabled=False)),
     }
     paths = {}
     for name in policies:

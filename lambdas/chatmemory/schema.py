@@ -12,19 +12,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 AttrType = Literal["S", "N", "B"]
 
 
-@dataclass(frozen=True)
-class KeyAttr:
+class KeyAttr(NamedTuple):
     name: str
     type: AttrType
 
 
-@dataclass(frozen=True)
-class IndexSpec:
+class IndexSpec(NamedTuple):
     """A global secondary index. `include` lists projected non-key attributes (INCLUDE);
     None projects ALL."""
 
@@ -644,8 +642,7 @@ USER_PURGE_FILTER: dict[str, Any] = {
 }
 
 
-@dataclass(frozen=True)
-class StreamTrigger:
+class StreamTrigger(NamedTuple):
     """One event source mapping: which table's stream runs which handler, with which filters (a
     record matching any of them goes through), batch size and retries. CDK deploys these and
     local mode's poller runs them."""

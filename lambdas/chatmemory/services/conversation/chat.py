@@ -11,8 +11,9 @@ import contextlib
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import NamedTuple
 
 from chatmemory import deadline
 from chatmemory.clock import iso, parse_time, utc_now
@@ -84,8 +85,7 @@ NO_LONG_TERM_MEMORY = (
 )
 
 
-@dataclass(frozen=True)
-class ChatPolicy:
+class ChatPolicy(NamedTuple):
     """The knobs of a chat turn (filled from Settings by the wiring)."""
 
     window_turns: int = 6
@@ -93,7 +93,7 @@ class ChatPolicy:
     prompt_token_budget: int = 512
     max_new_tokens: int = 256
     max_input_chars: int = MAX_INPUT_CHARS_DEFAULT
-    roles: Roles = field(default_factory=Roles)
+    roles: Roles = Roles()
     system_prompt: str = "You are a helpful assistant."
     use_classifier: bool = False
     store_prompt: bool = False
@@ -101,21 +101,21 @@ class ChatPolicy:
     turn_ttl_days: int = 0
     # Optimistic-concurrency retries when parallel turns race for the same turn number.
     append_attempts: int = 30
-    recall_weights: RecallWeights = field(default_factory=RecallWeights)
+    recall_weights: RecallWeights = RecallWeights()
     recall_sessions: int = 3
     # A recalled session below this share of the best one's score is noise, not a source.
     recall_relative_floor: float = 0.25
     verified_passages: int = 4
     # Below this fused score a verified passage does not count as relevant.
     verified_min_score: float = 0.35
-    auto_recall: AutoRecallPolicy = field(default_factory=AutoRecallPolicy)
+    auto_recall: AutoRecallPolicy = AutoRecallPolicy()
     # After this long without a message the prompt says how long it has been (0: never).
     long_gap_hours: float = 6.0
     # With a text model: make follow-ups standalone with it before auto-recall searches.
     rewrite_follow_ups: bool = False
     # Messages sent before the bot answered are answered together
     # (services/conversation/stacking.py).
-    stack: StackPolicy = field(default_factory=StackPolicy)
+    stack: StackPolicy = StackPolicy()
     # What the optional model calls before the answer (sentiment, a follow-up's rewrite, the
     # embedding of auto-recall) leave of the request's deadline for the answer itself: past
     # it they give up (the turn goes on without them) rather than starve the answer.
@@ -127,7 +127,7 @@ class ChatPolicy:
         return AppendPolicy(self.keep_message_ids, self.append_attempts)
 
     # Hand-off to a person: the automatic rules (services/conversation/handoff.py).
-    handoff: HandoffPolicy = field(default_factory=HandoffPolicy)
+    handoff: HandoffPolicy = HandoffPolicy()
 
 
 @dataclass
@@ -496,9 +496,8 @@ def _recall_for_turn(
         memory=deps.memory,
         embedder=deps.embedder,
         index=deps.long_term,
-        policy=replace(
-            policy.auto_recall,
-            token_budget=min(policy.auto_recall.token_budget, context // 2),
+        policy=policy.auto_recall._replace(
+            token_budget=min(policy.auto_recall.token_budget, context // 2)
         ),
         now=deps.clock(),
         rewriter=deps.generator if policy.rewrite_follow_ups else None,

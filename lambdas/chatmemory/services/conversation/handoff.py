@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from chatmemory.clock import iso
 from chatmemory.domain import Handoff, Page, Session, Turn, caller_of
@@ -66,8 +66,7 @@ MAX_NOTE_CHARS = 1000
 MAX_AGENT_REPLY_CHARS = 20_000
 
 
-@dataclass(frozen=True)
-class HandoffPolicy:
+class HandoffPolicy(NamedTuple):
     """The automatic rules (filled from Settings by the wiring; both off by default)."""
 
     # Hand off when /verified finds no relevant passage.

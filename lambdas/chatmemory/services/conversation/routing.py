@@ -4,7 +4,7 @@ few-shot classifier (which only ever chooses between chat, past and verified).""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from chatmemory.errors import BadRequest, ChatMemoryError
 from chatmemory.ports import TextGenerator
@@ -34,8 +34,7 @@ Message: {message}
 Label:"""
 
 
-@dataclass(frozen=True)
-class Routed:
+class Routed(NamedTuple):
     intent: Intent
     text: str
     # "prefix" | "classifier" | "default"

@@ -12,8 +12,8 @@ import re
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import TypeVar
+from dataclasses import replace
+from typing import NamedTuple, TypeVar
 
 from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
@@ -408,8 +408,7 @@ def _export_position(token: str | None, session_id: str) -> int:
     return int(after)
 
 
-@dataclass(frozen=True)
-class ImportLimits:
+class ImportLimits(NamedTuple):
     max_input_chars: int = MAX_INPUT_CHARS_DEFAULT
     # The writes of one import must end well inside the API's 29 s: past this, the import is
     # abandoned (and cleaned up) rather than cut off by API Gateway half-way.

@@ -31,8 +31,8 @@ whose model call failed stays pending; a retry with its client_message_id runs t
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
+from typing import NamedTuple
 
 from chatmemory import deadline
 from chatmemory.clock import parse_time
@@ -42,8 +42,7 @@ from chatmemory.schema import Intent, TurnOrigin
 from chatmemory.services.conversation.turn_states import SETTLED, state_of
 
 
-@dataclass(frozen=True)
-class StackPolicy:
+class StackPolicy(NamedTuple):
     enabled: bool = True
     # How long a new message waits for more before it is answered (0: answer at once; messages
     # that arrive while the model answers are still answered together).
@@ -81,8 +80,7 @@ def settled(turn: Turn) -> bool:
     return state_of(turn) in SETTLED
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(NamedTuple):
     """What a request does with the messages waiting in its session."""
 
     # The messages one answer covers, oldest first; the answer is stored on the last one.

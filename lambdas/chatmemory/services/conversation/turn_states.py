@@ -11,8 +11,8 @@ method of the port.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+from typing import NamedTuple
 
 from chatmemory.domain import Turn
 from chatmemory.schema import SessionStatus, TurnOrigin
@@ -61,8 +61,7 @@ def state_of(turn: Turn, *, session_status: str | None = None, now: str | None =
     return TurnState.PENDING
 
 
-@dataclass(frozen=True)
-class Transition:
+class Transition(NamedTuple):
     source: TurnState | None  # None: the turn is written by this transition
     target: TurnState
     cause: str  # what happens

@@ -15,7 +15,7 @@ from __future__ import annotations
 import random
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from chatmemory.clock import iso
 from chatmemory.domain import Feedback, Handoff, Session, Turn, needs_handoff
@@ -34,8 +34,7 @@ from chatmemory.services.conversation.sentiment import analyze_input
 from chatmemory.services.conversation.sessions import title_from
 
 
-@dataclass(frozen=True)
-class AppendPolicy:
+class AppendPolicy(NamedTuple):
     keep_message_ids: int = 50
     # Optimistic-concurrency retries when parallel turns race for the same turn number.
     attempts: int = 30

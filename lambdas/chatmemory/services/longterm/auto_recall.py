@@ -43,8 +43,9 @@ import threading
 from array import array
 from collections.abc import Sequence
 from contextlib import suppress
-from dataclasses import astuple, dataclass, field
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from chatmemory.domain import Source, Turn
 from chatmemory.errors import ChatMemoryError
@@ -169,8 +170,7 @@ def content_terms(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _COMMON and len(w) > 1]
 
 
-@dataclass(frozen=True)
-class LineWeights:
+class LineWeights(NamedTuple):
     """A linear score of how likely a piece of memory (a line of a window, or a record) is what
     the message asks about; the block takes pieces best first while they fit. Each weight
     multiplies one feature of `piece_features`, all computed from the message and the search's
@@ -234,8 +234,7 @@ LINE_WEIGHTS = LineWeights(
 )
 
 
-@dataclass(frozen=True)
-class AutoRecallPolicy:
+class AutoRecallPolicy(NamedTuple):
     """The knobs of auto-recall (AUTO_RECALL, MEMORY_TOKEN_BUDGET; the rest measured)."""
 
     enabled: bool = True
@@ -644,7 +643,7 @@ def build_block(
     window_lines = _window_lines(ranked)
     scored = piece_features(ranked, query, window_lines)
     if weights is not None:
-        coefficients = astuple(weights)
+        coefficients = tuple(weights)
         for piece, features in scored:
             piece.score = sum(w * f for w, f in zip(coefficients, features, strict=True))
     adjacent: set[tuple[str, str]] = set()

@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from chatmemory.clock import parse_time
 from chatmemory.domain import Source
@@ -25,8 +26,7 @@ from chatmemory.services.longterm.when import TimeWindow, time_window, timelines
 from chatmemory.services.prompt import clip_middle, clip_to_tokens, estimate_tokens
 
 
-@dataclass(frozen=True)
-class RecallWeights:
+class RecallWeights(NamedTuple):
     """How retrieval scores combine (RECALL_WEIGHTS="vector,lexical,recency,time")."""
 
     vector: float = 1.0

@@ -7,8 +7,8 @@ from __future__ import annotations
 import calendar
 import math
 import re
-from dataclasses import dataclass
 from datetime import UTC, date, datetime, timedelta
+from typing import NamedTuple
 
 from chatmemory.clock import parse_time
 
@@ -41,8 +41,7 @@ _RELATIVE = {
 }
 
 
-@dataclass(frozen=True)
-class TimeWindow:
+class TimeWindow(NamedTuple):
     """[start, end) in UTC; an `any_year` window ("in May", "on 3 June") recurs every year."""
 
     start: datetime

@@ -44,6 +44,7 @@ import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import NamedTuple
 
 from chatmemory.clock import iso
 from chatmemory.domain import MemoryRecord, Provenance, Session, Turn, is_identifier
@@ -81,8 +82,7 @@ _OF_SESSION = (RecordType.SUMMARY, RecordType.OPEN_QUESTION)
 _ANSWERS = (RecordType.FACT, RecordType.PREFERENCE)
 
 
-@dataclass(frozen=True)
-class ProfilePolicy:
+class ProfilePolicy(NamedTuple):
     # Two records without a subject are one when their embeddings are at least this close.
     merge_similarity: float = 0.92
     # Optimistic-concurrency retries when two consolidations of one caller meet.
@@ -919,8 +919,7 @@ def list_records(
     return visible_records(memory, owner, page.items), page.next_token
 
 
-@dataclass(frozen=True)
-class RecordQuery:
+class RecordQuery(NamedTuple):
     """What POST /memories/records/search asks: the records of the namespaces under
     `namespace_prefix` (every namespace when empty), closest to `query` (by meaning and words)
     or, without one, newest first; `offset` skips that many of them."""
