@@ -86,7 +86,7 @@ def _choice(kind: type[Enum]) -> Parse:
     return parse
 
 
-_INTEGER = re.compile(r"[+-]?\d+")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
 
 
 def _bounded(value: float, gt: float | None, ge: float | None, le: float | None) -> None:
