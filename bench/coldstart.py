@@ -22,6 +22,8 @@ The first invocation is real, over HTTP, with nothing stubbed inside the measure
   query, the answer and the sentiment from the text model. Auto-recall's small-talk vectors
   are cached in DynamoDB by the first cold start ever (the uncounted first round), so the
   counted ones read them and embed one phrasing to check them, as later cold starts do;
+- chat_routes: the same function whose first request is not a message (POST /sessions, a new
+  session): the message path's init, then the Powertools routes imported for the request;
 - the stream and scheduled handlers: their dependencies built (every client and adapter their
   work needs) and one invocation with nothing to do (an empty batch or sweep), which is as far
   as an invocation goes without its records; index_setup and redrive build theirs only.
@@ -86,6 +88,7 @@ from chatmemory.schema import FUNCTION_ENVIRONMENT
 ROOT = Path(__file__).resolve().parent.parent
 HANDLERS = (
     "chat_api",
+    "chat_routes",
     "consolidate",
     "compact",
     "purge",
@@ -161,7 +164,9 @@ class _Canned(BaseHTTPRequestHandler):
             if "text_inputs" in body and isinstance(body["text_inputs"], list):
                 answer = {"embedding": [_unit(self.dimension) for _ in body["text_inputs"]]}
             else:
-                answer = {"generated_texts": ["Noted."]}
+                # FLAN-T5 labels the sentiment prompt too (as the Converse stand-in does).
+                text = "neutral 0" if "Classify the sentiment" in json.dumps(body) else "Noted."
+                answer = {"generated_texts": [text]}
         elif path == "/QueryVectors":
             answer = {"vectors": [], "distanceMetric": "cosine"}
         elif self.headers.get("X-Amz-Target", "").endswith("PutEvents"):
@@ -296,6 +301,18 @@ event = {"httpMethod": "POST", "path": "/sessions/%(session)s/messages",
 answer = handlers.chat_api.handler(event, Context())
 assert answer["statusCode"] == 200, answer
 """,
+    # The chat function's first request is not a message: it imports the Powertools routes.
+    "chat_routes": """
+event = {"httpMethod": "POST", "path": "/sessions", "resource": "/sessions",
+         "headers": {"Content-Type": "application/json"},
+         "multiValueHeaders": {"Content-Type": ["application/json"]},
+         "queryStringParameters": None, "multiValueQueryStringParameters": None,
+         "body": json.dumps({"name": "a cold start"}),
+         "requestContext": {"requestId": "bench", "requestTimeEpoch": %(received)s,
+                            "authorizer": {"claims": {"sub": "%(user)s"}}}}
+answer = handlers.chat_api.handler(event, Context())
+assert answer["statusCode"] == 201, answer
+""",
     "consolidate": """
 wiring.consolidation_deps()
 assert handlers.consolidate.handler(SKIPPED, Context()) == {"batchItemFailures": []}
@@ -321,6 +338,9 @@ wiring.long_term_index()
 wiring.embedder(); wiring.long_term_index()
 """,
 }
+
+# A sample whose handler module is not its name: the chat function's other routes.
+_MODULES = {"chat_routes": "chat_api"}
 
 _HANDLER = """
 import handlers.{module}
@@ -374,7 +394,9 @@ def _code(
     if snapstart:
         invoke = _RESTORED + invoke
     context = _CONTEXT.replace("29000", "900000") if instructions else _CONTEXT
-    handler = _HANDLER.format(module=module, context=context + _SKIPPED, invoke=invoke)
+    handler = _HANDLER.format(
+        module=_MODULES.get(module, module), context=context + _SKIPPED, invoke=invoke
+    )
     return _prelude(root, read_only) + handler + _ANSWERED
 
 
@@ -655,7 +677,7 @@ def _median(samples: list[dict[str, Any]], key: str) -> float:
 
 def import_breakdown(module: str, env: dict[str, str], top: int = 5) -> list[tuple[str, float]]:
     """Self time per top-level package while importing `module` (python -X importtime)."""
-    code = _PRELUDE + f"import handlers.{module}"
+    code = _PRELUDE + f"import handlers.{_MODULES.get(module, module)}"
     done = subprocess.run(
         [sys.executable, "-I", "-X", "importtime", "-c", code],
         env=env,

@@ -244,3 +244,13 @@ def test_the_functions_off_the_request_path_do_not_load_pydantic() -> None:
     )
     loaded = {m.split(".")[0] for m in _modules_after_importing(off_the_request_path)}
     assert "chatmemory" in loaded and not loaded & {"pydantic", "pydantic_core"}
+
+
+def test_the_chat_functions_init_loads_neither_pydantic_nor_powertools_routing() -> None:
+    """A cold start whose first request is a message (handlers/messages.py) loads neither; the
+    routes' module comes with the first request that needs it."""
+    loaded = _modules_after_importing(["chat_api"])
+    assert "handlers.messages" in loaded
+    assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")}
+    assert "aws_lambda_powertools.event_handler" not in loaded
+    assert "chatmemory.api_models" not in loaded and "handlers.chat_routes" not in loaded

@@ -6,9 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -30,7 +27,6 @@ from chatmemory.services.conversation.chat import TurnResult
 from handlers import chat_routes, chat_shared, messages
 from local.gateway import load_routes, proxy_event
 
-ROOT = Path(__file__).resolve().parents[2]
 ROUTES = load_routes()
 _SETTINGS = settings(
     max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
@@ -273,21 +269,3 @@ def test_a_valid_message_takes_the_message_path(lambda_context: Any) -> None:
     )
     assert lean is not None and lean == routed
     assert lean_calls.calls == [("alice", "s-1", "hi", "m-1", 3)]
-
-
-def test_the_chat_functions_init_loads_neither_pydantic_nor_powertools_routing() -> None:
-    """A cold start whose first request is a message (docs/measured/coldstart.md)."""
-    code = "import json, sys\nimport handlers.chat_api\nprint(json.dumps(sorted(sys.modules)))\n"
-    done = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=ROOT,
-        env={"PYTHONPATH": str(ROOT / "lambdas"), "AWS_DEFAULT_REGION": "us-east-1"},
-    )
-    loaded = set(json.loads(done.stdout.strip().splitlines()[-1]))
-    assert "handlers.messages" in loaded
-    assert not {m for m in loaded if m.split(".")[0] in ("pydantic", "pydantic_core")}
-    assert "aws_lambda_powertools.event_handler" not in loaded
-    assert "chatmemory.api_models" not in loaded and "handlers.chat_routes" not in loaded
