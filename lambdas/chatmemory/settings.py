@@ -373,8 +373,7 @@ class Settings:
     def __init__(self, **values: Any) -> None:
         """Settings of VALUES by field name (the others: their defaults); ConfigurationError
         names every value that does not parse."""
-        for name, value in _validated(values, label=str).items():
-            object.__setattr__(self, name, value)
+        self._fill(_validated(values, label=str))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -382,9 +381,12 @@ class Settings:
         env = os.environ if env is None else env
         raw = {field: env[name] for field, name in ENV.items() if env.get(name, "") != ""}
         settings = cls.__new__(cls)
-        for name, value in _validated(raw, label=ENV.__getitem__).items():
-            object.__setattr__(settings, name, value)
+        settings._fill(_validated(raw, label=ENV.__getitem__))
         return settings
+
+    def _fill(self, values: Mapping[str, Any]) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
 
     @classmethod
     def fields(cls) -> dict[str, Setting]:

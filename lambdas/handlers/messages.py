@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Mapping
 from enum import Enum
-from typing import Any
+from typing import Any, NamedTuple
 
 from chatmemory.domain import Feedback, Sentiment, Source, Turn
 from chatmemory.errors import ChatMemoryError
@@ -29,24 +29,15 @@ _ID = re.compile(ID_PATTERN)
 _FIELDS = frozenset({"content", "client_message_id", "window_turns"})
 
 
-class Message:
+class Message(NamedTuple):
     """A chat message as the route reads it, and the request's Origin header (for CORS)."""
 
-    __slots__ = ("client_message_id", "content", "origin", "session_id", "user", "window_turns")
-
-    def __init__(
-        self,
-        *,
-        user: str,
-        session_id: str,
-        content: str,
-        client_message_id: str | None,
-        window_turns: int | None,
-        origin: str | None,
-    ) -> None:
-        self.user, self.session_id, self.content = user, session_id, content
-        self.client_message_id, self.window_turns = client_message_id, window_turns
-        self.origin = origin
+    user: str
+    session_id: str
+    content: str
+    client_message_id: str | None
+    window_turns: int | None
+    origin: str | None
 
 
 def accepted(event: dict[str, Any]) -> Message | None:
