@@ -279,6 +279,14 @@ class RecordStore(Protocol):
         ones only with `include_expired` (purges, which must remove them too)."""
         ...
 
+    def profile_records(self, owner: str, limit: int) -> list[MemoryRecord]:
+        """The first `limit` records of the owner's profile (MemoryRecord.in_profile) in the
+        profile block's order (codec.profile_rank: health first, then identity and people,
+        preferences, the rest; newest first within each): one Query of a sparse index, read
+        eventually (the caller checks liveness with `live`). Only what the block needs is
+        read: id, text, type, category, dates and provenance."""
+        ...
+
     def save_record(self, record: MemoryRecord) -> bool:
         """Replace a record conditional on its `version` (then incremented) and on it not being
         deleted; False when it changed meanwhile."""

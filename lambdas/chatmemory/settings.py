@@ -317,6 +317,13 @@ class Settings:
         "Auto-recall's memory in a prompt, in tokens (at most half the context).",
         _integer(ge=0),
     )
+    # The user's lasting facts and preferences in every chat prompt (services/profile/block.py).
+    profile_token_budget: int = setting(
+        400,
+        "The profile block every chat prompt holds (the user's lasting facts and preferences, "
+        "health and safety first), in tokens (at most a quarter of the context; 0: none).",
+        _integer(ge=0),
+    )
     # Origins a browser page may call the API from ("*": any); none by default.
     cors_origins: tuple[str, ...] = setting(
         (), "Comma-separated origins a browser page may call the API from (`*`: any).", _origins
@@ -478,6 +485,7 @@ ENV: dict[str, str] = {
     "checkpoints_table": s.ENV_CHECKPOINTS_TABLE,
     "auto_recall": s.ENV_AUTO_RECALL,
     "memory_token_budget": s.ENV_MEMORY_TOKEN_BUDGET,
+    "profile_token_budget": s.ENV_PROFILE_TOKEN_BUDGET,
     "dynamodb_endpoint": s.ENV_DYNAMODB_ENDPOINT,
     "text_backend": s.ENV_TEXT_BACKEND,
     "embed_backend": s.ENV_EMBED_BACKEND,

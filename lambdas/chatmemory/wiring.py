@@ -287,6 +287,7 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
     from chatmemory.services.conversation.stacking import StackPolicy
     from chatmemory.services.longterm.auto_recall import AutoRecallPolicy
     from chatmemory.services.longterm.recall import RecallWeights
+    from chatmemory.services.profile.block import ProfileBlockPolicy
 
     cfg = cfg or settings()
     return ChatPolicy(
@@ -307,6 +308,7 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
             token_budget=cfg.memory_token_budget,
             half_life_days=cfg.recency_half_life_days,
         ),
+        profile=ProfileBlockPolicy(token_budget=cfg.profile_token_budget),
         rewrite_follow_ups=cfg.text_backend != TextBackend.OFFLINE,
         stack=StackPolicy(enabled=cfg.stack_messages, wait_seconds=cfg.stack_wait_ms / 1000),
         handoff=HandoffPolicy(

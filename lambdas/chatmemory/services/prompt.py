@@ -85,23 +85,28 @@ def build_chat_prompt(
     token_budget: int,
     memory: str = "",
     note: str = "",
+    profile: str = "",
 ) -> BuiltPrompt:
-    """System line, recalled long-term memory, rolling summary of older turns, the newest turns
-    that fit, the new message.
+    """System line, the profile block, recalled long-term memory, rolling summary of older
+    turns, the newest turns that fit, the new message.
 
-    `memory` (auto-recall's block, already within its own budget) comes on top of
-    `token_budget`, which is the conversation's; the caller keeps both within the model's
-    context. Oldest window turns are dropped first; if the summary alone overflows, its
-    beginning is cut (the end is the most recent part of a rolling summary).
+    `profile` (the user's lasting facts) and `memory` (auto-recall's block), each already
+    within its own budget, come on top of `token_budget`, which is the conversation's; the
+    caller keeps them all within the model's context. The system line and the profile come
+    first: the part of the prompt that stays the same from turn to turn, which a model that
+    caches prompts reads once. Oldest window turns are dropped first; if the summary alone
+    overflows, its beginning is cut (the end is the most recent part of a rolling summary).
     """
-    head = "\n".join(part for part in (system.strip(), note.strip(), memory.strip()) if part)
+    blocks = (system.strip(), profile.strip(), note.strip(), memory.strip())
+    head = "\n".join(block for block in blocks if block)
     # The message is what gets answered, so it is placed before the summary and the window; one
     # longer than what the system line and note leave (the API takes 32,000 characters, TGI in
     # deploy mode 3,072 tokens) keeps its start and its end, where a request and its question
     # usually are. Not TGI's "truncate": it keeps the prompt's last tokens, so it would drop the
     # system line and the recalled memory before any of the message, and only TGI has it.
     frame = estimate_tokens(f"{roles.user}: \n{roles.assistant}:")
-    head_tokens = estimate_tokens(head) - estimate_tokens(memory)  # memory is on top of the budget
+    # The blocks of memory are on top of the budget.
+    head_tokens = estimate_tokens(head) - estimate_tokens(memory) - estimate_tokens(profile)
     message = clip_middle(message, max(token_budget - frame - head_tokens, token_budget // 4))
     tail = f"{roles.user}: {message}\n{roles.assistant}:"
     fixed = head_tokens + estimate_tokens(tail)
