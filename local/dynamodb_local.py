@@ -212,7 +212,30 @@ def ensure_tables(client: Any, names: Mapping[str, str] | None = None) -> list[s
         client.get_waiter("table_exists").wait(
             TableName=physical, WaiterConfig={"Delay": 0.2, "MaxAttempts": 150}
         )
+    for spec in schema.TABLES:
+        physical = names.get(spec.logical_name, spec.logical_name)
+        if physical in existing:
+            _add_missing_indexes(client, spec, physical)
     return created
+
+
+def _add_missing_indexes(client: Any, spec: schema.TableSpec, physical: str) -> None:
+    """A table made by an older version (its state kept in .local/) gets the indexes added
+    since, as `cdk deploy` adds them to a deployed table."""
+    table = client.describe_table(TableName=physical)["Table"]
+    present = {i["IndexName"] for i in table.get("GlobalSecondaryIndexes", [])}
+    wanted = spec.create_table_kwargs(physical)
+    for index in wanted.get("GlobalSecondaryIndexes", []):
+        if index["IndexName"] in present:
+            continue
+        keys = {k["AttributeName"] for k in index["KeySchema"]}
+        client.update_table(
+            TableName=physical,
+            AttributeDefinitions=[
+                a for a in wanted["AttributeDefinitions"] if a["AttributeName"] in keys
+            ],
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
 
 
 def table_names(settings: Any) -> dict[str, str]:
