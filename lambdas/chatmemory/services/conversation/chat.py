@@ -76,7 +76,9 @@ from chatmemory.services.longterm.recall import (
     search_passages,
     search_sessions,
 )
-from chatmemory.services.profile.block import ProfileBlock, ProfileBlockPolicy, profile_block
+from chatmemory.services.profile.block import ProfileBlock, ProfileBlockPolicy
+from chatmemory.services.profile.block import candidates as profile_candidates
+from chatmemory.services.profile.block import checked as checked_profile
 from chatmemory.services.profile.profile import state_record
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 
@@ -464,14 +466,16 @@ def _answer(
     if turn.degraded:
         pass  # a command that could not reach long-term memory: no second try
     elif deps.long_term is not None and deps.embedder is not None:
-        profile = profile_block(
+        found = profile_candidates(
             session.user_id,
             records=deps.memory,
             policy=policy.profile,
             budget=min(policy.profile.token_budget, context // 4),
         )
         with _before_answer(policy):
-            recalled = _recall_for_turn(deps, policy, session, routed, history, profile)
+            recalled = _recall_for_turn(deps, policy, session, routed, history, found.held)
+        # Last before the prompt: a delete that returned during the search is seen.
+        profile = checked_profile(found, deps.memory)
         turn.degraded = recalled.degraded or profile.degraded
         turn.sources = recalled.sources + profile.sources
     memory_tokens = (recalled.tokens if recalled else 0) + (profile.tokens if profile else 0)
@@ -511,10 +515,10 @@ def _recall_for_turn(
     session: Session,
     routed: Routed,
     history: list[Turn],
-    profile: ProfileBlock,
+    held: dict[str, str],
 ) -> Recalled:
     """Auto-recall's memories for an ordinary turn (services/longterm/auto_recall.py), but the
-    records the profile block holds already."""
+    records the profile block holds (`held`)."""
     assert deps.long_term is not None and deps.embedder is not None
     context = deps.generator.context_tokens
     return recall_for_turn(
@@ -530,7 +534,7 @@ def _recall_for_turn(
         now=deps.clock(),
         rewriter=deps.generator if policy.rewrite_follow_ups else None,
         cache=deps.vector_cache,
-        held=profile.held,
+        held=held,
     )
 
 

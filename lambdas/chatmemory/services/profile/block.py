@@ -17,8 +17,8 @@ new). What does not fit goes through auto-recall's similarity gate with episodic
 Per turn: one Query of the sparse profile index (the first `candidates` records in its order,
 only the attributes the block needs) and one consistent BatchGetItem that drops what was
 deleted meanwhile (the index is read eventually; a record being deleted, or drawn from sessions
-that are all deleted, is never shown). If the store cannot be read the turn goes on without
-the block (`degraded`).
+that are all deleted, is never shown), made last before the prompt is built, after auto-recall's
+search. If the store cannot be read the turn goes on without the block (`degraded`).
 """
 
 from __future__ import annotations
@@ -63,11 +63,6 @@ class ProfileBlock:
     degraded: bool = False
 
     @property
-    def held(self) -> dict[str, str]:
-        """What it holds: record id -> text."""
-        return {r.record_id: r.text for r in self.records}
-
-    @property
     def sources(self) -> list[Source]:
         """One source per record the prompt holds: the turn names every one of them."""
         return [
@@ -85,27 +80,54 @@ def line(record: MemoryRecord) -> str:
     return f"- {' '.join(record.text.split())}"
 
 
-def profile_block(
+class Candidates(NamedTuple):
+    """The records that fit the block, as the profile index has them (read eventually): what
+    the prompt will hold once `checked` confirms they are live."""
+
+    owner: str
+    chosen: list[MemoryRecord]
+    overflow: int = 0
+    degraded: bool = False
+
+    @property
+    def held(self) -> dict[str, str]:
+        """What the block will hold: record id -> text (auto-recall leaves them out)."""
+        return {r.record_id: r.text for r in self.chosen}
+
+
+def candidates(
     owner: str, *, records: RecordStore, policy: ProfileBlockPolicy, budget: int
-) -> ProfileBlock:
-    """The block for `owner`'s next prompt, within `budget` tokens (header and footer
-    included), or an empty one."""
+) -> Candidates:
+    """The records of the profile index that fit `budget`, best first (one Query)."""
     if budget <= 0 or policy.token_budget <= 0:
-        return ProfileBlock()
+        return Candidates(owner, [])
     try:
-        candidates = records.profile_records(owner, policy.candidates)
-        chosen = _fitting(candidates, budget)
-        alive = _live(records, owner, chosen)
+        found = records.profile_records(owner, policy.candidates)
+    except ChatMemoryError as failure:
+        if failure.status < 500:
+            raise
+        return Candidates(owner, [], degraded=True)
+    chosen = _fitting(found, budget)
+    return Candidates(owner, chosen, len(found) - len(chosen))
+
+
+def checked(found: Candidates, records: RecordStore) -> ProfileBlock:
+    """The block of the candidates still live (one consistent read). The turn calls this last
+    before its prompt, after any other search, so that a delete that returned meanwhile is
+    seen: nothing of it reaches the model."""
+    if found.degraded:
+        return ProfileBlock(degraded=True)
+    try:
+        alive = _live(records, found.owner, found.chosen)
     except ChatMemoryError as failure:
         if failure.status < 500:
             raise
         return ProfileBlock(degraded=True)
-    kept = [r for r in chosen if r.record_id in alive]
-    overflow = len(candidates) - len(chosen)
+    kept = [r for r in found.chosen if r.record_id in alive]
     if not kept:
-        return ProfileBlock(overflow=overflow)
+        return ProfileBlock(overflow=found.overflow)
     text = "\n".join([PROMPT_PROFILE_HEADER, *map(line, kept), PROMPT_PROFILE_FOOTER])
-    return ProfileBlock(text, kept, estimate_tokens(text), overflow)
+    return ProfileBlock(text, kept, estimate_tokens(text), found.overflow)
 
 
 def _fitting(candidates: Sequence[MemoryRecord], budget: int) -> list[MemoryRecord]:
