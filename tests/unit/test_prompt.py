@@ -286,3 +286,21 @@ def test_any_split_of_any_reply_is_cleaned_as_the_whole(parts: list[str], cuts: 
     pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
     roles = Roles()
     assert "".join(_streamed(pieces, lambda p: clean_pieces(p, roles))) == clean_output(text, roles)
+
+
+def test_a_reader_that_stops_early_lets_the_answer_go_at_once() -> None:
+    released = []
+
+    def answer() -> Iterator[Piece]:
+        try:
+            yield "Hello"
+            yield " there"
+            yield Finish()
+        finally:
+            released.append(True)
+
+    upstream = answer()  # held, as an adapter's stream is held by its connection
+    pieces = clean_pieces(upstream, Roles())
+    assert next(pieces) == "Hello"
+    pieces.close()
+    assert released == [True]

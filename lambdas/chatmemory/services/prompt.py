@@ -338,22 +338,28 @@ def filter_pieces(pieces: Iterable[Piece], *filters: OutputFilter) -> Iterator[P
     """`pieces` with their text passed through `filters` in turn, delta by delta (what a filter
     holds back comes out once it is sure of it, or at the end): what has been yielded is never
     taken back. The pieces are read to the end, for the Finish's usage; its stop reason is
-    STOP_SEQUENCE when a filter stopped the answer."""
-    for piece in pieces:
-        if isinstance(piece, str):
+    STOP_SEQUENCE when a filter stopped the answer. Closed early (a reader that stops), it
+    closes `pieces` too: a streamed answer's connection is let go at once."""
+    try:
+        for piece in pieces:
+            if isinstance(piece, str):
+                for output in filters:
+                    piece = output.feed(piece)
+                if piece:
+                    yield piece
+                continue
+            rest = ""
             for output in filters:
-                piece = output.feed(piece)
-            if piece:
-                yield piece
-            continue
-        rest = ""
-        for output in filters:
-            rest = output.feed(rest) + output.finish()
-        if rest:
-            yield rest
-        if any(getattr(output, "stopped", False) for output in filters):
-            piece = piece._replace(stop_reason=STOP_SEQUENCE)
-        yield piece
+                rest = output.feed(rest) + output.finish()
+            if rest:
+                yield rest
+            if any(getattr(output, "stopped", False) for output in filters):
+                piece = piece._replace(stop_reason=STOP_SEQUENCE)
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
 
 
 def clean_pieces(pieces: Iterable[Piece], roles: Roles) -> Iterator[Piece]:
