@@ -157,9 +157,11 @@ class OpenAICompatClient:
         """The body of POST {base_url}/{path} as it comes (server-sent events); a connection
         that breaks or goes quiet past the timeout meanwhile is ModelUnavailable."""
         answer = self._send(path, payload, target=target, stream=True)
+        read = False
         try:
             # Chunk by chunk as the server sends them (SSE servers send chunked bodies).
             yield from answer.stream()
+            read = True
         except ReadTimeoutError as error:
             raise ModelUnavailable(f"{target} stopped answering for too long") from error
         except HTTPError as error:
@@ -167,6 +169,8 @@ class OpenAICompatClient:
                 f"{target}: the connection broke while answering ({error!r})"
             ) from error
         finally:
+            if not read:
+                answer.close()  # the rest of the body is unread: its connection is not reused
             answer.release_conn()
 
     def _send(
