@@ -526,7 +526,8 @@ def test_an_openai_compatible_stream_that_goes_quiet_times_out_as_unavailable(
     server: ScriptedServer, gate: threading.Event
 ) -> None:
     server.script(Reply(chunks=[sse(chunk("Hel")), gate, sse(chunk("lo", "stop"))]))
-    pieces = openai(server, timeout=0.3).pieces("q", OPTIONS, stream=True)
+    # Long enough for a loaded machine to send the first piece, short against the gate's wait.
+    pieces = openai(server, timeout=2).pieces("q", OPTIONS, stream=True)
     assert next(pieces) == "Hel"
     with pytest.raises(ModelUnavailable, match="stopped answering"):
         next(pieces)
