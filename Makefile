@@ -92,7 +92,8 @@ cost: venv node
 	$(PY) -m scripts.cost $(ARGS)
 
 # Deploy to the account and region of your AWS credentials (run `make bootstrap` once per
-# account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:modelMode=bedrock".
+# account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:textProvider=bedrock
+# -c chatmemory:embedProvider=bedrock".
 bootstrap: venv node
 	$(CDK) bootstrap $(CDK_ARGS)
 

@@ -433,10 +433,15 @@ class PromptOnly:
     def __init__(self, context_tokens: int = 2048) -> None:
         self.context_tokens = context_tokens
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Any:
-        from chatmemory.ports import Generation
+    def pieces(self, prompt: str, options: Any, *, stream: bool = False) -> Any:
+        from chatmemory.ports import Finish
 
-        return Generation("ok", self.name)
+        return iter(["ok", Finish(model=self.name)])
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Any:
+        from chatmemory.ports import collect
+
+        return collect(self.pieces(prompt, None))
 
 
 def _chat(

@@ -600,7 +600,7 @@ def test_wiring_builds_sagemaker_adapters_with_the_configured_formats_and_timeou
     assert isinstance(generator, SageMakerTextGenerator) and generator.payload_format == "tgi"
     assert isinstance(embedder, SageMakerEmbedder) and embedder.payload_format == "tei"
     assert embedder.dimension == 768 and embedder.max_batch == 32
-    client = wiring._model_client("sagemaker-runtime", cfg)
+    client = wiring.model_client("sagemaker-runtime", cfg)
     assert client.meta.config.read_timeout == 12.0
     assert client.meta.config.retries["total_max_attempts"] == 2
 

@@ -9,17 +9,18 @@ important: health and safety first) and the two closest to the message; to a gre
 how many facts it holds. Asked from notes
 (/past, /verified) or shown recalled memory, it quotes the sentences closest to the question by
 meaning (the embedder, when one is given) as well as by shared words: "dog" finds "greyhound".
-Nothing it says is remembered (`Generation.remember` is False): it is no model's answer.
+Nothing it says is remembered (its Finish says `remember=False`): it is no model's answer.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 
+from chatmemory.adapters.model_io import cut_at_stop
 from chatmemory.errors import ChatMemoryError
-from chatmemory.ports import Embedder, Generation
+from chatmemory.ports import Embedder, Finish, GenerationOptions, Piece, TextGenerator
 from chatmemory.schema import (
     PROMPT_MEMORY_FOOTER,
     PROMPT_MEMORY_HEADER,
@@ -33,20 +34,31 @@ LABEL = "[offline responder]"
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s?(.*)$")
 
 
-class OfflineResponder:
+class OfflineResponder(TextGenerator):
     name = "offline-responder"
     # No model reads this prompt: room for a conversation and recalled memory side by side.
     context_tokens = 2048
+    # It writes what it writes, however long or warm an answer is asked for.
+    honours = frozenset({"stop"})
 
     def __init__(self, embedder: Callable[[], Embedder | None] | None = None) -> None:
         """`embedder` builds the embedder on first use (quoting by meaning); None: by words."""
         self._embedder = embedder
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
+        """Its reply whole, or streamed word by word (as a model would write it)."""
+        reply = self._reply(prompt)
+        words: list[Piece] = _WORDS.findall(reply) if stream else [reply]
+        words.append(Finish(model=self.name, remember=False))
+        return cut_at_stop(words, options.stop)
+
+    def _reply(self, prompt: str) -> str:
         lines = [line for line in prompt.splitlines() if line.strip()]
         # Grounded answers, summaries and labels first: their last line ends with ":" too.
         if lines and lines[-1] in ("Answer:", "Summary:", "Label:"):
-            return Generation(self._task_reply(lines), self.name, remember=False)
+            return self._task_reply(lines)
         if len(lines) >= 2 and lines[-1].endswith(":"):
             profile, lines = _split_profile(lines)
             recalled, lines = _split_memory(lines)
@@ -56,9 +68,8 @@ class OfflineResponder:
             spoken = (m for m in map(_SPEAKER.match, lines[:-2]) if m and m.group(1) == user)
             history = [m.group(2) for m in spoken]
             summary = next((x for x in lines if x.startswith("Summary of the earlier")), "")
-            reply = self._chat_reply(message, history, summary, recalled, profile)
-            return Generation(reply, self.name, remember=False)
-        return Generation(f"{LABEL} No language model is configured.", self.name, remember=False)
+            return self._chat_reply(message, history, summary, recalled, profile)
+        return f"{LABEL} No language model is configured."
 
     def _chat_reply(
         self,
@@ -168,6 +179,8 @@ class OfflineResponder:
         return [sum(a * b for a, b in zip(asked, v, strict=True)) for v in vectors[1:]]
 
 
+# A word and the space after it: a streamed reply's pieces.
+_WORDS = re.compile(r"\S+\s*|\s+")
 _BLOCK = re.compile(r"^\[([^\]]{1,80})\]\s*(.*)$")
 # Cosine above which a sentence is about the question even with no word in common
 # (all-MiniLM-L6-v2: "dog" and "rescue greyhound" are ~0.5 apart, unrelated sentences ~0.1).
