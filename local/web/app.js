@@ -734,23 +734,30 @@ function renderSources(turn) {
   return groups;
 }
 
+// A source that opens what it names: a record (in the panel) or a session; each kind with the
+// set of those gone since, and what became of them.
+function linkedSource(source) {
+  if (source.kind === SOURCE.RECORD || source.kind === SOURCE.PROFILE) {
+    return { kind: "source-record", gone: state.goneRecords, what: "forgotten since",
+      title: "Show it in What I remember about you", open: openRecordSource };
+  }
+  if (source.kind === SOURCE.SESSION) {
+    return { kind: "source-session", gone: state.goneSessions, what: "deleted since",
+      title: "Open this session", open: openSessionSource };
+  }
+  return null;
+}
+
 function sourceItem(source) {
   const date = source.date
     ? el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }) : null;
-  if (source.kind === SOURCE.RECORD || source.kind === SOURCE.PROFILE) {
-    if (state.goneRecords.has(source.id)) return goneItem(source, "source-record", "forgotten since");
-    return el("li", { class: "source source-record" },
+  const link = linkedSource(source);
+  if (link && link.gone.has(source.id)) return goneItem(source, link.kind, link.what);
+  if (link) {
+    return el("li", { class: `source ${link.kind}` },
       el("button", {
-        type: "button", class: "link", title: "Show it in What I remember about you",
-        onclick: (event) => openRecordSource(event.currentTarget, source).catch(showError),
-      }, source.title || source.id), date);
-  }
-  if (source.kind === SOURCE.SESSION) {
-    if (state.goneSessions.has(source.id)) return goneItem(source, "source-session", "deleted since");
-    return el("li", { class: "source source-session" },
-      el("button", {
-        type: "button", class: "link", title: "Open this session",
-        onclick: (event) => openSessionSource(event.currentTarget, source).catch(showError),
+        type: "button", class: "link", title: link.title,
+        onclick: (event) => link.open(event.currentTarget, source).catch(showError),
       }, source.title || source.id), date);
   }
   const cite = source.doc_id ? `${source.doc_id}#${source.passage_id || ""}` : source.id;

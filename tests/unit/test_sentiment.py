@@ -343,6 +343,24 @@ def _chat(analyzer: Any, generator: FakeGenerator | None = None) -> tuple[ChatDe
     return deps, create_session(memory, "alice").session_id
 
 
+def _store(deps: ChatDeps, session_id: str, text: str, analyzer: Any) -> Any:
+    """POST /turns's service: a turn stored as the client gives it, with an answer."""
+    return store_turn(
+        deps.memory,
+        user_id="alice",
+        session_id=session_id,
+        input=text,
+        response="noted",
+        client_message_id=None,
+        created_at=None,
+        metadata={},
+        max_input_chars=4000,
+        clock=deps.clock,
+        sleep=lambda _: None,
+        sentiment=analyzer,
+    )
+
+
 def test_a_chat_turn_carries_the_sentiment_of_its_input(vader: VaderSentimentAnalyzer) -> None:
     deps, sid = _chat(vader)
     result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
@@ -379,20 +397,7 @@ def test_commands_are_not_scored_wherever_a_turn_is_stored(vader: VaderSentiment
         expires_at=None,
     )
     assert turn.sentiment is None and error == ""
-    stored = store_turn(
-        deps.memory,
-        user_id="alice",
-        session_id=sid,
-        input="/remember I hate waiting",
-        response="noted",
-        client_message_id=None,
-        created_at=None,
-        metadata={},
-        max_input_chars=4000,
-        clock=deps.clock,
-        sleep=lambda _: None,
-        sentiment=vader,
-    )
+    stored = _store(deps, sid, "/remember I hate waiting", vader)
     assert stored.turn.sentiment is None
 
 
@@ -422,20 +427,7 @@ def test_an_analyzer_that_fails_leaves_the_turn_without_sentiment_and_says_why()
     result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
     assert result.turn.response and result.turn.sentiment is None
     assert result.sentiment_error == "broken: RuntimeError: lexicon missing"
-    stored = store_turn(
-        deps.memory,
-        user_id="alice",
-        session_id=sid,
-        input=ANGRY,
-        response="sorry",
-        client_message_id=None,
-        created_at=None,
-        metadata={},
-        max_input_chars=4000,
-        clock=deps.clock,
-        sleep=lambda _: None,
-        sentiment=Broken(),
-    )
+    stored = _store(deps, sid, ANGRY, Broken())
     assert stored.turn.turn == 2 and stored.turn.sentiment is None and stored.sentiment_error
 
 
