@@ -388,7 +388,8 @@ class TurnOut(_Out):
         default=None,
         description=(
             "The sentiment of the user's input (VADER, or the text model with "
-            "SENTIMENT=model); absent when unknown."
+            "SENTIMENT=model); absent when unknown, and for a command (/past, /verified, "
+            "/remember, /human), which is not scored."
         ),
     )
     answered_by: int | None = Field(

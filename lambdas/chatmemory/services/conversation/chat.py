@@ -258,10 +258,10 @@ def _new_message(
     classifier = deps.generator if policy.use_classifier else None
     routed = route(content, generator=classifier)
     started = time.perf_counter()
-    # Of what the user said (a command's prefix stripped), before the model answers: a turn
-    # kept pending because the model failed carries it too.
+    # Of what the user said (a command is not scored), before the model answers: a turn kept
+    # pending because the model failed carries it too.
     with _before_answer(policy):
-        sentiment, sentiment_error = analyze_input(deps.sentiment, routed.text)
+        sentiment, sentiment_error = analyze_input(deps.sentiment, content)
     turn = Turn(
         session_id=session.session_id,
         turn=0,
