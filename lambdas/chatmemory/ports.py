@@ -411,6 +411,14 @@ class GenerationOptions(NamedTuple):
     stop: tuple[str, ...] = ()
     # None: the backend's own default.
     temperature: float | None = None
+    # A hint, never refused: how many characters at the start of the prompt stay the same from
+    # one turn to the next (the system line and the profile block), which a backend that
+    # caches prompts may cache (Bedrock's cachePoint).
+    constant_prefix: int = 0
+
+
+# Options that are hints: a backend that cannot use them ignores them (never `unsupported`).
+HINTS = frozenset({"constant_prefix"})
 
 
 def collect(pieces: Iterable[Piece]) -> Generation:
@@ -474,7 +482,7 @@ class TextGenerator(Protocol):
         return {
             name: f"{self.name} cannot honour {name}"
             for name, value in zip(options._fields, options, strict=True)
-            if value not in (None, ()) and name not in self.honours
+            if value not in (None, ()) and name not in self.honours and name not in HINTS
         }
 
 

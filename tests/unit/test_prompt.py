@@ -304,3 +304,34 @@ def test_a_reader_that_stops_early_lets_the_answer_go_at_once() -> None:
     assert next(pieces) == "Hello"
     pieces.close()
     assert released == [True]
+
+
+def test_the_constant_start_of_a_chat_prompt_is_the_system_line_and_the_profile() -> None:
+    """What a model that caches prompts may cache: the same from turn to turn, whatever the
+    note, the recalled memory, the window and the message are."""
+    from chatmemory.schema import PROMPT_PROFILE_FOOTER, PROMPT_PROFILE_HEADER
+
+    profile = f"{PROMPT_PROFILE_HEADER}\n- I'm vegan.\n{PROMPT_PROFILE_FOOTER}"
+    prompts = [
+        build_chat_prompt(
+            system="Be kind.",
+            summary="",
+            window=[],
+            message=message,
+            roles=Roles(),
+            token_budget=512,
+            memory=memory,
+            note=note,
+            profile=profile,
+        )
+        for message, memory, note in [
+            ("hi", "", ""),
+            ("what now?", "From earlier:\n[2026] x", "It has been 3 days."),
+        ]
+    ]
+    for prompt in prompts:
+        assert prompt.text[: prompt.constant_prefix] == f"Be kind.\n{profile}"
+    without = build_chat_prompt(
+        system="Be kind.", summary="", window=[], message="hi", roles=Roles(), token_budget=512
+    )
+    assert without.text[: without.constant_prefix] == "Be kind."

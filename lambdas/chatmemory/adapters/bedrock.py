@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -63,6 +64,20 @@ _STOP_REASONS = {
 MAX_TEMPERATURE = 1.0
 
 
+# The model families Bedrock caches prompts for with a cachePoint (explicit prompt caching):
+# Claude 3.5 Haiku, 3.7 Sonnet and the Claude 4 models, and Amazon Nova. A cachePoint sent to
+# another model is refused, so only these get one.
+_CACHING = re.compile(
+    r"(?:^|[.:/])(?:anthropic\.claude-(?:3-5-haiku|3-7-sonnet|(?:opus|sonnet|haiku)-4)|"
+    r"amazon\.nova-(?:micro|lite|pro|premier))"
+)
+
+
+def caches_prompts(model_id: str) -> bool:
+    """Whether Bedrock caches prompt prefixes of this model (an inference profile's id too)."""
+    return bool(_CACHING.search(model_id))
+
+
 class BedrockTextGenerator(TextGenerator):
     """TextGenerator on any Bedrock model that supports the Converse API: Converse for a whole
     answer, ConverseStream for a streamed one."""
@@ -94,11 +109,25 @@ class BedrockTextGenerator(TextGenerator):
             config["temperature"] = options.temperature
         request = {
             "modelId": self.name,
-            "messages": [{"role": "user", "content": [{"text": prompt}]}],
+            "messages": [{"role": "user", "content": self._content(prompt, options)}],
             "inferenceConfig": config,
         }
         answer = self._streamed(request) if stream else self._whole(request)
         return cut_at_stop(answer, options.stop)
+
+    def _content(self, prompt: str, options: GenerationOptions) -> list[dict[str, Any]]:
+        """The prompt as one text, or, for a model that caches prompts, its constant start
+        (the system line and the profile block) and a cache point before the rest: a turn
+        within the cache's lifetime (5 minutes) reads that start from the cache. Below the
+        model's minimum (1,024 tokens for most Claude models) Bedrock answers as without it."""
+        prefix = options.constant_prefix
+        if not (0 < prefix < len(prompt)) or not caches_prompts(self.name):
+            return [{"text": prompt}]
+        return [
+            {"text": prompt[:prefix]},
+            {"cachePoint": {"type": "default"}},
+            {"text": prompt[prefix:]},
+        ]
 
     def _whole(self, request: dict[str, Any]) -> Iterator[Piece]:
         with model_errors(self._target, missing=_MISSING):

@@ -63,6 +63,9 @@ class BuiltPrompt:
     text: str
     turns_used: int
     tokens: int
+    # The characters at its start that stay the same from turn to turn: the system line and the
+    # profile block (GenerationOptions.constant_prefix).
+    constant_prefix: int = 0
 
 
 def render_turn(turn: Turn, roles: Roles) -> str:
@@ -130,7 +133,13 @@ def build_chat_prompt(
     kept.reverse()
     parts = [p for p in (head, summary_block, *kept, tail) if p]
     text = "\n".join(parts)
-    return BuiltPrompt(text=text, turns_used=len(kept), tokens=estimate_tokens(text))
+    constant = "\n".join(block for block in blocks[:2] if block)
+    return BuiltPrompt(
+        text=text,
+        turns_used=len(kept),
+        tokens=estimate_tokens(text),
+        constant_prefix=len(constant) if text.startswith(constant) else 0,
+    )
 
 
 def _keep_tail(text: str, tokens: int) -> str:

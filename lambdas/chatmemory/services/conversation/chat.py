@@ -31,11 +31,13 @@ from chatmemory.ports import (
     Clock,
     Embedder,
     EventPublisher,
+    GenerationOptions,
     LongTermIndex,
     SentimentAnalyzer,
     ShortTermMemory,
     TextGenerator,
     VectorCache,
+    collect,
 )
 from chatmemory.schema import (
     HANDOFF_EVENT,
@@ -491,9 +493,12 @@ def _answer(
         note=note,
     )
     deadline.current().require(deadline.MIN_CALL_SECONDS, "answer this message")
-    generation = deps.generator.generate(
-        prompt.text, max_new_tokens=policy.max_new_tokens, stop=policy.roles.stop_words()
+    options = GenerationOptions(
+        policy.max_new_tokens,
+        tuple(policy.roles.stop_words()),
+        constant_prefix=prompt.constant_prefix,
     )
+    generation = collect(deps.generator.pieces(prompt.text, options))
     turn.response = clean_output(generation.text, policy.roles)
     turn.remember_response = generation.remember
     turn.model = generation.model or deps.generator.name
