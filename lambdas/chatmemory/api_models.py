@@ -418,13 +418,6 @@ class MessageEnvelope(TurnEnvelope):
         ),
     )
 
-    @classmethod
-    def of_message(cls, turn: Turn, answer: Turn | None) -> MessageEnvelope:
-        return cls(
-            turn=TurnOut.model_validate(turn),
-            answer=TurnOut.model_validate(answer) if answer is not None else None,
-        )
-
 
 class MessageList(_Model):
     messages: list[TurnOut]
