@@ -371,10 +371,23 @@ def checkpoint_key(checkpoint_ns: str, checkpoint_id: str) -> str:
     return checkpoint_prefix(checkpoint_ns) + checkpoint_id
 
 
-def blob_key(checkpoint_ns: str, channel: str, version: str, chunk: int = 0) -> str:
+def _chunk_part(chunk: int, digest: str) -> str:
+    """A chunk's place in a key: the first chunk (the value's head) is "0"; a further one is
+    named by the digest of the value it belongs to and its number ("<digest>.<n>"), so a write
+    of other bytes under the same name never overwrites a stored value's chunks. (Values
+    written before digests were used have further chunks "<n>", read as their head says.)"""
+    return f"{digest}.{chunk}" if chunk and digest else str(chunk)
+
+
+def blob_key(
+    checkpoint_ns: str, channel: str, version: str, chunk: int = 0, digest: str = ""
+) -> str:
     """One chunk of a channel's value at a version (shared by every checkpoint that has it).
     Every key of these functions stays within DynamoDB's 1,024 bytes of a sort key."""
-    return f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#{chunk}"
+    return (
+        f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#"
+        + _chunk_part(chunk, digest)
+    )
 
 
 def writes_prefix(checkpoint_ns: str, checkpoint_id: str) -> str:
@@ -382,10 +395,18 @@ def writes_prefix(checkpoint_ns: str, checkpoint_id: str) -> str:
 
 
 def write_key(
-    checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int, chunk: int = 0
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    idx: int,
+    chunk: int = 0,
+    digest: str = "",
 ) -> str:
     """One chunk of a pending write: (task_id, idx) is its identity (put_writes' idempotency)."""
-    return f"{writes_prefix(checkpoint_ns, checkpoint_id)}{_key_part(task_id)}#{idx}#{chunk}"
+    return (
+        f"{writes_prefix(checkpoint_ns, checkpoint_id)}{_key_part(task_id)}#{idx}#"
+        + _chunk_part(chunk, digest)
+    )
 
 
 TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS, RECORDS, CHECKPOINTS)

@@ -185,3 +185,29 @@ def test_names_of_any_length_fit_a_sort_key(store: CheckpointStore) -> None:
         (write,) = store.get_writes("s1", space, f"id-{n}")
         assert (write.task_id, write.channel) == (task, channel)
         assert store.list_checkpoints("s1", space, f"id-{n}", 10) == []
+
+
+def test_a_write_retried_with_other_data_over_several_chunks_leaves_the_first_whole(
+    store: CheckpointStore,
+) -> None:
+    """A retry of (task_id, idx) with another value longer than one chunk: the first stored
+    write reads back byte for byte (its further chunks are not overwritten by the retry's)."""
+    size = 2 * schema.CHECKPOINT_CHUNK_BYTES + 10
+    first, other = b"a" * size, b"b" * (size + 5)
+    store.put_writes("s1", "", "1", [_write("t", 0, "ch", first)])
+    store.put_writes("s1", "", "1", [_write("t", 0, "ch", other)])
+
+    (write,) = store.get_writes("s1", "", "1")
+    assert write.value.data == first
+    assert store.writes_size("s1", "", "1") == len(first)
+
+
+def test_a_special_write_replaced_by_a_shorter_one_reads_back_as_the_new_one(
+    store: CheckpointStore,
+) -> None:
+    long, short = b"x" * (2 * schema.CHECKPOINT_CHUNK_BYTES + 1), b"short"
+    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", long)])
+    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", short)])
+    (write,) = store.get_writes("s1", "", "1")
+    assert write.value.data == short
+    assert store.writes_size("s1", "", "1") == len(short)

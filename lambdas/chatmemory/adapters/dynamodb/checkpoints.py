@@ -1,9 +1,12 @@
 """LangGraph checkpoints on DynamoDB: the checkpoints table of schema.py, one partition per
 session. A value larger than one item can hold is split into chunks (schema.CHECKPOINT_CHUNK_BYTES
-each): its first item carries the type, the size and the number of chunks."""
+each): its first item (the head) carries the type, the size, the number of chunks and the digest
+of the value, which names its further chunks (a value of other bytes under the same name never
+overwrites them)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,22 +33,43 @@ def _chunks(data: bytes) -> list[bytes]:
     return [data[i : i + _CHUNK] for i in range(0, len(data), _CHUNK)] or [b""]
 
 
+# Hex digits of a value's digest in the keys of its further chunks.
+_CHUNK_DIGEST = 16
+
+
+def _digest(value: Blob) -> str:
+    """What identifies a value's bytes (with its type): SHA-256, in hex."""
+    return hashlib.sha256(value.type.encode() + b"\x00" + value.data).hexdigest()
+
+
 def _value_items(
     session_id: str, key_of: Any, value: Blob, extra: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The items of one value: the head (type, size, chunk count, `extra`, first chunk) and one
-    item per further chunk. `key_of(n)` is the sort key of chunk n."""
+    """The items of one value: the head (type, size, chunk count, digest, `extra`, first
+    chunk) and one item per further chunk. `key_of(n, digest)` is the sort key of chunk n."""
     parts = _chunks(value.data)
+    digest = _digest(value)
     head = {
-        **_key(session_id, key_of(0)),
+        **_key(session_id, key_of(0, "")),
         "type": {"S": value.type},
         "size": {"N": str(len(value.data))},
         "chunks": {"N": str(len(parts))},
+        "digest": {"S": digest},
         "data": {"B": parts[0]},
         **extra,
     }
-    rest = [{**_key(session_id, key_of(n)), "data": {"B": part}} for n, part in enumerate(parts)]
+    rest = [
+        {**_key(session_id, key_of(n, digest[:_CHUNK_DIGEST])), "data": {"B": part}}
+        for n, part in enumerate(parts)
+    ]
     return [head, *rest[1:]]
+
+
+def _chunk_keys(head: dict[str, Any], key_of: Any) -> list[str]:
+    """The sort keys of a head's further chunks (named by its digest; by number alone for a
+    value stored before digests were)."""
+    digest = head.get("digest", {}).get("S", "")[:_CHUNK_DIGEST]
+    return [key_of(n, digest) for n in range(1, int(head["chunks"]["N"]))]
 
 
 def _checkpoint_item(checkpoint: StoredCheckpoint) -> dict[str, Any]:
@@ -101,7 +125,7 @@ class DynamoCheckpointStore:
         for blob in blobs:
             items += _value_items(
                 sid,
-                lambda n, b=blob: schema.blob_key(ns, b.channel, b.version, n),
+                lambda n, d, b=blob: schema.blob_key(ns, b.channel, b.version, n, d),
                 blob.value,
                 {},
             )
@@ -175,19 +199,22 @@ class DynamoCheckpointStore:
         self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
     ) -> dict[str, Blob]:
         heads = self._heads(session_id, checkpoint_ns, versions, projection=False)
-        rest = [
-            _key(session_id, schema.blob_key(checkpoint_ns, channel, versions[channel], n))
+        further = {
+            channel: _chunk_keys(
+                head,
+                lambda n, d, c=channel: schema.blob_key(checkpoint_ns, c, versions[c], n, d),
+            )
             for channel, head in heads.items()
-            for n in range(1, int(head["chunks"]["N"]))
-        ]
+        }
+        rest = [_key(session_id, k) for keys in further.values() for k in keys]
         parts = {item[CHECKPOINT_KEY]["S"]: bytes(item["data"]["B"]) for item in self._get(rest)}
-        blobs: dict[str, Blob] = {}
-        for channel, head in heads.items():
-            data = bytes(head["data"]["B"])
-            for n in range(1, int(head["chunks"]["N"])):
-                data += parts[schema.blob_key(checkpoint_ns, channel, versions[channel], n)]
-            blobs[channel] = Blob(head["type"]["S"], data)
-        return blobs
+        return {
+            channel: Blob(
+                head["type"]["S"],
+                bytes(head["data"]["B"]) + b"".join(parts[k] for k in further[channel]),
+            )
+            for channel, head in heads.items()
+        }
 
     def _heads(
         self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str], *, projection: bool
@@ -207,11 +234,13 @@ class DynamoCheckpointStore:
         writes: Sequence[PendingWrite],
     ) -> None:
         for write in writes:
+
+            def key_of(n: int, digest: str, w: PendingWrite = write) -> str:
+                return schema.write_key(checkpoint_ns, checkpoint_id, w.task_id, w.idx, n, digest)
+
             items = _value_items(
                 session_id,
-                lambda n, w=write: schema.write_key(
-                    checkpoint_ns, checkpoint_id, w.task_id, w.idx, n
-                ),
+                key_of,
                 write.value,
                 {
                     "task_id": {"S": write.task_id},
@@ -221,8 +250,11 @@ class DynamoCheckpointStore:
                 },
             )
             head, rest = items[0], items[1:]
-            # Further chunks before the head that makes them readable. A retried write of the
-            # same (task_id, idx) carries the same value (LangGraph's tasks are deterministic).
+            # A special channel's write (negative idx) replaces the stored one: its chunks
+            # (named by its own digest) are deleted once the new head stands.
+            before = None if write.idx >= 0 else self._head_of(head)
+            # Further chunks before the head that makes them readable; they are named by the
+            # value's digest, so a retry with other bytes never touches the stored write's.
             self._batch_write({"PutRequest": {"Item": item}} for item in rest)
             put: dict[str, Any] = {"TableName": self._table, "Item": head}
             if write.idx >= 0:
@@ -231,7 +263,30 @@ class DynamoCheckpointStore:
                 self._db.put_item(**put)
             except ClientError as error:
                 if not is_conditional_failure(error):
-                    raise  # stored already: the first write stands
+                    raise
+                # Stored already: the first write stands; this one's chunks, if they are not
+                # the stored ones (other bytes), are taken back.
+                stored = self._head_of(head)
+                if stored is not None and stored.get("digest") != head["digest"]:
+                    self._delete_keys(session_id, [i[CHECKPOINT_KEY]["S"] for i in items[1:]])
+                continue
+            if before is not None and before.get("digest") != head["digest"]:
+                self._delete_keys(session_id, _chunk_keys(before, key_of))
+
+    def _head_of(self, head: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored head of a value under `head`'s key: its key, digest and chunk count."""
+        answer = self._db.get_item(
+            TableName=self._table,
+            Key={SESSION_ID: head[SESSION_ID], CHECKPOINT_KEY: head[CHECKPOINT_KEY]},
+            ProjectionExpression="#k, digest, chunks",
+            ExpressionAttributeNames={"#k": CHECKPOINT_KEY},
+            ConsistentRead=True,
+        )
+        found: dict[str, Any] | None = answer.get("Item")
+        return found
+
+    def _delete_keys(self, session_id: str, keys: Sequence[str]) -> None:
+        self._batch_write({"DeleteRequest": {"Key": _key(session_id, k)}} for k in keys)
 
     def get_writes(
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str
@@ -241,20 +296,21 @@ class DynamoCheckpointStore:
         )
         by_key = {item[CHECKPOINT_KEY]["S"]: item for item in items}
         writes: list[PendingWrite] = []
-        for key, head in by_key.items():
+        for head in by_key.values():
             if "chunks" not in head:
                 continue  # a further chunk: read with its head
-            data = bytes(head["data"]["B"])
-            stem = key.rsplit("#", 1)[0]
-            for n in range(1, int(head["chunks"]["N"])):
-                part = by_key.get(f"{stem}#{n}")
-                if part is None:
-                    break
-                data += bytes(part["data"]["B"])
+            task_id, idx = head["task_id"]["S"], int(head["idx"]["N"])
+            keys = _chunk_keys(
+                head,
+                lambda n, d: schema.write_key(checkpoint_ns, checkpoint_id, task_id, idx, n, d),
+            )
+            if not all(k in by_key for k in keys):
+                continue  # being replaced (a special channel's): its chunks are gone
+            data = bytes(head["data"]["B"]) + b"".join(bytes(by_key[k]["data"]["B"]) for k in keys)
             writes.append(
                 PendingWrite(
-                    task_id=head["task_id"]["S"],
-                    idx=int(head["idx"]["N"]),
+                    task_id=task_id,
+                    idx=idx,
                     channel=head["channel"]["S"],
                     value=Blob(head["type"]["S"], data),
                     task_path=head["task_path"]["S"],
