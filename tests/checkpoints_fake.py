@@ -1,8 +1,9 @@
 """InMemoryCheckpointStore: the CheckpointStore port in plain Python, for fast service tests.
 
 It keeps the DynamoDB adapter's promises (tests/contract checks both): values keyed by
-(namespace, channel, version), checkpoints by (namespace, id), pending writes by
-(task_id, idx) with the first write kept unless idx is negative, copies handed out."""
+(namespace, channel, version) that never change their bytes (Conflict), checkpoints by
+(namespace, id), pending writes by (task_id, idx) with the first write kept unless idx is
+negative, copies handed out."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import threading
 from collections.abc import Mapping, Sequence
 
 from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
+from chatmemory.errors import Conflict
 
 
 class InMemoryCheckpointStore:
@@ -27,6 +29,10 @@ class InMemoryCheckpointStore:
         with self._lock:
             sid, ns = checkpoint.session_id, checkpoint.checkpoint_ns
             stored = self._blobs.setdefault(sid, {})
+            for blob in blobs:
+                standing = stored.get((ns, blob.channel, blob.version))
+                if standing is not None and standing != blob.value:
+                    raise Conflict(f"channel {blob.channel!r} is stored at {blob.version!r}")
             for blob in blobs:
                 stored[(ns, blob.channel, blob.version)] = blob.value
             self._checkpoints.setdefault(sid, {})[(ns, checkpoint.checkpoint_id)] = copy.deepcopy(

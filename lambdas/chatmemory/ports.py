@@ -571,8 +571,9 @@ class CheckpointStore(Protocol):
     adapter splits what one item cannot hold."""
 
     def put_checkpoint(self, checkpoint: StoredCheckpoint, blobs: Sequence[ChannelBlob]) -> None:
-        """Store the channel values (each (namespace, channel, version) once: a value written
-        again is the same value) and then the checkpoint (replacing one of the same id)."""
+        """Store the channel values and then the checkpoint (replacing one of the same id).
+        A (namespace, channel, version) stored already keeps its bytes: the same bytes again
+        are a retry, other bytes a Conflict, and then nothing of this put is stored."""
         ...
 
     def get_checkpoint(

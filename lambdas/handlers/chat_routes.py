@@ -708,7 +708,10 @@ CheckpointNsQuery = Annotated[
     description=(
         "Stores a LangGraph checkpoint of the session (the thread) in its namespace, with the "
         "values of the channels that changed; unchanged channels keep the values stored with "
-        "earlier checkpoints. Storing the same id again replaces it. A checkpoint's channel "
+        "earlier checkpoints. Storing the same id again replaces it. A channel's value at a "
+        "version, once stored, never changes: the same bytes again are a retry, other bytes "
+        "answer 409 conflict and nothing of the checkpoint is stored (give a changed value a "
+        "new version, as LangGraph's savers do). A checkpoint's channel "
         f"values may hold {schema.MAX_CHECKPOINT_BYTES} bytes in all (413 above)."
     ),
 )

@@ -11,6 +11,7 @@ import pytest
 from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
 from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
+from chatmemory.errors import Conflict
 from chatmemory.ports import CheckpointStore
 from tests.checkpoints_fake import InMemoryCheckpointStore
 from tests.contract.conftest import BACKENDS, dynamodb_local_tables
@@ -211,3 +212,41 @@ def test_a_special_write_replaced_by_a_shorter_one_reads_back_as_the_new_one(
     (write,) = store.get_writes("s1", "", "1")
     assert write.value.data == short
     assert store.writes_size("s1", "", "1") == len(short)
+
+
+def test_a_stored_version_keeps_its_bytes_and_a_refused_put_stores_nothing(
+    store: CheckpointStore,
+) -> None:
+    big = b"v" * (schema.CHECKPOINT_CHUNK_BYTES + 3)
+    store.put_checkpoint(
+        _checkpoint("1", versions={"a": "1", "b": "1"}),
+        [ChannelBlob("a", "1", Blob("json", big)), ChannelBlob("b", "1", Blob("json", b"B1"))],
+    )
+    # The same bytes again: a retry.
+    store.put_checkpoint(
+        _checkpoint("1", versions={"a": "1", "b": "1"}),
+        [ChannelBlob("a", "1", Blob("json", big)), ChannelBlob("b", "1", Blob("json", b"B1"))],
+    )
+    # A new value, then other bytes at a stored version: refused, and nothing of it stays.
+    with pytest.raises(Conflict):
+        store.put_checkpoint(
+            _checkpoint("2", versions={"a": "1", "b": "2", "c": "1"}),
+            [
+                ChannelBlob("c", "1", Blob("json", b"C" * (schema.CHECKPOINT_CHUNK_BYTES + 1))),
+                ChannelBlob("a", "1", Blob("json", b"w" * (schema.CHECKPOINT_CHUNK_BYTES + 3))),
+            ],
+        )
+    with pytest.raises(Conflict):
+        store.put_checkpoint(
+            _checkpoint("2", versions={"b": "1"}), [ChannelBlob("b", "1", Blob("msgpack", b"B1"))]
+        )
+    assert store.get_blobs("s1", "", {"a": "1", "b": "1", "c": "1"}) == {
+        "a": Blob("json", big),
+        "b": Blob("json", b"B1"),
+    }
+    assert store.get_checkpoint("s1", "", "2") is None
+    # The version refused is free of the refused value: a put of new bytes at it succeeds.
+    store.put_checkpoint(
+        _checkpoint("3", versions={"c": "1"}), [ChannelBlob("c", "1", Blob("json", b"C"))]
+    )
+    assert store.get_blobs("s1", "", {"c": "1"}) == {"c": Blob("json", b"C")}

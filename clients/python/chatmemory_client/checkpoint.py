@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import random
 import threading
 import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -55,6 +56,8 @@ log = logging.getLogger(__name__)
 
 # The API's page size bound for a listing.
 _MAX_PAGE = 100
+# A version's step is its value divided by this (get_next_version): 12 random digits below it.
+_VERSION_STEP = 10**12
 # How many exchanges a saver remembers having stored (a retry or a later checkpoint of the same
 # exchange sends nothing; the server also knows each by its client_message_id).
 _REMEMBERED_TURNS = 4096
@@ -92,6 +95,18 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
         self._lock = threading.Lock()
 
     # --- BaseCheckpointSaver ------------------------------------------------------------------
+
+    def get_next_version(self, current: int | None, channel: None) -> int:
+        """A channel's next version: the step number times 10**12 plus 12 random digits. As
+        LangGraph's InMemorySaver and Postgres saver make theirs (the step, then a random
+        fraction), two branches of a thread (a fork by update_state on an earlier checkpoint)
+        never give one version two values, and a later step's version is greater. Unlike
+        theirs it is an int, as this saver's versions were (1, 2, 3: LangGraph's default), so
+        a thread stored with those goes on (LangGraph compares a thread's versions with each
+        other, and an int with a string fails). The server keeps each (namespace, channel,
+        version) once and refuses other bytes at a stored version (409)."""
+        step = 0 if current is None else current // _VERSION_STEP or current
+        return (step + 1) * _VERSION_STEP + random.randrange(_VERSION_STEP)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint of config's checkpoint_id, or the thread's newest in its namespace."""

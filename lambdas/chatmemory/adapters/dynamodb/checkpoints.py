@@ -17,7 +17,7 @@ from botocore.exceptions import ClientError
 from chatmemory import schema
 from chatmemory.adapters.dynamodb.client import Guarded, is_conditional_failure
 from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
-from chatmemory.errors import ShortTermMemoryUnavailable
+from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
 from chatmemory.limits import DYNAMODB_BATCH_GET, DYNAMODB_BATCH_WRITE
 from chatmemory.schema import CHECKPOINT_KEY, SESSION_ID
 
@@ -121,17 +121,54 @@ class DynamoCheckpointStore:
 
     def put_checkpoint(self, checkpoint: StoredCheckpoint, blobs: Sequence[ChannelBlob]) -> None:
         sid, ns = checkpoint.session_id, checkpoint.checkpoint_ns
-        items: list[dict[str, Any]] = []
-        for blob in blobs:
-            items += _value_items(
-                sid,
-                lambda n, d, b=blob: schema.blob_key(ns, b.channel, b.version, n, d),
-                blob.value,
-                {},
-            )
+        created: list[list[str]] = []
+        try:
+            for blob in blobs:
+                items = _value_items(
+                    sid,
+                    lambda n, d, b=blob: schema.blob_key(ns, b.channel, b.version, n, d),
+                    blob.value,
+                    {},
+                )
+                if self._put_value(sid, ns, blob, items):
+                    created.append([item[CHECKPOINT_KEY]["S"] for item in items])
+        except Conflict:
+            # Nothing of a refused put stays: the values it created are taken back.
+            for keys in created:
+                self._delete_keys(sid, keys)
+            raise
         # Values first, the checkpoint last: a checkpoint is never readable without its values.
-        self._batch_write({"PutRequest": {"Item": item}} for item in items)
         self._db.put_item(TableName=self._table, Item=_checkpoint_item(checkpoint))
+
+    def _put_value(
+        self, session_id: str, checkpoint_ns: str, blob: ChannelBlob, items: list[dict[str, Any]]
+    ) -> bool:
+        """Store a channel's value at its version unless stored already: True when this put
+        created it; False when the same bytes were stored (a retry); Conflict when other bytes
+        were (a stored version never changes, whoever writes it)."""
+        head, rest = items[0], items[1:]
+        self._batch_write({"PutRequest": {"Item": item}} for item in rest)
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=head,
+                ConditionExpression=f"attribute_not_exists({SESSION_ID})",
+            )
+            return True
+        except ClientError as error:
+            if not is_conditional_failure(error):
+                raise
+        stored = self.get_blobs(session_id, checkpoint_ns, {blob.channel: blob.version})
+        if stored.get(blob.channel) == blob.value:
+            return False
+        # The stored value's chunks are named by its own digest (or, stored before digests,
+        # by number): the ones written here are this value's, and deleted.
+        self._delete_keys(session_id, [item[CHECKPOINT_KEY]["S"] for item in rest])
+        raise Conflict(
+            f"channel {blob.channel!r} of namespace {checkpoint_ns!r} is stored at version "
+            f"{blob.version!r} with other bytes: a stored version never changes (give a "
+            "changed value a new version)"
+        )
 
     def get_checkpoint(
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
