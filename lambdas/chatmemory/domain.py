@@ -7,7 +7,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from chatmemory.schema import (
     ID_MAX_LENGTH,
@@ -402,6 +402,20 @@ class StoredCheckpoint:
     metadata: Blob
     metadata_json: dict[str, Any]
     channel_versions: dict[str, str]
+    created_at: str
+    size: int = 0
+
+
+class CheckpointEntry(NamedTuple):
+    """What a listing reads of a checkpoint to filter and page: its keys, parent, metadata as
+    JSON and size, not the checkpoint itself nor its values (StoredCheckpoint, read for the
+    checkpoints a listing answers)."""
+
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    metadata_json: dict[str, Any]
     created_at: str
     size: int = 0
 

@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
+    CheckpointEntry,
     ClientAlias,
     Handoff,
     MemoryRecord,
@@ -584,9 +585,11 @@ class CheckpointStore(Protocol):
 
     def list_checkpoints(
         self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
-    ) -> list[StoredCheckpoint]:
+    ) -> list[CheckpointEntry]:
         """Up to `limit` checkpoints of the namespace (None: of every namespace), newest
-        (highest id) first, only those whose id is below `before` when it is given."""
+        (highest id) first, only those whose id is below `before` when it is given: their keys
+        and metadata only (get_checkpoint reads a checkpoint itself), so a listing reads values
+        only for what it answers."""
         ...
 
     def blob_sizes(

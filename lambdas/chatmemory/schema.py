@@ -325,9 +325,10 @@ RECORDS = TableSpec(
 # --- checkpoints (a LangGraph thread's checkpoints, channel values and pending writes) ---------
 
 # Items of one session's partition, told apart by the prefix of their sort key
-# (checkpoint_key, blob_key, write_key): a checkpoint is one item, each channel value and each
-# pending write one item or, past CHECKPOINT_CHUNK_BYTES, several (a DynamoDB item holds at most
-# 400 KB). A session's purge deletes the partition with its turns.
+# (checkpoint_key, checkpoint_body_key, blob_key, write_key): a checkpoint is two items (what a
+# listing reads, and its body), each channel value and each pending write one item or, past
+# CHECKPOINT_CHUNK_BYTES, several (a DynamoDB item holds at most 400 KB). A session's purge
+# deletes the partition with its turns.
 CHECKPOINT_KEY = "item"
 
 CHECKPOINTS = TableSpec(
@@ -377,6 +378,13 @@ def _chunk_part(chunk: int, digest: str) -> str:
     of other bytes under the same name never overwrites a stored value's chunks. (Values
     written before digests were used have further chunks "<n>", read as their head says.)"""
     return f"{digest}.{chunk}" if chunk and digest else str(chunk)
+
+
+def checkpoint_body_key(checkpoint_ns: str, checkpoint_id: str) -> str:
+    """A checkpoint's body: the checkpoint itself, its serde metadata and channel versions,
+    read only for the checkpoints a request answers (a listing filters and pages on the
+    checkpoint_key items, which hold its metadata as JSON)."""
+    return f"d#{_key_part(checkpoint_ns)}#{checkpoint_id}"
 
 
 def blob_key(

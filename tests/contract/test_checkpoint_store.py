@@ -250,3 +250,37 @@ def test_a_stored_version_keeps_its_bytes_and_a_refused_put_stores_nothing(
         _checkpoint("3", versions={"c": "1"}), [ChannelBlob("c", "1", Blob("json", b"C"))]
     )
     assert store.get_blobs("s1", "", {"c": "1"}) == {"c": Blob("json", b"C")}
+
+
+def test_a_checkpoint_stored_as_one_item_before_reads_as_before(dynamodb: object) -> None:
+    """Checkpoints stored before a checkpoint had two items (its listed item held it all)
+    still list and read whole."""
+    store = wiring.checkpoint_store()
+    client, table = wiring.aws_client("dynamodb"), wiring.settings().checkpoints_table
+    client.put_item(
+        TableName=table,
+        Item={
+            schema.SESSION_ID: {"S": "s1"},
+            schema.CHECKPOINT_KEY: {"S": schema.checkpoint_key("", "1ef-1")},
+            "checkpoint_ns": {"S": ""},
+            "checkpoint_id": {"S": "1ef-1"},
+            "checkpoint_type": {"S": "msgpack"},
+            "checkpoint": {"B": b"state"},
+            "metadata_type": {"S": "msgpack"},
+            "metadata": {"B": b"meta"},
+            "metadata_json": {"S": '{"step":1}'},
+            "channel_versions": {"M": {"a": {"S": "1"}}},
+            "created_at": {"S": T0},
+            "size": {"N": "0"},
+        },
+    )
+    store.put_checkpoint(_checkpoint("1ef-2", versions={"a": "1"}, step=2), [])
+    assert [(c.checkpoint_id, c.metadata_json) for c in store.list_checkpoints("s1", "", None, 9)] == [
+        ("1ef-2", {"step": 2}),
+        ("1ef-1", {"step": 1}),
+    ]
+    old = store.get_checkpoint("s1", "", "1ef-1")
+    assert old is not None and (old.checkpoint, old.channel_versions) == (
+        Blob("msgpack", b"state"),
+        {"a": "1"},
+    )

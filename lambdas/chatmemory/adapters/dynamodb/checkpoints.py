@@ -16,7 +16,13 @@ from botocore.exceptions import ClientError
 
 from chatmemory import schema
 from chatmemory.adapters.dynamodb.client import Guarded, is_conditional_failure
-from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
+from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
+    CheckpointEntry,
+    PendingWrite,
+    StoredCheckpoint,
+)
 from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
 from chatmemory.limits import DYNAMODB_BATCH_GET, DYNAMODB_BATCH_WRITE
 from chatmemory.schema import CHECKPOINT_KEY, SESSION_ID
@@ -72,41 +78,57 @@ def _chunk_keys(head: dict[str, Any], key_of: Any) -> list[str]:
     return [key_of(n, digest) for n in range(1, int(head["chunks"]["N"]))]
 
 
-def _checkpoint_item(checkpoint: StoredCheckpoint) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        **_key(
-            checkpoint.session_id,
-            schema.checkpoint_key(checkpoint.checkpoint_ns, checkpoint.checkpoint_id),
-        ),
-        "checkpoint_ns": {"S": checkpoint.checkpoint_ns},
-        "checkpoint_id": {"S": checkpoint.checkpoint_id},
-        "checkpoint_type": {"S": checkpoint.checkpoint.type},
-        "checkpoint": {"B": checkpoint.checkpoint.data},
-        "metadata_type": {"S": checkpoint.metadata.type},
-        "metadata": {"B": checkpoint.metadata.data},
+def _checkpoint_items(checkpoint: StoredCheckpoint) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A checkpoint's two items: what a listing reads (keys, parent, metadata as JSON, size)
+    and its body, which holds all of it with the checkpoint, its serde metadata and its
+    channel versions (what a read of one checkpoint takes, in one item)."""
+    ns, cid = checkpoint.checkpoint_ns, checkpoint.checkpoint_id
+    entry: dict[str, Any] = {
+        **_key(checkpoint.session_id, schema.checkpoint_key(ns, cid)),
+        "checkpoint_ns": {"S": ns},
+        "checkpoint_id": {"S": cid},
         # JSON text, not a map: any JSON number or nesting, no Decimal conversions.
         "metadata_json": {"S": json.dumps(checkpoint.metadata_json, separators=(",", ":"))},
-        "channel_versions": {"M": {k: {"S": v} for k, v in checkpoint.channel_versions.items()}},
         "created_at": {"S": checkpoint.created_at},
         "size": {"N": str(checkpoint.size)},
     }
     if checkpoint.parent_checkpoint_id:
-        item["parent_checkpoint_id"] = {"S": checkpoint.parent_checkpoint_id}
-    return item
+        entry["parent_checkpoint_id"] = {"S": checkpoint.parent_checkpoint_id}
+    body = {
+        **entry,
+        **_key(checkpoint.session_id, schema.checkpoint_body_key(ns, cid)),
+        "checkpoint_type": {"S": checkpoint.checkpoint.type},
+        "checkpoint": {"B": checkpoint.checkpoint.data},
+        "metadata_type": {"S": checkpoint.metadata.type},
+        "metadata": {"B": checkpoint.metadata.data},
+        "channel_versions": {"M": {k: {"S": v} for k, v in checkpoint.channel_versions.items()}},
+    }
+    return entry, body
 
 
-def _checkpoint_of(item: dict[str, Any]) -> StoredCheckpoint:
-    return StoredCheckpoint(
+def _entry_of(item: dict[str, Any]) -> CheckpointEntry:
+    return CheckpointEntry(
         session_id=item[SESSION_ID]["S"],
         checkpoint_ns=item["checkpoint_ns"]["S"],
         checkpoint_id=item["checkpoint_id"]["S"],
         parent_checkpoint_id=item.get("parent_checkpoint_id", {}).get("S"),
-        checkpoint=Blob(item["checkpoint_type"]["S"], bytes(item["checkpoint"]["B"])),
-        metadata=Blob(item["metadata_type"]["S"], bytes(item["metadata"]["B"])),
         metadata_json=json.loads(item["metadata_json"]["S"]),
-        channel_versions={k: v["S"] for k, v in item["channel_versions"]["M"].items()},
         created_at=item["created_at"]["S"],
         size=int(item["size"]["N"]),
+    )
+
+
+def _checkpoint_of(body: dict[str, Any]) -> StoredCheckpoint:
+    """A checkpoint from its body (or from its one item, stored before checkpoints had two)."""
+    entry = _entry_of(body)
+    return StoredCheckpoint(
+        *entry[:4],
+        checkpoint=Blob(body["checkpoint_type"]["S"], bytes(body["checkpoint"]["B"])),
+        metadata=Blob(body["metadata_type"]["S"], bytes(body["metadata"]["B"])),
+        metadata_json=entry.metadata_json,
+        channel_versions={k: v["S"] for k, v in body["channel_versions"]["M"].items()},
+        created_at=entry.created_at,
+        size=entry.size,
     )
 
 
@@ -137,8 +159,11 @@ class DynamoCheckpointStore:
             for keys in created:
                 self._delete_keys(sid, keys)
             raise
-        # Values first, the checkpoint last: a checkpoint is never readable without its values.
-        self._db.put_item(TableName=self._table, Item=_checkpoint_item(checkpoint))
+        # Values first, then the body, the listed item last: a checkpoint is never found
+        # without its body and values.
+        entry, body = _checkpoint_items(checkpoint)
+        self._db.put_item(TableName=self._table, Item=body)
+        self._db.put_item(TableName=self._table, Item=entry)
 
     def _put_value(
         self, session_id: str, checkpoint_ns: str, blob: ChannelBlob, items: list[dict[str, Any]]
@@ -173,25 +198,31 @@ class DynamoCheckpointStore:
     def get_checkpoint(
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
-        if checkpoint_id is not None:
-            answer = self._db.get_item(
-                TableName=self._table,
-                Key=_key(session_id, schema.checkpoint_key(checkpoint_ns, checkpoint_id)),
-                ConsistentRead=True,
-            )
-            item = answer.get("Item")
-            return _checkpoint_of(item) if item else None
-        found = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
-        return found[0] if found else None
+        if checkpoint_id is None:
+            newest = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
+            if not newest:
+                return None
+            checkpoint_id = newest[0].checkpoint_id
+        # Its body; a checkpoint stored before checkpoints had two items is its listed item.
+        for key in (
+            schema.checkpoint_body_key(checkpoint_ns, checkpoint_id),
+            schema.checkpoint_key(checkpoint_ns, checkpoint_id),
+        ):
+            item = self._db.get_item(
+                TableName=self._table, Key=_key(session_id, key), ConsistentRead=True
+            ).get("Item")
+            if item is not None and "checkpoint" in item:
+                return _checkpoint_of(item)
+        return None
 
     def list_checkpoints(
         self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
-    ) -> list[StoredCheckpoint]:
+    ) -> list[CheckpointEntry]:
         if checkpoint_ns is None:
-            # Every namespace: the session's checkpoints ordered here by id (a listing across
-            # namespaces is rare: LangGraph lists one namespace).
+            # Every namespace: the session's listed items (keys and metadata, no values),
+            # ordered here by id (a listing across namespaces is rare: LangGraph lists one).
             every = [
-                _checkpoint_of(item)
+                _entry_of(item)
                 for item in self._query(session_id, "c#", newest_first=True, limit=None)
             ]
             every.sort(key=lambda c: c.checkpoint_id, reverse=True)
@@ -206,7 +237,7 @@ class DynamoCheckpointStore:
             # BETWEEN is inclusive: the greatest key below `before` is before itself less one
             # step; ids are compared as strings, so "below" is taken from the key's last char.
             values[":b"] = {"S": prefix + _just_below(before)}
-        found: list[StoredCheckpoint] = []
+        found: list[CheckpointEntry] = []
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": condition,
@@ -218,7 +249,7 @@ class DynamoCheckpointStore:
         }
         while len(found) < limit:
             answer = self._db.query(**kwargs)
-            found += [_checkpoint_of(item) for item in answer.get("Items", [])]
+            found += [_entry_of(item) for item in answer.get("Items", [])]
             if "LastEvaluatedKey" not in answer:
                 break
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]

@@ -37,7 +37,7 @@ from chatmemory.services.access import owned_session
 # What one page of a listing may carry of values and writes (a checkpoint at both limits is
 # 4 MiB: a page holds at least one checkpoint whatever its size).
 LIST_PAGE_BYTES = MAX_CHECKPOINT_BYTES + MAX_CHECKPOINT_WRITES_BYTES
-# Checkpoints read at once while a filtered listing fills a page.
+# Checkpoints' keys and metadata read at once while a filtered listing fills a page.
 _LIST_READ = 50
 # Items deleted a round when a write is taken back (schema.CHECKPOINTS: each a batch write of 25).
 _UNDO_BATCH = 100
@@ -196,10 +196,16 @@ def list_checkpoints(
     used = 0
     cursor = before
     while True:
-        read = store.list_checkpoints(partition, checkpoint_ns, cursor, _LIST_READ)
-        for checkpoint in read:
-            cursor = checkpoint.checkpoint_id
-            if not _matches(checkpoint.metadata_json, filter):
+        # Keys and metadata to filter and page; a checkpoint and its values only for what the
+        # page answers. Without a filter every one read is answered: read no more than asked.
+        wanted = _LIST_READ if filter else limit - len(found)
+        read = store.list_checkpoints(partition, checkpoint_ns, cursor, wanted)
+        for listed in read:
+            cursor = listed.checkpoint_id
+            if not _matches(listed.metadata_json, filter):
+                continue
+            checkpoint = store.get_checkpoint(partition, listed.checkpoint_ns, cursor)
+            if checkpoint is None:
                 continue
             entry = _tuple(store, checkpoint)
             size = size_of(entry)
@@ -209,7 +215,7 @@ def list_checkpoints(
             used += size
             if len(found) == limit:
                 return found, cursor
-        if len(read) < _LIST_READ:
+        if len(read) < wanted:
             return found, None
 
 
