@@ -12,7 +12,15 @@ import json
 import threading
 from collections.abc import Mapping, Sequence
 
-from chatmemory.domain import Blob, ChannelBlob, CheckpointEntry, PendingWrite, StoredCheckpoint
+from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
+    CheckpointEntry,
+    ListPosition,
+    PendingWrite,
+    StoredCheckpoint,
+    listed_after,
+)
 from chatmemory.errors import Conflict
 from chatmemory.schema import CHECKPOINT_CHUNK_BYTES
 from tests.contract.reads import ReadMeter
@@ -66,19 +74,15 @@ class InMemoryCheckpointStore:
             return copy.deepcopy(checkpoint)
 
     def list_checkpoints(
-        self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
+        self,
+        session_id: str,
+        checkpoint_ns: str | None,
+        before: str | None,
+        limit: int,
+        after: ListPosition | None = None,
     ) -> list[CheckpointEntry]:
         with self._lock:
             every = [
-                c
-                for (ns, cid), c in self._checkpoints.get(session_id, {}).items()
-                if (checkpoint_ns is None or ns == checkpoint_ns)
-                and (before is None or cid < before)
-            ]
-            every.sort(key=lambda c: c.checkpoint_id, reverse=True)
-            for c in every[:limit]:
-                self.meter.record(TABLE, 1, _ENTRY_BYTES + len(json.dumps(c.metadata_json)))
-            return [
                 CheckpointEntry(
                     c.session_id,
                     c.checkpoint_ns,
@@ -88,8 +92,13 @@ class InMemoryCheckpointStore:
                     c.created_at,
                     c.size,
                 )
-                for c in every[:limit]
+                for (ns, _), c in self._checkpoints.get(session_id, {}).items()
+                if checkpoint_ns is None or ns == checkpoint_ns
             ]
+            found = listed_after(every, before, after)[:limit]
+            for c in found:
+                self.meter.record(TABLE, 1, _ENTRY_BYTES + len(json.dumps(c.metadata_json)))
+            return found
 
     def blob_sizes(
         self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]

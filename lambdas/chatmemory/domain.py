@@ -420,6 +420,29 @@ class CheckpointEntry(NamedTuple):
     size: int = 0
 
 
+class ListPosition(NamedTuple):
+    """Where a listing of checkpoints stopped: the last one it answered. A listing is ordered
+    by id, then namespace, both descending, so a page of every namespace goes on after the
+    checkpoint it ended with even when another namespace has one of the same id."""
+
+    checkpoint_id: str
+    checkpoint_ns: str
+
+
+def listed_after(
+    entries: list[CheckpointEntry], before: str | None, after: ListPosition | None
+) -> list[CheckpointEntry]:
+    """`entries` in a listing's order (ListPosition), those below `before` (an id: LangGraph's
+    `before`, of any namespace) and after `after`."""
+    ordered = sorted(entries, key=lambda c: (c.checkpoint_id, c.checkpoint_ns), reverse=True)
+    return [
+        c
+        for c in ordered
+        if (before is None or c.checkpoint_id < before)
+        and (after is None or (c.checkpoint_id, c.checkpoint_ns) < after)
+    ]
+
+
 @dataclass(frozen=True)
 class PendingWrite:
     """A task's write to a channel, saved before its checkpoint's successor: (task_id, idx) is

@@ -13,6 +13,7 @@ from chatmemory.domain import (
     CheckpointEntry,
     ClientAlias,
     Handoff,
+    ListPosition,
     MemoryRecord,
     Page,
     PendingWrite,
@@ -584,12 +585,17 @@ class CheckpointStore(Protocol):
         ...
 
     def list_checkpoints(
-        self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
+        self,
+        session_id: str,
+        checkpoint_ns: str | None,
+        before: str | None,
+        limit: int,
+        after: ListPosition | None = None,
     ) -> list[CheckpointEntry]:
         """Up to `limit` checkpoints of the namespace (None: of every namespace), newest
-        (highest id) first, only those whose id is below `before` when it is given: their keys
-        and metadata only (get_checkpoint reads a checkpoint itself), so a listing reads values
-        only for what it answers."""
+        (highest id, then namespace) first, only those whose id is below `before` and that
+        come after `after` when given: their keys and metadata only (get_checkpoint reads a
+        checkpoint itself), so a listing reads values only for what it answers."""
         ...
 
     def blob_sizes(

@@ -770,10 +770,10 @@ def get_checkpoint(
     description=(
         "The session's checkpoints, newest first, each with its channel values and pending "
         "writes: of one namespace (checkpoint_ns) or all, below `before` (a checkpoint id), "
-        "whose metadata has every key of `filter` (a JSON object) with its value. A page holds "
-        "at most `limit` checkpoints and what fits one answer (at most 6 MB; at least one "
-        "checkpoint): while next_before is set, more may follow. limit=1 is the newest "
-        "checkpoint."
+        "whose metadata has every key of `filter` (a JSON object) with its value. Ordered by "
+        "id, then namespace. A page holds at most `limit` checkpoints and what fits one answer "
+        "(at most 6 MB; at least one checkpoint): while next_token is set, more may follow "
+        "(ask again with it). limit=1 is the newest checkpoint."
     ),
 )
 def list_checkpoints(
@@ -788,22 +788,22 @@ def list_checkpoints(
         str | None,
         Query(max_length=2048, description="Metadata to match, as a JSON object."),
     ] = None,
+    next_token: NextToken = None,
 ) -> m.CheckpointList:
-    found, next_before = checkpoints.list_checkpoints(
+    found, next_position = checkpoints.list_checkpoints(
         wiring.chat_deps().memory,
         wiring.checkpoint_store(),
         _user(),
         _session(session_id),
         checkpoint_ns=checkpoint_ns,
         before=before,
+        after=m.list_position(next_token),
         limit=limit,
         filter=_json_object(filter, "filter"),
         page_bytes=m.ANSWER_ITEMS_BYTES,
         size_of=m.checkpoint_bytes,
     )
-    return m.CheckpointList(
-        checkpoints=[m.CheckpointOut.of(t) for t in found], next_before=next_before
-    )
+    return m.CheckpointList.page(found, next_position)
 
 
 @router.put(

@@ -10,7 +10,7 @@ import pytest
 
 from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
-from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
+from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite, StoredCheckpoint
 from chatmemory.errors import Conflict
 from chatmemory.ports import CheckpointStore
 from tests.checkpoints_fake import InMemoryCheckpointStore
@@ -275,7 +275,9 @@ def test_a_checkpoint_stored_as_one_item_before_reads_as_before(dynamodb: object
         },
     )
     store.put_checkpoint(_checkpoint("1ef-2", versions={"a": "1"}, step=2), [])
-    assert [(c.checkpoint_id, c.metadata_json) for c in store.list_checkpoints("s1", "", None, 9)] == [
+    assert [
+        (c.checkpoint_id, c.metadata_json) for c in store.list_checkpoints("s1", "", None, 9)
+    ] == [
         ("1ef-2", {"step": 2}),
         ("1ef-1", {"step": 1}),
     ]
@@ -284,3 +286,20 @@ def test_a_checkpoint_stored_as_one_item_before_reads_as_before(dynamodb: object
         Blob("msgpack", b"state"),
         {"a": "1"},
     )
+
+
+def test_a_listing_of_every_namespace_goes_on_after_a_position(store: CheckpointStore) -> None:
+    for ns in ("", "a", "b"):
+        for cid in ("1", "2"):
+            store.put_checkpoint(_checkpoint(cid, ns=ns), [])
+
+    def listed(**kw: object) -> list[tuple[str, str]]:
+        ask = {"checkpoint_ns": None, "before": None, "limit": 10, **kw}
+        return [(c.checkpoint_id, c.checkpoint_ns) for c in store.list_checkpoints("s1", **ask)]  # type: ignore[arg-type]
+
+    assert listed() == [("2", "b"), ("2", "a"), ("2", ""), ("1", "b"), ("1", "a"), ("1", "")]
+    assert listed(after=ListPosition("2", "a"), limit=2) == [("2", ""), ("1", "b")]
+    assert listed(before="2", after=ListPosition("1", "b")) == [("1", "a"), ("1", "")]
+    assert [
+        c.checkpoint_id for c in store.list_checkpoints("s1", "a", None, 5, ListPosition("2", "a"))
+    ] == ["1"]

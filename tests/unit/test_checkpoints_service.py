@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chatmemory.domain import Blob, ChannelBlob, PendingWrite
+from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
 from chatmemory.services.conversation import checkpoints, sessions
@@ -127,10 +127,10 @@ def test_a_listing_filters_by_metadata_and_pages_by_size(
     assert listed(filter={"source": "loop"})[0] == ["06", "04", "02"]
     assert listed(filter={"source": "loop", "step": 4})[0] == ["04"]
     assert listed(filter={"missing": None})[0] == []
-    assert listed(before="04", limit=1) == (["03"], "03")
+    assert listed(before="04", limit=1) == (["03"], ListPosition("03", ""))
     page, nxt = listed(page_bytes=250)  # two values of 100 bytes fit
-    assert (page, nxt) == (["06", "05"], "05")
-    assert listed(before=nxt, page_bytes=250)[0] == ["04", "03"]
+    assert (page, nxt) == (["06", "05"], ListPosition("05", ""))
+    assert listed(after=nxt, page_bytes=250)[0] == ["04", "03"]
 
 
 def test_only_the_caller_reads_a_thread_and_a_deleted_thread_is_gone(
@@ -222,3 +222,37 @@ def test_a_write_racing_the_threads_delete_and_purge_leaves_nothing_behind(
     assert store.get_checkpoint(sid, "", None) is None
     assert store.get_writes(sid, "", "1") == []
     assert store.delete_checkpoints(sid, 100) == 0  # nothing at all left in the partition
+
+
+def test_pages_of_every_namespace_skip_no_checkpoint_whose_id_another_namespace_uses(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    """Subgraphs' checkpoints may share an id with the graph's: a listing of every namespace,
+    paged one at a time, answers each of them once."""
+    sid = sessions.create_session(memory, "alice").session_id
+    for ns in ("", "child:1", "child:2"):
+        for cid in ("01", "02", "03"):
+            checkpoints.put_checkpoint(
+                memory, store, "alice", sid, checkpoint_ns=ns, checkpoint_id=cid,
+                parent_checkpoint_id=None, checkpoint=Blob("msgpack", b"c"),
+                metadata=Blob("msgpack", b"m"), metadata_json={}, channel_versions={}, blobs=[],
+            )  # fmt: skip
+    seen: list[tuple[str, str]] = []
+    position = None
+    while True:
+        found, position = checkpoints.list_checkpoints(
+            memory, store, "alice", sid, checkpoint_ns=None, before=None, limit=2, filter={},
+            after=position,
+        )  # fmt: skip
+        seen += [(t.checkpoint.checkpoint_id, t.checkpoint.checkpoint_ns) for t in found]
+        if position is None:
+            break
+    assert seen == sorted(
+        ((cid, ns) for ns in ("", "child:1", "child:2") for cid in ("01", "02", "03")),
+        reverse=True,
+    )
+    # LangGraph's before: below that id, in every namespace.
+    found, _ = checkpoints.list_checkpoints(
+        memory, store, "alice", sid, checkpoint_ns=None, before="02", limit=10, filter={}
+    )
+    assert {t.checkpoint.checkpoint_id for t in found} == {"01"} and len(found) == 3

@@ -139,7 +139,7 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
         checkpoint_ns in it, of every namespace)."""
         if config is None:
             raise ValueError("ChatMemorySaver.list needs a config with a thread_id")
-        cursor = get_checkpoint_id(before) if before else None
+        cursor: dict[str, str] = {"before": get_checkpoint_id(before)} if before else {}
         left = limit
         while left is None or left > 0:
             page, cursor = self._page(config, filter, cursor, left)
@@ -242,7 +242,7 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
     ) -> AsyncIterator[CheckpointTuple]:
         if config is None:
             raise ValueError("ChatMemorySaver.alist needs a config with a thread_id")
-        cursor = get_checkpoint_id(before) if before else None
+        cursor: dict[str, str] = {"before": get_checkpoint_id(before)} if before else {}
         left = limit
         while left is None or left > 0:
             page, cursor = await asyncio.to_thread(self._page, config, filter, cursor, left)
@@ -280,15 +280,16 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
         self,
         config: RunnableConfig,
         filter: dict[str, Any] | None,  # noqa: A002
-        before: str | None,
+        cursor: dict[str, str],
         left: int | None,
-    ) -> tuple[builtins.list[CheckpointTuple], str | None]:
-        """One page of a listing, and where the next one starts (None: no more)."""
+    ) -> tuple[builtins.list[CheckpointTuple], dict[str, str]]:
+        """One page of a listing (from `cursor`: LangGraph's `before`, or the token of the
+        page before), and the cursor of the next one (empty: no more)."""
         conf = config["configurable"]
         thread_id = _thread(conf)
         params: dict[str, Any] = {
             "checkpoint_ns": conf.get("checkpoint_ns"),
-            "before": before,
+            **cursor,
             "limit": min(_MAX_PAGE, left) if left is not None else _MAX_PAGE,
             "filter": json.dumps(_jsonable(filter), separators=(",", ":")) if filter else None,
         }
@@ -298,11 +299,15 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
                 "GET", _path("sessions", thread_id, "checkpoints"), params=params
             )
         except NotFound:
-            return [], None
+            return [], {}
         found = [self._tuple(thread_id, item) for item in answer["checkpoints"]]
         if wanted:  # a config naming one checkpoint lists that one only
             found = [t for t in found if t.config["configurable"]["checkpoint_id"] == wanted]
-        return found, answer.get("next_before")
+        # The token says where the page ended, namespace included (a server before it only
+        # says next_before: an id, which across namespaces can skip one of the same id).
+        if answer.get("next_token"):
+            return found, {"next_token": answer["next_token"]}
+        return found, {"before": answer["next_before"]} if answer.get("next_before") else {}
 
     def _tuple(self, thread_id: str, item: dict[str, Any]) -> CheckpointTuple:
         checkpoint: Checkpoint = self.serde.loads_typed(_untyped(item["checkpoint"]))

@@ -20,7 +20,9 @@ from chatmemory.domain import (
     Blob,
     ChannelBlob,
     CheckpointEntry,
+    ListPosition,
     PendingWrite,
+    listed_after,
     StoredCheckpoint,
 )
 from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
@@ -216,17 +218,23 @@ class DynamoCheckpointStore:
         return None
 
     def list_checkpoints(
-        self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
+        self,
+        session_id: str,
+        checkpoint_ns: str | None,
+        before: str | None,
+        limit: int,
+        after: ListPosition | None = None,
     ) -> list[CheckpointEntry]:
         if checkpoint_ns is None:
             # Every namespace: the session's listed items (keys and metadata, no values),
-            # ordered here by id (a listing across namespaces is rare: LangGraph lists one).
+            # ordered here (a listing across namespaces is rare: LangGraph lists one).
             every = [
                 _entry_of(item)
                 for item in self._query(session_id, "c#", newest_first=True, limit=None)
             ]
-            every.sort(key=lambda c: c.checkpoint_id, reverse=True)
-            return [c for c in every if before is None or c.checkpoint_id < before][:limit]
+            return listed_after(every, before, after)[:limit]
+        if after is not None and (before is None or after.checkpoint_id < before):
+            before = after.checkpoint_id
         prefix = schema.checkpoint_prefix(checkpoint_ns)
         names = {"#k": CHECKPOINT_KEY}
         values: dict[str, Any] = {":s": {"S": session_id}, ":p": {"S": prefix}}

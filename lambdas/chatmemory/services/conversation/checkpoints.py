@@ -20,6 +20,7 @@ from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
+    ListPosition,
     PendingWrite,
     Session,
     StoredCheckpoint,
@@ -184,37 +185,40 @@ def list_checkpoints(
     before: str | None,
     limit: int,
     filter: Mapping[str, Any],  # noqa: A002 - LangGraph's name
+    after: ListPosition | None = None,
     page_bytes: int = LIST_PAGE_BYTES,
     size_of: Callable[[CheckpointTuple], int] = lambda found: found.size,
-) -> tuple[list[CheckpointTuple], str | None]:
-    """Up to `limit` checkpoints newest first, below `before` if given, whose metadata has
-    every key of `filter` with that value; as many as fit `page_bytes` by `size_of` (their
-    values and writes unless the caller measures them as it sends them; at least one). The
-    second value is where the next page starts (its `before`), None when none can follow."""
+) -> tuple[list[CheckpointTuple], ListPosition | None]:
+    """Up to `limit` checkpoints newest first (by id, then namespace), below `before` if
+    given, after `after` (where an earlier page ended) if given, whose metadata has every key
+    of `filter` with that value; as many as fit `page_bytes` by `size_of` (their values and
+    writes unless the caller measures them as it sends them; at least one). The second value
+    is where the next page starts, None when none can follow."""
     partition = thread_partition(memory, user_id, session_id)
     found: list[CheckpointTuple] = []
     used = 0
-    cursor = before
+    position = after
     while True:
         # Keys and metadata to filter and page; a checkpoint and its values only for what the
         # page answers. Without a filter every one read is answered: read no more than asked.
         wanted = _LIST_READ if filter else limit - len(found)
-        read = store.list_checkpoints(partition, checkpoint_ns, cursor, wanted)
+        read = store.list_checkpoints(partition, checkpoint_ns, before, wanted, position)
         for listed in read:
-            cursor = listed.checkpoint_id
+            position = ListPosition(listed.checkpoint_id, listed.checkpoint_ns)
             if not _matches(listed.metadata_json, filter):
                 continue
-            checkpoint = store.get_checkpoint(partition, listed.checkpoint_ns, cursor)
+            checkpoint = store.get_checkpoint(partition, listed.checkpoint_ns, listed.checkpoint_id)
             if checkpoint is None:
                 continue
             entry = _tuple(store, checkpoint)
             size = size_of(entry)
             if found and used + size > page_bytes:
-                return found, found[-1].checkpoint.checkpoint_id
+                last = found[-1].checkpoint
+                return found, ListPosition(last.checkpoint_id, last.checkpoint_ns)
             found.append(entry)
             used += size
             if len(found) == limit:
-                return found, cursor
+                return found, position
         if len(read) < wanted:
             return found, None
 
