@@ -25,7 +25,6 @@ from chatmemory.errors import Conflict
 from chatmemory.schema import CHECKPOINT_CHUNK_BYTES
 from tests.contract.reads import ReadMeter
 
-
 # The table name the fake's reads are counted under (tests/contract/reads.py).
 TABLE = "checkpoints"
 

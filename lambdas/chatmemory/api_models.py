@@ -42,6 +42,8 @@ from chatmemory.schema import (
     EXPORT_FORMAT,
     ID_MAX_LENGTH,
     ID_PATTERN,
+    MAX_CHECKPOINT_ITEM_BYTES,
+    MAX_CHECKPOINT_JSON_DEPTH,
     MAX_INPUT_CHARS_LIMIT,
     MAX_NAMESPACE_DEPTH,
     MAX_NAMESPACE_LABEL_CHARS,
@@ -1102,10 +1104,12 @@ class PutCheckpointRequest(_Strict):
     metadata: SerializedValue = Field(description="Its metadata, as the serde wrote it.")
     metadata_json: dict[str, Any] = Field(
         default_factory=dict,
-        description="The same metadata as JSON: what list filters compare (top-level keys).",
+        description="The same metadata as JSON: what list filters compare (top-level keys); "
+        f"nested at most {MAX_CHECKPOINT_JSON_DEPTH} levels deep.",
     )
     channel_versions: dict[ChannelName, ChannelVersion] = Field(
-        description="Every channel of the checkpoint and the version of its value."
+        description="Every channel of the checkpoint and the version of its value (with the "
+        f"checkpoint and its metadata, at most {MAX_CHECKPOINT_ITEM_BYTES} bytes: 413 above)."
     )
     blobs: list[ChannelValueIn] = Field(
         default_factory=list,

@@ -345,8 +345,12 @@ CHECKPOINT_CHUNK_BYTES = 350_000
 # 6 MB a Lambda answer may carry (API Gateway's own limit is 10 MB).
 MAX_CHECKPOINT_BYTES = 2 * 1024 * 1024
 MAX_CHECKPOINT_WRITES_BYTES = 2 * 1024 * 1024
-# The checkpoint item's own part (the checkpoint without its values, and its metadata).
+# The checkpoint item's own part (the checkpoint without its values, its metadata and its
+# channel versions), within DynamoDB's 400 KB of an item with room for names and keys.
 MAX_CHECKPOINT_ITEM_BYTES = 300_000
+# How deep a checkpoint's metadata (as JSON) and a listing's filter may nest: LangGraph's are
+# two or three levels; a comparison of deeper values would run into Python's recursion limit.
+MAX_CHECKPOINT_JSON_DEPTH = 64
 
 
 # A sort key holds at most 1,024 bytes (DynamoDB): a namespace, channel, version or task id
@@ -392,9 +396,8 @@ def blob_key(
 ) -> str:
     """One chunk of a channel's value at a version (shared by every checkpoint that has it).
     Every key of these functions stays within DynamoDB's 1,024 bytes of a sort key."""
-    return (
-        f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#"
-        + _chunk_part(chunk, digest)
+    return f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#" + _chunk_part(
+        chunk, digest
     )
 
 

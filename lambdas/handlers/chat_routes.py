@@ -712,7 +712,10 @@ CheckpointNsQuery = Annotated[
         "version, once stored, never changes: the same bytes again are a retry, other bytes "
         "answer 409 conflict and nothing of the checkpoint is stored (give a changed value a "
         "new version, as LangGraph's savers do). A checkpoint's channel "
-        f"values may hold {schema.MAX_CHECKPOINT_BYTES} bytes in all (413 above)."
+        f"values may hold {schema.MAX_CHECKPOINT_BYTES} bytes in all, and the checkpoint "
+        "without them, with its metadata (serde bytes and JSON) and its channel_versions, "
+        f"{schema.MAX_CHECKPOINT_ITEM_BYTES} bytes (413 above either); metadata_json nests "
+        f"at most {schema.MAX_CHECKPOINT_JSON_DEPTH} levels deep (400 deeper)."
     ),
 )
 def put_checkpoint(
@@ -773,7 +776,9 @@ def get_checkpoint(
         "whose metadata has every key of `filter` (a JSON object) with its value. Ordered by "
         "id, then namespace. A page holds at most `limit` checkpoints and what fits one answer "
         "(at most 6 MB; at least one checkpoint): while next_token is set, more may follow "
-        "(ask again with it). limit=1 is the newest checkpoint."
+        "(ask again with it). limit=1 is the newest checkpoint. A `before` that is not a "
+        f"checkpoint id, or a filter nested deeper than {schema.MAX_CHECKPOINT_JSON_DEPTH} "
+        "levels, is a 400."
     ),
 )
 def list_checkpoints(
@@ -781,12 +786,19 @@ def list_checkpoints(
     checkpoint_ns: CheckpointNsQuery = None,
     before: Annotated[
         str | None,
-        Query(max_length=ID_MAX_LENGTH, description="Only checkpoints whose id is below this."),
+        Query(
+            max_length=ID_MAX_LENGTH,
+            description="Only checkpoints whose id is below this (a checkpoint id).",
+        ),
     ] = None,
     limit: Limit = 10,
     filter: Annotated[  # noqa: A002 - LangGraph's name
         str | None,
-        Query(max_length=2048, description="Metadata to match, as a JSON object."),
+        Query(
+            max_length=2048,
+            description="Metadata to match, as a JSON object nested at most "
+            f"{schema.MAX_CHECKPOINT_JSON_DEPTH} levels deep.",
+        ),
     ] = None,
     next_token: NextToken = None,
 ) -> m.CheckpointList:
@@ -845,7 +857,8 @@ def _json_object(text: str | None, name: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        # Nesting past the parser's recursion limit, NaN and numbers beyond a float: 400.
+        value = strict_json(text)
     except ValueError:
         value = None
     if not isinstance(value, dict):

@@ -22,8 +22,8 @@ from chatmemory.domain import (
     CheckpointEntry,
     ListPosition,
     PendingWrite,
-    listed_after,
     StoredCheckpoint,
+    listed_after,
 )
 from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
 from chatmemory.limits import DYNAMODB_BATCH_GET, DYNAMODB_BATCH_WRITE

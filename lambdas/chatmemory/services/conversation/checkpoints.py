@@ -24,6 +24,7 @@ from chatmemory.domain import (
     PendingWrite,
     Session,
     StoredCheckpoint,
+    is_identifier,
     visible_to,
 )
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
@@ -31,6 +32,7 @@ from chatmemory.ports import CheckpointStore, Clock, ShortTermMemory
 from chatmemory.schema import (
     MAX_CHECKPOINT_BYTES,
     MAX_CHECKPOINT_ITEM_BYTES,
+    MAX_CHECKPOINT_JSON_DEPTH,
     MAX_CHECKPOINT_WRITES_BYTES,
 )
 from chatmemory.services.access import owned_session
@@ -108,11 +110,18 @@ def put_checkpoint(
         if blob.channel in new:
             raise BadRequest(f"two blobs of channel {blob.channel!r}")
         new[blob.channel] = len(blob.value.data)
-    own = len(checkpoint.data) + len(metadata.data) + len(json.dumps(metadata_json))
+    _shallow(metadata_json, "metadata_json")
+    own = (
+        len(checkpoint.data)
+        + len(metadata.data)
+        + len(json.dumps(metadata_json))
+        # As DynamoDB counts a map: each name and value, and a few bytes of each entry.
+        + sum(len(c.encode()) + len(v.encode()) + 4 for c, v in channel_versions.items())
+    )
     if own > MAX_CHECKPOINT_ITEM_BYTES:
         raise PayloadTooLarge(
-            f"the checkpoint without its channel values, with its metadata, is {own} bytes; "
-            f"at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
+            "the checkpoint without its channel values, with its metadata and its "
+            f"channel_versions, is {own} bytes; at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
         )
     carried = {c: v for c, v in channel_versions.items() if c not in new}
     sizes = store.blob_sizes(partition, checkpoint_ns, carried) if carried else {}
@@ -194,6 +203,9 @@ def list_checkpoints(
     of `filter` with that value; as many as fit `page_bytes` by `size_of` (their values and
     writes unless the caller measures them as it sends them; at least one). The second value
     is where the next page starts, None when none can follow."""
+    if before is not None and not is_identifier(before):
+        raise BadRequest("before must be a checkpoint id")
+    _shallow(filter, "filter")
     partition = thread_partition(memory, user_id, session_id)
     found: list[CheckpointTuple] = []
     used = 0
@@ -259,6 +271,21 @@ def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTu
     values = store.get_blobs(sid, ns, checkpoint.channel_versions)
     writes = store.get_writes(sid, ns, checkpoint.checkpoint_id)
     return CheckpointTuple(checkpoint, values, writes)
+
+
+def _shallow(value: Any, name: str) -> None:
+    """BadRequest when `value` (parsed JSON) nests deeper than MAX_CHECKPOINT_JSON_DEPTH."""
+    level = [value]
+    for _ in range(MAX_CHECKPOINT_JSON_DEPTH):
+        level = [
+            inner
+            for outer in level
+            if isinstance(outer, dict | list)
+            for inner in (outer.values() if isinstance(outer, dict) else outer)
+        ]
+        if not level:
+            return
+    raise BadRequest(f"{name} nests deeper than {MAX_CHECKPOINT_JSON_DEPTH} levels")
 
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
