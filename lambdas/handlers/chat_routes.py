@@ -228,7 +228,9 @@ def end_session(session_id: SessionId) -> m.SessionEnvelope:
     description=(
         "Hides the session from every route at once; its turns, its long-term memory "
         "and the session itself are removed in the background (GET /deletions tells "
-        "when)."
+        "when). A conversation under a client id (PUT /sessions/{id}) is deleted whole, "
+        "whether named by its client id or by the server id of any of its sessions: they "
+        "share one LangGraph thread, and the id then starts a new one."
     ),
     responses={204: {"description": "Deleted"}},
 )

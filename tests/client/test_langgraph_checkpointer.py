@@ -291,3 +291,28 @@ def test_a_thread_stored_with_integer_versions_goes_on(world: World) -> None:
         "You said: After.",
     ]
     assert out["steps"] == 2
+
+
+def test_deleting_a_threads_first_session_by_its_server_id_leaves_no_broken_thread(
+    world: World,
+) -> None:
+    """A thread continued after an end, then its first session deleted by its server id: the
+    whole thread is gone (its words were in every checkpoint), and the thread id works again
+    as a new thread (it named a live session whose checkpoints answered 404 for good)."""
+    saver = ChatMemorySaver(base_url=world.url, user_id="kim")
+    graph = chat_graph(saver)
+    config = {"configurable": {"thread_id": "kim-1"}}
+    graph.invoke({"messages": [HumanMessage("My PIN is 2468.")], "steps": 0}, config)
+    client = ChatMemoryClient(world.url, user_id="kim")
+    first = client.end_session("kim-1")
+    graph.invoke({"messages": [HumanMessage("Second.")]}, config)
+    later = client.get_session("kim-1")
+    assert later.continued_from == first.session_id
+
+    client.delete_session(first.session_id)
+    with pytest.raises(NotFound):
+        client.get_session(later.session_id)
+    assert saver.get_tuple(config) is None
+    out = graph.invoke({"messages": [HumanMessage("Hello again.")], "steps": 0}, config)
+    assert [m.content for m in out["messages"]] == ["Hello again.", "You said: Hello again."]
+    assert client.get_session("kim-1").session_id not in (first.session_id, later.session_id)

@@ -256,3 +256,56 @@ def test_pages_of_every_namespace_skip_no_checkpoint_whose_id_another_namespace_
         memory, store, "alice", sid, checkpoint_ns=None, before="02", limit=10, filter={}
     )
     assert {t.checkpoint.checkpoint_id for t in found} == {"01"} and len(found) == 3
+
+
+def _continued_thread(memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore) -> list[str]:
+    """A thread under client id "thread-1" in three sessions (the first two ended and
+    continued), a checkpoint in it: its sessions' ids, first to last."""
+    first, _ = sessions.ensure_session(memory, "alice", "thread-1")
+    _put(memory, store, first.session_id, "1", {"a": b"secret"}, {"a": "1"})
+    chain = [first.session_id]
+    for _ in range(2):
+        sessions.end_session(memory, "alice", chain[-1])
+        later = sessions.continue_client_session(memory, "alice", "thread-1", ended=chain[-1])
+        assert later is not None
+        chain.append(later.session_id)
+    return chain
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["first", "middle", "last"])
+def test_deleting_one_session_of_a_thread_by_its_server_id_deletes_the_thread_whole(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore, which: int
+) -> None:
+    """Every session of a thread shares its checkpoints (kept in its first session's partition,
+    each holding the conversation so far), so deleting one of them deletes the thread: its
+    sessions and checkpoints are gone, and its id starts a new, empty, usable thread. (Deleting
+    the first left a thread whose id named a live session and whose every checkpoint read or
+    write answered 404, for good.)"""
+    chain = _continued_thread(memory, store)
+    sessions.delete_session(memory, "alice", chain[which])
+
+    for sid in chain:
+        with pytest.raises(SessionNotFound):
+            sessions.get_session(memory, "alice", sid)
+    again, created = sessions.ensure_session(memory, "alice", "thread-1")
+    assert created and again.session_id not in chain
+    with pytest.raises(CheckpointNotFound):
+        _get(memory, store, again.session_id, None)
+    _put(memory, store, again.session_id, "2", {"a": b"new"}, {"a": "2"})
+    assert _get(memory, store, again.session_id, None).values["a"].data == b"new"
+
+
+def test_a_thread_whose_first_session_is_gone_is_deleted_whole_when_its_id_is_put_again(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    """A thread's delete marks its sessions first to last: one that stopped after the first
+    leaves the rest to the next PUT of its id, which finishes it and starts anew."""
+    chain = _continued_thread(memory, store)
+    memory.mark_deleting(chain[0], "2026-11-27T10:00:00.000Z")  # the delete stopped here
+
+    again, created = sessions.ensure_session(memory, "alice", "thread-1")
+    assert created and again.session_id not in chain
+    for sid in chain:
+        with pytest.raises(SessionNotFound):
+            sessions.get_session(memory, "alice", sid)
+    _put(memory, store, again.session_id, "2", {"a": b"new"}, {"a": "2"})

@@ -22,10 +22,8 @@ from chatmemory.domain import (
     ChannelBlob,
     ListPosition,
     PendingWrite,
-    Session,
     StoredCheckpoint,
     is_identifier,
-    visible_to,
 )
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import CheckpointStore, Clock, ShortTermMemory
@@ -36,6 +34,7 @@ from chatmemory.schema import (
     MAX_CHECKPOINT_WRITES_BYTES,
 )
 from chatmemory.services.access import owned_session
+from chatmemory.services.conversation.sessions import thread_intact
 
 # What one page of a listing may carry of values and writes (a checkpoint at both limits is
 # 4 MiB: a page holds at least one checkpoint whatever its size).
@@ -65,19 +64,12 @@ def thread_partition(memory: ShortTermMemory, user_id: str, session_id: str) -> 
     """The partition of the thread a caller's session is part of: the session's own, or, for a
     conversation continued on the server under its client id (26a), its first session's, so a
     thread keeps its checkpoints across idle ends. That first session must still be visible
-    (one more read, for continued threads only): deleting it takes the checkpoints along."""
+    (one more read, for continued threads only): deleting any session of the thread deletes
+    the thread whole (sessions.delete_session), and its id then starts a new one."""
     session = owned_session(memory, user_id, session_id)
-    root = session.thread_root
-    if not root or root == session.session_id:
-        return session.session_id
-    first = memory.get_session(root)
-    if first is None or not _same_thread(session, first):
+    if not thread_intact(memory, session):
         raise SessionNotFound(f"session {session_id} not found (its thread was deleted)")
-    return root
-
-
-def _same_thread(session: Session, first: Session) -> bool:
-    return visible_to(session.user_id, first.user_id, first.status)
+    return session.thread_root or session.session_id
 
 
 def put_checkpoint(
