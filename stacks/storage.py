@@ -24,6 +24,10 @@ _PROJECTIONS = {
 }
 
 
+# Tables whose indexes are granted one by one, to the functions that query them (Storage.grant).
+_INDEXES_BY_NAME = frozenset({schema.RECORDS.logical_name})
+
+
 def _attr(key: schema.KeyAttr | None) -> dynamodb.Attribute | None:
     return None if key is None else dynamodb.Attribute(name=key.name, type=_TYPES[key.type])
 
@@ -58,13 +62,34 @@ class Storage(Construct):
         }
         self._acknowledged: set[tuple[iam.IRole, dynamodb.Table]] = set()
 
-    def grant(self, function: lambda_.Function, table: dynamodb.Table, *actions: str) -> None:
+    def grant(
+        self,
+        function: lambda_.Function,
+        table: dynamodb.Table,
+        *actions: str,
+        indexes: tuple[str, ...] = (),
+    ) -> None:
         """Exactly `actions` ("dynamodb:GetItem", ...) on `table` and, when it has global
-        secondary indexes, on those (`<table arn>/index/*`, acknowledged for cdk-nag here)."""
+        secondary indexes, on those (`<table arn>/index/*`, acknowledged for cdk-nag here).
+        The records table's index is granted by name instead, to the functions that query it
+        (`indexes`: dynamodb:Query on each), and no other index action to anyone."""
         if not actions or not all(a.startswith("dynamodb:") and "*" not in a for a in actions):
             raise ValueError(f"name each DynamoDB action exactly: {actions}")
-        table.grant(function, *actions)
         spec = self.specs[table.node.path]
+        if spec.logical_name in _INDEXES_BY_NAME:
+            iam.Grant.add_to_principal(
+                grantee=function, actions=list(actions), resource_arns=[table.table_arn]
+            )
+            for name in indexes:
+                if name not in {i.name for i in spec.indexes}:
+                    raise ValueError(f"{spec.logical_name} has no index {name}")
+                iam.Grant.add_to_principal(
+                    grantee=function,
+                    actions=["dynamodb:Query"],
+                    resource_arns=[f"{table.table_arn}/index/{name}"],
+                )
+            return
+        table.grant(function, *actions)
         role = function.role
         if spec.indexes and role is not None and (role, table) not in self._acknowledged:
             self._acknowledged.add((role, table))

@@ -281,6 +281,13 @@ class RecordStore(Protocol):
         ones only with `include_expired` (purges, which must remove them too)."""
         ...
 
+    def record_keys(self, owner: str) -> list[tuple[str, tuple[str, ...]]]:
+        """The id and namespace of each of the owner's records that is not being deleted nor
+        expired, read from an index of their keys and namespaces (a few dozen bytes a record,
+        not its text). The index is eventually consistent: a record written a moment ago may
+        be missing, one deleted a moment ago still there."""
+        ...
+
     def save_record(self, record: MemoryRecord) -> bool:
         """Replace a record conditional on its `version` (then incremented) and on it not being
         deleted; False when it changed meanwhile."""

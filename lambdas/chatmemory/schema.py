@@ -35,6 +35,14 @@ class IndexSpec(NamedTuple):
     def projection_type(self) -> str:
         return "ALL" if self.include is None else ("INCLUDE" if self.include else "KEYS_ONLY")
 
+    def definition(self) -> dict[str, Any]:
+        """The index as boto3's create_table and update_table take it."""
+        return {
+            "IndexName": self.name,
+            "KeySchema": _key_schema(self.partition_key, self.sort_key),
+            "Projection": _projection(self),
+        }
+
 
 @dataclass(frozen=True)
 class TableSpec:
@@ -74,14 +82,7 @@ class TableSpec:
             },
         }
         if self.indexes:
-            kwargs["GlobalSecondaryIndexes"] = [
-                {
-                    "IndexName": index.name,
-                    "KeySchema": _key_schema(index.partition_key, index.sort_key),
-                    "Projection": _projection(index),
-                }
-                for index in self.indexes
-            ]
+            kwargs["GlobalSecondaryIndexes"] = [index.definition() for index in self.indexes]
         return kwargs
 
 
@@ -312,10 +313,21 @@ RECORD_ID = "record_id"
 # A record's namespace, as its path (namespace_path); absent for the profile's own records.
 RECORD_NAMESPACE = "ns"
 
+# Every record's keys, namespace and liveness, and nothing more: what the namespaces of a
+# caller's records are read from (POST /memories/namespaces), a few dozen bytes a record where
+# the table's items are up to 64 KiB of text each.
+RECORD_KEYS_INDEX = IndexSpec(
+    name="record-keys",
+    partition_key=KeyAttr(USER_ID, "S"),
+    sort_key=KeyAttr(RECORD_ID, "S"),
+    include=(RECORD_NAMESPACE, STATUS, EXPIRES_AT),
+)
+
 RECORDS = TableSpec(
     logical_name="records",
     partition_key=KeyAttr(USER_ID, "S"),
     sort_key=KeyAttr(RECORD_ID, "S"),
+    indexes=(RECORD_KEYS_INDEX,),
     # A record stated with an expiry (ttl_seconds) carries it as epoch seconds: reads hide it
     # from that second on, and DynamoDB's TTL deletes the item (within days) afterwards.
     ttl_attribute=EXPIRES_AT,

@@ -11,7 +11,7 @@ same `ReadMeter`, item by item as the DynamoDB adapters' items are laid out.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,14 +21,19 @@ _PLACEHOLDER = re.compile(r"[#:][A-Za-z0-9_]+")
 
 @dataclass
 class ReadMeter:
-    """Items and bytes read, per table (the table's name as requests give it)."""
+    """Items and bytes read, per table (the table's name as requests give it), and the keys of
+    the items read (each a tuple of its key attributes' values)."""
 
     reads: dict[str, list[int]] = field(default_factory=dict)
+    keys: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
 
-    def record(self, table: str, items: int, size: int) -> None:
+    def record(
+        self, table: str, items: int, size: int, keys: Iterable[tuple[str, ...]] = ()
+    ) -> None:
         counts = self.reads.setdefault(table, [0, 0])
         counts[0] += items
         counts[1] += size
+        self.keys.setdefault(table, []).extend(keys)
 
     def items(self, table: str | None = None) -> int:
         return sum(c[0] for t, c in self.reads.items() if table is None or t == table)
@@ -36,8 +41,12 @@ class ReadMeter:
     def bytes(self, table: str | None = None) -> int:
         return sum(c[1] for t, c in self.reads.items() if table is None or t == table)
 
+    def read_keys(self, table: str) -> set[tuple[str, ...]]:
+        return set(self.keys.get(table, []))
+
     def reset(self) -> None:
         self.reads.clear()
+        self.keys.clear()
 
 
 def item_size(item: dict[str, Any]) -> int:
@@ -98,15 +107,24 @@ class MeteredClient:
         self, table: str, items: list[dict[str, Any] | None], request: dict[str, Any]
     ) -> None:
         found = [item for item in items if item]
+        keys = self._key_names(table)
         if "ProjectionExpression" in request:
-            keys = self._key_names(table)
             found = [
                 self._client.get_item(
                     TableName=table, Key={k: item[k] for k in keys}, ConsistentRead=True
                 ).get("Item", {})
                 for item in found
             ]
-        self.meter.record(table, len(found), sum(item_size(item) for item in found))
+        self._record(table, found)
+
+    def _record(self, table: str, items: list[dict[str, Any]]) -> None:
+        names = self._key_names(table)
+        self.meter.record(
+            table,
+            len(items),
+            sum(item_size(item) for item in items),
+            [tuple(next(iter(item[k].values())) for k in names) for item in items],
+        )
 
     def _count_query(self, operation: str, request: dict[str, Any], answer: dict[str, Any]) -> None:
         table = request["TableName"]
@@ -128,7 +146,7 @@ class MeteredClient:
                     again.pop(part, None)
             again["Limit"] = evaluated
             items = getattr(self._client, operation)(**again).get("Items", [])
-        self.meter.record(table, len(items), sum(item_size(item) for item in items))
+        self._record(table, items)
 
     def _key_names(self, table: str) -> list[str]:
         if table not in self._keys:

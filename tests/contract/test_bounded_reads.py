@@ -149,3 +149,91 @@ def _answered(page: list[CheckpointTuple]) -> int:
     return sum(
         t.size + len(t.checkpoint.checkpoint.data) + len(t.checkpoint.metadata.data) for t in page
     )
+
+
+# --- records ----------------------------------------------------------------------------------
+
+RECORD_TEXT = 60_000  # an agent's memory of nearly the 64 KiB a record may hold
+
+
+class Records:
+    """A caller with 30 large records in three namespaces and a few profile facts, on one
+    backend, its reads of the records table counted."""
+
+    def __init__(self, memory: Any, meter: ReadMeter, table: str) -> None:
+        from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+        from tests.fakes import FakeEmbedder
+
+        self.memory, self.meter, self.table = memory, meter, table
+        self.embedder, self.index = FakeEmbedder(), EmbeddedLongTermIndex()
+
+    def put(self, record_id: str, text: str, namespace: tuple[str, ...]) -> Any:
+        from chatmemory.clock import utc_now
+        from chatmemory.services.profile import profile
+
+        return profile.put_keyed_record(
+            "alice", record_id, text, record_type=None, memory=self.memory,
+            embedder=self.embedder, index=self.index, now=utc_now(), namespace=namespace,
+        )  # fmt: skip
+
+
+@pytest.fixture(params=BACKENDS)
+def records(request: pytest.FixtureRequest) -> Records:
+    from chatmemory.adapters.dynamodb import DynamoShortTermMemory
+
+    meter = ReadMeter()
+    tables = (schema.SESSIONS, schema.CONVERSATIONS, schema.USERS, schema.RECORDS)
+    if request.param == "in-memory":
+        made = Records(InMemoryShortTermMemory(meter=meter), meter, "records")
+    else:
+        if request.param == "dynamodb-local":
+            client, names = dynamodb_local_tables(request, *tables)
+            physical = [names[spec.logical_name] for spec in tables]
+        else:
+            request.getfixturevalue("dynamodb")  # moto tables from schema.py
+            cfg = wiring.settings()
+            client = wiring.aws_client("dynamodb")
+            physical = [
+                cfg.sessions_table,
+                cfg.conversations_table,
+                cfg.users_table,
+                cfg.records_table,
+            ]
+        memory = DynamoShortTermMemory(MeteredClient(client, meter), *physical)
+        made = Records(memory, meter, physical[-1])
+    for n in range(30):
+        text = f"note {n} " + "x" * RECORD_TEXT
+        made.put(f"n{n:02d}", text, ("agent", "notes", str(n % 3)))
+    for n in range(3):
+        made.put(f"fact-{n}", f"I like tea number {n}.", ())
+    return made
+
+
+def _ids(records: Records) -> set[str]:
+    return {key[-1] for key in records.meter.read_keys(records.table)}
+
+
+@pytest.mark.parametrize("existing", [False, True], ids=["new", "existing"])
+def test_a_keyed_put_reads_its_own_record_only(records: Records, existing: bool) -> None:
+    """A keyed POST /memories/records in a namespace read the caller's whole partition (30
+    records of 60 KB here) to look for duplicates its namespace never merges with."""
+    if existing:
+        records.put("m1", "The meeting is on Monday.", ("memories",))
+    records.meter.reset()
+    records.put("m1", "The meeting moved to Tuesday.", ("memories",))
+    assert _ids(records) <= {"m1"}, records.meter.reads
+    assert records.meter.bytes(records.table) < 8 * 1024
+
+
+def test_the_namespaces_are_read_without_the_records_text(records: Records) -> None:
+    from chatmemory.services.profile import profile
+
+    records.meter.reset()
+    found = profile.list_namespaces(records.memory, "alice")
+    assert found == [("agent", "notes", "0"), ("agent", "notes", "1"), ("agent", "notes", "2"),
+                     ("profile",)]  # fmt: skip
+    # Keys and namespaces of the 33 records, and the one profile fact that shows the profile.
+    assert records.meter.bytes(records.table) < 16 * 1024, records.meter.reads
+    assert (
+        _ids(records) - {f"n{n:02d}" for n in range(30)} - {"fact-0", "fact-1", "fact-2"} == set()
+    )
