@@ -378,7 +378,9 @@ class DynamoCheckpointStore:
             task_id, idx = head["task_id"]["S"], int(head["idx"]["N"])
             keys = _chunk_keys(
                 head,
-                lambda n, d: schema.write_key(checkpoint_ns, checkpoint_id, task_id, idx, n, d),
+                lambda n, d, t=task_id, i=idx: schema.write_key(
+                    checkpoint_ns, checkpoint_id, t, i, n, d
+                ),
             )
             if not all(k in by_key for k in keys):
                 continue  # being replaced (a special channel's): its chunks are gone
