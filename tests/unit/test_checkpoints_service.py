@@ -309,3 +309,27 @@ def test_a_thread_whose_first_session_is_gone_is_deleted_whole_when_its_id_is_pu
         with pytest.raises(SessionNotFound):
             sessions.get_session(memory, "alice", sid)
     _put(memory, store, again.session_id, "2", {"a": b"new"}, {"a": "2"})
+
+
+def test_a_special_channel_written_twice_in_one_call_keeps_the_later_write(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    """Found by the differential test: two __error__ writes in one put_writes answered 400;
+    InMemorySaver keeps the later (both have LangGraph's index -1 for that channel)."""
+    sid = sessions.create_session(memory, "alice").session_id
+    _put(memory, store, sid, "1", {}, {})
+    checkpoints.put_writes(
+        memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+        writes=[
+            PendingWrite("t", 0, "messages", Blob("json", b"0")),
+            PendingWrite("t", -1, "__error__", Blob("json", b"first")),
+            PendingWrite("t", -1, "__error__", Blob("json", b"second")),
+        ],
+    )  # fmt: skip
+    found = _get(memory, store, sid, "1")
+    assert [(w.idx, w.value.data) for w in found.writes] == [(-1, b"second"), (0, b"0")]
+    with pytest.raises(BadRequest, match="two writes"):
+        checkpoints.put_writes(
+            memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+            writes=[PendingWrite("t", 3, "a", Blob("json", b"1"))] * 2,
+        )  # fmt: skip

@@ -240,11 +240,16 @@ def put_writes(
     """Store a task's pending writes for a checkpoint (idempotent by (task_id, idx)).
     PayloadTooLarge when the checkpoint's writes would exceed MAX_CHECKPOINT_WRITES_BYTES."""
     partition = thread_partition(memory, user_id, session_id)
-    seen: set[tuple[str, int]] = set()
+    kept: dict[tuple[str, int], PendingWrite] = {}
     for write in writes:
-        if (write.task_id, write.idx) in seen:
+        key = (write.task_id, write.idx)
+        if key in kept and write.idx >= 0:
             raise BadRequest(f"two writes of task {write.task_id} with index {write.idx}")
-        seen.add((write.task_id, write.idx))
+        # A special channel written twice in one call (two __error__ writes: the same
+        # negative index) is replaced by the later, as a later call would replace it.
+        kept.pop(key, None)
+        kept[key] = write
+    writes = list(kept.values())
     adding = sum(len(w.value.data) for w in writes)
     if adding > MAX_CHECKPOINT_WRITES_BYTES or (
         adding + store.writes_size(partition, checkpoint_ns, checkpoint_id)
