@@ -627,7 +627,9 @@ def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordP
         'records): those beginning with prefix and ending with suffix ("*" matches any one '
         "label), cut to max_depth labels, each once, sorted; offset and limit page through them. "
         "Namespaces that do not fit one answer (at most 6 MB) are left to the next request: "
-        "next_offset says where they begin."
+        "next_offset says where they begin. Read from an index of the records' keys and "
+        "namespaces, which DynamoDB keeps eventually consistent: a namespace whose first record "
+        "was stored a moment ago (usually under a second) may not be listed yet."
     ),
 )
 def list_namespaces(body: Annotated[m.ListNamespacesRequest, Body()]) -> m.NamespaceList:
