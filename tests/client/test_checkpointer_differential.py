@@ -14,13 +14,11 @@ keeps the later, and so does the server now."""
 from __future__ import annotations
 
 import asyncio
-import os
 import uuid
 from typing import Any
 
 import pytest
 from chatmemory_client.langgraph import ChatMemorySaver
-from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import (
     Bundle,
@@ -28,17 +26,15 @@ from hypothesis.stateful import (
     invariant,
     precondition,
     rule,
-    run_state_machine_as_test,
 )
 from langgraph.checkpoint.base import CheckpointTuple, empty_checkpoint
 from langgraph.checkpoint.memory import InMemorySaver
 
+from tests.client.differential import run_machine
 from tests.integration.helpers import World
 
 pytestmark = pytest.mark.integration
 
-EXAMPLES = int(os.environ.get("CHATMEMORY_DIFFERENTIAL_EXAMPLES", "5"))
-STEPS = int(os.environ.get("CHATMEMORY_DIFFERENTIAL_STEPS", "20"))
 
 THREADS = ("t0", "t1")
 NAMESPACES = ("", "child:1")
@@ -241,12 +237,4 @@ class SaverMachine(RuleBasedStateMachine):
 
 def test_the_saver_answers_as_langgraphs_in_memory_saver(world: World) -> None:
     SaverMachine.world = world
-    run_state_machine_as_test(
-        SaverMachine,
-        settings=settings(
-            max_examples=EXAMPLES,
-            stateful_step_count=STEPS,
-            deadline=None,
-            suppress_health_check=list(HealthCheck),
-        ),
-    )
+    run_machine(SaverMachine, examples=5, steps=20)
