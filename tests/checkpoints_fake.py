@@ -102,30 +102,29 @@ class InMemoryCheckpointStore:
     def blob_sizes(
         self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
     ) -> dict[str, int]:
-        with self._lock:
-            stored = self._blobs.get(session_id, {})
-            found = {
-                channel: stored[(checkpoint_ns, channel, version)]
-                for channel, version in versions.items()
-                if (checkpoint_ns, channel, version) in stored
-            }
-            for blob in found.values():  # their first chunks
-                self.meter.record(TABLE, 1, _ENTRY_BYTES + min(len(blob.data), CHUNK))
-            return {c: len(b.data) for c, b in found.items()}
+        found = self._stored_blobs(session_id, checkpoint_ns, versions)
+        for blob in found.values():  # their first chunks
+            self.meter.record(TABLE, 1, _ENTRY_BYTES + min(len(blob.data), CHUNK))
+        return {c: len(b.data) for c, b in found.items()}
 
     def get_blobs(
         self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
     ) -> dict[str, Blob]:
+        found = self._stored_blobs(session_id, checkpoint_ns, versions)
+        for blob in found.values():
+            self.meter.record(TABLE, _chunks(blob), _ENTRY_BYTES + len(blob.data))
+        return found
+
+    def _stored_blobs(
+        self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
+    ) -> dict[str, Blob]:
         with self._lock:
             stored = self._blobs.get(session_id, {})
-            found = {
+            return {
                 channel: stored[(checkpoint_ns, channel, version)]
                 for channel, version in versions.items()
                 if (checkpoint_ns, channel, version) in stored
             }
-            for blob in found.values():
-                self.meter.record(TABLE, _chunks(blob), _ENTRY_BYTES + len(blob.data))
-            return found
 
     def put_writes(
         self,
