@@ -139,7 +139,7 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
         checkpoint_ns in it, of every namespace)."""
         if config is None:
             raise ValueError("ChatMemorySaver.list needs a config with a thread_id")
-        cursor: dict[str, str] = {"before": get_checkpoint_id(before)} if before else {}
+        cursor = _before(before)
         left = limit
         while left is None or left > 0:
             page, cursor = self._page(config, filter, cursor, left)
@@ -242,7 +242,7 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
     ) -> AsyncIterator[CheckpointTuple]:
         if config is None:
             raise ValueError("ChatMemorySaver.alist needs a config with a thread_id")
-        cursor: dict[str, str] = {"before": get_checkpoint_id(before)} if before else {}
+        cursor = _before(before)
         left = limit
         while left is None or left > 0:
             page, cursor = await asyncio.to_thread(self._page, config, filter, cursor, left)
@@ -426,6 +426,12 @@ def _message_id(message: Any, text: str) -> str:
     if isinstance(found, str) and len(found) <= ID_MAX_LENGTH and ID_PATTERN.match(found):
         return found
     return "lg-" + hashlib.sha256(f"{found}|{text}".encode()).hexdigest()[:40]
+
+
+def _before(before: RunnableConfig | None) -> dict[str, str]:
+    """The first page's cursor of a listing: LangGraph's `before` (a config), as its id."""
+    checkpoint_id = get_checkpoint_id(before) if before else None
+    return {"before": checkpoint_id} if checkpoint_id else {}
 
 
 def _thread(conf: Any) -> str:
