@@ -118,7 +118,9 @@ class ChatApi(Construct):
         # /memories/records, /remember), mark_record_deleting (UpdateItem: DELETE) with the purge
         # done in the request (remove_deleted_record: a conditional DeleteItem, so the id is
         # free at once), and live (auto-recall and record search: one BatchGetItem over the
-        # sessions and records).
+        # sessions and records). POST /memories/namespaces reads the record-keys index
+        # (record_keys: a Query of the caller's keys and namespaces), and every chat turn the
+        # profile-records index (profile_records: the profile block's candidates).
         storage.grant(
             self.handler,
             storage.records,
@@ -128,6 +130,7 @@ class ChatApi(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
             "dynamodb:BatchGetItem",
+            indexes=(schema.RECORD_KEYS_INDEX.name, schema.PROFILE_RECORDS_INDEX.name),
         )
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): a checkpoint by id (GetItem)
         # or the newest and a listing (Query), the values of its channels and the sizes of the

@@ -24,6 +24,10 @@ _PROJECTIONS = {
 }
 
 
+# Tables whose indexes are granted one by one, to the functions that query them (Storage.grant).
+_INDEXES_BY_NAME = frozenset({schema.RECORDS.logical_name})
+
+
 def _attr(key: schema.KeyAttr | None) -> dynamodb.Attribute | None:
     return None if key is None else dynamodb.Attribute(name=key.name, type=_TYPES[key.type])
 
@@ -40,8 +44,17 @@ class Storage(Construct):
     `grant` gives a function exactly the DynamoDB actions its code calls, and
     `environment` the variables that name those tables."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, production: bool = False) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        production: bool = False,
+        records_indexes: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(scope, construct_id)
+        # An upgrade adds one records index per deploy (Config.records_indexes); empty: all.
+        self._records_indexes = records_indexes
         self.sessions = self._table("Sessions", schema.SESSIONS, production)
         self.conversations = self._table("Conversations", schema.CONVERSATIONS, production)
         self.users = self._table("Users", schema.USERS, production)
@@ -58,13 +71,34 @@ class Storage(Construct):
         }
         self._acknowledged: set[tuple[iam.IRole, dynamodb.Table]] = set()
 
-    def grant(self, function: lambda_.Function, table: dynamodb.Table, *actions: str) -> None:
+    def grant(
+        self,
+        function: lambda_.Function,
+        table: dynamodb.Table,
+        *actions: str,
+        indexes: tuple[str, ...] = (),
+    ) -> None:
         """Exactly `actions` ("dynamodb:GetItem", ...) on `table` and, when it has global
-        secondary indexes, on those (`<table arn>/index/*`, acknowledged for cdk-nag here)."""
+        secondary indexes, on those (`<table arn>/index/*`, acknowledged for cdk-nag here).
+        The records table's index is granted by name instead, to the functions that query it
+        (`indexes`: dynamodb:Query on each), and no other index action to anyone."""
         if not actions or not all(a.startswith("dynamodb:") and "*" not in a for a in actions):
             raise ValueError(f"name each DynamoDB action exactly: {actions}")
-        table.grant(function, *actions)
         spec = self.specs[table.node.path]
+        if spec.logical_name in _INDEXES_BY_NAME:
+            iam.Grant.add_to_principal(
+                grantee=function, actions=list(actions), resource_arns=[table.table_arn]
+            )
+            for name in indexes:
+                if name not in {i.name for i in spec.indexes}:
+                    raise ValueError(f"{spec.logical_name} has no index {name}")
+                iam.Grant.add_to_principal(
+                    grantee=function,
+                    actions=["dynamodb:Query"],
+                    resource_arns=[f"{table.table_arn}/index/{name}"],
+                )
+            return
+        table.grant(function, *actions)
         role = function.role
         if spec.indexes and role is not None and (role, table) not in self._acknowledged:
             self._acknowledged.add((role, table))
@@ -99,6 +133,9 @@ class Storage(Construct):
             removal_policy=RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY,
         )
         for index in spec.indexes:
+            left_out = self._records_indexes and index.name not in self._records_indexes
+            if spec is schema.RECORDS and left_out:
+                continue
             table.add_global_secondary_index(
                 index_name=index.name,
                 partition_key=_attr(index.partition_key),

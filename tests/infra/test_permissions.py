@@ -111,6 +111,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
+        # POST /memories/namespaces: the keys and namespaces of the caller's records.
+        **{f"records/index/{schema.RECORD_KEYS_INDEX.name}": dynamodb("Query")},
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): get_checkpoint (GetItem),
         # list_checkpoints and get_writes (Query), get_blobs and blob_sizes (BatchGetItem),
         # put_checkpoint (BatchWriteItem of values, PutItem of the checkpoint), put_writes.
@@ -232,6 +234,8 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
         table_id = synth.logical_id(table)
         names[f"${{{table_id}.Arn}}"] = label
         names[f"${{{table_id}.Arn}}/index/*"] = f"{label}/index/*"
+        for index in schema.TABLES[[t.logical_name for t in schema.TABLES].index(label)].indexes:
+            names[f"${{{table_id}.Arn}}/index/{index.name}"] = f"{label}/index/{index.name}"
         names[f"${{{table_id}.StreamArn}}"] = f"{label} stream"
     for name, queue in stack.consolidation.dead_letter_queues.items():
         names[f"${{{synth.logical_id(queue)}.Arn}}"] = f"dlq {name}"
