@@ -403,6 +403,13 @@ class TurnOut(_Out):
             "(this turn then has no response of its own)."
         ),
     )
+    stopped: bool = Field(
+        default=False,
+        description=(
+            "A streamed answer stopped before it was finished (the user stopped it, or their "
+            "client went away): the response is what had been sent."
+        ),
+    )
 
 
 class TurnEnvelope(_Model):

@@ -595,6 +595,12 @@ class MemoryKind(StrEnum):
     OPEN_QUESTION = "open_question"  # a record's entry, of its session (as a summary's)
 
 
+# How long a streamed answer may take (POST /sessions/{id}/messages/stream): the stream
+# function's timeout (API Gateway streams for up to 15 minutes; the buffered route has 29 s).
+STREAM_TIMEOUT_SECONDS = 300
+# The streamed message route's path ends so: POST /sessions/{session_id}/messages/stream.
+STREAM_PATH_SUFFIX = "/messages/stream"
+
 # Auto-recall's block in a chat prompt sits between these lines (services/longterm/auto_recall.py
 # writes it; the offline responder reads it back).
 PROMPT_MEMORY_HEADER = (

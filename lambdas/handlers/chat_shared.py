@@ -48,11 +48,16 @@ def post_message(
         ),
         clock=deps.clock,
     )
+    settled(result)
+    return result
+
+
+def settled(result: chat.TurnResult) -> None:
+    """What a message's turn stored tells the log and the metrics (buffered or streamed)."""
     log_sentiment_error(result.sentiment_error)
     log_event_error(result.event_error)
     if not result.replayed:
         metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
-    return result
 
 
 def log_sentiment_error(reason: str) -> None:

@@ -126,7 +126,7 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "input": turn.input,
         "response": turn.response,
         "intent": _value(turn.intent),
-        "sources": [_source_json(source) for source in turn.sources],
+        "sources": [source_json(source) for source in turn.sources],
         "created_at": turn.created_at,
         "client_message_id": turn.client_message_id,
         "pending": turn.pending,
@@ -139,10 +139,12 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "feedback": _feedback_json(turn.feedback),
         "sentiment": _sentiment_json(turn.sentiment),
         "answered_by": turn.answered_by,
+        "stopped": turn.stopped,
     }
 
 
-def _source_json(source: Source) -> dict[str, Any]:
+def source_json(source: Source) -> dict[str, Any]:
+    """A source as the API's `SourceOut` writes it."""
     return {
         "kind": _value(source.kind),
         "id": source.id,

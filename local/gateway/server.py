@@ -13,6 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from chatmemory import schema
 from local.config import API_HOST, DEFAULT_AGENTS, DEFAULT_USER, ROOT, USER_HEADER, WEB_DIR
 from local.gateway.checks import (
     ANY_ADDRESS,
@@ -116,6 +117,16 @@ class Gateway:
         else:
             self._pool.start()
 
+    def stream(self, event: dict[str, Any]) -> Any:
+        """The stream function's answer to one proxy event (handlers/stream.py), run in this
+        process whatever `workers` says: its body comes while the turn runs, in the request's
+        thread (the deployed stream function is a function of its own, with one request per
+        instance too, behind the Lambda Web Adapter)."""
+        from chatmemory import wiring
+        from handlers import stream
+
+        return stream.answer(started_now(event), wiring.settings().cors_origins)
+
     def invoke(self, event: dict[str, Any], function_name: str = "chat-api") -> Any:
         """The handler's reply to one proxy event; its exception when it raises."""
         if self._pool is not None:
@@ -158,6 +169,11 @@ class Gateway:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _is_stream(event: dict[str, Any]) -> bool:
+    path = str(event.get("path") or "")
+    return event.get("httpMethod") == "POST" and path.endswith(schema.STREAM_PATH_SUFFIX)
 
 
 class _Server(ThreadingHTTPServer):
@@ -266,6 +282,9 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 groups=self.gateway.agent_group if user in self.gateway.agents else None,
             )
             started = time.perf_counter()
+            if _is_stream(event):
+                self._stream(event, started)
+                return
             reply = self.gateway.invoke(event)
             status, headers, payload = http_reply(reply)
             log.info(
@@ -280,6 +299,40 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._error(502, "bad_gateway", "the handler failed; see the local server's output")
             return
         self._send(status, b"" if head else payload, headers, content_length=len(payload))
+
+    def _stream(self, event: dict[str, Any], started: float) -> None:
+        """A streamed answer: its headers, then each chunk as it comes (chunked transfer
+        encoding). A client gone before the end closes the answer's body: the turn stops and
+        is stored with what was sent (handlers/stream.py)."""
+        from chatmemory import deadline
+        from handlers import stream
+
+        with deadline.within(stream.request_deadline(schema.STREAM_TIMEOUT_SECONDS * 1000)):
+            answer = self.gateway.stream(event)
+            body = answer.body
+            try:
+                self.send_response(answer.status)
+                for name, value in answer.headers:
+                    self.send_header(name, value)
+                for name, value in cors_headers(self.headers.get("Origin")).items():
+                    self.send_header(name, value)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for chunk in body:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:  # the client went away (a broken pipe, a reset)
+                self.close_connection = True
+            finally:
+                getattr(body, "close", lambda: None)()
+        log.info(
+            "%s %s %s (streamed) %.0f ms",
+            self.command,
+            self.path,
+            answer.status,
+            (time.perf_counter() - started) * 1000,
+        )
 
     def _read_body(self) -> str | None:
         """The request body as text; None once an error has been answered."""

@@ -214,6 +214,8 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
         item["answered_by"] = turn.answered_by
     if turn.for_agent:
         item["for_agent"] = True
+    if turn.stopped:
+        item["stopped"] = True
     if turn.messages is not None:
         item["messages"] = turn.messages
     return item
@@ -249,6 +251,7 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         answered_by=data.get("answered_by"),
         for_agent=bool(data.get("for_agent", False)),
         answering_until=data.get("answering_until"),
+        stopped=bool(data.get("stopped", False)),
     )
 
 
