@@ -460,9 +460,13 @@ def _place(
         # namespace (not the profile's) an item is its key, as in LangGraph's stores: it never
         # merges, supersedes or settles anything, and nothing supersedes it.
         # A record that expires is an item of its own too: what it superseded or merged into
-        # would otherwise outlive it as history, or it would take a lasting record along.
+        # would otherwise outlive it as history, or it would take a lasting record along. And
+        # a lasting record leaves the expiring ones alone: merged into one, it would expire
+        # with it; history of one (newer, or an answer to it), nothing current would be left.
         keyed_item = bool(record.namespace) or record.expires_at is not None
-        mine = [] if keyed_item else [r for r in mine if not r.namespace]
+        mine = (
+            [] if keyed_item else [r for r in mine if not r.namespace and r.expires_at is None]
+        )
         active = {
             r.record_id: r
             for r in mine
