@@ -132,6 +132,11 @@ MAX_RECORD_TTL_SECONDS = 10 * 365 * 24 * 3600
 # What of a record its index entry holds and is embedded from (embedding models take a few
 # thousand tokens; S3 Vectors' metadata is at most 40 KB): the record keeps all of its text.
 MAX_RECORD_ENTRY_CHARS = 8_000
+# A filter of POST /memories/records/search: objects and lists nested at most this deep (the
+# filter itself is level 1), and at most this many keys and values in all. LangGraph's filters
+# are a few fields; these bound what one search costs to check and match per record.
+MAX_RECORD_FILTER_DEPTH = 8
+MAX_RECORD_FILTER_VALUES = 256
 # A namespace of a client's records: at most this many labels, each 1-MAX_NAMESPACE_LABEL_CHARS
 # characters without control characters (the separator of their stored path is one).
 MAX_NAMESPACE_DEPTH = 16

@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 
 from chatmemory import schema
-from chatmemory.clock import iso
 from chatmemory.adapters.dynamodb import serialize
 from chatmemory.adapters.dynamodb.codec import record_to_item
+from chatmemory.clock import iso
 from chatmemory.domain import MemoryRecord
 from chatmemory.schema import RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.profile import profile

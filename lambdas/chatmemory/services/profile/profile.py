@@ -464,9 +464,7 @@ def _place(
         # a lasting record leaves the expiring ones alone: merged into one, it would expire
         # with it; history of one (newer, or an answer to it), nothing current would be left.
         keyed_item = bool(record.namespace) or record.expires_at is not None
-        mine = (
-            [] if keyed_item else [r for r in mine if not r.namespace and r.expires_at is None]
-        )
+        mine = [] if keyed_item else [r for r in mine if not r.namespace and r.expires_at is None]
         active = {
             r.record_id: r
             for r in mine
