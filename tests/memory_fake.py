@@ -127,6 +127,8 @@ class InMemoryShortTermMemory:
     _turns: dict[str, dict[int, Turn]] = field(default_factory=dict)
     _users: dict[str, _UserRow] = field(default_factory=dict)
     _records: dict[tuple[str, str], MemoryRecord] = field(default_factory=dict)
+    # (owner, statement key) -> the record holding it (ports.RecordStore.statement_holder).
+    _statements: dict[tuple[str, str], str] = field(default_factory=dict)
     # schema.alias_key(caller, client id) -> session id, as the alias items of the sessions table.
     _aliases: dict[str, str] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -629,6 +631,22 @@ class InMemoryShortTermMemory:
             if key in self._records:
                 return False
             self._records[key] = copy.deepcopy(record)
+            return True
+
+    def statement_holder(self, owner: str, statement: str) -> str | None:
+        with self._lock:
+            return self._statements.get((owner, statement))
+
+    def put_stated_record(
+        self, record: MemoryRecord, *, statement: str, holder: str | None
+    ) -> bool:
+        with self._lock:
+            key = (record.user_id, record.record_id)
+            claim = (record.user_id, statement)
+            if key in self._records or self._statements.get(claim) != holder:
+                return False
+            self._records[key] = copy.deepcopy(record)
+            self._statements[claim] = record.record_id
             return True
 
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:

@@ -317,6 +317,29 @@ RECORD_ID = "record_id"
 # A record's namespace, as its path (namespace_path); absent for the profile's own records.
 RECORD_NAMESPACE = "ns"
 
+# Who holds a statement the caller made (POST /memories/records without record_id, /remember):
+# a claim item per (owner, type and normalised words), beside the records in a partition of its
+# own ("<owner>#stated", never an owner key: those are "<id>" or "<id>#<n>"), so no read of
+# the owner's records ever meets one. It names the record that holds the statement
+# (STATEMENT_HOLDER) and is written in the record's transaction, conditional on naming what the
+# writer read: of concurrent identical statements one writes its record and the others read
+# it as their duplicate. It only arbitrates such races, so it expires an hour after its write
+# (DynamoDB's TTL deletes it within days; the purge ignores its removal); one that names a
+# record gone or changed is taken over by the next statement of those words.
+STATEMENT_HOLDER = "holder"
+STATEMENT_CLAIM_SECONDS = 3600
+
+
+def statement_partition(owner: str) -> str:
+    """The partition of an owner's statement claims: "<owner>#stated"."""
+    return f"{owner}#stated"
+
+
+def is_statement_claim(partition: str) -> bool:
+    """Whether a records-table partition key is a claims partition (not an owner's records)."""
+    return partition.endswith("#stated")
+
+
 RECORDS = TableSpec(
     logical_name="records",
     partition_key=KeyAttr(USER_ID, "S"),
@@ -636,9 +659,11 @@ RECORD_DELETING_FILTER: dict[str, Any] = {
 }
 # A record DynamoDB's TTL deleted (its expiry passed): the purge removes its index entries,
 # named by the old image. Only the service's own deletes: the API's are purged in the request.
+# Only records (every one has a type): a statement's claim expiring has nothing to purge.
 RECORD_EXPIRED_FILTER: dict[str, Any] = {
     "eventName": ["REMOVE"],
     "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+    "dynamodb": {"OldImage": {"type": {"S": [t.value for t in RecordType]}}},
 }
 # A user whose forget request still has namespaces to purge.
 USER_PURGE_FILTER: dict[str, Any] = {

@@ -619,6 +619,30 @@ def test_records_are_listed_newest_first_by_type_without_deleting_ones(
     }  # fmt: skip
 
 
+def test_a_statement_is_claimed_by_one_record_at_a_time(memory: ShortTermMemory) -> None:
+    """Of two writers of one statement that read it unclaimed, one writes its record and the
+    claim; the other writes nothing. A claim moves only from the holder the writer read, and
+    no read of the owner's records meets it."""
+    key = "k" * 32
+    assert memory.statement_holder("alice", key) is None
+    first, second = _record("2026-01-01-a"), _record("2026-01-01-b")
+    assert memory.put_stated_record(first, statement=key, holder=None) is True
+    assert memory.put_stated_record(second, statement=key, holder=None) is False
+    assert memory.get_record("alice", "2026-01-01-b") is None
+    assert memory.statement_holder("alice", key) == "2026-01-01-a"
+    assert memory.statement_holder("bob", key) is None
+    assert memory.put_stated_record(second, statement=key, holder="2026-01-0x") is False
+    assert memory.put_stated_record(second, statement=key, holder="2026-01-01-a") is True
+    assert memory.statement_holder("alice", key) == "2026-01-01-b"
+    assert memory.get_record("alice", "2026-01-01-b") == second
+    assert {r.record_id for r in memory.records_of_owner("alice", include_expired=True)} == {
+        "2026-01-01-a", "2026-01-01-b"
+    }  # fmt: skip
+    assert [r.record_id for r in memory.list_records("alice", None, 10, None).items] == [
+        "2026-01-01-b", "2026-01-01-a"
+    ]  # fmt: skip
+
+
 def test_saving_a_record_is_conditional_on_its_version(memory: ShortTermMemory) -> None:
     memory.put_record(_record("r1"))
     first = memory.get_record("alice", "r1")

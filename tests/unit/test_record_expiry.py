@@ -164,6 +164,9 @@ def test_the_ttl_filter_matches_only_dynamodbs_own_removals() -> None:
     assert matches(schema.RECORD_EXPIRED_FILTER, event)
     assert not matches(schema.RECORD_EXPIRED_FILTER, {**event, "userIdentity": {"type": "X"}})
     assert not matches(schema.RECORD_EXPIRED_FILTER, {**event, "eventName": "MODIFY"})
+    # A statement's claim expiring (schema.STATEMENT_HOLDER) is no record: nothing to purge.
+    claim = {"user_id": schema.statement_partition("alice"), "record_id": "k" * 32, "holder": "r1"}
+    assert not matches(schema.RECORD_EXPIRED_FILTER, _ttl_removal(claim))
     assert schema.RECORDS.ttl_attribute == schema.EXPIRES_AT == "expires_at"
     assert schema.RECORD_EXPIRED_FILTER in schema.RECORD_PURGE_TRIGGER.filters
 
