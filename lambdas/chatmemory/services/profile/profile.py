@@ -506,10 +506,13 @@ def _place(
                 # Stated again while a concurrent statement of the same words saved it: that
                 # one's save is this one's (nothing of a statement is kept beside its words).
                 current = memory.get_record(duplicate.user_id, duplicate.record_id)
-                if current is not None and current.status == RecordStatus.ACTIVE:
-                    if _same_words(current.text, record.text):
-                        _adopt(record, current, mine, memory=memory, embedder=embedder, index=index)
-                        return "merged", current
+                if (
+                    current is not None
+                    and current.status == RecordStatus.ACTIVE
+                    and _same_words(current.text, record.text)
+                ):
+                    _adopt(record, current, mine, memory=memory, embedder=embedder, index=index)
+                    return "merged", current
             continue
         same = [r for r in active.values() if record.subject and r.subject == record.subject]
         # An answer settles the open questions asked before it; a question answered later (its
