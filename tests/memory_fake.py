@@ -184,8 +184,15 @@ class InMemoryShortTermMemory:
             generation = current.user.generation if current else 0
             ends = [self._sessions.get(sid) for sid in end]
             alias_key = schema.alias_key(alias.caller, alias.client_id) if alias else None
+            previous = session.continued_from
+            continued = self._sessions.get(previous) if previous and previous not in end else None
             if (
                 session.session_id in self._sessions
+                or (
+                    previous is not None
+                    and previous not in end
+                    and (continued is None or continued.session.status == SessionStatus.DELETING)
+                )
                 or generation != user.generation
                 or any(r is None or r.session.status != SessionStatus.OPEN for r in ends)
                 or (alias is not None and self._aliases.get(alias_key) != alias.replaces)

@@ -137,6 +137,28 @@ def test_an_alias_moves_only_from_the_session_it_still_names(memory: ShortTermMe
     assert memory.get_alias("alice", "conv") == "s2"
 
 
+def test_a_session_being_deleted_is_never_continued(memory: ShortTermMemory) -> None:
+    """A continuation's transaction checks the session it continues: a delete whose tombstone
+    came after the continuation read it makes it write nothing (issue 46)."""
+    memory.create_session(
+        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+    )
+    memory.end_session("s1", T1)
+    assert memory.mark_deleting("s1", T1) is True
+    with pytest.raises(Conflict):
+        memory.create_session(
+            _session("s2", continued_from="s1", client_id="conv"),
+            user=UserState("alice"),
+            alias=ClientAlias("alice", "conv", "s1"),
+        )
+    assert memory.get_session("s2") is None
+    assert memory.get_alias("alice", "conv") == "s1"
+    _create(memory, "s3")
+    memory.end_session("s3", T1)
+    _create(memory, "s4", continued_from="s3")  # one that is not being deleted: continued
+    assert memory.get_session("s4").continued_from == "s3"  # type: ignore[union-attr]
+
+
 def test_an_alias_is_dropped_only_while_it_names_the_purged_session(
     memory: ShortTermMemory,
 ) -> None:

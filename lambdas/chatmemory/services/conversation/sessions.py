@@ -307,12 +307,40 @@ def delete_session(
     Named by a client id (PUT /sessions/{id}), the whole conversation is deleted: the session
     the id names and every earlier one of the same id it continues (server-side continuations),
     oldest first, so a delete that fails half-way leaves the id naming what is left, and a
-    retry finishes it. The id is free for a new session once this returns."""
+    retry finishes it. The id is free for a new session once this returns.
+
+    A message racing the delete may continue the conversation meanwhile (a continuation of
+    the ended session the id named): written before the tombstones, it is found here (the id
+    names it now) and deleted with the rest; written after, its transaction fails (a session
+    being deleted is never continued), so nothing sent to the id in the race outlives it."""
     target = resolve(memory, user_id, session_id)
     session = owned_session(memory, user_id, target)
+    deleted: set[str] = set()
+    for _ in range(_ATTEMPTS):
+        chain = _conversation(memory, session, deleted)
+        for sid in reversed(chain):
+            memory.mark_deleting(sid, iso(clock()))  # False: deleting already
+        deleted.update(chain)
+        if target == session_id:
+            return  # a server id: that session (and those it continues), not its id's latest
+        named = memory.get_alias(user_id, session_id)
+        if named is None or named in deleted:
+            return
+        latest = memory.get_session(named)
+        if latest is None or latest.continued_from not in deleted:
+            return  # a new conversation under the id (PUT after this delete): not this one
+        session = latest
+    raise Conflict("the conversation kept being continued; retry the delete")
+
+
+def _conversation(memory: ShortTermMemory, session: Session, done: set[str]) -> list[str]:
+    """`session` and the earlier sessions of its client id it continues, newest first, up to
+    one already in `done`."""
     chain = [session.session_id]
     earlier = session
     while earlier.client_id and earlier.continued_from and len(chain) < _MAX_CONTINUATIONS:
+        if earlier.continued_from in done:
+            break
         found = memory.get_session(earlier.continued_from)
         if found is None or found.client_id != earlier.client_id:
             break
@@ -320,8 +348,7 @@ def delete_session(
             break
         chain.append(found.session_id)
         earlier = found
-    for sid in reversed(chain):
-        memory.mark_deleting(sid, iso(clock()))  # False: deleting already
+    return chain
 
 
 def list_messages(
