@@ -282,8 +282,14 @@ def _stack_then_answer(
     window_turns: int | None,
 ) -> TurnResult:
     """A stacked message: written first (pending), answered with whatever else the user sends
-    before the answer, by this request or a later one."""
+    before the answer, by this request or a later one. It is written claimed by this request
+    (answering_until, as a retry claims it): a re-send of it while this request answers (a
+    client that timed out, the same message posted twice) waits for the answer instead of
+    calling the model again; the claim is given up at once if this request fails, and runs
+    out after `patience_seconds` if it dies."""
     turn.pending = True
+    until = iso(deps.clock() + timedelta(seconds=policy.stack.patience_seconds))
+    turn.answering_until = until
     appended = _append(deps, policy, user_id, session, turn, stack=True)
     if appended.replayed:  # a concurrent retry of this message wrote it first
         return post_message(
@@ -295,11 +301,17 @@ def _stack_then_answer(
             client_message_id=turn.client_message_id,
             window_turns=window_turns,
         )
-    if policy.stack.wait_seconds > 0:
-        # Not into the time the answer needs: a burst arriving later is answered anyway.
-        spare = deadline.current().remaining() - policy.answer_reserve_seconds
-        deps.sleep(max(0.0, min(policy.stack.wait_seconds, spare)))
-    return _settle_stack(deps, policy, user_id, session, appended.turn.turn, window)
+    number = appended.turn.turn
+    try:
+        if policy.stack.wait_seconds > 0:
+            # Not into the time the answer needs: a burst arriving later is answered anyway.
+            spare = deadline.current().remaining() - policy.answer_reserve_seconds
+            deps.sleep(max(0.0, min(policy.stack.wait_seconds, spare)))
+        return _settle_stack(deps, policy, user_id, session, number, window)
+    except BaseException:
+        with contextlib.suppress(Exception):
+            deps.memory.release_answer(session.session_id, number, until=until)
+        raise
 
 
 def _answer_now(
