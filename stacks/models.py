@@ -129,7 +129,8 @@ class Models(Construct):
         self._grant(function, self.embed_arns)
 
     def _grant(self, function: lambda_.IFunction, arns: list[str]) -> None:
-        function.add_to_role_policy(iam.PolicyStatement(actions=[self._action], resources=arns))
+        for statement in self._statements(arns):
+            function.add_to_role_policy(statement)
         role = function.role
         assert role is not None
         for arn in arns:
@@ -142,6 +143,25 @@ class Models(Construct):
                     "must be allowed in each of them (the profile itself is allowed in the "
                     "stack's region only).",
                 )
+
+    def _statements(self, arns: list[str]) -> list[iam.PolicyStatement]:
+        """Invoking the models `arns` name. Of a cross-region inference profile (its ARN, then
+        its model's in every region), the model only through that profile: the condition on
+        bedrock:InferenceProfileArn keeps a function from invoking the model on demand in any
+        region the grant names, outside the profile's geography (Bedrock User Guide,
+        "Prerequisites for inference profiles")."""
+        profiles = [arn for arn in arns if ":inference-profile/" in arn]
+        if not profiles:
+            return [iam.PolicyStatement(actions=[self._action], resources=arns)]
+        (profile,) = profiles
+        return [
+            iam.PolicyStatement(actions=[self._action], resources=[profile]),
+            iam.PolicyStatement(
+                actions=[self._action],
+                resources=[arn for arn in arns if arn != profile],
+                conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile}},
+            ),
+        ]
 
     def _default_text_model(self) -> str:
         """The default text model of the stack's region: resolved now when the stack names

@@ -462,6 +462,20 @@ def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -
             if any(a.startswith(("bedrock:", "sagemaker:")) for a in statement["Action"]):
                 assert statement["Action"] == ["bedrock:InvokeModel"], name
                 found.update(label(resource) for resource in statement["Resource"])
+                # The text model through its inference profile only (issue 46): a grant of
+                # its model in every region is conditioned on the profile it came through.
+                for resource in statement["Resource"]:
+                    if ":bedrock:*::foundation-model/" in render(resource):
+                        (profile,) = [
+                            r for s in statements(bedrock, _role_id(bedrock, function))
+                            for r in s["Resource"] if ":inference-profile/" in render(r)
+                        ]  # fmt: skip
+                        condition = statement["Condition"]
+                        assert list(condition) == ["StringEquals"], name
+                        through = condition["StringEquals"]["bedrock:InferenceProfileArn"]
+                        assert render(through) == render(profile), name
+                    else:
+                        assert "Condition" not in statement, name
         models[name] = found
     text, embed = "text model", "embed model"
     assert models == {
