@@ -49,9 +49,13 @@ def dynamodb(*names: str) -> set[str]:
     return {f"dynamodb:{name}" for name in names}
 
 
-def sessions(*names: str) -> dict[str, set[str]]:
-    """table.grant on the sessions table also names its global secondary indexes."""
-    return {"sessions": dynamodb(*names), "sessions/index/*": dynamodb(*names)}
+def sessions(*names: str, indexes: tuple[schema.IndexSpec, ...] = ()) -> dict[str, set[str]]:
+    """The sessions table, and Query of each global secondary index the function reads (only
+    those: issue 46, every role had '/index/*')."""
+    return {
+        "sessions": dynamodb(*names),
+        **{f"sessions/index/{index.name}": dynamodb("Query") for index in indexes},
+    }
 
 
 def runtime(**resources: set[str]) -> dict[str, set[str]]:
@@ -102,12 +106,18 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # Every chat answer (complete_stack) and a hand-off of waiting messages (mark_for_agent)
     # is a transaction with a ConditionCheck item on the session (ConditionCheckItem).
     # Hand-off to a person (issue 16): the agents' queue is a Query of the sessions table's
-    # handoff-sessions index (sessions/index/* below); each hand-off and hand-back publishes one
-    # event on the stack's bus (PutEvents, on that bus only).
+    # handoff-sessions index; each hand-off and hand-back publishes one event on the stack's
+    # bus (PutEvents, on that bus only).
     "Chat": runtime(
         **sessions(
-            "GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "ConditionCheckItem"
-        ),
+            "GetItem",
+            "BatchGetItem",
+            "Query",
+            "PutItem",
+            "UpdateItem",
+            "ConditionCheckItem",
+            indexes=(schema.USER_SESSIONS_INDEX, schema.HANDOFF_SESSIONS_INDEX),
+        ),  # fmt: skip
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
@@ -152,7 +162,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # embedded, bulk-written, checked live with BatchGetItem), a forget's purge
     # (records_of_owner, remove_records).
     "Purge": consumer(
-        **sessions("GetItem", "Query", "UpdateItem", "DeleteItem"),
+        **sessions(
+            "GetItem", "Query", "UpdateItem", "DeleteItem", indexes=(schema.USER_SESSIONS_INDEX,)
+        ),
         conversations=dynamodb("Query", "BatchWriteItem"),
         users=dynamodb("GetItem", "UpdateItem"),
         records=dynamodb(
@@ -174,7 +186,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     ),
     # handlers.sweep_idle: stale_sessions (open-sessions index), end_session (GetItem explains
     # a failed condition), mark_deleting, continue_purge.
-    "SweepIdle": runtime(**sessions("Query", "GetItem", "UpdateItem")),
+    "SweepIdle": runtime(
+        **sessions("Query", "GetItem", "UpdateItem", indexes=(schema.OPEN_SESSIONS_INDEX,))
+    ),
     # handlers.index_setup: indices.exists (HEAD) and create (PUT); for an index that exists,
     # get_mapping (GET) and put_mapping (PUT) of the fields a newer schema adds; then as the
     # FGAC master user the runtime's security role and its mapping (PUT).
@@ -206,7 +220,6 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         **{
             **CONSOLIDATION,
             "sessions": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
-            "sessions/index/*": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
             "users": dynamodb("Scan", "GetItem", "UpdateItem"),
         }
     ),
@@ -232,6 +245,8 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
         table_id = synth.logical_id(table)
         names[f"${{{table_id}.Arn}}"] = label
         names[f"${{{table_id}.Arn}}/index/*"] = f"{label}/index/*"
+        for index in schema.TABLES[[t.logical_name for t in schema.TABLES].index(label)].indexes:
+            names[f"${{{table_id}.Arn}}/index/{index.name}"] = f"{label}/index/{index.name}"
         names[f"${{{table_id}.StreamArn}}"] = f"{label} stream"
     for name, queue in stack.consolidation.dead_letter_queues.items():
         names[f"${{{synth.logical_id(queue)}.Arn}}"] = f"dlq {name}"
@@ -279,7 +294,10 @@ def permissions(synth: Synth, function: Any) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for statement in statements(synth, _role_id(synth, function)):
         assert statement["Effect"] == "Allow"
-        assert "Condition" not in statement and "NotAction" not in statement
+        assert "NotAction" not in statement
+        if "Condition" in statement:  # the one kind: a model only through its profile
+            only = {"StringEquals": ["bedrock:InferenceProfileArn"]}
+            assert {k: list(v) for k, v in statement["Condition"].items()} == only, statement
         for resource in statement["Resource"]:
             found.setdefault(label(resource), set()).update(statement["Action"])
     return found
@@ -765,8 +783,7 @@ def test_without_handoff_events_no_role_may_put_events(synth_cache: Callable[...
 
 def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
     """GET /agent/sessions reads the sparse handoff-sessions index of the sessions table, which
-    CDK builds from schema.SESSIONS; table.grant's '/index/*' covers it (no other role needs it:
-    the sweeper reads the open-sessions index)."""
+    CDK builds from schema.SESSIONS; the chat is granted it by name (no other role reads it)."""
     assert schema.HANDOFF_SESSIONS_INDEX in schema.SESSIONS.indexes
     table = default.json["Resources"][default.logical_id(default.stack.storage.sessions)][
         "Properties"
@@ -775,7 +792,33 @@ def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
         index["IndexName"] for index in table["GlobalSecondaryIndexes"]
     }
     chat = permissions(default, default.stack.api.handler)
-    assert "dynamodb:Query" in chat["sessions/index/*"]
+    assert chat[f"sessions/index/{schema.HANDOFF_SESSIONS_INDEX.name}"] == {"dynamodb:Query"}
+
+
+def test_each_role_reads_only_the_sessions_indexes_its_code_queries(default: Synth) -> None:
+    """Failed before (issue 46): every role granted the sessions table got '<table>/index/*',
+    so the idle sweeper could read the user-sessions and hand-off indexes (names, hand-off
+    reasons and agents of every user)."""
+    read: dict[str, set[str]] = {}
+    for name, function in default.stack.functions.functions.items():
+        label = _labeller(default, function)
+        read[name] = {
+            label(resource).removeprefix("sessions/index/")
+            for statement in statements(default, _role_id(default, function))
+            for resource in statement["Resource"]
+            if "/index/" in label(resource)
+        }
+    user, opened, handoff = (i.name for i in schema.SESSIONS.indexes)
+    assert read == {
+        "Chat": {user, handoff},
+        "Consolidate": set(),
+        "Compact": set(),
+        "Purge": {user},
+        "SweepIdle": {opened},
+        "IndexSetup": set(),
+        "Ingest": set(),
+        "Redrive": set(),
+    }
 
 
 def _execute_api(synth: Synth, path: str) -> str:
