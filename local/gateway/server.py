@@ -77,6 +77,7 @@ class Gateway:
         header_timeout: float = HEADER_TIMEOUT_SECONDS,
         body_timeout: float = BODY_TIMEOUT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
+        after_request: Callable[[], None] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be 1 or more")
@@ -98,6 +99,9 @@ class Gateway:
         self.header_timeout = header_timeout
         self.body_timeout = body_timeout
         self.clock = clock
+        # Called after each request the handler answered (local mode wakes the stream poller:
+        # what the request wrote is read at once, whatever the poller's idle backoff).
+        self.after_request = after_request
         self.allowed_hosts = allowed_host_names(host)
         self._invoke_lock = threading.Lock()
         self._server = _Server((host, port), _RequestHandler)
@@ -343,7 +347,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 groups=self.gateway.agent_group if user in self.gateway.agents else None,
             )
             started = time.perf_counter()
-            reply = self.gateway.invoke(event)
+            try:
+                reply = self.gateway.invoke(event)
+            finally:
+                if self.gateway.after_request is not None:
+                    self.gateway.after_request()
             status, headers, payload = http_reply(reply)
             log.info(
                 "%s %s %s %.0f ms",
