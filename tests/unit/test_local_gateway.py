@@ -598,3 +598,14 @@ def test_a_client_gone_before_its_answer_is_one_line_not_a_stack_trace(
     err = capfd.readouterr().err
     assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err
     assert answered.is_set(), [r.getMessage() for r in caplog.records]
+
+
+def test_each_answered_request_calls_the_after_request_hook(echo: Echo, tmp_path: Path) -> None:
+    """Local mode wakes the stream poller there (local/stack.py): what the request wrote is read
+    at once, whatever the poller's idle backoff. A failing handler counts too."""
+    calls: list[int] = []
+    with Gateway(echo, port=0, web_dir=tmp_path, after_request=lambda: calls.append(1)) as gateway:
+        assert _request(gateway, "GET", "/sessions")[0] == 201
+        echo.fail = True
+        assert _request(gateway, "POST", "/sessions", b"{}")[0] == 502
+    assert calls == [1, 1]
