@@ -125,7 +125,9 @@ class ChatApi(Construct):
         # /memories/records, /remember), mark_record_deleting (UpdateItem: DELETE) with the purge
         # done in the request (remove_deleted_record: a conditional DeleteItem, so the id is
         # free at once), and live (auto-recall and record search: one BatchGetItem over the
-        # sessions and records).
+        # sessions and records). Every chat prompt's profile block is one Query of the
+        # profile-records index (profile_records); a statement is written with its claim
+        # (put_stated_record: a transaction of two PutItems).
         storage.grant(
             self.handler,
             storage.records,
@@ -135,6 +137,7 @@ class ChatApi(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
             "dynamodb:BatchGetItem",
+            indexes=(schema.PROFILE_RECORDS_INDEX,),
         )
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): a checkpoint by id (GetItem)
         # or the newest and a listing (Query), the values of its channels and the sizes of the

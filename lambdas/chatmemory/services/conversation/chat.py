@@ -31,11 +31,13 @@ from chatmemory.ports import (
     Clock,
     Embedder,
     EventPublisher,
+    GenerationOptions,
     LongTermIndex,
     SentimentAnalyzer,
     ShortTermMemory,
     TextGenerator,
     VectorCache,
+    collect,
 )
 from chatmemory.schema import (
     HANDOFF_EVENT,
@@ -76,6 +78,9 @@ from chatmemory.services.longterm.recall import (
     search_passages,
     search_sessions,
 )
+from chatmemory.services.profile.block import ProfileBlock, ProfileBlockPolicy
+from chatmemory.services.profile.block import candidates as profile_candidates
+from chatmemory.services.profile.block import checked as checked_profile
 from chatmemory.services.profile.profile import state_record
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 
@@ -109,6 +114,9 @@ class ChatPolicy(NamedTuple):
     # Below this fused score a verified passage does not count as relevant.
     verified_min_score: float = 0.35
     auto_recall: AutoRecallPolicy = AutoRecallPolicy()
+    # The user's lasting facts and preferences in every chat prompt (services/profile/block.py),
+    # within a budget of their own (at most a quarter of the model's context).
+    profile: ProfileBlockPolicy = ProfileBlockPolicy()
     # After this long without a message the prompt says how long it has been (0: never).
     long_gap_hours: float = 6.0
     # With a text model: make follow-ups standalone with it before auto-recall searches.
@@ -149,6 +157,13 @@ class ChatDeps:
     vector_cache: VectorCache | None = None
 
 
+class Memory(NamedTuple):
+    """What long-term memory put in a turn's prompt (None: nothing was asked of it)."""
+
+    recalled: Recalled | None = None
+    profile: ProfileBlock | None = None
+
+
 @dataclass
 class TurnResult:
     turn: Turn
@@ -157,6 +172,9 @@ class TurnResult:
     replayed: bool = False
     # What auto-recall put in the prompt (None when it did not run: a replay, a command).
     recalled: Recalled | None = None
+    # What the profile block put in the prompt (None when no prompt was built: a replay, a
+    # command).
+    profile: ProfileBlock | None = None
     # Why the input has no sentiment although an analyzer is configured (for the log).
     sentiment_error: str = ""
     # Stacked messages: the later turn whose answer covered this message too.
@@ -242,10 +260,10 @@ def _new_message(
     classifier = deps.generator if policy.use_classifier else None
     routed = route(content, generator=classifier)
     started = time.perf_counter()
-    # Of what the user said (a command's prefix stripped), before the model answers: a turn
-    # kept pending because the model failed carries it too.
+    # Of what the user said (a command is not scored), before the model answers: a turn kept
+    # pending because the model failed carries it too.
     with _before_answer(policy):
-        sentiment, sentiment_error = analyze_input(deps.sentiment, routed.text)
+        sentiment, sentiment_error = analyze_input(deps.sentiment, content)
     turn = Turn(
         session_id=session.session_id,
         turn=0,
@@ -327,7 +345,7 @@ def _answer_now(
     """Ask the model, then store the message with its answer in one write. A model that fails
     leaves the message stored, pending: a retry with its client_message_id completes it."""
     try:
-        recalled = _answer(deps, policy, session, routed, turn, window)
+        used = _answer(deps, policy, session, routed, turn, window)
     except ChatMemoryError as failure:
         if failure.status < 500:
             raise
@@ -340,7 +358,7 @@ def _answer_now(
         reason = HandoffReason.NOTHING_VERIFIED
     result = _store_answer(deps, policy, user_id, session, turn, reason)
     if not result.replayed:
-        result.recalled = recalled
+        result.recalled, result.profile = used
     return result
 
 
@@ -426,15 +444,15 @@ def _answer(
     window: int,
     before_turn: int | None = None,
     history: list[Turn] | None = None,
-) -> Recalled | None:
+) -> Memory:
     """Fill in turn.response (and sources/model/tokens) for the routed intent; returns what
-    auto-recall brought into an ordinary turn's prompt."""
+    long-term memory put in an ordinary turn's prompt: the profile block and auto-recall's."""
     if routed.intent != Intent.CHAT:
         if deps.long_term is None or deps.embedder is None:
             turn.response = NO_LONG_TERM_MEMORY
             turn.model = "none"
             turn.remember_response = False
-            return None
+            return Memory()
         try:
             answer = _command(deps, policy, session, routed)
         except LongTermMemoryUnavailable:
@@ -445,7 +463,7 @@ def _answer(
         else:
             turn.response, turn.sources, turn.model = answer.text, answer.sources, answer.model
             turn.remember_response = answer.remember
-            return None
+            return Memory()
     if history is None:
         history = deps.memory.recent_turns(session.session_id, window) if window else []
     if before_turn is not None:
@@ -458,14 +476,23 @@ def _answer(
     note = gap_note(history, deps.clock(), policy.long_gap_hours)
     context = deps.generator.context_tokens
     recalled = None
+    profile = None
     if turn.degraded:
         pass  # a command that could not reach long-term memory: no second try
     elif deps.long_term is not None and deps.embedder is not None:
+        found = profile_candidates(
+            session.user_id,
+            records=deps.memory,
+            policy=policy.profile,
+            budget=min(policy.profile.token_budget, context // 4),
+        )
         with _before_answer(policy):
-            recalled = _recall_for_turn(deps, policy, session, routed, history)
-        turn.degraded = recalled.degraded
-        turn.sources = recalled.sources
-    memory_tokens = recalled.tokens if recalled else 0
+            recalled = _recall_for_turn(deps, policy, session, routed, history, found.held)
+        # Last before the prompt: a delete that returned during the search is seen.
+        profile = checked_profile(found, deps.memory)
+        turn.degraded = recalled.degraded or profile.degraded
+        turn.sources = recalled.sources + profile.sources
+    memory_tokens = (recalled.tokens if recalled else 0) + (profile.tokens if profile else 0)
     prompt = build_chat_prompt(
         system=policy.system_prompt,
         summary=_summary(carried.summary, session.running_summary),
@@ -474,12 +501,16 @@ def _answer(
         roles=policy.roles,
         token_budget=min(policy.prompt_token_budget, context - memory_tokens),
         memory=recalled.block if recalled else "",
+        profile=profile.text if profile else "",
         note=note,
     )
     deadline.current().require(deadline.MIN_CALL_SECONDS, "answer this message")
-    generation = deps.generator.generate(
-        prompt.text, max_new_tokens=policy.max_new_tokens, stop=policy.roles.stop_words()
+    options = GenerationOptions(
+        policy.max_new_tokens,
+        tuple(policy.roles.stop_words()),
+        constant_prefix=prompt.constant_prefix,
     )
+    generation = collect(deps.generator.pieces(prompt.text, options))
     turn.response = clean_output(generation.text, policy.roles)
     turn.remember_response = generation.remember
     turn.model = generation.model or deps.generator.name
@@ -487,7 +518,7 @@ def _answer(
     turn.output_tokens = generation.output_tokens
     if policy.store_prompt:
         turn.prompt = prompt.text
-    return recalled
+    return Memory(recalled, profile)
 
 
 def _before_answer(policy: ChatPolicy) -> AbstractContextManager[deadline.Deadline]:
@@ -496,9 +527,15 @@ def _before_answer(policy: ChatPolicy) -> AbstractContextManager[deadline.Deadli
 
 
 def _recall_for_turn(
-    deps: ChatDeps, policy: ChatPolicy, session: Session, routed: Routed, history: list[Turn]
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    session: Session,
+    routed: Routed,
+    history: list[Turn],
+    held: dict[str, str],
 ) -> Recalled:
-    """Auto-recall's memories for an ordinary turn (services/longterm/auto_recall.py)."""
+    """Auto-recall's memories for an ordinary turn (services/longterm/auto_recall.py), but the
+    records the profile block holds (`held`)."""
     assert deps.long_term is not None and deps.embedder is not None
     context = deps.generator.context_tokens
     return recall_for_turn(
@@ -514,6 +551,7 @@ def _recall_for_turn(
         now=deps.clock(),
         rewriter=deps.generator if policy.rewrite_follow_ups else None,
         cache=deps.vector_cache,
+        held=held,
     )
 
 
@@ -652,7 +690,7 @@ def _settle_stack(
     for the request that answers them all (see services/conversation/stacking.py)."""
     stack = policy.stack
     takeover = False
-    computed: tuple[tuple[int, ...], Turn, Recalled | None] | None = None
+    computed: tuple[tuple[int, ...], Turn, Memory] | None = None
     for _ in range(policy.append_attempts):
         tail = deps.memory.recent_turns(session.session_id, window + stack.read_ahead)
         mine = next((t for t in tail if t.turn == number), None)
@@ -677,12 +715,12 @@ def _settle_stack(
         if computed is not None and computed[0] == numbers:
             # The same messages as before a write that failed for another reason (a
             # transaction conflict): the answer computed then still stands.
-            _, answer, recalled = computed
+            _, answer, used = computed
         else:
             answer = batch[-1]
             earlier = [t for t in tail if t.turn < answer.turn and t.turn not in numbers]
             started = time.perf_counter()
-            recalled = _answer(
+            used = _answer(
                 deps,
                 policy,
                 session,
@@ -692,7 +730,7 @@ def _settle_stack(
                 history=earlier[-window:] if window else [],
             )
             answer.latency_ms = int((time.perf_counter() - started) * 1000)
-            computed = (numbers, answer, recalled)
+            computed = (numbers, answer, used)
         rename = title_from(text) if session.auto_named else None
         try:
             deps.memory.complete_stack(
@@ -712,9 +750,9 @@ def _settle_stack(
             continue
         answer.pending = False
         if answer.turn == number:
-            return TurnResult(answer, recalled=recalled)
+            return TurnResult(answer, recalled=used.recalled, profile=used.profile)
         mine.pending, mine.answered_by = False, answer.turn
-        return TurnResult(mine, answer=answer, recalled=recalled)
+        return TurnResult(mine, answer=answer, recalled=used.recalled, profile=used.profile)
     raise Conflict("the session is busy with other messages; retry with the same client_message_id")
 
 
@@ -740,7 +778,7 @@ def _complete_pending(
         raise _unanswered(session, turn.turn)
     routed = Routed(turn.intent, parse_prefix(turn.input).text, "stored")
     started = time.perf_counter()
-    recalled = _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)
+    used = _answer(deps, policy, session, routed, turn, window, before_turn=turn.turn)
     turn.pending = False
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
     try:
@@ -763,7 +801,7 @@ def _complete_pending(
         handoff.give_to_agent(deps.memory, current, [turn.turn])
         given = deps.memory.get_turn(turn.session_id, turn.turn)
         return TurnResult(given or stored, replayed=True)
-    return TurnResult(turn, recalled=recalled)
+    return TurnResult(turn, recalled=used.recalled, profile=used.profile)
 
 
 # --- hand-off to a person (services/conversation/handoff.py) --------------------------------------
@@ -815,13 +853,13 @@ def _handoff_turn(
     if not handoff.negative_streak(policy.handoff, session, turn, history):
         return None
     started = time.perf_counter()
-    recalled = _answer(
+    used = _answer(
         deps, policy, session, routed, turn, window, history=history[-window:] if window else []
     )
     turn.latency_ms = int((time.perf_counter() - started) * 1000)
     result = _store_answer(deps, policy, caller, session, turn, HandoffReason.NEGATIVE_SENTIMENT)
     if not result.replayed:
-        result.recalled = recalled
+        result.recalled, result.profile = used
     return result
 
 
