@@ -121,6 +121,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
+        # The profile block of every chat prompt: one Query of the profile-records index.
+        **{f"records/index/{schema.PROFILE_RECORDS_INDEX.name}": dynamodb("Query")},
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): get_checkpoint (GetItem),
         # list_checkpoints and get_writes (Query), get_blobs and blob_sizes (BatchGetItem),
         # put_checkpoint (BatchWriteItem of values, PutItem of the checkpoint), put_writes.
@@ -795,7 +797,7 @@ def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
     assert chat[f"sessions/index/{schema.HANDOFF_SESSIONS_INDEX.name}"] == {"dynamodb:Query"}
 
 
-def test_each_role_reads_only_the_sessions_indexes_its_code_queries(default: Synth) -> None:
+def test_each_role_reads_only_the_indexes_its_code_queries(default: Synth) -> None:
     """Failed before (issue 46): every role granted the sessions table got '<table>/index/*',
     so the idle sweeper could read the user-sessions and hand-off indexes (names, hand-off
     reasons and agents of every user)."""
@@ -803,14 +805,15 @@ def test_each_role_reads_only_the_sessions_indexes_its_code_queries(default: Syn
     for name, function in default.stack.functions.functions.items():
         label = _labeller(default, function)
         read[name] = {
-            label(resource).removeprefix("sessions/index/")
+            label(resource)
             for statement in statements(default, _role_id(default, function))
             for resource in statement["Resource"]
             if "/index/" in label(resource)
         }
-    user, opened, handoff = (i.name for i in schema.SESSIONS.indexes)
+    user, opened, handoff = (f"sessions/index/{i.name}" for i in schema.SESSIONS.indexes)
+    profile = f"records/index/{schema.PROFILE_RECORDS_INDEX.name}"
     assert read == {
-        "Chat": {user, handoff},
+        "Chat": {user, handoff, profile},
         "Consolidate": set(),
         "Compact": set(),
         "Purge": {user},
