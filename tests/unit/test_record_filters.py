@@ -131,7 +131,7 @@ _FILTERS = st.dictionaries(_FIELDS | _OPS, _FILTER_VALUES, max_size=4) | st.buil
 
 _NUMBERS = (
     st.integers()
-    | st.integers(min_value=300, max_value=5000).map(lambda digits: int("9" * digits))
+    | st.integers(min_value=300, max_value=4000).map(lambda digits: int("9" * digits))
     | st.floats()
 )
 _JSON_VALUES = st.recursive(
