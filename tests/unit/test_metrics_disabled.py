@@ -29,26 +29,27 @@ def _metric_lines(output: str) -> list[str]:
     return lines
 
 
+def _printed_after_turns(world: World, capsys: pytest.CaptureFixture[str], count: int) -> list[str]:
+    """The metric lines the chat handler printed while `count` turns were stored."""
+    sid = world.api.new_session()
+    capsys.readouterr()
+    for i in range(count):
+        status, data = world.api.call("POST", f"/sessions/{sid}/turns", {"input": f"m{i}"})
+        assert status == 201, data
+    return _metric_lines(capsys.readouterr().out)
+
+
 def test_a_hundred_and_one_turns_print_no_metrics_when_disabled(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """Failed before (issue 46): the 100th TurnsStored value printed the metric set."""
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "true")
-    sid = world.api.new_session()
-    capsys.readouterr()
-    for i in range(101):
-        status, data = world.api.call("POST", f"/sessions/{sid}/turns", {"input": f"m{i}"})
-        assert status == 201, data
-    assert _metric_lines(capsys.readouterr().out) == []
+    assert _printed_after_turns(world, capsys, 101) == []
 
 
 def test_metrics_are_printed_when_enabled(
     world: World, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
-    sid = world.api.new_session()
-    capsys.readouterr()
-    status, data = world.api.call("POST", f"/sessions/{sid}/turns", {"input": "hello"})
-    assert status == 201, data
-    [line] = _metric_lines(capsys.readouterr().out)
+    [line] = _printed_after_turns(world, capsys, 1)
     assert json.loads(line)["TurnsStored"] == [1.0]

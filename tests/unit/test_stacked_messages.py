@@ -420,6 +420,18 @@ def test_retries_arriving_together_call_the_model_once_and_all_get_its_answer(
     assert (turn.pending, turn.response) == (False, "answer to: where is my parcel?")
 
 
+def _refused_into(world: World, refusals: list[BaseException]) -> Callable[[], None]:
+    """Another request of the message "m1" (run inside a model call), its 409 kept."""
+
+    def again() -> None:
+        try:
+            world.say("where is my parcel?", client_message_id="m1")
+        except Conflict as error:
+            refusals.append(error)
+
+    return again
+
+
 def test_a_resend_while_the_first_request_answers_does_not_call_the_model(world: World) -> None:
     """Failed before (issue 46): the message was written pending without a claim, so a re-send
     of it during the first request's model call (a client that timed out, the same message
@@ -427,14 +439,7 @@ def test_a_resend_while_the_first_request_answers_does_not_call_the_model(world:
     claimed by the request answering it: inside that model call (as a second Lambda would run
     it) it waits its patience, sees the claim still held and answers 409 (retry later)."""
     inner: list[BaseException] = []
-
-    def resend() -> None:
-        try:
-            world.say("where is my parcel?", client_message_id="m1")
-        except Conflict as error:
-            inner.append(error)
-
-    world.model.during.append(resend)
+    world.model.during.append(_refused_into(world, inner))
     first = world.say("where is my parcel?", client_message_id="m1")
     assert len(world.model.prompts) == 1
     assert len(inner) == 1 and "another request is answering" in str(inner[0])
@@ -525,14 +530,7 @@ def test_a_retry_finding_the_message_claimed_by_a_live_retry_does_not_call_the_m
     with pytest.raises(ModelUnavailable):
         world.say("where is my parcel?", client_message_id="m1")
     inner: list[BaseException] = []
-
-    def another_retry() -> None:
-        try:
-            world.say("where is my parcel?", client_message_id="m1")
-        except Conflict as error:
-            inner.append(error)
-
-    world.model.during.append(another_retry)
+    world.model.during.append(_refused_into(world, inner))
     first = world.say("where is my parcel?", client_message_id="m1")
     assert len(inner) == 1 and "another request is answering" in str(inner[0])
     assert len(world.model.prompts) == 2

@@ -458,7 +458,9 @@ class _Clock:
         return self.now
 
 
-def _idle_poller(stream: FakeStreams, tmp_path: Path, handler: Recorder, clock: _Clock) -> Any:
+def _idle_poller(
+    stream: FakeStreams, tmp_path: Path, handler: Recorder, clock: _Clock, **options: Any
+) -> Any:
     return StreamPoller(
         stream,
         stream,
@@ -466,9 +468,8 @@ def _idle_poller(stream: FakeStreams, tmp_path: Path, handler: Recorder, clock: 
         dead_letter_path=tmp_path / "dead-letters.jsonl",
         mappings=[StreamMapping("consolidate", "sessions", "unused.handler", (), batch_size=10)],
         handlers={"consolidate": handler},
-        idle_backoff_seconds=0.25,
-        max_idle_backoff_seconds=4.0,
         clock=clock,
+        **{"idle_backoff_seconds": 0.25, "max_idle_backoff_seconds": 4.0, **options},
     )
 
 
@@ -529,16 +530,8 @@ def test_the_shards_of_an_idle_mapping_are_listed_less_often_until_woken(tmp_pat
         return describe(**kwargs)
 
     stream.describe_stream = counted  # type: ignore[method-assign]
-    poller = StreamPoller(
-        stream,
-        stream,
-        checkpoint_path=tmp_path / "checkpoints.json",
-        dead_letter_path=tmp_path / "dead-letters.jsonl",
-        mappings=[StreamMapping("consolidate", "sessions", "unused.handler", (), batch_size=10)],
-        handlers={"consolidate": handler},
-        shard_refresh_seconds=5.0,
-        max_shard_refresh_seconds=40.0,
-        clock=clock,
+    poller = _idle_poller(
+        stream, tmp_path, handler, clock, shard_refresh_seconds=5.0, max_shard_refresh_seconds=40.0
     )
     _reads_at(poller, stream, clock, 1200.0)
     gaps = [b - a for a, b in zip(listings, listings[1:], strict=False)]
