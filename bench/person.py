@@ -252,15 +252,15 @@ def told(person: Person) -> list[str]:
 
 
 def split_ok(person: Person, texts: list[str]) -> bool:
-    """Two facts in one sentence became two records."""
+    """Two facts in one sentence became two records: one holds a word only the first fact has
+    and none only the second has, and another one holds a word only the second has (a name both
+    facts share, "My sister Hannah lives in Melbourne and her birthday's 3 March", may be in
+    both)."""
     only_first = [w for w in person.expect if w not in person.expect2]
     only_second = [w for w in person.expect2 if w not in person.expect]
-    together = any(mentions(t, only_first) and mentions(t, only_second) for t in texts)
-    return (
-        not together
-        and any(mentions(t, person.expect) for t in texts)
-        and any(mentions(t, person.expect2) for t in texts)
-    )
+    first = [t for t in texts if mentions(t, only_first) and not mentions(t, only_second)]
+    second = [t for t in texts if mentions(t, only_second)]
+    return bool(first) and any(t not in first for t in second)
 
 
 # --- the prompt's memory ------------------------------------------------------------------------

@@ -213,7 +213,8 @@ def _alive(pid: int) -> bool:
 
 def ensure_tables(client: Any, names: Mapping[str, str] | None = None) -> list[str]:
     """Create every table of chatmemory.schema that is missing (physical name = `names[logical]`,
-    else the logical name) and wait until each is ACTIVE. Returns the tables created."""
+    else the logical name), and every index a table of an older local state lacks, and wait
+    until each is ACTIVE. Returns the tables created."""
     names = names or {}
     existing = set(_all_tables(client))
     created = []
@@ -222,33 +223,28 @@ def ensure_tables(client: Any, names: Mapping[str, str] | None = None) -> list[s
         if physical not in existing:
             client.create_table(**spec.create_table_kwargs(physical))
             created.append(physical)
+        elif spec.indexes:
+            _add_missing_indexes(client, spec, physical)
     for physical in created:
         client.get_waiter("table_exists").wait(
             TableName=physical, WaiterConfig={"Delay": 0.2, "MaxAttempts": 150}
         )
-    for spec in schema.TABLES:
-        physical = names.get(spec.logical_name, spec.logical_name)
-        if physical in existing:
-            _add_missing_indexes(client, spec, physical)
     return created
 
 
 def _add_missing_indexes(client: Any, spec: schema.TableSpec, physical: str) -> None:
-    """A table made by an older version (its state kept in .local/) gets the indexes added
-    since, as `cdk deploy` adds them to a deployed table."""
+    """A table made by an older version lacks the indexes added since (update_table adds one
+    at a time, as in DynamoDB)."""
     table = client.describe_table(TableName=physical)["Table"]
-    present = {i["IndexName"] for i in table.get("GlobalSecondaryIndexes", [])}
-    wanted = spec.create_table_kwargs(physical)
-    for index in wanted.get("GlobalSecondaryIndexes", []):
-        if index["IndexName"] in present:
+    present = {index["IndexName"] for index in table.get("GlobalSecondaryIndexes", [])}
+    for index in spec.indexes:
+        if index.name in present:
             continue
-        keys = {k["AttributeName"] for k in index["KeySchema"]}
+        keys = [k for k in (index.partition_key, index.sort_key) if k is not None]
         client.update_table(
             TableName=physical,
-            AttributeDefinitions=[
-                a for a in wanted["AttributeDefinitions"] if a["AttributeName"] in keys
-            ],
-            GlobalSecondaryIndexUpdates=[{"Create": index}],
+            AttributeDefinitions=[{"AttributeName": k.name, "AttributeType": k.type} for k in keys],
+            GlobalSecondaryIndexUpdates=[{"Create": index.definition()}],
         )
 
 

@@ -100,7 +100,7 @@ class ChatApi(Construct):
             "dynamodb:ConditionCheckItem",
             # A caller's sessions (user index: listing, end_previous, GET /deletions) and the
             # agents' queue (hand-off index); the sweeper's open-sessions index is not read.
-            indexes=(schema.USER_SESSIONS_INDEX, schema.HANDOFF_SESSIONS_INDEX),
+            indexes=(schema.USER_SESSIONS_INDEX.name, schema.HANDOFF_SESSIONS_INDEX.name),
         )
         storage.grant(
             self.handler,
@@ -125,9 +125,10 @@ class ChatApi(Construct):
         # /memories/records, /remember), mark_record_deleting (UpdateItem: DELETE) with the purge
         # done in the request (remove_deleted_record: a conditional DeleteItem, so the id is
         # free at once), and live (auto-recall and record search: one BatchGetItem over the
-        # sessions and records). Every chat prompt's profile block is one Query of the
-        # profile-records index (profile_records); a statement is written with its claim
-        # (put_stated_record: a transaction of two PutItems).
+        # sessions and records). POST /memories/namespaces reads the record-keys index
+        # (record_keys: a Query of the caller's keys and namespaces), and every chat turn the
+        # profile-records index (profile_records: the profile block's candidates). A statement
+        # is written with its claim (put_stated_record: a transaction of two PutItems).
         storage.grant(
             self.handler,
             storage.records,
@@ -137,7 +138,7 @@ class ChatApi(Construct):
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
             "dynamodb:BatchGetItem",
-            indexes=(schema.PROFILE_RECORDS_INDEX,),
+            indexes=(schema.RECORD_KEYS_INDEX.name, schema.PROFILE_RECORDS_INDEX.name),
         )
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): a checkpoint by id (GetItem)
         # or the newest and a listing (Query), the values of its channels and the sizes of the

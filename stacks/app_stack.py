@@ -36,7 +36,12 @@ class ChatMemoryStack(Stack):
         config = config or Config.from_context(self)
         self.config = config
 
-        self.storage = Storage(self, "Storage", production=config.production)
+        self.storage = Storage(
+            self,
+            "Storage",
+            production=config.production,
+            records_indexes=config.records_indexes,
+        )
         self.functions = LambdaFactory(self, "Functions", config=config)
         self.models = Models(self, "Models", config=config)
         self.long_term = LongTermMemory(

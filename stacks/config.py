@@ -172,6 +172,11 @@ class Config:
     handoff_negative_score: float = -0.5
     handoff_events: bool = True
 
+    # Upgrading a deployment whose records table lacks more than one of this version's indexes:
+    # CloudFormation adds one global secondary index per table update, so deploy first with
+    # only one of them named here, then with none named (all of them). Empty: all.
+    records_indexes: tuple[str, ...] = ()
+
     # Memory behaviour.
     turn_ttl_days: int = 0
     idle_minutes: int = 30
@@ -244,6 +249,7 @@ class Config:
             "text_format": _member(TextFormat),
             "embed_format": _member(EmbedFormat),
             "cors_origins": _as_list,
+            "records_indexes": _as_list,
         }
         values: dict[str, Any] = {
             "stage": stage,
@@ -275,6 +281,10 @@ class Config:
             raise ValueError("searchMasterNodes must be 0, 3 or 5")
         if not self.cors_origins:
             raise ValueError("corsOrigins needs at least one origin ('*' for any)")
+        unknown = set(self.records_indexes) - {i.name for i in schema.RECORDS.indexes}
+        if unknown:
+            known = ", ".join(i.name for i in schema.RECORDS.indexes)
+            raise ValueError(f"recordsIndexes: no such index {sorted(unknown)} (one of {known})")
         if not 1 <= self.max_input_chars <= schema.MAX_INPUT_CHARS_LIMIT:
             raise ValueError(
                 f"maxInputChars must be between 1 and {schema.MAX_INPUT_CHARS_LIMIT} (a turn "

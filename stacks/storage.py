@@ -41,8 +41,17 @@ class Storage(Construct):
     `grant` gives a function exactly the DynamoDB actions its code calls on exactly the tables
     and indexes it uses, and `environment` the variables that name those tables."""
 
-    def __init__(self, scope: Construct, construct_id: str, *, production: bool = False) -> None:
+    def __init__(
+        self,
+        scope: Construct,
+        construct_id: str,
+        *,
+        production: bool = False,
+        records_indexes: tuple[str, ...] = (),
+    ) -> None:
         super().__init__(scope, construct_id)
+        # An upgrade adds one records index per deploy (Config.records_indexes); empty: all.
+        self._records_indexes = records_indexes
         self.sessions = self._table("Sessions", schema.SESSIONS, production)
         self.conversations = self._table("Conversations", schema.CONVERSATIONS, production)
         self.users = self._table("Users", schema.USERS, production)
@@ -63,7 +72,7 @@ class Storage(Construct):
         function: lambda_.Function,
         table: dynamodb.Table,
         *actions: str,
-        indexes: Sequence[schema.IndexSpec] = (),
+        indexes: Sequence[str] = (),
     ) -> None:
         """Exactly `actions` ("dynamodb:GetItem", ...) on `table`, and its reads (Query, Scan)
         on the global secondary indexes named in `indexes` only: the ones the function's code
@@ -73,7 +82,7 @@ class Storage(Construct):
         if not actions or not all(a.startswith("dynamodb:") and "*" not in a for a in actions):
             raise ValueError(f"name each DynamoDB action exactly: {actions}")
         spec = self.specs[table.node.path]
-        unknown = [i.name for i in indexes if i not in spec.indexes]
+        unknown = [name for name in indexes if name not in {i.name for i in spec.indexes}]
         if unknown:
             raise ValueError(f"the {spec.logical_name} table has no index {unknown}")
         function.add_to_role_policy(
@@ -87,7 +96,7 @@ class Storage(Construct):
         function.add_to_role_policy(
             iam.PolicyStatement(
                 actions=reads,
-                resources=[f"{table.table_arn}/index/{index.name}" for index in indexes],
+                resources=[f"{table.table_arn}/index/{name}" for name in indexes],
             )
         )
 
@@ -112,6 +121,9 @@ class Storage(Construct):
             removal_policy=RemovalPolicy.RETAIN if production else RemovalPolicy.DESTROY,
         )
         for index in spec.indexes:
+            left_out = self._records_indexes and index.name not in self._records_indexes
+            if spec is schema.RECORDS and left_out:
+                continue
             table.add_global_secondary_index(
                 index_name=index.name,
                 partition_key=_attr(index.partition_key),

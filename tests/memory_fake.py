@@ -44,6 +44,7 @@ from chatmemory.schema import (
     SessionStatus,
     TurnOrigin,
 )
+from tests.contract.reads import ReadMeter
 
 _SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
@@ -134,6 +135,9 @@ class InMemoryShortTermMemory:
     _lock: threading.RLock = field(default_factory=threading.RLock)
     # Records expire by this clock, as in DynamoShortTermMemory.
     clock: Callable[[], datetime] = utc_now
+    # The records it hands out, counted as the DynamoDB adapter's reads would be (one item a
+    # record, its text's size; tests/contract/reads.py).
+    meter: ReadMeter = field(default_factory=ReadMeter)
 
     # --- users ------------------------------------------------------------------------------
 
@@ -659,6 +663,7 @@ class InMemoryShortTermMemory:
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:
         with self._lock:
             found = self._records.get((owner, record_id))
+            self._read(found)
             if found is None or found.expired(self.clock()):
                 return None
             return copy.deepcopy(found)
@@ -666,9 +671,17 @@ class InMemoryShortTermMemory:
     def expired_record(self, owner: str, record_id: str) -> MemoryRecord | None:
         with self._lock:
             found = self._records.get((owner, record_id))
+            self._read(found)
             if found is None or not found.expired(self.clock()):
                 return None
             return copy.deepcopy(found)
+
+    def _read(self, *records: MemoryRecord | None) -> None:
+        for record in records:
+            if record is not None:
+                self.meter.record(
+                    "records", 1, 100 + len(record.text), [(record.user_id, record.record_id)]
+                )
 
     def remove_expired_record(self, owner: str, record_id: str, version: int) -> bool:
         with self._lock:
@@ -696,6 +709,7 @@ class InMemoryShortTermMemory:
             after = _untoken(next_token, owner)["record_id"]
             ordered = [r for r in ordered if r.record_id < after]
         window = ordered[:limit]
+        self._read(*window)
         now = self.clock()
         items = [
             copy.deepcopy(r)
@@ -719,6 +733,7 @@ class InMemoryShortTermMemory:
     ) -> Iterator[MemoryRecord]:
         with self._lock:
             now = self.clock()
+            self._read(*(r for (o, _), r in self._records.items() if o == owner))
             found = [
                 copy.deepcopy(r)
                 for (o, _), r in self._records.items()
@@ -733,6 +748,17 @@ class InMemoryShortTermMemory:
                 key=lambda r: r.profile_rank,
             )
             return [copy.deepcopy(r) for r in ranked[:limit]]
+
+    def record_keys(self, owner: str) -> list[tuple[str, tuple[str, ...]]]:
+        with self._lock:
+            now = self.clock()
+            found = [
+                (r.record_id, r.namespace)
+                for (o, _), r in sorted(self._records.items())
+                if o == owner and r.status != RecordStatus.DELETING and not r.expired(now)
+            ]
+        self.meter.record("records", len(found), 64 * len(found), [(owner, r) for r, _ in found])
+        return found
 
     def save_record(self, record: MemoryRecord) -> bool:
         with self._lock:
@@ -773,6 +799,7 @@ class InMemoryShortTermMemory:
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]
     ) -> tuple[set[str], dict[str, str]]:
         with self._lock:
+            self._read(*(self._records.get((owner, rid)) for rid in dict.fromkeys(record_ids)))
             records = {
                 rid: r.generation
                 for rid in record_ids

@@ -26,6 +26,7 @@ from chatmemory.domain import (
     Blob,
     Feedback,
     ImportedSession,
+    ListPosition,
     MemoryRecord,
     Page,
     Sentiment,
@@ -33,6 +34,7 @@ from chatmemory.domain import (
     Source,
     Turn,
     caller_of,
+    is_identifier,
 )
 from chatmemory.errors import BadRequest
 from chatmemory.schema import (
@@ -40,6 +42,8 @@ from chatmemory.schema import (
     EXPORT_FORMAT,
     ID_MAX_LENGTH,
     ID_PATTERN,
+    MAX_CHECKPOINT_ITEM_BYTES,
+    MAX_CHECKPOINT_JSON_DEPTH,
     MAX_INPUT_CHARS_LIMIT,
     MAX_NAMESPACE_DEPTH,
     MAX_NAMESPACE_LABEL_CHARS,
@@ -420,13 +424,6 @@ class MessageEnvelope(TurnEnvelope):
         ),
     )
 
-    @classmethod
-    def of_message(cls, turn: Turn, answer: Turn | None) -> MessageEnvelope:
-        return cls(
-            turn=TurnOut.model_validate(turn),
-            answer=TurnOut.model_validate(answer) if answer is not None else None,
-        )
-
 
 class MessageList(_Model):
     messages: list[TurnOut]
@@ -781,6 +778,17 @@ class RecordPage(_Model):
         )
 
 
+def _token(data: dict[str, Any]) -> str:
+    """An opaque next_token: `data` as JSON in URL-safe base64."""
+    raw = json.dumps(data, separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _token_data(token: str) -> Any:
+    """What _token encoded (ValueError for what it cannot have made)."""
+    return json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+
+
 @dataclass(frozen=True)
 class SearchPosition:
     """Where a page of GET /memories/records?q= starts in the ranking and where what the first
@@ -798,8 +806,7 @@ class SearchPosition:
         return moved if moved.limit > 0 else None
 
     def token(self) -> str:
-        raw = json.dumps({"offset": self.offset, "until": self.until}, separators=(",", ":"))
-        return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+        return _token({"offset": self.offset, "until": self.until})
 
     @classmethod
     def of(cls, token: str | None, limit: int) -> SearchPosition:
@@ -807,7 +814,7 @@ class SearchPosition:
         if not token:
             return cls(0, limit)
         try:
-            data = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
+            data = _token_data(token)
             offset, until = data["offset"], data["until"]
             valid = set(data) == {"offset", "until"} and all(
                 type(v) is int for v in (offset, until)
@@ -1112,10 +1119,12 @@ class PutCheckpointRequest(_Strict):
     metadata: SerializedValue = Field(description="Its metadata, as the serde wrote it.")
     metadata_json: dict[str, Any] = Field(
         default_factory=dict,
-        description="The same metadata as JSON: what list filters compare (top-level keys).",
+        description="The same metadata as JSON: what list filters compare (top-level keys); "
+        f"nested at most {MAX_CHECKPOINT_JSON_DEPTH} levels deep.",
     )
     channel_versions: dict[ChannelName, ChannelVersion] = Field(
-        description="Every channel of the checkpoint and the version of its value."
+        description="Every channel of the checkpoint and the version of its value (with the "
+        f"checkpoint and its metadata, at most {MAX_CHECKPOINT_ITEM_BYTES} bytes: 413 above)."
     )
     blobs: list[ChannelValueIn] = Field(
         default_factory=list,
@@ -1216,9 +1225,45 @@ class CheckpointList(_Model):
     checkpoints: list[CheckpointOut]
     next_before: str | None = Field(
         default=None,
-        description="More may follow: ask again with before=next_before (a page carries "
-        "what fits one answer, at most 6 MB).",
+        description="More may follow: the id of the last checkpoint of the page (a page "
+        "carries what fits one answer, at most 6 MB). Ask again with next_token, which also "
+        "says its namespace: before=next_before skips, in a listing of every namespace, a "
+        "checkpoint of another namespace with that id.",
     )
+    next_token: str | None = Field(
+        default=None,
+        description="More may follow: ask again with next_token (and the same checkpoint_ns, "
+        "filter and limit) for the next page.",
+    )
+
+    @classmethod
+    def page(
+        cls, found: Sequence[CheckpointTuple], next_position: ListPosition | None
+    ) -> CheckpointList:
+        return cls(
+            checkpoints=[CheckpointOut.of(t) for t in found],
+            next_before=next_position.checkpoint_id if next_position else None,
+            next_token=(
+                _token({"id": next_position.checkpoint_id, "ns": next_position.checkpoint_ns})
+                if next_position
+                else None
+            ),
+        )
+
+
+def list_position(token: str | None) -> ListPosition | None:
+    """Where a listing's next_token says its next page starts (None without one)."""
+    if not token:
+        return None
+    try:
+        data = _token_data(token)
+        position = ListPosition(data["id"], data["ns"])
+        valid = set(data) == {"id", "ns"} and all(isinstance(v, str) for v in position)
+    except (ValueError, TypeError, KeyError, AttributeError):
+        valid = False
+    if not valid or not is_identifier(position.checkpoint_id):
+        raise BadRequest("next_token is not valid")
+    return position
 
 
 def checkpoint_bytes(found: CheckpointTuple) -> int:

@@ -7,7 +7,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, NamedTuple, TypeVar
 
 from chatmemory.schema import (
     ID_MAX_LENGTH,
@@ -429,6 +429,43 @@ class StoredCheckpoint:
     channel_versions: dict[str, str]
     created_at: str
     size: int = 0
+
+
+class CheckpointEntry(NamedTuple):
+    """What a listing reads of a checkpoint to filter and page: its keys, parent, metadata as
+    JSON and size, not the checkpoint itself nor its values (StoredCheckpoint, read for the
+    checkpoints a listing answers)."""
+
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+    parent_checkpoint_id: str | None
+    metadata_json: dict[str, Any]
+    created_at: str
+    size: int = 0
+
+
+class ListPosition(NamedTuple):
+    """Where a listing of checkpoints stopped: the last one it answered. A listing is ordered
+    by id, then namespace, both descending, so a page of every namespace goes on after the
+    checkpoint it ended with even when another namespace has one of the same id."""
+
+    checkpoint_id: str
+    checkpoint_ns: str
+
+
+def listed_after(
+    entries: list[CheckpointEntry], before: str | None, after: ListPosition | None
+) -> list[CheckpointEntry]:
+    """`entries` in a listing's order (ListPosition), those below `before` (an id: LangGraph's
+    `before`, of any namespace) and after `after`."""
+    ordered = sorted(entries, key=lambda c: (c.checkpoint_id, c.checkpoint_ns), reverse=True)
+    return [
+        c
+        for c in ordered
+        if (before is None or c.checkpoint_id < before)
+        and (after is None or (c.checkpoint_id, c.checkpoint_ns) < after)
+    ]
 
 
 @dataclass(frozen=True)

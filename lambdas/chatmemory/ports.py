@@ -10,8 +10,10 @@ from typing import Any, NamedTuple, Protocol
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
+    CheckpointEntry,
     ClientAlias,
     Handoff,
+    ListPosition,
     MemoryRecord,
     Page,
     PendingWrite,
@@ -299,6 +301,13 @@ class RecordStore(Protocol):
         preferences, the rest; newest first within each): one Query of a sparse index, read
         eventually (the caller checks liveness with `live`). Only what the block needs is
         read: id, text, type, category, dates and provenance."""
+        ...
+
+    def record_keys(self, owner: str) -> list[tuple[str, tuple[str, ...]]]:
+        """The id and namespace of each of the owner's records that is not being deleted nor
+        expired, read from an index of their keys and namespaces (a few dozen bytes a record,
+        not its text). The index is eventually consistent: a record written a moment ago may
+        be missing, one deleted a moment ago still there."""
         ...
 
     def save_record(self, record: MemoryRecord) -> bool:
@@ -697,8 +706,9 @@ class CheckpointStore(Protocol):
     adapter splits what one item cannot hold."""
 
     def put_checkpoint(self, checkpoint: StoredCheckpoint, blobs: Sequence[ChannelBlob]) -> None:
-        """Store the channel values (each (namespace, channel, version) once: a value written
-        again is the same value) and then the checkpoint (replacing one of the same id)."""
+        """Store the channel values and then the checkpoint (replacing one of the same id).
+        A (namespace, channel, version) stored already keeps its bytes: the same bytes again
+        are a retry, other bytes a Conflict, and then nothing of this put is stored."""
         ...
 
     def get_checkpoint(
@@ -708,10 +718,17 @@ class CheckpointStore(Protocol):
         ...
 
     def list_checkpoints(
-        self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
-    ) -> list[StoredCheckpoint]:
+        self,
+        session_id: str,
+        checkpoint_ns: str | None,
+        before: str | None,
+        limit: int,
+        after: ListPosition | None = None,
+    ) -> list[CheckpointEntry]:
         """Up to `limit` checkpoints of the namespace (None: of every namespace), newest
-        (highest id) first, only those whose id is below `before` when it is given."""
+        (highest id, then namespace) first, only those whose id is below `before` and that
+        come after `after` when given: their keys and metadata only (get_checkpoint reads a
+        checkpoint itself), so a listing reads values only for what it answers."""
         ...
 
     def blob_sizes(

@@ -35,6 +35,14 @@ class IndexSpec(NamedTuple):
     def projection_type(self) -> str:
         return "ALL" if self.include is None else ("INCLUDE" if self.include else "KEYS_ONLY")
 
+    def definition(self) -> dict[str, Any]:
+        """The index as boto3's create_table and update_table take it."""
+        return {
+            "IndexName": self.name,
+            "KeySchema": _key_schema(self.partition_key, self.sort_key),
+            "Projection": _projection(self),
+        }
+
 
 @dataclass(frozen=True)
 class TableSpec:
@@ -74,14 +82,7 @@ class TableSpec:
             },
         }
         if self.indexes:
-            kwargs["GlobalSecondaryIndexes"] = [
-                {
-                    "IndexName": index.name,
-                    "KeySchema": _key_schema(index.partition_key, index.sort_key),
-                    "Projection": _projection(index),
-                }
-                for index in self.indexes
-            ]
+            kwargs["GlobalSecondaryIndexes"] = [index.definition() for index in self.indexes]
         return kwargs
 
 
@@ -346,12 +347,21 @@ PROFILE_RECORDS_INDEX = IndexSpec(
     sort_key=KeyAttr(PROFILE_RANK, "S"),
     include=("text", "type", "category", "origin", "created_at", "updated_at", "provenance"),
 )
+# Every record's keys, namespace and liveness, and nothing more: what the namespaces of a
+# caller's records are read from (POST /memories/namespaces), a few dozen bytes a record where
+# the table's items are up to 64 KiB of text each.
+RECORD_KEYS_INDEX = IndexSpec(
+    name="record-keys",
+    partition_key=KeyAttr(USER_ID, "S"),
+    sort_key=KeyAttr(RECORD_ID, "S"),
+    include=(RECORD_NAMESPACE, STATUS, EXPIRES_AT),
+)
 
 RECORDS = TableSpec(
     logical_name="records",
     partition_key=KeyAttr(USER_ID, "S"),
     sort_key=KeyAttr(RECORD_ID, "S"),
-    indexes=(PROFILE_RECORDS_INDEX,),
+    indexes=(PROFILE_RECORDS_INDEX, RECORD_KEYS_INDEX),
     # A record stated with an expiry (ttl_seconds) carries it as epoch seconds: reads hide it
     # from that second on, and DynamoDB's TTL deletes the item (within days) afterwards.
     ttl_attribute=EXPIRES_AT,
@@ -361,9 +371,10 @@ RECORDS = TableSpec(
 # --- checkpoints (a LangGraph thread's checkpoints, channel values and pending writes) ---------
 
 # Items of one session's partition, told apart by the prefix of their sort key
-# (checkpoint_key, blob_key, write_key): a checkpoint is one item, each channel value and each
-# pending write one item or, past CHECKPOINT_CHUNK_BYTES, several (a DynamoDB item holds at most
-# 400 KB). A session's purge deletes the partition with its turns.
+# (checkpoint_key, checkpoint_body_key, blob_key, write_key): a checkpoint is two items (what a
+# listing reads, and its body), each channel value and each pending write one item or, past
+# CHECKPOINT_CHUNK_BYTES, several (a DynamoDB item holds at most 400 KB). A session's purge
+# deletes the partition with its turns.
 CHECKPOINT_KEY = "item"
 
 CHECKPOINTS = TableSpec(
@@ -380,8 +391,12 @@ CHECKPOINT_CHUNK_BYTES = 350_000
 # 6 MB a Lambda answer may carry (API Gateway's own limit is 10 MB).
 MAX_CHECKPOINT_BYTES = 2 * 1024 * 1024
 MAX_CHECKPOINT_WRITES_BYTES = 2 * 1024 * 1024
-# The checkpoint item's own part (the checkpoint without its values, and its metadata).
+# The checkpoint item's own part (the checkpoint without its values, its metadata and its
+# channel versions), within DynamoDB's 400 KB of an item with room for names and keys.
 MAX_CHECKPOINT_ITEM_BYTES = 300_000
+# How deep a checkpoint's metadata (as JSON) and a listing's filter may nest: LangGraph's are
+# two or three levels; a comparison of deeper values would run into Python's recursion limit.
+MAX_CHECKPOINT_JSON_DEPTH = 64
 
 
 # A sort key holds at most 1,024 bytes (DynamoDB): a namespace, channel, version or task id
@@ -407,10 +422,29 @@ def checkpoint_key(checkpoint_ns: str, checkpoint_id: str) -> str:
     return checkpoint_prefix(checkpoint_ns) + checkpoint_id
 
 
-def blob_key(checkpoint_ns: str, channel: str, version: str, chunk: int = 0) -> str:
+def _chunk_part(chunk: int, digest: str) -> str:
+    """A chunk's place in a key: the first chunk (the value's head) is "0"; a further one is
+    named by the digest of the value it belongs to and its number ("<digest>.<n>"), so a write
+    of other bytes under the same name never overwrites a stored value's chunks. (Values
+    written before digests were used have further chunks "<n>", read as their head says.)"""
+    return f"{digest}.{chunk}" if chunk and digest else str(chunk)
+
+
+def checkpoint_body_key(checkpoint_ns: str, checkpoint_id: str) -> str:
+    """A checkpoint's body: the checkpoint itself, its serde metadata and channel versions,
+    read only for the checkpoints a request answers (a listing filters and pages on the
+    checkpoint_key items, which hold its metadata as JSON)."""
+    return f"d#{_key_part(checkpoint_ns)}#{checkpoint_id}"
+
+
+def blob_key(
+    checkpoint_ns: str, channel: str, version: str, chunk: int = 0, digest: str = ""
+) -> str:
     """One chunk of a channel's value at a version (shared by every checkpoint that has it).
     Every key of these functions stays within DynamoDB's 1,024 bytes of a sort key."""
-    return f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#{chunk}"
+    return f"b#{_key_part(checkpoint_ns)}#{_key_part(channel)}#{_key_part(version)}#" + _chunk_part(
+        chunk, digest
+    )
 
 
 def writes_prefix(checkpoint_ns: str, checkpoint_id: str) -> str:
@@ -418,10 +452,18 @@ def writes_prefix(checkpoint_ns: str, checkpoint_id: str) -> str:
 
 
 def write_key(
-    checkpoint_ns: str, checkpoint_id: str, task_id: str, idx: int, chunk: int = 0
+    checkpoint_ns: str,
+    checkpoint_id: str,
+    task_id: str,
+    idx: int,
+    chunk: int = 0,
+    digest: str = "",
 ) -> str:
     """One chunk of a pending write: (task_id, idx) is its identity (put_writes' idempotency)."""
-    return f"{writes_prefix(checkpoint_ns, checkpoint_id)}{_key_part(task_id)}#{idx}#{chunk}"
+    return (
+        f"{writes_prefix(checkpoint_ns, checkpoint_id)}{_key_part(task_id)}#{idx}#"
+        + _chunk_part(chunk, digest)
+    )
 
 
 TABLES: tuple[TableSpec, ...] = (SESSIONS, CONVERSATIONS, USERS, RECORDS, CHECKPOINTS)

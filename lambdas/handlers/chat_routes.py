@@ -45,7 +45,7 @@ from chatmemory.services.background import forget
 from chatmemory.services.conversation import chat, checkpoints, handoff, sessions, turns
 from chatmemory.services.longterm import recall
 from chatmemory.services.profile import profile
-from handlers import chat_shared
+from handlers import chat_shared, messages
 from handlers.chat_shared import (
     cors_origins,
     known_error,
@@ -228,7 +228,9 @@ def end_session(session_id: SessionId) -> m.SessionEnvelope:
     description=(
         "Hides the session from every route at once; its turns, its long-term memory "
         "and the session itself are removed in the background (GET /deletions tells "
-        "when)."
+        "when). A conversation under a client id (PUT /sessions/{id}) is deleted whole, "
+        "whether named by its client id or by the server id of any of its sessions: they "
+        "share one LangGraph thread, and the id then starts a new one."
     ),
     responses={204: {"description": "Deleted"}},
 )
@@ -249,14 +251,26 @@ def delete_session(session_id: SessionId) -> Response[None]:
         "together, once: the newest one's turn holds the answer, and the requests of the "
         "earlier ones return their turn (answered_by) with that answer."
     ),
+    responses={
+        200: {
+            "description": "The message's turn, answered",
+            "content": {"application/json": {"model": m.MessageEnvelope}},
+        }
+    },
 )
 def post_message(
     session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
-) -> m.MessageEnvelope:
-    result = chat_shared.post_message(
-        _user(), session_id, body.content, body.client_message_id, body.window_turns
+) -> Response[str]:
+    message = messages.Message(
+        _user(),
+        session_id,
+        body.content,
+        body.client_message_id,
+        body.window_turns,
+        origin=None,  # the resolver adds CORS (handlers/http.OriginCORSConfig)
     )
-    return m.MessageEnvelope.of_message(result.turn, result.answer)
+    status, envelope = messages.reply(message)
+    return Response(status_code=status, content_type="application/json", body=envelope)
 
 
 @router.get(
@@ -625,7 +639,9 @@ def search_records(body: Annotated[m.SearchRecordsRequest, Body()]) -> m.RecordP
         'records): those beginning with prefix and ending with suffix ("*" matches any one '
         "label), cut to max_depth labels, each once, sorted; offset and limit page through them. "
         "Namespaces that do not fit one answer (at most 6 MB) are left to the next request: "
-        "next_offset says where they begin."
+        "next_offset says where they begin. Read from an index of the records' keys and "
+        "namespaces, which DynamoDB keeps eventually consistent: a namespace whose first record "
+        "was stored a moment ago (usually under a second) may not be listed yet."
     ),
 )
 def list_namespaces(body: Annotated[m.ListNamespacesRequest, Body()]) -> m.NamespaceList:
@@ -708,8 +724,14 @@ CheckpointNsQuery = Annotated[
     description=(
         "Stores a LangGraph checkpoint of the session (the thread) in its namespace, with the "
         "values of the channels that changed; unchanged channels keep the values stored with "
-        "earlier checkpoints. Storing the same id again replaces it. A checkpoint's channel "
-        f"values may hold {schema.MAX_CHECKPOINT_BYTES} bytes in all (413 above)."
+        "earlier checkpoints. Storing the same id again replaces it. A channel's value at a "
+        "version, once stored, never changes: the same bytes again are a retry, other bytes "
+        "answer 409 conflict and nothing of the checkpoint is stored (give a changed value a "
+        "new version, as LangGraph's savers do). A checkpoint's channel "
+        f"values may hold {schema.MAX_CHECKPOINT_BYTES} bytes in all, and the checkpoint "
+        "without them, with its metadata (serde bytes and JSON) and its channel_versions, "
+        f"{schema.MAX_CHECKPOINT_ITEM_BYTES} bytes (413 above either); metadata_json nests "
+        f"at most {schema.MAX_CHECKPOINT_JSON_DEPTH} levels deep (400 deeper)."
     ),
 )
 def put_checkpoint(
@@ -767,10 +789,12 @@ def get_checkpoint(
     description=(
         "The session's checkpoints, newest first, each with its channel values and pending "
         "writes: of one namespace (checkpoint_ns) or all, below `before` (a checkpoint id), "
-        "whose metadata has every key of `filter` (a JSON object) with its value. A page holds "
-        "at most `limit` checkpoints and what fits one answer (at most 6 MB; at least one "
-        "checkpoint): while next_before is set, more may follow. limit=1 is the newest "
-        "checkpoint."
+        "whose metadata has every key of `filter` (a JSON object) with its value. Ordered by "
+        "id, then namespace. A page holds at most `limit` checkpoints and what fits one answer "
+        "(at most 6 MB; at least one checkpoint): while next_token is set, more may follow "
+        "(ask again with it). limit=1 is the newest checkpoint. A `before` that is not a "
+        f"checkpoint id, or a filter nested deeper than {schema.MAX_CHECKPOINT_JSON_DEPTH} "
+        "levels, is a 400."
     ),
 )
 def list_checkpoints(
@@ -778,29 +802,36 @@ def list_checkpoints(
     checkpoint_ns: CheckpointNsQuery = None,
     before: Annotated[
         str | None,
-        Query(max_length=ID_MAX_LENGTH, description="Only checkpoints whose id is below this."),
+        Query(
+            max_length=ID_MAX_LENGTH,
+            description="Only checkpoints whose id is below this (a checkpoint id).",
+        ),
     ] = None,
     limit: Limit = 10,
     filter: Annotated[  # noqa: A002 - LangGraph's name
         str | None,
-        Query(max_length=2048, description="Metadata to match, as a JSON object."),
+        Query(
+            max_length=2048,
+            description="Metadata to match, as a JSON object nested at most "
+            f"{schema.MAX_CHECKPOINT_JSON_DEPTH} levels deep.",
+        ),
     ] = None,
+    next_token: NextToken = None,
 ) -> m.CheckpointList:
-    found, next_before = checkpoints.list_checkpoints(
+    found, next_position = checkpoints.list_checkpoints(
         wiring.chat_deps().memory,
         wiring.checkpoint_store(),
         _user(),
         _session(session_id),
         checkpoint_ns=checkpoint_ns,
         before=before,
+        after=m.list_position(next_token),
         limit=limit,
         filter=_json_object(filter, "filter"),
         page_bytes=m.ANSWER_ITEMS_BYTES,
         size_of=m.checkpoint_bytes,
     )
-    return m.CheckpointList(
-        checkpoints=[m.CheckpointOut.of(t) for t in found], next_before=next_before
-    )
+    return m.CheckpointList.page(found, next_position)
 
 
 @router.put(
@@ -842,7 +873,8 @@ def _json_object(text: str | None, name: str) -> dict[str, Any]:
     if not text:
         return {}
     try:
-        value = json.loads(text)
+        # Nesting past the parser's recursion limit, NaN and numbers beyond a float: 400.
+        value = strict_json(text)
     except ValueError:
         value = None
     if not isinstance(value, dict):

@@ -459,3 +459,21 @@ def test_a_default_ttl_applies_to_puts_without_one() -> None:
     store.put(("n",), "k", {"text": "x"}, ttl=None)
     store.batch([PutOp(("n",), "k", {"text": "x"}, ttl=0.001)])
     assert [kw["ttl_seconds"] for kw in sent] == [150, None, 1]
+
+
+def test_an_update_is_embedded_again_and_matches_as_a_new_item_with_its_text(world: World) -> None:
+    """Issue 42: a put of an existing key with new content must not match its old embedding.
+    The updated item scores, for a query of its old content, exactly as an item put fresh with
+    the new content does (the same vector, the same words), and its old content no longer
+    finds it first."""
+    store = ChatMemoryStore(base_url=world.url, user_id="reembed")
+    store.put(("notes",), "doc1", {"text": "zany zebra Xerxes"})
+    store.put(("notes",), "doc2", {"text": "something about dogs"})
+    assert store.search(("notes",), query="zany zebra Xerxes")[0].key == "doc1"
+
+    store.put(("notes",), "doc1", {"text": "a quiet afternoon of gardening"})
+    store.put(("notes",), "fresh", {"text": "a quiet afternoon of gardening"})
+    scores = {r.key: r.score for r in store.search(("notes",), query="zany zebra Xerxes")}
+    assert scores["doc1"] == pytest.approx(scores["fresh"])
+    best = store.search(("notes",), query="gardening in the afternoon", limit=2)
+    assert {r.key for r in best} == {"doc1", "fresh"}

@@ -10,7 +10,8 @@ import pytest
 
 from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
-from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
+from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite, StoredCheckpoint
+from chatmemory.errors import Conflict
 from chatmemory.ports import CheckpointStore
 from tests.checkpoints_fake import InMemoryCheckpointStore
 from tests.contract.conftest import BACKENDS, dynamodb_local_tables
@@ -185,3 +186,120 @@ def test_names_of_any_length_fit_a_sort_key(store: CheckpointStore) -> None:
         (write,) = store.get_writes("s1", space, f"id-{n}")
         assert (write.task_id, write.channel) == (task, channel)
         assert store.list_checkpoints("s1", space, f"id-{n}", 10) == []
+
+
+def test_a_write_retried_with_other_data_over_several_chunks_leaves_the_first_whole(
+    store: CheckpointStore,
+) -> None:
+    """A retry of (task_id, idx) with another value longer than one chunk: the first stored
+    write reads back byte for byte (its further chunks are not overwritten by the retry's)."""
+    size = 2 * schema.CHECKPOINT_CHUNK_BYTES + 10
+    first, other = b"a" * size, b"b" * (size + 5)
+    store.put_writes("s1", "", "1", [_write("t", 0, "ch", first)])
+    store.put_writes("s1", "", "1", [_write("t", 0, "ch", other)])
+
+    (write,) = store.get_writes("s1", "", "1")
+    assert write.value.data == first
+    assert store.writes_size("s1", "", "1") == len(first)
+
+
+def test_a_special_write_replaced_by_a_shorter_one_reads_back_as_the_new_one(
+    store: CheckpointStore,
+) -> None:
+    long, short = b"x" * (2 * schema.CHECKPOINT_CHUNK_BYTES + 1), b"short"
+    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", long)])
+    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", short)])
+    (write,) = store.get_writes("s1", "", "1")
+    assert write.value.data == short
+    assert store.writes_size("s1", "", "1") == len(short)
+
+
+def test_a_stored_version_keeps_its_bytes_and_a_refused_put_stores_nothing(
+    store: CheckpointStore,
+) -> None:
+    big = b"v" * (schema.CHECKPOINT_CHUNK_BYTES + 3)
+    store.put_checkpoint(
+        _checkpoint("1", versions={"a": "1", "b": "1"}),
+        [ChannelBlob("a", "1", Blob("json", big)), ChannelBlob("b", "1", Blob("json", b"B1"))],
+    )
+    # The same bytes again: a retry.
+    store.put_checkpoint(
+        _checkpoint("1", versions={"a": "1", "b": "1"}),
+        [ChannelBlob("a", "1", Blob("json", big)), ChannelBlob("b", "1", Blob("json", b"B1"))],
+    )
+    # A new value, then other bytes at a stored version: refused, and nothing of it stays.
+    with pytest.raises(Conflict):
+        store.put_checkpoint(
+            _checkpoint("2", versions={"a": "1", "b": "2", "c": "1"}),
+            [
+                ChannelBlob("c", "1", Blob("json", b"C" * (schema.CHECKPOINT_CHUNK_BYTES + 1))),
+                ChannelBlob("a", "1", Blob("json", b"w" * (schema.CHECKPOINT_CHUNK_BYTES + 3))),
+            ],
+        )
+    with pytest.raises(Conflict):
+        store.put_checkpoint(
+            _checkpoint("2", versions={"b": "1"}), [ChannelBlob("b", "1", Blob("msgpack", b"B1"))]
+        )
+    assert store.get_blobs("s1", "", {"a": "1", "b": "1", "c": "1"}) == {
+        "a": Blob("json", big),
+        "b": Blob("json", b"B1"),
+    }
+    assert store.get_checkpoint("s1", "", "2") is None
+    # The version refused is free of the refused value: a put of new bytes at it succeeds.
+    store.put_checkpoint(
+        _checkpoint("3", versions={"c": "1"}), [ChannelBlob("c", "1", Blob("json", b"C"))]
+    )
+    assert store.get_blobs("s1", "", {"c": "1"}) == {"c": Blob("json", b"C")}
+
+
+def test_a_checkpoint_stored_as_one_item_before_reads_as_before(dynamodb: object) -> None:
+    """Checkpoints stored before a checkpoint had two items (its listed item held it all)
+    still list and read whole."""
+    store = wiring.checkpoint_store()
+    client, table = wiring.aws_client("dynamodb"), wiring.settings().checkpoints_table
+    client.put_item(
+        TableName=table,
+        Item={
+            schema.SESSION_ID: {"S": "s1"},
+            schema.CHECKPOINT_KEY: {"S": schema.checkpoint_key("", "1ef-1")},
+            "checkpoint_ns": {"S": ""},
+            "checkpoint_id": {"S": "1ef-1"},
+            "checkpoint_type": {"S": "msgpack"},
+            "checkpoint": {"B": b"state"},
+            "metadata_type": {"S": "msgpack"},
+            "metadata": {"B": b"meta"},
+            "metadata_json": {"S": '{"step":1}'},
+            "channel_versions": {"M": {"a": {"S": "1"}}},
+            "created_at": {"S": T0},
+            "size": {"N": "0"},
+        },
+    )
+    store.put_checkpoint(_checkpoint("1ef-2", versions={"a": "1"}, step=2), [])
+    assert [
+        (c.checkpoint_id, c.metadata_json) for c in store.list_checkpoints("s1", "", None, 9)
+    ] == [
+        ("1ef-2", {"step": 2}),
+        ("1ef-1", {"step": 1}),
+    ]
+    old = store.get_checkpoint("s1", "", "1ef-1")
+    assert old is not None and (old.checkpoint, old.channel_versions) == (
+        Blob("msgpack", b"state"),
+        {"a": "1"},
+    )
+
+
+def test_a_listing_of_every_namespace_goes_on_after_a_position(store: CheckpointStore) -> None:
+    for ns in ("", "a", "b"):
+        for cid in ("1", "2"):
+            store.put_checkpoint(_checkpoint(cid, ns=ns), [])
+
+    def listed(**kw: object) -> list[tuple[str, str]]:
+        ask = {"checkpoint_ns": None, "before": None, "limit": 10, **kw}
+        return [(c.checkpoint_id, c.checkpoint_ns) for c in store.list_checkpoints("s1", **ask)]  # type: ignore[arg-type]
+
+    assert listed() == [("2", "b"), ("2", "a"), ("2", ""), ("1", "b"), ("1", "a"), ("1", "")]
+    assert listed(after=ListPosition("2", "a"), limit=2) == [("2", ""), ("1", "b")]
+    assert listed(before="2", after=ListPosition("1", "b")) == [("1", "a"), ("1", "")]
+    assert [
+        c.checkpoint_id for c in store.list_checkpoints("s1", "a", None, 5, ListPosition("2", "a"))
+    ] == ["1"]

@@ -123,6 +123,8 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
         # The profile block of every chat prompt: one Query of the profile-records index.
         **{f"records/index/{schema.PROFILE_RECORDS_INDEX.name}": dynamodb("Query")},
+        # POST /memories/namespaces: the keys and namespaces of the caller's records.
+        **{f"records/index/{schema.RECORD_KEYS_INDEX.name}": dynamodb("Query")},
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): get_checkpoint (GetItem),
         # list_checkpoints and get_writes (Query), get_blobs and blob_sizes (BatchGetItem),
         # put_checkpoint (BatchWriteItem of values, PutItem of the checkpoint), put_writes.

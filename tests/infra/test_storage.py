@@ -82,3 +82,22 @@ def test_production_tables_are_protected_and_retained(synth_cache) -> None:
         assert table["DeletionPolicy"] == "Retain"
         assert table["UpdateReplacePolicy"] == "Retain"
         assert table["Properties"]["DeletionProtectionEnabled"] is True
+
+
+def test_an_upgrade_adds_one_records_index_per_deploy(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """CloudFormation creates one global secondary index per table update: a deployment whose
+    records table lacks both of this version's indexes deploys first with one named
+    (recordsIndexes), then with all (docs/operations.md)."""
+    from tests.infra.synth import synthesize
+
+    first = schema.PROFILE_RECORDS_INDEX.name
+    synth = synthesize(tmp_path_factory.mktemp("upgrade"), recordsIndexes=first)
+    tables = synth.template.find_resources("AWS::DynamoDB::Table")
+    [records] = [
+        t
+        for t in tables.values()
+        if {"AttributeName": schema.RECORD_ID, "KeyType": "RANGE"} in t["Properties"]["KeySchema"]
+    ]
+    assert [i["IndexName"] for i in records["Properties"]["GlobalSecondaryIndexes"]] == [first]

@@ -97,21 +97,22 @@ def test_a_record_changed_meanwhile_is_left_to_its_writer(dynamodb: Any) -> None
     assert memory.get_record("alice", "r1").text == "I own a blue bike."  # type: ignore[union-attr]
 
 
-def test_an_older_local_records_table_gets_the_profile_index(dynamodb_local: Any) -> None:
+def test_an_older_local_records_table_gets_its_indexes(dynamodb_local: Any) -> None:
     from local.dynamodb_local import ensure_tables
 
     client = wiring.aws_client("dynamodb", dynamodb_local.endpoint)
     kwargs = schema.RECORDS.create_table_kwargs("older-records")
     kwargs.pop("GlobalSecondaryIndexes")
+    keys = {k["AttributeName"] for k in kwargs["KeySchema"]}
     kwargs["AttributeDefinitions"] = [
-        a for a in kwargs["AttributeDefinitions"] if a["AttributeName"] != schema.PROFILE_RANK
+        a for a in kwargs["AttributeDefinitions"] if a["AttributeName"] in keys
     ]
     client.create_table(**kwargs)
 
     ensure_tables(client, {schema.RECORDS.logical_name: "older-records"} | _others())
 
     indexes = client.describe_table(TableName="older-records")["Table"]["GlobalSecondaryIndexes"]
-    assert [i["IndexName"] for i in indexes] == [schema.PROFILE_RECORDS_INDEX.name]
+    assert sorted(i["IndexName"] for i in indexes) == sorted(i.name for i in schema.RECORDS.indexes)
 
 
 def _others() -> dict[str, str]:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chatmemory.domain import Blob, ChannelBlob, PendingWrite
+from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
 from chatmemory.services.conversation import checkpoints, sessions
@@ -127,10 +127,10 @@ def test_a_listing_filters_by_metadata_and_pages_by_size(
     assert listed(filter={"source": "loop"})[0] == ["06", "04", "02"]
     assert listed(filter={"source": "loop", "step": 4})[0] == ["04"]
     assert listed(filter={"missing": None})[0] == []
-    assert listed(before="04", limit=1) == (["03"], "03")
+    assert listed(before="04", limit=1) == (["03"], ListPosition("03", ""))
     page, nxt = listed(page_bytes=250)  # two values of 100 bytes fit
-    assert (page, nxt) == (["06", "05"], "05")
-    assert listed(before=nxt, page_bytes=250)[0] == ["04", "03"]
+    assert (page, nxt) == (["06", "05"], ListPosition("05", ""))
+    assert listed(after=nxt, page_bytes=250)[0] == ["04", "03"]
 
 
 def test_only_the_caller_reads_a_thread_and_a_deleted_thread_is_gone(
@@ -222,3 +222,114 @@ def test_a_write_racing_the_threads_delete_and_purge_leaves_nothing_behind(
     assert store.get_checkpoint(sid, "", None) is None
     assert store.get_writes(sid, "", "1") == []
     assert store.delete_checkpoints(sid, 100) == 0  # nothing at all left in the partition
+
+
+def test_pages_of_every_namespace_skip_no_checkpoint_whose_id_another_namespace_uses(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    """Subgraphs' checkpoints may share an id with the graph's: a listing of every namespace,
+    paged one at a time, answers each of them once."""
+    sid = sessions.create_session(memory, "alice").session_id
+    for ns in ("", "child:1", "child:2"):
+        for cid in ("01", "02", "03"):
+            checkpoints.put_checkpoint(
+                memory, store, "alice", sid, checkpoint_ns=ns, checkpoint_id=cid,
+                parent_checkpoint_id=None, checkpoint=Blob("msgpack", b"c"),
+                metadata=Blob("msgpack", b"m"), metadata_json={}, channel_versions={}, blobs=[],
+            )  # fmt: skip
+    seen: list[tuple[str, str]] = []
+    position = None
+    while True:
+        found, position = checkpoints.list_checkpoints(
+            memory, store, "alice", sid, checkpoint_ns=None, before=None, limit=2, filter={},
+            after=position,
+        )  # fmt: skip
+        seen += [(t.checkpoint.checkpoint_id, t.checkpoint.checkpoint_ns) for t in found]
+        if position is None:
+            break
+    assert seen == sorted(
+        ((cid, ns) for ns in ("", "child:1", "child:2") for cid in ("01", "02", "03")),
+        reverse=True,
+    )
+    # LangGraph's before: below that id, in every namespace.
+    found, _ = checkpoints.list_checkpoints(
+        memory, store, "alice", sid, checkpoint_ns=None, before="02", limit=10, filter={}
+    )
+    assert {t.checkpoint.checkpoint_id for t in found} == {"01"} and len(found) == 3
+
+
+def _continued_thread(memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore) -> list[str]:
+    """A thread under client id "thread-1" in three sessions (the first two ended and
+    continued), a checkpoint in it: its sessions' ids, first to last."""
+    first, _ = sessions.ensure_session(memory, "alice", "thread-1")
+    _put(memory, store, first.session_id, "1", {"a": b"secret"}, {"a": "1"})
+    chain = [first.session_id]
+    for _ in range(2):
+        sessions.end_session(memory, "alice", chain[-1])
+        later = sessions.continue_client_session(memory, "alice", "thread-1", ended=chain[-1])
+        assert later is not None
+        chain.append(later.session_id)
+    return chain
+
+
+@pytest.mark.parametrize("which", [0, 1, 2], ids=["first", "middle", "last"])
+def test_deleting_one_session_of_a_thread_by_its_server_id_deletes_the_thread_whole(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore, which: int
+) -> None:
+    """Every session of a thread shares its checkpoints (kept in its first session's partition,
+    each holding the conversation so far), so deleting one of them deletes the thread: its
+    sessions and checkpoints are gone, and its id starts a new, empty, usable thread. (Deleting
+    the first left a thread whose id named a live session and whose every checkpoint read or
+    write answered 404, for good.)"""
+    chain = _continued_thread(memory, store)
+    sessions.delete_session(memory, "alice", chain[which])
+
+    for sid in chain:
+        with pytest.raises(SessionNotFound):
+            sessions.get_session(memory, "alice", sid)
+    again, created = sessions.ensure_session(memory, "alice", "thread-1")
+    assert created and again.session_id not in chain
+    with pytest.raises(CheckpointNotFound):
+        _get(memory, store, again.session_id, None)
+    _put(memory, store, again.session_id, "2", {"a": b"new"}, {"a": "2"})
+    assert _get(memory, store, again.session_id, None).values["a"].data == b"new"
+
+
+def test_a_thread_whose_first_session_is_gone_is_deleted_whole_when_its_id_is_put_again(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    """A thread's delete marks its sessions first to last: one that stopped after the first
+    leaves the rest to the next PUT of its id, which finishes it and starts anew."""
+    chain = _continued_thread(memory, store)
+    memory.mark_deleting(chain[0], "2026-11-27T10:00:00.000Z")  # the delete stopped here
+
+    again, created = sessions.ensure_session(memory, "alice", "thread-1")
+    assert created and again.session_id not in chain
+    for sid in chain:
+        with pytest.raises(SessionNotFound):
+            sessions.get_session(memory, "alice", sid)
+    _put(memory, store, again.session_id, "2", {"a": b"new"}, {"a": "2"})
+
+
+def test_a_special_channel_written_twice_in_one_call_keeps_the_later_write(
+    memory: InMemoryShortTermMemory, store: InMemoryCheckpointStore
+) -> None:
+    """Found by the differential test: two __error__ writes in one put_writes answered 400;
+    InMemorySaver keeps the later (both have LangGraph's index -1 for that channel)."""
+    sid = sessions.create_session(memory, "alice").session_id
+    _put(memory, store, sid, "1", {}, {})
+    checkpoints.put_writes(
+        memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+        writes=[
+            PendingWrite("t", 0, "messages", Blob("json", b"0")),
+            PendingWrite("t", -1, "__error__", Blob("json", b"first")),
+            PendingWrite("t", -1, "__error__", Blob("json", b"second")),
+        ],
+    )  # fmt: skip
+    found = _get(memory, store, sid, "1")
+    assert [(w.idx, w.value.data) for w in found.writes] == [(-1, b"second"), (0, b"0")]
+    with pytest.raises(BadRequest, match="two writes"):
+        checkpoints.put_writes(
+            memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+            writes=[PendingWrite("t", 3, "a", Blob("json", b"1"))] * 2,
+        )  # fmt: skip

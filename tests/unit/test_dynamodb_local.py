@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 from local.dynamodb_local import DynamoDBLocal, free_port
 
@@ -41,3 +42,25 @@ def test_an_orphan_of_a_killed_run_is_stopped_but_a_live_runs_server_is_not(
         for process in (owned, orphan):
             process.kill()
             process.wait()
+
+
+def test_a_table_of_an_older_local_state_gets_the_indexes_added_since(dynamodb_local: Any) -> None:
+    """Local mode keeps its tables across runs: a records table made before its record-keys
+    index existed gets it, and the namespaces of its records are read from it."""
+    from dataclasses import replace
+
+    from chatmemory import schema, wiring
+    from local.dynamodb_local import ensure_tables
+
+    client = wiring.aws_client("dynamodb", dynamodb_local.endpoint)
+    names = {spec.logical_name: f"older-{spec.logical_name}" for spec in schema.TABLES}
+    older = replace(schema.RECORDS, indexes=())
+    client.create_table(**older.create_table_kwargs(names["records"]))
+
+    created = ensure_tables(client, names)
+    assert names["records"] not in created and len(created) == len(schema.TABLES) - 1
+    table = client.describe_table(TableName=names["records"])["Table"]
+    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == [
+        schema.RECORD_KEYS_INDEX.name
+    ]
+    ensure_tables(client, names)  # again: nothing to add

@@ -28,6 +28,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import random
 import threading
 import warnings
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -55,6 +56,8 @@ log = logging.getLogger(__name__)
 
 # The API's page size bound for a listing.
 _MAX_PAGE = 100
+# A version's step is its value divided by this (get_next_version): 12 random digits below it.
+_VERSION_STEP = 10**12
 # How many exchanges a saver remembers having stored (a retry or a later checkpoint of the same
 # exchange sends nothing; the server also knows each by its client_message_id).
 _REMEMBERED_TURNS = 4096
@@ -93,6 +96,18 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
 
     # --- BaseCheckpointSaver ------------------------------------------------------------------
 
+    def get_next_version(self, current: int | None, channel: None) -> int:
+        """A channel's next version: the step number times 10**12 plus 12 random digits. As
+        LangGraph's InMemorySaver and Postgres saver make theirs (the step, then a random
+        fraction), two branches of a thread (a fork by update_state on an earlier checkpoint)
+        never give one version two values, and a later step's version is greater. Unlike
+        theirs it is an int, as this saver's versions were (1, 2, 3: LangGraph's default), so
+        a thread stored with those goes on (LangGraph compares a thread's versions with each
+        other, and an int with a string fails). The server keeps each (namespace, channel,
+        version) once and refuses other bytes at a stored version (409)."""
+        step = 0 if current is None else current // _VERSION_STEP or current
+        return (step + 1) * _VERSION_STEP + random.randrange(_VERSION_STEP)
+
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
         """The checkpoint of config's checkpoint_id, or the thread's newest in its namespace."""
         conf = config["configurable"]
@@ -124,7 +139,7 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
         checkpoint_ns in it, of every namespace)."""
         if config is None:
             raise ValueError("ChatMemorySaver.list needs a config with a thread_id")
-        cursor = get_checkpoint_id(before) if before else None
+        cursor = _before(before)
         left = limit
         while left is None or left > 0:
             page, cursor = self._page(config, filter, cursor, left)
@@ -227,7 +242,7 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
     ) -> AsyncIterator[CheckpointTuple]:
         if config is None:
             raise ValueError("ChatMemorySaver.alist needs a config with a thread_id")
-        cursor = get_checkpoint_id(before) if before else None
+        cursor = _before(before)
         left = limit
         while left is None or left > 0:
             page, cursor = await asyncio.to_thread(self._page, config, filter, cursor, left)
@@ -265,15 +280,16 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
         self,
         config: RunnableConfig,
         filter: dict[str, Any] | None,  # noqa: A002
-        before: str | None,
+        cursor: dict[str, str],
         left: int | None,
-    ) -> tuple[builtins.list[CheckpointTuple], str | None]:
-        """One page of a listing, and where the next one starts (None: no more)."""
+    ) -> tuple[builtins.list[CheckpointTuple], dict[str, str]]:
+        """One page of a listing (from `cursor`: LangGraph's `before`, or the token of the
+        page before), and the cursor of the next one (empty: no more)."""
         conf = config["configurable"]
         thread_id = _thread(conf)
         params: dict[str, Any] = {
             "checkpoint_ns": conf.get("checkpoint_ns"),
-            "before": before,
+            **cursor,
             "limit": min(_MAX_PAGE, left) if left is not None else _MAX_PAGE,
             "filter": json.dumps(_jsonable(filter), separators=(",", ":")) if filter else None,
         }
@@ -283,11 +299,15 @@ class ChatMemorySaver(BaseCheckpointSaver[int]):
                 "GET", _path("sessions", thread_id, "checkpoints"), params=params
             )
         except NotFound:
-            return [], None
+            return [], {}
         found = [self._tuple(thread_id, item) for item in answer["checkpoints"]]
         if wanted:  # a config naming one checkpoint lists that one only
             found = [t for t in found if t.config["configurable"]["checkpoint_id"] == wanted]
-        return found, answer.get("next_before")
+        # The token says where the page ended, namespace included (a server before it only
+        # says next_before: an id, which across namespaces can skip one of the same id).
+        if answer.get("next_token"):
+            return found, {"next_token": answer["next_token"]}
+        return found, {"before": answer["next_before"]} if answer.get("next_before") else {}
 
     def _tuple(self, thread_id: str, item: dict[str, Any]) -> CheckpointTuple:
         checkpoint: Checkpoint = self.serde.loads_typed(_untyped(item["checkpoint"]))
@@ -406,6 +426,12 @@ def _message_id(message: Any, text: str) -> str:
     if isinstance(found, str) and len(found) <= ID_MAX_LENGTH and ID_PATTERN.match(found):
         return found
     return "lg-" + hashlib.sha256(f"{found}|{text}".encode()).hexdigest()[:40]
+
+
+def _before(before: RunnableConfig | None) -> dict[str, str]:
+    """The first page's cursor of a listing: LangGraph's `before` (a config), as its id."""
+    checkpoint_id = get_checkpoint_id(before) if before else None
+    return {"before": checkpoint_id} if checkpoint_id else {}
 
 
 def _thread(conf: Any) -> str:

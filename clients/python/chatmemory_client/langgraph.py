@@ -34,7 +34,14 @@ most 65,536 characters (the first 8,000 are what search embeds). `filter` (LangG
 is `{"text": sentence}`).
 
 Search with a query ranks by meaning and words; each `SearchItem.score` is the server's fused
-score (higher is closer). Without a query, items come newest first by record id. A deleted key
+score (higher is closer). Without a query, items come by record id, descending: within a
+namespace by key, descending, and records the server made (whose ids begin with their time)
+newest first. Not by when they were last updated: LangGraph's stores do not agree there
+(InMemoryStore answers in its dictionaries' order, namespaces as first created and keys as first
+put; the Postgres and SQLite stores most recently updated first), and an order by update time
+would read every record under the prefix, or an index that is only eventually consistent (a
+just-put item could be missing), where this order is DynamoDB's own and a page stops at what it
+answers. Sort the page by `updated_at` for that order. A deleted key
 can be put again at once. `index` settings are ignored: the server embeds every record's text.
 
 TTL: `put(..., ttl=minutes)` (or `TTLConfig(default_ttl=...)` given as `ttl_config`) stores the

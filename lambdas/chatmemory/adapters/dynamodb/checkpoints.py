@@ -1,9 +1,12 @@
 """LangGraph checkpoints on DynamoDB: the checkpoints table of schema.py, one partition per
 session. A value larger than one item can hold is split into chunks (schema.CHECKPOINT_CHUNK_BYTES
-each): its first item carries the type, the size and the number of chunks."""
+each): its first item (the head) carries the type, the size, the number of chunks and the digest
+of the value, which names its further chunks (a value of other bytes under the same name never
+overwrites them)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -13,8 +16,16 @@ from botocore.exceptions import ClientError
 
 from chatmemory import schema
 from chatmemory.adapters.dynamodb.client import Guarded, is_conditional_failure
-from chatmemory.domain import Blob, ChannelBlob, PendingWrite, StoredCheckpoint
-from chatmemory.errors import ShortTermMemoryUnavailable
+from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
+    CheckpointEntry,
+    ListPosition,
+    PendingWrite,
+    StoredCheckpoint,
+    listed_after,
+)
+from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
 from chatmemory.limits import DYNAMODB_BATCH_GET, DYNAMODB_BATCH_WRITE
 from chatmemory.schema import CHECKPOINT_KEY, SESSION_ID
 
@@ -30,59 +41,96 @@ def _chunks(data: bytes) -> list[bytes]:
     return [data[i : i + _CHUNK] for i in range(0, len(data), _CHUNK)] or [b""]
 
 
+# Hex digits of a value's digest in the keys of its further chunks.
+_CHUNK_DIGEST = 16
+
+
+def _digest(value: Blob) -> str:
+    """What identifies a value's bytes (with its type): SHA-256, in hex."""
+    return hashlib.sha256(value.type.encode() + b"\x00" + value.data).hexdigest()
+
+
 def _value_items(
     session_id: str, key_of: Any, value: Blob, extra: dict[str, Any]
 ) -> list[dict[str, Any]]:
-    """The items of one value: the head (type, size, chunk count, `extra`, first chunk) and one
-    item per further chunk. `key_of(n)` is the sort key of chunk n."""
+    """The items of one value: the head (type, size, chunk count, digest, `extra`, first
+    chunk) and one item per further chunk. `key_of(n, digest)` is the sort key of chunk n."""
     parts = _chunks(value.data)
+    digest = _digest(value)
     head = {
-        **_key(session_id, key_of(0)),
+        **_key(session_id, key_of(0, "")),
         "type": {"S": value.type},
         "size": {"N": str(len(value.data))},
         "chunks": {"N": str(len(parts))},
+        "digest": {"S": digest},
         "data": {"B": parts[0]},
         **extra,
     }
-    rest = [{**_key(session_id, key_of(n)), "data": {"B": part}} for n, part in enumerate(parts)]
+    rest = [
+        {**_key(session_id, key_of(n, digest[:_CHUNK_DIGEST])), "data": {"B": part}}
+        for n, part in enumerate(parts)
+    ]
     return [head, *rest[1:]]
 
 
-def _checkpoint_item(checkpoint: StoredCheckpoint) -> dict[str, Any]:
-    item: dict[str, Any] = {
-        **_key(
-            checkpoint.session_id,
-            schema.checkpoint_key(checkpoint.checkpoint_ns, checkpoint.checkpoint_id),
-        ),
-        "checkpoint_ns": {"S": checkpoint.checkpoint_ns},
-        "checkpoint_id": {"S": checkpoint.checkpoint_id},
-        "checkpoint_type": {"S": checkpoint.checkpoint.type},
-        "checkpoint": {"B": checkpoint.checkpoint.data},
-        "metadata_type": {"S": checkpoint.metadata.type},
-        "metadata": {"B": checkpoint.metadata.data},
+def _chunk_keys(head: dict[str, Any], key_of: Any) -> list[str]:
+    """The sort keys of a head's further chunks (named by its digest; by number alone for a
+    value stored before digests were)."""
+    digest = head.get("digest", {}).get("S", "")[:_CHUNK_DIGEST]
+    return [key_of(n, digest) for n in range(1, int(head["chunks"]["N"]))]
+
+
+def _checkpoint_items(checkpoint: StoredCheckpoint) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A checkpoint's two items: what a listing reads (keys, parent, metadata as JSON, size)
+    and its body, which holds all of it with the checkpoint, its serde metadata and its
+    channel versions (what a read of one checkpoint takes, in one item)."""
+    ns, cid = checkpoint.checkpoint_ns, checkpoint.checkpoint_id
+    entry: dict[str, Any] = {
+        **_key(checkpoint.session_id, schema.checkpoint_key(ns, cid)),
+        "checkpoint_ns": {"S": ns},
+        "checkpoint_id": {"S": cid},
         # JSON text, not a map: any JSON number or nesting, no Decimal conversions.
         "metadata_json": {"S": json.dumps(checkpoint.metadata_json, separators=(",", ":"))},
-        "channel_versions": {"M": {k: {"S": v} for k, v in checkpoint.channel_versions.items()}},
         "created_at": {"S": checkpoint.created_at},
         "size": {"N": str(checkpoint.size)},
     }
     if checkpoint.parent_checkpoint_id:
-        item["parent_checkpoint_id"] = {"S": checkpoint.parent_checkpoint_id}
-    return item
+        entry["parent_checkpoint_id"] = {"S": checkpoint.parent_checkpoint_id}
+    body = {
+        **entry,
+        **_key(checkpoint.session_id, schema.checkpoint_body_key(ns, cid)),
+        "checkpoint_type": {"S": checkpoint.checkpoint.type},
+        "checkpoint": {"B": checkpoint.checkpoint.data},
+        "metadata_type": {"S": checkpoint.metadata.type},
+        "metadata": {"B": checkpoint.metadata.data},
+        "channel_versions": {"M": {k: {"S": v} for k, v in checkpoint.channel_versions.items()}},
+    }
+    return entry, body
 
 
-def _checkpoint_of(item: dict[str, Any]) -> StoredCheckpoint:
-    return StoredCheckpoint(
+def _entry_of(item: dict[str, Any]) -> CheckpointEntry:
+    return CheckpointEntry(
         session_id=item[SESSION_ID]["S"],
         checkpoint_ns=item["checkpoint_ns"]["S"],
         checkpoint_id=item["checkpoint_id"]["S"],
         parent_checkpoint_id=item.get("parent_checkpoint_id", {}).get("S"),
-        checkpoint=Blob(item["checkpoint_type"]["S"], bytes(item["checkpoint"]["B"])),
-        metadata=Blob(item["metadata_type"]["S"], bytes(item["metadata"]["B"])),
         metadata_json=json.loads(item["metadata_json"]["S"]),
-        channel_versions={k: v["S"] for k, v in item["channel_versions"]["M"].items()},
         created_at=item["created_at"]["S"],
         size=int(item["size"]["N"]),
+    )
+
+
+def _checkpoint_of(body: dict[str, Any]) -> StoredCheckpoint:
+    """A checkpoint from its body (or from its one item, stored before checkpoints had two)."""
+    entry = _entry_of(body)
+    return StoredCheckpoint(
+        *entry[:4],
+        checkpoint=Blob(body["checkpoint_type"]["S"], bytes(body["checkpoint"]["B"])),
+        metadata=Blob(body["metadata_type"]["S"], bytes(body["metadata"]["B"])),
+        metadata_json=entry.metadata_json,
+        channel_versions={k: v["S"] for k, v in body["channel_versions"]["M"].items()},
+        created_at=entry.created_at,
+        size=entry.size,
     )
 
 
@@ -97,44 +145,96 @@ class DynamoCheckpointStore:
 
     def put_checkpoint(self, checkpoint: StoredCheckpoint, blobs: Sequence[ChannelBlob]) -> None:
         sid, ns = checkpoint.session_id, checkpoint.checkpoint_ns
-        items: list[dict[str, Any]] = []
-        for blob in blobs:
-            items += _value_items(
-                sid,
-                lambda n, b=blob: schema.blob_key(ns, b.channel, b.version, n),
-                blob.value,
-                {},
+        created: list[list[str]] = []
+        try:
+            for blob in blobs:
+                items = _value_items(
+                    sid,
+                    lambda n, d, b=blob: schema.blob_key(ns, b.channel, b.version, n, d),
+                    blob.value,
+                    {},
+                )
+                if self._put_value(sid, ns, blob, items):
+                    created.append([item[CHECKPOINT_KEY]["S"] for item in items])
+        except Conflict:
+            # Nothing of a refused put stays: the values it created are taken back.
+            for keys in created:
+                self._delete_keys(sid, keys)
+            raise
+        # Values first, then the body, the listed item last: a checkpoint is never found
+        # without its body and values.
+        entry, body = _checkpoint_items(checkpoint)
+        self._db.put_item(TableName=self._table, Item=body)
+        self._db.put_item(TableName=self._table, Item=entry)
+
+    def _put_value(
+        self, session_id: str, checkpoint_ns: str, blob: ChannelBlob, items: list[dict[str, Any]]
+    ) -> bool:
+        """Store a channel's value at its version unless stored already: True when this put
+        created it; False when the same bytes were stored (a retry); Conflict when other bytes
+        were (a stored version never changes, whoever writes it)."""
+        head, rest = items[0], items[1:]
+        self._batch_write({"PutRequest": {"Item": item}} for item in rest)
+        try:
+            self._db.put_item(
+                TableName=self._table,
+                Item=head,
+                ConditionExpression=f"attribute_not_exists({SESSION_ID})",
             )
-        # Values first, the checkpoint last: a checkpoint is never readable without its values.
-        self._batch_write({"PutRequest": {"Item": item}} for item in items)
-        self._db.put_item(TableName=self._table, Item=_checkpoint_item(checkpoint))
+            return True
+        except ClientError as error:
+            if not is_conditional_failure(error):
+                raise
+        stored = self.get_blobs(session_id, checkpoint_ns, {blob.channel: blob.version})
+        if stored.get(blob.channel) == blob.value:
+            return False
+        # The stored value's chunks are named by its own digest (or, stored before digests,
+        # by number): the ones written here are this value's, and deleted.
+        self._delete_keys(session_id, [item[CHECKPOINT_KEY]["S"] for item in rest])
+        raise Conflict(
+            f"channel {blob.channel!r} of namespace {checkpoint_ns!r} is stored at version "
+            f"{blob.version!r} with other bytes: a stored version never changes (give a "
+            "changed value a new version)"
+        )
 
     def get_checkpoint(
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
-        if checkpoint_id is not None:
-            answer = self._db.get_item(
-                TableName=self._table,
-                Key=_key(session_id, schema.checkpoint_key(checkpoint_ns, checkpoint_id)),
-                ConsistentRead=True,
-            )
-            item = answer.get("Item")
-            return _checkpoint_of(item) if item else None
-        found = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
-        return found[0] if found else None
+        if checkpoint_id is None:
+            newest = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
+            if not newest:
+                return None
+            checkpoint_id = newest[0].checkpoint_id
+        # Its body; a checkpoint stored before checkpoints had two items is its listed item.
+        for key in (
+            schema.checkpoint_body_key(checkpoint_ns, checkpoint_id),
+            schema.checkpoint_key(checkpoint_ns, checkpoint_id),
+        ):
+            item = self._db.get_item(
+                TableName=self._table, Key=_key(session_id, key), ConsistentRead=True
+            ).get("Item")
+            if item is not None and "checkpoint" in item:
+                return _checkpoint_of(item)
+        return None
 
     def list_checkpoints(
-        self, session_id: str, checkpoint_ns: str | None, before: str | None, limit: int
-    ) -> list[StoredCheckpoint]:
+        self,
+        session_id: str,
+        checkpoint_ns: str | None,
+        before: str | None,
+        limit: int,
+        after: ListPosition | None = None,
+    ) -> list[CheckpointEntry]:
         if checkpoint_ns is None:
-            # Every namespace: the session's checkpoints ordered here by id (a listing across
-            # namespaces is rare: LangGraph lists one namespace).
+            # Every namespace: the session's listed items (keys and metadata, no values),
+            # ordered here (a listing across namespaces is rare: LangGraph lists one).
             every = [
-                _checkpoint_of(item)
+                _entry_of(item)
                 for item in self._query(session_id, "c#", newest_first=True, limit=None)
             ]
-            every.sort(key=lambda c: c.checkpoint_id, reverse=True)
-            return [c for c in every if before is None or c.checkpoint_id < before][:limit]
+            return listed_after(every, before, after)[:limit]
+        if after is not None and (before is None or after.checkpoint_id < before):
+            before = after.checkpoint_id
         prefix = schema.checkpoint_prefix(checkpoint_ns)
         names = {"#k": CHECKPOINT_KEY}
         values: dict[str, Any] = {":s": {"S": session_id}, ":p": {"S": prefix}}
@@ -145,7 +245,7 @@ class DynamoCheckpointStore:
             # BETWEEN is inclusive: the greatest key below `before` is before itself less one
             # step; ids are compared as strings, so "below" is taken from the key's last char.
             values[":b"] = {"S": prefix + _just_below(before)}
-        found: list[StoredCheckpoint] = []
+        found: list[CheckpointEntry] = []
         kwargs: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": condition,
@@ -157,7 +257,7 @@ class DynamoCheckpointStore:
         }
         while len(found) < limit:
             answer = self._db.query(**kwargs)
-            found += [_checkpoint_of(item) for item in answer.get("Items", [])]
+            found += [_entry_of(item) for item in answer.get("Items", [])]
             if "LastEvaluatedKey" not in answer:
                 break
             kwargs["ExclusiveStartKey"] = answer["LastEvaluatedKey"]
@@ -175,19 +275,22 @@ class DynamoCheckpointStore:
         self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str]
     ) -> dict[str, Blob]:
         heads = self._heads(session_id, checkpoint_ns, versions, projection=False)
-        rest = [
-            _key(session_id, schema.blob_key(checkpoint_ns, channel, versions[channel], n))
+        further = {
+            channel: _chunk_keys(
+                head,
+                lambda n, d, c=channel: schema.blob_key(checkpoint_ns, c, versions[c], n, d),
+            )
             for channel, head in heads.items()
-            for n in range(1, int(head["chunks"]["N"]))
-        ]
+        }
+        rest = [_key(session_id, k) for keys in further.values() for k in keys]
         parts = {item[CHECKPOINT_KEY]["S"]: bytes(item["data"]["B"]) for item in self._get(rest)}
-        blobs: dict[str, Blob] = {}
-        for channel, head in heads.items():
-            data = bytes(head["data"]["B"])
-            for n in range(1, int(head["chunks"]["N"])):
-                data += parts[schema.blob_key(checkpoint_ns, channel, versions[channel], n)]
-            blobs[channel] = Blob(head["type"]["S"], data)
-        return blobs
+        return {
+            channel: Blob(
+                head["type"]["S"],
+                bytes(head["data"]["B"]) + b"".join(parts[k] for k in further[channel]),
+            )
+            for channel, head in heads.items()
+        }
 
     def _heads(
         self, session_id: str, checkpoint_ns: str, versions: Mapping[str, str], *, projection: bool
@@ -207,11 +310,13 @@ class DynamoCheckpointStore:
         writes: Sequence[PendingWrite],
     ) -> None:
         for write in writes:
+
+            def key_of(n: int, digest: str, w: PendingWrite = write) -> str:
+                return schema.write_key(checkpoint_ns, checkpoint_id, w.task_id, w.idx, n, digest)
+
             items = _value_items(
                 session_id,
-                lambda n, w=write: schema.write_key(
-                    checkpoint_ns, checkpoint_id, w.task_id, w.idx, n
-                ),
+                key_of,
                 write.value,
                 {
                     "task_id": {"S": write.task_id},
@@ -221,8 +326,11 @@ class DynamoCheckpointStore:
                 },
             )
             head, rest = items[0], items[1:]
-            # Further chunks before the head that makes them readable. A retried write of the
-            # same (task_id, idx) carries the same value (LangGraph's tasks are deterministic).
+            # A special channel's write (negative idx) replaces the stored one: its chunks
+            # (named by its own digest) are deleted once the new head stands.
+            before = None if write.idx >= 0 else self._head_of(head)
+            # Further chunks before the head that makes them readable; they are named by the
+            # value's digest, so a retry with other bytes never touches the stored write's.
             self._batch_write({"PutRequest": {"Item": item}} for item in rest)
             put: dict[str, Any] = {"TableName": self._table, "Item": head}
             if write.idx >= 0:
@@ -231,7 +339,30 @@ class DynamoCheckpointStore:
                 self._db.put_item(**put)
             except ClientError as error:
                 if not is_conditional_failure(error):
-                    raise  # stored already: the first write stands
+                    raise
+                # Stored already: the first write stands; this one's chunks, if they are not
+                # the stored ones (other bytes), are taken back.
+                stored = self._head_of(head)
+                if stored is not None and stored.get("digest") != head["digest"]:
+                    self._delete_keys(session_id, [i[CHECKPOINT_KEY]["S"] for i in items[1:]])
+                continue
+            if before is not None and before.get("digest") != head["digest"]:
+                self._delete_keys(session_id, _chunk_keys(before, key_of))
+
+    def _head_of(self, head: dict[str, Any]) -> dict[str, Any] | None:
+        """The stored head of a value under `head`'s key: its key, digest and chunk count."""
+        answer = self._db.get_item(
+            TableName=self._table,
+            Key={SESSION_ID: head[SESSION_ID], CHECKPOINT_KEY: head[CHECKPOINT_KEY]},
+            ProjectionExpression="#k, digest, chunks",
+            ExpressionAttributeNames={"#k": CHECKPOINT_KEY},
+            ConsistentRead=True,
+        )
+        found: dict[str, Any] | None = answer.get("Item")
+        return found
+
+    def _delete_keys(self, session_id: str, keys: Sequence[str]) -> None:
+        self._batch_write({"DeleteRequest": {"Key": _key(session_id, k)}} for k in keys)
 
     def get_writes(
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str
@@ -241,20 +372,23 @@ class DynamoCheckpointStore:
         )
         by_key = {item[CHECKPOINT_KEY]["S"]: item for item in items}
         writes: list[PendingWrite] = []
-        for key, head in by_key.items():
+        for head in by_key.values():
             if "chunks" not in head:
                 continue  # a further chunk: read with its head
-            data = bytes(head["data"]["B"])
-            stem = key.rsplit("#", 1)[0]
-            for n in range(1, int(head["chunks"]["N"])):
-                part = by_key.get(f"{stem}#{n}")
-                if part is None:
-                    break
-                data += bytes(part["data"]["B"])
+            task_id, idx = head["task_id"]["S"], int(head["idx"]["N"])
+            keys = _chunk_keys(
+                head,
+                lambda n, d, t=task_id, i=idx: schema.write_key(
+                    checkpoint_ns, checkpoint_id, t, i, n, d
+                ),
+            )
+            if not all(k in by_key for k in keys):
+                continue  # being replaced (a special channel's): its chunks are gone
+            data = bytes(head["data"]["B"]) + b"".join(bytes(by_key[k]["data"]["B"]) for k in keys)
             writes.append(
                 PendingWrite(
-                    task_id=head["task_id"]["S"],
-                    idx=int(head["idx"]["N"]),
+                    task_id=task_id,
+                    idx=idx,
                     channel=head["channel"]["S"],
                     value=Blob(head["type"]["S"], data),
                     task_path=head["task_path"]["S"],

@@ -32,6 +32,12 @@ def _outages() -> Iterator[None]:
         yield
     except ClientError as error:
         code = error.response.get("Error", {}).get("Code", "")
+        if _index_not_there_yet(error):
+            # A deployment being upgraded gets one new index per update (docs/operations.md):
+            # until the next one, what reads that index degrades instead of failing the turn.
+            raise ShortTermMemoryUnavailable(
+                "an index this version reads is not on the table yet; finish the upgrade"
+            ) from error
         if code not in _UNAVAILABLE_CODES:
             raise
         raise ShortTermMemoryUnavailable(
@@ -41,6 +47,13 @@ def _outages() -> Iterator[None]:
         raise ShortTermMemoryUnavailable(
             f"DynamoDB did not answer ({type(error).__name__}); retry the request"
         ) from error
+
+
+def _index_not_there_yet(error: ClientError) -> bool:
+    details = error.response.get("Error", {})
+    return details.get("Code") == "ValidationException" and "specified index" in str(
+        details.get("Message", "")
+    )
 
 
 class Guarded:

@@ -179,6 +179,27 @@ class DynamoRecordStore(DynamoTables):
         )
         return [record_from_item(item) for item in answer.get("Items", [])]
 
+    def record_keys(self, owner: str) -> list[tuple[str, tuple[str, ...]]]:
+        now = int(self.clock().timestamp())
+        found = []
+        for page in self._db.get_paginator("query").paginate(
+            TableName=self._records,
+            IndexName=schema.RECORD_KEYS_INDEX.name,
+            KeyConditionExpression=f"{USER_ID} = :u",
+            ExpressionAttributeValues={":u": {"S": owner}},
+        ):
+            for item in page.get("Items", []):
+                expires_at = item.get(schema.EXPIRES_AT, {}).get("N")
+                if item.get(STATUS, {}).get("S") == RecordStatus.DELETING or (
+                    expires_at is not None and int(expires_at) <= now
+                ):
+                    continue
+                namespace = schema.namespace_of_path(
+                    item.get(schema.RECORD_NAMESPACE, {}).get("S", "")
+                )
+                found.append((item[RECORD_ID]["S"], namespace))
+        return found
+
     def save_record(self, record: MemoryRecord) -> bool:
         expected = record.version
         record.version = expected + 1

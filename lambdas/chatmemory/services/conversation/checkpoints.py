@@ -20,24 +20,26 @@ from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
+    ListPosition,
     PendingWrite,
-    Session,
     StoredCheckpoint,
-    visible_to,
+    is_identifier,
 )
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.ports import CheckpointStore, Clock, ShortTermMemory
 from chatmemory.schema import (
     MAX_CHECKPOINT_BYTES,
     MAX_CHECKPOINT_ITEM_BYTES,
+    MAX_CHECKPOINT_JSON_DEPTH,
     MAX_CHECKPOINT_WRITES_BYTES,
 )
 from chatmemory.services.access import owned_session
+from chatmemory.services.conversation.sessions import thread_intact
 
 # What one page of a listing may carry of values and writes (a checkpoint at both limits is
 # 4 MiB: a page holds at least one checkpoint whatever its size).
 LIST_PAGE_BYTES = MAX_CHECKPOINT_BYTES + MAX_CHECKPOINT_WRITES_BYTES
-# Checkpoints read at once while a filtered listing fills a page.
+# Checkpoints' keys and metadata read at once while a filtered listing fills a page.
 _LIST_READ = 50
 # Items deleted a round when a write is taken back (schema.CHECKPOINTS: each a batch write of 25).
 _UNDO_BATCH = 100
@@ -62,19 +64,12 @@ def thread_partition(memory: ShortTermMemory, user_id: str, session_id: str) -> 
     """The partition of the thread a caller's session is part of: the session's own, or, for a
     conversation continued on the server under its client id (26a), its first session's, so a
     thread keeps its checkpoints across idle ends. That first session must still be visible
-    (one more read, for continued threads only): deleting it takes the checkpoints along."""
+    (one more read, for continued threads only): deleting any session of the thread deletes
+    the thread whole (sessions.delete_session), and its id then starts a new one."""
     session = owned_session(memory, user_id, session_id)
-    root = session.thread_root
-    if not root or root == session.session_id:
-        return session.session_id
-    first = memory.get_session(root)
-    if first is None or not _same_thread(session, first):
+    if not thread_intact(memory, session):
         raise SessionNotFound(f"session {session_id} not found (its thread was deleted)")
-    return root
-
-
-def _same_thread(session: Session, first: Session) -> bool:
-    return visible_to(session.user_id, first.user_id, first.status)
+    return session.thread_root or session.session_id
 
 
 def put_checkpoint(
@@ -107,11 +102,18 @@ def put_checkpoint(
         if blob.channel in new:
             raise BadRequest(f"two blobs of channel {blob.channel!r}")
         new[blob.channel] = len(blob.value.data)
-    own = len(checkpoint.data) + len(metadata.data) + len(json.dumps(metadata_json))
+    _shallow(metadata_json, "metadata_json")
+    own = (
+        len(checkpoint.data)
+        + len(metadata.data)
+        + len(json.dumps(metadata_json))
+        # As DynamoDB counts a map: each name and value, and a few bytes of each entry.
+        + sum(len(c.encode()) + len(v.encode()) + 4 for c, v in channel_versions.items())
+    )
     if own > MAX_CHECKPOINT_ITEM_BYTES:
         raise PayloadTooLarge(
-            f"the checkpoint without its channel values, with its metadata, is {own} bytes; "
-            f"at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
+            "the checkpoint without its channel values, with its metadata and its "
+            f"channel_versions, is {own} bytes; at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
         )
     carried = {c: v for c, v in channel_versions.items() if c not in new}
     sizes = store.blob_sizes(partition, checkpoint_ns, carried) if carried else {}
@@ -184,32 +186,44 @@ def list_checkpoints(
     before: str | None,
     limit: int,
     filter: Mapping[str, Any],  # noqa: A002 - LangGraph's name
+    after: ListPosition | None = None,
     page_bytes: int = LIST_PAGE_BYTES,
     size_of: Callable[[CheckpointTuple], int] = lambda found: found.size,
-) -> tuple[list[CheckpointTuple], str | None]:
-    """Up to `limit` checkpoints newest first, below `before` if given, whose metadata has
-    every key of `filter` with that value; as many as fit `page_bytes` by `size_of` (their
-    values and writes unless the caller measures them as it sends them; at least one). The
-    second value is where the next page starts (its `before`), None when none can follow."""
+) -> tuple[list[CheckpointTuple], ListPosition | None]:
+    """Up to `limit` checkpoints newest first (by id, then namespace), below `before` if
+    given, after `after` (where an earlier page ended) if given, whose metadata has every key
+    of `filter` with that value; as many as fit `page_bytes` by `size_of` (their values and
+    writes unless the caller measures them as it sends them; at least one). The second value
+    is where the next page starts, None when none can follow."""
+    if before is not None and not is_identifier(before):
+        raise BadRequest("before must be a checkpoint id")
+    _shallow(filter, "filter")
     partition = thread_partition(memory, user_id, session_id)
     found: list[CheckpointTuple] = []
     used = 0
-    cursor = before
+    position = after
     while True:
-        read = store.list_checkpoints(partition, checkpoint_ns, cursor, _LIST_READ)
-        for checkpoint in read:
-            cursor = checkpoint.checkpoint_id
-            if not _matches(checkpoint.metadata_json, filter):
+        # Keys and metadata to filter and page; a checkpoint and its values only for what the
+        # page answers. Without a filter every one read is answered: read no more than asked.
+        wanted = _LIST_READ if filter else limit - len(found)
+        read = store.list_checkpoints(partition, checkpoint_ns, before, wanted, position)
+        for listed in read:
+            position = ListPosition(listed.checkpoint_id, listed.checkpoint_ns)
+            if not _matches(listed.metadata_json, filter):
+                continue
+            checkpoint = store.get_checkpoint(partition, listed.checkpoint_ns, listed.checkpoint_id)
+            if checkpoint is None:
                 continue
             entry = _tuple(store, checkpoint)
             size = size_of(entry)
             if found and used + size > page_bytes:
-                return found, found[-1].checkpoint.checkpoint_id
+                last = found[-1].checkpoint
+                return found, ListPosition(last.checkpoint_id, last.checkpoint_ns)
             found.append(entry)
             used += size
             if len(found) == limit:
-                return found, cursor
-        if len(read) < _LIST_READ:
+                return found, position
+        if len(read) < wanted:
             return found, None
 
 
@@ -226,11 +240,16 @@ def put_writes(
     """Store a task's pending writes for a checkpoint (idempotent by (task_id, idx)).
     PayloadTooLarge when the checkpoint's writes would exceed MAX_CHECKPOINT_WRITES_BYTES."""
     partition = thread_partition(memory, user_id, session_id)
-    seen: set[tuple[str, int]] = set()
+    kept: dict[tuple[str, int], PendingWrite] = {}
     for write in writes:
-        if (write.task_id, write.idx) in seen:
+        key = (write.task_id, write.idx)
+        if key in kept and write.idx >= 0:
             raise BadRequest(f"two writes of task {write.task_id} with index {write.idx}")
-        seen.add((write.task_id, write.idx))
+        # A special channel written twice in one call (two __error__ writes: the same
+        # negative index) is replaced by the later, as a later call would replace it.
+        kept.pop(key, None)
+        kept[key] = write
+    writes = list(kept.values())
     adding = sum(len(w.value.data) for w in writes)
     if adding > MAX_CHECKPOINT_WRITES_BYTES or (
         adding + store.writes_size(partition, checkpoint_ns, checkpoint_id)
@@ -249,6 +268,21 @@ def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTu
     values = store.get_blobs(sid, ns, checkpoint.channel_versions)
     writes = store.get_writes(sid, ns, checkpoint.checkpoint_id)
     return CheckpointTuple(checkpoint, values, writes)
+
+
+def _shallow(value: Any, name: str) -> None:
+    """BadRequest when `value` (parsed JSON) nests deeper than MAX_CHECKPOINT_JSON_DEPTH."""
+    level = [value]
+    for _ in range(MAX_CHECKPOINT_JSON_DEPTH):
+        level = [
+            inner
+            for outer in level
+            if isinstance(outer, dict | list)
+            for inner in (outer.values() if isinstance(outer, dict) else outer)
+        ]
+        if not level:
+            return
+    raise BadRequest(f"{name} nests deeper than {MAX_CHECKPOINT_JSON_DEPTH} levels")
 
 
 def _matches(metadata: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:

@@ -23,6 +23,7 @@ from chatmemory.domain import (
     Session,
     Turn,
     is_identifier,
+    visible_to,
 )
 from chatmemory.errors import (
     BadRequest,
@@ -153,7 +154,13 @@ def ensure_session(
     for _ in range(_ATTEMPTS):
         target = memory.get_alias(user_id, client_id)
         try:
-            return owned_session(memory, user_id, target or client_id), False
+            found = owned_session(memory, user_id, target or client_id)
+            if thread_intact(memory, found):
+                return found, False
+            # A delete of the conversation stopped after its first session (they are marked
+            # first to last): it is finished here, and the id starts anew.
+            delete_session(memory, user_id, client_id)
+            continue
         except SessionNotFound:
             pass
         try:
@@ -172,6 +179,15 @@ def ensure_session(
             continue  # another request wrote the alias (or the caller's memory changed)
         return created, True
     raise Conflict("the caller's sessions kept changing; retry the request")
+
+
+def thread_intact(memory: ShortTermMemory, session: Session) -> bool:
+    """Whether the first session of a continued conversation is still there (its thread's
+    checkpoints are kept in its partition): one more read, for continued sessions only."""
+    if not session.thread_root or session.thread_root == session.session_id:
+        return True
+    first = memory.get_session(session.thread_root)
+    return first is not None and visible_to(session.user_id, first.user_id, first.status)
 
 
 T = TypeVar("T")
@@ -304,26 +320,31 @@ def delete_session(
     """Delete a session for every reader at once: its DELETING tombstone is one conditional
     write. Turns, long-term memories and the item itself are purged in the background.
 
-    Named by a client id (PUT /sessions/{id}), the whole conversation is deleted: the session
-    the id names and every earlier one of the same id it continues (server-side continuations),
-    oldest first, so a delete that fails half-way leaves the id naming what is left, and a
-    retry finishes it. The id is free for a new session once this returns.
+    A conversation under a client id (PUT /sessions/{id}) is deleted whole, whether it is named
+    by its client id or one of its sessions by its server id: the session the id names and
+    every earlier one of the same id it continues (server-side continuations), oldest first, so
+    a delete that fails half-way leaves the id naming what is left, and a retry (or the next
+    PUT of the id: ensure_session) finishes it. Its sessions share one thread (a LangGraph
+    thread's checkpoints, each holding the conversation so far, are kept in its first
+    session's partition): deleting one of them alone would leave its words in the thread, or
+    a thread without its checkpoints. The id is free for a new session once this returns.
 
     A message racing the delete may continue the conversation meanwhile (a continuation of
     the ended session the id named): written before the tombstones, it is found here (the id
-    names it now) and deleted with the rest; written after, its transaction fails (a session
-    being deleted is never continued), so nothing sent to the id in the race outlives it."""
+    names it after them) and deleted with the rest; written after, its transaction fails (a
+    session being deleted is never continued), so nothing sent to the id in the race outlives
+    the delete."""
     target = resolve(memory, user_id, session_id)
-    session = owned_session(memory, user_id, target)
+    session = _conversation_tip(memory, user_id, owned_session(memory, user_id, target))
     deleted: set[str] = set()
     for _ in range(_ATTEMPTS):
         chain = _conversation(memory, session, deleted)
         for sid in reversed(chain):
             memory.mark_deleting(sid, iso(clock()))  # False: deleting already
         deleted.update(chain)
-        if target == session_id:
-            return  # a server id: that session (and those it continues), not its id's latest
-        named = memory.get_alias(user_id, session_id)
+        if not session.client_id:
+            return
+        named = memory.get_alias(user_id, session.client_id)
         if named is None or named in deleted:
             return
         latest = memory.get_session(named)
@@ -349,6 +370,25 @@ def _conversation(memory: ShortTermMemory, session: Session, done: set[str]) -> 
         chain.append(found.session_id)
         earlier = found
     return chain
+
+
+def _conversation_tip(memory: ShortTermMemory, user_id: str, session: Session) -> Session:
+    """The last session of the conversation `session` is part of: the one its client id names
+    now when that one continues the same thread (one more read of the alias and the session,
+    for sessions under a client id only), else `session` itself."""
+    if not session.client_id:
+        return session
+    tip_id = memory.get_alias(user_id, session.client_id)
+    if tip_id is None or tip_id == session.session_id:
+        return session
+    tip = memory.get_session(tip_id)
+    if tip is None or tip.user_id != session.user_id or _root(tip) != _root(session):
+        return session
+    return tip
+
+
+def _root(session: Session) -> str:
+    return session.thread_root or session.session_id
 
 
 def list_messages(

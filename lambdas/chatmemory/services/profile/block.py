@@ -45,7 +45,7 @@ TITLE_CHARS = 80
 class ProfileBlockPolicy(NamedTuple):
     """The knobs of the profile block (PROFILE_TOKEN_BUDGET; 0 turns it off)."""
 
-    token_budget: int = 400
+    token_budget: int = 600
     # Records read from the profile index per turn: more than the largest budget can hold
     # (a line is 6 tokens at least).
     candidates: int = 80

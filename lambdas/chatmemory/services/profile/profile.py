@@ -464,7 +464,9 @@ def _place(
     statement = _claimed_statement(record, merge)
     for attempt in range(policy.attempts):
         holder = memory.statement_holder(record.user_id, statement) if statement else None
-        if known is None or attempt > 0:
+        if record.namespace or record.expires_at is not None:
+            mine = []  # an item of its own (keyed_item below): no other record is read
+        elif known is None or attempt > 0:
             # What the caller can see only: a record of a deleted session (hidden until its
             # purge) is not merged into, does not supersede and is not settled, so nothing of
             # that session survives in a record drawn from another one.
@@ -1128,6 +1130,10 @@ def search_records(
     return [r for r, _ in find_records(memory, user_id, ask, embedder=embedder, index=index)]
 
 
+# Profile records read at once to find one the caller can see (list_namespaces).
+_PROFILE_PROBE = 4
+
+
 def list_namespaces(
     memory: ShortTermMemory,
     user_id: str,
@@ -1142,12 +1148,17 @@ def list_namespaces(
     begin with `prefix` and end with `suffix` ("*" matches any one label), cut to `max_depth`
     labels, each once, sorted; `offset` and `limit` page through them."""
     owner = owner_of(memory, user_id)
-    live = [
-        r
-        for r in visible_records(memory, owner, list(memory.records_of_owner(owner)))
-        if r.status != RecordStatus.DELETING
-    ]
-    namespaces = {shown_namespace(r) for r in live}
+    # Keys and namespaces, not the records' text (up to 64 KiB each); the profile's own
+    # records, which may be hidden with the sessions they were drawn from, are read until one
+    # is visible (the first, nearly always).
+    keys = memory.record_keys(owner)
+    namespaces = {namespace for _, namespace in keys if namespace}
+    profile = [record_id for record_id, namespace in keys if not namespace]
+    for start in range(0, len(profile), _PROFILE_PROBE):
+        found = [memory.get_record(owner, rid) for rid in profile[start : start + _PROFILE_PROBE]]
+        if visible_records(memory, owner, [r for r in found if r is not None]):
+            namespaces.add(PROFILE_NAMESPACE)
+            break
 
     def fits(namespace: tuple[str, ...], path: Sequence[str]) -> bool:
         return len(namespace) >= len(path) and all(

@@ -239,7 +239,7 @@ def reaction(text: str, content_words: int) -> bool:
 
 # --- one fact per clause ------------------------------------------------------------------------
 
-_AND = re.compile(r",?\s+and\s+|\s*;\s+", re.I)
+_AND = re.compile(r",?\s+(?:and|plus)\s+|\s*;\s+", re.I)
 # A clause of its own: it names who or what it is about.
 _SUBJECT_START = re.compile(
     r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|[A-Z][a-z]+\s+"
@@ -327,7 +327,8 @@ _IDENTITY = re.compile(
     r"live[sd]?|living|moved|relocated|my (?:home|house|flat|apartment|place|town|city)|"
     r"work(?:s|ed|ing)?|job|career|profession|employ\w*|retired|unemployed|freelanc\w*|"
     r"self-employed|my boss|colleague|engineer|teacher|nurse|doctor|student|studying|degree|"
-    r"university|college|phd|school|speak|native|fluent|religio\w*|christian|muslim|jewish|"
+    r"university|uni|college|phd|master's|masters|bachelor's|dissertation|thesis|school|"
+    r"speak|native|fluent|language|accent|religio\w*|christian|muslim|jewish|"
     r"catholic|protestant|hindu|buddhist|sikh|atheist|church|mosque|synagogue|temple|mass|"
     r"pray\w*|pronouns|married|single|divorced|widowed|engaged|rent|mortgage|floor|"
     r"citizen\w*|nationality|passport|visa)\b",
@@ -342,7 +343,7 @@ _PEOPLE = re.compile(
     re.I,
 )
 _PREFERENCE = re.compile(
-    r"\b(?:favou?rite|fan of|love|loves|like|likes|enjoy|enjoys|prefer|prefers|hate|hates|"
+    r"\b(?:favou?rite|fan|fans|love|loves|like|likes|enjoy|enjoys|prefer|prefers|hate|hates|"
     r"dislike|dislikes|adore|can't stand|cannot stand|into)\b",
     re.I,
 )
@@ -353,6 +354,12 @@ _PAST = re.compile(
     re.I,
 )
 _NAMED = ("residence", "job", "name")
+# How old they are: who they are, whenever it was said ("I turned 67 last spring").
+_AGE = re.compile(
+    r"\b(?:i'm|i am|im|i turned|i'll be|i will be)\s+\d{1,3}\b|\b\d{1,3} years old\b", re.I
+)
+# Someone or something with a name of its own: a person or a pet ("a collie called Finn").
+_NAMED_BEING = re.compile(r"\b(?:called|named)\s+[A-Z][a-z]+")
 
 
 def health_related(text: str) -> bool:
@@ -363,7 +370,7 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
     """Where a fact or a preference stands in the profile (schema.PROFILE_TIERS)."""
     if health_related(text) or subject.startswith("allergy:"):
         return RecordCategory.HEALTH
-    if subject in _NAMED:
+    if subject in _NAMED or _AGE.search(text):
         return RecordCategory.IDENTITY
     if subject == "partner":
         return RecordCategory.PEOPLE
@@ -371,7 +378,7 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
         return RecordCategory.EVENT
     if record_type == RecordType.PREFERENCE or subject.startswith("likes:"):
         return RecordCategory.PREFERENCE
-    if _PEOPLE.search(text):
+    if _PEOPLE.search(text) or _NAMED_BEING.search(text):
         return RecordCategory.PEOPLE
     if _IDENTITY.search(text):
         return RecordCategory.IDENTITY
