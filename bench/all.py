@@ -482,6 +482,7 @@ def main() -> None:
         consolidation_scaling,
         facts,
         forget,
+        local_idle,
         locomo,
         search,
         turns,
@@ -532,6 +533,12 @@ def main() -> None:
                     turns=100 if quick else 1000,
                     long_session=1000 if quick else 10_000,
                 )
+            ),
+        ),
+        (
+            "local idle",
+            lambda: local_idle.section(
+                local_idle.run([0, 1000] if quick else [0, 2500, 5000, 10000], 10 if quick else 60)
             ),
         ),
     ]

@@ -138,6 +138,7 @@ class Consolidation(Construct):
             "dynamodb:Query",
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
+            indexes=(schema.USER_SESSIONS_INDEX.name,),  # a forget's sessions of the old owner key
         )
         storage.grant(
             self.purge, storage.conversations, "dynamodb:Query", "dynamodb:BatchWriteItem"
@@ -199,6 +200,7 @@ class Consolidation(Construct):
             "dynamodb:Query",
             "dynamodb:GetItem",
             "dynamodb:UpdateItem",
+            indexes=(schema.OPEN_SESSIONS_INDEX.name,),  # the sparse index of idle sessions only
         )
         self.schedule = events.Rule(
             self,

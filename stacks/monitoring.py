@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -88,11 +88,20 @@ class Monitoring(Construct):
                 description="Encrypts the chat memory alarm topic",
                 enable_key_rotation=True,
             )
+            # Only for this account's alarms (the confused-deputy conditions of AWS's
+            # documented key policy for alarms publishing to an encrypted topic).
             self.key.add_to_resource_policy(
                 iam.PolicyStatement(
                     principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                     actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                     resources=["*"],
+                    conditions={
+                        "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                        "ArnLike": {
+                            "aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:"
+                            f"{Aws.ACCOUNT_ID}:alarm:*"
+                        },
+                    },
                 )
             )
         self.topic = topic = sns.Topic(self, "AlarmTopic", master_key=self.key, enforce_ssl=True)

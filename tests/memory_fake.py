@@ -128,6 +128,8 @@ class InMemoryShortTermMemory:
     _turns: dict[str, dict[int, Turn]] = field(default_factory=dict)
     _users: dict[str, _UserRow] = field(default_factory=dict)
     _records: dict[tuple[str, str], MemoryRecord] = field(default_factory=dict)
+    # (owner, statement key) -> the record holding it (ports.RecordStore.statement_holder).
+    _statements: dict[tuple[str, str], str] = field(default_factory=dict)
     # schema.alias_key(caller, client id) -> session id, as the alias items of the sessions table.
     _aliases: dict[str, str] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -186,8 +188,15 @@ class InMemoryShortTermMemory:
             generation = current.user.generation if current else 0
             ends = [self._sessions.get(sid) for sid in end]
             alias_key = schema.alias_key(alias.caller, alias.client_id) if alias else None
+            previous = session.continued_from
+            continued = self._sessions.get(previous) if previous and previous not in end else None
             if (
                 session.session_id in self._sessions
+                or (
+                    previous is not None
+                    and previous not in end
+                    and (continued is None or continued.session.status == SessionStatus.DELETING)
+                )
                 or generation != user.generation
                 or any(r is None or r.session.status != SessionStatus.OPEN for r in ends)
                 or (alias is not None and self._aliases.get(alias_key) != alias.replaces)
@@ -633,6 +642,22 @@ class InMemoryShortTermMemory:
             if key in self._records:
                 return False
             self._records[key] = copy.deepcopy(record)
+            return True
+
+    def statement_holder(self, owner: str, statement: str) -> str | None:
+        with self._lock:
+            return self._statements.get((owner, statement))
+
+    def put_stated_record(
+        self, record: MemoryRecord, *, statement: str, holder: str | None
+    ) -> bool:
+        with self._lock:
+            key = (record.user_id, record.record_id)
+            claim = (record.user_id, statement)
+            if key in self._records or self._statements.get(claim) != holder:
+                return False
+            self._records[key] = copy.deepcopy(record)
+            self._statements[claim] = record.record_id
             return True
 
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:

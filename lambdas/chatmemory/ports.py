@@ -261,6 +261,19 @@ class RecordStore(Protocol):
 
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None: ...
 
+    def statement_holder(self, owner: str, statement: str) -> str | None:
+        """The id of the record that holds `statement` (a key of a stated text's type and
+        words: profile.statement_key), as its claim says; None when it is unclaimed."""
+        ...
+
+    def put_stated_record(
+        self, record: MemoryRecord, *, statement: str, holder: str | None
+    ) -> bool:
+        """Write a new stated record and the claim of its statement, conditional on the claim
+        still naming `holder` (None: unclaimed), in one transaction. False, writing nothing,
+        when another statement of the same words came first."""
+        ...
+
     def list_records(
         self,
         owner: str,

@@ -133,6 +133,11 @@ MAX_RECORD_TTL_SECONDS = 10 * 365 * 24 * 3600
 # What of a record its index entry holds and is embedded from (embedding models take a few
 # thousand tokens; S3 Vectors' metadata is at most 40 KB): the record keeps all of its text.
 MAX_RECORD_ENTRY_CHARS = 8_000
+# A filter of POST /memories/records/search: objects and lists nested at most this deep (the
+# filter itself is level 1), and at most this many keys and values in all. LangGraph's filters
+# are a few fields; these bound what one search costs to check and match per record.
+MAX_RECORD_FILTER_DEPTH = 8
+MAX_RECORD_FILTER_VALUES = 256
 # A namespace of a client's records: at most this many labels, each 1-MAX_NAMESPACE_LABEL_CHARS
 # characters without control characters (the separator of their stored path is one).
 MAX_NAMESPACE_DEPTH = 16
@@ -312,6 +317,24 @@ USERS = TableSpec(
 RECORD_ID = "record_id"
 # A record's namespace, as its path (namespace_path); absent for the profile's own records.
 RECORD_NAMESPACE = "ns"
+
+# Who holds a statement the caller made (POST /memories/records without record_id, /remember):
+# a claim item per (owner, type and normalised words), beside the records in a partition of its
+# own ("<owner>#stated", never an owner key: those are "<id>" or "<id>#<n>"), so no read of
+# the owner's records ever meets one. It names the record that holds the statement
+# (STATEMENT_HOLDER) and is written in the record's transaction, conditional on naming what the
+# writer read: of concurrent identical statements one writes its record and the others read
+# it as their duplicate. It only arbitrates such races, so it expires an hour after its write
+# (DynamoDB's TTL deletes it within days; the purge ignores its removal); one that names a
+# record gone or changed is taken over by the next statement of those words.
+STATEMENT_HOLDER = "holder"
+STATEMENT_CLAIM_SECONDS = 3600
+
+
+def statement_partition(owner: str) -> str:
+    """The partition of an owner's statement claims: "<owner>#stated"."""
+    return f"{owner}#stated"
+
 
 # The profile's lasting records (ACTIVE facts and preferences of the profile's own namespace that
 # never expire and are no dated event) carry their place in the profile block (profile_rank,
@@ -722,9 +745,11 @@ RECORD_DELETING_FILTER: dict[str, Any] = {
 }
 # A record DynamoDB's TTL deleted (its expiry passed): the purge removes its index entries,
 # named by the old image. Only the service's own deletes: the API's are purged in the request.
+# Only records (every one has a type): a statement's claim expiring has nothing to purge.
 RECORD_EXPIRED_FILTER: dict[str, Any] = {
     "eventName": ["REMOVE"],
     "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+    "dynamodb": {"OldImage": {"type": {"S": [t.value for t in RecordType]}}},
 }
 # A user whose forget request still has namespaces to purge.
 USER_PURGE_FILTER: dict[str, Any] = {

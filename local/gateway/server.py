@@ -3,11 +3,14 @@ files or with the handler's reply to its proxy event; errors are JSON."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -39,6 +42,12 @@ MAX_BODY_BYTES = 5 * 1024 * 1024
 # A connection that sends nothing for this long is closed (http.server's own socket timeout):
 # each connection holds a thread, and idle or slow ones held hundreds of them.
 IDLE_TIMEOUT_SECONDS = 30.0
+# Once a request's first byte arrived, its request line and headers must arrive within this
+# time, and its body within BODY_TIMEOUT_SECONDS after them, whatever the pace of each read: a
+# client sending a header byte every few seconds never waited out the idle timeout, and held a
+# thread for as long as it liked (50 of them, 80 s and more). 30 s reads a 5 MB body at 170 KB/s.
+HEADER_TIMEOUT_SECONDS = 10.0
+BODY_TIMEOUT_SECONDS = 30.0
 
 
 class Gateway:
@@ -66,6 +75,10 @@ class Gateway:
         agents: Sequence[str] = DEFAULT_AGENTS,
         agent_group: str = "agents",
         idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+        header_timeout: float = HEADER_TIMEOUT_SECONDS,
+        body_timeout: float = BODY_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        after_request: Callable[[], None] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be 1 or more")
@@ -84,6 +97,12 @@ class Gateway:
         self.agent_group = agent_group
         self.stage = stage
         self.idle_timeout = idle_timeout
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.clock = clock
+        # Called after each request the handler answered (local mode wakes the stream poller:
+        # what the request wrote is read at once, whatever the poller's idle backoff).
+        self.after_request = after_request
         self.allowed_hosts = allowed_host_names(host)
         self._invoke_lock = threading.Lock()
         self._server = _Server((host, port), _RequestHandler)
@@ -185,6 +204,41 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A connection's reads, each waiting at most the idle timeout and, while a `deadline` is
+    set (on `clock`), no later than it: a read past it raises TimeoutError, however few bytes
+    each earlier read brought."""
+
+    def __init__(self, connection: socket.socket, idle: float, clock: Callable[[], float]):
+        super().__init__()
+        self._connection = connection
+        self._idle = idle
+        self._clock = clock
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        wait = self._idle
+        if self.deadline is not None:
+            left = self.deadline - self._clock()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            wait = min(wait, left)
+        self._connection.settimeout(wait)
+        return self._connection.recv_into(buffer)
+
+    @contextmanager
+    def within(self, seconds: float) -> Iterator[None]:
+        """Reads within `seconds` from now, in all."""
+        self.deadline = self._clock() + seconds
+        try:
+            yield
+        finally:
+            self.deadline = None
+
+
 class _RequestHandler(BaseHTTPRequestHandler):
     server_version = "chatmemory-local"
     sys_version = ""
@@ -199,6 +253,32 @@ class _RequestHandler(BaseHTTPRequestHandler):
         # connection, which http.server then closes without an answer.
         self.timeout = self.gateway.idle_timeout  # type: ignore[misc]
         super().setup()
+        gateway = self.gateway
+        self._reader = _DeadlineReader(self.connection, gateway.idle_timeout, gateway.clock)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        """One request: its first byte within the idle timeout (a connection kept alive waits
+        for its next request so), then its request line and headers within the header
+        timeout. A client that goes away before its answer is noted in one line, not with the
+        stack trace socketserver prints."""
+        try:
+            if not self.rfile.peek(1):
+                self.close_connection = True  # the client closed the connection
+                return
+        except OSError:  # the idle timeout (TimeoutError), or a reset
+            self.close_connection = True
+            return
+        try:
+            with self._reader.within(self.gateway.header_timeout):
+                super().handle_one_request()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            log.info(
+                "the client closed the connection before its answer: %s %s",
+                self.command,
+                self.path,
+            )
 
     def parse_request(self) -> bool:
         """http.server's parsing of the request line and headers, then what every request must
@@ -208,6 +288,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         Content-Length. The body of a refused request is left unread."""
         if not super().parse_request():
             return False
+        self._reader.deadline = None  # the headers are in: the body has its own deadline
         words = self.requestline.split()
         target = words[1] if len(words) > 1 else ""
         if not self.gateway.host_allowed(self.headers.get_all("Host"), self.request_version):
@@ -283,9 +364,17 @@ class _RequestHandler(BaseHTTPRequestHandler):
             )
             started = time.perf_counter()
             if _is_stream(event):
-                self._stream(event, started)
+                try:
+                    self._stream(event, started)
+                finally:
+                    if self.gateway.after_request is not None:
+                        self.gateway.after_request()
                 return
-            reply = self.gateway.invoke(event)
+            try:
+                reply = self.gateway.invoke(event)
+            finally:
+                if self.gateway.after_request is not None:
+                    self.gateway.after_request()
             status, headers, payload = http_reply(reply)
             log.info(
                 "%s %s %s %.0f ms",
@@ -357,7 +446,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 f"request body over {self.gateway.max_body_bytes} bytes",
             )
             return None
-        data = self.rfile.read(length) if length else b""
+        try:
+            with self._reader.within(self.gateway.body_timeout):
+                data = self.rfile.read(length) if length else b""
+        except TimeoutError:
+            self.close_connection = True
+            self._error(408, "request_timeout", "the request body did not arrive in time")
+            return None
+        if len(data) < length:  # the client closed the connection before its whole body
+            self.close_connection = True
+            return None
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -385,7 +483,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except ValueError:
             length = 0
         if 0 < length <= self.gateway.max_body_bytes:
-            self.rfile.read(length)
+            try:
+                with self._reader.within(self.gateway.body_timeout):
+                    self.rfile.read(length)
+            except TimeoutError:
+                self.close_connection = True
         elif length:
             self.close_connection = True
 

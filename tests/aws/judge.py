@@ -29,6 +29,9 @@ from tests.aws import iam
 from tests.aws.recorder import Sent
 from tests.aws.template import Deployment, Function
 
+# What a request needs: an action on a resource, with the condition keys it carries (pairs).
+Need = tuple[str, str] | tuple[str, str, tuple[tuple[str, str], ...]]
+
 
 @dataclass
 class Problem:
@@ -155,14 +158,18 @@ class Judge:
         role = self.functions[function_id].role_logical_id
         return self.deployment.role_statements(role)
 
-    def _allowed(self, sent: Sent, needs: list[tuple[str, str]]) -> list[Problem]:
+    def _allowed(self, sent: Sent, needs: list[Need]) -> list[Problem]:
+        """Each need is (action, resource), or (action, resource, condition keys the request
+        carries, as pairs)."""
         statements = self._statements(sent.function)
         problems = []
-        for action, resource in dict.fromkeys(needs):
+        for need in dict.fromkeys(needs):
+            action, resource = need[0], need[1]
+            context = dict(need[2]) if len(need) > 2 else {}  # type: ignore[misc]
             policies = [statements]
             if action.startswith("es:"):
                 policies.append(self._domain_policy_for(sent.function, resource))
-            decision = iam.allowed_by_any(policies, action, resource)
+            decision = iam.allowed_by_any(policies, action, resource, context)
             if not decision.allowed:
                 problems.append(Problem(sent, "iam", f"{action} on {resource}: {decision.why}"))
         return problems
@@ -314,7 +321,7 @@ class Judge:
         arn = self._arn.format(service="sagemaker") + f"endpoint/{name}"
         return [("sagemaker:InvokeEndpoint", arn)], problems
 
-    def _bedrock_runtime(self, sent: Sent) -> tuple[list[tuple[str, str]], list[str]]:
+    def _bedrock_runtime(self, sent: Sent) -> tuple[list[Need], list[str]]:
         if sent.operation not in ("Converse", "InvokeModel"):
             raise _Unmapped(f"Bedrock runtime {sent.operation}")
         model_id = sent.params["modelId"]
@@ -325,7 +332,7 @@ class Judge:
             problems.append(f"a request of {sent.payload_bytes} bytes")
         profile = inference_profile(model_id)
         if profile is None:
-            needs = [
+            needs: list[Need] = [
                 (
                     "bedrock:InvokeModel",
                     f"arn:{d.partition}:bedrock:{region}::foundation-model/{model_id}",
@@ -349,15 +356,19 @@ class Judge:
             if prefix != "global" and not region.startswith(geography.get(prefix, prefix + "-")):
                 problems.append(f"the inference profile {model_id} is not one of {region}")
             bedrock = f"arn:{d.partition}:bedrock:"
+            profile_arn = f"{bedrock}{region}:{d.account}:inference-profile/{model_id}"
+            through = (("bedrock:InferenceProfileArn", profile_arn),)
             needs = [
-                (
-                    "bedrock:InvokeModel",
-                    f"{bedrock}{region}:{d.account}:inference-profile/{model_id}",
-                ),
+                ("bedrock:InvokeModel", profile_arn),
                 # Bedrock may route the request to the model in any destination region of the
-                # profile's geography (a global profile's model ARN has no region).
+                # profile's geography (a global profile's model ARN has no region), and the
+                # request carries the profile it came through.
                 *(
-                    ("bedrock:InvokeModel", f"{bedrock}{r}::foundation-model/{foundation}")
+                    (
+                        "bedrock:InvokeModel",
+                        f"{bedrock}{r}::foundation-model/{foundation}",
+                        through,
+                    )
                     for r in _DESTINATIONS.get(prefix, (region,))
                 ),
             ]

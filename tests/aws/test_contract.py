@@ -183,6 +183,10 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
         "messages": [_message(long_text.format(n=n), n) for n in range(1, long_turns + 1)],
     }
     s2 = ok("POST", "/sessions/import", long_doc)["session"]["session_id"]
+    # A drain while the imported session is open and far past COMPACT_AFTER_TURNS: the
+    # compaction function extends its rolling summary (the turns' Query, the summary model,
+    # the conditional update), so its requests are judged against its grants too.
+    world.drain()
     # Exported page by page (each a Lambda answer of at most 6 MB).
     page = ok("GET", f"/sessions/{s2}/export")
     pages, messages = 1, len(page["messages"])
@@ -487,6 +491,19 @@ def test_a_sessions_purge_writes_again_the_entry_of_a_record_that_stays(outcome:
     assert any(operation == "InvokeModel" for _, operation in sent) or any(
         operation == "InvokeEndpoint" for _, operation in sent
     ), sorted(sent)
+
+
+def test_compaction_extended_a_rolling_summary(outcome: Outcome) -> None:
+    """Failed before (issue 46): no open session was past COMPACT_AFTER_TURNS at a drain, so
+    the compaction function only ever read sessions and stopped; its model call and its
+    update of the summary were never judged against its grants."""
+    world = outcome.world
+    compact = world.by_handler("handlers.compact.handler").logical_id
+    sent = Counter(
+        f"{s.service} {s.operation}" for s in world.recorder.sent if s.function == compact
+    )
+    models = sent["bedrock-runtime Converse"] + sent["sagemaker-runtime InvokeEndpoint"]
+    assert models and sent["dynamodb Query"] and sent["dynamodb UpdateItem"], sent
 
 
 def test_every_function_of_the_template_ran(outcome: Outcome) -> None:

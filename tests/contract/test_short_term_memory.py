@@ -144,6 +144,28 @@ def test_an_alias_moves_only_from_the_session_it_still_names(memory: ShortTermMe
     assert memory.get_alias("alice", "conv") == "s2"
 
 
+def test_a_session_being_deleted_is_never_continued(memory: ShortTermMemory) -> None:
+    """A continuation's transaction checks the session it continues: a delete whose tombstone
+    came after the continuation read it makes it write nothing (issue 46)."""
+    memory.create_session(
+        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+    )
+    memory.end_session("s1", T1)
+    assert memory.mark_deleting("s1", T1) is True
+    with pytest.raises(Conflict):
+        memory.create_session(
+            _session("s2", continued_from="s1", client_id="conv"),
+            user=UserState("alice"),
+            alias=ClientAlias("alice", "conv", "s1"),
+        )
+    assert memory.get_session("s2") is None
+    assert memory.get_alias("alice", "conv") == "s1"
+    _create(memory, "s3")
+    memory.end_session("s3", T1)
+    _create(memory, "s4", continued_from="s3")  # one that is not being deleted: continued
+    assert memory.get_session("s4").continued_from == "s3"  # type: ignore[union-attr]
+
+
 def test_an_alias_is_dropped_only_while_it_names_the_purged_session(
     memory: ShortTermMemory,
 ) -> None:
@@ -624,6 +646,30 @@ def test_records_are_listed_newest_first_by_type_without_deleting_ones(
     assert {r.record_id for r in memory.records_of_owner("alice")} == {
         "2026-01-01", "2026-01-02", "2026-01-03", "2026-01-05"
     }  # fmt: skip
+
+
+def test_a_statement_is_claimed_by_one_record_at_a_time(memory: ShortTermMemory) -> None:
+    """Of two writers of one statement that read it unclaimed, one writes its record and the
+    claim; the other writes nothing. A claim moves only from the holder the writer read, and
+    no read of the owner's records meets it."""
+    key = "k" * 32
+    assert memory.statement_holder("alice", key) is None
+    first, second = _record("2026-01-01-a"), _record("2026-01-01-b")
+    assert memory.put_stated_record(first, statement=key, holder=None) is True
+    assert memory.put_stated_record(second, statement=key, holder=None) is False
+    assert memory.get_record("alice", "2026-01-01-b") is None
+    assert memory.statement_holder("alice", key) == "2026-01-01-a"
+    assert memory.statement_holder("bob", key) is None
+    assert memory.put_stated_record(second, statement=key, holder="2026-01-0x") is False
+    assert memory.put_stated_record(second, statement=key, holder="2026-01-01-a") is True
+    assert memory.statement_holder("alice", key) == "2026-01-01-b"
+    assert memory.get_record("alice", "2026-01-01-b") == second
+    assert {r.record_id for r in memory.records_of_owner("alice", include_expired=True)} == {
+        "2026-01-01-a", "2026-01-01-b"
+    }  # fmt: skip
+    assert [r.record_id for r in memory.list_records("alice", None, 10, None).items] == [
+        "2026-01-01-b", "2026-01-01-a"
+    ]  # fmt: skip
 
 
 def test_the_profile_reads_lasting_facts_and_preferences_most_important_first(

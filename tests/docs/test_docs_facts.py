@@ -83,3 +83,9 @@ def test_the_long_term_memory_page_quotes_the_cost_page() -> None:
         quoted, ("bedrock", "bedrock-serverless-search", "serverless"), strict=True
     ):
         assert cell.startswith(rows[configuration]), (configuration, cell, rows[configuration])
+
+
+def test_the_api_page_states_the_record_filters_bounds_as_the_schema_has_them() -> None:
+    section = _section((DOCS / "api" / "index.md").read_text(), "## Filters of a record search")
+    assert f"nesting deeper than {schema.MAX_RECORD_FILTER_DEPTH} levels" in section
+    assert f"more than {schema.MAX_RECORD_FILTER_VALUES} keys and values" in section

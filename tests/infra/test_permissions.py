@@ -49,9 +49,13 @@ def dynamodb(*names: str) -> set[str]:
     return {f"dynamodb:{name}" for name in names}
 
 
-def sessions(*names: str) -> dict[str, set[str]]:
-    """table.grant on the sessions table also names its global secondary indexes."""
-    return {"sessions": dynamodb(*names), "sessions/index/*": dynamodb(*names)}
+def sessions(*names: str, indexes: tuple[schema.IndexSpec, ...] = ()) -> dict[str, set[str]]:
+    """The sessions table, and Query of each global secondary index the function reads (only
+    those: issue 46, every role had '/index/*')."""
+    return {
+        "sessions": dynamodb(*names),
+        **{f"sessions/index/{index.name}": dynamodb("Query") for index in indexes},
+    }
 
 
 def runtime(**resources: set[str]) -> dict[str, set[str]]:
@@ -102,15 +106,23 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # Every chat answer (complete_stack) and a hand-off of waiting messages (mark_for_agent)
     # is a transaction with a ConditionCheck item on the session (ConditionCheckItem).
     # Hand-off to a person (issue 16): the agents' queue is a Query of the sessions table's
-    # handoff-sessions index (sessions/index/* below); each hand-off and hand-back publishes one
-    # event on the stack's bus (PutEvents, on that bus only).
+    # handoff-sessions index; each hand-off and hand-back publishes one event on the stack's
+    # bus (PutEvents, on that bus only).
     "Chat": runtime(
         **sessions(
-            "GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "ConditionCheckItem"
-        ),
+            "GetItem",
+            "BatchGetItem",
+            "Query",
+            "PutItem",
+            "UpdateItem",
+            "ConditionCheckItem",
+            indexes=(schema.USER_SESSIONS_INDEX, schema.HANDOFF_SESSIONS_INDEX),
+        ),  # fmt: skip
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
+        # The profile block of every chat prompt: one Query of the profile-records index.
+        **{f"records/index/{schema.PROFILE_RECORDS_INDEX.name}": dynamodb("Query")},
         # POST /memories/namespaces: the keys and namespaces of the caller's records.
         **{f"records/index/{schema.RECORD_KEYS_INDEX.name}": dynamodb("Query")},
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): get_checkpoint (GetItem),
@@ -154,7 +166,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # embedded, bulk-written, checked live with BatchGetItem), a forget's purge
     # (records_of_owner, remove_records).
     "Purge": consumer(
-        **sessions("GetItem", "Query", "UpdateItem", "DeleteItem"),
+        **sessions(
+            "GetItem", "Query", "UpdateItem", "DeleteItem", indexes=(schema.USER_SESSIONS_INDEX,)
+        ),
         conversations=dynamodb("Query", "BatchWriteItem"),
         users=dynamodb("GetItem", "UpdateItem"),
         records=dynamodb(
@@ -176,7 +190,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     ),
     # handlers.sweep_idle: stale_sessions (open-sessions index), end_session (GetItem explains
     # a failed condition), mark_deleting, continue_purge.
-    "SweepIdle": runtime(**sessions("Query", "GetItem", "UpdateItem")),
+    "SweepIdle": runtime(
+        **sessions("Query", "GetItem", "UpdateItem", indexes=(schema.OPEN_SESSIONS_INDEX,))
+    ),
     # handlers.index_setup: indices.exists (HEAD) and create (PUT); for an index that exists,
     # get_mapping (GET) and put_mapping (PUT) of the fields a newer schema adds; then as the
     # FGAC master user the runtime's security role and its mapping (PUT).
@@ -208,7 +224,6 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         **{
             **CONSOLIDATION,
             "sessions": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
-            "sessions/index/*": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
             "users": dynamodb("Scan", "GetItem", "UpdateItem"),
         }
     ),
@@ -283,7 +298,10 @@ def permissions(synth: Synth, function: Any) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for statement in statements(synth, _role_id(synth, function)):
         assert statement["Effect"] == "Allow"
-        assert "Condition" not in statement and "NotAction" not in statement
+        assert "NotAction" not in statement
+        if "Condition" in statement:  # the one kind: a model only through its profile
+            only = {"StringEquals": ["bedrock:InferenceProfileArn"]}
+            assert {k: list(v) for k, v in statement["Condition"].items()} == only, statement
         for resource in statement["Resource"]:
             found.setdefault(label(resource), set()).update(statement["Action"])
     return found
@@ -466,6 +484,20 @@ def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -
             if any(a.startswith(("bedrock:", "sagemaker:")) for a in statement["Action"]):
                 assert statement["Action"] == ["bedrock:InvokeModel"], name
                 found.update(label(resource) for resource in statement["Resource"])
+                # The text model through its inference profile only (issue 46): a grant of
+                # its model in every region is conditioned on the profile it came through.
+                for resource in statement["Resource"]:
+                    if ":bedrock:*::foundation-model/" in render(resource):
+                        (profile,) = [
+                            r for s in statements(bedrock, _role_id(bedrock, function))
+                            for r in s["Resource"] if ":inference-profile/" in render(r)
+                        ]  # fmt: skip
+                        condition = statement["Condition"]
+                        assert list(condition) == ["StringEquals"], name
+                        through = condition["StringEquals"]["bedrock:InferenceProfileArn"]
+                        assert render(through) == render(profile), name
+                    else:
+                        assert "Condition" not in statement, name
         models[name] = found
     text, embed = "text model", "embed model"
     assert models == {
@@ -755,8 +787,7 @@ def test_without_handoff_events_no_role_may_put_events(synth_cache: Callable[...
 
 def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
     """GET /agent/sessions reads the sparse handoff-sessions index of the sessions table, which
-    CDK builds from schema.SESSIONS; table.grant's '/index/*' covers it (no other role needs it:
-    the sweeper reads the open-sessions index)."""
+    CDK builds from schema.SESSIONS; the chat is granted it by name (no other role reads it)."""
     assert schema.HANDOFF_SESSIONS_INDEX in schema.SESSIONS.indexes
     table = default.json["Resources"][default.logical_id(default.stack.storage.sessions)][
         "Properties"
@@ -765,7 +796,34 @@ def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
         index["IndexName"] for index in table["GlobalSecondaryIndexes"]
     }
     chat = permissions(default, default.stack.api.handler)
-    assert "dynamodb:Query" in chat["sessions/index/*"]
+    assert chat[f"sessions/index/{schema.HANDOFF_SESSIONS_INDEX.name}"] == {"dynamodb:Query"}
+
+
+def test_each_role_reads_only_the_indexes_its_code_queries(default: Synth) -> None:
+    """Failed before (issue 46): every role granted the sessions table got '<table>/index/*',
+    so the idle sweeper could read the user-sessions and hand-off indexes (names, hand-off
+    reasons and agents of every user)."""
+    read: dict[str, set[str]] = {}
+    for name, function in default.stack.functions.functions.items():
+        label = _labeller(default, function)
+        read[name] = {
+            label(resource)
+            for statement in statements(default, _role_id(default, function))
+            for resource in statement["Resource"]
+            if "/index/" in label(resource)
+        }
+    user, opened, handoff = (f"sessions/index/{i.name}" for i in schema.SESSIONS.indexes)
+    profile = f"records/index/{schema.PROFILE_RECORDS_INDEX.name}"
+    assert read == {
+        "Chat": {user, handoff, profile},
+        "Consolidate": set(),
+        "Compact": set(),
+        "Purge": {user},
+        "SweepIdle": {opened},
+        "IndexSetup": set(),
+        "Ingest": set(),
+        "Redrive": set(),
+    }
 
 
 def _execute_api(synth: Synth, path: str) -> str:

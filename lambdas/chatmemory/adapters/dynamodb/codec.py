@@ -212,6 +212,8 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
         item["agent_id"] = turn.agent_id
     if turn.answered_by is not None:
         item["answered_by"] = turn.answered_by
+    if turn.answering_until is not None:
+        item["answering_until"] = turn.answering_until
     if turn.for_agent:
         item["for_agent"] = True
     if turn.stopped:

@@ -76,6 +76,13 @@ class DynamoSessionStore(DynamoTables):
             },
         ]
         tail = [self._alias_action(alias, session.session_id)] if alias is not None else []
+        previous = session.continued_from
+        if previous is not None and previous not in end:
+            # A continuation only of a session that is not being deleted: a delete that wrote
+            # its tombstone after the continuation read it fails this, so nothing written to
+            # the continuation outlives a delete that answered (an open one is ended below, on
+            # the condition that it is open).
+            tail.append(self._not_deleting(previous))
         # The room left for ends is what the other actions leave of one transaction; the
         # ends beyond it are written first, one by one (one ended or deleted meanwhile is
         # no longer the caller's to end).
@@ -93,6 +100,17 @@ class DynamoSessionStore(DynamoTables):
                     "the caller's sessions changed while this one was created; retry"
                 ) from None
             raise
+
+    def _not_deleting(self, session_id: str) -> dict[str, Any]:
+        return {
+            "ConditionCheck": {
+                "TableName": self._sessions,
+                "Key": _session_key(session_id),
+                "ConditionExpression": f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
+                "ExpressionAttributeNames": {"#s": schema.STATUS},
+                "ExpressionAttributeValues": {":deleting": {"S": SessionStatus.DELETING}},
+            }
+        }
 
     def _alias_action(self, alias: ClientAlias, session_id: str) -> dict[str, Any]:
         """The alias's put, conditional on it being unwritten or still naming what the caller
