@@ -17,7 +17,7 @@ from typing import Any, Literal, TypeVar, get_args
 
 from constructs import Construct
 
-from chatmemory import schema
+from chatmemory import limits, schema
 from chatmemory.schema import EmbedFormat, TextFormat
 
 PREFIX = "chatmemory:"
@@ -136,6 +136,12 @@ class Config:
     search_master_nodes: int = 0
     search_master_instance_type: str = "m6g.large.search"
     search_volume_gb: int = 10
+    # S3 Vectors: how many vector buckets the users' memory indexes are spread over (10,000
+    # indexes a bucket; the buckets are made as their first index is, so an unused one costs
+    # nothing), and whether the shared memory index of a deployment made before per-user
+    # indexes is kept (until its migration: docs/operations.md).
+    vector_buckets: int = 1
+    shared_memory_index: bool = True
 
     # Chat API.
     auth: AuthMode = "cognito"
@@ -303,6 +309,11 @@ class Config:
             )
         if not -1.0 <= self.handoff_negative_score <= 1.0:
             raise ValueError("handoffNegativeScore must be between -1 and 1 (a sentiment score)")
+        if not 1 <= self.vector_buckets <= limits.S3VECTORS_BUCKETS_PER_REGION:
+            raise ValueError(
+                f"vectorBuckets must be between 1 and {limits.S3VECTORS_BUCKETS_PER_REGION} "
+                "(vector buckets a region holds)"
+            )
         if self.search_mode == "s3vectors" and self.embed_dimension > S3VECTORS_MAX_DIMENSION:
             raise ValueError(
                 f"embedDimension {self.embed_dimension} is more than an S3 Vectors index "

@@ -163,8 +163,13 @@ class Consolidation(Construct):
             "dynamodb:BatchGetItem",
         )
         models.grant_embed(self.purge)
+        # A forget's purge erases the forgotten owner key's memories whole (its own index on S3
+        # Vectors: services/background/forget.purge_user -> delete_user).
         long_term.grant(
-            self.purge, bulk=[schema.MEMORY_INDEX], delete_by_query=[schema.MEMORY_INDEX]
+            self.purge,
+            bulk=[schema.MEMORY_INDEX],
+            delete_by_query=[schema.MEMORY_INDEX],
+            erase_owner=True,
         )
         for table, dlq_id, trigger in (
             (storage.sessions, "SessionPurgeDlq", schema.SESSION_PURGE_TRIGGER),

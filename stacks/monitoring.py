@@ -26,7 +26,7 @@ _PERIOD = Duration.minutes(5)
 
 # Functions whose caller sees their errors: the operator tools (docs/operations.md) and the
 # index setup (CloudFormation fails the deployment). No alarms of their own.
-CALLER_WATCHED = frozenset({"Ingest", "Redrive", "IndexSetup"})
+CALLER_WATCHED = frozenset({"Ingest", "Redrive", "IndexSetup", "MigrateMemory"})
 
 
 class Monitoring(Construct):

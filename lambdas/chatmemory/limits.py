@@ -44,12 +44,23 @@ DYNAMODB_EXPRESSION_BYTES = 4096  # each expression string
 S3VECTORS_PUT = BatchLimit(count=500, bytes=20 * MiB, overhead=1024)
 S3VECTORS_DELETE = BatchLimit(count=500, bytes=20 * MiB, overhead=1024)
 S3VECTORS_GET_KEYS = 100
+S3VECTORS_LIST_PAGE = 1000  # vectors per ListVectors page
 S3VECTORS_TOP_K = 100
 S3VECTORS_KEY_CHARS = 1024
 S3VECTORS_METADATA_BYTES = 40 * 1024
 S3VECTORS_FILTERABLE_METADATA_BYTES = 2 * 1024
 S3VECTORS_METADATA_KEYS = 50
 S3VECTORS_MAX_DIMENSION = 4096
+S3VECTORS_INDEXES_PER_BUCKET = 10_000
+S3VECTORS_BUCKETS_PER_REGION = 10_000  # per account
+S3VECTORS_VECTORS_PER_INDEX = 2_000_000_000
+# Per index: PutVectors and DeleteVectors requests a second together, and vectors inserted and
+# deleted a second together ("Limitations and restrictions"); queries: "hundreds of
+# QueryVectors, GetVectors, or ListVectors requests per second per vector index" (S3 Vectors
+# best practices: a range, not a number; the capacity model reads it as 100).
+S3VECTORS_WRITE_REQUESTS_PER_SECOND = 1_000
+S3VECTORS_WRITE_VECTORS_PER_SECOND = 2_500
+S3VECTORS_QUERIES_PER_SECOND = 100
 
 # --- Amazon OpenSearch Service (Developer Guide, "Network quotas": the maximum size of HTTP
 # request payloads is 10 MiB on t2 and t3 instance types, 100 MiB on the others). Serverless

@@ -796,9 +796,14 @@ OPENSEARCH_RUNTIME_ROLE_BODY: dict[str, Any] = {
 }
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
-# Amazon S3 Vectors: the vector bucket holding one vector index per LONG_TERM_INDEXES name
-# (index names are the same as OpenSearch's).
+# Amazon S3 Vectors: the stack's vector bucket (the verified passages' index, and the shared
+# memory index of deployments made before memories were indexed per user), and how many buckets
+# the per-user memory indexes are spread over (user_vector_bucket).
 ENV_VECTOR_BUCKET = "VECTOR_BUCKET_NAME"
+ENV_VECTOR_BUCKETS = "VECTOR_BUCKETS"
+# Whether the shared memory index of such a deployment still exists (until its migration is done,
+# a deletion removes the entries there too).
+ENV_VECTOR_SHARED_INDEX = "VECTOR_SHARED_INDEX"
 ENV_MEMORY_PATH = "MEMORY_PATH"
 ENV_RECALL_WEIGHTS = "RECALL_WEIGHTS"
 ENV_RECENCY_HALF_LIFE_DAYS = "RECENCY_HALF_LIFE_DAYS"
@@ -909,6 +914,31 @@ def s3vectors_index_spec(dimension: int) -> dict[str, Any]:
         "distanceMetric": S3VECTORS_DISTANCE_METRIC,
         "metadataConfiguration": {"nonFilterableMetadataKeys": list(S3VECTORS_NON_FILTERABLE_KEYS)},
     }
+
+
+# An owner's memories are an index of their own (S3 Vectors best practices: "if you have a
+# multi-tenant workload and your application queries each tenant independently, consider
+# storing each tenant's vectors in a separate vector index"): a query is billed for the data of
+# the index it searches, so a shared index made every query's price grow with every user's
+# memories. An index name is 3 to 63 lowercase letters, digits, hyphens and dots; an owner key
+# may hold anything (an IAM ARN, "#<generation>"), so the name is a digest of it. A bucket
+# holds at most 10,000 indexes, so owners are spread over `buckets` buckets by another part of
+# the digest; the buckets are created on their first index (adapters/s3vectors.py).
+USER_INDEX_PREFIX = "m-"
+USER_BUCKET_SUFFIX = "-u"
+
+
+def user_vector_index(owner: str) -> str:
+    """The S3 Vectors index of one owner key's memories: "m-" and 40 hex digits of its SHA-256
+    (160 bits: no two owners of a deployment share one)."""
+    return USER_INDEX_PREFIX + hashlib.sha256(owner.encode()).hexdigest()[:40]
+
+
+def user_vector_bucket(base: str, owner: str, buckets: int) -> str:
+    """The vector bucket of one owner key's index: "<base>-u<n>", n in 0..buckets-1 from the
+    last 16 hex digits of the owner's SHA-256 (independent of the index name's)."""
+    slot = int(hashlib.sha256(owner.encode()).hexdigest()[-16:], 16) % max(buckets, 1)
+    return f"{base}{USER_BUCKET_SUFFIX}{slot}"
 
 
 def long_term_index_body(dimension: int) -> dict[str, Any]:

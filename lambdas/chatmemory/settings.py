@@ -282,6 +282,19 @@ class Settings:
         "The S3 vector bucket of the long-term indexes (required with `s3vectors`).",
         _stripped,
     )
+    vector_buckets: int = setting(
+        1,
+        "How many S3 vector buckets (named after `VECTOR_BUCKET_NAME`) the per-user memory "
+        "indexes are spread over: a bucket holds at most 10,000 indexes. Changing it moves "
+        "users to other buckets: migrate their indexes first (docs/operations.md).",
+        _integer(ge=1, le=10_000),
+    )
+    vector_shared_index: bool = setting(
+        False,
+        "Whether the shared memory index of a deployment made before per-user indexes still "
+        "exists in the vector bucket (deletions then remove entries there too).",
+        _flag,
+    )
     # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
     recall_weights: str = setting(
         "1.0,1.0,0.0,1.5",
@@ -509,6 +522,8 @@ ENV: dict[str, str] = {
     "opensearch_endpoint": s.ENV_OPENSEARCH_ENDPOINT,
     "opensearch_serverless": s.ENV_OPENSEARCH_SERVERLESS,
     "vector_bucket": s.ENV_VECTOR_BUCKET,
+    "vector_buckets": s.ENV_VECTOR_BUCKETS,
+    "vector_shared_index": s.ENV_VECTOR_SHARED_INDEX,
     "recall_weights": s.ENV_RECALL_WEIGHTS,
     "recency_half_life_days": s.ENV_RECENCY_HALF_LIFE_DAYS,
     "compact_after_turns": s.ENV_COMPACT_AFTER_TURNS,

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from chatmemory.services.background.consolidation import ConsolidationPolicy
     from chatmemory.services.background.forget import PurgePolicy
     from chatmemory.services.background.maintenance import CompactionPolicy
+    from chatmemory.services.background.migrate import SharedIndex
     from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
 
 
@@ -231,7 +232,29 @@ def _s3vectors_index(cfg: Settings) -> LongTermIndex:
             f"runtime has {botocore.__version__} (deploy with a newer Lambda runtime, or add "
             "a boto3 layer)"
         ) from None
-    return S3VectorsLongTermIndex(client, cfg.vector_bucket, dimension=cfg.embed_dimension)
+    return S3VectorsLongTermIndex(
+        client,
+        cfg.vector_bucket,
+        dimension=cfg.embed_dimension,
+        buckets=cfg.vector_buckets,
+        shared_index=cfg.vector_shared_index,
+    )
+
+
+def shared_memory_index(cfg: Settings | None = None) -> SharedIndex:
+    """The S3 Vectors index with the shared memory index of an older deployment to migrate
+    (services/background/migrate.py)."""
+    cfg = cfg or settings()
+    if cfg.long_term_backend != LongTermBackend.S3VECTORS or not cfg.vector_shared_index:
+        raise ConfigurationError(
+            "the migration of a shared memory index needs LONG_TERM_BACKEND=s3vectors and "
+            "VECTOR_SHARED_INDEX=true"
+        )
+    from chatmemory.adapters.s3vectors import S3VectorsLongTermIndex
+
+    index = _s3vectors_index(cfg)
+    assert isinstance(index, S3VectorsLongTermIndex)
+    return index
 
 
 LONG_TERM_INDEXES: dict[LongTermBackend, Callable[[Settings], LongTermIndex]] = {

@@ -13,6 +13,7 @@ demand in us-east-1 only would pass there and fail everywhere else.
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -245,6 +246,7 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     world.models_down_for = None
     notes["redrive"] = world.invoke(world.by_handler("handlers.redrive.handler"), {})
     world.drain()
+    notes["migration"] = _migrate(world)
     # A LangGraph thread's checkpoints (ChatMemorySaver): a state larger than one item, pending
     # writes (one past an item too), reads, a listing, a checkpoint over the limit, and the
     # thread's delete, whose purge removes them.
@@ -301,6 +303,33 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     notes["bob_deletions"] = ok("GET", "/deletions", user="bob")
     ok("GET", "/sessions?limit=5")
     return notes
+
+
+def _migrate(world: DeployedWorld) -> dict[str, Any] | None:
+    """S3 Vectors: every owner's memories moved into the shared index (as a deployment made
+    before per-user indexes kept them), then the migration function run over it."""
+    found = [f for f in world.functions.values() if f.handler == "handlers.migrate_memory.handler"]
+    if not found or world.vectors is None:
+        return None
+    vectors = world.vectors
+    shared = vectors.indexes[schema.MEMORY_INDEX]
+    before = {k: v for i in vectors.user_indexes().values() for k, v in i.vectors.items()}
+    for (bucket, name), index in vectors.user_indexes().items():
+        shared.vectors.update(index.vectors)
+        del vectors.buckets[bucket][name]
+    answer = world.invoke(found[0], {"token": None})
+    after = {k: v for i in vectors.user_indexes().values() for k, v in i.vectors.items()}
+    # Copied as they were; what is left behind is what no caller can reach (the entry of a
+    # record that expired a moment ago, before DynamoDB's TTL and its purge removed it).
+    return {
+        "moved": len(before),
+        "answer": answer,
+        "as_they_were": all(after[key] == before[key] for key in after),
+        "left": sorted(
+            {json.loads(before[k][1]["doc"]).get("record_id") for k in set(before) - set(after)}
+        ),
+        "copied": len(after),
+    }
 
 
 def _checkpoint_body(parent: str | None, values: dict[str, bytes], versions: dict[str, str]) -> Any:
@@ -462,6 +491,13 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     assert notes["idle_status"] in ("ENDED", "CONSOLIDATED")
     assert notes["doomed_status"] == "FAILED"
     assert list(notes["redrive"]["sessions"].values()) == ["consolidated"]
+    if notes["migration"] is not None:  # S3 Vectors: the shared index of an older deployment
+        migration = notes["migration"]
+        answer = migration["answer"]
+        assert answer["done"] and migration["as_they_were"], migration
+        assert answer["copied"] == migration["copied"] > 0
+        assert answer["copied"] + answer["skipped"] == migration["moved"]
+        assert migration["left"] in ([], ["memories:alice:brief"])  # expired: not copied
     assert notes["memories"], "nothing recalled after consolidation"
     assert notes["bob_deletions"]["complete"] is True
     assert notes["checkpoints"] == {
