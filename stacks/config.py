@@ -42,6 +42,9 @@ S3VECTORS_MAX_DIMENSION = 4096
 # API Gateway hands the `cognito:groups` claim to the function as one string.
 AGENT_GROUP_NAME = re.compile(r"[\w.+=@-]{1,128}")
 
+# From this many dimensions a domain's vectors are kept on disk, quantized in memory.
+ON_DISK_FROM_DIMENSION = 1024
+
 # The most consecutive negative turns the runtime's Settings accept before a hand-off.
 HANDOFF_MAX_NEGATIVE_TURNS = 50
 
@@ -136,6 +139,13 @@ class Config:
     search_master_nodes: int = 0
     search_master_instance_type: str = "m6g.large.search"
     search_volume_gb: int = 10
+    # The long-term indexes a domain's index setup creates: primary shards (memories are routed
+    # by user, so one search reads one shard; AWS's guidance is 10-50 GiB a shard) and vectors
+    # on disk (32x quantized in memory), on by default from 1,024 dimensions: an HNSW graph of
+    # 4,096 floats takes about 18 KB of memory a vector, which a t3.small's k-NN memory fills
+    # at about 30,000 vectors. Neither changes an index that exists (docs/operations.md).
+    search_shards: int = 1
+    search_on_disk: bool = False
     # S3 Vectors: how many vector buckets the users' memory indexes are spread over (10,000
     # indexes a bucket; the buckets are made as their first index is, so an unused one costs
     # nothing), and whether the shared memory index of a deployment made before per-user
@@ -240,6 +250,7 @@ class Config:
             "text_format": TextFormat.TGI if mode == "deploy" else TextFormat.JUMPSTART_FLAN_T5,
             "embed_format": EmbedFormat.TEI if mode == "deploy" else EmbedFormat.JUMPSTART_GPT_J,
             "embed_dimension": {"endpoints": 4096, "deploy": 384, "bedrock": 1024}[mode],
+            "search_shards": 2 if production else 1,
             # The profile's choices come last: they override the stage's (no WAF fee in the
             # serverless profile, even in production), and explicit settings override them.
             **chosen,
@@ -266,6 +277,8 @@ class Config:
                 values[name] = _parse(name, value, spec.default, parsers)
             except ValueError as error:
                 raise ValueError(f"{context_key(name)}: {error}") from None
+        if "search_on_disk" not in raw:  # follows the dimension, however that was chosen
+            values["search_on_disk"] = values["embed_dimension"] >= ON_DISK_FROM_DIMENSION
         config = cls(**values)
         config.validate()
         return config
@@ -276,6 +289,8 @@ class Config:
             raise ValueError("embedDimension must be positive")
         if self.search_data_nodes < 1:
             raise ValueError("searchDataNodes must be at least 1")
+        if not 1 <= self.search_shards <= 1024:
+            raise ValueError("searchShards must be between 1 and 1024")
         if self.search_master_nodes not in (0, 3, 5):
             raise ValueError("searchMasterNodes must be 0, 3 or 5")
         if not self.cors_origins:

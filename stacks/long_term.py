@@ -157,12 +157,18 @@ class LongTermMemory(Construct):
             schema.ENV_OPENSEARCH_SERVERLESS: "true" if self.serverless else "false",
             schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
         }
+        # How the setup creates the indexes (a domain's shards and vectors on disk).
+        on_disk = config.search_on_disk and not self.serverless
+        creation = {
+            schema.ENV_OPENSEARCH_SHARDS: str(config.search_shards),
+            schema.ENV_OPENSEARCH_ON_DISK: "true" if on_disk else "false",
+        }
         self.setup_function = factory.function(
             self,
             "IndexSetup",
             handler="handlers.index_setup.on_event",
             description="Creates the long-term memory indexes (custom resource provider)",
-            environment=self.environment,
+            environment={**self.environment, **creation},
             timeout=Duration.minutes(5),
             memory_mb=256,
             role=self._setup_role,
@@ -172,7 +178,9 @@ class LongTermMemory(Construct):
         # What the setup writes: the index bodies and (on a domain) the runtime's security role.
         body = json.dumps(
             [
-                schema.long_term_index_body(config.embed_dimension),
+                schema.long_term_index_body(
+                    config.embed_dimension, shards=config.search_shards, on_disk=on_disk
+                ),
                 schema.OPENSEARCH_RUNTIME_ROLE_BODY,
             ],
             sort_keys=True,

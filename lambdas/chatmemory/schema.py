@@ -796,6 +796,9 @@ OPENSEARCH_RUNTIME_ROLE_BODY: dict[str, Any] = {
 }
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
+# How the index setup creates the indexes on a domain: primary shards, and vectors on disk.
+ENV_OPENSEARCH_SHARDS = "OPENSEARCH_SHARDS"
+ENV_OPENSEARCH_ON_DISK = "OPENSEARCH_ON_DISK"
 # Amazon S3 Vectors: the stack's vector bucket (the verified passages' index, and the shared
 # memory index of deployments made before memories were indexed per user), and how many buckets
 # the per-user memory indexes are spread over (user_vector_bucket).
@@ -941,12 +944,30 @@ def user_vector_bucket(base: str, owner: str, buckets: int) -> str:
     return f"{base}{USER_BUCKET_SUFFIX}{slot}"
 
 
-def long_term_index_body(dimension: int) -> dict[str, Any]:
+def long_term_index_body(
+    dimension: int, *, shards: int = 1, on_disk: bool = False
+) -> dict[str, Any]:
     """Settings and mapping of both long-term indexes: HNSW on faiss (efficient filtered k-NN
-    on `user_id`), BM25 on `text` for hybrid scoring."""
+    on `user_id`), BM25 on `text` for hybrid scoring, `shards` primary shards (memories are
+    routed by owner: adapters/opensearch.py). `on_disk`: the vectors' graph quantized 32x in
+    memory (binary quantization) and rescored from the full vectors on disk (OpenSearch 2.17+
+    "disk-based vector search"): an HNSW graph of 4,096 float dimensions takes about 18 KB of
+    memory a vector, quantized about 0.7 KB."""
+    vectors: dict[str, Any] = {
+        "type": "knn_vector",
+        "dimension": dimension,
+        "method": {
+            "name": "hnsw",
+            "engine": "faiss",
+            "space_type": "innerproduct",
+            "parameters": {"m": 16, "ef_construction": 128},
+        },
+    }
+    if on_disk:
+        vectors |= {"data_type": "float", "mode": "on_disk", "compression_level": "32x"}
     return {
         "settings": {
-            "index": {"knn": True, "number_of_shards": 1},
+            "index": {"knn": True, "number_of_shards": shards},
             "analysis": {
                 "filter": {
                     "memory_stop": {"type": "stop", "stopwords": list(TEXT_STOPWORDS)},
@@ -980,16 +1001,7 @@ def long_term_index_body(dimension: int) -> dict[str, Any]:
                 "record_id": {"type": "keyword"},
                 "valid_until": {"type": "date"},
                 "sessions": {"type": "keyword"},
-                "embedding": {
-                    "type": "knn_vector",
-                    "dimension": dimension,
-                    "method": {
-                        "name": "hnsw",
-                        "engine": "faiss",
-                        "space_type": "innerproduct",
-                        "parameters": {"m": 16, "ef_construction": 128},
-                    },
-                },
+                "embedding": vectors,
             },
         },
     }

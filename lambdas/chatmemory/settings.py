@@ -276,6 +276,18 @@ class Settings:
     opensearch_serverless: bool = setting(
         False, "Whether the endpoint is an OpenSearch Serverless collection.", _flag
     )
+    opensearch_shards: int = setting(
+        1,
+        "Primary shards of a long-term index the index setup creates on a domain (memories are "
+        "routed by user, so a search reads one shard); an existing index keeps its own.",
+        _integer(ge=1, le=1024),
+    )
+    opensearch_on_disk: bool = setting(
+        False,
+        "Create the indexes' vectors in OpenSearch's on_disk mode (32x quantized in memory, "
+        "rescored from disk; domains only); an existing index keeps its own.",
+        _flag,
+    )
     # Amazon S3 Vectors: the vector bucket holding the long-term indexes (required with it).
     vector_bucket: str = setting(
         "",
@@ -521,6 +533,8 @@ ENV: dict[str, str] = {
     "memory_path": s.ENV_MEMORY_PATH,
     "opensearch_endpoint": s.ENV_OPENSEARCH_ENDPOINT,
     "opensearch_serverless": s.ENV_OPENSEARCH_SERVERLESS,
+    "opensearch_shards": s.ENV_OPENSEARCH_SHARDS,
+    "opensearch_on_disk": s.ENV_OPENSEARCH_ON_DISK,
     "vector_bucket": s.ENV_VECTOR_BUCKET,
     "vector_buckets": s.ENV_VECTOR_BUCKETS,
     "vector_shared_index": s.ENV_VECTOR_SHARED_INDEX,

@@ -208,7 +208,11 @@ def _opensearch_index(cfg: Settings) -> LongTermIndex:
         cfg.opensearch_endpoint, region, serverless=cfg.opensearch_serverless
     )
     return OpenSearchLongTermIndex(
-        client, dimension=cfg.embed_dimension, serverless=cfg.opensearch_serverless
+        client,
+        dimension=cfg.embed_dimension,
+        serverless=cfg.opensearch_serverless,
+        shards=cfg.opensearch_shards,
+        on_disk=cfg.opensearch_on_disk,
     )
 
 

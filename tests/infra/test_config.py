@@ -93,6 +93,17 @@ def test_each_model_mode_brings_its_formats_and_dimension() -> None:
     assert _from_context(modelMode="bedrock").embed_dimension == 1024
 
 
+def test_a_domains_vectors_are_on_disk_from_1024_dimensions_and_production_has_two_shards() -> None:
+    assert Config.from_mapping({}).search_on_disk is True  # GPT-J: 4,096 dimensions
+    assert Config.from_mapping({"model_mode": "deploy"}).search_on_disk is False  # 384
+    assert Config.from_mapping({"embed_dimension": "1024"}).search_on_disk is True
+    assert Config.from_mapping({"search_on_disk": "false"}).search_on_disk is False
+    assert Config.from_mapping({}).search_shards == 1
+    assert Config.from_mapping({"stage": "prod"}).search_shards == 2
+    with pytest.raises(ValueError, match="searchShards"):
+        Config.from_mapping({"search_shards": "0"})
+
+
 def test_command_line_strings_are_parsed() -> None:
     config = _from_context(
         production="false",
