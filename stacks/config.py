@@ -19,6 +19,7 @@ from constructs import Construct
 
 from chatmemory import limits, schema
 from chatmemory.schema import EmbedFormat, TextFormat
+from stacks import sizing
 
 PREFIX = "chatmemory:"
 
@@ -160,6 +161,8 @@ class Config:
     # The runtime allows no browser origin unless told; the deployed API allows any, since
     # callers authenticate with a bearer token or a SigV4 signature (no cookies).
     cors_origins: tuple[str, ...] = ("*",)
+    # The stage's throttle (requests a second): by default the busiest second of `daily_users`
+    # (stacks/sizing.py), at least 20 and 40.
     throttle_rate: int = 20
     throttle_burst: int = 40
     waf: bool = False
@@ -183,6 +186,27 @@ class Config:
     handoff_negative_score: float = -0.5
     handoff_events: bool = True
 
+    # The load the deployment is planned for (stacks/sizing.py: 20 turns a user a day, sessions
+    # of 10 turns, peaks of 5x the average): the stage throttle, the S3 vector buckets and the
+    # capacity model's table follow from it (docs/cost.md).
+    daily_users: int = 1_000_000
+
+    # Quotas. The text and embedding models' requests a minute in the region (Bedrock's
+    # per-model quota, or what an endpoint takes; the defaults are assumed, not read from an
+    # account: Service Quotas shows yours), and the share of the text model's that background
+    # work may use. Consolidation runs at most consolidation_concurrency at once (its reserved
+    # concurrency, from that share), compaction at most compaction_concurrency, and each shard
+    # of the sessions stream feeds consolidation_parallelization batches at once. The chat
+    # function reserves chat_reserved_concurrency (0: none; a reservation needs room in the
+    # account's concurrency quota, which is 1,000 unless raised).
+    text_model_requests_per_minute: int = 2_000
+    embed_model_requests_per_minute: int = 2_000
+    background_model_share: float = 0.5
+    consolidation_concurrency: int = 0
+    compaction_concurrency: int = 0
+    consolidation_parallelization: int = 10
+    chat_reserved_concurrency: int = 0
+
     # Memory behaviour.
     turn_ttl_days: int = 0
     idle_minutes: int = 30
@@ -191,6 +215,14 @@ class Config:
     # Stream processing (batch sizes and filters: chatmemory.schema.STREAM_TRIGGERS).
     stream_retry_attempts: int = schema.CONSOLIDATION_TRIGGER.retry_attempts
     consolidation_max_record_age_hours: int = 6
+    # An ENDED session still not consolidated this long after it ended (its stream record
+    # expired, was dead-lettered, or its run died) is handed to consolidation again by the
+    # sweeper, at most consolidation_retries_per_sweep a sweep (0: what consolidation takes in
+    # a sweep's interval); the alarm fires when the oldest one has waited
+    # unconsolidated_alarm_hours.
+    consolidation_retry_minutes: int = 360
+    consolidation_retries_per_sweep: int = 0
+    unconsolidated_alarm_hours: int = 12
     compaction_max_record_age_hours: int = 1
     purge_max_record_age_hours: int = 6
     # How long a purge waits after a forget before it trusts the user index. Longer than the
@@ -279,6 +311,7 @@ class Config:
                 raise ValueError(f"{context_key(name)}: {error}") from None
         if "search_on_disk" not in raw:  # follows the dimension, however that was chosen
             values["search_on_disk"] = values["embed_dimension"] >= ON_DISK_FROM_DIMENSION
+        _plan(values, raw)
         config = cls(**values)
         config.validate()
         return config
@@ -302,6 +335,27 @@ class Config:
             )
         if self.sweep_minutes < 1 or self.idle_minutes < 1:
             raise ValueError("sweepMinutes and idleMinutes must be at least 1")
+        if self.daily_users < 1:
+            raise ValueError("dailyUsers must be at least 1")
+        if not 0 < self.background_model_share < 1:
+            raise ValueError(
+                "backgroundModelShare must be between 0 and 1 (the chat's is the rest)"
+            )
+        if self.text_model_requests_per_minute < 1 or self.embed_model_requests_per_minute < 1:
+            raise ValueError(
+                "textModelRequestsPerMinute and embedModelRequestsPerMinute must be positive"
+            )
+        if not 1 <= self.consolidation_parallelization <= limits.LAMBDA_MAX_PARALLELIZATION_FACTOR:
+            raise ValueError(
+                "consolidationParallelization must be between 1 and "
+                f"{limits.LAMBDA_MAX_PARALLELIZATION_FACTOR} (a stream mapping's most)"
+            )
+        if min(self.chat_reserved_concurrency, self.consolidation_concurrency) < 0:
+            raise ValueError("a reserved concurrency must be 0 or more")
+        if self.consolidation_retry_minutes < 1 or self.unconsolidated_alarm_hours < 1:
+            raise ValueError(
+                "consolidationRetryMinutes and unconsolidatedAlarmHours must be at least 1"
+            )
         if not (
             self.powertools_layer_version == "latest" or self.powertools_layer_version.isdigit()
         ):
@@ -378,6 +432,31 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
         "alarm_topic_key": False,
     },
 }
+
+
+def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
+    """The defaults that follow from the planned load and the model quota (stacks/sizing.py),
+    where no explicit setting gave them."""
+    load = sizing.Load(daily_users=max(1, int(values["daily_users"])))
+    rate, burst = sizing.stage_throttle(load)
+    quota = sizing.ModelQuota(
+        values["text_model_requests_per_minute"], values["background_model_share"]
+    )
+    consolidations = values["consolidation_concurrency"] or sizing.consolidation_concurrency(quota)
+    planned = {
+        "throttle_rate": rate,
+        "throttle_burst": burst,
+        "vector_buckets": sizing.vector_buckets(load),
+        "consolidation_concurrency": consolidations,
+        # Compaction extends rolling summaries of long sessions: a quarter of consolidation's.
+        "compaction_concurrency": max(2, consolidations // 4),
+        "consolidation_retries_per_sweep": sizing.retries_per_sweep(
+            consolidations, values["sweep_minutes"]
+        ),
+    }
+    for name, value in planned.items():
+        if name not in raw or not values[name]:  # unset, or 0: the planned value
+            values[name] = value
 
 
 def _parse(name: str, value: Any, default: Any, parsers: Mapping[str, Callable[[Any], Any]]) -> Any:

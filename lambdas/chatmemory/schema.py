@@ -178,9 +178,10 @@ LAST_ACTIVE_AT = "last_active_at"
 STATUS = "status"
 NUM_TURNS = "num_turns"
 # Present only while a session needs background attention: a write-sharded key "<STATE>#<n>" for
-# the sparse index the sweeper reads (OPEN: ended when idle; IMPORTING: an import that never
+# the sparse index the sweeper reads (OPEN: ended when idle; ENDED: a consolidation to start
+# again if it is lost, sorted by when the session ended; IMPORTING: an import that never
 # finished; DELETING: a purge to re-kick if it stalled), so no partition of that index becomes
-# hot and settled sessions (ENDED, CONSOLIDATED, FAILED) drop out of it.
+# hot and settled sessions (CONSOLIDATED, FAILED) drop out of it.
 OPEN_SHARD = "open_shard"
 OPEN_SHARDS = 16
 # The sparse index is sorted by last activity rounded down to IDLE_BUCKET_MINUTES: a turn
@@ -607,6 +608,14 @@ SESSION_ENDED_FILTER: dict[str, Any] = {
 # of the session while the checkpoint stands lets a run resume, and runs are idempotent.
 CONSOLIDATION_STATE = "consolidation_state"
 CONSOLIDATION_CONTINUE = "CONTINUE"
+# When the sweeper last started an ENDED session's consolidation again (its stream record lost:
+# expired, dead-lettered, or its run died): the same write as a checkpoint's hand-over.
+CONSOLIDATION_RETRIED_AT = "consolidation_retried_at"
+# The sweeper's metric (namespace ChatMemory, dimension service=sweep-idle) of how long the
+# oldest session ENDED and not yet consolidated has waited, in seconds: the alarm's.
+OLDEST_UNCONSOLIDATED_METRIC = "OldestUnconsolidatedSeconds"
+SWEEPER_SERVICE = "sweep-idle"
+METRICS_NAMESPACE = "ChatMemory"
 CONSOLIDATION_CONTINUE_FILTER: dict[str, Any] = {
     "eventName": ["MODIFY"],
     "dynamodb": {
@@ -812,6 +821,8 @@ ENV_RECALL_WEIGHTS = "RECALL_WEIGHTS"
 ENV_RECENCY_HALF_LIFE_DAYS = "RECENCY_HALF_LIFE_DAYS"
 ENV_COMPACT_AFTER_TURNS = "COMPACT_AFTER_TURNS"
 ENV_IDLE_MINUTES = "IDLE_MINUTES"
+ENV_CONSOLIDATION_RETRY_MINUTES = "CONSOLIDATION_RETRY_MINUTES"
+ENV_CONSOLIDATION_RETRIES_PER_SWEEP = "CONSOLIDATION_RETRIES_PER_SWEEP"
 ENV_PURGE_SETTLE_SECONDS = "PURGE_SETTLE_SECONDS"
 
 

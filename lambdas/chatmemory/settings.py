@@ -325,6 +325,18 @@ class Settings:
     idle_minutes: int = setting(
         30, "The sweeper ends sessions without a turn for this long.", _integer(ge=1)
     )
+    consolidation_retry_minutes: int = setting(
+        360,
+        "The sweeper starts again the consolidation of a session ended this long ago and not "
+        "consolidated (its stream record expired or was lost), and again after as long.",
+        _integer(ge=1),
+    )
+    consolidation_retries_per_sweep: int = setting(
+        1000,
+        "At most this many lost consolidations started again by one sweep (as many as "
+        "consolidation can take in a sweep's interval).",
+        _integer(ge=1),
+    )
     # How long a purge waits after a forget before trusting the user index (its lag).
     purge_settle_seconds: float = setting(
         30.0,
@@ -542,6 +554,8 @@ ENV: dict[str, str] = {
     "recency_half_life_days": s.ENV_RECENCY_HALF_LIFE_DAYS,
     "compact_after_turns": s.ENV_COMPACT_AFTER_TURNS,
     "idle_minutes": s.ENV_IDLE_MINUTES,
+    "consolidation_retry_minutes": s.ENV_CONSOLIDATION_RETRY_MINUTES,
+    "consolidation_retries_per_sweep": s.ENV_CONSOLIDATION_RETRIES_PER_SWEEP,
     "purge_settle_seconds": s.ENV_PURGE_SETTLE_SECONDS,
     "cors_origins": s.ENV_CORS_ORIGINS,
     "sentiment": s.ENV_SENTIMENT,

@@ -174,7 +174,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     ),
     # handlers.sweep_idle: stale_sessions (open-sessions index), end_session (GetItem explains
     # a failed condition), mark_deleting, continue_purge.
-    "SweepIdle": runtime(**sessions("Query", "GetItem", "UpdateItem")),
+    # The sparse index page by page; conditional updates (GetItem explains a failed one); a
+    # page of lost consolidations read at once (BatchGetItem) before starting them again.
+    "SweepIdle": runtime(**sessions("Query", "GetItem", "UpdateItem", "BatchGetItem")),
     # handlers.index_setup: indices.exists (HEAD) and create (PUT); for an index that exists,
     # get_mapping (GET) and put_mapping (PUT) of the fields a newer schema adds; then as the
     # FGAC master user the runtime's security role and its mapping (PUT).

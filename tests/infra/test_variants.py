@@ -345,7 +345,8 @@ def test_s3_vectors_functions_are_told_the_vector_bucket_and_nothing_of_opensear
         if name in VECTOR_FUNCTIONS:
             assert env[schema.ENV_LONG_TERM_BACKEND] == "s3vectors", name
             assert env[schema.ENV_VECTOR_BUCKET] == "chatmemory-dev-vectors", name
-            assert env[schema.ENV_VECTOR_BUCKETS] == "1", name
+            # Every user an index of their own at a million daily users (stacks/sizing.py).
+            assert env[schema.ENV_VECTOR_BUCKETS] == "316", name
             assert env[schema.ENV_VECTOR_SHARED_INDEX] == "true", name
             assert env[schema.ENV_EMBED_DIMENSION] == "4096", name
         else:
@@ -476,7 +477,7 @@ def test_serverless_profile_models_are_bedrocks_and_the_indexes_fit_them(
 def test_serverless_profile_keeps_alarms_and_dashboard_unless_switched_off(
     serverless_profile: Synth, synth_cache: Synthesize
 ) -> None:
-    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 15
+    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 16
     assert "AlarmTopicArn" in serverless_profile.json["Outputs"]
     # No key of the topic's own ($1 a month; alarms carry no user data) unless asked for.
     (topic,) = serverless_profile.resources("AWS::SNS::Topic").values()
