@@ -580,7 +580,7 @@ class EmbedFormat(StrEnum):
 class SentimentMode(StrEnum):
     """How a user turn's sentiment is found (SENTIMENT)."""
 
-    # The text model when one is configured (TEXT_BACKEND other than offline), else VADER.
+    # VADER (the text model was asked before: a second model call on every turn).
     AUTO = "auto"
     VADER = "vader"  # VADER's lexicon and rules, in process
     MODEL = "model"  # one short call to the text model per chat turn, VADER when it fails

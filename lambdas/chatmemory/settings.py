@@ -359,11 +359,12 @@ class Settings:
         (), "Comma-separated origins a browser page may call the API from (`*`: any).", _origins
     )
     # How a user turn's sentiment is found: VADER in process (also with a text model: a model
-    # call per turn would add its latency and cost to every turn), the text model, or not.
+    # call per turn would add its latency, its cost and a request against the model's quota
+    # to every turn), the text model when asked for, or not.
     sentiment: SentimentMode = setting(
         SentimentMode.AUTO,
-        "The sentiment of user turns: `auto` (the text model when there is one, else "
-        "VADER), `vader`, `model` or `off`.",
+        "The sentiment of user turns: `auto` and `vader` (VADER, in process: no model call), "
+        "`model` (one more text model call a turn) or `off`.",
         _choice(SentimentMode),
     )
     # Messages sent before the bot answered are answered together

@@ -369,16 +369,16 @@ def sentiment_analyzers(
     cfg: Settings, generator: TextGenerator
 ) -> tuple[SentimentAnalyzer | None, SentimentAnalyzer | None]:
     """The analyzer of chat turns and the one of stored turns (POST /turns makes no model
-    call, so it is VADER there with SENTIMENT=model too). VADER loads on first use."""
+    call, so it is VADER there with SENTIMENT=model too): VADER unless SENTIMENT=model. VADER
+    loads on first use."""
     if cfg.sentiment == SentimentMode.OFF:
         return None, None
     from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 
     vader = VaderSentimentAnalyzer()
-    with_model = cfg.sentiment == SentimentMode.MODEL or (
-        cfg.sentiment == SentimentMode.AUTO and cfg.text_backend != TextBackend.OFFLINE
-    )
-    if with_model:
+    # Only when asked for: a second model call on every chat turn doubles the text model's
+    # requests (its quota, its bill) and waits before the answer.
+    if cfg.sentiment == SentimentMode.MODEL:
         from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
 
         return ModelSentimentAnalyzer(generator, fallback=vader), vader

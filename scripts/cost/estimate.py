@@ -634,12 +634,9 @@ class Pricer:
         return items
 
     def _model_sentiment(self) -> bool:
-        """Whether each chat turn asks the text model for its sentiment (SENTIMENT=auto with a
-        text model, or model)."""
-        s = self.settings
-        if s.sentiment == SentimentMode.MODEL:
-            return True
-        return s.sentiment == SentimentMode.AUTO and s.text_backend != TextBackend.OFFLINE
+        """Whether each chat turn asks the text model for its sentiment (SENTIMENT=model only;
+        `auto` is VADER, in process)."""
+        return self.settings.sentiment == SentimentMode.MODEL
 
     def _text_price(self, model_id: str) -> tuple[float, float]:
         # A cross-region inference profile bills its model's on-demand price.
