@@ -46,6 +46,9 @@ AGENT_GROUP_NAME = re.compile(r"[\w.+=@-]{1,128}")
 # From this many dimensions a domain's vectors are kept on disk, quantized in memory.
 ON_DISK_FROM_DIMENSION = 1024
 
+# An IAM role's ARN, as the runtime's Settings accept one (END_USER_ROLE_ARNS).
+ROLE_ARN = re.compile(r"arn:[\w-]+:iam::\d{12}:role/\S+")
+
 # The most consecutive negative turns the runtime's Settings accept before a hand-off.
 HANDOFF_MAX_NEGATIVE_TURNS = 50
 
@@ -181,6 +184,9 @@ class Config:
     # most `handoff_negative_score` (VADER's compound score, -1 to 1). `handoff_events`: an
     # EventBridge bus of the stack's own that receives an event on each hand-off and hand-back.
     agent_group: str = "agents"
+    # With auth=iam: roles (ARNs) of backends that call for their own users and may name each
+    # one in the X-ChatMemory-End-User header; each end user is then a caller of their own.
+    end_user_role_arns: tuple[str, ...] = ()
     handoff_on_nothing_verified: bool = False
     handoff_negative_turns: int = 0
     handoff_negative_score: float = -0.5
@@ -294,6 +300,7 @@ class Config:
             "text_format": _member(TextFormat),
             "embed_format": _member(EmbedFormat),
             "cors_origins": _as_list,
+            "end_user_role_arns": _as_list,
         }
         values: dict[str, Any] = {
             "stage": stage,
@@ -367,6 +374,13 @@ class Config:
                 f"purgeSettleSeconds must be longer than the chat function's timeout "
                 f"({CHAT_TIMEOUT_SECONDS} s) and at most {PURGE_TIMEOUT_SECONDS // 2} s"
             )
+        if self.end_user_role_arns and self.auth != "iam":
+            raise ValueError(
+                "endUserRoleArns needs auth=iam (Cognito users are each a caller already)"
+            )
+        for arn in self.end_user_role_arns:
+            if not ROLE_ARN.fullmatch(arn):
+                raise ValueError(f"endUserRoleArns: {arn!r} is not an IAM role's ARN")
         if not AGENT_GROUP_NAME.fullmatch(self.agent_group):
             raise ValueError(
                 f"agentGroup {self.agent_group!r} must be 1 to 128 letters, digits or _.+=@- "

@@ -768,6 +768,12 @@ ENV_SENTIMENT = "SENTIMENT"
 ENV_EVENT_BUS = "EVENT_BUS_NAME"
 ENV_AGENT_GROUP = "AGENT_GROUP"
 ENV_AGENT_ROLE_ARN = "AGENT_ROLE_ARN"
+# With IAM auth, a backend calls as one role for all of its own users: a session of a role named
+# in END_USER_ROLE_ARNS may name the end user it calls for in this header, and each end user is a
+# caller of their own ("<role ARN>/end-user/<id>"), with their own sessions, records and
+# forget; the id follows ID_PATTERN. From anyone else the header is refused (403).
+END_USER_HEADER = "X-ChatMemory-End-User"
+ENV_END_USER_ROLE_ARNS = "END_USER_ROLE_ARNS"
 ENV_HANDOFF_ON_NOTHING_VERIFIED = "HANDOFF_ON_NOTHING_VERIFIED"
 ENV_HANDOFF_NEGATIVE_TURNS = "HANDOFF_NEGATIVE_TURNS"
 ENV_HANDOFF_NEGATIVE_SCORE = "HANDOFF_NEGATIVE_SCORE"

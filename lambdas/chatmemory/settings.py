@@ -151,6 +151,17 @@ def _origins(value: Any) -> tuple[str, ...]:
     raise ValueError("should be comma-separated origins")
 
 
+def _role_arns(value: Any) -> tuple[str, ...]:
+    """END_USER_ROLE_ARNS: IAM role ARNs, comma-separated."""
+    if isinstance(value, str):
+        value = [arn.strip() for arn in value.split(",") if arn.strip()]
+    if not isinstance(value, tuple | list) or not all(
+        isinstance(arn, str) and re.fullmatch(_ROLE_ARN, arn) and arn for arn in value
+    ):
+        raise ValueError("should be comma-separated IAM role ARNs")
+    return tuple(value)
+
+
 # "vector,lexical,recency,time": up to four numbers.
 _WEIGHTS = r"\s*-?\d+(\.\d+)?(\s*,\s*-?\d+(\.\d+)?){0,3}\s*"
 _ROLE_ARN = r"(arn:[\w-]+:iam::\d{12}:role/\S+)?"
@@ -395,6 +406,12 @@ class Settings:
         "With IAM auth, the role whose sessions are agents.",
         _matching(_ROLE_ARN, "an IAM role's ARN"),
     )
+    end_user_role_arns: tuple[str, ...] = setting(
+        (),
+        "With IAM auth, the roles whose sessions may name their end users in the "
+        f"`{s.END_USER_HEADER}` header (each end user then a caller of their own).",
+        _role_arns,
+    )
     handoff_on_nothing_verified: bool = setting(
         False, "Hand the session to a person when `/verified` finds nothing relevant.", _flag
     )
@@ -566,6 +583,7 @@ ENV: dict[str, str] = {
     "events_file": s.ENV_EVENTS_FILE,
     "agent_group": s.ENV_AGENT_GROUP,
     "agent_role_arn": s.ENV_AGENT_ROLE_ARN,
+    "end_user_role_arns": s.ENV_END_USER_ROLE_ARNS,
     "handoff_on_nothing_verified": s.ENV_HANDOFF_ON_NOTHING_VERIFIED,
     "handoff_negative_turns": s.ENV_HANDOFF_NEGATIVE_TURNS,
     "handoff_negative_score": s.ENV_HANDOFF_NEGATIVE_SCORE,

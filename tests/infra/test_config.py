@@ -104,6 +104,16 @@ def test_a_domains_vectors_are_on_disk_from_1024_dimensions_and_production_has_t
         Config.from_mapping({"search_shards": "0"})
 
 
+def test_end_user_roles_need_iam_auth_and_role_arns() -> None:
+    role = "arn:aws:iam::123456789012:role/apps/Backend"
+    config = Config.from_mapping({"auth": "iam", "end_user_role_arns": f"{role}, {role}2"})
+    assert config.end_user_role_arns == (role, f"{role}2")
+    with pytest.raises(ValueError, match="endUserRoleArns needs auth=iam"):
+        Config.from_mapping({"end_user_role_arns": role})
+    with pytest.raises(ValueError, match="not an IAM role"):
+        Config.from_mapping({"auth": "iam", "end_user_role_arns": "arn:aws:iam::1:user/x"})
+
+
 def test_command_line_strings_are_parsed() -> None:
     config = _from_context(
         production="false",

@@ -362,6 +362,17 @@ def test_s3_vectors_monitoring_has_no_search_cluster_alarms(vectors: Synth) -> N
     assert not names & {"ClusterStatus.red", "ClusterIndexWritesBlocked", "FreeStorageSpace"}
 
 
+def test_end_user_roles_reach_the_chat_function(synth_cache: Synthesize) -> None:
+    role = "arn:aws:iam::123456789012:role/apps/Backend"
+    synth = synth_cache(auth="iam", endUserRoleArns=role)
+    env = _env(synth, synth.stack.functions.functions["Chat"])
+    assert env[schema.ENV_END_USER_ROLE_ARNS] == role
+    default = synth_cache(auth="iam")
+    assert schema.ENV_END_USER_ROLE_ARNS not in _env(
+        default, default.stack.functions.functions["Chat"]
+    )
+
+
 def test_without_a_shared_memory_index_a_deployment_has_only_owners_indexes(
     synth_cache: Synthesize,
 ) -> None:
