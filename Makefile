@@ -91,6 +91,12 @@ synth: venv node
 cost: venv node
 	$(PY) -m scripts.cost $(ARGS)
 
+# Every component's peak rate at 10k, 1M and 10M daily users and the first limit each meets,
+# from what the AWS contract scenario measured (scripts/capacity/measured.json; ARGS=--measure
+# measures it again, ARGS=--docs rewrites the tables in docs/cost.md and bench/RESULTS.md).
+capacity: venv
+	$(PY) -m scripts.capacity $(ARGS)
+
 # Deploy to the account and region of your AWS credentials (run `make bootstrap` once per
 # account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:modelMode=bedrock".
 bootstrap: venv node

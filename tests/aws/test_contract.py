@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from chatmemory import schema
+from tests.aws import capacity
 from tests.aws.judge import Judge, Problem
 from tests.aws.scenario import DeployedWorld
 from tests.aws.template import deployment_of
@@ -302,7 +303,37 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     world.drain()
     notes["bob_deletions"] = ok("GET", "/deletions", user="bob")
     ok("GET", "/sessions?limit=5")
+    notes["measured"] = _measure(world)
     return notes
+
+
+def _measure(world: DeployedWorld) -> dict[str, Any]:
+    """The capacity model's measured session (tests/aws/capacity.py): its creation, ten chat
+    messages, what the streams run for them, its end and consolidation, each part's requests."""
+    ok, sent = world.ok, world.recorder.sent
+    functions = {f.logical_id: f.handler.split(".")[1] for f in world.functions.values()}
+    parts: dict[str, Any] = {"turns": capacity.TURNS}
+
+    def part(name: str, start: int) -> None:
+        parts[name] = capacity.tally(
+            sent[start:], functions=functions, tables={v: k for k, v in world.table_names.items()}
+        )
+
+    start = len(sent)
+    sid = ok("POST", "/sessions", {"name": "measured"})["session"]["session_id"]
+    part("session", start)
+    start = len(sent)
+    for n in range(1, capacity.TURNS + 1):
+        ok("POST", f"/sessions/{sid}/messages", {"content": capacity.MESSAGE.format(n=n)})
+    part("turns_requests", start)
+    start = len(sent)
+    world.drain()  # the conversations stream's compaction, the sessions stream's
+    part("turns_streams", start)
+    start = len(sent)
+    ok("POST", f"/sessions/{sid}/end")
+    world.drain()
+    part("consolidation", start)
+    return parts
 
 
 def _migrate(world: DeployedWorld) -> dict[str, Any] | None:
@@ -514,6 +545,29 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     assert notes["ttl_purge"] == {"batchItemFailures": []}
     [(text, provenance, kept)] = notes["cat_records"]
     assert text == "My cat is called Tom." and provenance == [kept]
+
+
+def test_the_capacity_model_counts_the_requests_the_scenario_sends(
+    outcome: Outcome, request: pytest.FixtureRequest
+) -> None:
+    """scripts/capacity/measured.json holds what a session, its turns and its consolidation
+    send in this scenario (CHATMEMORY_RECORD_CAPACITY=1 writes it): the capacity model's
+    input is what the code does, measured, not an assumption."""
+    profile = request.node.callspec.params["outcome"]
+    measured = outcome.notes["measured"]
+    kept = capacity.check_or_record(profile, measured)
+    if kept is None:
+        pytest.skip(f"recorded {capacity.MEASURED.name} for {profile}")
+    assert kept, f"{capacity.MEASURED} has no part for {profile}: make capacity ARGS=--measure"
+    for name in ("session", "turns_requests", "turns_streams", "consolidation"):
+        counts = {_row_key(r): r["count"] for r in measured[name]}
+        assert counts == {_row_key(r): r["count"] for r in kept[name]}, name
+        for row, old in zip(measured[name], kept[name], strict=True):
+            assert abs(row["units"] - old["units"]) <= max(1.0, 0.1 * old["units"]), (name, row)
+
+
+def _row_key(row: dict[str, Any]) -> str:
+    return f"{row['function']} {row['service']} {row['operation']} {row['resource']}"
 
 
 def test_a_sessions_purge_writes_again_the_entry_of_a_record_that_stays(outcome: Outcome) -> None:
