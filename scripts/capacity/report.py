@@ -110,6 +110,16 @@ def section() -> str:
             f"session; a user's own index holds about {number(vectors_per_user(measured, load))} "
             f"after {ASSUMED['months_of_history'][0]} months."
         )
+        data = measured.parts.get("query_data")
+        if data:
+            out[-1] += (
+                " What S3 Vectors bills a query for, in the scenario: the caller's own index, "
+                f"{data['own_index_vectors']} vectors ({data['own_index_bytes'] / 1024:,.0f} "
+                f"KB); one index of every user's memories, as before, "
+                f"{data['all_users_vectors']} ({data['all_users_bytes'] / 1024:,.0f} KB), the "
+                "scenario's few users' all: it grows with every user, the own index with its "
+                "user only."
+            )
         out.append("")
     out.append("Assumed (no measurement here):")
     out.append("")

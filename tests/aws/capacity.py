@@ -146,6 +146,32 @@ def _units(request: Sent, resource: str, tables: dict[str, str]) -> float:
     return total
 
 
+def query_data(vectors: Any, owner_index: str) -> dict[str, int]:
+    """What S3 Vectors bills a query for (the data of the index it searches: each vector's data,
+    key and filterable metadata), for the owner's own index and for one index of every user's
+    memories as it was before (every memory index of the fake, `vectors` a FakeS3Vectors)."""
+
+    def size(index: Any) -> int:
+        filterable = set(
+            index.spec.get("metadataConfiguration", {}).get("nonFilterableMetadataKeys", [])
+        )
+        return sum(
+            4 * len(data)
+            + len(key.encode())
+            + sum(len(k) + len(json.dumps(v)) for k, v in meta.items() if k not in filterable)
+            for key, (data, meta) in index.vectors.items()
+        )
+
+    own = [i for (_, name), i in vectors.user_indexes().items() if name == owner_index]
+    every = vectors.memory_indexes()
+    return {
+        "own_index_vectors": sum(len(i.vectors) for i in own),
+        "own_index_bytes": sum(size(i) for i in own),
+        "all_users_vectors": sum(len(i.vectors) for i in every),
+        "all_users_bytes": sum(size(i) for i in every),
+    }
+
+
 def check_or_record(profile: str, measured: dict[str, Any]) -> dict[str, Any] | None:
     """With CHATMEMORY_RECORD_CAPACITY set, write `measured` as `profile`'s part of the file and
     return None; else the file's part, for the caller to compare."""

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 from chatmemory import schema
+from chatmemory.schema import user_vector_index
 from tests.aws import capacity
 from tests.aws.judge import Judge, Problem
 from tests.aws.scenario import DeployedWorld
@@ -326,6 +327,8 @@ def _measure(world: DeployedWorld) -> dict[str, Any]:
     for n in range(1, capacity.TURNS + 1):
         ok("POST", f"/sessions/{sid}/messages", {"content": capacity.MESSAGE.format(n=n)})
     part("turns_requests", start)
+    if world.vectors is not None:  # what each of those turns' queries read (S3 Vectors)
+        parts["query_data"] = capacity.query_data(world.vectors, user_vector_index("alice"))
     start = len(sent)
     world.drain()  # the conversations stream's compaction, the sessions stream's
     part("turns_streams", start)
@@ -559,6 +562,7 @@ def test_the_capacity_model_counts_the_requests_the_scenario_sends(
     if kept is None:
         pytest.skip(f"recorded {capacity.MEASURED.name} for {profile}")
     assert kept, f"{capacity.MEASURED} has no part for {profile}: make capacity ARGS=--measure"
+    assert measured.get("query_data") == kept.get("query_data")
     for name in ("session", "turns_requests", "turns_streams", "consolidation"):
         counts = {_row_key(r): r["count"] for r in measured[name]}
         assert counts == {_row_key(r): r["count"] for r in kept[name]}, name
