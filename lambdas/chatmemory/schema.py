@@ -478,7 +478,11 @@ class SentimentLabel(StrEnum):
 class SourceKind(StrEnum):
     SESSION = "session"
     PASSAGE = "passage"
+    # A record auto-recall found close to the message (or /remember stored).
     RECORD = "record"
+    # A record of the profile block, which every chat prompt holds (services/profile/block.py):
+    # its id is the record's, and it has no score (it was not chosen by similarity).
+    PROFILE = "profile"
 
 
 class RecordType(StrEnum):

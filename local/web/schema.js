@@ -55,6 +55,7 @@ const SCHEMA = Object.freeze({
   },
   "SourceKind": {
     "PASSAGE": "passage",
+    "PROFILE": "profile",
     "RECORD": "record",
     "SESSION": "session"
   },
