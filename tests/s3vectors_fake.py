@@ -209,17 +209,9 @@ class FakeS3Vectors:
         index = self._index(body)
         if not 1 <= len(body["keys"]) <= 100:
             raise Refused("ValidationException", 400, "keys: 1 to 100 items")
-        found = []
-        for key in body["keys"]:
-            if key in index.vectors:
-                data, metadata = index.vectors[key]
-                item: dict[str, Any] = {"key": key}
-                if body.get("returnData"):
-                    item["data"] = {"float32": data}
-                if body.get("returnMetadata"):
-                    item["metadata"] = metadata
-                found.append(item)
-        return {"vectors": found}
+        return {
+            "vectors": [_listed(index, key, body) for key in body["keys"] if key in index.vectors]
+        }
 
     def _ListVectors(self, body: dict[str, Any]) -> dict[str, Any]:
         index = self._index(body)
@@ -229,16 +221,7 @@ class FakeS3Vectors:
         keys = sorted(index.vectors)
         start = int(body.get("nextToken") or 0)
         page = keys[start : start + limit]
-        vectors = []
-        for key in page:
-            data, metadata = index.vectors[key]
-            item: dict[str, Any] = {"key": key}
-            if body.get("returnData"):
-                item["data"] = {"float32": data}
-            if body.get("returnMetadata"):
-                item["metadata"] = metadata
-            vectors.append(item)
-        answer: dict[str, Any] = {"vectors": vectors}
+        answer: dict[str, Any] = {"vectors": [_listed(index, key, body) for key in page]}
         if start + limit < len(keys):
             answer["nextToken"] = str(start + limit)
         return answer
@@ -274,6 +257,18 @@ class FakeS3Vectors:
         if end < len(scored):
             answer["nextToken"] = str(end)
         return answer
+
+
+def _listed(index: Index, key: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A vector as GetVectors and ListVectors answer it: its key, and its data and metadata
+    when the request asks for them."""
+    data, metadata = index.vectors[key]
+    item: dict[str, Any] = {"key": key}
+    if body.get("returnData"):
+        item["data"] = {"float32": data}
+    if body.get("returnMetadata"):
+        item["metadata"] = metadata
+    return item
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

@@ -19,11 +19,14 @@ from chatmemory.adapters.s3vectors import S3VectorsLongTermIndex
 from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.background.migrate import migrate_shared_index
 from chatmemory.services.conversation.chat import ChatDeps
-from tests.fakes import FakeEmbedder, FakeGenerator
-from tests.purging import Purger, recalled
+from tests.purging import recalled
 from tests.s3vectors_fake import FakeS3Vectors, Index
-from tests.unit.test_chat_api import Api
-from tests.unit.test_s3vectors_adapter import BUCKET, _consolidate, _ended
+from tests.unit.test_s3vectors_adapter import (
+    BUCKET,
+    _consolidate,
+    _ended,
+    services_on_s3vectors,
+)
 
 
 @pytest.fixture
@@ -32,23 +35,9 @@ def legacy(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any):
     and stated records all in one shared memory index of the stack's bucket. They are written by
     the adapter (into per-user indexes) and then moved into the shared index, keys and metadata
     as they were, which is what the older adapter wrote."""
-    from handlers import chat_api
-
-    s3vectors = boto3.client("s3vectors", region_name="us-east-1")
-    fake = FakeS3Vectors(s3vectors, BUCKET)
-    index = S3VectorsLongTermIndex(
-        s3vectors, BUCKET, dimension=FakeEmbedder().dimension, shared_index=True
+    api, deps, index, fake, purger = services_on_s3vectors(
+        dynamodb, monkeypatch, lambda_context, shared_index=True
     )
-    index.ensure_indexes()
-    deps = ChatDeps(
-        memory=wiring.short_term_memory(),
-        generator=FakeGenerator(reply=lambda prompt: "grounded answer"),
-        embedder=FakeEmbedder(),
-        long_term=index,
-    )
-    monkeypatch.setattr(wiring, "chat_deps", lambda: deps)
-    api = Api(chat_api.handler, lambda_context)
-    purger = Purger(dynamodb, deps.memory, index, monkeypatch, lambda_context)
     sessions = {
         "alice-dog": _ended(api, "alice", "We are adopting a rescue greyhound named Biscuit"),
         "alice-job": _ended(api, "alice", "I work as a nurse at the children's hospital"),

@@ -798,11 +798,19 @@ class PausingIndex(PausesOnUpsert, S3VectorsLongTermIndex):
 
 @pytest.fixture
 def world(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any):
+    return services_on_s3vectors(dynamodb, monkeypatch, lambda_context)
+
+
+def services_on_s3vectors(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any, **options: Any
+) -> tuple[Api, ChatDeps, PausingIndex, FakeS3Vectors, Purger]:
+    """The chat handler, its deps and the purge on moto's DynamoDB and the in-memory S3 Vectors
+    (the adapter made with `options`)."""
     from handlers import chat_api
 
     s3vectors = client()
     fake = FakeS3Vectors(s3vectors, BUCKET)
-    index = PausingIndex(s3vectors, BUCKET, dimension=FakeEmbedder().dimension)
+    index = PausingIndex(s3vectors, BUCKET, dimension=FakeEmbedder().dimension, **options)
     index.ensure_indexes()
     deps = ChatDeps(
         memory=wiring.short_term_memory(),
