@@ -562,7 +562,13 @@ def test_the_capacity_model_counts_the_requests_the_scenario_sends(
     if kept is None:
         pytest.skip(f"recorded {capacity.MEASURED.name} for {profile}")
     assert kept, f"{capacity.MEASURED} has no part for {profile}: make capacity ARGS=--measure"
-    assert measured.get("query_data") == kept.get("query_data")
+    data, kept_data = measured.get("query_data"), kept.get("query_data")
+    if data or kept_data:
+        # The caller's own index is the measured session's user's alone; every user's memories
+        # hold an entry or two whose presence depends on timing (a record of a 1-second expiry).
+        own = ("own_index_vectors", "own_index_bytes")
+        assert {k: data[k] for k in own} == {k: kept_data[k] for k in own}
+        assert data["all_users_bytes"] == pytest.approx(kept_data["all_users_bytes"], rel=0.1)
     for name in ("session", "turns_requests", "turns_streams", "consolidation"):
         counts = {_row_key(r): r["count"] for r in measured[name]}
         assert counts == {_row_key(r): r["count"] for r in kept[name]}, name

@@ -1003,3 +1003,27 @@ def test_reingesting_a_shorter_document_removes_its_old_tail(faked: Any) -> None
     assert fake.keys(PASSAGE_INDEX) == {f"{SHARED}/handbook#p1"}
     [passage] = fake.metadata(PASSAGE_INDEX)
     assert passage["text"] == "Only one paragraph now." and "user_id" not in passage
+
+
+def test_an_owners_first_write_is_written_again_at_once_after_its_index_is_made() -> None:
+    s3vectors = client()
+    fake = FakeS3Vectors(s3vectors, BUCKET)
+    slept: list[float] = []
+    index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION, sleep=slept.append)
+
+    index.upsert(MEMORY_INDEX, [summary()])
+
+    assert slept == [] and fake.keys(MEMORY_INDEX) == {f"{USER_A}/sess-1#summary"}
+
+
+def test_a_missing_index_that_stays_missing_is_a_refusal_after_a_few_tries() -> None:
+    s3vectors = client()
+    FakeS3Vectors(s3vectors, BUCKET)
+    slept: list[float] = []
+    index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION, sleep=slept.append)
+    # Another writer's delete of the index (a forget's purge) keeps undoing the create.
+    index._create_index = lambda bucket, name: None  # type: ignore[method-assign]
+
+    with pytest.raises(LongTermMemoryError, match="NotFoundException"):
+        index.upsert(MEMORY_INDEX, [summary()])
+    assert slept == [0.2, 1.0]

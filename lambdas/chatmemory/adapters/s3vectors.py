@@ -93,9 +93,9 @@ _OUTAGES = frozenset(
         "RequestTimeoutException",
     }
 )
-# A write that finds its owner's index missing creates it and writes again; a create is
-# visible to the next request (the service is strongly consistent), and these waits only
-# cover a create that another writer started a moment before.
+# A write that finds its owner's index missing creates it and writes again at once (the service
+# is strongly consistent); these waits, before a third and a fourth try, only cover an index
+# that another writer's create has not finished a moment before.
 CREATE_WAITS = (0.2, 1.0)
 
 
@@ -228,17 +228,19 @@ class S3VectorsLongTermIndex:
             self._put(bucket, name, batch)
 
     def _put(self, bucket: str, name: str, batch: list[dict[str, Any]]) -> None:
-        for wait in (None, *CREATE_WAITS):
-            if wait is not None:
+        waits = (None, 0.0, *CREATE_WAITS)  # first: the index may be missing; then made
+        for attempt, wait in enumerate(waits):
+            if wait:
                 self._sleep(wait)
             try:
                 with _translated(f"write to {name}"):
                     self._client.put_vectors(vectorBucketName=bucket, indexName=name, vectors=batch)
                 return
             except LongTermMemoryError as error:
-                if not _is(error, "NotFoundException") or wait == CREATE_WAITS[-1]:
+                last = attempt == len(waits) - 1
+                if not _is(error, "NotFoundException") or name == PASSAGE_INDEX or last:
                     raise
-                if name != PASSAGE_INDEX and wait is None:
+                if wait is None:
                     self._create_index(bucket, name)  # the owner's first entry
 
     def _vector(self, doc: MemoryDoc) -> dict[str, Any]:
