@@ -68,7 +68,7 @@ lint: venv
 # The docs site (mkdocs.yml, docs/) on http://127.0.0.1:8002, rebuilt on every change
 # (ARGS="--dev-addr 127.0.0.1:9002" for another port). `make test` builds it with --strict
 # (tests/docs/test_docs_site.py) and runs its code blocks (tests/docs/test_docs_code_blocks.py).
-docs: venv
+docs: venv node
 	$(PY) -m mkdocs serve --dev-addr 127.0.0.1:8002 $(ARGS)
 
 # Written whole or not at all: tests and a running gateway read it meanwhile.
@@ -98,7 +98,8 @@ capacity: venv
 	$(PY) -m scripts.capacity $(ARGS)
 
 # Deploy to the account and region of your AWS credentials (run `make bootstrap` once per
-# account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:modelMode=bedrock".
+# account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:textProvider=bedrock
+# -c chatmemory:embedProvider=bedrock".
 bootstrap: venv node
 	$(CDK) bootstrap $(CDK_ARGS)
 

@@ -22,7 +22,7 @@ import os
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +30,7 @@ from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
-from chatmemory.ports import Generation
+from chatmemory.ports import Generation, GenerationOptions, Piece, TextGenerator, whole
 from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
 from chatmemory.services.conversation import sessions
 from chatmemory.services.longterm.summarize import ModelSummarizer
@@ -54,7 +54,7 @@ ANSWER = (
 FUNCTION_SECONDS = 300.0  # the consolidation function's timeout
 
 
-class RemoteTextModel:
+class RemoteTextModel(TextGenerator):
     """Answers after `latency` seconds; reads at most `context_tokens`."""
 
     name = "simulated-remote"
@@ -63,9 +63,11 @@ class RemoteTextModel:
         self.latency = latency
         self.context_tokens = context_tokens
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         time.sleep(self.latency)
-        return Generation("The user plans a May trip to Porto with Ana and the dog Biscuit.")
+        return whole(Generation("The user plans a May trip to Porto with Ana and the dog Biscuit."))
 
 
 class RemoteEmbedder:

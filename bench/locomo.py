@@ -10,10 +10,13 @@ in-process DynamoDB), end it, consolidate it with the offline models into the em
 * `--mode chat`: send every question as an ordinary message (no prefix) in a new session of the
   conversation's user, through services/conversation/chat.post_message with auto-recall on, and look
   at the memory it put in the prompt: `evidence_in_prompt` (a gold evidence turn's text is in it, or
-  a record drawn from a gold evidence turn), `evidence_all_in_prompt`, `memory_tokens_p50/p95`;
-  `quiet_rate` (share of the `--smalltalk` messages, each sent to each user, that inject
-  nothing) and `foreign_injection_rate` (share of 200 turns sampled from the other
-  conversations that inject something). `--sequential` also asks each conversation's questions
+  a record drawn from a gold evidence turn), where (`evidence_in_episodic`: auto-recall's block;
+  `evidence_in_profile`: the profile block every prompt holds), `evidence_all_in_prompt`,
+  `memory_tokens_p50/p95` (episodic memory's) and `profile_tokens_p50/p95` apart;
+  `quiet_rate` (share of the `--smalltalk` messages, each sent to each user, that inject no
+  episodic memory: the profile block is constant context, counted apart) and
+  `foreign_injection_rate` (share of 200 turns sampled from the other conversations that
+  inject something). `--sequential` also asks each conversation's questions
   one after another in one session, with and without the follow-up rule (see
   services/longterm/auto_recall.standalone_query), to show what borrowing the previous message does
   to questions that need no help. `--budgets 200,400,800,1600` asks the questions again with
@@ -384,8 +387,8 @@ def summarize_metrics(rows: list[dict[str, Any]], ks: list[int]) -> dict[str, An
 def evidence_found(
     recalled: Any, conversation: Conversation, gold: set[str], memory: Any
 ) -> set[str]:
-    """The gold turns whose text is in the injected memory, or that a recalled record was drawn
-    from (its provenance: the input of a turn of a session)."""
+    """The gold turns whose text is in auto-recall's block (episodic memory), or that a
+    recalled record was drawn from (its provenance: the input of a turn of a session)."""
     if recalled is None or not recalled.block:
         return set()
     block = _normal(recalled.block)
@@ -397,10 +400,23 @@ def evidence_found(
             if not doc.record_id or doc.kind not in ("fact", "preference"):
                 continue
             record = memory.get_record(conversation.user, doc.record_id)
-            for p in record.provenance if record else []:
-                said, _ = conversation.turn_ids.get((p.session_id, p.turn), (None, None))
-                if said in gold:
-                    found.add(said)
+            found |= _drawn_from(record.provenance if record else [], conversation, gold)
+    return found
+
+
+def evidence_in_profile(profile: Any, conversation: Conversation, gold: set[str]) -> set[str]:
+    """The gold turns a record of the profile block was drawn from."""
+    if profile is None:
+        return set()
+    return {g for r in profile.records for g in _drawn_from(r.provenance, conversation, gold)}
+
+
+def _drawn_from(provenance: Any, conversation: Conversation, gold: set[str]) -> set[str]:
+    found: set[str] = set()
+    for p in provenance:
+        said, _ = conversation.turn_ids.get((p.session_id, p.turn), (None, None))
+        if said in gold:
+            found.add(said)
     return found
 
 
@@ -417,10 +433,15 @@ class PromptOnly:
     def __init__(self, context_tokens: int = 2048) -> None:
         self.context_tokens = context_tokens
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Any:
-        from chatmemory.ports import Generation
+    def pieces(self, prompt: str, options: Any, *, stream: bool = False) -> Any:
+        from chatmemory.ports import Finish
 
-        return Generation("ok", self.name)
+        return iter(["ok", Finish(model=self.name)])
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Any:
+        from chatmemory.ports import collect
+
+        return collect(self.pieces(prompt, None))
 
 
 def _chat(
@@ -459,13 +480,18 @@ def ask_questions(
         for qa in _questions(conversation):
             gold = gold_turns(qa.get("evidence", []))
             result = send(conversation.user, start(conversation), str(qa["question"]))
-            found = evidence_found(result.recalled, conversation, gold, world.memory)
+            episodic = evidence_found(result.recalled, conversation, gold, world.memory)
+            profile = evidence_in_profile(result.profile, conversation, gold)
+            found = episodic | profile
             rows.append(
                 {
                     "category": qa["category"],
                     "any": bool(found),
                     "all": found >= gold,
+                    "episodic_any": bool(episodic),
+                    "profile_any": bool(profile),
                     "tokens": result.recalled.tokens if result.recalled else 0,
+                    "profile_tokens": result.profile.tokens if result.profile else 0,
                     "wordpiece": wordpiece_tokens(result.recalled.block) if result.recalled else 0,
                     "reason": result.recalled.reason if result.recalled else "none",
                 }
@@ -527,6 +553,7 @@ def run_chat(
     for conversation in world.conversations:
         for message in smalltalk:
             result = send(conversation.user, start(conversation), message)
+            # Small talk draws no episodic memory; the profile block is constant context.
             quiet.append(not (result.recalled and result.recalled.block))
     rng = random.Random(seed)
     foreign: list[bool] = []
@@ -566,11 +593,18 @@ def chat_metrics(rows: list[dict[str, Any]]) -> dict[str, Any]:
     def metrics(subset: list[dict[str, Any]]) -> dict[str, Any]:
         n = len(subset) or 1
         tokens = sorted(r["tokens"] for r in subset) or [0]
+        profile = sorted(r.get("profile_tokens", 0) for r in subset) or [0]
         return {
             "evidence_in_prompt": round(sum(r["any"] for r in subset) / n, 3),
             "evidence_all_in_prompt": round(sum(r["all"] for r in subset) / n, 3),
+            # Where it was: auto-recall's block (episodic memory) or the profile block.
+            "evidence_in_episodic": round(sum(r.get("episodic_any", 0) for r in subset) / n, 3),
+            "evidence_in_profile": round(sum(r.get("profile_any", 0) for r in subset) / n, 3),
+            # Episodic memory's tokens (auto-recall's block), and the profile block's apart.
             "memory_tokens_p50": int(statistics.median(tokens)),
             "memory_tokens_p95": _p95(tokens),
+            "profile_tokens_p50": int(statistics.median(profile)),
+            "profile_tokens_p95": _p95(profile),
             "memory_wordpiece_p95": _p95(sorted(r.get("wordpiece", 0) for r in subset) or [0]),
             "questions": len(subset),
         }
@@ -742,13 +776,17 @@ def _print_chat(result: dict[str, Any], as_json: bool) -> None:
     names = [
         "evidence_in_prompt",
         "evidence_all_in_prompt",
+        "evidence_in_episodic",
+        "evidence_in_profile",
         "memory_tokens_p50",
         "memory_tokens_p95",
+        "profile_tokens_p50",
+        "profile_tokens_p95",
     ]
-    print(f"{'category':<12} {'n':>4} " + " ".join(f"{n:>23}" for n in names))
+    print(f"{'category':<12} {'n':>4} " + " ".join(f"{n:>21}" for n in names))
     rows = list(result["by_category"].items()) + [("overall", result)]
     for name, values in rows:
-        print(f"{name:<12} {values['questions']:>4} " + " ".join(f"{values[n]:>23}" for n in names))
+        print(f"{name:<12} {values['questions']:>4} " + " ".join(f"{values[n]:>21}" for n in names))
     print(
         f"quiet_rate {result['quiet_rate']} ({result['smalltalk_messages']} small-talk messages), "
         f"foreign_injection_rate {result['foreign_injection_rate']} "

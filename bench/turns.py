@@ -49,7 +49,7 @@ from uuid import uuid4
 from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import Turn
-from chatmemory.ports import Generation
+from chatmemory.ports import Generation, GenerationOptions, Piece, TextGenerator, whole
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
 from local.gateway import load_routes, proxy_event
@@ -62,15 +62,17 @@ _CAPACITY_OPS = {
 }  # fmt: skip
 
 
-class ZeroLatencyModel:
+class ZeroLatencyModel(TextGenerator):
     """A text model that answers at once, so only the memory work is measured."""
 
     name = "zero-latency"
     context_tokens = 512
     reply = "ok, noted."  # the bench sets each turn's answer here
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
-        return Generation(self.reply, self.name)
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
+        return whole(Generation(self.reply, self.name))
 
 
 # Sentences that realistic turns are drawn from: a user's news and questions, an assistant's

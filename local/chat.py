@@ -2,6 +2,7 @@
 
 Continues your most recent open session (or starts one). Type a message, or:
   /past <question>      recall past (ended) sessions      /verified <question>  verified documents
+  /remember <text>      add to what I remember about you
   /end   end this session (it is consolidated into long-term memory) and start a new one
   /new   start a new session       /sessions   list your sessions       /quit   leave
 """
@@ -69,17 +70,29 @@ def _api_error(error: urllib.error.HTTPError) -> ApiError:
 
 
 def format_sources(turn: dict[str, Any]) -> list[str]:
-    """One line per source: a past session with its date, or a cited passage."""
-    lines = []
-    for source in turn.get("sources") or []:
-        if source.get("kind") == "session":
-            date = (source.get("date") or "")[:10]
+    """What an answer used, one line each: the records of the profile every prompt holds
+    counted in one line (listing them under every answer would drown it), then each past
+    session with its date, record (what it says, since when) and cited passage."""
+    sources = turn.get("sources") or []
+    profile = sum(1 for source in sources if source.get("kind") == "profile")
+    lines = [f"  - profile: {profile} fact{'' if profile == 1 else 's'}"] if profile else []
+    for source in sources:
+        kind = source.get("kind")
+        date = (source.get("date") or "")[:10]
+        if kind == "profile":
+            continue
+        if kind == "session":
             lines.append(
                 f"  - session {source.get('title') or source['id']} ({date}) {source['id']}"
             )
-        else:
-            cite = f"{source.get('doc_id')}#{source.get('passage_id')}"
+        elif kind == "record":
+            since = f" (since {date})" if date else ""
+            lines.append(f"  - remembered: {source.get('title') or source['id']}{since}")
+        elif source.get("doc_id"):
+            cite = f"{source['doc_id']}#{source.get('passage_id') or ''}"
             lines.append(f"  - [{cite}] {source.get('title') or ''}".rstrip())
+        else:  # a kind this chat does not know yet: as the API names it
+            lines.append(f"  - {kind}: {source.get('title') or source.get('id')}")
     return lines
 
 
@@ -152,7 +165,9 @@ class Chat:
         self._show_turn(turn, echo_input=False)
 
     def _show_turn(self, turn: dict[str, Any], *, echo_input: bool = True) -> None:
-        label = {"past": " [recalled]", "verified": " [verified]"}.get(turn.get("intent", ""), "")
+        label = {"past": " [recalled]", "verified": " [verified]", "remember": " [remembered]"}.get(
+            turn.get("intent", ""), ""
+        )
         if echo_input:
             self.say(f"you #{turn['turn']}> {turn['input']}")
         if turn.get("pending"):
@@ -212,7 +227,9 @@ def main(argv: list[str] | None = None) -> int:
         hint = " (start it with `make run`)" if error.code == "unreachable" else ""
         print(f"error: {error}{hint}", file=sys.stderr)
         return 1
-    chat.say("type a message, /past ..., /verified ..., /end, /new, /sessions, /quit")
+    chat.say(
+        "type a message, /past ..., /verified ..., /remember ..., /end, /new, /sessions, /quit"
+    )
     while True:
         try:
             line = input("you> ")

@@ -18,6 +18,10 @@ from typing import IO, Any
 from chatmemory import schema
 from local.config import ROOT
 
+# The only address DynamoDB Local listens on: the gateway, the poller and the tools all run here.
+LISTEN_HOST = "127.0.0.1"
+LOOPBACK_LAUNCHER = Path(__file__).with_name("DynamoDBLocalOnLoopback.java")
+
 
 class LocalModeError(RuntimeError):
     """Something local mode needs is missing; the message says what to install or run."""
@@ -86,22 +90,28 @@ class DynamoDBLocal:
 
     @property
     def endpoint(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        return f"http://{LISTEN_HOST}:{self.port}"
 
     def command(self) -> list[str]:
         jar = find_jar()
+        # Started through LOOPBACK_LAUNCHER (a Java source file `java` runs as it is): DynamoDB
+        # Local has no option for its address and would listen on every interface.
         # -sharedDb: one database file whatever the credentials and region of the caller, so
         # the page, the poller, `make redrive` and a Bedrock profile all see the same tables.
+        # -disableTelemetry: nothing leaves the machine.
         return [
             find_java(),
             f"-Djava.library.path={jar.parent / 'DynamoDBLocal_lib'}",
-            "-jar",
+            "-cp",
             str(jar),
+            str(LOOPBACK_LAUNCHER),
+            LISTEN_HOST,
             "-dbPath",
             str(self.db_path),
             "-port",
             str(self.port),
             "-sharedDb",
+            "-disableTelemetry",
         ]
 
     def start(self, timeout: float = 60.0) -> DynamoDBLocal:
@@ -120,7 +130,7 @@ class DynamoDBLocal:
         # Its own process group: Ctrl-C in the terminal reaches run.py, which stops it in order.
         self.process = subprocess.Popen(
             command,
-            cwd=Path(command[3]).parent,
+            cwd=find_jar().parent,
             stdout=output,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
@@ -133,7 +143,11 @@ class DynamoDBLocal:
             if self.process.poll() is not None:
                 self.stop()
                 hint = f" (see {self.log_path})" if self.log_path else ""
-                raise LocalModeError(f"DynamoDB Local exited at start{hint}")
+                raise LocalModeError(
+                    f"DynamoDB Local exited at start{hint}; java runs its launcher "
+                    f"{LOOPBACK_LAUNCHER.name} from source, which needs the module jdk.compiler "
+                    "(in every JDK, and in Debian's openjdk-17-jre-headless)"
+                )
             if time.monotonic() > deadline:
                 self.stop()
                 raise LocalModeError(f"DynamoDB Local did not answer within {timeout:.0f} s")
@@ -212,7 +226,30 @@ def ensure_tables(client: Any, names: Mapping[str, str] | None = None) -> list[s
         client.get_waiter("table_exists").wait(
             TableName=physical, WaiterConfig={"Delay": 0.2, "MaxAttempts": 150}
         )
+    for spec in schema.TABLES:
+        physical = names.get(spec.logical_name, spec.logical_name)
+        if physical in existing:
+            _add_missing_indexes(client, spec, physical)
     return created
+
+
+def _add_missing_indexes(client: Any, spec: schema.TableSpec, physical: str) -> None:
+    """A table made by an older version (its state kept in .local/) gets the indexes added
+    since, as `cdk deploy` adds them to a deployed table."""
+    table = client.describe_table(TableName=physical)["Table"]
+    present = {i["IndexName"] for i in table.get("GlobalSecondaryIndexes", [])}
+    wanted = spec.create_table_kwargs(physical)
+    for index in wanted.get("GlobalSecondaryIndexes", []):
+        if index["IndexName"] in present:
+            continue
+        keys = {k["AttributeName"] for k in index["KeySchema"]}
+        client.update_table(
+            TableName=physical,
+            AttributeDefinitions=[
+                a for a in wanted["AttributeDefinitions"] if a["AttributeName"] in keys
+            ],
+            GlobalSecondaryIndexUpdates=[{"Create": index}],
+        )
 
 
 def table_names(settings: Any) -> dict[str, str]:

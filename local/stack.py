@@ -84,11 +84,12 @@ class LocalStack:
             # model loads.
             self.gateway.prepare()
             self._start_dynamodb(cfg)
-            created = ensure_tables(
-                wiring.aws_client("dynamodb", cfg.dynamodb_endpoint), table_names(cfg)
-            )
+            client = wiring.aws_client("dynamodb", cfg.dynamodb_endpoint)
+            created = ensure_tables(client, table_names(cfg))
             names = ", ".join(table_names(cfg).values())
             self._line("tables", names + (" (created)" if created else " (kept)"))
+            if not created:
+                _backfill_profile(client, cfg)
             self.poller = default_poller(
                 cfg,
                 checkpoint_path=self.paths["checkpoints"],
@@ -193,6 +194,16 @@ class LocalStack:
 
     def _line(self, part: str, text: str) -> None:
         self.echo(f"  {part:<17}{text}")
+
+
+def _backfill_profile(client: Any, cfg: Any) -> None:
+    """Records kept from a version before the profile block get their category, so that they
+    join it (scripts/backfill_profile.py; a deployment runs that command once)."""
+    from chatmemory import wiring
+    from scripts.backfill_profile import backfill
+
+    for _ in backfill(client, cfg.records_table, wiring.short_term_memory(cfg)):
+        pass
 
 
 def _mapping_summary(poller: StreamPoller) -> str:

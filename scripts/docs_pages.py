@@ -1,8 +1,9 @@
 """Pages of the docs site generated from the code when the site is built (mkdocs-gen-files), so
 that they cannot drift from it: the runtime's configuration from its settings model, the
 HTTP API's reference from openapi.json (itself generated from the API's models), and the turn's
-state diagram from services/conversation/turn_states.py. mkdocs.yml
-runs it (the gen-files plugin)."""
+state diagram from services/conversation/turn_states.py. It also puts Mermaid into the site
+(from the npm package `mermaid` that `make node` installs), so that diagrams draw with no
+internet. mkdocs.yml runs it (the gen-files plugin)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,10 @@ from chatmemory.services.conversation import turn_states
 from chatmemory.settings import ENV, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
+# Mermaid's standalone build; mkdocs.yml loads it (extra_javascript) before Material's own
+# script, which then uses it instead of fetching Mermaid from a CDN when a page is viewed.
+MERMAID = ROOT / "node_modules" / "mermaid" / "dist" / "mermaid.min.js"
+MERMAID_IN_SITE = "javascripts/mermaid.min.js"
 
 
 def _cell(text: Any) -> str:
@@ -169,6 +174,18 @@ The states:
 """
 
 
+def mermaid_script() -> bytes:
+    """Mermaid's standalone build from node_modules (fails the build when it is not there)."""
+    if not MERMAID.is_file():
+        raise SystemExit(
+            f"{MERMAID.relative_to(ROOT)} is missing: run `make node` (npm ci), which installs "
+            "the npm package mermaid; the site serves it itself instead of loading a CDN"
+        )
+    return MERMAID.read_bytes()
+
+
+with mkdocs_gen_files.open(MERMAID_IN_SITE, "wb") as script:
+    script.write(mermaid_script())
 with mkdocs_gen_files.open("concepts/turn-states.md", "w") as page:
     page.write(turn_page())
 with mkdocs_gen_files.open("reference/configuration.md", "w") as page:

@@ -20,6 +20,7 @@ from constructs import Construct
 from chatmemory import limits, schema
 from chatmemory.schema import EmbedFormat, TextFormat
 from stacks import sizing
+from stacks.model_providers import EMBED_PROVIDERS, MODEL_MODES, TEXT_PROVIDERS, ModelProvider
 
 PREFIX = "chatmemory:"
 
@@ -52,7 +53,6 @@ ROLE_ARN = re.compile(r"arn:[\w-]+:iam::\d{12}:role/\S+")
 # The most consecutive negative turns the runtime's Settings accept before a hand-off.
 HANDOFF_MAX_NEGATIVE_TURNS = 50
 
-ModelMode = Literal["endpoints", "deploy", "bedrock"]
 EnumT = TypeVar("EnumT", bound=StrEnum)
 SearchMode = Literal["domain", "serverless", "s3vectors"]
 # "default": the original design (SageMaker endpoints, an OpenSearch domain). "serverless": only
@@ -107,15 +107,20 @@ class Config:
     # What the other defaults start from (see PROFILE_DEFAULTS); explicit settings still win.
     profile: Profile = "default"
 
-    # Models. "endpoints": existing SageMaker endpoints, by name (JumpStart FLAN-T5 + GPT-J, as in
-    # the original design). "deploy": this stack deploys Hugging Face TGI (text, real-time) and
-    # TEI (embeddings, serverless) endpoints. "bedrock": Amazon Bedrock model ids.
+    # Models: the text model's provider and the embedding model's, each one of
+    # stacks/model_providers.py: "sagemaker" (an existing endpoint, by name: JumpStart FLAN-T5
+    # and GPT-J, as in the original design), "sagemaker-tgi" / "sagemaker-tei" (Hugging Face
+    # containers this stack deploys: TGI real-time, TEI serverless) or "bedrock" (model ids).
+    # `model_mode` is the older setting that chose both at once ("endpoints", "deploy" or
+    # "bedrock", still read), and says which of those the two providers make ("mixed": none).
     # Where a default differs from the runtime's (chatmemory.settings.Settings, made for local
     # mode), it is because the deployment knows more: the runtime has no endpoint or model to
     # default to and embeds with the offline MiniLM model (384 dimensions); a deployment names
     # JumpStart's endpoints (GPT-J: 4096 dimensions) or Bedrock's models. tests/infra/
     # test_config.py lists these differences and holds every other shared default equal.
-    model_mode: ModelMode = "endpoints"
+    text_provider: str = "sagemaker"
+    embed_provider: str = "sagemaker"
+    model_mode: str = "endpoints"
     text_endpoint: str = "jumpstart-dft-hf-text2text-flan-t5-xl"
     text_format: TextFormat = TextFormat.JUMPSTART_FLAN_T5
     embed_endpoint: str = "jumpstart-dft-hf-textembedding-gpt-j-6b-fp16"
@@ -269,12 +274,7 @@ class Config:
         except ValueError as error:
             raise ValueError(f"{context_key('profile')}: {error}") from None
         chosen = PROFILE_DEFAULTS[profile]
-        try:
-            mode = _choice(*get_args(ModelMode))(
-                raw.get("model_mode", chosen.get("model_mode", cls.model_mode))
-            )
-        except ValueError as error:
-            raise ValueError(f"{context_key('model_mode')}: {error}") from None
+        text, embed, mode = _model_providers(raw, chosen)
         defaults: dict[str, Any] = {
             # Production: keep logs a year, a search domain that survives an AZ outage, a WAF and
             # Cognito threat protection; development stays cheap.
@@ -284,10 +284,9 @@ class Config:
             "search_master_nodes": 3 if production else 0,
             "waf": production,
             "threat_protection": production,
-            # Each model mode has its own payload formats and embedding size.
-            "text_format": TextFormat.TGI if mode == "deploy" else TextFormat.JUMPSTART_FLAN_T5,
-            "embed_format": EmbedFormat.TEI if mode == "deploy" else EmbedFormat.JUMPSTART_GPT_J,
-            "embed_dimension": {"endpoints": 4096, "deploy": 384, "bedrock": 1024}[mode],
+            # A model provider may bring its payload format and embedding size.
+            **TEXT_PROVIDERS[text].defaults,
+            **EMBED_PROVIDERS[embed].defaults,
             "search_shards": 2 if production else 1,
             # The profile's choices come last: they override the stage's (no WAF fee in the
             # serverless profile, even in production), and explicit settings override them.
@@ -306,6 +305,8 @@ class Config:
             "stage": stage,
             "production": production,
             "profile": profile,
+            "text_provider": text,
+            "embed_provider": embed,
             "model_mode": mode,
         }
         for name, spec in cls.__dataclass_fields__.items():
@@ -402,19 +403,46 @@ class Config:
                 f"embedDimension {self.embed_dimension} is more than an S3 Vectors index "
                 f"accepts ({S3VECTORS_MAX_DIMENSION}) with searchMode=s3vectors"
             )
+        for name, registry in (
+            ("text_provider", TEXT_PROVIDERS),
+            ("embed_provider", EMBED_PROVIDERS),
+        ):
+            if getattr(self, name) not in registry:
+                raise ValueError(f"{_camel(name)} must be one of {', '.join(registry)}")
         if self.profile == "serverless":
             # What would bill every hour whatever the traffic: no setting may bring it back.
-            for name, allowed, why in (
-                ("model_mode", "bedrock", "SageMaker endpoints bill for every hour they run"),
-                ("search_mode", "s3vectors", "an OpenSearch domain or collection bills hourly"),
-            ):
-                value = getattr(self, name)
-                if value != allowed:
-                    raise ValueError(
-                        f"{_camel(name)}={value} contradicts profile=serverless ({why}): leave "
-                        f"{context_key(name)} unset (it is {allowed} in this profile) or "
-                        f"choose {context_key('profile')}=default"
-                    )
+            self._refuse_hourly_models()
+            if self.search_mode != "s3vectors":
+                raise _contradicts_serverless(
+                    f"searchMode={self.search_mode}",
+                    "an OpenSearch domain or collection bills hourly",
+                    ["search_mode"],
+                    "it is s3vectors in this profile",
+                )
+
+    def _refuse_hourly_models(self) -> None:
+        hourly: dict[str, ModelProvider] = {
+            name: provider
+            for name, provider in (
+                ("text_provider", TEXT_PROVIDERS[self.text_provider]),
+                ("embed_provider", EMBED_PROVIDERS[self.embed_provider]),
+            )
+            if provider.hourly
+        }
+        if not hourly:
+            return
+        why = next(iter(hourly.values())).hourly
+        chosen = ", ".join(f"{_camel(name)}={getattr(self, name)}" for name in hourly)
+        if self.model_mode in MODEL_MODES:
+            # Chosen together, as modelMode did (and may still have).
+            pair = f"textProvider={self.text_provider}, embedProvider={self.embed_provider}"
+            raise _contradicts_serverless(
+                f"modelMode={self.model_mode} ({pair})",
+                why,
+                ["model_mode", "text_provider", "embed_provider"],
+                "they are bedrock in this profile",
+            )
+        raise _contradicts_serverless(chosen, why, list(hourly), "bedrock in this profile")
 
     @property
     def zone_awareness(self) -> bool:
@@ -439,7 +467,8 @@ class Config:
 PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
     "default": {},
     "serverless": {
-        "model_mode": "bedrock",
+        "text_provider": "bedrock",
+        "embed_provider": "bedrock",
         "search_mode": "s3vectors",
         "waf": False,
         "threat_protection": False,
@@ -471,6 +500,50 @@ def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
     for name, value in planned.items():
         if name not in raw or not values[name]:  # unset, or 0: the planned value
             values[name] = value
+
+
+def _model_providers(raw: Mapping[str, Any], chosen: Mapping[str, Any]) -> tuple[str, str, str]:
+    """(text provider, embedding provider, model mode): each provider as set, else as modelMode
+    (the older setting that chose both at once) says, else the profile's or the default; the
+    mode is then the name of the pair ("mixed" when it is none)."""
+    pair = [
+        str(chosen.get("text_provider", Config.text_provider)),
+        str(chosen.get("embed_provider", Config.embed_provider)),
+    ]
+    mode = ""
+    if "model_mode" in raw:
+        try:
+            mode = _choice(*MODEL_MODES)(raw["model_mode"])
+        except ValueError as error:
+            raise ValueError(f"{context_key('model_mode')}: {error}") from None
+        pair = list(MODEL_MODES[mode])
+    for i, (name, registry) in enumerate(
+        (("text_provider", TEXT_PROVIDERS), ("embed_provider", EMBED_PROVIDERS))
+    ):
+        if name not in raw:
+            continue
+        try:
+            given = _choice(*registry)(raw[name])
+        except ValueError as error:
+            raise ValueError(f"{context_key(name)}: {error}") from None
+        if mode and given != pair[i]:
+            raise ValueError(
+                f"{context_key(name)}={given} and {context_key('model_mode')}={mode} disagree "
+                f"(modelMode={mode} is textProvider={MODEL_MODES[mode][0]} and "
+                f"embedProvider={MODEL_MODES[mode][1]}): set textProvider and embedProvider "
+                "without modelMode"
+            )
+        pair[i] = given
+    named = next((m for m, providers in MODEL_MODES.items() if providers == tuple(pair)), "mixed")
+    return pair[0], pair[1], named
+
+
+def _contradicts_serverless(chosen: str, why: str, names: list[str], instead: str) -> ValueError:
+    keys = " and ".join(context_key(name) for name in names)
+    return ValueError(
+        f"{chosen} contradicts profile=serverless ({why}): leave {keys} unset ({instead}) or "
+        f"choose {context_key('profile')}=default"
+    )
 
 
 def _parse(name: str, value: Any, default: Any, parsers: Mapping[str, Callable[[Any], Any]]) -> Any:

@@ -1,5 +1,7 @@
-"""Models: existing SageMaker endpoints (default), endpoints deployed here from Hugging Face
-containers, or Amazon Bedrock. Functions may invoke only the configured endpoints or models."""
+"""Models: the text and embedding models of the configured providers (existing SageMaker
+endpoints by default, endpoints deployed here from Hugging Face containers, or Amazon Bedrock:
+stacks/model_providers.py), and what the providers' entries need of CDK. Functions may invoke
+only the configured endpoints or models."""
 
 from __future__ import annotations
 
@@ -13,6 +15,7 @@ from chatmemory import schema
 from chatmemory.schema import inference_profile
 from stacks import nag
 from stacks.config import Config
+from stacks.model_providers import EMBED_PROVIDERS, TEXT_PROVIDERS, DeployedModel
 
 # ECR registries of AWS's Hugging Face inference containers, by region (from the SageMaker
 # Python SDK's image_uri_config: huggingface-llm.json for TGI, huggingface-tei-cpu.json for TEI).
@@ -35,7 +38,7 @@ TEI_REGISTRIES = {
 }  # fmt: skip
 
 
-# Bedrock: the default models of modelMode=bedrock, and where they run. Amazon Nova Micro is on
+# Bedrock: the default models of the bedrock providers, and where they run. Amazon Nova Micro is on
 # demand in us-east-1 only; elsewhere it is reached through the cross-region inference profile of
 # the region's geography ("eu.amazon.nova-micro-v1:0"), which Bedrock routes to the model in one
 # of the geography's regions. Titan Text Embeddings V2 is on demand in each region below. The
@@ -75,61 +78,38 @@ def default_text_model(region: str) -> str:
 
 
 class Models(Construct):
-    """The text and embedding models of the configured mode. `environment` is what the runtime
-    reads; `grant_text` / `grant_embed` allow invoking exactly these models."""
+    """The text and embedding models of the configured providers (stacks/model_providers.py),
+    each its own. `environment` is what the runtime reads; `grant_text` / `grant_embed` allow
+    invoking exactly these models."""
 
     def __init__(self, scope: Construct, construct_id: str, *, config: Config) -> None:
         super().__init__(scope, construct_id)
         self._config = config
-        stack = Stack.of(self)
-        if config.model_mode == "bedrock":
-            self._action = "bedrock:InvokeModel"  # Converse is authorized as InvokeModel
-            text_model_id = config.text_model_id or self._default_text_model()
-            self.text_arns = self._model_arns(text_model_id)
-            self.embed_arns = self._model_arns(config.embed_model_id)
-            self.environment = {
-                schema.ENV_TEXT_BACKEND: schema.TextBackend.BEDROCK,
-                schema.ENV_EMBED_BACKEND: schema.EmbedBackend.BEDROCK,
-                schema.ENV_TEXT_MODEL_ID: text_model_id,
-                schema.ENV_EMBED_MODEL_ID: config.embed_model_id,
-            }
-        else:
-            self._action = "sagemaker:InvokeEndpoint"
-            if config.model_mode == "deploy":
-                text_name, text_arn = self._deploy_text()
-                embed_name, embed_arn = self._deploy_embeddings()
-                self.text_arns, self.embed_arns = [text_arn], [embed_arn]
-            else:
-                text_name, embed_name = config.text_endpoint, config.embed_endpoint
-                # Endpoint ARNs use the lower-cased name.
-                self.text_arns = [
-                    stack.format_arn(
-                        service="sagemaker", resource="endpoint", resource_name=text_name.lower()
-                    )
-                ]
-                self.embed_arns = [
-                    stack.format_arn(
-                        service="sagemaker", resource="endpoint", resource_name=embed_name.lower()
-                    )
-                ]
-            self.environment = {
-                schema.ENV_TEXT_BACKEND: schema.TextBackend.SAGEMAKER,
-                schema.ENV_EMBED_BACKEND: schema.EmbedBackend.SAGEMAKER,
-                schema.ENV_TEXT_ENDPOINT: text_name,
-                schema.ENV_TEXT_FORMAT: config.text_format,
-                schema.ENV_EMBED_ENDPOINT: embed_name,
-                schema.ENV_EMBED_FORMAT: config.embed_format,
-            }
-        self.environment[schema.ENV_EMBED_DIMENSION] = str(config.embed_dimension)
+        self.text = TEXT_PROVIDERS[config.text_provider].deploy(
+            self, config, schema.ENV_TEXT_BACKEND
+        )
+        self.embed = EMBED_PROVIDERS[config.embed_provider].deploy(
+            self, config, schema.ENV_EMBED_BACKEND
+        )
+        self.environment = {
+            **self.text.environment,
+            **self.embed.environment,
+            schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
+        }
 
     def grant_text(self, function: lambda_.IFunction) -> None:
-        self._grant(function, self.text_arns)
+        self._grant(function, self.text)
 
     def grant_embed(self, function: lambda_.IFunction) -> None:
-        self._grant(function, self.embed_arns)
+        self._grant(function, self.embed)
 
-    def _grant(self, function: lambda_.IFunction, arns: list[str]) -> None:
-        function.add_to_role_policy(iam.PolicyStatement(actions=[self._action], resources=arns))
+    def _grant(self, function: lambda_.IFunction, model: DeployedModel) -> None:
+        if not model.actions:
+            return  # a model its provider needs no grant for
+        arns = model.resources
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(model.actions), resources=arns)
+        )
         role = function.role
         assert role is not None
         for arn in arns:
@@ -143,7 +123,7 @@ class Models(Construct):
                     "stack's region only).",
                 )
 
-    def _default_text_model(self) -> str:
+    def default_text_model_id(self) -> str:
         """The default text model of the stack's region: resolved now when the stack names
         its region (an unknown region stops the synth with what to set), else chosen by
         CloudFormation from a mapping, with a rule that stops a deployment to a region
@@ -177,7 +157,7 @@ class Models(Construct):
         )
         return Fn.join(".", [mapping.find_in_map(Aws.REGION, "prefix"), DEFAULT_TEXT_MODEL])
 
-    def _model_arns(self, model_id: str) -> list[str]:
+    def bedrock_arns(self, model_id: str) -> list[str]:
         """What InvokeModel (and Converse) must be allowed on for `model_id`: the foundation
         model in the stack's region, or, for a cross-region inference profile, the profile
         and its model in every region the profile may route a request to."""
@@ -193,7 +173,7 @@ class Models(Construct):
             f"arn:{Aws.PARTITION}:bedrock:*::foundation-model/{foundation}",
         ]
 
-    # --- "deploy" mode: Hugging Face containers -----------------------------------------------
+    # --- endpoints this stack deploys: Hugging Face containers --------------------------------
 
     def _execution_role(self) -> iam.Role:
         if not hasattr(self, "_role"):
@@ -282,7 +262,7 @@ class Models(Construct):
         registry = mapping.find_in_map(Aws.REGION, "account")
         return registry, f"{registry}.dkr.ecr.{Aws.REGION}.{Aws.URL_SUFFIX}/{repository}:{tag}"
 
-    def _deploy_text(self) -> tuple[str, str]:
+    def deploy_tgi(self) -> tuple[str, str]:
         config = self._config
         name = f"{Stack.of(self).stack_name}-text"
         registry, image = self._image(
@@ -327,7 +307,7 @@ class Models(Construct):
         )
         return name, endpoint.ref
 
-    def _deploy_embeddings(self) -> tuple[str, str]:
+    def deploy_tei(self) -> tuple[str, str]:
         config = self._config
         name = f"{Stack.of(self).stack_name}-embed"
         registry, image = self._image(

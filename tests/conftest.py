@@ -191,6 +191,26 @@ def running_world(
     yield from local_world(dynamodb_local, tmp_path, monkeypatch, poll_in_background=True)
 
 
+# --- a headless browser (the web page's tests, the docs site's) ---------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Debian's headless Chromium driven by Playwright, one per test module; skips without one."""
+    from scripts.browser import find_browser
+
+    if find_browser() is None:
+        pytest.skip("no Chromium found: `sudo apt-get install chromium` or set CHROMIUM_PATH")
+    from playwright.sync_api import sync_playwright
+
+    from local.browser import launch_chromium
+
+    with sync_playwright() as playwright:
+        chromium = launch_chromium(playwright)
+        yield chromium
+        chromium.close()
+
+
 # --- synthesized apps (tests/infra, tests/aws) ----------------------------------------------
 
 

@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import re
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
 from chatmemory.errors import ModelUnavailable
-from chatmemory.ports import Generation
+from chatmemory.ports import Finish, GenerationOptions, Piece, TextGenerator
+
+_WORDS = re.compile(r"\S+\s*|\s+")
+
+
+def reply_pieces(text: str, model: str, *, stream: bool) -> Iterator[Piece]:
+    """A fake's reply as pieces: whole, or word by word when streamed."""
+    yield from _WORDS.findall(text) if stream else [text]
+    yield Finish(model=model)
 
 
 @dataclass
-class FakeGenerator:
+class FakeGenerator(TextGenerator):
     """Answers "reply #<n> to: <last user line>" and records the prompts it saw."""
 
     name: str = "fake-llm"
@@ -22,8 +31,11 @@ class FakeGenerator:
     fail_next: int = 0
     prompts: list[str] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    honours = frozenset({"max_new_tokens", "stop", "temperature"})
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         with self._lock:
             self.prompts.append(prompt)
             if self.fail_next > 0:
@@ -31,9 +43,11 @@ class FakeGenerator:
                 raise ModelUnavailable("fake model is down")
             count = len(self.prompts)
         if self.reply is not None:
-            return Generation(self.reply(prompt), model=self.name)
-        last_user = [line for line in prompt.splitlines() if line.startswith("User: ")][-1]
-        return Generation(f"reply #{count} to: {last_user[6:]}", model=self.name)
+            text = self.reply(prompt)
+        else:
+            last_user = [line for line in prompt.splitlines() if line.startswith("User: ")][-1]
+            text = f"reply #{count} to: {last_user[6:]}"
+        yield from reply_pieces(text, self.name, stream=stream)
 
     @property
     def calls(self) -> int:
@@ -145,7 +159,7 @@ class FixedClock:
 
 
 @dataclass
-class HookedModel:
+class HookedModel(TextGenerator):
     """Answers `prefix` + the user's last message (its lines joined by " | "), and runs each of
     `during` (once, in order) inside a call: a second request interleaved with a model call."""
 
@@ -155,8 +169,11 @@ class HookedModel:
     fail: int = 0
     name: str = "model"
     context_tokens: int = 2048
+    honours = frozenset({"max_new_tokens", "stop", "temperature"})
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         self.prompts.append(prompt)
         if self.during:
             self.during.pop(0)()
@@ -164,7 +181,9 @@ class HookedModel:
             self.fail -= 1
             raise ModelUnavailable("the model is down")
         last = prompt.rsplit("User: ", 1)[-1].split("\nAssistant:")[0]
-        return Generation(self.prefix + " | ".join(last.splitlines()), model=self.name)
+        yield from reply_pieces(
+            self.prefix + " | ".join(last.splitlines()), self.name, stream=stream
+        )
 
 
 @dataclass

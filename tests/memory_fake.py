@@ -740,6 +740,14 @@ class InMemoryShortTermMemory:
             ]
         yield from found
 
+    def profile_records(self, owner: str, limit: int) -> list[MemoryRecord]:
+        with self._lock:
+            ranked = sorted(
+                (r for (o, _), r in self._records.items() if o == owner and r.in_profile),
+                key=lambda r: r.profile_rank,
+            )
+            return [copy.deepcopy(r) for r in ranked[:limit]]
+
     def save_record(self, record: MemoryRecord) -> bool:
         with self._lock:
             current = self._records.get((record.user_id, record.record_id))

@@ -12,7 +12,12 @@ from typing import Any
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
 from chatmemory.ports import Candidate, ExtractedFact, Extractor, ShortTermMemory
-from chatmemory.schema import MEMORY_INDEX, RecordType
+from chatmemory.schema import (
+    MEMORY_INDEX,
+    PROMPT_MEMORY_HEADER,
+    PROMPT_PROFILE_HEADER,
+    RecordType,
+)
 from chatmemory.services.background.consolidation import (
     ConsolidationPolicy,
     ConsolidationResult,
@@ -253,10 +258,13 @@ class World:
         turn = self.api.say(sid, message, user=user)
         prompt = self.model.prompts[-1] if self.model.calls > before else ""
         assert self.api.call("DELETE", f"/sessions/{sid}", user=user)[0] == 204
-        # The memory block: after its header, before the message (a new session: no window).
+        # The memory the prompt holds: the profile block and auto-recall's block, after the
+        # system line, before the message (a new session: no window).
         memory = ""
-        if "From earlier conversations" in prompt:
-            memory = prompt.split("From earlier conversations", 1)[1].rsplit("\nUser: ", 1)[0]
+        for header in (PROMPT_PROFILE_HEADER, PROMPT_MEMORY_HEADER):
+            if header in prompt:
+                memory = prompt.split(header, 1)[1].rsplit("\nUser: ", 1)[0]
+                break
         return {s["id"] for s in turn["sources"]}, memory
 
     def stored_records(self, owner: str = "alice") -> list[dict[str, Any]]:

@@ -52,6 +52,7 @@ from chatmemory.schema import (
     HandoffState,
     Intent,
     Rating,
+    RecordCategory,
     RecordOrigin,
     RecordStatus,
     RecordType,
@@ -387,7 +388,8 @@ class TurnOut(_Out):
         default=None,
         description=(
             "The sentiment of the user's input (VADER, or the text model with "
-            "SENTIMENT=model); absent when unknown."
+            "SENTIMENT=model); absent when unknown, and for a command (/past, /verified, "
+            "/remember, /human), which is not scored."
         ),
     )
     answered_by: int | None = Field(
@@ -415,13 +417,6 @@ class MessageEnvelope(TurnEnvelope):
             "that holds the answer (turn.answered_by)."
         ),
     )
-
-    @classmethod
-    def of_message(cls, turn: Turn, answer: Turn | None) -> MessageEnvelope:
-        return cls(
-            turn=TurnOut.model_validate(turn),
-            answer=TurnOut.model_validate(answer) if answer is not None else None,
-        )
 
 
 class MessageList(_Model):
@@ -658,6 +653,14 @@ class RecordOut(_Out):
     subject: str = Field(
         default="", description="What it is about; a newer record on it supersedes this one."
     )
+    category: RecordCategory | None = Field(
+        default=None,
+        description=(
+            "A fact's or a preference's place in the profile block every chat prompt holds "
+            "(health first, then identity and people, preferences, other; an event is not in "
+            "it); none for summaries, open questions and a client's namespaced items."
+        ),
+    )
     status: Literal[RecordStatus.ACTIVE, RecordStatus.SUPERSEDED]
     origin: RecordOrigin
     created_at: str = Field(description="When it was said (or stated).")
@@ -701,6 +704,11 @@ class RecordOut(_Out):
     @classmethod
     def _profile_when_none(cls, value: Any) -> Any:
         return list(value) if value else list(PROFILE_NAMESPACE)
+
+    @field_validator("category", mode="before")
+    @classmethod
+    def _none_when_empty(cls, value: Any) -> Any:
+        return value or None
 
     @model_validator(mode="after")
     def _scope(self) -> RecordOut:

@@ -12,6 +12,7 @@ from typing import Any, Generic, TypeVar
 from chatmemory.schema import (
     ID_MAX_LENGTH,
     ID_PATTERN,
+    PROFILE_TIERS,
     VISIBLE_STATUSES,
     Intent,
     RecordOrigin,
@@ -303,6 +304,30 @@ class MemoryRecord:
     # When the record expires, in epoch seconds (the records table's TTL attribute): from then
     # on it is never read again, and DynamoDB's TTL removes the item later. None: never.
     expires_at: int | None = None
+    # What a fact or a preference is about (schema.RecordCategory, services/profile/traits.py):
+    # its place in the profile block; "" for summaries, open questions and a client's items.
+    category: str = ""
+
+    @property
+    def in_profile(self) -> bool:
+        """Part of the profile every chat prompt holds (services/profile/block.py): a lasting
+        fact or preference of the profile's own namespace, no dated event."""
+        return (
+            self.type in (RecordType.FACT, RecordType.PREFERENCE)
+            and self.status == RecordStatus.ACTIVE
+            and not self.namespace
+            and self.expires_at is None
+            and self.category in PROFILE_TIERS
+        )
+
+    @property
+    def profile_rank(self) -> str:
+        """Its place in the profile index (schema.PROFILE_RECORDS_INDEX): its category's tier,
+        then the newest said (or restated, or corrected) first. Read in key order, the index
+        gives the profile block's candidates best first."""
+        digits = "".join(c for c in self.updated_at or self.created_at if c.isdigit())[:17]
+        newest_first = 10**17 - 1 - int(digits.ljust(17, "0"))
+        return f"{PROFILE_TIERS[self.category]}#{newest_first:017d}"
 
     def expired(self, now: datetime) -> bool:
         """Whether the record has expired at `now` (reads hide it, whatever the TTL lag)."""

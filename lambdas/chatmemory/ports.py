@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from chatmemory.domain import (
     Blob,
@@ -22,6 +22,7 @@ from chatmemory.domain import (
     Turn,
     UserState,
 )
+from chatmemory.errors import ModelError
 from chatmemory.schema import MemoryKind, RecordType
 
 
@@ -298,6 +299,14 @@ class RecordStore(Protocol):
         ones only with `include_expired` (purges, which must remove them too)."""
         ...
 
+    def profile_records(self, owner: str, limit: int) -> list[MemoryRecord]:
+        """The first `limit` records of the owner's profile (MemoryRecord.in_profile) in the
+        profile block's order (codec.profile_rank: health first, then identity and people,
+        preferences, the rest; newest first within each): one Query of a sparse index, read
+        eventually (the caller checks liveness with `live`). Only what the block needs is
+        read: id, text, type, category, dates and provenance."""
+        ...
+
     def save_record(self, record: MemoryRecord) -> bool:
         """Replace a record conditional on its `version` (then incremented) and on it not being
         deleted; False when it changed meanwhile."""
@@ -372,9 +381,23 @@ class ShortTermMemory(SessionStore, TurnStore, RecordStore, HandoffStore, Protoc
     read checks sessions and records together."""
 
 
-@dataclass
-class Generation:
-    text: str
+# --- text generation: answers made of pieces ----------------------------------------------------
+# An answer is a sequence of pieces: its text as it comes (str deltas), then one Finish that says
+# why it ended and what it cost. Buffered callers take the pieces collected (`collect`,
+# TextGenerator.generate); a streaming caller reads them as they come.
+
+# Why an answer ended (Finish.stop_reason). OpenAI's finish_reason of each: "stop" for END and
+# STOP_SEQUENCE, "length" for LENGTH, "content_filter" for CONTENT_FILTER.
+END = "end"  # the model ended its answer
+STOP_SEQUENCE = "stop_sequence"  # at a stop sequence (the server's, or cut here)
+LENGTH = "length"  # at the most tokens it was allowed
+CONTENT_FILTER = "content_filter"  # a guardrail or content filter ended it
+
+
+class Finish(NamedTuple):
+    """The last piece of an answer."""
+
+    stop_reason: str = END
     model: str = ""
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -382,14 +405,104 @@ class Generation:
     remember: bool = True
 
 
+# A text delta, or the Finish that ends the answer.
+Piece = str | Finish
+
+
+class Generation(NamedTuple):
+    """An answer whole: its pieces collected."""
+
+    text: str
+    model: str = ""
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    remember: bool = True
+    stop_reason: str = END
+
+
+class GenerationOptions(NamedTuple):
+    """What a caller asks of one answer. A backend honours the options named in its
+    TextGenerator.honours and ignores the others: `TextGenerator.unsupported` tells which of a
+    request's it cannot honour, so that a caller can refuse them instead."""
+
+    max_new_tokens: int
+    # Text from the first of these on is never part of the answer, whatever the backend.
+    stop: tuple[str, ...] = ()
+    # None: the backend's own default.
+    temperature: float | None = None
+    # A hint, never refused: how many characters at the start of the prompt stay the same from
+    # one turn to the next (the system line and the profile block), which a backend that
+    # caches prompts may cache (Bedrock's cachePoint).
+    constant_prefix: int = 0
+
+
+# Options that are hints: a backend that cannot use them ignores them (never `unsupported`).
+HINTS = frozenset({"constant_prefix"})
+
+
+def collect(pieces: Iterable[Piece]) -> Generation:
+    """The answer whole from its pieces (the text of every delta, and the Finish's facts)."""
+    text: list[str] = []
+    for piece in pieces:
+        if isinstance(piece, str):
+            text.append(piece)
+        else:
+            return Generation(
+                "".join(text),
+                piece.model,
+                piece.input_tokens,
+                piece.output_tokens,
+                piece.remember,
+                piece.stop_reason,
+            )
+    raise ModelError("the model's answer ended before it was finished")
+
+
+def whole(generation: Generation) -> Iterator[Piece]:
+    """The pieces of an answer that came whole: its text, then its Finish."""
+    if generation.text:
+        yield generation.text
+    yield Finish(
+        generation.stop_reason,
+        generation.model,
+        generation.input_tokens,
+        generation.output_tokens,
+        generation.remember,
+    )
+
+
 class TextGenerator(Protocol):
+    """A text model. Adapters subclass it: they implement `pieces`, and `generate` (the answer
+    collected) and `unsupported` come with it."""
+
     name: str
     # The model's input limit in tokens; prompts are clipped to fit it.
     context_tokens: int
+    # The GenerationOptions fields this backend honours (none unless it says).
+    honours: frozenset[str] = frozenset()
 
-    def generate(
-        self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()
-    ) -> Generation: ...
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
+        """The answer to `prompt` as pieces, the last a Finish; nothing of it from a stop
+        sequence on. With `stream`, from the backend's streaming call where it has one (its
+        text as the model writes it); without, from its whole answer (one request, the call a
+        buffered answer makes). Fails with ModelUnavailable or ModelError, before or between
+        pieces."""
+        ...
+
+    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+        """The whole answer: the pieces of one buffered call, collected."""
+        return collect(self.pieces(prompt, GenerationOptions(max_new_tokens, tuple(stop))))
+
+    def unsupported(self, options: GenerationOptions) -> dict[str, str]:
+        """The options of a request this backend cannot honour, each with why (an option is
+        asked for unless it is None or empty; max_new_tokens always is)."""
+        return {
+            name: f"{self.name} cannot honour {name}"
+            for name, value in zip(options._fields, options, strict=True)
+            if value not in (None, ()) and name not in self.honours and name not in HINTS
+        }
 
 
 class Embedder(Protocol):

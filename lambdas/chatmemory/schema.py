@@ -313,10 +313,23 @@ RECORD_ID = "record_id"
 # A record's namespace, as its path (namespace_path); absent for the profile's own records.
 RECORD_NAMESPACE = "ns"
 
+# The profile's lasting records (ACTIVE facts and preferences of the profile's own namespace that
+# never expire and are no dated event) carry their place in the profile block (profile_rank,
+# services/profile/block.py): the sparse index a chat turn reads the block from, one Query
+# bounded by the block, whatever else the caller's partition holds.
+PROFILE_RANK = "profile_rank"
+PROFILE_RECORDS_INDEX = IndexSpec(
+    name="profile-records",
+    partition_key=KeyAttr(USER_ID, "S"),
+    sort_key=KeyAttr(PROFILE_RANK, "S"),
+    include=("text", "type", "category", "origin", "created_at", "updated_at", "provenance"),
+)
+
 RECORDS = TableSpec(
     logical_name="records",
     partition_key=KeyAttr(USER_ID, "S"),
     sort_key=KeyAttr(RECORD_ID, "S"),
+    indexes=(PROFILE_RECORDS_INDEX,),
     # A record stated with an expiry (ttl_seconds) carries it as epoch seconds: reads hide it
     # from that second on, and DynamoDB's TTL deletes the item (within days) afterwards.
     ttl_attribute=EXPIRES_AT,
@@ -495,6 +508,28 @@ class RecordType(StrEnum):
     OPEN_QUESTION = "open_question"
 
 
+class RecordCategory(StrEnum):
+    """What a fact or preference is about (services/profile/traits.category): the profile block
+    keeps them in this order of importance when they do not all fit its budget."""
+
+    HEALTH = "health"  # health and safety: allergies, diets, conditions, medicines, abilities
+    IDENTITY = "identity"  # who they are: name, age, home, work, studies, beliefs
+    PEOPLE = "people"  # family, friends, the people and pets of their life
+    PREFERENCE = "preference"  # standing likes, dislikes, habits
+    OTHER = "other"  # any other lasting fact
+    EVENT = "event"  # something that happened at a time: recalled by meaning, not in the block
+
+
+# The profile block's order: a lower tier survives its budget first; EVENT is never in it.
+PROFILE_TIERS: dict[str, int] = {
+    RecordCategory.HEALTH: 0,
+    RecordCategory.IDENTITY: 1,
+    RecordCategory.PEOPLE: 1,
+    RecordCategory.PREFERENCE: 2,
+    RecordCategory.OTHER: 3,
+}
+
+
 class RecordStatus(StrEnum):
     ACTIVE = "ACTIVE"
     SUPERSEDED = "SUPERSEDED"  # a newer record about the same thing replaced it (history)
@@ -525,6 +560,10 @@ PROMPT_MEMORY_HEADER = (
     "From earlier conversations with the user (dated; use only what helps with the message):"
 )
 PROMPT_MEMORY_FOOTER = "(End of earlier conversations.)"
+# The profile block of a chat prompt (services/profile/block.py): what the user told us about
+# themselves that lasts, in their words, on every turn.
+PROMPT_PROFILE_HEADER = "About the user, in their words:"
+PROMPT_PROFILE_FOOTER = "(End of profile.)"
 
 # The owner key of verified passages: they belong to no user, and every caller may read them.
 SHARED_OWNER = ""
@@ -738,6 +777,7 @@ ENV_RECORDS_TABLE = RECORDS.env_var
 ENV_CHECKPOINTS_TABLE = CHECKPOINTS.env_var
 ENV_AUTO_RECALL = "AUTO_RECALL"
 ENV_MEMORY_TOKEN_BUDGET = "MEMORY_TOKEN_BUDGET"
+ENV_PROFILE_TOKEN_BUDGET = "PROFILE_TOKEN_BUDGET"
 ENV_DYNAMODB_ENDPOINT = "DYNAMODB_ENDPOINT_URL"
 ENV_TEXT_BACKEND = "TEXT_BACKEND"
 ENV_EMBED_BACKEND = "EMBED_BACKEND"

@@ -23,6 +23,7 @@ from typing import Any
 
 from chatmemory import schema as s
 from chatmemory.errors import ConfigurationError
+from chatmemory.providers import EMBED_PROVIDERS, TEXT_PROVIDERS, described
 from chatmemory.schema import (
     EmbedBackend,
     EmbedFormat,
@@ -82,6 +83,23 @@ def _choice(kind: type[Enum]) -> Parse:
         except ValueError:
             allowed = ", ".join(repr(member.value) for member in kind)
             raise ValueError(f"should be one of {allowed}") from None
+
+    return parse
+
+
+def _provider(registry: Mapping[str, Any], builtin: type[Enum]) -> Parse:
+    """A name of the providers' registry (chatmemory/providers.py) as it is when read; a
+    built-in provider as its enum member."""
+
+    def parse(value: Any) -> Any:
+        name = _text(value)
+        if name not in registry:
+            allowed = ", ".join(repr(str(known)) for known in registry)
+            raise ValueError(f"should be one of {allowed}")
+        try:
+            return builtin(name)
+        except ValueError:
+            return name
 
     return parse
 
@@ -181,17 +199,16 @@ class Settings:
     dynamodb_endpoint: str | None = setting(
         None, "A DynamoDB endpoint URL: DynamoDB Local in local mode; unset in AWS.", _optional_text
     )
-    text_backend: TextBackend = setting(
+    # A provider's name (chatmemory/providers.py): TextBackend's member for a built-in one.
+    text_backend: str = setting(
         TextBackend.OFFLINE,
-        "The text model: `sagemaker`, `bedrock`, `openai` (any OpenAI-compatible server) "
-        "or `offline` (a plainly labelled responder that calls no model).",
-        _choice(TextBackend),
+        f"The text model's provider: {described(TEXT_PROVIDERS)}.",
+        _provider(TEXT_PROVIDERS, TextBackend),
     )
-    embed_backend: EmbedBackend = setting(
+    embed_backend: str = setting(
         EmbedBackend.OFFLINE,
-        "The embedding model: `sagemaker`, `bedrock`, `openai` or `offline` "
-        "(all-MiniLM-L6-v2 in process).",
-        _choice(EmbedBackend),
+        f"The embedding model's provider: {described(EMBED_PROVIDERS)}.",
+        _provider(EMBED_PROVIDERS, EmbedBackend),
     )
     text_endpoint: str = setting("", "The SageMaker text endpoint's name.")
     text_format: TextFormat = setting(
@@ -365,6 +382,13 @@ class Settings:
         "Auto-recall's memory in a prompt, in tokens (at most half the context).",
         _integer(ge=0),
     )
+    # The user's lasting facts and preferences in every chat prompt (services/profile/block.py).
+    profile_token_budget: int = setting(
+        600,
+        "The profile block every chat prompt holds (the user's lasting facts and preferences, "
+        "health and safety first), in tokens (at most a quarter of the context; 0: none).",
+        _integer(ge=0),
+    )
     # Origins a browser page may call the API from ("*": any); none by default.
     cors_origins: tuple[str, ...] = setting(
         (), "Comma-separated origins a browser page may call the API from (`*`: any).", _origins
@@ -533,6 +557,7 @@ ENV: dict[str, str] = {
     "checkpoints_table": s.ENV_CHECKPOINTS_TABLE,
     "auto_recall": s.ENV_AUTO_RECALL,
     "memory_token_budget": s.ENV_MEMORY_TOKEN_BUDGET,
+    "profile_token_budget": s.ENV_PROFILE_TOKEN_BUDGET,
     "dynamodb_endpoint": s.ENV_DYNAMODB_ENDPOINT,
     "text_backend": s.ENV_TEXT_BACKEND,
     "embed_backend": s.ENV_EMBED_BACKEND,

@@ -20,7 +20,8 @@ from chatmemory.ports import (
     TextGenerator,
     VectorCache,
 )
-from chatmemory.schema import EmbedBackend, LongTermBackend, SentimentMode, TextBackend
+from chatmemory.providers import EMBED_PROVIDERS, TEXT_PROVIDERS
+from chatmemory.schema import LongTermBackend, SentimentMode, TextBackend
 from chatmemory.services.prompt import Roles
 from chatmemory.settings import Settings
 
@@ -96,100 +97,9 @@ def checkpoint_store(cfg: Settings | None = None) -> CheckpointStore:
 
 
 # --- model and index adapters, one builder per backend ----------------------------------------
-# Each registry maps a backend (an enum of schema.py, validated in Settings) to the function that
-# builds its adapter; adapters are imported inside, so a Lambda loads only the one it uses.
-
-
-def _offline_text(cfg: Settings) -> TextGenerator:
-    from chatmemory.adapters.offline.responder import OfflineResponder
-
-    # Quotes by meaning with the configured embedder, built on first use (it is cached).
-    return OfflineResponder(lambda: embedder(cfg))
-
-
-def _sagemaker_text(cfg: Settings) -> TextGenerator:
-    from chatmemory.adapters.sagemaker import SageMakerTextGenerator
-
-    return SageMakerTextGenerator(
-        _model_client("sagemaker-runtime", cfg),
-        cfg.text_endpoint,
-        payload_format=cfg.text_format,
-        context_tokens=cfg.prompt_token_budget,
-    )
-
-
-def _bedrock_text(cfg: Settings) -> TextGenerator:
-    from chatmemory.adapters.bedrock import BedrockTextGenerator
-
-    return BedrockTextGenerator(_model_client("bedrock-runtime", cfg), cfg.text_model_id)
-
-
-def _openai_text(cfg: Settings) -> TextGenerator:
-    from chatmemory.adapters.openai_compat import OpenAICompatTextGenerator
-
-    return OpenAICompatTextGenerator(
-        cfg.openai_base_url,
-        cfg.text_model_id,
-        api_key=cfg.openai_api_key,
-        timeout=cfg.model_timeout_seconds,
-        attempts=cfg.model_max_attempts,
-    )
-
-
-TEXT_GENERATORS: dict[TextBackend, Callable[[Settings], TextGenerator]] = {
-    TextBackend.OFFLINE: _offline_text,
-    TextBackend.SAGEMAKER: _sagemaker_text,
-    TextBackend.BEDROCK: _bedrock_text,
-    TextBackend.OPENAI: _openai_text,
-}
-
-
-def _offline_embedder(cfg: Settings) -> Embedder:
-    from chatmemory.adapters.offline.embedder import MiniLMEmbedder
-
-    return MiniLMEmbedder()
-
-
-def _sagemaker_embedder(cfg: Settings) -> Embedder:
-    from chatmemory.adapters.sagemaker import SageMakerEmbedder
-
-    return SageMakerEmbedder(
-        _model_client("sagemaker-runtime", cfg),
-        cfg.embed_endpoint,
-        payload_format=cfg.embed_format,
-        dimension=cfg.embed_dimension,
-    )
-
-
-def _bedrock_embedder(cfg: Settings) -> Embedder:
-    from chatmemory.adapters.bedrock import BedrockEmbedder
-
-    return BedrockEmbedder(
-        _model_client("bedrock-runtime", cfg),
-        cfg.embed_model_id or "amazon.titan-embed-text-v2:0",
-        dimension=cfg.embed_dimension,
-    )
-
-
-def _openai_embedder(cfg: Settings) -> Embedder:
-    from chatmemory.adapters.openai_compat import OpenAICompatEmbedder
-
-    return OpenAICompatEmbedder(
-        cfg.openai_base_url,
-        cfg.embed_model_id,
-        dimension=cfg.embed_dimension,
-        api_key=cfg.openai_api_key,
-        timeout=cfg.model_timeout_seconds,
-        attempts=cfg.model_max_attempts,
-    )
-
-
-EMBEDDERS: dict[EmbedBackend, Callable[[Settings], Embedder]] = {
-    EmbedBackend.OFFLINE: _offline_embedder,
-    EmbedBackend.SAGEMAKER: _sagemaker_embedder,
-    EmbedBackend.BEDROCK: _bedrock_embedder,
-    EmbedBackend.OPENAI: _openai_embedder,
-}
+# The model providers' registries are chatmemory/providers.py; the long-term indexes' is here.
+# Each maps a backend (validated in Settings) to the function that builds its adapter; adapters
+# are imported inside, so a Lambda loads only the one it uses.
 
 
 def _embedded_index(cfg: Settings) -> LongTermIndex:
@@ -276,14 +186,18 @@ def _build(registry: Mapping[Any, Callable[[Settings], Any]], backend: Any, cfg:
 
 
 def text_generator(cfg: Settings | None = None) -> TextGenerator:
+    """The text model of the configured provider (chatmemory/providers.py)."""
     cfg = cfg or settings()
-    generator: TextGenerator = _build(TEXT_GENERATORS, cfg.text_backend, cfg)
+    builders = {name: provider.build for name, provider in TEXT_PROVIDERS.items()}
+    generator: TextGenerator = _build(builders, cfg.text_backend, cfg)
     return generator
 
 
 def embedder(cfg: Settings | None = None) -> Embedder:
+    """The embedding model of the configured provider (chatmemory/providers.py)."""
     cfg = cfg or settings()
-    built: Embedder = _build(EMBEDDERS, cfg.embed_backend, cfg)
+    builders = {name: provider.build for name, provider in EMBED_PROVIDERS.items()}
+    built: Embedder = _build(builders, cfg.embed_backend, cfg)
     return built
 
 
@@ -296,7 +210,7 @@ def _cached_model_client(service: str, timeout: float, attempts: int) -> Any:
     return boto3.client(service, config=model_client_config(timeout, attempts))
 
 
-def _model_client(service: str, cfg: Settings) -> Any:
+def model_client(service: str, cfg: Settings) -> Any:
     """A model runtime client whose timeout and retries stay under API Gateway's 29 s, and
     within the deadline of the request being served (adapters/retry.DeadlineClients)."""
     from chatmemory.adapters.retry import DeadlineClients
@@ -314,6 +228,7 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
     from chatmemory.services.conversation.stacking import StackPolicy
     from chatmemory.services.longterm.auto_recall import AutoRecallPolicy
     from chatmemory.services.longterm.recall import RecallWeights
+    from chatmemory.services.profile.block import ProfileBlockPolicy
 
     cfg = cfg or settings()
     return ChatPolicy(
@@ -334,6 +249,7 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
             token_budget=cfg.memory_token_budget,
             half_life_days=cfg.recency_half_life_days,
         ),
+        profile=ProfileBlockPolicy(token_budget=cfg.profile_token_budget),
         rewrite_follow_ups=cfg.text_backend != TextBackend.OFFLINE,
         stack=StackPolicy(enabled=cfg.stack_messages, wait_seconds=cfg.stack_wait_ms / 1000),
         handoff=HandoffPolicy(

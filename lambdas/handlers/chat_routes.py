@@ -45,7 +45,7 @@ from chatmemory.services.background import forget
 from chatmemory.services.conversation import chat, checkpoints, handoff, sessions, turns
 from chatmemory.services.longterm import recall
 from chatmemory.services.profile import profile
-from handlers import chat_shared
+from handlers import chat_shared, messages
 from handlers.chat_shared import (
     cors_origins,
     known_error,
@@ -249,14 +249,26 @@ def delete_session(session_id: SessionId) -> Response[None]:
         "together, once: the newest one's turn holds the answer, and the requests of the "
         "earlier ones return their turn (answered_by) with that answer."
     ),
+    responses={
+        200: {
+            "description": "The message's turn, answered",
+            "content": {"application/json": {"model": m.MessageEnvelope}},
+        }
+    },
 )
 def post_message(
     session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
-) -> m.MessageEnvelope:
-    result = chat_shared.post_message(
-        _user(), session_id, body.content, body.client_message_id, body.window_turns
+) -> Response[str]:
+    message = messages.Message(
+        _user(),
+        session_id,
+        body.content,
+        body.client_message_id,
+        body.window_turns,
+        origin=None,  # the resolver adds CORS (handlers/http.OriginCORSConfig)
     )
-    return m.MessageEnvelope.of_message(result.turn, result.answer)
+    status, envelope = messages.reply(message)
+    return Response(status_code=status, content_type="application/json", body=envelope)
 
 
 @router.get(

@@ -10,6 +10,7 @@ from aws_lambda_powertools.event_handler import APIGatewayRestResolver, CORSConf
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 
 from chatmemory.errors import ChatMemoryError
+from handlers.cors import cors_headers
 from handlers.json_body import error_json
 
 
@@ -22,14 +23,15 @@ class UnsupportedMediaType(ChatMemoryError):
 
 
 class OriginCORSConfig(CORSConfig):
-    """Powertools' CORSConfig, plus `Vary: Origin` on an answer that names the caller's origin,
-    so that no cache serves it to a page of another origin."""
+    """Powertools' CORSConfig answering with handlers/cors.py's headers (the same as every
+    other way the API answers)."""
+
+    def __init__(self, allowed: Sequence[str]) -> None:
+        super().__init__(allow_origin=allowed[0], extra_origins=list(allowed[1:]))
+        self._allowed = tuple(allowed)
 
     def to_dict(self, origin: str | None) -> dict[str, str]:
-        headers = super().to_dict(origin)
-        if headers and origin != "*":
-            headers["Vary"] = "Origin"
-        return headers
+        return dict(cors_headers(origin, self._allowed))
 
 
 def cors_config(allowed: Sequence[str]) -> CORSConfig | None:
@@ -37,7 +39,7 @@ def cors_config(allowed: Sequence[str]) -> CORSConfig | None:
     API Gateway answers preflights; proxy answers need the headers from the Lambda."""
     if not allowed:
         return None
-    return OriginCORSConfig(allow_origin=allowed[0], extra_origins=list(allowed[1:]))
+    return OriginCORSConfig(allowed)
 
 
 def json_bodies_only(app: APIGatewayRestResolver, next_middleware: NextMiddleware) -> Response:

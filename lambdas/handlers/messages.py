@@ -1,12 +1,14 @@
-"""The chat message route, POST /sessions/{session_id}/messages, without Powertools' resolver
-or pydantic: a cold start whose first request is a message (the route a conversation calls
-most) imports neither (docs/measured/coldstart.md).
+"""The chat message route, POST /sessions/{session_id}/messages: the one module that answers a
+chat message, for every way a request reaches it.
 
-It takes a message only as the API's models would (`PostMessageRequest` of
-chatmemory/api_models.py, the identifier rule of schema.py, a JSON body): anything else returns
-None from `accepted` and is answered by the Powertools routes, whose errors are the API's.
-Its answer is the route's `MessageEnvelope` as Powertools writes it (tests/unit/
-test_message_route.py compares the two on the same requests).
+A request that is a message the API's models take as it is (`PostMessageRequest` of
+chatmemory/api_models.py, the identifier rule of schema.py, a JSON body: `accepted`) is answered
+here without Powertools' resolver or pydantic, so that a cold start whose first request is a
+message (the route a conversation calls most) imports neither (docs/measured/coldstart.md). Any
+other request goes to the Powertools routes, which validate it (their errors are the API's) and
+then answer it with this module too (`reply`). The answer's JSON (`envelope_json`, the route's
+`MessageEnvelope`), its errors (`error_reply`) and its CORS headers (handlers/cors.py) are made
+here once (tests/unit/test_message_route.py holds the two ways to the same answers).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from chatmemory.domain import Feedback, Sentiment, Source, Turn
 from chatmemory.errors import ChatMemoryError
 from chatmemory.schema import ID_MAX_LENGTH, ID_PATTERN
 from handlers import chat_shared
+from handlers.cors import cors_headers
 from handlers.identity import caller_id
 from handlers.json_body import error_json, strict_json
 
@@ -80,8 +83,15 @@ def accepted(event: dict[str, Any]) -> Message | None:
 
 
 def answer(message: Message, cors_origins: tuple[str, ...]) -> dict[str, Any]:
-    """The message answered and stored (handlers/chat_shared.post_message), as the proxy answer
-    API Gateway passes on: the route's envelope, or the API's error envelope."""
+    """The message answered, as the proxy answer API Gateway passes on (this function's own
+    path: no resolver)."""
+    return _proxy(*reply(message), message, cors_origins)
+
+
+def reply(message: Message) -> tuple[int, str]:
+    """The status and JSON body of a chat message answered and stored
+    (handlers/chat_shared.post_message): the route's envelope, or the API's error envelope.
+    Both ways of reaching the route answer with this."""
     try:
         result = chat_shared.post_message(
             message.user,
@@ -91,16 +101,24 @@ def answer(message: Message, cors_origins: tuple[str, ...]) -> dict[str, Any]:
             message.window_turns,
         )
     except ChatMemoryError as error:
-        status, code, text = chat_shared.known_error(error)
-        return _proxy(status, error_json(code, text), message, cors_origins)
+        return error_reply(error)
     except Exception:
         status, code, text = chat_shared.unexpected_error()
-        return _proxy(status, error_json(code, text), message, cors_origins)
-    envelope = {
-        "turn": turn_json(result.turn),
-        "answer": None if result.answer is None else turn_json(result.answer),
-    }
-    return _proxy(200, json.dumps(envelope, separators=(",", ":")), message, cors_origins)
+        return status, error_json(code, text)
+    return 200, envelope_json(result.turn, result.answer)
+
+
+def error_reply(error: ChatMemoryError) -> tuple[int, str]:
+    """The status and JSON error envelope a request that failed with ERROR is answered with."""
+    status, code, text = chat_shared.known_error(error)
+    return status, error_json(code, text)
+
+
+def envelope_json(turn: Turn, answer: Turn | None) -> str:
+    """The route's MessageEnvelope: the message's turn, and the later turn that holds its
+    answer when it was answered together with later messages."""
+    envelope = {"turn": turn_json(turn), "answer": None if answer is None else turn_json(answer)}
+    return json.dumps(envelope, separators=(",", ":"))
 
 
 def turn_json(turn: Turn) -> dict[str, Any]:
@@ -205,24 +223,3 @@ def _proxy(
         "isBase64Encoded": False,
         "multiValueHeaders": headers,
     }
-
-
-# What Powertools' CORSConfig allows besides the origin (its required headers).
-_ALLOW_HEADERS = "Authorization,Content-Type,X-Amz-Date,X-Amz-Security-Token,X-Api-Key"
-
-
-def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> list[tuple[str, str]]:
-    """The CORS headers of an answer to a page of ORIGIN, where ALLOWED origins may call."""
-    if not allowed or not origin:
-        return []
-    if origin in allowed:
-        shown = origin
-    elif "*" in allowed:
-        shown = "*"
-    else:
-        return []
-    headers = [
-        ("Access-Control-Allow-Origin", shown),
-        ("Access-Control-Allow-Headers", _ALLOW_HEADERS),
-    ]
-    return headers + ([("Vary", "Origin")] if shown != "*" else [])

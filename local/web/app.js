@@ -57,6 +57,15 @@ const SOURCES_LABEL = {
   [INTENT.VERIFIED]: "Cited passages",
   [INTENT.REMEMBER]: "Remembered",
 };
+// A command as the API reads it (chatmemory/services/conversation/routing.py): its prefix, then
+// a space or the end. Each but /human needs something after it: the page says so before
+// sending (the API would refuse it with a 400), with an example.
+const COMMAND = /^\s*\/(past|verified|remember|human)(?=\s|$)\s*/i;
+const COMMAND_NEEDS = {
+  [INTENT.PAST]: ["a question", "/past what did I say about my garden?"],
+  [INTENT.VERIFIED]: ["a question", "/verified how do I reset my password?"],
+  [INTENT.REMEMBER]: ["what to remember", "/remember I am vegetarian"],
+};
 const RECORDS_PAGE = 100;
 const RECORDS_CAP = 1000;
 // The hand-off to a person: its states and reasons, and the origin of an agent's reply.
@@ -96,6 +105,9 @@ const state = {
   editing: null, // the record_id being corrected
   draft: "", // its text as typed so far (kept when the panel is drawn again meanwhile)
   profileLoading: null,
+  // Sessions and records an answer used that are gone (deleted since): their links say so.
+  goneSessions: new Set(),
+  goneRecords: new Set(),
   // "chat" (the user view) or "agent" (the agent desk, ?view=agent)
   view: new URLSearchParams(window.location.search).get("view") === "agent" ? "agent" : "chat",
 };
@@ -278,7 +290,7 @@ function renderSessions() {
         onclick: () => selectSession(session.session_id),
       },
         el("span", { class: "session-line" },
-          el("span", { class: "session-label", text: session.name }), badge(session.status),
+          el("span", { class: "session-label", title: session.name, text: session.name }), badge(session.status),
           handedOff(session) ? el("span", { class: "badge handoff", text: "with a person" }) : null),
         el("span", { class: "session-sub muted small",
           text: `${plural(session.num_turns, "turn")} · ${formatDate(session.started_at)}` })),
@@ -338,6 +350,7 @@ async function deleteSession(session) {
     `Delete "${session.name}"? Its turns and its long-term memories are removed for good.`);
   if (!ok) return;
   await api("DELETE", `/sessions/${idSegment(session.session_id)}`);
+  state.goneSessions.add(session.session_id);
   dropOutbox(outboxKey(), session.session_id);
   loadProfile(); // the records drawn only from it go with it
   state.sessions = state.sessions.filter((s) => s.session_id !== session.session_id);
@@ -578,7 +591,7 @@ function renderTurn(turn) {
   // came with an earlier message's).
   const answered = Boolean(turn.turn && turn.response && !turn.pending);
   const reply = el("div", { class: `bubble assistant intent-${turn.intent || INTENT.CHAT}` });
-  if (turn.intent && INTENT_BADGE[turn.intent]) {
+  if (turn.intent && INTENT_BADGE[turn.intent] && !turn.failed) {
     reply.append(el("span", { class: `intent-badge intent-${turn.intent}`, text: INTENT_BADGE[turn.intent] }));
   }
   const covered = answered ? coveredBy(turn) : [];
@@ -591,9 +604,12 @@ function renderTurn(turn) {
       text: handedOff(state.current) ? "sending…" : "thinking…" }));
   } else if ((turn.queued || turn.unsent) && !answered) {
     reply.append(...outboxNotice(turn));
-  } else if (turn.failed || turn.pending) {
-    reply.append(el("p", { class: "text error-text",
-      text: turn.failed ? `Not sent: ${turn.failed}` : "The model did not answer; your message is kept." }),
+  } else if (turn.failed) {
+    // Refused for good (a 4xx): sending it again would fail again; it can be edited instead.
+    reply.append(el("p", { class: "text error-text", text: `Not sent: ${turn.failed}` }),
+      el("button", { type: "button", class: "link", onclick: () => editRefused(turn) }, "Edit and send again"));
+  } else if (turn.pending) {
+    reply.append(el("p", { class: "text error-text", text: "The model did not answer; your message is kept." }),
       el("button", { type: "button", class: "link", onclick: () => retry(turn) }, "Retry"));
   } else {
     reply.append(el("p", { class: "text", text: turn.response || "" }));
@@ -601,7 +617,7 @@ function renderTurn(turn) {
   if (turn.degraded) {
     reply.append(el("p", { class: "muted small", text: "Answered without long-term memory (unavailable)." }));
   }
-  if (turn.sources && turn.sources.length) reply.append(renderSources(turn));
+  if (turn.sources && turn.sources.length) reply.append(...renderSources(turn));
   if (turn.response && !turn.pending && !turn.unsent && !isHandoffCommand(turn)) reply.append(ratingControl(turn));
   item.append(reply);
   return item;
@@ -657,17 +673,17 @@ function handedOff(session) {
 // rating kept with the turn, and a new one replaces it.
 function ratingControl(turn) {
   const rated = turn.feedback && turn.feedback.rating;
-  const button = (rating, text, label) => el("button", {
+  // Words, not emoji: a system without an emoji font drew them as empty boxes.
+  const button = (rating, text) => el("button", {
     type: "button",
-    class: "link rating",
-    "aria-label": label,
+    class: `rating rating-${rating}`,
     "aria-pressed": String(rated === rating),
     text,
     onclick: () => rate(turn, rating),
   });
-  return el("div", { class: "rating-control muted small" },
-    button(SCHEMA.Rating.UP, "👍", "Good answer"),
-    button(SCHEMA.Rating.DOWN, "👎", "Bad answer"));
+  return el("div", { class: "rating-control muted small", role: "group", "aria-label": "Rate this answer" },
+    button(SCHEMA.Rating.UP, "Good answer"),
+    button(SCHEMA.Rating.DOWN, "Bad answer"));
 }
 
 async function rate(turn, rating) {
@@ -694,38 +710,84 @@ function sentimentMarker(turn) {
   });
 }
 
-// What an answer used: past sessions (open them), records of the profile (their text and date;
-// show them in the panel) and verified passages (cited).
+// What an answer used: past sessions (open them), records (their text and date; show them in
+// the panel) and verified passages (cited). The records of the profile every prompt holds are a
+// group of their own, closed: listed in full under every answer they would drown what was
+// recalled for it. No score is shown: the ones the API gives mix meaning, words and recency
+// and mean nothing on their own; the list is best first.
 function renderSources(turn) {
-  const list = el("ul", { class: "source-list" });
-  for (const source of turn.sources) {
-    if (source.kind === SOURCE.RECORD) {
-      list.append(el("li", { class: "source source-record" },
-        el("button", {
-          type: "button", class: "link", title: "Show it in What I remember about you",
-          onclick: () => showRecord(source.id).catch(showError),
-        }, source.title || source.id),
-        source.date ? el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }) : null));
-    } else if (source.kind === SOURCE.SESSION) {
-      list.append(el("li", { class: "source" },
-        el("button", {
-          type: "button", class: "link", title: "Open this session",
-          onclick: () => selectSession(source.id).catch(showError),
-        }, source.title || source.id),
-        el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }),
-        source.score !== undefined && source.score !== null
-          ? el("span", { class: "muted small", text: ` · score ${Number(source.score).toFixed(2)}` }) : null));
-    } else {
-      const cite = source.doc_id ? `${source.doc_id}#${source.passage_id || ""}` : source.id;
-      list.append(el("li", { class: "source" },
-        el("span", { class: "cite", text: `[${cite}]` }),
-        el("span", { text: ` ${source.title || ""}` }),
-        source.date ? el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }) : null));
-    }
+  const profile = turn.sources.filter((s) => s.kind === SOURCE.PROFILE);
+  const recalled = turn.sources.filter((s) => s.kind !== SOURCE.PROFILE);
+  const groups = [];
+  if (recalled.length) {
+    const label = SOURCES_LABEL[turn.intent] || "Memories used";
+    groups.push(el("details", { class: "sources", open: true },
+      el("summary", { text: `${label} (${recalled.length})` }),
+      el("ul", { class: "source-list" }, recalled.map(sourceItem))));
   }
-  const label = SOURCES_LABEL[turn.intent] || "Memories used";
-  return el("details", { class: "sources", open: true },
-    el("summary", { text: `${label} (${turn.sources.length})` }), list);
+  if (profile.length) {
+    groups.push(el("details", { class: "sources profile-sources" },
+      el("summary", { text: `From your profile (${profile.length})`,
+        title: "What I remember about you, which every answer is given" }),
+      el("ul", { class: "source-list" }, profile.map(sourceItem))));
+  }
+  return groups;
+}
+
+// A source that opens what it names: a record (in the panel) or a session; each kind with the
+// set of those gone since, and what became of them.
+function linkedSource(source) {
+  if (source.kind === SOURCE.RECORD || source.kind === SOURCE.PROFILE) {
+    return { kind: "source-record", gone: state.goneRecords, what: "forgotten since",
+      title: "Show it in What I remember about you", open: openRecordSource };
+  }
+  if (source.kind === SOURCE.SESSION) {
+    return { kind: "source-session", gone: state.goneSessions, what: "deleted since",
+      title: "Open this session", open: openSessionSource };
+  }
+  return null;
+}
+
+function sourceItem(source) {
+  const date = source.date
+    ? el("span", { class: "muted small", text: ` · ${formatDate(source.date, false)}` }) : null;
+  const link = linkedSource(source);
+  if (link && link.gone.has(source.id)) return goneItem(source, link.kind, link.what);
+  if (link) {
+    return el("li", { class: `source ${link.kind}` },
+      el("button", {
+        type: "button", class: "link", title: link.title,
+        onclick: (event) => link.open(event.currentTarget, source).catch(showError),
+      }, source.title || source.id), date);
+  }
+  const cite = source.doc_id ? `${source.doc_id}#${source.passage_id || ""}` : source.id;
+  return el("li", { class: "source" },
+    el("span", { class: "cite", text: `[${cite}]` }), el("span", { text: ` ${source.title || ""}` }), date);
+}
+
+// A source that is gone: its name, struck through, and what became of it.
+function goneItem(source, kind, what) {
+  return el("li", { class: `source ${kind} gone` },
+    el("del", { text: source.title || source.id }),
+    el("span", { class: "muted small gone-note", text: ` (${what})` }));
+}
+
+// Open a session an answer used; one deleted since says so in place of its link.
+async function openSessionSource(button, source) {
+  try {
+    await selectSession(source.id);
+  } catch (error) {
+    if (error.status !== 404) throw error;
+    state.goneSessions.add(source.id);
+    button.closest("li").replaceWith(goneItem(source, "source-session", "deleted since"));
+    announce(`The session "${source.title || source.id}" was deleted since.`);
+  }
+}
+
+async function openRecordSource(button, source) {
+  if (await showRecord(source.id)) return;
+  state.goneRecords.add(source.id);
+  button.closest("li").replaceWith(goneItem(source, "source-record", "forgotten since"));
 }
 
 function scrollToEnd() {
@@ -763,11 +825,31 @@ const RETRY_MAX_MS = 60 * 1000;
 const SEND_TIMEOUT_MS = 5 * 60 * 1000; // unsticks a connection that hangs; models can be slow
 const ENDED_NOTICE = "That conversation had ended; continuing in a new one.";
 
+// What a command needs after it, or null: "/past" alone is refused by the API (400); said here,
+// before anything is sent, and the text stays in the box.
+function commandHint(content) {
+  const match = COMMAND.exec(content);
+  if (!match || content.slice(match[0].length).trim()) return null;
+  const needs = COMMAND_NEEDS[match[1].toLowerCase()];
+  return needs ? `/${match[1].toLowerCase()} needs ${needs[0]} after it, for example: ${needs[1]}` : null;
+}
+
+function showComposerHint(text) {
+  $("composer-hint").textContent = text || "";
+  $("composer-hint").hidden = !text;
+}
+
 async function submitMessage(event) {
   if (event) event.preventDefault();
   const box = $("message");
   const content = box.value.trim();
   if (!content || !state.current) return;
+  const hint = commandHint(content);
+  showComposerHint(hint);
+  if (hint) {
+    box.focus();
+    return;
+  }
   const sessionId = state.current.session_id;
   const entry = {
     client_message_id: newMessageId(), content, window_turns: windowTurns() ?? null,
@@ -780,6 +862,15 @@ async function submitMessage(event) {
   });
   renderTurns();
   await flushOutbox(sessionId);
+}
+
+// A message the API refused for good: back into the box to be changed, its bubble gone.
+function editRefused(turn) {
+  state.turns = state.turns.filter((t) => t !== turn);
+  renderTurns();
+  const box = $("message");
+  box.value = box.value.trim() ? `${turn.input}\n${box.value}` : turn.input;
+  box.focus();
 }
 
 // Retrying with the same client_message_id completes the turn once, never twice.
@@ -1081,16 +1172,19 @@ function mayHandOff(turn) {
 }
 
 function showRefusal(sessionId, entry, error) {
+  let shown = false;
   if (state.current && state.current.session_id === sessionId) {
     const turn = state.turns.find((t) => t.client_message_id === entry.client_message_id);
     if (turn) Object.assign(turn, { sending: false, queued: false, unsent: false, failed: error.message });
+    shown = Boolean(turn);
     renderTurns();
     if (error.status === 409 || error.status === 404) {
       // Deleted meanwhile (another tab), or another conflict: show what is true now.
       selectSession(sessionId).catch(() => {});
+      shown = false;
     }
   }
-  showError(error);
+  if (!shown) showError(error); // the message's bubble says it when it is on screen
 }
 
 // --- the outbox in localStorage, and the conversation the page was in -------------------------
@@ -1173,35 +1267,69 @@ function dropOutbox(key, sessionId) {
 }
 
 function guessIntent(content) {
-  if (INTENT.HUMAN && content.startsWith("/human")) return INTENT.HUMAN;
-  if (content.startsWith("/past")) return INTENT.PAST;
-  if (content.startsWith("/verified")) return INTENT.VERIFIED;
-  if (content.startsWith("/remember")) return INTENT.REMEMBER;
-  return INTENT.CHAT;
+  const match = COMMAND.exec(content);
+  const intent = match && match[1].toLowerCase();
+  return intent && Object.values(INTENT).includes(intent) ? intent : INTENT.CHAT;
 }
 
 // --- long-term memory search ---------------------------------------------------------------
+
+// Both kinds of long-term memory: what I remember about you (records, POST /memories/records/
+// search: facts, preferences, open questions) and past sessions (GET /memories). Each answers
+// best match first; neither gives a score that means anything alone, so none is shown. A
+// deployment without one of them still shows the other.
+const SEARCH_RECORDS = 5;
+const SEARCH_SESSIONS = 5;
 
 async function searchMemories(event) {
   event.preventDefault();
   const query = $("memory-query").value.trim();
   if (!query) return;
-  const data = await api("GET", `/memories?q=${encodeURIComponent(query)}&k=5`);
+  const [records, sessions] = await Promise.allSettled([
+    // Summaries are past sessions again: asked for a few more, shown apart from them.
+    api("POST", "/memories/records/search", { query, limit: SEARCH_RECORDS + 5 }),
+    api("GET", `/memories?q=${encodeURIComponent(query)}&k=${SEARCH_SESSIONS}`),
+  ]);
+  if (records.status === "rejected" && sessions.status === "rejected") throw sessions.reason;
+  const found = records.status === "fulfilled"
+    ? records.value.records.filter((r) => r.type !== RECORD_TYPE.SUMMARY).slice(0, SEARCH_RECORDS) : [];
+  const memories = sessions.status === "fulfilled" ? sessions.value.memories : [];
   const list = $("memory-list");
   list.replaceChildren();
-  if (!data.memories.length) {
-    list.append(el("li", { class: "muted", text: "Nothing remembered about that yet. Ended sessions appear here once consolidated." }));
+  if (found.length) {
+    list.append(el("section", { class: "memory-group", "aria-label": "What I remember about you" },
+      el("h3", { text: "What I remember about you" }),
+      el("ul", { class: "memory-list" }, found.map((record) => el("li", { class: "memory memory-record" },
+        el("span", { class: `badge record-type type-${record.type}`, text: RECORD_TYPE_TEXT[record.type] || record.type }),
+        " ",
+        el("button", {
+          type: "button", class: "link memory-record-text", title: "Show it in What I remember about you",
+          onclick: () => showRecord(record.record_id).catch(showError),
+        }, record.text),
+        el("span", { class: "muted small", text: ` · since ${formatDate(record.created_at, false)}` }))))));
   }
-  for (const memory of data.memories) {
-    const snippet = (memory.snippets && memory.snippets[0]) || "";
-    list.append(el("li", { class: "memory" },
-      el("button", {
-        type: "button", class: "link memory-title",
-        onclick: () => selectSession(memory.session_id).catch(showError),
-      }, memory.title || memory.session_id),
-      el("span", { class: "muted small",
-        text: ` ${formatDate(memory.date, false)} · score ${Number(memory.score).toFixed(2)}` }),
-      el("p", { class: "snippet small", text: snippet.length > 220 ? `${snippet.slice(0, 220)}…` : snippet })));
+  if (memories.length) {
+    list.append(el("section", { class: "memory-group", "aria-label": "Past sessions" },
+      el("h3", { text: "Past sessions" }),
+      el("ul", { class: "memory-list" }, memories.map((memory) => {
+        const snippet = (memory.snippets && memory.snippets[0]) || "";
+        return el("li", { class: "memory" },
+          el("button", {
+            type: "button", class: "link memory-title",
+            onclick: () => selectSession(memory.session_id).catch(showError),
+          }, memory.title || memory.session_id),
+          el("span", { class: "muted small", text: ` · ${formatDate(memory.date, false)}` }),
+          el("p", { class: "snippet small", text: snippet.length > 220 ? `${snippet.slice(0, 220)}…` : snippet }));
+      }))));
+  }
+  if (!found.length && !memories.length) {
+    list.append(el("p", { class: "muted", text: "Nothing remembered about that yet. What you tell me to " +
+      "remember shows here at once; ended sessions once they are consolidated." }));
+  }
+  for (const [what, result] of [["what I remember", records], ["past sessions", sessions]]) {
+    if (result.status === "rejected") {
+      list.append(el("p", { class: "muted small error-text", text: `Could not search ${what}: ${result.reason.message}` }));
+    }
   }
   $("memory-results").hidden = false;
 }
@@ -1475,7 +1603,7 @@ async function showRecord(recordId) {
   const item = document.querySelector(`#profile [data-record-id="${CSS.escape(recordId)}"]`);
   if (!item) {
     announceProfile("That memory is no longer stored.");
-    return;
+    return false;
   }
   for (let box = item.closest("details"); box; box = box.parentElement.closest("details")) box.open = true;
   if (window.matchMedia("(max-width: 760px)").matches) toggleSidebar(true);
@@ -1484,6 +1612,7 @@ async function showRecord(recordId) {
   item.classList.remove("flash");
   void item.offsetWidth; // restarts the highlight
   item.classList.add("flash");
+  return true;
 }
 
 function fillRecordTypes() {
@@ -1614,7 +1743,7 @@ function renderQueue() {
           onclick: () => openDeskSession(session.session_id).catch(showError),
         },
           el("span", { class: "session-line" },
-            el("span", { class: "session-label", text: session.name }), handoffBadge(session)),
+            el("span", { class: "session-label", title: session.name, text: session.name }), handoffBadge(session)),
           el("span", { class: "session-sub muted small",
             text: `${who}since ${formatDate(session.handoff_at)}${agentName}` }),
           reason ? el("span", { class: "session-sub muted small", text: reason }) : null)));
@@ -1729,9 +1858,14 @@ function renderDeskTurn(turn) {
     reply.append(turn.pending
       ? el("p", { class: "text error-text", text: "The model did not answer." })
       : el("p", { class: "text", text: turn.response }));
-    if (turn.sources && turn.sources.length) {
+    const recalled = (turn.sources || []).filter((x) => x.kind !== SOURCE.PROFILE);
+    const profile = (turn.sources || []).length - recalled.length;
+    if (recalled.length) {
       reply.append(el("p", { class: "muted small",
-        text: `${SOURCES_LABEL[turn.intent] || "Memories used"}: ${turn.sources.map((x) => x.title || x.id).join("; ")}` }));
+        text: `${SOURCES_LABEL[turn.intent] || "Memories used"}: ${recalled.map((x) => x.title || x.id).join("; ")}` }));
+    }
+    if (profile) {
+      reply.append(el("p", { class: "muted small", text: `From the user's profile: ${plural(profile, "fact")}` }));
     }
     if (turn.feedback) {
       reply.append(el("p", { class: "muted small", text: `Rated ${turn.feedback.rating === SCHEMA.Rating.UP ? "good" : "bad"} by the user` }));
@@ -1883,6 +2017,9 @@ function wire() {
   $("refresh-sessions").addEventListener("click", guard(() => loadSessions()));
   $("more-sessions").addEventListener("click", guard(() => loadSessions({ more: true })));
   $("composer").addEventListener("submit", guard(submitMessage));
+  $("message").addEventListener("input", () => {
+    if (!$("composer-hint").hidden && !commandHint($("message").value.trim())) showComposerHint(null);
+  });
   $("message").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && !event.shiftKey && !event.isComposing) {
       event.preventDefault();

@@ -298,7 +298,7 @@ def _models(measured: Measured, one: Load, config: Config) -> list[Component]:
     sessions_per_minute = 60 * one.sessions_per_second / one.peak_to_average  # the day's average
     share = config.background_model_share
     rpm = config.text_model_requests_per_minute
-    endpoint = config.model_mode != "bedrock"
+    endpoint = config.text_provider != "bedrock"
     kind = SETTING if endpoint else QUOTA
     what = "the text endpoint's requests a minute (assumed)" if endpoint else "InvokeModel RPM"
     found = [

@@ -24,7 +24,14 @@ from chatmemory.domain import (
 )
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
 from chatmemory.ports import ShortTermMemory
-from chatmemory.schema import PurgeState, RecordOrigin, RecordType, SessionStatus, TurnOrigin
+from chatmemory.schema import (
+    PurgeState,
+    RecordOrigin,
+    RecordStatus,
+    RecordType,
+    SessionStatus,
+    TurnOrigin,
+)
 from tests.contract.conftest import BACKENDS, dynamodb_local_tables
 from tests.memory_fake import InMemoryShortTermMemory
 
@@ -677,6 +684,63 @@ def test_records_are_listed_newest_first_by_type_without_deleting_ones(
     assert {r.record_id for r in memory.records_of_owner("alice")} == {
         "2026-01-01", "2026-01-02", "2026-01-03", "2026-01-05"
     }  # fmt: skip
+
+
+def test_the_profile_reads_lasting_facts_and_preferences_most_important_first(
+    memory: ShortTermMemory,
+) -> None:
+    def stated(rid: str, category: str, at: str, **kw: Any) -> MemoryRecord:
+        record = _record(rid, category=category, **kw)
+        record.updated_at = at
+        return record
+
+    for record in [
+        stated("r-old-allergy", "health", "2026-01-01T00:00:00.000Z"),
+        stated("r-hobby", "preference", "2026-03-01T00:00:00.000Z", type=RecordType.PREFERENCE),
+        stated("r-job", "identity", "2026-02-01T00:00:00.000Z"),
+        stated("r-new-allergy", "health", "2026-04-01T00:00:00.000Z"),
+        stated("r-sister", "people", "2026-02-15T00:00:00.000Z"),
+        stated("r-car", "other", "2026-05-01T00:00:00.000Z"),
+        # Not the profile's: an event, a summary, an expiring record, a client's item, history,
+        # another user's.
+        stated("r-event", "event", "2026-06-01T00:00:00.000Z"),
+        stated("r-summary", "", "2026-06-01T00:00:00.000Z", type=RecordType.SUMMARY),
+        stated("r-expiring", "health", "2026-06-01T00:00:00.000Z", expires_at=4_000_000_000),
+        stated("r-item", "", "2026-06-01T00:00:00.000Z", namespace=("agent", "notes")),
+        stated("r-history", "health", "2026-06-01T00:00:00.000Z", status=RecordStatus.SUPERSEDED),
+        stated("r-bob", "health", "2026-06-01T00:00:00.000Z", owner="bob"),
+    ]:
+        assert memory.put_record(record)
+
+    found = memory.profile_records("alice", 10)
+
+    assert [r.record_id for r in found] == [
+        "r-new-allergy", "r-old-allergy", "r-sister", "r-job", "r-hobby", "r-car",
+    ]  # fmt: skip
+    # What the block needs reads back.
+    allergy = found[0]
+    assert (allergy.text, allergy.type, allergy.category) == (
+        "text of r-new-allergy", RecordType.FACT, "health"
+    )  # fmt: skip
+    assert allergy.provenance == [Provenance("s1", 3, T0)]
+    assert allergy.origin == RecordOrigin.EXTRACTED
+    assert [r.record_id for r in memory.profile_records("alice", 2)] == [
+        "r-new-allergy", "r-old-allergy",
+    ]  # fmt: skip
+
+
+def test_a_record_leaves_the_profile_when_it_is_deleted_or_superseded(
+    memory: ShortTermMemory,
+) -> None:
+    for rid in ("r1", "r2", "r3"):
+        assert memory.put_record(_record(rid, category="health"))
+    assert memory.mark_record_deleting("alice", "r1")
+    second = memory.get_record("alice", "r2")
+    assert second is not None
+    second.status, second.superseded_by = RecordStatus.SUPERSEDED, "r3"
+    assert memory.save_record(second)
+
+    assert [r.record_id for r in memory.profile_records("alice", 10)] == ["r3"]
 
 
 def test_saving_a_record_is_conditional_on_its_version(memory: ShortTermMemory) -> None:

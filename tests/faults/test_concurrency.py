@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -15,7 +15,7 @@ import pytest
 
 from chatmemory.clock import utc_now
 from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded
-from chatmemory.ports import Generation
+from chatmemory.ports import GenerationOptions, Piece, TextGenerator
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
 from chatmemory.services.conversation.sessions import create_session, end_session
 from chatmemory.services.conversation.turns import Stored, store_turn
@@ -177,7 +177,7 @@ def test_messages_racing_with_the_end_of_the_session_are_stored_only_if_accepted
     assert store.session(sid)["status"] == "ENDED"
 
 
-class _HeldModel:
+class _HeldModel(TextGenerator):
     """A generator that fails its first call; each later call is held until some retry is
     waiting on the claim (its `sleep` ran), so the retries really overlap with the answer."""
 
@@ -188,13 +188,15 @@ class _HeldModel:
         self.calls = 0
         self._failed = False
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         self.calls += 1
         if not self._failed:
             self._failed = True
-            return self.inner.generate(prompt, max_new_tokens=max_new_tokens, stop=stop)
+            return self.inner.pieces(prompt, options, stream=stream)
         assert self.waiting.wait(10), "no retry ever waited on the claim"
-        return self.inner.generate(prompt, max_new_tokens=max_new_tokens, stop=stop)
+        return self.inner.pieces(prompt, options, stream=stream)
 
     def sleep(self, seconds: float) -> None:
         self.waiting.set()

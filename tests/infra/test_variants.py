@@ -171,7 +171,7 @@ def test_an_inference_profile_id_is_granted_with_its_model_in_every_destination(
     assert models.environment[schema.ENV_TEXT_MODEL_ID] == (
         "eu.anthropic.claude-3-haiku-20240307-v1:0"
     )
-    arns = [stack.resolve(arn) for arn in models.text_arns]
+    arns = [stack.resolve(arn) for arn in models.text.resources]
     assert [render(a) for a in arns] == [
         "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/"
         "eu.anthropic.claude-3-haiku-20240307-v1:0",

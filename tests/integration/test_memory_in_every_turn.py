@@ -90,3 +90,43 @@ def test_what_a_new_user_sees(world: World) -> None:
     memories = api.ok("GET", "/memories?q=greyhound&k=3")["memories"]
     assert memories and all("[offline responder]" not in str(m) for m in memories)
     assert PROMPT_MEMORY_HEADER not in str(memories)
+
+
+def test_what_the_user_told_is_used_when_asked_something_that_needs_it(world: World) -> None:
+    """The newcomer's case on local mode: told an allergy and a sister's name in one sentence
+    among small talk and a passing remark, then asked, in a new session, what to avoid
+    cooking. The profile block carries both facts (the offline responder shows the allergy
+    first: health and safety first); the remark was never kept."""
+    api = world.api
+    _told(
+        world,
+        [
+            "Hi! Quick question before we start.",
+            "I'm allergic to peanuts and my sister is called Ana.",
+            "I'm on the train at the moment.",
+            "Thanks, that's all for now.",
+        ],
+    )
+    facts = {r["text"]: r for r in _records(world) if r["type"] == "fact"}
+    assert set(facts) == {"I'm allergic to peanuts.", "My sister is called Ana."}
+    assert facts["I'm allergic to peanuts."]["category"] == "health"
+    assert not any("train" in r["text"] for r in _records(world))
+
+    later = api.ok("POST", "/sessions", {})["session"]["session_id"]
+    turn = api.say(later, "What should I avoid cooking for myself?")
+
+    profile = [s["id"] for s in turn["sources"] if s["kind"] == "profile"]
+    assert profile == [
+        facts["I'm allergic to peanuts."]["record_id"],
+        facts["My sister is called Ana."]["record_id"],
+    ]
+    assert "allergic to peanuts" in turn["response"]
+
+    # Stated with /remember, it is in the very next prompt (and shown), no session needed.
+    api.say(later, "/remember I keep kosher")
+    turn = api.say(later, "Which restaurant should we book for my birthday?")
+    assert "I keep kosher" in [s["title"] for s in turn["sources"] if s["kind"] == "profile"]
+
+    # A greeting gets no recital of the profile from the offline responder.
+    turn = api.say(later, "hello!")
+    assert "peanuts" not in turn["response"] and "3 things you told me" in turn["response"]

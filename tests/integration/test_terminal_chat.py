@@ -57,3 +57,18 @@ def test_ingested_documents_answer_verified_questions_in_a_running_server(
     chat.handle(question)
     text = out.getvalue()
     assert "bot #2 [verified]>" in text and "[account.md#p1] Account help" in text
+
+
+def test_terminal_chat_shows_a_record_as_a_record(running_world: World) -> None:
+    """Failed before: a record an answer used was printed as a passage, `[None#None]`."""
+    out = io.StringIO()
+    chat = Chat(Client(running_world.url), out=out)
+    chat.open()
+    chat.handle("/remember I live in Lisbon.")
+    text = out.getvalue()
+    assert "bot #1 [remembered]>" in text
+    assert "  - remembered: I live in Lisbon. (since 20" in text
+    chat.handle("Which city do I live in?")  # auto-recall brings the record in
+    text = out.getvalue()
+    assert text.count("  - remembered: I live in Lisbon.") == 2, text
+    assert "None" not in text

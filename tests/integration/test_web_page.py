@@ -84,11 +84,12 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
     page.get_by_role("button", name="Search", exact=True).click()
     expect(page.locator("#memory-list")).to_contain_text("Nothing remembered about that yet")
 
-    # A readable error from the API's error envelope (a too long message is refused).
+    # A readable error from the API's error envelope (a too long message is refused), in the
+    # message's own bubble.
     page.evaluate("document.getElementById('message').removeAttribute('maxlength')")
     message.fill("y" * 32_001)  # over MAX_INPUT_CHARS (32,000)
     message.press("Enter")
-    expect(page.locator("#toast")).to_contain_text("HTTP 413")
+    expect(turns.last.locator(".error-text")).to_contain_text("Not sent:")
 
     # Settings: another local user (X-User-Id) sees none of it; Enter saves.
     page.get_by_role("button", name="Settings").click()

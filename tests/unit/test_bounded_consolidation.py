@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -15,7 +15,7 @@ import pytest
 
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
-from chatmemory.ports import Generation
+from chatmemory.ports import Generation, GenerationOptions, Piece, TextGenerator, whole
 from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.background.consolidation import (
     ConsolidationPolicy,
@@ -33,7 +33,7 @@ WORDS = "we talked about the allotment tomatoes the train to Porto and the denti
 
 
 @dataclass
-class SlowModel:
+class SlowModel(TextGenerator):
     """Answers after `latency` seconds and records how many calls were in flight at once."""
 
     latency: float = 0.02
@@ -44,7 +44,9 @@ class SlowModel:
     most_in_flight: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         with self._lock:
             self.prompts.append(prompt)
             self.in_flight += 1
@@ -52,7 +54,7 @@ class SlowModel:
         time.sleep(self.latency)
         with self._lock:
             self.in_flight -= 1
-        return Generation("the user planned a trip to Porto and tended tomatoes", self.name)
+        return whole(Generation("the user planned a trip to Porto and tended tomatoes", self.name))
 
 
 def _turns(session_id: str, count: int) -> list[Turn]:

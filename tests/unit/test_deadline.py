@@ -7,6 +7,7 @@ Time is a fake clock moved by the fake model and the fake sleep: deterministic, 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +16,7 @@ import pytest
 from chatmemory import deadline
 from chatmemory.adapters.retry import DeadlineClients
 from chatmemory.errors import DeadlineExceeded, ModelUnavailable
-from chatmemory.ports import Generation
+from chatmemory.ports import Generation, GenerationOptions, Piece, TextGenerator, whole
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
 from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
 from chatmemory.services.conversation.sessions import create_session
@@ -35,7 +36,7 @@ class Seconds:
 
 
 @dataclass
-class TimedModel:
+class TimedModel(TextGenerator):
     """A text model as the adapters call it: no call starts with less than a second left, and
     a call slower than the time left times out when the time is up (adapters/retry.py)."""
 
@@ -45,7 +46,9 @@ class TimedModel:
     context_tokens: int = 2048
     prompts: list[str] = field(default_factory=list)
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         left = deadline.current().require(deadline.MIN_CALL_SECONDS, "call the model")
         takes = self.seconds.pop(0) if self.seconds else 1.0
         self.prompts.append(prompt)
@@ -54,8 +57,8 @@ class TimedModel:
             raise ModelUnavailable("the model did not answer in time")
         self.clock.now += takes
         if prompt.rstrip().endswith("Sentiment:"):
-            return Generation("negative 0.9", model=self.name)
-        return Generation("an answer", model=self.name)
+            return whole(Generation("negative 0.9", model=self.name))
+        return whole(Generation("an answer", model=self.name))
 
 
 class Vader:

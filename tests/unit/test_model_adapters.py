@@ -26,6 +26,7 @@ from chatmemory.adapters.openai_compat import OpenAICompatEmbedder, OpenAICompat
 from chatmemory.adapters.retry import model_client_config
 from chatmemory.adapters.sagemaker import SageMakerEmbedder, SageMakerTextGenerator
 from chatmemory.errors import ModelError, ModelUnavailable
+from chatmemory.ports import GenerationOptions, collect
 from chatmemory.services.conversation.chat import ChatDeps
 from chatmemory.settings import Settings
 from tests.model_server import Reply, ScriptedServer, closed_port_url
@@ -433,6 +434,55 @@ def test_bedrock_converse_gets_the_prompt_token_limit_and_stop_sequences(bedrock
     assert generator.context_tokens == 4096
 
 
+NOVA = "us.amazon.nova-micro-v1:0"
+
+
+def test_bedrock_caches_the_constant_start_of_a_prompt_for_a_model_that_caches(bedrock) -> None:
+    """The system line and the profile block, the same from turn to turn, come before a
+    cachePoint (a request the botocore model of Converse accepts: the Stubber checks it)."""
+    client, stub = bedrock
+    prompt = "Be kind.\nAbout the user:\n- I'm vegan.\nUser: hi\nAssistant:"
+    constant = len("Be kind.\nAbout the user:\n- I'm vegan.")
+    stub.add_response(
+        "converse",
+        converse_answer({"text": "Hello"}),
+        {
+            "modelId": NOVA,
+            "messages": [
+                {
+                    "role": "user",
+                    "content": [
+                        {"text": prompt[:constant]},
+                        {"cachePoint": {"type": "default"}},
+                        {"text": prompt[constant:]},
+                    ],
+                }
+            ],
+            "inferenceConfig": {"maxTokens": 50},
+        },
+    )
+    options = GenerationOptions(50, constant_prefix=constant)
+    assert collect(BedrockTextGenerator(client, NOVA).pieces(prompt, options)).text == "Hello"
+    stub.assert_no_pending_responses()
+
+
+def test_bedrock_sends_no_cache_point_to_a_model_that_does_not_cache(bedrock) -> None:
+    client, stub = bedrock
+    stub.add_response(
+        "converse",
+        converse_answer({"text": "Hello"}),
+        {
+            "modelId": CLAUDE,
+            "messages": [{"role": "user", "content": [{"text": "Be kind.\nUser: hi"}]}],
+            "inferenceConfig": {"maxTokens": 50},
+        },
+    )
+    options = GenerationOptions(50, constant_prefix=len("Be kind."))
+    generator = BedrockTextGenerator(client, CLAUDE)
+    assert collect(generator.pieces("Be kind.\nUser: hi", options)).text == "Hello"
+    assert generator.unsupported(options) == {}  # a hint, never refused
+
+
 def test_bedrock_converse_without_stop_words_sends_no_stop_sequences(bedrock) -> None:
     client, stub = bedrock
     stub.add_response(
@@ -600,7 +650,7 @@ def test_wiring_builds_sagemaker_adapters_with_the_configured_formats_and_timeou
     assert isinstance(generator, SageMakerTextGenerator) and generator.payload_format == "tgi"
     assert isinstance(embedder, SageMakerEmbedder) and embedder.payload_format == "tei"
     assert embedder.dimension == 768 and embedder.max_batch == 32
-    client = wiring._model_client("sagemaker-runtime", cfg)
+    client = wiring.model_client("sagemaker-runtime", cfg)
     assert client.meta.config.read_timeout == 12.0
     assert client.meta.config.retries["total_max_attempts"] == 2
 

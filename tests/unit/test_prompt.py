@@ -2,16 +2,28 @@
 
 from __future__ import annotations
 
-import pytest
+import itertools
+import os
+from collections.abc import Callable, Iterator
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from chatmemory.adapters.model_io import cut_at_stop
 from chatmemory.domain import Turn
+from chatmemory.ports import END, LENGTH, STOP_SEQUENCE, Finish, Piece
 from chatmemory.services.prompt import (
     AntipromptFilter,
     Roles,
     build_chat_prompt,
     clean_output,
+    clean_pieces,
     estimate_tokens,
 )
+
+# Examples of the property tests (more with CHATMEMORY_PROPERTY_EXAMPLES).
+EXAMPLES = int(os.environ.get("CHATMEMORY_PROPERTY_EXAMPLES", "100"))
 
 
 def _turns(n: int, words: int = 5) -> list[Turn]:
@@ -188,3 +200,138 @@ def test_the_written_out_word_characters_are_exactly_those_below_u0800() -> None
         hex(c) for c in range(0x110000) if bool(written.match(chr(c))) != bool(meant.match(chr(c)))
     ]
     assert differ == []
+
+
+# --- the filters on an answer's pieces ----------------------------------------------------------
+# A streamed answer's text arrives in pieces split anywhere: a stop word or a role prefix split
+# across pieces must be caught as in the whole text, and nothing shown may be taken back.
+
+PIECE_TEXTS = [
+    "Assistant: Sure, Lisbon is lovely.\nUser: and me?",
+    "  Assistant:Assistant: twice  \n",
+    "Fine. User: trailing stop word",
+    "Answer.\nAssistant: I continue talking to myself",
+    "Use the Assistant: rarely. Agent: here",
+    "AssistAssistant: almost a prefix",
+    "UsUser: overlap",
+    "  spaced   out  \n\n",
+    "User:",
+    "A",
+]
+
+
+def _streamed(pieces: list[str], clean: Callable[[list[Piece]], Iterator[Piece]]) -> list[str]:
+    """The text `clean` yields for `pieces` (then a Finish), delta by delta, checking that
+    the deltas shown so far are always the start of the final answer."""
+    shown = [p for p in clean([*pieces, Finish()]) if isinstance(p, str)]
+    final = "".join(shown)
+    so_far = ""
+    for delta in shown:
+        so_far += delta
+        assert final.startswith(so_far)
+    return shown
+
+
+def _splits(text: str, cuts: int) -> Iterator[list[str]]:
+    """`text` cut into pieces at every choice of `cuts` positions."""
+    for points in itertools.combinations(range(1, len(text)), cuts):
+        bounds = [0, *points, len(text)]
+        yield [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@pytest.mark.parametrize("text", PIECE_TEXTS)
+def test_a_reply_cleaned_piece_by_piece_is_the_whole_reply_cleaned_wherever_it_is_split(
+    text: str,
+) -> None:
+    roles = Roles()
+    expected = clean_output(text, roles)
+    for cuts in (1, 2):
+        for pieces in _splits(text, cuts):
+            shown = _streamed(pieces, lambda p: clean_pieces(p, roles))
+            assert "".join(shown) == expected, pieces
+
+
+@pytest.mark.parametrize("text", PIECE_TEXTS)
+def test_an_answer_cut_at_its_stop_words_piece_by_piece_never_shows_one(text: str) -> None:
+    stops = ["User:", "Agent:"]
+    whole = AntipromptFilter(stops)
+    expected = (whole.feed(text) + whole.finish()).strip()
+    for cuts in (1, 2):
+        for pieces in _splits(text, cuts):
+            shown = "".join(_streamed(pieces, lambda p: cut_at_stop(p, stops)))
+            assert shown == expected, pieces
+            assert not any(stop in shown for stop in stops)
+
+
+def test_the_finish_says_the_answer_met_a_stop_word_and_keeps_its_usage() -> None:
+    pieces = ["Fine.\nUs", "er: more", Finish(END, "m", 12, 5)]
+    *text, finish = clean_pieces(pieces, Roles())
+    assert text == ["Fine."]
+    assert finish == Finish(STOP_SEQUENCE, "m", 12, 5)
+    *_, untouched = clean_pieces(["Fine.", Finish(LENGTH, "m")], Roles())
+    assert untouched.stop_reason == LENGTH
+
+
+_FRAGMENTS = st.sampled_from(["User:", "Us", "er:", "Assistant:", "Assis", ":", " ", "\n", "ok"])
+
+
+@given(
+    parts=st.lists(st.one_of(_FRAGMENTS, st.text(max_size=6)), max_size=12),
+    cuts=st.lists(st.integers(min_value=0, max_value=80), max_size=6),
+)
+@settings(max_examples=EXAMPLES, deadline=None)
+def test_any_split_of_any_reply_is_cleaned_as_the_whole(parts: list[str], cuts: list[int]) -> None:
+    text = "".join(parts)
+    bounds = sorted({0, len(text), *(c for c in cuts if c < len(text))})
+    pieces = [text[a:b] for a, b in itertools.pairwise(bounds)]
+    roles = Roles()
+    assert "".join(_streamed(pieces, lambda p: clean_pieces(p, roles))) == clean_output(text, roles)
+
+
+def test_a_reader_that_stops_early_lets_the_answer_go_at_once() -> None:
+    released = []
+
+    def answer() -> Iterator[Piece]:
+        try:
+            yield "Hello"
+            yield " there"
+            yield Finish()
+        finally:
+            released.append(True)
+
+    upstream = answer()  # held, as an adapter's stream is held by its connection
+    pieces = clean_pieces(upstream, Roles())
+    assert next(pieces) == "Hello"
+    pieces.close()
+    assert released == [True]
+
+
+def test_the_constant_start_of_a_chat_prompt_is_the_system_line_and_the_profile() -> None:
+    """What a model that caches prompts may cache: the same from turn to turn, whatever the
+    note, the recalled memory, the window and the message are."""
+    from chatmemory.schema import PROMPT_PROFILE_FOOTER, PROMPT_PROFILE_HEADER
+
+    profile = f"{PROMPT_PROFILE_HEADER}\n- I'm vegan.\n{PROMPT_PROFILE_FOOTER}"
+    prompts = [
+        build_chat_prompt(
+            system="Be kind.",
+            summary="",
+            window=[],
+            message=message,
+            roles=Roles(),
+            token_budget=512,
+            memory=memory,
+            note=note,
+            profile=profile,
+        )
+        for message, memory, note in [
+            ("hi", "", ""),
+            ("what now?", "From earlier:\n[2026] x", "It has been 3 days."),
+        ]
+    ]
+    for prompt in prompts:
+        assert prompt.text[: prompt.constant_prefix] == f"Be kind.\n{profile}"
+    without = build_chat_prompt(
+        system="Be kind.", summary="", window=[], message="hi", roles=Roles(), token_budget=512
+    )
+    assert without.text[: without.constant_prefix] == "Be kind."

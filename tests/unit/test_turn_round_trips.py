@@ -110,3 +110,55 @@ def test_session_remembers_a_bounded_number_of_message_ids(dynamodb: Any) -> Non
     assert stored is not None
     assert stored.recent_messages == {message_key(f"m{i}"): i + 1 for i in range(7, 12)}
     assert [stored.turn_of(f"m{i}") for i in (6, 7, 11)] == [None, 8, 12]
+
+
+def test_the_profile_is_one_bounded_query_and_one_consistent_read_whatever_is_stored(
+    dynamodb: Any,
+) -> None:
+    """A user with many records, most of them not the profile's (a client's items, events,
+    summaries), costs a turn the same requests as one with a few: the profile index holds only
+    what the block may show, and its Query reads at most `candidates` of them."""
+    from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+    from chatmemory.domain import MemoryRecord
+    from chatmemory.schema import RecordOrigin, RecordType
+    from tests.fakes import FakeEmbedder
+
+    memory = DynamoShortTermMemory(dynamodb, "sessions", "conversations")
+    deps = ChatDeps(
+        memory=memory,
+        generator=FakeGenerator(),
+        embedder=FakeEmbedder(),
+        long_term=EmbeddedLongTermIndex(),
+    )
+    policy = ChatPolicy(window_turns=4, stack=StackPolicy(enabled=False))
+
+    def stored(user: str, n: int, category: str, **kw: Any) -> None:
+        for i in range(n):
+            at = f"2026-01-01T00:00:{i % 60:02d}.{i:03d}Z"
+            memory.put_record(
+                MemoryRecord(
+                    f"{category}-{i:04d}", user, RecordType.FACT, f"I am fact {i}", at, at,
+                    RecordOrigin.STATED, category=category, **kw,
+                )
+            )  # fmt: skip
+
+    stored("few", 3, "health")
+    stored("many", 300, "health")
+    stored("many", 200, "event")
+    stored("many", 200, "", namespace=("agent", "notes"))
+    limits: list[int] = []
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.Query",
+        lambda params, **_: limits.append(params.get("Limit")) if params.get("IndexName") else None,
+    )
+    counts = []
+    for user in ("few", "many"):
+        session = create_session(memory, user)
+        calls = _count_calls(dynamodb)
+        post_message(deps, policy, user_id=user, session_id=session.session_id, content="hi!")
+        counts.append(Counter(calls))
+    # The session and the generation; the window and the profile; the profile's liveness.
+    assert (
+        counts[0] == counts[1] == Counter({"BatchGetItem": 2, "Query": 2, "TransactWriteItems": 1})
+    )
+    assert limits == [policy.profile.candidates] * 2

@@ -96,7 +96,9 @@ class Session:
 
 @dataclass(frozen=True)
 class Source:
-    """A memory an answer used: a past session, a record or a verified passage."""
+    """A memory an answer used: a past session, a record or a verified passage (`kind`
+    "session", "record", "passage"), or a record of the profile block the prompt held
+    ("profile": no score, it was not chosen by similarity)."""
 
     kind: str
     id: str
@@ -309,6 +311,9 @@ class Record:
     # The agent (and run) its namespace is of, when stated with agent_id (and run_id).
     agent_id: str | None = None
     run_id: str | None = None
+    # A fact's or a preference's place in the profile block every chat prompt holds ("health",
+    # "identity", "people", "preference", "other"; "event": not in it); None for the others.
+    category: str | None = None
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
@@ -330,6 +335,7 @@ class Record:
             expires_at=_opt_str(data, "expires_at"),
             agent_id=_opt_str(data, "agent_id"),
             run_id=_opt_str(data, "run_id"),
+            category=_opt_str(data, "category"),
         )
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from chatmemory.adapters.model_io import (
@@ -14,7 +15,17 @@ from chatmemory.adapters.model_io import (
     server_stops,
 )
 from chatmemory.adapters.retry import model_errors, stop_retrying_read_timeouts
-from chatmemory.ports import Generation
+from chatmemory.errors import ModelUnavailable
+from chatmemory.ports import (
+    CONTENT_FILTER,
+    END,
+    LENGTH,
+    STOP_SEQUENCE,
+    Finish,
+    GenerationOptions,
+    Piece,
+    TextGenerator,
+)
 from chatmemory.schema import foundation_model
 
 _MISSING = "is not available: check the model id, the region and that model access is enabled"
@@ -41,8 +52,37 @@ def _target(model_id: str) -> str:
     return f"Bedrock model {model_id!r}"
 
 
-class BedrockTextGenerator:
-    """TextGenerator on any Bedrock model that supports the Converse API."""
+# Converse's stopReason as this project's (ports.Finish.stop_reason); any other is END.
+_STOP_REASONS = {
+    "stop_sequence": STOP_SEQUENCE,
+    "max_tokens": LENGTH,
+    "model_context_window_exceeded": LENGTH,
+    "guardrail_intervened": CONTENT_FILTER,
+    "content_filtered": CONTENT_FILTER,
+}
+# Converse takes a temperature from 0 to 1 (InferenceConfiguration).
+MAX_TEMPERATURE = 1.0
+
+
+# The model families Bedrock caches prompts for with a cachePoint (explicit prompt caching):
+# Claude 3.5 Haiku, 3.7 Sonnet and the Claude 4 models, and Amazon Nova. A cachePoint sent to
+# another model is refused, so only these get one.
+_CACHING = re.compile(
+    r"(?:^|[.:/])(?:anthropic\.claude-(?:3-5-haiku|3-7-sonnet|(?:opus|sonnet|haiku)-4)|"
+    r"amazon\.nova-(?:micro|lite|pro|premier))"
+)
+
+
+def caches_prompts(model_id: str) -> bool:
+    """Whether Bedrock caches prompt prefixes of this model (an inference profile's id too)."""
+    return bool(_CACHING.search(model_id))
+
+
+class BedrockTextGenerator(TextGenerator):
+    """TextGenerator on any Bedrock model that supports the Converse API: Converse for a whole
+    answer, ConverseStream for a streamed one."""
+
+    honours = frozenset({"max_new_tokens", "stop", "temperature"})
 
     def __init__(
         self, client: Any, model_id: str, *, context_tokens: int = DEFAULT_CONTEXT_TOKENS
@@ -53,28 +93,81 @@ class BedrockTextGenerator:
         self.name = model_id
         self.context_tokens = context_tokens
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
-        config: dict[str, Any] = {"maxTokens": max_new_tokens}
-        if stops := server_stops(stop):
+    def unsupported(self, options: GenerationOptions) -> dict[str, str]:
+        refused = super().unsupported(options)
+        if options.temperature is not None and not 0 <= options.temperature <= MAX_TEMPERATURE:
+            refused["temperature"] = f"{self._target} takes a temperature from 0 to 1"
+        return refused
+
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
+        config: dict[str, Any] = {"maxTokens": options.max_new_tokens}
+        if stops := server_stops(options.stop):
             config["stopSequences"] = stops
+        if options.temperature is not None:
+            config["temperature"] = options.temperature
+        request = {
+            "modelId": self.name,
+            "messages": [{"role": "user", "content": self._content(prompt, options)}],
+            "inferenceConfig": config,
+        }
+        answer = self._streamed(request) if stream else self._whole(request)
+        return cut_at_stop(answer, options.stop)
+
+    def _content(self, prompt: str, options: GenerationOptions) -> list[dict[str, Any]]:
+        """The prompt as one text, or, for a model that caches prompts, its constant start
+        (the system line and the profile block) and a cache point before the rest: a turn
+        within the cache's lifetime (5 minutes) reads that start from the cache. Below the
+        model's minimum (1,024 tokens for most Claude models) Bedrock answers as without it."""
+        prefix = options.constant_prefix
+        if not (0 < prefix < len(prompt)) or not caches_prompts(self.name):
+            return [{"text": prompt}]
+        return [
+            {"text": prompt[:prefix]},
+            {"cachePoint": {"type": "default"}},
+            {"text": prompt[prefix:]},
+        ]
+
+    def _whole(self, request: dict[str, Any]) -> Iterator[Piece]:
         with model_errors(self._target, missing=_MISSING):
-            answer = self._client.converse(
-                modelId=self.name,
-                messages=[{"role": "user", "content": [{"text": prompt}]}],
-                inferenceConfig=config,
-            )
+            answer = self._client.converse(**request)
         # Reasoning models put other blocks before the text; keep only the text.
-        text = read_answer(
+        yield read_answer(
             self._target,
             answer,
             lambda a: "".join(b.get("text", "") for b in a["output"]["message"]["content"]),
         )
-        usage = answer.get("usage") or {}
-        return Generation(
-            cut_at_stop(text, stop),
-            model=self.name,
-            input_tokens=usage.get("inputTokens"),
-            output_tokens=usage.get("outputTokens"),
+        yield self._finish(answer.get("stopReason"), answer.get("usage"))
+
+    def _streamed(self, request: dict[str, Any]) -> Iterator[Piece]:
+        stop_reason, usage = None, None
+        with model_errors(self._target, missing=_MISSING):
+            events = self._client.converse_stream(**request)["stream"]
+            try:
+                for event in events:
+                    if "contentBlockDelta" in event:
+                        # Text deltas only (a reasoning model's reasoning is not the answer).
+                        text = event["contentBlockDelta"]["delta"].get("text")
+                        if text:
+                            yield text
+                    elif "messageStop" in event:
+                        stop_reason = event["messageStop"]["stopReason"]
+                    elif "metadata" in event:
+                        usage = event["metadata"].get("usage")
+            finally:
+                events.close()
+        if stop_reason is None:
+            raise ModelUnavailable(f"{self._target} ended its answer before it was finished")
+        yield self._finish(stop_reason, usage)
+
+    def _finish(self, stop_reason: str | None, usage: dict[str, Any] | None) -> Finish:
+        usage = usage or {}
+        return Finish(
+            _STOP_REASONS.get(stop_reason or "", END),
+            self.name,
+            usage.get("inputTokens"),
+            usage.get("outputTokens"),
         )
 
 

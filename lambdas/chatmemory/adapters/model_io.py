@@ -7,13 +7,14 @@ import json
 import math
 import sys
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 
 from chatmemory.adapters.retry import model_errors
 from chatmemory.errors import ModelError
 from chatmemory.limits import BatchLimit, batches
-from chatmemory.services.prompt import AntipromptFilter
+from chatmemory.ports import Piece
+from chatmemory.services.prompt import AntipromptFilter, Trim, filter_pieces
 
 T = TypeVar("T")
 
@@ -55,11 +56,30 @@ def server_stops(stop: Sequence[str]) -> list[str]:
     return [word for word in stop if word][:MAX_SERVER_STOPS]
 
 
-def cut_at_stop(text: str, stop: Sequence[str]) -> str:
-    """Everything before the first stop sequence, for models that cannot stop by themselves
-    (FLAN-T5) or that return the stop sequence with the text (TGI)."""
-    stops = AntipromptFilter(stop)
-    return (stops.feed(text) + stops.finish()).strip()
+def cut_at_stop(pieces: Iterable[Piece], stop: Sequence[str]) -> Iterator[Piece]:
+    """An answer's pieces up to its first stop sequence, trimmed, even a stop sequence split
+    across pieces: for models that cannot stop by themselves (FLAN-T5), that return the stop
+    sequence with the text (TGI), and stop sequences past what a server takes."""
+    return filter_pieces(pieces, AntipromptFilter(stop), Trim())
+
+
+def server_sent_events(chunks: Iterable[bytes]) -> Iterator[bytes]:
+    """The data of each server-sent event in a byte stream whose chunks end anywhere (TGI's
+    stream, an OpenAI-compatible one): its "data:" lines joined, once the blank line that ends
+    the event has come (an event the stream ends in the middle of is not one)."""
+    rest, data = b"", list[bytes]()
+    for chunk in chunks:
+        *lines, rest = (rest + chunk).split(b"\n")
+        for line in lines:
+            line = line.rstrip(b"\r")
+            if not line:
+                if data:
+                    yield b"\n".join(data)
+                data = []
+            elif line.startswith(b"data:"):
+                value = line[len(b"data:") :]
+                data.append(value[1:] if value.startswith(b" ") else value)
+            # Other fields (event:, id:, retry:) and comments (":") say nothing more here.
 
 
 def token_bound(text: str) -> int:

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
+from contextlib import closing
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -29,6 +30,7 @@ from chatmemory.adapters.model_io import (
     embed_in_batches,
     parse_json,
     read_answer,
+    server_sent_events,
     server_stops,
     token_bound,
 )
@@ -40,7 +42,15 @@ from chatmemory.adapters.retry import (
     parse_retry_after,
 )
 from chatmemory.errors import ChatMemoryError, ModelUnavailable
-from chatmemory.ports import Generation
+from chatmemory.ports import (
+    CONTENT_FILTER,
+    END,
+    LENGTH,
+    Finish,
+    GenerationOptions,
+    Piece,
+    TextGenerator,
+)
 
 if TYPE_CHECKING:
     from urllib3.connectionpool import ConnectionPool
@@ -141,6 +151,32 @@ class OpenAICompatClient:
 
     def post(self, path: str, payload: dict[str, Any], *, target: str) -> Any:
         """The parsed JSON answer of POST {base_url}/{path}."""
+        return parse_json(self._send(path, payload, target=target, stream=False).data, target)
+
+    def stream(self, path: str, payload: dict[str, Any], *, target: str) -> Generator[bytes]:
+        """The body of POST {base_url}/{path} as it comes (server-sent events); a connection
+        that breaks or goes quiet past the timeout meanwhile is ModelUnavailable."""
+        answer = self._send(path, payload, target=target, stream=True)
+        read = False
+        try:
+            # Chunk by chunk as the server sends them (SSE servers send chunked bodies).
+            yield from answer.stream()
+            read = True
+        except ReadTimeoutError as error:
+            raise ModelUnavailable(f"{target} stopped answering for too long") from error
+        except HTTPError as error:
+            raise ModelUnavailable(
+                f"{target}: the connection broke while answering ({error!r})"
+            ) from error
+        finally:
+            if not read:
+                answer.close()  # the rest of the body is unread: its connection is not reused
+            answer.release_conn()
+
+    def _send(
+        self, path: str, payload: dict[str, Any], *, target: str, stream: bool
+    ) -> BaseHTTPResponse:
+        """The successful answer of POST {base_url}/{path}, its body read unless `stream`."""
         url = f"{self.base_url}/{path}"
         # Within the request's deadline: a call that has less time than its timeout gets what
         # is left, and no retry that could not finish.
@@ -158,7 +194,12 @@ class OpenAICompatClient:
             # A model server answers; a redirect (http to https, a moved path) means the base
             # URL is wrong, and following it would resend a POST as a GET: it is an error.
             answer = self._pool.request(
-                "POST", url, body=json.dumps(payload).encode("utf-8"), redirect=False, **extra
+                "POST",
+                url,
+                body=json.dumps(payload).encode("utf-8"),
+                redirect=False,
+                preload_content=not stream,
+                **extra,
             )
         except ReadTimeoutError as error:
             raise ModelUnavailable(f"{target} did not answer within {timeout:g} s") from error
@@ -167,10 +208,13 @@ class OpenAICompatClient:
         except HTTPError as error:
             raise ModelUnavailable(f"{target}: the connection broke ({error!r})") from error
         if 200 <= answer.status < 300:
-            return parse_json(answer.data, target)
-        raise classify(
-            target, status=answer.status, message=_server_message(answer), missing=_MISSING
-        )
+            return answer
+        try:
+            raise classify(
+                target, status=answer.status, message=_server_message(answer), missing=_MISSING
+            )
+        finally:
+            answer.release_conn()
 
     def _unreachable(self, target: str, reason: Exception | None) -> ChatMemoryError:
         """What a request that got no answer in any of its attempts fails with."""
@@ -205,8 +249,16 @@ def _server_message(answer: BaseHTTPResponse) -> str:
     return str(data)[:300]
 
 
-class OpenAICompatTextGenerator:
-    """TextGenerator on POST {base_url}/chat/completions, the prompt as one user message."""
+# The chat completions API's finish_reason as this project's (ports.Finish.stop_reason); "stop"
+# (the answer ended, or met a stop sequence) and any other is END.
+_FINISH_REASONS = {"length": LENGTH, "content_filter": CONTENT_FILTER}
+
+
+class OpenAICompatTextGenerator(TextGenerator):
+    """TextGenerator on POST {base_url}/chat/completions, the prompt as one user message;
+    streamed with `stream: true` (server-sent chat.completion.chunk events)."""
+
+    honours = frozenset({"max_new_tokens", "stop", "temperature"})
 
     def __init__(
         self,
@@ -228,25 +280,84 @@ class OpenAICompatTextGenerator:
         self.name = model
         self.context_tokens = context_tokens
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         payload: dict[str, Any] = {
             "model": self.name,
             "messages": [{"role": "user", "content": prompt}],
-            "max_tokens": max_new_tokens,
+            "max_tokens": options.max_new_tokens,
         }
-        if stops := server_stops(stop):
+        if stops := server_stops(options.stop):
             payload["stop"] = stops
+        if options.temperature is not None:
+            payload["temperature"] = options.temperature
+        answer = self._streamed(payload) if stream else self._whole(payload)
+        return cut_at_stop(answer, options.stop)
+
+    def _whole(self, payload: dict[str, Any]) -> Iterator[Piece]:
         answer = self._http.post("chat/completions", payload, target=self._target)
-        text = read_answer(
-            self._target, answer, lambda a: a["choices"][0]["message"]["content"] or ""
+        text, reason = read_answer(
+            self._target,
+            answer,
+            lambda a: (
+                a["choices"][0]["message"]["content"] or "",
+                a["choices"][0].get("finish_reason"),
+            ),
         )
-        usage = answer.get("usage") or {}
-        return Generation(
-            cut_at_stop(text, stop),
-            model=str(answer.get("model") or self.name),
-            input_tokens=usage.get("prompt_tokens"),
-            output_tokens=usage.get("completion_tokens"),
+        yield text
+        yield self._finish(answer, reason, answer.get("usage"))
+
+    def _streamed(self, payload: dict[str, Any]) -> Iterator[Piece]:
+        # Usage comes in a last chunk of its own when asked for (OpenAI, vLLM, Ollama).
+        payload = payload | {"stream": True, "stream_options": {"include_usage": True}}
+        first: dict[str, Any] = {}
+        reason, usage = None, None
+        with closing(self._http.stream("chat/completions", payload, target=self._target)) as body:
+            for data in server_sent_events(body):
+                if data.strip() == b"[DONE]":
+                    break
+                chunk = parse_json(data, self._target)
+                if isinstance(chunk, dict) and "error" in chunk:
+                    raise self._failed(chunk["error"])
+                first = first or chunk
+                text, ended = read_answer(self._target, chunk, _delta)
+                if text:
+                    yield text
+                reason = ended or reason
+                usage = chunk.get("usage") or usage
+        if reason is None:
+            raise ModelUnavailable(f"{self._target} ended its answer before it was finished")
+        yield self._finish(first, reason, usage)
+
+    def _finish(self, answer: Any, reason: str | None, usage: Any) -> Finish:
+        usage = usage or {}
+        return Finish(
+            _FINISH_REASONS.get(reason or "", END),
+            str(answer.get("model") or self.name),
+            usage.get("prompt_tokens"),
+            usage.get("completion_tokens"),
         )
+
+    def _failed(self, error: Any) -> ChatMemoryError:
+        """The project error for an error event in the middle of a streamed answer."""
+        detail = error if isinstance(error, dict) else {"message": str(error)}
+        status = detail.get("code")
+        return classify(
+            self._target,
+            status=status if isinstance(status, int) else None,
+            code=str(detail.get("type") or ""),
+            message=f"failed while answering: {detail.get('message') or detail}",
+            missing=_MISSING,
+        )
+
+
+def _delta(chunk: dict[str, Any]) -> tuple[str, str | None]:
+    """A chat.completion.chunk's text and finish_reason (a usage chunk has no choices)."""
+    if not chunk["choices"]:
+        return "", None
+    choice = chunk["choices"][0]
+    return str((choice.get("delta") or {}).get("content") or ""), choice.get("finish_reason")
 
 
 class OpenAICompatEmbedder:

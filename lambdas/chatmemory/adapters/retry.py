@@ -26,6 +26,8 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 from botocore.exceptions import ConnectionError as BotoConnectionError
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import ReadTimeoutError as Urllib3ReadTimeout
 
 from chatmemory import deadline
 from chatmemory.errors import ChatMemoryError, ModelError, ModelUnavailable
@@ -56,6 +58,10 @@ _UNAVAILABLE_CODES = frozenset(
         "InternalDependencyException",
         "ModelNotReadyException",
         "ModelTimeoutException",
+        # Failures of a streamed answer while it was sent (AWS: "retry your request").
+        "ModelStreamErrorException",
+        "ModelStreamError",
+        "InternalStreamFailure",
     }
 )
 _MISSING_CODES = frozenset({"ResourceNotFoundException", "AccessDeniedException"})
@@ -151,16 +157,20 @@ def classify(
 
 @contextmanager
 def model_errors(target: str, *, missing: str) -> Iterator[None]:
-    """Turn what botocore raises during a model call (and while reading its answer) into
-    ModelUnavailable or ModelError naming `target`."""
+    """Turn what botocore raises during a model call (and while reading its answer, a streamed
+    one included) into ModelUnavailable or ModelError naming `target`."""
     try:
         yield
-    except ClientError as error:
+    except ClientError as error:  # an event stream's error events too (EventStreamError)
         raise _from_client_error(error, target, missing) from error
-    except ReadTimeoutError as error:
+    except (ReadTimeoutError, Urllib3ReadTimeout) as error:
         raise ModelUnavailable(f"{target} did not answer in time ({error})") from error
     except (BotoConnectionError, HTTPClientError) as error:
         raise ModelUnavailable(f"{target} is unreachable ({error})") from error
+    except Urllib3Error as error:  # an event stream's connection broke while it was read
+        raise ModelUnavailable(
+            f"{target}: the connection broke while answering ({error!r})"
+        ) from error
     except ParamValidationError as error:
         raise ModelError(f"invalid request to {target}: {error}") from error
     except BotoCoreError as error:  # no credentials, no region: this deployment cannot call it
@@ -170,6 +180,8 @@ def model_errors(target: str, *, missing: str) -> Iterator[None]:
 def _from_client_error(error: ClientError, target: str, missing: str) -> ChatMemoryError:
     info = error.response.get("Error", {})
     code, message = info.get("Code", ""), info.get("Message", "")
+    # An event stream names its error events in camel case ("throttlingException").
+    code = code[:1].upper() + code[1:]
     status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
     if code == "ModelError":
         # SageMaker: the model container itself answered with an error status.

@@ -2,14 +2,17 @@
 
 Payload formats (TEXT_FORMAT / EMBED_FORMAT):
 - "jumpstart-flan-t5": {"text_inputs", "max_length"} -> {"generated_texts": [...]}
-- "tgi" (Hugging Face Text Generation Inference): {"inputs", "parameters"} -> [{"generated_text"}]
+- "tgi" (Hugging Face Text Generation Inference): {"inputs", "parameters"} -> [{"generated_text"}],
+  or with "stream": true, server-sent events of one token each
 - "jumpstart-gpt-j": {"text_inputs": [...]} -> {"embedding": [[...], ...]}
 - "tei" (Hugging Face Text Embeddings Inference): {"inputs": [...], "normalize"} -> [[...], ...]
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import closing
 from typing import Any, TypeVar
 
 from chatmemory import limits
@@ -17,11 +20,22 @@ from chatmemory.adapters.model_io import (
     cut_at_stop,
     embed_in_batches,
     invoke_json,
+    parse_json,
     read_answer,
+    server_sent_events,
     server_stops,
 )
-from chatmemory.adapters.retry import stop_retrying_read_timeouts
-from chatmemory.ports import Generation
+from chatmemory.adapters.retry import model_errors, stop_retrying_read_timeouts
+from chatmemory.errors import ModelError, ModelUnavailable
+from chatmemory.ports import (
+    END,
+    LENGTH,
+    STOP_SEQUENCE,
+    Finish,
+    GenerationOptions,
+    Piece,
+    TextGenerator,
+)
 from chatmemory.schema import EmbedFormat, TextFormat
 
 F = TypeVar("F", TextFormat, EmbedFormat)
@@ -62,6 +76,22 @@ class _Endpoint:
         self.endpoint_name = endpoint_name
         self.target = f"SageMaker endpoint {endpoint_name!r}"
 
+    def stream(self, payload: Any) -> Generator[bytes]:
+        """The bytes of a streamed answer as they come (InvokeEndpointWithResponseStream)."""
+        with model_errors(self.target, missing=_MISSING):
+            events = self._client.invoke_endpoint_with_response_stream(
+                EndpointName=self.endpoint_name,
+                ContentType="application/json",
+                Accept="application/json",
+                Body=json.dumps(payload).encode("utf-8"),
+            )["Body"]
+            try:
+                for event in events:
+                    if "PayloadPart" in event:
+                        yield event["PayloadPart"]["Bytes"]
+            finally:
+                events.close()
+
     def invoke(self, payload: Any) -> Any:
         def send(body: bytes) -> Any:
             return self._client.invoke_endpoint(
@@ -84,8 +114,18 @@ def _check_format(payload_format: str, allowed: type[F]) -> F:
         ) from None
 
 
-class SageMakerTextGenerator:
-    """TextGenerator on a JumpStart FLAN-T5 or a TGI endpoint."""
+# TGI's finish_reason as this project's (ports.Finish.stop_reason); "eos_token" is END.
+_TGI_STOP_REASONS = {"length": LENGTH, "stop_sequence": STOP_SEQUENCE}
+# TGI's error types of a request it could not serve for now (the others are the request's).
+_TGI_UNAVAILABLE = frozenset({"overloaded"})
+
+
+class SageMakerTextGenerator(TextGenerator):
+    """TextGenerator on a JumpStart FLAN-T5 or a TGI endpoint. A TGI answer streams (SageMaker's
+    InvokeEndpointWithResponseStream of TGI's server-sent events); FLAN-T5's container cannot
+    stream, so its answer is one piece either way."""
+
+    honours = frozenset({"max_new_tokens", "stop", "temperature"})
 
     def __init__(
         self,
@@ -104,25 +144,81 @@ class SageMakerTextGenerator:
             context_tokens = min(context_tokens, FLAN_T5_CONTEXT_TOKENS)
         self.context_tokens = context_tokens
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
-        target = self._endpoint.target
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         if self.payload_format == TextFormat.TGI:
-            answer = self._endpoint.invoke(
-                {
-                    "inputs": prompt,
-                    "parameters": {
-                        "max_new_tokens": max_new_tokens,
-                        "stop": server_stops(stop),
-                        "return_full_text": False,
-                    },
-                }
-            )
-            text = read_answer(target, answer, _tgi_text)
+            answer = self._tgi_streamed(prompt, options) if stream else self._tgi(prompt, options)
         else:
-            answer = self._endpoint.invoke({"text_inputs": prompt, "max_length": max_new_tokens})
-            text = read_answer(target, answer, _flan_text)
+            answer = self._flan_t5(prompt, options)
         # FLAN-T5 has no stop sequences, and TGI returns the stop sequence it stopped at.
-        return Generation(cut_at_stop(text, stop), model=self.name)
+        return cut_at_stop(answer, options.stop)
+
+    def _flan_t5(self, prompt: str, options: GenerationOptions) -> Iterator[Piece]:
+        payload: dict[str, Any] = {"text_inputs": prompt, "max_length": options.max_new_tokens}
+        payload.update(_sampling(options))
+        answer = self._endpoint.invoke(payload)
+        yield read_answer(self._endpoint.target, answer, _flan_text)
+        yield Finish(END, self.name)
+
+    def _tgi_payload(self, prompt: str, options: GenerationOptions) -> dict[str, Any]:
+        parameters: dict[str, Any] = {
+            "max_new_tokens": options.max_new_tokens,
+            "stop": server_stops(options.stop),
+            "return_full_text": False,
+        }
+        parameters.update(_sampling(options))
+        return {"inputs": prompt, "parameters": parameters}
+
+    def _tgi(self, prompt: str, options: GenerationOptions) -> Iterator[Piece]:
+        answer = self._endpoint.invoke(self._tgi_payload(prompt, options))
+        yield read_answer(self._endpoint.target, answer, _tgi_text)
+        yield Finish(END, self.name)
+
+    def _tgi_streamed(self, prompt: str, options: GenerationOptions) -> Iterator[Piece]:
+        """TGI's server-sent events out of the stream's payload parts (which split them
+        anywhere): each brings a token, and the last one the whole text and (asked for) the
+        details of the answer."""
+        target = self._endpoint.target
+        payload = self._tgi_payload(prompt, options)
+        payload["parameters"]["details"] = True
+        payload["stream"] = True
+        with closing(self._endpoint.stream(payload)) as parts:
+            for data in server_sent_events(parts):
+                event = parse_json(data, target)
+                if isinstance(event, dict) and "error" in event:
+                    failed = event.get("error_type") in _TGI_UNAVAILABLE
+                    kind = ModelUnavailable if failed else ModelError
+                    raise kind(f"{target} failed while answering: {event['error']}")
+                text, details = read_answer(target, event, _tgi_event)
+                if text:
+                    yield text
+                if details is not None:
+                    yield Finish(
+                        _TGI_STOP_REASONS.get(str(details.get("finish_reason")), END),
+                        self.name,
+                        details.get("input_length"),
+                        details.get("generated_tokens"),
+                    )
+                    return
+        raise ModelUnavailable(f"{target} ended its answer before it was finished")
+
+
+def _tgi_event(event: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
+    """A TGI stream event's text (none for a special token such as the end of text) and, on
+    the last event (the one with the whole text), its details ({} when not sent)."""
+    token = event["token"]
+    text = "" if token.get("special") else str(token.get("text") or "")
+    last = event.get("generated_text") is not None
+    return text, (dict(event.get("details") or {}) if last else None)
+
+
+def _sampling(options: GenerationOptions) -> dict[str, Any]:
+    """A temperature as FLAN-T5's and TGI's containers take it: sampling at that temperature;
+    0 is their default, greedy decoding (TGI refuses a temperature of 0)."""
+    if not options.temperature:
+        return {}
+    return {"do_sample": True, "temperature": options.temperature}
 
 
 def _tgi_text(answer: Any) -> str:

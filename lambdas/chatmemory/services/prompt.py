@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from chatmemory.domain import Turn
+from chatmemory.ports import STOP_SEQUENCE, Finish, Piece
 from chatmemory.schema import TurnOrigin
 
 # A piece is a word of a script written with spaces between words (Latin, Greek, Cyrillic,
@@ -62,6 +63,9 @@ class BuiltPrompt:
     text: str
     turns_used: int
     tokens: int
+    # The characters at its start that stay the same from turn to turn: the system line and the
+    # profile block (GenerationOptions.constant_prefix).
+    constant_prefix: int = 0
 
 
 def render_turn(turn: Turn, roles: Roles) -> str:
@@ -85,23 +89,28 @@ def build_chat_prompt(
     token_budget: int,
     memory: str = "",
     note: str = "",
+    profile: str = "",
 ) -> BuiltPrompt:
-    """System line, recalled long-term memory, rolling summary of older turns, the newest turns
-    that fit, the new message.
+    """System line, the profile block, recalled long-term memory, rolling summary of older
+    turns, the newest turns that fit, the new message.
 
-    `memory` (auto-recall's block, already within its own budget) comes on top of
-    `token_budget`, which is the conversation's; the caller keeps both within the model's
-    context. Oldest window turns are dropped first; if the summary alone overflows, its
-    beginning is cut (the end is the most recent part of a rolling summary).
+    `profile` (the user's lasting facts) and `memory` (auto-recall's block), each already
+    within its own budget, come on top of `token_budget`, which is the conversation's; the
+    caller keeps them all within the model's context. The system line and the profile come
+    first: the part of the prompt that stays the same from turn to turn, which a model that
+    caches prompts reads once. Oldest window turns are dropped first; if the summary alone
+    overflows, its beginning is cut (the end is the most recent part of a rolling summary).
     """
-    head = "\n".join(part for part in (system.strip(), note.strip(), memory.strip()) if part)
+    blocks = (system.strip(), profile.strip(), note.strip(), memory.strip())
+    head = "\n".join(block for block in blocks if block)
     # The message is what gets answered, so it is placed before the summary and the window; one
     # longer than what the system line and note leave (the API takes 32,000 characters, TGI in
     # deploy mode 3,072 tokens) keeps its start and its end, where a request and its question
     # usually are. Not TGI's "truncate": it keeps the prompt's last tokens, so it would drop the
     # system line and the recalled memory before any of the message, and only TGI has it.
     frame = estimate_tokens(f"{roles.user}: \n{roles.assistant}:")
-    head_tokens = estimate_tokens(head) - estimate_tokens(memory)  # memory is on top of the budget
+    # The blocks of memory are on top of the budget.
+    head_tokens = estimate_tokens(head) - estimate_tokens(memory) - estimate_tokens(profile)
     message = clip_middle(message, max(token_budget - frame - head_tokens, token_budget // 4))
     tail = f"{roles.user}: {message}\n{roles.assistant}:"
     fixed = head_tokens + estimate_tokens(tail)
@@ -124,7 +133,13 @@ def build_chat_prompt(
     kept.reverse()
     parts = [p for p in (head, summary_block, *kept, tail) if p]
     text = "\n".join(parts)
-    return BuiltPrompt(text=text, turns_used=len(kept), tokens=estimate_tokens(text))
+    constant = "\n".join(block for block in blocks[:2] if block)
+    return BuiltPrompt(
+        text=text,
+        turns_used=len(kept),
+        tokens=estimate_tokens(text),
+        constant_prefix=len(constant) if text.startswith(constant) else 0,
+    )
 
 
 def _keep_tail(text: str, tokens: int) -> str:
@@ -215,6 +230,16 @@ def clip_to_tokens(text: str, tokens: int) -> str:
     return "\n".join(part for part in kept if part)
 
 
+class OutputFilter(Protocol):
+    """A transform of an answer's text as it comes: `feed` takes the next piece of text and
+    returns what may be shown of it so far (a filter may hold text back until it knows more),
+    `finish` what is left at the end."""
+
+    def feed(self, chunk: str) -> str: ...
+
+    def finish(self) -> str: ...
+
+
 class AntipromptFilter:
     """Streams model output and stops at the first anti-prompt, even one split across chunks.
 
@@ -271,6 +296,10 @@ class ResponseFilter:
         self._head_done = False
         self._stops = AntipromptFilter(roles.stop_words())
 
+    @property
+    def stopped(self) -> bool:
+        return self._stops.stopped
+
     def feed(self, chunk: str) -> str:
         if self._head_done:
             return self._stops.feed(chunk)
@@ -295,10 +324,66 @@ class ResponseFilter:
         return self._stops.finish()
 
 
+class Trim:
+    """Streams text without its leading and trailing whitespace (str.strip, piece by piece):
+    whitespace is held back until text follows it, and dropped at the end."""
+
+    def __init__(self) -> None:
+        self._started = False
+        self._held = ""
+
+    def feed(self, chunk: str) -> str:
+        if not self._started:
+            chunk = chunk.lstrip()
+            if not chunk:
+                return ""
+            self._started = True
+        text = self._held + chunk
+        body = text.rstrip()
+        self._held = text[len(body) :]
+        return body
+
+    def finish(self) -> str:
+        self._held = ""
+        return ""
+
+
+def filter_pieces(pieces: Iterable[Piece], *filters: OutputFilter) -> Iterator[Piece]:
+    """`pieces` with their text passed through `filters` in turn, delta by delta (what a filter
+    holds back comes out once it is sure of it, or at the end): what has been yielded is never
+    taken back. The pieces are read to the end, for the Finish's usage; its stop reason is
+    STOP_SEQUENCE when a filter stopped the answer. Closed early (a reader that stops), it
+    closes `pieces` too: a streamed answer's connection is let go at once."""
+    try:
+        for piece in pieces:
+            if isinstance(piece, str):
+                for output in filters:
+                    piece = output.feed(piece)
+                if piece:
+                    yield piece
+                continue
+            rest = ""
+            for output in filters:
+                rest = output.feed(rest) + output.finish()
+            if rest:
+                yield rest
+            if any(getattr(output, "stopped", False) for output in filters):
+                piece = piece._replace(stop_reason=STOP_SEQUENCE)
+            yield piece
+    finally:
+        close = getattr(pieces, "close", None)
+        if close is not None:
+            close()
+
+
+def clean_pieces(pieces: Iterable[Piece], roles: Roles) -> Iterator[Piece]:
+    """A reply's pieces without an echoed role prefix, nothing from the first anti-prompt on,
+    and trimmed: their text collected is clean_output of the whole."""
+    return filter_pieces(pieces, ResponseFilter(roles), Trim())
+
+
 def clean_output(chunks: str | Iterable[str], roles: Roles) -> str:
     """Strip an echoed role prefix and everything from the first anti-prompt on."""
-    pieces = [chunks] if isinstance(chunks, str) else chunks
-    cleaner = ResponseFilter(roles)
-    out = [cleaner.feed(piece) for piece in pieces]
-    out.append(cleaner.finish())
-    return "".join(out).strip()
+    pieces: list[Piece] = [chunks] if isinstance(chunks, str) else list(chunks)
+    pieces.append(Finish())
+    return "".join(p for p in clean_pieces(pieces, roles) if isinstance(p, str))

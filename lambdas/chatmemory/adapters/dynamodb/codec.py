@@ -145,6 +145,10 @@ def record_to_item(record: MemoryRecord) -> dict[str, Any]:
         del item["generation"]
     if record.expires_at is None:
         del item[schema.EXPIRES_AT]
+    if not record.category:
+        del item["category"]
+    if record.in_profile:
+        item[schema.PROFILE_RANK] = record.profile_rank
     return item
 
 
@@ -167,6 +171,7 @@ def record_from_item(item: dict[str, Any]) -> MemoryRecord:
         namespace=schema.namespace_of_path(data.get(schema.RECORD_NAMESPACE, "")),
         generation=data.get("generation", ""),
         expires_at=int(data[schema.EXPIRES_AT]) if schema.EXPIRES_AT in data else None,
+        category=data.get("category", ""),
     )
 
 

@@ -119,6 +119,16 @@ class DynamoRecordStore(DynamoTables):
             if include_expired or not record.expired(now):
                 yield record
 
+    def profile_records(self, owner: str, limit: int) -> list[MemoryRecord]:
+        answer = self._db.query(
+            TableName=self._records,
+            IndexName=schema.PROFILE_RECORDS_INDEX.name,
+            KeyConditionExpression=f"{USER_ID} = :u",
+            ExpressionAttributeValues={":u": {"S": owner}},
+            Limit=limit,
+        )
+        return [record_from_item(item) for item in answer.get("Items", [])]
+
     def save_record(self, record: MemoryRecord) -> bool:
         expected = record.version
         record.version = expected + 1
@@ -145,7 +155,10 @@ class DynamoRecordStore(DynamoTables):
             self._db.update_item(
                 TableName=self._records,
                 Key=_record_key(owner, record_id),
-                UpdateExpression="SET #s = :deleting ADD version :one",
+                # Out of the profile index at once (schema.PROFILE_RECORDS_INDEX).
+                UpdateExpression=(
+                    f"SET #s = :deleting REMOVE {schema.PROFILE_RANK} ADD version :one"
+                ),
                 ConditionExpression=f"attribute_exists({RECORD_ID}) AND #s <> :deleting",
                 ExpressionAttributeNames={"#s": STATUS},
                 ExpressionAttributeValues={

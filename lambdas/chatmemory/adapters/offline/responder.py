@@ -1,42 +1,66 @@
 """A plainly labelled stand-in for a language model, so local mode runs with no model at all.
 
 It does not pretend to understand: it says it is offline, echoes the message and shows what
-memory put in front of it (the conversation so far, and what auto-recall brought from earlier
-conversations), which is what a person trying local mode wants to see. Asked from notes
+memory put in front of it (the conversation so far, what auto-recall brought from earlier
+conversations, and what the user told about themselves: the profile block), which is what a
+person trying local mode wants to see. The profile is in every prompt, but the responder does
+not recite it: to a message with something in it, it shows the profile's first line (the most
+important: health and safety first) and the two closest to the message; to a greeting, only
+how many facts it holds. Asked from notes
 (/past, /verified) or shown recalled memory, it quotes the sentences closest to the question by
 meaning (the embedder, when one is given) as well as by shared words: "dog" finds "greyhound".
-Nothing it says is remembered (`Generation.remember` is False): it is no model's answer.
+Nothing it says is remembered (its Finish says `remember=False`): it is no model's answer.
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator
 
+from chatmemory.adapters.model_io import cut_at_stop
 from chatmemory.errors import ChatMemoryError
-from chatmemory.ports import Embedder, Generation
-from chatmemory.schema import PROMPT_MEMORY_FOOTER, PROMPT_MEMORY_HEADER, TEXT_STOPWORDS
+from chatmemory.ports import Embedder, Finish, GenerationOptions, Piece, TextGenerator
+from chatmemory.schema import (
+    PROMPT_MEMORY_FOOTER,
+    PROMPT_MEMORY_HEADER,
+    PROMPT_PROFILE_FOOTER,
+    PROMPT_PROFILE_HEADER,
+    TEXT_STOPWORDS,
+)
+from chatmemory.services.longterm.auto_recall import content_terms
 
 LABEL = "[offline responder]"
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s?(.*)$")
 
 
-class OfflineResponder:
+class OfflineResponder(TextGenerator):
     name = "offline-responder"
     # No model reads this prompt: room for a conversation and recalled memory side by side.
     context_tokens = 2048
+    # It writes what it writes, however long or warm an answer is asked for.
+    honours = frozenset({"stop"})
 
     def __init__(self, embedder: Callable[[], Embedder | None] | None = None) -> None:
         """`embedder` builds the embedder on first use (quoting by meaning); None: by words."""
         self._embedder = embedder
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Sequence[str] = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
+        """Its reply whole, or streamed word by word (as a model would write it)."""
+        reply = self._reply(prompt)
+        words: list[Piece] = _WORDS.findall(reply) if stream else [reply]
+        words.append(Finish(model=self.name, remember=False))
+        return cut_at_stop(words, options.stop)
+
+    def _reply(self, prompt: str) -> str:
         lines = [line for line in prompt.splitlines() if line.strip()]
         # Grounded answers, summaries and labels first: their last line ends with ":" too.
         if lines and lines[-1] in ("Answer:", "Summary:", "Label:"):
-            return Generation(self._task_reply(lines), self.name, remember=False)
+            return self._task_reply(lines)
         if len(lines) >= 2 and lines[-1].endswith(":"):
+            profile, lines = _split_profile(lines)
             recalled, lines = _split_memory(lines)
             user_match = _SPEAKER.match(lines[-2])
             user = user_match.group(1) if user_match else "User"
@@ -44,15 +68,32 @@ class OfflineResponder:
             spoken = (m for m in map(_SPEAKER.match, lines[:-2]) if m and m.group(1) == user)
             history = [m.group(2) for m in spoken]
             summary = next((x for x in lines if x.startswith("Summary of the earlier")), "")
-            reply = self._chat_reply(message, history, summary, recalled)
-            return Generation(reply, self.name, remember=False)
-        return Generation(f"{LABEL} No language model is configured.", self.name, remember=False)
+            return self._chat_reply(message, history, summary, recalled, profile)
+        return f"{LABEL} No language model is configured."
 
     def _chat_reply(
-        self, message: str, history: list[str], summary: str, recalled: list[tuple[str, str]]
+        self,
+        message: str,
+        history: list[str],
+        summary: str,
+        recalled: list[tuple[str, str]],
+        profile: list[str],
     ) -> str:
         parts = [f"{LABEL} No language model is configured, so I can only show what I remember."]
         parts.append(f'You said: "{message}".')
+        if profile and content_terms(message):
+            closest = self._closest(
+                message, [(p, "") for p in profile[1:]], 2, require_overlap=False
+            )
+            weighed = [profile[0], *(p for p, _ in closest)]
+            more = len(profile) - len(weighed)
+            parts.append(
+                "What you told me about yourself that a model would weigh here: "
+                + "; ".join(weighed)
+                + (f" (and {more} more things you told me)." if more else ".")
+            )
+        elif profile:
+            parts.append(f"I keep {len(profile)} things you told me about yourself in mind.")
         if recalled:
             quotes = self._closest(message, recalled, 2, require_overlap=False)
             shown = " ".join(f"[{where}] {sentence}" for sentence, where in quotes)
@@ -138,6 +179,8 @@ class OfflineResponder:
         return [sum(a * b for a, b in zip(asked, v, strict=True)) for v in vectors[1:]]
 
 
+# A word and the space after it: a streamed reply's pieces.
+_WORDS = re.compile(r"\S+\s*|\s+")
 _BLOCK = re.compile(r"^\[([^\]]{1,80})\]\s*(.*)$")
 # Cosine above which a sentence is about the question even with no word in common
 # (all-MiniLM-L6-v2: "dog" and "rescue greyhound" are ~0.5 apart, unrelated sentences ~0.1).
@@ -170,3 +213,13 @@ def _split_memory(lines: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
         said = speaker.group(2) if speaker and len(speaker.group(1).split()) <= 3 else line
         recalled += [(s, where) for s in _SENTENCE.split(said) if s.strip()]
     return recalled, lines[:start] + lines[end + 1 :]
+
+
+def _split_profile(lines: list[str]) -> tuple[list[str], list[str]]:
+    """The profile block out of a chat prompt: its facts, best first, and the other lines."""
+    if PROMPT_PROFILE_HEADER not in lines:
+        return [], lines
+    start = lines.index(PROMPT_PROFILE_HEADER)
+    end = lines.index(PROMPT_PROFILE_FOOTER) if PROMPT_PROFILE_FOOTER in lines else start
+    facts = [line.removeprefix("- ").strip() for line in lines[start + 1 : end]]
+    return [f for f in facts if f], lines[:start] + lines[end + 1 :]

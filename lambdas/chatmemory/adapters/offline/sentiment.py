@@ -23,7 +23,7 @@ from typing import Any
 
 from chatmemory.domain import Sentiment
 from chatmemory.errors import ModelUnavailable
-from chatmemory.services.conversation.sentiment import sentiment_of_score
+from chatmemory.services.conversation.sentiment import neutral_if_topical, sentiment_of_score
 
 PIECE_WORDS = 60
 MAX_PIECES = 32
@@ -90,7 +90,17 @@ class VaderSentimentAnalyzer:
         vader = _analyzer()
         plain = _without_emoji(text, vader.emojis)
         if len(plain.split()) <= PIECE_WORDS:
-            return sentiment_of_score(float(vader.polarity_scores(plain)["compound"]))
+            found = sentiment_of_score(float(vader.polarity_scores(plain)["compound"]))
+            # A question about something negative is not a negative message (issue 44).
+            return neutral_if_topical(found, text, valence=vader.lexicon, boosters=_boosters())
         parts = pieces(plain)
         total = sum(float(vader.polarity_scores(part)["compound"]) for part in parts)
         return sentiment_of_score(total / len(parts))
+
+
+@lru_cache(maxsize=1)
+def _boosters() -> frozenset[str]:
+    """VADER's intensifiers ("so", "really", "extremely"...), the ones that raise a score."""
+    from vaderSentiment.vaderSentiment import BOOSTER_DICT
+
+    return frozenset(word for word, value in BOOSTER_DICT.items() if value > 0)

@@ -197,14 +197,13 @@ def for_agent_turn(
     expires_at: int | None,
 ) -> tuple[Turn, str]:
     """A user's message for the agent: no model answers it; its sentiment is still analyzed
-    (by the analyzer that calls no model). Commands are not run, the agent reads them as typed.
-    Returns the turn and why its sentiment is missing, if it is."""
+    (by the analyzer that calls no model; a command is not scored). Commands are not run, the
+    agent reads them as typed. Returns the turn and why its sentiment is missing, if it is."""
     try:
         routed = parse_prefix(content)
     except BadRequest:
         routed = None
-    text = routed.text if routed is not None and routed.text else content.strip()
-    found, error = analyze_input(sentiment, text)
+    found, error = analyze_input(sentiment, content)
     turn = Turn(
         session_id=session.session_id,
         turn=0,

@@ -41,7 +41,7 @@ import math
 import re
 import threading
 from array import array
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -628,6 +628,7 @@ def build_block(
     budget: int,
     query: str = "",
     weights: LineWeights | None = None,
+    known: Sequence[str] = (),
 ) -> tuple[str, list[RecalledItem]]:
     """The memory block within `budget` tokens (header included), filled piece by piece.
 
@@ -638,7 +639,9 @@ def build_block(
     budget 400: whole windows left half of it unused or spent on the second-best window's
     least useful lines). The lines of one session form one dated excerpt in transcript order,
     each line once; "…" marks where lines between two of them were left out. A record whose
-    content words a piece already taken holds is left out (a fact drawn from a line there)."""
+    content words a piece already taken holds is left out (a fact drawn from a line there), and
+    so is a piece whose every content word one of the `known` texts holds (the profile block's
+    records, in the prompt already: the line they were drawn from says nothing more)."""
     left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
     window_lines = _window_lines(ranked)
     scored = piece_features(ranked, query, window_lines)
@@ -654,10 +657,14 @@ def build_block(
     # The words of each piece taken: a record whose every content word one of them already
     # holds (a fact drawn from a line in the block, or repeated) says nothing new.
     held: list[set[str]] = []
+    prompted = [words for words in map(_content_stems, known) if words]
     # Stable: equal scores keep the search's order.
     for piece in sorted((piece for piece, _ in scored), key=lambda p: -p.score):
         if left <= 8:
             break
+        said = _content_stems(_spoken(piece.text))
+        if said and any(said <= words for words in prompted):
+            continue
         if piece.session is None:
             said = _content_stems(piece.doc.text)
             if said and any(said <= words for words in held):
@@ -687,6 +694,13 @@ def build_block(
     if not items:
         return "", []
     return "\n".join([MEMORY_HEADER, *(item.text for item in items), MEMORY_FOOTER]), items
+
+
+def _spoken(line: str) -> str:
+    """A transcript line without its speaker label, a record's without its label."""
+    if line.startswith("["):
+        return line.partition("] ")[2]
+    return line.partition(":")[2] if _speaker(line) else line
 
 
 def _placed(doc: MemoryDoc, lines: list[str]) -> list[tuple[float, str]]:
@@ -723,8 +737,11 @@ def recall_for_turn(
     now: datetime,
     rewriter: TextGenerator | None = None,
     cache: VectorCache | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> Recalled:
-    """The long-term memory relevant to `message`, ready for the prompt, or why there is none."""
+    """The long-term memory relevant to `message`, ready for the prompt, or why there is none.
+    Records in `held` (id -> text: the profile block's) are in the prompt already: never
+    recalled again, nor the lines they were drawn from."""
     found = memories_for_turn(
         message,
         history,
@@ -736,11 +753,13 @@ def recall_for_turn(
         now=now,
         rewriter=rewriter,
         cache=cache,
+        held=held,
     )
     if isinstance(found, Recalled):
         return found
     query, ranked = found
-    block, items = build_block(ranked, policy.token_budget, query, policy.line_weights)
+    known = list(held.values()) if held else []
+    block, items = build_block(ranked, policy.token_budget, query, policy.line_weights, known)
     if not items:
         return Recalled(query, reason="not relevant")
     return Recalled(query, block=block, items=items, tokens=estimate_tokens(block))
@@ -758,10 +777,13 @@ def memories_for_turn(
     now: datetime,
     rewriter: TextGenerator | None = None,
     cache: VectorCache | None = None,
+    held: Mapping[str, str] | None = None,
 ) -> Recalled | tuple[str, list[tuple[MemoryDoc, float]]]:
     """The query and the live memories that passed the gates, best first (what the block is
     made of), or the `Recalled` that says why there are none. `cache` keeps the small-talk
-    phrasings' vectors across cold starts (small_talk_similarity)."""
+    phrasings' vectors across cold starts (small_talk_similarity). The entries of the records
+    in `held` (in the prompt's profile block) are left out after the gates: the gates judge
+    the message against everything, the block gets what the prompt does not hold yet."""
     if not policy.enabled or policy.token_budget <= 0:
         return Recalled(message, reason="off")
     query = standalone_query(message, history, policy, rewriter)
@@ -786,6 +808,7 @@ def memories_for_turn(
     if best_vector < policy.min_similarity and best_words < policy.min_term_share:
         return Recalled(query, reason="not relevant")
     floor = ranked[0][1] * policy.relative_floor
-    ranked = [pair for pair in ranked if pair[1] >= floor]
+    held = held or {}
+    ranked = [pair for pair in ranked if pair[1] >= floor and pair[0].record_id not in held]
     alive = {d.doc_key for d in live_documents(memory, owner, [d for d, _ in ranked])}
     return query, [pair for pair in ranked if pair[0].doc_key in alive]

@@ -39,9 +39,17 @@ from chatmemory.services.longterm.summarize import (
     select_lines,
     split_lines,
 )
+from chatmemory.services.profile.traits import (
+    allergy_subject,
+    clauses,
+    implied,
+    passing,
+    reaction,
+)
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# Sentences, and the clauses a dash sets apart ("Lots happened - I joined a new group").
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]+\s+")
 _WORD = re.compile(r"[a-z0-9']+")
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|im|my|me|we|we're|we've|our|us)\b", re.I)
 _QUESTION_START = re.compile(
@@ -105,33 +113,45 @@ class PatternExtractor:
 
     name = "patterns"
 
-    def __init__(self, max_per_session: int = MAX_PER_SESSION, min_content_words: int = 3) -> None:
+    def __init__(self, max_per_session: int = MAX_PER_SESSION, min_content_words: int = 1) -> None:
         self.max_per_session = max_per_session
         self.min_content_words = min_content_words
 
     def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
-        """The session's facts and preferences, then what it left open (open_questions)."""
+        """The session's facts and preferences, one per clause (traits.clauses), then what it
+        left open (open_questions)."""
         found: list[tuple[float, int, ExtractedFact]] = []
         for turn in said(turns):
             for sentence in _sentences(turn.input):
-                fact = self._fact(sentence, turn.turn)
-                if fact is not None:
-                    score = len(_content(sentence))
-                    found.append((score, len(found), fact))
+                # A clause split off is about the user when its sentence is ("... and her
+                # birthday's 3 March").
+                about = about_the_user(implied(sentence))
+                for clause in clauses(sentence):
+                    fact = self._fact(clause, turn.turn, about=about)
+                    if fact is not None:
+                        found.append((len(_content(clause)), len(found), fact))
         # The most informative statements when a session has many, in their order.
         kept = sorted(found, key=lambda f: (-f[0], f[1]))[: self.max_per_session]
         return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])] + open_questions(turns)
 
-    def _fact(self, sentence: str, turn: int) -> ExtractedFact | None:
+    def _fact(self, sentence: str, turn: int, *, about: bool | None = None) -> ExtractedFact | None:
+        """The fact `sentence` states, or None; `about`: whether it is about the user, when
+        its whole sentence said so (else it is read from `sentence` itself)."""
         text = sentence.strip().strip("\"'").strip()
+        if not text:
+            return None
+        if about is None:
+            about = about_the_user(implied(text))
+        if not about or text.endswith("?"):
+            return None
+        content = len(_content(text))
         if (
-            not text
-            or text.endswith("?")
-            or _QUESTION_START.match(text)
-            or not _FIRST_PERSON.search(text)
-            or len(_content(text)) < self.min_content_words
+            content < self.min_content_words
             # "Not sure yet where we'll live" is no fact about where they live.
             or undecided(text)
+            # "I'm on the train at the moment": episodic memory keeps it, the profile does not.
+            or passing(text)
+            or reaction(text, content)
         ):
             return None
         preference = _PREFERENCE.search(text)
@@ -139,7 +159,35 @@ class PatternExtractor:
         if preference or favourite:
             thing = favourite.group(1) if favourite else _head(preference.group(2))  # type: ignore[union-attr]
             return ExtractedFact(RecordType.PREFERENCE, text, f"likes:{thing}", turn)
-        return ExtractedFact(RecordType.FACT, text, _subject(text), turn)
+        return ExtractedFact(RecordType.FACT, text, allergy_subject(text) or _subject(text), turn)
+
+
+# Words that open a clause the sentence depends on: a first person after one ("Quick question
+# before we start") is not what the sentence says about the user.
+_SUBORDINATE = re.compile(
+    r"\b(?:before|after|when|whenever|if|unless|until|while|since|because|as soon as|once)\b",
+    re.I,
+)
+
+
+# A request ("Tell me when I should leave"): the user asks, and says nothing of themselves.
+_REQUEST = re.compile(
+    r"^(?:please\s+|can you\s+|could you\s+)?(?:tell|give|show|help|let|remind|send|find|list|"
+    r"explain|suggest|recommend|write|make|check|book|call|read|translate)\b",
+    re.I,
+)
+
+
+def about_the_user(text: str) -> bool:
+    """A statement (not a question, not a request) whose main clause speaks of the user: a
+    first person before any subordinate clause."""
+    if text.endswith("?") or _QUESTION_START.match(text) or _REQUEST.match(text):
+        return False
+    first = _FIRST_PERSON.search(text)
+    if first is None:
+        return False
+    subordinate = _SUBORDINATE.search(text)
+    return subordinate is None or first.start() < subordinate.start()
 
 
 def said(turns: Sequence[Turn]) -> list[Turn]:
@@ -319,13 +367,15 @@ def _agent_answers(turns: Sequence[Turn]) -> dict[int, str]:
 
 
 EXTRACT_INSTRUCTION = (
-    "List the durable facts and preferences the user states about themselves in these lines: "
-    "who they are, people, places, plans, likes and dislikes, decisions. Write one JSON object "
-    'per line: {"type": "fact" or "preference", "subject": a short key of what it is about '
-    '("residence", "job", "partner", "likes:coffee"; "" if none), "text": the fact in one '
-    'sentence, "turn": the number in brackets}. For a plan or choice the user left undecided, '
-    'write such an object with "type": "open_question" and a "text" saying what was not '
-    "settled. Write nothing else; nothing if there is none."
+    "List the lasting facts and preferences the user states about themselves in these lines: "
+    "who they are, health and diet, people, places, work, plans, likes and dislikes, decisions. "
+    "Leave out what they are doing or feeling at the moment, small talk and reactions. Write "
+    "one JSON object per line, one fact per object (two facts in one sentence are two "
+    'objects): {"type": "fact" or "preference", "subject": a short key of what it is about '
+    '("residence", "job", "partner", "likes:coffee", "allergy:peanut"; "" if none), "text": '
+    'the fact in the user\'s own words, "turn": the number in brackets}. For a plan or choice '
+    'the user left undecided, write such an object with "type": "open_question" and a "text" '
+    "saying what was not settled. Write nothing else; nothing if there is none."
 )
 _OBJECT = re.compile(r"\{.*?\}")
 MAX_TEXT_CHARS = 300
@@ -361,12 +411,22 @@ def parse_facts(answer: str, turns: set[int]) -> list[ExtractedFact]:
         ):
             continue
         subject = subject.strip().lower()[:60] if isinstance(subject, str) else ""
-        text = text.strip()[:MAX_TEXT_CHARS]
+        text = text.strip()
         if kind == RecordType.OPEN_QUESTION:
+            text = text[:MAX_TEXT_CHARS]
             subject = open_subject(text, subject)
             if not subject:  # nothing it is about: nothing could ever settle it
                 continue
-        facts.append(ExtractedFact(RecordType(kind), text, subject, turn))
+            facts.append(ExtractedFact(RecordType(kind), text, subject, turn))
+            continue
+        # Held to the offline extractor's rules whatever the model did: one fact per record,
+        # no passing remark.
+        parts = [part[:MAX_TEXT_CHARS] for part in clauses(text[: 2 * MAX_TEXT_CHARS])]
+        for part in parts:
+            if not passing(part):
+                facts.append(
+                    ExtractedFact(RecordType(kind), part, subject if len(parts) == 1 else "", turn)
+                )
     return facts
 
 

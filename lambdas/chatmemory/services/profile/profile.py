@@ -288,6 +288,19 @@ def _without_hidden(record: MemoryRecord, sessions: set[str]) -> MemoryRecord:
     return shown
 
 
+def categorize(record: MemoryRecord) -> MemoryRecord:
+    """Give a fact or a preference of the profile's own namespace its category from its words
+    (traits.category: its place in the profile block); others have none. Called wherever a
+    record's words are set."""
+    if record.type in _ANSWERS and not record.namespace:
+        from chatmemory.services.profile.traits import category  # its patterns: not at cold start
+
+        record.category = category(record.text, record.type, record.subject)
+    else:
+        record.category = ""
+    return record
+
+
 def _same_words(a: str, b: str) -> bool:
     return _SPACE.sub(" ", a.lower()).strip() == _SPACE.sub(" ", b.lower()).strip()
 
@@ -435,6 +448,7 @@ def _place(
     now (the duplicate it merged into, for a merge). `known`: the caller's records as read
     for this batch (updated in place here); read again after a conflict. Without `merge`, a
     duplicate is written as a record of its own (its id is the client's key)."""
+    categorize(record)
     existing = memory.get_record(record.user_id, record.record_id)
     if existing is not None:
         # A retry: the earlier attempt may have stopped between the record and its entries.
@@ -489,6 +503,7 @@ def _place(
             )
             duplicate.updated_at = record.updated_at
             duplicate.subject = duplicate.subject or record.subject
+            categorize(duplicate)
             if memory.save_record(duplicate):
                 # Its entry now lists the new session too (see record_document).
                 _index(index, embedder, memory, [record_document(duplicate)])
@@ -815,6 +830,7 @@ def correct_record(
         from chatmemory.services.profile.extract import classify
 
         record.subject = classify(record.text)[1] or record.subject
+    categorize(record)
     if not memory.save_record(record):
         current = memory.get_record(record.user_id, record.record_id)
         if current is None or current.status == RecordStatus.DELETING:
@@ -1176,6 +1192,7 @@ def _trim(record: MemoryRecord, rest: list[Provenance]) -> None:
         dates = [p.date for p in rest]
         if record.created_at not in dates:
             record.created_at = min(dates)
+        categorize(record)
     record.provenance = rest
 
 

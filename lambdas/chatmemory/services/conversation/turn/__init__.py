@@ -1,0 +1,1 @@
+"""One chat turn, stage by stage (see pipeline.py)."""

@@ -1,0 +1,249 @@
+"""Gather: what the model is asked with. For an ordinary message, the prompt from short-term
+memory (the window of recent turns, the rolling summary, a continued conversation's last turns,
+how long ago the user last wrote) and long-term memory (the profile block, auto-recall's
+episodic memory); for a command (/past, /verified, /remember), its own answer from long-term
+memory.
+
+Long-term memory is read in this order: the profile's candidates (one Query), auto-recall's
+search, then the profile's liveness last before the prompt is built, so that a delete that
+returns during the search keeps what it deleted out of the prompt.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import NamedTuple
+
+from chatmemory.clock import parse_time
+from chatmemory.domain import Source, Turn
+from chatmemory.errors import LongTermMemoryUnavailable
+from chatmemory.schema import Intent, SourceKind
+from chatmemory.services.access import continued
+from chatmemory.services.conversation.routing import Routed
+from chatmemory.services.conversation.turn.context import Memory, TurnContext
+from chatmemory.services.longterm.auto_recall import recall_for_turn
+from chatmemory.services.longterm.recall import (
+    Answer,
+    answer_from_past,
+    answer_from_verified,
+    search_passages,
+    search_sessions,
+)
+from chatmemory.services.profile.block import candidates as profile_candidates
+from chatmemory.services.profile.block import checked as checked_profile
+from chatmemory.services.profile.profile import state_record
+from chatmemory.services.prompt import BuiltPrompt, build_chat_prompt
+
+NO_LONG_TERM_MEMORY = (
+    "No long-term memory is configured for this deployment, so past conversations and "
+    "verified documents cannot be searched yet."
+)
+REMEMBERED = "Noted: I will remember that ({type})."
+
+
+class Gathered(NamedTuple):
+    """An ordinary message's prompt, and what long-term memory put in it."""
+
+    prompt: BuiltPrompt
+    memory: Memory
+
+
+def gather(
+    ctx: TurnContext,
+    routed: Routed,
+    turn: Turn,
+    *,
+    before_turn: int | None = None,
+    history: list[Turn] | None = None,
+) -> Gathered:
+    """The prompt of an ordinary message (`turn`, or the stack it ends): `history` is the
+    window when the caller read it already; `before_turn` leaves out the turns from there on
+    (a retry of a stored message). Fills in the turn's sources and `degraded`."""
+    deps, policy = ctx.deps, ctx.policy
+    if history is None:
+        history = deps.memory.recent_turns(ctx.session.session_id, ctx.window) if ctx.window else []
+    if before_turn is not None:
+        history = [t for t in history if t.turn < before_turn]
+    # A continued conversation: the previous session's rolling summary, and its last turns
+    # until this one has a window of its own, while that session exists (access.continued).
+    short = len(history) < ctx.window and _from_the_start(history)
+    carried = continued(deps.memory, ctx.session, ctx.window - len(history) if short else 0)
+    history = carried.turns + history
+    memory = Memory()
+    if not turn.degraded and deps.long_term is not None and deps.embedder is not None:
+        memory = _long_term(ctx, routed, history)
+        assert memory.recalled is not None and memory.profile is not None
+        turn.degraded = memory.recalled.degraded or memory.profile.degraded
+        turn.sources = memory.recalled.sources + memory.profile.sources
+    recalled, profile = memory
+    memory_tokens = (recalled.tokens if recalled else 0) + (profile.tokens if profile else 0)
+    prompt = build_chat_prompt(
+        system=policy.system_prompt,
+        summary=_summary(carried.summary, ctx.session.running_summary),
+        window=history,
+        message=routed.text,
+        roles=policy.roles,
+        token_budget=min(policy.prompt_token_budget, _context(ctx) - memory_tokens),
+        memory=recalled.block if recalled else "",
+        profile=profile.text if profile else "",
+        note=gap_note(history, deps.clock(), policy.long_gap_hours),
+    )
+    return Gathered(prompt, memory)
+
+
+def _long_term(ctx: TurnContext, routed: Routed, history: list[Turn]) -> Memory:
+    """The profile block and auto-recall's memories for an ordinary message."""
+    deps, policy = ctx.deps, ctx.policy
+    assert deps.long_term is not None and deps.embedder is not None
+    found = profile_candidates(
+        ctx.session.user_id,
+        records=deps.memory,
+        policy=policy.profile,
+        budget=min(policy.profile.token_budget, _context(ctx) // 4),
+    )
+    with ctx.before_answer():
+        recalled = recall_for_turn(
+            routed.text,
+            history,
+            owner=ctx.session.user_id,
+            memory=deps.memory,
+            embedder=deps.embedder,
+            index=deps.long_term,
+            policy=policy.auto_recall._replace(
+                token_budget=min(policy.auto_recall.token_budget, _context(ctx) // 2)
+            ),
+            now=deps.clock(),
+            rewriter=deps.generator if policy.rewrite_follow_ups else None,
+            cache=deps.vector_cache,
+            held=found.held,
+        )
+    # Last before the prompt: a delete that returned during the search is seen.
+    return Memory(recalled, checked_profile(found, deps.memory))
+
+
+def _context(ctx: TurnContext) -> int:
+    return ctx.deps.generator.context_tokens
+
+
+def _summary(carried: str, own: str) -> str:
+    """The prompt's summary of a continued conversation: the previous session's, then this
+    one's (a session continued before summaries were kept apart began with a copy of it)."""
+    if not carried or own.startswith(carried):
+        return own
+    return f"{carried}\n{own}" if own else carried
+
+
+def _from_the_start(history: list[Turn]) -> bool:
+    """The window holds the session from its first turn (it has no full window of its own)."""
+    return not history or history[0].turn == 1
+
+
+def gap_note(history: list[Turn], now: datetime, long_gap_hours: float) -> str:
+    """ "The user's previous message was 3 days ago." when the last turn the model sees is
+    older than `long_gap_hours`: a model cannot tell time from a transcript, and "as you said
+    just now" about last month's message is the wrong answer."""
+    if not history or long_gap_hours <= 0 or not history[-1].created_at:
+        return ""
+    last = parse_time(history[-1].created_at)
+    if last is None:
+        return ""
+    gap = now - last
+    if gap < timedelta(hours=long_gap_hours):
+        return ""
+    return f"The user's previous message was {_ago(gap)} ago; this conversation resumes now."
+
+
+def _ago(gap: timedelta) -> str:
+    hours = gap.total_seconds() / 3600
+    for size, unit in ((24 * 365, "year"), (24 * 30, "month"), (24 * 7, "week"), (24, "day")):
+        if hours >= size:
+            count = int(hours // size)
+            return f"{count} {unit}{'s' if count > 1 else ''}"
+    count = int(hours)
+    return f"{count} hour{'s' if count > 1 else ''}"
+
+
+# --- commands: /past, /verified, /remember -----------------------------------------------------
+
+
+def answer_command(ctx: TurnContext, routed: Routed, turn: Turn) -> bool:
+    """Answer a command into `turn` from long-term memory. False when long-term memory could
+    not be reached for a recall (the turn is marked degraded and the message is answered as
+    ordinary chat from short-term memory instead)."""
+    deps = ctx.deps
+    if deps.long_term is None or deps.embedder is None:
+        turn.response = NO_LONG_TERM_MEMORY
+        turn.model = "none"
+        turn.remember_response = False
+        return True
+    try:
+        answer = _command(ctx, routed)
+    except LongTermMemoryUnavailable:
+        if routed.intent == Intent.REMEMBER:
+            raise  # "noted" must not be said of what was not stored: a retry completes it
+        # Degrade to short-term memory rather than fail the turn; the reply says so.
+        turn.degraded = True
+        return False
+    turn.response, turn.sources, turn.model = answer.text, answer.sources, answer.model
+    turn.remember_response = answer.remember
+    return True
+
+
+def _command(ctx: TurnContext, routed: Routed) -> Answer:
+    deps = ctx.deps
+    if routed.intent == Intent.REMEMBER:
+        assert deps.long_term is not None and deps.embedder is not None
+        record = state_record(
+            ctx.session.user_id,
+            routed.text,
+            record_type=None,
+            memory=deps.memory,
+            embedder=deps.embedder,
+            index=deps.long_term,
+            now=deps.clock(),
+        )
+        source = Source(
+            kind=SourceKind.RECORD, id=record.record_id, title=record.text, date=record.created_at
+        )
+        return Answer(REMEMBERED.format(type=record.type), [source], "none", remember=False)
+    return _recall(ctx, routed)
+
+
+def _recall(ctx: TurnContext, routed: Routed) -> Answer:
+    deps, policy, user_id = ctx.deps, ctx.policy, ctx.session.user_id
+    assert deps.long_term is not None and deps.embedder is not None
+    budget = min(policy.prompt_token_budget, _context(ctx))
+    if routed.intent == Intent.PAST:
+        found = search_sessions(
+            routed.text,
+            user_id=user_id,
+            embedder=deps.embedder,
+            index=deps.long_term,
+            weights=policy.recall_weights,
+            now=deps.clock(),
+            k=policy.recall_sessions,
+            live=lambda sessions, records: deps.memory.live(user_id, sessions, records),
+        )
+        floor = found[0].score * policy.recall_relative_floor if found else 0.0
+        return answer_from_past(
+            routed.text,
+            [s for s in found if s.score >= floor],
+            generator=deps.generator,
+            max_new_tokens=policy.max_new_tokens,
+            token_budget=budget,
+        )
+    passages = search_passages(
+        routed.text,
+        embedder=deps.embedder,
+        index=deps.long_term,
+        weights=policy.recall_weights,
+        k=policy.verified_passages,
+        min_score=policy.verified_min_score,
+    )
+    return answer_from_verified(
+        routed.text,
+        passages,
+        generator=deps.generator,
+        max_new_tokens=policy.max_new_tokens,
+        token_budget=budget,
+    )

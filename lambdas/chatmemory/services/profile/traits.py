@@ -1,0 +1,415 @@
+"""What a statement of the user's is: a lasting fact about them, or a passing remark; one fact
+or several; and what kind of fact, so that the profile block keeps what matters first.
+
+No model is needed (the pattern extractor, local mode, tests); a model's extraction goes
+through the same checks (extract.parse_facts), so that what it keeps is held to the same rules.
+The word lists are general English (states and feelings, places one is at for a while, the
+vocabulary of health, family and work), not the phrasing of any data set.
+
+* **Passing remarks** say what the user is doing or feeling right now ("I'm on the train at the
+  moment", "I'm feeling sleepy", "I'm making tea", "I'm in a hurry"): a marker of now, the
+  progressive of an activity that is not a standing one (living, working, learning... are), a
+  state or a feeling, a place one is at for the moment. They stay in the session's transcript
+  (episodic memory), never in a lasting record.
+* **Reactions** answer the other side ("I love that!", "I agree", "I'm so happy for you"):
+  no fact about the user.
+* **Clauses**: a compound statement ("I'm allergic to penicillin and my dentist is Dr Okafor")
+  is one fact per clause; a clause that shares the first one's subject gets it ("My daughter
+  Maya has a nut allergy and loves chocolate" -> "... Maya loves chocolate"); allergens listed
+  together are one fact each ("allergic to peanuts and cashews"). "But" keeps its clauses
+  together: the second qualifies the first ("vegetarian but I still eat fish").
+* **Categories** (schema.RecordCategory): health and safety first, then identity and people,
+  preferences, the rest; a fact dated in the past ("last week", "yesterday") is an event,
+  recalled by meaning but not part of the block, unless it is about health ("I broke my wrist
+  last month" still matters when asked to carry a sofa).
+"""
+
+from __future__ import annotations
+
+import re
+
+from chatmemory.schema import RecordCategory, RecordType
+
+# --- passing remarks ----------------------------------------------------------------------------
+
+# Now, today, tonight: what is said of them is over soon.
+_NOW = re.compile(
+    r"\b(?:right now|at the moment|at the minute|just now|for now|at present|as we speak|"
+    r"today|tonight|this (?:morning|afternoon|evening|week|weekend)|"
+    r"for the (?:day|night|evening|afternoon|morning|weekend|week))\b",
+    re.I,
+)
+# Who speaks of themselves (a model's extraction may say "the user").
+_FIRST = r"(?:i'm|i am|im|we're|we are|the user is|user is)"
+_DEGREE = (
+    r"(?:(?:so|really|very|a bit|bit|a little|a tad|quite|kind of|kinda|sort of|pretty|super|"
+    r"totally|extremely|rather|too|just|still|getting|all|absolutely|feeling|now)\s+)*"
+)
+# States and feelings that last a moment, not a trait.
+_MOMENTARY = frozenset(
+    """hungry thirsty starving starved full stuffed tired sleepy exhausted knackered drained
+    wiped worn bored busy free available sick ill unwell poorly cold hot warm freezing
+    boiling sweaty late early ready done finished back home here there away out off up
+    awake stuck lost sorry glad happy sad upset angry annoyed mad cross excited thrilled
+    nervous worried stressed scared afraid frightened relieved curious confused sure certain
+    unsure fine good great ok okay well alright grateful thankful proud jealous lonely
+    hungover drunk tipsy sore dizzy frustrated overwhelmed impressed surprised shocked
+    amazed pumped stoked psyched delighted pleased disappointed embarrassed bummed down
+    blue grumpy cranky restless calm relaxed chilled comfortable uncomfortable cosy cozy
+    wet soaked sunburnt sunburned jetlagged jet-lagged online offline around nearby outside
+    inside downstairs upstairs""".split()
+)
+_STATE = re.compile(rf"^{_FIRST}\s+{_DEGREE}(?P<word>[a-z'-]+)\b", re.I)
+_FEEL = re.compile(
+    r"^(?:i|we)(?:\s+feel|'m feeling|\s+am feeling|'ve been feeling|\s+have been feeling)\b", re.I
+)
+# Where one is for the moment: "I'm on the train", "I'm at the library", "I'm in a meeting".
+_WHERE_NOW = frozenset(
+    """train bus coach plane flight tube subway metro tram ferry boat car taxi cab uber
+    phone call way road move go airport station platform library office gym home bed couch
+    sofa shop store supermarket mall market cafe café coffee pub bar restaurant party
+    meeting class lecture lesson traffic queue line hurry rush break lunch dinner breakfast
+    holiday vacation beach park pool hospital appointment waiting bath shower kitchen
+    garden desk computer laptop school work cinema theatre theater concert game match
+    airport lobby hotel queue""".split()
+)
+_PLACE = re.compile(
+    rf"^{_FIRST}\s+(?:just\s+|currently\s+|still\s+|now\s+|stuck\s+|sitting\s+|sat\s+|"
+    r"standing\s+|stood\s+|lying\s+|waiting\s+|out\s+)?"
+    r"(?:at|in|on|on my way to|on the way to|in the middle of|off to|out at|out for|out in)\s+"
+    r"(?:the|a|an|my|our|this)?\s*(?P<place>[a-zé'-]+)",
+    re.I,
+)
+_PROGRESSIVE = re.compile(
+    rf"^{_FIRST}\s+(?:just\s+|currently\s+|still\s+|now\s+|busy\s+)?(?P<verb>[a-z]+ing)\b",
+    re.I,
+)
+_ABOUT_TO = re.compile(
+    rf"^{_FIRST}\s+(?:just\s+)?about to\b|^(?:i|we)\s+(?:just\s+)?got (?:back|home|up|in)\b",
+    re.I,
+)
+# A trip to a place named: a plan ("We're going to Japan"), not a walk to the shop.
+_TRIP = re.compile(r"\b(?:going|travell?ing|flying|heading|driving|moving) to [A-Z]")
+# Activities that are a standing part of a life when said in the progressive.
+_STANDING = frozenset(
+    """living working studying learning training teaching raising running attending dating
+    seeing volunteering practicing practising preparing prepping saving renting expecting
+    recovering moving relocating retiring building coaching caring starting launching
+    opening founding developing""".split()
+)
+# What one is at for weeks or more: "I'm reading a novel" (not "the news"), "I'm taking a
+# pottery class", "I'm having trouble with my business project".
+_LONG_RUNNING = re.compile(
+    r"\b(?:book|novel|series|trilogy|course|degree|diploma|masters?|phd|program|programme|"
+    r"project|business|company|startup|studio|shop|class|classe|lesson|band|team|league|"
+    r"club|campaign|charity|career|renovation|thesis|dissertation|article)s?\b|\"[^\"]{3,}\"",
+    re.I,
+)
+# Weighing or preparing something to come: "I'm planning a trip", "I'm thinking about
+# starting a project", "We're considering adopting a dog" (not "planning meals").
+_PLAN = re.compile(
+    r"\b(?:planning|organi[sz]ing|booking|thinking about|thinking of|considering|looking into|"
+    r"saving (?:up )?for|hoping|trying)\s+(?:to \w+|\w+ing\b|(?:a|an|the|my|our)\s+(?:\w+\s+)?"
+    r"(?:trip|holiday|vacation|wedding|party|move|visit|celebration|reunion|honeymoon|"
+    r"birthday|surprise|tour|retreat|adoption))",
+    re.I,
+)
+# A while, not a moment: "I've been feeling low lately".
+_LATELY = re.compile(
+    r"\b(?:lately|recently|these days|for (?:weeks|months|years|a while|ages)|"
+    r"all (?:year|month))\b",
+    re.I,
+)
+# Said of a time to come: a plan that lasts until then ("I'm moving to Porto next month").
+_FUTURE = re.compile(
+    r"\b(?:next|in (?:the )?(?:january|february|march|april|may|june|july|august|september|"
+    r"october|november|december|spring|summer|autumn|fall|winter|\d{4}|a (?:few|couple of) \w+|"
+    r"\d+ (?:days|weeks|months|years))|this (?:spring|summer|autumn|fall|winter|month|year)|"
+    r"someday|one day|soon)\b",
+    re.I,
+)
+
+
+# The weather, the hour, the room: "It's raining here", "It's so late".
+_AROUND = re.compile(
+    r"^(?:(?:it's|it is|its)\s+(?:(?:so|really|very|a bit|quite|pretty|getting|still|just)\s+)*"
+    r"(?:raining|snowing|pouring|drizzling|sunny|cloudy|windy|foggy|stormy|hot|cold|freezing|"
+    r"warm|humid|chilly|dark|late|early|noisy|quiet|busy|crowded|lovely out|nice out)|"
+    r"there's (?:an? |some )?(?:\w+ )?(?:storm|thunderstorm|rain|snow|hail|fog|heatwave|"
+    r"power cut|blackout|queue|traffic jam|fire alarm)|the (?:weather|sun|rain|wifi|signal)\b)",
+    re.I,
+)
+
+
+# Words that open a chat message and say nothing ("honestly", "tbh", "so"): set aside before a
+# sentence is read.
+_OPENER = re.compile(
+    r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|"
+    r"actually|right|yeah|yep|hey|hi|ah|um|erm|just fyi)\b[,!.]?\s*)+",
+    re.I,
+)
+# A chat sentence whose "I" goes without saying: "Feeling pretty stressed", "Sitting in the
+# library", "Born and raised in Winnipeg", "Big fan of horror films", "Just got back from a jog".
+_ELIDED = re.compile(
+    r"^(?:(?:just|currently|still|been|now|bit|a bit|kinda|pretty|so|really)\s+)*"
+    r"(?:[a-z]+ing\b|born\b|raised\b|based\b|married\b|divorced\b|engaged\b|retired\b|"
+    r"allergic\b|(?:a\s+)?(?:big|huge|massive|lifelong|die-hard|total)\s+fan\b|got\b|"
+    r"(?P<state>[a-z'-]+)\b)",
+    re.I,
+)
+
+
+def implied(text: str) -> str:
+    """The sentence with the "I" a chat leaves out put back ("Feeling tired" -> "I'm feeling
+    tired", "Just got back" -> "I just got back"), its opening filler set aside; else as it is."""
+    said = _OPENER.sub("", _plain(text))
+    if not said or _FIRST_WORD.match(said):
+        return said
+    found = _ELIDED.match(said)
+    if found is None:
+        return said
+    state = found.group("state")
+    if state is not None and state.lower() not in _MOMENTARY:
+        return said  # a noun, a verb of its own: no "I" left out
+    if re.match(r"^(?:just\s+)*got\b", said, re.I):
+        return f"I {said[0].lower()}{said[1:]}"
+    return f"I'm {said[0].lower()}{said[1:]}"
+
+
+_FIRST_WORD = re.compile(
+    r"^(?:i|i'm|i've|i'd|i'll|im|me|my|we|we're|we've|our|us|you|your|it|it's|its|there|"
+    r"there's|this|that|the|a|an|he|she|they|his|her|their)\b",
+    re.I,
+)
+
+
+def passing(text: str) -> bool:
+    """A remark about what the user is doing or feeling now, or about what is around them
+    now, not a lasting fact."""
+    said = implied(text)
+    if _NOW.search(said) or _ABOUT_TO.match(said) or _AROUND.match(said):
+        return True
+    if _LATELY.search(said):
+        return False
+    if _FEEL.match(said):
+        return True
+    state = _STATE.match(said)
+    if state and state.group("word").lower() in _MOMENTARY:
+        return True
+    place = _PLACE.match(said)
+    if place and place.group("place").lower() in _WHERE_NOW:
+        return True
+    progressive = _PROGRESSIVE.match(said)
+    if progressive is None:
+        return False
+    verb = progressive.group("verb").lower()
+    standing = any(w in _STANDING for w in re.findall(r"\b[a-z]+ing\b", said.lower()))
+    if verb in _STANDING or standing or _FUTURE.search(said) or _TRIP.search(said):
+        return False
+    if _LONG_RUNNING.search(said) or _PLAN.search(said):
+        return False
+    # "I'm planning meals for the week" is an activity of the moment; "I'm going to Spain in
+    # May" is a plan (the time to come said).
+    return not health_related(said)
+
+
+# --- reactions ----------------------------------------------------------------------------------
+
+_REACTION = re.compile(
+    r"^(?:i|we)\s+(?:really\s+|totally\s+|completely\s+|just\s+|do\s+|so\s+)?"
+    r"(?:think|guess|suppose|know|mean|agree|disagree|see|hope|bet|wish|wonder|believe|"
+    r"understand|reckon|doubt|imagine|remember|forgot|promise|admit|appreciate|apologi[sz]e|"
+    r"can't wait|cannot wait|can't believe|cannot believe|must say|have to say|"
+    r"(?:love|like|hate|adore|enjoy)d? (?:it|that|this|them|those|these|yours?)\b)",
+    re.I,
+)
+_YOU = re.compile(r"\b(?:you|your|you're|yours|u)\b", re.I)
+_CONTENT = re.compile(r"[a-z0-9][a-z0-9'-]*")
+
+
+def reaction(text: str, content_words: int) -> bool:
+    """A reply to the other side rather than a fact about the user: a mental or discourse verb
+    with little after it ("I agree", "I hope so", "I can't wait!"), a liking of "it"/"that",
+    or a short sentence about "you"."""
+    said = _plain(text)
+    if _REACTION.match(said) and content_words < 3:
+        return True
+    return bool(_YOU.search(said)) and content_words < 3
+
+
+# --- one fact per clause ------------------------------------------------------------------------
+
+_AND = re.compile(r",?\s+(?:and|plus)\s+|\s*;\s+", re.I)
+# A clause of its own: it names who or what it is about.
+_SUBJECT_START = re.compile(
+    r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|[A-Z][a-z]+\s+"
+    r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't))\b"
+)
+# A clause that goes on with the first one's subject, a verb and what follows it: "... and
+# loves chocolate" (a single word after "and" is a list: "football and tennis").
+_VERB_START = re.compile(
+    r"^(?:is|are|was|were|has|have|had|can|can't|cannot|will|won't|does|doesn't|did|didn't|"
+    r"used to|[a-z]+(?<!s)s)\s+\S"
+)
+_OWN_SUBJECT = re.compile(
+    r"^(?P<subject>(?:[Mm]y|[Oo]ur)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?)\s+"
+    r"(?:is|are|was|has|have|had|lives|works|loves|likes|hates|plays|can|can't|will|does|"
+    r"doesn't|[a-z]+(?<!s)s)\b"
+)
+_POSSESSIVE = re.compile(r"^(?:his|her|their)\s+", re.I)
+_ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.!]?)$", re.I)
+_LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
+
+
+def clauses(sentence: str) -> list[str]:
+    """The facts of one sentence, each a sentence of its own in the user's words."""
+    text = sentence.strip()
+    parts = [p.strip() for p in _AND.split(text) if p.strip()]
+    out: list[str] = []
+    for part in parts:
+        owner = _OWN_SUBJECT.match(out[0]) if out else None
+        if owner and (pronoun := _POSSESSIVE.match(part)):
+            # "My sister Hannah lives in Melbourne and her birthday's 3 March": whose it is.
+            out.append(f"{owner.group('subject')}'s {part[pronoun.end() :]}")
+        elif not out or _SUBJECT_START.match(part):
+            out.append(part)
+        elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
+            out.append(f"{subject.group('subject')} {part}")
+        else:
+            out[-1] = f"{out[-1]} and {part}"  # a list, an object, a phrase: one fact
+    facts: list[str] = []
+    for clause in out:
+        facts += _allergens(clause)
+    return [_sentence(c) for c in facts]
+
+
+def _allergens(clause: str) -> list[str]:
+    """ "I'm allergic to peanuts and cashews" -> one fact per allergen (each a word or three)."""
+    found = _ALLERGIC.match(clause.rstrip("."))
+    if found is None:
+        return [clause]
+    things = [t.strip() for t in _LIST.split(found.group("things")) if t.strip()]
+    if len(things) < 2 or any(len(t.split()) > 3 for t in things):
+        return [clause]
+    return [f"{found.group('head')}{thing}" for thing in things]
+
+
+def _sentence(clause: str) -> str:
+    clause = clause.strip().rstrip(",;")
+    if not clause:
+        return clause
+    clause = clause[0].upper() + clause[1:]
+    return clause if clause[-1] in ".!?" else f"{clause}."
+
+
+# --- what it is about ---------------------------------------------------------------------------
+
+_HEALTH = re.compile(
+    r"\b(?:allerg\w*|anaphyla\w*|epipen|intoleran\w*|coeliac|celiac|gluten|lactose|dairy-free|"
+    r"nut-free|peanut-free|asthma\w*|inhaler|diabet\w*|insulin|epilep\w*|seizures?|migraines?|"
+    r"arthritis|cancer|chemo\w*|heart (?:condition|disease|problems?|attack)|blood pressure|"
+    r"hypertension|blood thinners?|warfarin|statins?|medication|medicines?|meds|prescri\w*|"
+    r"pills?|pregnan\w*|breastfeeding|deaf|hard of hearing|hearing aids?|blind|"
+    r"short-sighted|long-sighted|near-sighted|far-sighted|visually impaired|glasses|"
+    r"contact lens\w*|wheelchair|disabilit\w*|disabled|crutches|injur\w*|fractured?|sprain\w*|"
+    r"broke my|broken (?:arm|leg|wrist|ankle|foot|hand|rib|toe|finger)|surgery|operation|"
+    r"pacemaker|hay fever|eczema|psoriasis|ibs|crohn'?s|kidney|liver|anxiety|anxious|"
+    r"panic attacks?|depress\w*|adhd|autis\w*|dyslexi\w*|ptsd|phobi\w*|afraid of|scared of|"
+    r"fear of|terrified of|can't swim|cannot swim|vegan|vegetarian|pescatarian|kosher|halal|"
+    r"(?:don't|do not|can't|cannot|never|won't) (?:eat|drink|have)|teetotal|sober|alcohol|"
+    r"caffeine|decaf|keto|low-carb|low-sodium|low-salt|sugar-free|diet|smok\w*|sleep apnoea|"
+    r"sleep apnea|insomnia|chronic|condition|therap\w*|hiv|covid|immun\w*|vaccin\w*|"
+    r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease)\b",
+    re.I,
+)
+_IDENTITY = re.compile(
+    r"\b(?:my name|call me|years old|i'm \d+|i am \d+|born|grew up|i'm from|i am from|"
+    r"live[sd]?|living|moved|relocated|my (?:home|house|flat|apartment|place|town|city)|"
+    r"work(?:s|ed|ing)?|job|career|profession|employ\w*|retired|unemployed|freelanc\w*|"
+    r"self-employed|my boss|colleague|engineer|teacher|nurse|doctor|student|studying|degree|"
+    r"university|uni|college|phd|master's|masters|bachelor's|dissertation|thesis|school|"
+    r"speak|native|fluent|language|accent|religio\w*|christian|muslim|jewish|"
+    r"catholic|protestant|hindu|buddhist|sikh|atheist|church|mosque|synagogue|temple|mass|"
+    r"pray\w*|pronouns|married|single|divorced|widowed|engaged|rent|mortgage|floor|"
+    r"citizen\w*|nationality|passport|visa)\b",
+    re.I,
+)
+_PEOPLE = re.compile(
+    r"\b(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?|spouse|sons?|daughters?|kids?|"
+    r"child|children|baby|babies|twins|mother|mom|mum|father|dad|parents|brothers?|sisters?|"
+    r"siblings?|grandmother|grandma|granny|grandfather|grandpa|grandparents|grand\w+|aunt|"
+    r"uncle|cousins?|niece|nephew|family|friends?|roommate|flatmate|housemate|neighbou?rs?|"
+    r"dentist|gp|therapist|vet|dogs?|cats?|puppy|kitten|pets?|hamster|rabbit|parrot|horse)\b",
+    re.I,
+)
+_PREFERENCE = re.compile(
+    r"\b(?:favou?rite|fan|fans|love|loves|like|likes|enjoy|enjoys|prefer|prefers|hate|hates|"
+    r"dislike|dislikes|adore|can't stand|cannot stand|into)\b",
+    re.I,
+)
+_PAST = re.compile(
+    r"\b(?:yesterday|last (?:night|week|weekend|month|year|time|monday|tuesday|wednesday|"
+    r"thursday|friday|saturday|sunday|spring|summer|autumn|fall|winter)|ago|the other day|"
+    r"earlier today|this past)\b",
+    re.I,
+)
+_NAMED = ("residence", "job", "name")
+# How old they are: who they are, whenever it was said ("I turned 67 last spring").
+_AGE = re.compile(
+    r"\b(?:i'm|i am|im|i turned|i'll be|i will be)\s+\d{1,3}\b|\b\d{1,3} years old\b", re.I
+)
+# Someone or something with a name of its own: a person or a pet ("a collie called Finn").
+_NAMED_BEING = re.compile(r"\b(?:called|named)\s+[A-Z][a-z]+")
+
+
+def health_related(text: str) -> bool:
+    return bool(_HEALTH.search(text))
+
+
+def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
+    """Where a fact or a preference stands in the profile (schema.PROFILE_TIERS)."""
+    if health_related(text) or subject.startswith("allergy:"):
+        return RecordCategory.HEALTH
+    if subject in _NAMED or _AGE.search(text):
+        return RecordCategory.IDENTITY
+    if subject == "partner":
+        return RecordCategory.PEOPLE
+    if _PAST.search(text):
+        return RecordCategory.EVENT
+    if record_type == RecordType.PREFERENCE or subject.startswith("likes:"):
+        return RecordCategory.PREFERENCE
+    if _PEOPLE.search(text) or _NAMED_BEING.search(text):
+        return RecordCategory.PEOPLE
+    if _IDENTITY.search(text):
+        return RecordCategory.IDENTITY
+    if _PREFERENCE.search(text):
+        return RecordCategory.PREFERENCE
+    return RecordCategory.OTHER
+
+
+# "I'm allergic to peanuts", "I have a peanut allergy": one subject per allergen of the user's
+# own, so that saying it again supersedes the older record (a correction's rule), and another
+# allergen is a fact of its own.
+_OWN_ALLERGY = re.compile(
+    r"^(?:i'm|i am|im)\s+(?:\w+\s+)?allergic to\s+(?:the\s+|a\s+|an\s+)?(?P<what>[a-z' -]+?)[.!]?$|"
+    r"^i\s+(?:have|'ve got|have got)\s+(?:a|an)\s+(?:\w+\s+)?(?P<kind>[a-z-]+)\s+allergy\b",
+    re.I,
+)
+
+
+def allergy_subject(text: str) -> str:
+    """ "allergy:<allergen>" for the user's own allergy, else ""."""
+    found = _OWN_ALLERGY.match(_plain(text))
+    if found is None:
+        return ""
+    what = (found.group("what") or found.group("kind") or "").strip().lower().split()
+    if not what:
+        return ""
+    head = what[-1]
+    if len(head) > 3 and head.endswith("s") and not head.endswith("ss"):
+        head = head[:-1]
+    return f"allergy:{head}"
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.replace("’", "'").split()).strip().strip("\"'").strip()

@@ -1,0 +1,165 @@
+"""What a statement of the user's is (services/profile/traits.py): a passing remark or a lasting
+fact, one fact or several, and what kind of fact.
+
+The sentences here are written for these tests, in the styles people chat in; none is taken
+from the benchmark data (../shared/data/implied-dev.jsonl), which measures the rules instead
+(`python -m bench.person`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from chatmemory.schema import RecordCategory, RecordType
+from chatmemory.services.profile.extract import PatternExtractor, about_the_user
+from chatmemory.services.profile.traits import (
+    allergy_subject,
+    category,
+    clauses,
+    passing,
+    reaction,
+)
+
+PASSING = [
+    "I'm waiting for the bus right now.",
+    "I'm sitting in a café at the moment.",
+    "I'm so tired.",
+    "I'm a bit cold.",
+    "I'm feeling great today.",
+    "I feel a little dizzy.",
+    "I'm watching a film.",
+    "I'm eating lunch.",
+    "I'm on the phone with my mum.",
+    "I'm in a meeting.",
+    "I'm at the gym.",
+    "I'm about to leave the office.",
+    "I'm bored.",
+    "We're having pizza tonight.",
+    "I'm writing an email to my boss.",
+    "I'm on my way to work.",
+    "It's snowing here.",
+    "It's so late already.",
+    "I'm stuck at the airport.",
+    "I'm excited for this weekend.",
+]
+
+LASTING = [
+    "I'm a nurse.",
+    "I'm diabetic.",
+    "I'm colour-blind.",
+    "I'm gluten intolerant.",
+    "I work nights at the hospital.",
+    "I live in a small flat in Leeds.",
+    "I'm training for a half marathon.",
+    "I'm learning Japanese.",
+    "I'm moving to Lisbon next spring.",
+    "I'm going to Canada in August.",
+    "I have a bad back.",
+    "I never drink coffee.",
+    "I take insulin every morning.",
+    "My son Leo is seven.",
+    "We have a golden retriever.",
+    "I speak Portuguese at home.",
+    "I'm left-handed.",
+    "I'm on antidepressants.",
+    "I'm raising two boys on my own.",
+    "I volunteer at the food bank on Saturdays.",
+]
+
+
+@pytest.mark.parametrize("text", PASSING)
+def test_what_the_user_is_doing_or_feeling_now_is_a_passing_remark(text: str) -> None:
+    assert passing(text)
+
+
+@pytest.mark.parametrize("text", LASTING)
+def test_a_lasting_fact_is_no_passing_remark(text: str) -> None:
+    assert not passing(text)
+
+
+@pytest.mark.parametrize(
+    "text", ["I agree.", "I hope so!", "I love that!", "I can't wait!", "I'm so happy for you!"]
+)
+def test_a_reaction_to_the_other_side_is_no_fact(text: str) -> None:
+    from chatmemory.services.profile.extract import _content
+
+    assert reaction(text, len(_content(text))) or passing(text)
+
+
+def test_a_short_first_person_fact_is_kept_but_not_a_reaction_or_a_remark() -> None:
+    extractor = PatternExtractor()
+    for text in ("I'm diabetic.", "I have asthma.", "I keep halal.", "I can't drive."):
+        assert extractor._fact(text, 1) is not None, text
+    for text in ("I'm so tired.", "I agree.", "I love it!", "Quick note before I forget."):
+        assert extractor._fact(text, 1) is None, text
+
+
+def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_user() -> None:
+    assert not about_the_user("Quick question before we start.")
+    assert not about_the_user("Tell me when I should leave.")
+    assert about_the_user("I ride a bike because my car broke down.")
+
+
+@pytest.mark.parametrize(
+    ("sentence", "facts"),
+    [
+        (
+            "I'm a vet and my husband is a pilot.",
+            ["I'm a vet.", "My husband is a pilot."],
+        ),
+        (
+            "I'm lactose intolerant; my partner is vegan.",
+            ["I'm lactose intolerant.", "My partner is vegan."],
+        ),
+        (
+            "My brother Tom lives in Oslo and works for a bank.",
+            ["My brother Tom lives in Oslo.", "My brother Tom works for a bank."],
+        ),
+        (
+            "I'm allergic to shellfish, eggs and sesame.",
+            [
+                "I'm allergic to shellfish.",
+                "I'm allergic to eggs.",
+                "I'm allergic to sesame.",
+            ],
+        ),  # fmt: skip
+        # A list, an object, a qualification: one fact.
+        ("I like rock and roll.", ["I like rock and roll."]),
+        ("My sister plays violin and cello.", ["My sister plays violin and cello."]),
+        ("I have three cats, Bo and Lu and Mo.", ["I have three cats, Bo and Lu and Mo."]),
+        ("I eat meat but only chicken.", ["I eat meat but only chicken."]),
+        ("I'm 40 and single.", ["I'm 40 and single."]),
+    ],
+)
+def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[str]) -> None:
+    assert clauses(sentence) == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "record_type", "expected"),
+    [
+        ("I'm allergic to wasps.", RecordType.FACT, RecordCategory.HEALTH),
+        ("I take insulin every morning.", RecordType.FACT, RecordCategory.HEALTH),
+        ("I'm vegan.", RecordType.FACT, RecordCategory.HEALTH),
+        ("I broke my ankle last week.", RecordType.FACT, RecordCategory.HEALTH),
+        ("I work as an accountant.", RecordType.FACT, RecordCategory.IDENTITY),
+        ("I grew up in Cork.", RecordType.FACT, RecordCategory.IDENTITY),
+        ("My niece Zoe is starting school.", RecordType.FACT, RecordCategory.PEOPLE),
+        ("We have two guinea pigs and a dog.", RecordType.FACT, RecordCategory.PEOPLE),
+        ("I love jazz.", RecordType.PREFERENCE, RecordCategory.PREFERENCE),
+        ("My bike is a red road bike.", RecordType.FACT, RecordCategory.OTHER),
+        ("I went to a jazz concert yesterday.", RecordType.FACT, RecordCategory.EVENT),
+        ("We painted the kitchen last weekend.", RecordType.FACT, RecordCategory.EVENT),
+    ],
+)
+def test_each_fact_has_its_place_in_the_profile(
+    text: str, record_type: RecordType, expected: RecordCategory
+) -> None:
+    assert category(text, record_type) == expected
+
+
+def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:
+    assert allergy_subject("I'm allergic to peanuts.") == "allergy:peanut"
+    assert allergy_subject("I am allergic to peanuts") == "allergy:peanut"
+    assert allergy_subject("I have a shellfish allergy.") == "allergy:shellfish"
+    assert allergy_subject("I'm severely allergic to bee stings.") == "allergy:sting"
+    assert allergy_subject("My son is allergic to eggs.") == ""
