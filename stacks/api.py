@@ -74,6 +74,9 @@ class ChatApi(Construct):
             timeout=Duration.seconds(CHAT_TIMEOUT_SECONDS),
             memory_mb=1024,
             snap_start=config.chat_snap_start,
+            # Kept out of the account's pool for the chat alone (0: none), so background work
+            # can never take the chat's concurrency (docs/cost.md#capacity).
+            reserved_concurrency=config.chat_reserved_concurrency,
         )
         # What API Gateway calls: the function, or with SnapStart the alias of its newest
         # version (only published versions are snapshotted).

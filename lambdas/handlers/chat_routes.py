@@ -1167,7 +1167,10 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "description": (
             "An AWS Signature Version 4 of the request (service execute-api) by an IAM "
             "principal allowed to invoke the API; the caller is its identity. Deployments "
-            "with auth=iam."
+            "with auth=iam. A session of a role the deployment allows (endUserRoleArns) may "
+            "name the end user it calls for in the X-ChatMemory-End-User header (1-128 "
+            "letters, digits and _ . : -): each end user is then a caller of their own; from "
+            "anyone else the header is refused with 403."
         ),
         "x-amazon-apigateway-authtype": "awsSigv4",
     },

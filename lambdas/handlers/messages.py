@@ -24,7 +24,7 @@ from chatmemory.errors import ChatMemoryError
 from chatmemory.schema import ID_MAX_LENGTH, ID_PATTERN
 from handlers import chat_shared
 from handlers.cors import cors_headers
-from handlers.identity import Unauthorized, caller_id
+from handlers.identity import caller_id
 from handlers.json_body import error_json, strict_json
 
 _PATH = re.compile(r"/sessions/([^/]+)/messages")
@@ -57,7 +57,9 @@ def accepted(event: dict[str, Any]) -> Message | None:
     try:
         fields = strict_json(body)
         user = caller_id(event)
-    except (ValueError, Unauthorized):  # a JSONDecodeError is a ValueError
+    # A JSONDecodeError is a ValueError; an identity refused (Unauthorized, or an end user a
+    # caller may not name) is answered by the routes.
+    except (ValueError, ChatMemoryError):
         return None
     if not isinstance(fields, dict) or not _FIELDS.issuperset(fields):
         return None

@@ -271,6 +271,66 @@ def test_the_sweepers_index_finds_idle_open_abandoned_and_deleting_sessions(
     assert stale("DELETING", LATER) == set()  # touched: fresh again
 
 
+def test_an_ended_session_stays_in_the_sweepers_index_until_consolidated_or_failed(
+    memory: ShortTermMemory,
+) -> None:
+    """A consolidation whose stream record is lost (expired, dead-lettered, its run crashed)
+    must be found again: an ENDED session is in the ENDED shards, sorted by when it ended."""
+    for sid in ("done", "failed", "lost"):
+        _create(memory, sid)
+        memory.end_session(sid, T1)
+
+    def stale(before: str) -> set[str]:
+        return {
+            sid for shard in range(16) for sid in memory.stale_sessions("ENDED", shard, before, 100)
+        }
+
+    assert stale(T0) == set()  # ended in a later bucket
+    assert stale(LATER) == {"done", "failed", "lost"}
+    assert {memory.oldest_stale("ENDED", shard) for shard in range(16)} - {None} == {
+        schema.idle_bucket(T1)
+    }
+    assert memory.mark_consolidated("done", "summary", LATER)
+    memory.mark_failed("failed", "model down")  # FAILED: the redrive's
+    assert stale(LATER) == {"lost"}
+
+
+def test_the_sweepers_index_is_read_page_by_page(memory: ShortTermMemory) -> None:
+    sids = [f"s{n:02d}" for n in range(40)]
+    for sid in sids:
+        _create(memory, sid)
+    found: list[str] = []
+    for shard in range(16):
+        token = None
+        while True:
+            page = memory.stale_page("OPEN", shard, LATER, 2, token)
+            assert len(page.items) <= 2
+            found += page.items
+            token = page.next_token
+            if token is None:
+                break
+    assert sorted(found) == sids  # each once, every shard to its end
+
+
+def test_a_lost_consolidation_is_started_again_once_per_period(memory: ShortTermMemory) -> None:
+    for sid in ("a", "b", "c"):
+        _create(memory, sid)
+        memory.end_session(sid, T1)
+    memory.mark_consolidated("c", "summary", T1)
+
+    assert memory.retry_consolidation(["a", "b", "c"], at=LATER, before=LATER, limit=1) == ["a"]
+    # a was started again at LATER: not due again before a later `before`.
+    again = memory.retry_consolidation(["a", "b", "c"], at=LATER, before=LATER, limit=5)
+    assert again == ["b"]
+    later = "2026-11-23T18:00:00.000Z"
+    assert memory.retry_consolidation(["a", "b", "c"], at=later, before=later, limit=5) == [
+        "a",
+        "b",
+    ]
+    session = memory.get_session("a")
+    assert session is not None and session.status == SessionStatus.ENDED
+
+
 # --- turns ------------------------------------------------------------------------------------
 
 

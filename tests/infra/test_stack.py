@@ -19,7 +19,8 @@ from stacks.config import (
 from stacks.monitoring import CALLER_WATCHED
 from tests.infra.synth import Synth, render, statements
 
-CONFIG = Config()
+# The defaults a synth resolves (the planned load's among them: stacks/sizing.py).
+CONFIG = Config.from_mapping({})
 # The only actions AWS offers no resource-level permissions for, among those the app uses.
 STAR_ONLY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
 # Each stream trigger of schema.py: the function that consumes it and its dead-letter queue.

@@ -82,7 +82,7 @@ idle_bucket = schema.idle_bucket
 
 
 # Statuses whose sessions the sweeper watches through the sparse index.
-_SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
+_SWEPT = (SessionStatus.OPEN, SessionStatus.ENDED, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
 
 def session_to_item(session: Session) -> dict[str, Any]:
@@ -93,7 +93,8 @@ def session_to_item(session: Session) -> dict[str, Any]:
         item[schema.HANDOFF_QUEUE] = session.handoff_state
     if session.status in _SWEPT:
         item[schema.OPEN_SHARD] = open_shard(session.session_id, session.status)
-        item[schema.IDLE_BUCKET] = idle_bucket(session.last_active_at)
+        since = session.ended_at if session.status == SessionStatus.ENDED else ""
+        item[schema.IDLE_BUCKET] = idle_bucket(since or session.last_active_at)
     return item
 
 
