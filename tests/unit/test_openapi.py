@@ -26,6 +26,7 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
         ("/sessions/{session_id}/end", "post"),
         ("/sessions/{session_id}/messages", "get"),
         ("/sessions/{session_id}/messages", "post"),
+        ("/sessions/{session_id}/messages/stream", "post"),
         ("/sessions/{session_id}/export", "get"),
         ("/sessions/{session_id}/turns", "post"),
         ("/sessions/{session_id}/turns/{turn}", "get"),

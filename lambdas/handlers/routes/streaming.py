@@ -17,6 +17,19 @@ from handlers.routes.common import (
 
 router = APIGatewayRouter()
 
+# One event of the stream as a client's SSE parser reads it (OpenAPI 3.1: the schema of an
+# event stream describes one event): its name, its data (JSON), and the fields SSE allows.
+SSE_EVENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "event": {"type": "string", "enum": ["memory", "delta", "turn", "error"]},
+        "data": {"type": "string", "contentMediaType": "application/json"},
+        "id": {"type": "string"},
+        "retry": {"type": "integer"},
+    },
+    "required": ["event", "data"],
+}
+
 
 @router.post(
     "/sessions/<session_id>/messages/stream",
@@ -36,7 +49,8 @@ router = APIGatewayRouter()
     responses={
         200: {
             "description": "The answer's events",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+            # OpenAPI 3.1: the schema of a server-sent event stream describes one event.
+            "content": {"text/event-stream": {"schema": SSE_EVENT_SCHEMA}},
         }
     },
 )
