@@ -45,7 +45,9 @@ def generate(ctx: TurnContext, prompt: BuiltPrompt, turn: Turn) -> Generator[Del
     turn.response = "".join(text)
     if ctx.stop is not None and ctx.stop.is_set():
         # What the reader showed is the answer; the model's count of it is unknown.
-        turn.response, turn.stopped = ctx.stop.shown or turn.response, True
+        # Nothing shown is an empty answer, not the text the reader never had.
+        shown = ctx.stop.shown
+        turn.response, turn.stopped = (turn.response if shown is None else shown), True
     turn.remember_response = finish.remember
     turn.model = finish.model or deps.generator.name
     turn.input_tokens = finish.input_tokens or prompt.tokens
