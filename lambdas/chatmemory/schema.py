@@ -624,6 +624,9 @@ class MemoryKind(StrEnum):
 STREAM_TIMEOUT_SECONDS = 300
 # The streamed message route's path ends so: POST /sessions/{session_id}/messages/stream.
 STREAM_PATH_SUFFIX = "/messages/stream"
+# The stream function's web server answers here when it is ready (the Lambda Web Adapter's
+# readiness check: AWS_LWA_READINESS_CHECK_PATH).
+STREAM_HEALTH_PATH = "/healthz"
 
 # Auto-recall's block in a chat prompt sits between these lines (services/longterm/auto_recall.py
 # writes it; the offline responder reads it back).
