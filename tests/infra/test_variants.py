@@ -245,7 +245,7 @@ def test_serverless_data_access_is_granted_only_to_the_app_roles(serverless: Syn
             f"${{{serverless.stack.get_logical_id(functions[name].role.node.default_child)}.Arn}}"
         )
 
-    runtime = ("Chat", "Consolidate", "Purge", "Ingest", "Redrive")
+    runtime = ("Chat", "Stream", "Consolidate", "Purge", "Ingest", "Redrive")
     assert [rule["Principal"] for rule in rules] == [
         *([role(name)] for name in runtime),
         [role("IndexSetup")],
@@ -488,7 +488,7 @@ def test_serverless_profile_models_are_bedrocks_and_the_indexes_fit_them(
 def test_serverless_profile_keeps_alarms_and_dashboard_unless_switched_off(
     serverless_profile: Synth, synth_cache: Synthesize
 ) -> None:
-    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 16
+    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 17
     assert "AlarmTopicArn" in serverless_profile.json["Outputs"]
     # No key of the topic's own ($1 a month; alarms carry no user data) unless asked for.
     (topic,) = serverless_profile.resources("AWS::SNS::Topic").values()
