@@ -624,6 +624,9 @@ class MemoryKind(StrEnum):
 STREAM_TIMEOUT_SECONDS = 300
 # The streamed message route's path ends so: POST /sessions/{session_id}/messages/stream.
 STREAM_PATH_SUFFIX = "/messages/stream"
+# The stream function's web server answers here when it is ready (the Lambda Web Adapter's
+# readiness check: AWS_LWA_READINESS_CHECK_PATH).
+STREAM_HEALTH_PATH = "/healthz"
 
 # Auto-recall's block in a chat prompt sits between these lines (services/longterm/auto_recall.py
 # writes it; the offline responder reads it back).
@@ -873,6 +876,8 @@ ENV_MAX_INPUT_CHARS = "MAX_INPUT_CHARS"
 ENV_USER_ROLE = "USER_ROLE_NAME"
 ENV_ASSISTANT_ROLE = "ASSISTANT_ROLE_NAME"
 ENV_SYSTEM_PROMPT = "SYSTEM_PROMPT"
+ENV_INPUT_TRANSFORMS = "INPUT_TRANSFORMS"
+ENV_OUTPUT_TRANSFORMS = "OUTPUT_TRANSFORMS"
 ENV_INTENT_CLASSIFIER = "INTENT_CLASSIFIER"
 ENV_STORE_PROMPT = "STORE_PROMPT"
 ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"

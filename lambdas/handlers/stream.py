@@ -125,8 +125,9 @@ def server_sent(
                 yield b": ping\n\n"
                 continue
             if isinstance(item, chat.Delta):
-                yield _event("delta", {"text": item.text})
+                # Counted as shown once handed over: a reader that stops after it had it.
                 shown.append(item.text)
+                yield _event("delta", {"text": item.text})
             elif isinstance(item, chat.MemoryUsed):
                 yield _event("memory", {"sources": _sources(item.memory)})
             elif isinstance(item, chat.Stored):

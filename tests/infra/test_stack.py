@@ -33,6 +33,8 @@ TRIGGERS = {
 }
 FUNCTIONS = {
     "Chat": "handlers.chat_api.handler",
+    # The streamed message route's web server, behind the Lambda Web Adapter's layer.
+    "Stream": "stream.sh",
     "Consolidate": "handlers.consolidate.handler",
     "Compact": "handlers.compact.handler",
     "Purge": "handlers.purge.handler",
@@ -42,7 +44,7 @@ FUNCTIONS = {
     "Redrive": "handlers.redrive.handler",
 }
 # The roles mapped to the runtime's OpenSearch role: every function that touches long-term memory.
-LONG_TERM_ROLES = ("Chat", "Consolidate", "Purge", "Ingest", "Redrive")
+LONG_TERM_ROLES = ("Chat", "Stream", "Consolidate", "Purge", "Ingest", "Redrive")
 
 
 def _role_id(synth: Synth, function: Any) -> str:
@@ -208,7 +210,9 @@ def test_every_function_uses_the_powertools_layer_arm64_tracing_and_json_logs(
     keys = set()
     for function in functions.values():
         props = function["Properties"]
-        assert render(props["Layers"]) == [layer]
+        layers = render(props["Layers"])
+        # The stream function's other layer is the web adapter (test_stream_function.py).
+        assert layer in layers and len(layers) == (2 if props["Handler"] == "stream.sh" else 1)
         assert props["Runtime"] == "python3.12"
         assert props["Architectures"] == ["arm64"]
         assert props["TracingConfig"] == {"Mode": "Active"}
@@ -313,6 +317,7 @@ def test_functions_may_invoke_only_the_configured_endpoints(default: Synth) -> N
     text, embed = (prefix + CONFIG.text_endpoint.lower(), prefix + CONFIG.embed_endpoint.lower())
     assert invokes == {
         "Chat": allowed,
+        "Stream": allowed,
         "Consolidate": allowed,
         "Compact": {text},
         "Purge": {embed},
@@ -453,7 +458,8 @@ def test_every_api_method_requires_the_cognito_authorizer_except_cors_preflight(
 ) -> None:
     methods = default.resources("AWS::ApiGateway::Method")
     authorizer_id = default.logical_id(default.stack.api.auth.authorizer)
-    assert {m["Properties"]["HttpMethod"] for m in methods.values()} == {"ANY", "OPTIONS"}
+    # POST: the streamed message route (test_stream_function.py).
+    assert {m["Properties"]["HttpMethod"] for m in methods.values()} == {"ANY", "OPTIONS", "POST"}
     for method in methods.values():
         props = method["Properties"]
         if props["HttpMethod"] == "OPTIONS":
@@ -662,7 +668,8 @@ def test_only_the_chat_function_is_told_the_hand_off_settings(default: Synth) ->
     setting; no other function hands off."""
     for name, function in _functions(default).items():
         told = HANDOFF_ENV & set(_env(default, function))
-        assert told == (HANDOFF_ENV - {schema.ENV_AGENT_ROLE_ARN} if name == "Chat" else set())
+        chat = name in ("Chat", "Stream")  # a streamed message may hand off too
+        assert told == (HANDOFF_ENV - {schema.ENV_AGENT_ROLE_ARN} if chat else set())
 
 
 # --- operations -----------------------------------------------------------------------------
@@ -680,7 +687,7 @@ def test_alarms_cover_dlqs_iterator_age_errors_throttles_and_api_5xx(default: Sy
         by_metric[props["MetricName"]] = by_metric.get(props["MetricName"], 0) + 1
         assert props["AlarmActions"] == [{"Ref": topic_id}]
     unwatched = set(_functions(default)) - CALLER_WATCHED
-    assert unwatched == {"Chat", "Consolidate", "Compact", "Purge", "SweepIdle"}
+    assert unwatched == {"Chat", "Stream", "Consolidate", "Compact", "Purge", "SweepIdle"}
     assert by_metric["ApproximateNumberOfMessagesVisible"] == len(schema.STREAM_TRIGGERS)
     assert by_metric["IteratorAge"] == 3  # Consolidate, Compact, Purge (all three streams)
     assert by_metric["Errors"] == len(unwatched)

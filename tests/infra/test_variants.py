@@ -204,7 +204,9 @@ def test_latest_powertools_layer_is_resolved_from_aws_public_parameter(
     ]
     for function in bedrock.stack.functions.functions.values():
         props = bedrock.json["Resources"][bedrock.logical_id(function)]["Properties"]
-        assert props["Layers"] == [{"Ref": name}]
+        # The stream function's other layer is the web adapter's (test_stream_function.py).
+        assert {"Ref": name} in props["Layers"]
+        assert len(props["Layers"]) == (2 if props["Handler"] == "stream.sh" else 1)
 
 
 # --- long-term memory: OpenSearch Serverless -------------------------------------------------
@@ -245,7 +247,7 @@ def test_serverless_data_access_is_granted_only_to_the_app_roles(serverless: Syn
             f"${{{serverless.stack.get_logical_id(functions[name].role.node.default_child)}.Arn}}"
         )
 
-    runtime = ("Chat", "Consolidate", "Purge", "Ingest", "Redrive")
+    runtime = ("Chat", "Stream", "Consolidate", "Purge", "Ingest", "Redrive")
     assert [rule["Principal"] for rule in rules] == [
         *([role(name)] for name in runtime),
         [role("IndexSetup")],
@@ -271,7 +273,7 @@ def test_serverless_data_access_is_granted_only_to_the_app_roles(serverless: Syn
 # --- long-term memory: S3 Vectors ------------------------------------------------------------
 
 # The functions that touch long-term memory (OPENSEARCH_ENDPOINT in the other search modes).
-LONG_TERM_FUNCTIONS = {"Chat", "Consolidate", "Purge", "Ingest", "Redrive"}
+LONG_TERM_FUNCTIONS = {"Chat", "Stream", "Consolidate", "Purge", "Ingest", "Redrive"}
 # S3 Vectors only, while the stack keeps a shared memory index to migrate.
 VECTOR_FUNCTIONS = LONG_TERM_FUNCTIONS | {"MigrateMemory"}
 OPENSEARCH_TYPES = (
@@ -488,7 +490,7 @@ def test_serverless_profile_models_are_bedrocks_and_the_indexes_fit_them(
 def test_serverless_profile_keeps_alarms_and_dashboard_unless_switched_off(
     serverless_profile: Synth, synth_cache: Synthesize
 ) -> None:
-    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 16
+    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 17
     assert "AlarmTopicArn" in serverless_profile.json["Outputs"]
     # No key of the topic's own ($1 a month; alarms carry no user data) unless asked for.
     (topic,) = serverless_profile.resources("AWS::SNS::Topic").values()
@@ -697,12 +699,15 @@ def test_with_snap_start_the_api_calls_the_alias_of_the_newest_version(snap_star
     ((alias_id, alias),) = snap_start.resources("AWS::Lambda::Alias").items()
     assert alias["Properties"]["Name"] == "live"
     assert render(alias["Properties"]["FunctionVersion"]) == f"${{{version_id}.Version}}"
-    # Every method API Gateway proxies to Lambda invokes the alias, and only the alias may be
-    # invoked by it.
+    # Every method API Gateway proxies to the chat function invokes the alias (the streamed
+    # route goes to the stream function, which is not snapshotted), and only the alias of the
+    # chat function may be invoked by it.
+    stream = snap_start.logical_id(snap_start.stack.api.stream_handler)
     uris = [
         json.dumps(method["Properties"]["Integration"]["Uri"])
         for method in snap_start.resources("AWS::ApiGateway::Method").values()
         if method["Properties"].get("Integration", {}).get("Type") == "AWS_PROXY"
+        and stream not in json.dumps(method["Properties"]["Integration"]["Uri"])
     ]
     assert uris and all(alias_id in uri and chat not in uri for uri in uris)
     invokers = [
@@ -710,4 +715,4 @@ def test_with_snap_start_the_api_calls_the_alias_of_the_newest_version(snap_star
         for permission in snap_start.resources("AWS::Lambda::Permission").values()
         if permission["Properties"]["Principal"] == "apigateway.amazonaws.com"
     ]
-    assert invokers and set(invokers) == {f"${{{alias_id}}}"}
+    assert invokers and set(invokers) == {f"${{{alias_id}}}", f"${{{stream}.Arn}}"}

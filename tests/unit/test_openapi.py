@@ -107,3 +107,13 @@ def test_every_route_declares_the_identity_api_gateway_requires() -> None:
     for operations in document["paths"].values():
         for operation in operations.values():
             assert operation.get("security", document["security"]) == document["security"]
+
+
+def test_the_streamed_route_says_its_answer_is_server_sent_events_and_names_them() -> None:
+    operation = json.loads(openapi_document())["paths"]["/sessions/{session_id}/messages/stream"]
+    post = operation["post"]
+    assert list(post["responses"]["200"]["content"]) == ["text/event-stream"]
+    for event in ("`memory`", "`delta`", "`turn`", "`error`", "`: ping`"):
+        assert event in post["description"]
+    body = post["requestBody"]["content"]["application/json"]["schema"]
+    assert body == {"$ref": "#/components/schemas/PostMessageRequest"}
