@@ -45,7 +45,7 @@ from chatmemory.services.background import forget
 from chatmemory.services.conversation import chat, checkpoints, handoff, sessions, turns
 from chatmemory.services.longterm import recall
 from chatmemory.services.profile import profile
-from handlers import chat_shared, messages, stream
+from handlers import chat_shared, messages, openai_routes, stream
 from handlers.chat_shared import (
     cors_origins,
     known_error,
@@ -1130,6 +1130,7 @@ def api(cors_origins: tuple[str, ...]) -> APIGatewayRestResolver:
         ]
     )
     resolver.include_router(router)
+    resolver.include_router(openai_routes.router)  # after: its validation handler is /v1's
     return resolver
 
 
