@@ -26,7 +26,7 @@ from typing import Annotated, Any, NamedTuple
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
-from aws_lambda_powertools.event_handler.openapi.params import Body
+from aws_lambda_powertools.event_handler.openapi.params import Body, Path
 from aws_lambda_powertools.event_handler.router import APIGatewayRouter
 from pydantic import ValidationError
 
@@ -35,7 +35,7 @@ from chatmemory import wiring
 from chatmemory.domain import Turn, is_identifier
 from chatmemory.errors import BadRequest, ChatMemoryError
 from chatmemory.ports import GenerationOptions, TextGenerator
-from chatmemory.schema import END_USER_HEADER, OPENAI_CHAT_PATH
+from chatmemory.schema import END_USER_HEADER, ID_MAX_LENGTH, ID_PATTERN, OPENAI_CHAT_PATH
 from chatmemory.services.conversation import chat, completions
 from chatmemory.services.prompt import estimate_tokens
 from handlers import chat_shared, stream
@@ -394,6 +394,17 @@ _ERRORS: dict[int, Any] = {
     }.items()
 }
 
+_MODEL_ERRORS = {status: _ERRORS[status] for status in (401, 404, 500)}
+ModelId = Annotated[
+    str,
+    Path(
+        min_length=1,
+        max_length=ID_MAX_LENGTH,
+        pattern=ID_PATTERN,
+        description=f"A model id ({o.MODEL_ID} is the one served).",
+    ),
+]
+
 
 @router.post(
     OPENAI_CHAT_PATH,
@@ -443,7 +454,7 @@ def chat_completions(body: Annotated[o.ChatCompletionRequest, Body()]) -> Respon
     description=f"The one model the stack serves, `{o.MODEL_ID}`: its text model with memory.",
     responses={
         200: {"description": "The models", "content": {"application/json": {"model": o.ModelList}}},
-        **_ERRORS,
+        **_MODEL_ERRORS,
     },
     tags=["OpenAI-compatible"],
 )
@@ -461,11 +472,11 @@ def list_models() -> Response[Any]:
     description=f"`{o.MODEL_ID}`, the one model the stack serves; any other id answers 404.",
     responses={
         200: {"description": "The model", "content": {"application/json": {"model": o.ModelCard}}},
-        **_ERRORS,
+        **_MODEL_ERRORS,
     },
     tags=["OpenAI-compatible"],
 )
-def get_model(model: str) -> Response[Any]:
+def get_model(model: ModelId) -> Response[Any]:
     try:
         caller_id(router.current_event.raw_event)
     except ChatMemoryError as error:
