@@ -136,8 +136,10 @@ class ModelList(BaseModel):
 
 class OpenAIErrorBody(BaseModel):
     message: str
-    type: str
-    param: str | None = None
+    # Always sent by the routes; a refusal of the gateway's before them (a method, a body that
+    # is not UTF-8) has the API's own envelope, {"code", "message"}.
+    type: str = Field(default="invalid_request_error", description="OpenAI's error type.")
+    param: str | None = Field(default=None, description="The request field at fault.")
     code: str | None = None
 
 
