@@ -247,3 +247,21 @@ def test_a_conversation_is_read_as_openai_clients_send_it() -> None:
     for messages in ([("user", "a"), ("assistant", "b")], [("system", "s")], []):
         with pytest.raises(BadRequest):
             conversation_of(messages)
+
+
+def test_a_reader_gone_mid_stream_stops_the_answer_and_stores_what_it_was_sent(
+    api: Functions, model: RecordingGenerator
+) -> None:
+    """Failed before: a message stacked before its answer (the default) is completed by an
+    update that left `stopped` out, so the stopped answer was stored as a whole one."""
+    from handlers import stream
+
+    model.reply = lambda prompt: "one two three four five six seven eight"
+    answer = stream.answer(api.event("POST", CHAT, _ask("count", stream=True)), ())
+    # The first word is written; writing the second fails: the client went away.
+    first, _ = next(answer.body), next(answer.body)
+    answer.body.close()  # type: ignore[attr-defined]
+    shown = json.loads(first.decode()[len("data: ") :])["choices"][0]["delta"]["content"]
+    session = dict(answer.headers)["X-Session-Id"]
+    [turn] = json.loads(api.buffered("GET", f"/sessions/{session}/messages")[1])["messages"]
+    assert turn["stopped"] is True and turn["response"] == shown, (turn, shown)

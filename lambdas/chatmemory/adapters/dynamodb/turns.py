@@ -265,6 +265,8 @@ class DynamoTurnStore(DynamoTables):
             "metadata",
             "remember_response",
             "messages",
+            # A streamed answer its reader stopped (the answer stored is what it was shown).
+            "stopped",
         ]
         present = [f for f in fields if item.get(f) is not None]
         return {
