@@ -133,12 +133,14 @@ class ApiAuth:
             authorizer=authorizer, authorization_type=apigw.AuthorizationType.COGNITO
         )
 
-    def authorize_agents(self, api: apigw.RestApi, handler: lambda_.Function) -> None:
-        """Tell the chat function who the agents are; with auth=iam, the role agents assume and
-        the managed policy for users (call it once the API exists: both name its routes)."""
+    def authorize_agents(self, api: apigw.RestApi, *handlers: lambda_.Function) -> None:
+        """Tell the chat functions (`handlers`: each checks its caller) who the agents are;
+        with auth=iam, the role agents assume and the managed policy for users (call it once
+        the API exists: both name its routes)."""
         config = self._config
         if config.auth == "cognito":
-            handler.add_environment(schema.ENV_AGENT_GROUP, config.agent_group)
+            for handler in handlers:
+                handler.add_environment(schema.ENV_AGENT_GROUP, config.agent_group)
             return
         stage = api.deployment_stage.stage_name
         # Every method of every path under /agent (`*` matches across `/` in an IAM resource).
@@ -155,12 +157,13 @@ class ApiAuth:
         role.add_to_policy(
             iam.PolicyStatement(actions=["execute-api:Invoke"], resources=[agent_routes])
         )
-        handler.add_environment(schema.ENV_AGENT_ROLE_ARN, role.role_arn)
-        if config.end_user_role_arns:
-            # A backend's roles that may name their end users (schema.END_USER_HEADER).
-            handler.add_environment(
-                schema.ENV_END_USER_ROLE_ARNS, ",".join(config.end_user_role_arns)
-            )
+        for handler in handlers:
+            handler.add_environment(schema.ENV_AGENT_ROLE_ARN, role.role_arn)
+            if config.end_user_role_arns:
+                # A backend's roles that may name their end users (schema.END_USER_HEADER).
+                handler.add_environment(
+                    schema.ENV_END_USER_ROLE_ARNS, ",".join(config.end_user_role_arns)
+                )
         # Users are whatever principals may invoke the API; this policy is what to attach to
         # them: every route of this API's stage except the agents'.
         self.user_policy = iam.ManagedPolicy(

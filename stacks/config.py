@@ -34,6 +34,17 @@ PIP_PLATFORM = "manylinux2014_aarch64"
 POWERTOOLS_LAYER_ACCOUNT = "017000801446"
 # API Gateway stops waiting for an integration after 29 s: the chat Lambda's timeout.
 CHAT_TIMEOUT_SECONDS = 29
+# The stream function's (POST /sessions/{id}/messages/stream): a streamed answer is not bound by
+# API Gateway's 29 s (handlers/stream.py).
+STREAM_TIMEOUT_SECONDS = schema.STREAM_TIMEOUT_SECONDS
+# The AWS Lambda Web Adapter's layer (awslabs/aws-lambda-web-adapter, published by AWS in every
+# commercial region), of the functions' architecture: it runs the stream function's web server
+# and streams its answer as written (docs/decisions.md, "Streaming on Lambda").
+WEB_ADAPTER_LAYER_ACCOUNT = "753240598075"
+WEB_ADAPTER_LAYER = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapterLayerX86"}[
+    ARCHITECTURE
+]
+WEB_ADAPTER_LAYER_VERSION = 26
 # The purge hands over to a next invocation when it runs short; it may first sleep for
 # purgeSettleSeconds after a forget.
 PURGE_TIMEOUT_SECONDS = schema.SESSION_PURGE_TRIGGER.timeout_seconds

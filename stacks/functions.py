@@ -62,13 +62,15 @@ class LambdaFactory(Construct):
         wildcard_reasons: Sequence[str] = (),
         snap_start: bool = False,
         reserved_concurrency: int | None = None,
+        layers: Sequence[lambda_.ILayerVersion] = (),
     ) -> lambda_.Function:
         """A function running `handler` (module.function under lambdas/), in its own construct
         under `scope` with its log group and role. With `snap_start`, its published versions
         are snapshotted after init (Lambda SnapStart: call them through an alias of
         `current_version`), and a version is deleted once a newer one replaces it, so no
         snapshot of an old version stays cached (and billed). `reserved_concurrency`: at most
-        that many at once, and as many kept for it out of the account's quota."""
+        that many at once, and as many kept for it out of the account's quota. `layers`: more
+        layers after Powertools' (the stream function's web adapter)."""
         scope = Construct(scope, construct_id)
         log_group = logs.LogGroup(
             scope,
@@ -99,7 +101,7 @@ class LambdaFactory(Construct):
             timeout=timeout,
             memory_size=memory_mb,
             environment={**FUNCTION_ENVIRONMENT, **environment},
-            layers=[self.powertools],
+            layers=[self.powertools, *layers],
             # Lambda itself records each invocation's segment (Initialization on a cold start,
             # Invocation, Overhead) and passes the trace header on to AWS calls: the code
             # carries no tracing SDK (see lambdas/handlers/__init__.py).

@@ -36,6 +36,9 @@ class DeployedModel(NamedTuple):
     environment: dict[str, str]
     actions: tuple[str, ...]
     resources: list[str]
+    # What its streaming call needs besides (a function that streams answers: the stream
+    # function); none for a model whose answers come whole.
+    stream_actions: tuple[str, ...] = ()
 
 
 def _env(value: Any) -> str:
@@ -59,6 +62,9 @@ class ModelProvider:
     # {partition}, {region}, {account} and the provider's settings.
     actions: tuple[str, ...] = ()
     resources: tuple[str, ...] = ()
+    # IAM actions of its streaming call (on the same resources), for the function that streams
+    # answers; for a text model only, and only in the formats that stream (`streams`).
+    stream_actions: tuple[str, ...] = ()
     # Why it bills by the hour whatever the traffic ("" when it does not).
     hourly: str = ""
     # The defaults it sets for other deploy settings (an explicit setting still wins).
@@ -76,11 +82,26 @@ class ModelProvider:
                 )
                 for template in self.resources
             ],
+            self.stream_actions if self.streams(config) else (),
         )
+
+    def streams(self, config: Config) -> bool:
+        """Whether its answers stream as they are written (else they come whole, through
+        `actions`, even on the streamed route)."""
+        return bool(self.stream_actions)
 
 
 @dataclass(frozen=True)
-class SageMakerEndpoint(ModelProvider):
+class _StreamsInTgi(ModelProvider):
+    """A SageMaker text endpoint: its answers stream in the TGI format only (FLAN-T5's come
+    whole: chatmemory/adapters/sagemaker.py)."""
+
+    def streams(self, config: Config) -> bool:
+        return bool(self.stream_actions) and config.text_format == TextFormat.TGI
+
+
+@dataclass(frozen=True)
+class SageMakerEndpoint(_StreamsInTgi):
     """An endpoint that exists: its name is the first of `settings`."""
 
     def deploy(self, models: Models, config: Config, backend_variable: str) -> DeployedModel:
@@ -94,7 +115,7 @@ class SageMakerEndpoint(ModelProvider):
 
 
 @dataclass(frozen=True)
-class DeployedEndpoint(ModelProvider):
+class DeployedEndpoint(_StreamsInTgi):
     """An endpoint this stack deploys (`create` makes it and gives its name and ARN); its name
     reaches the functions as the setting `endpoint`."""
 
@@ -127,8 +148,10 @@ class BedrockModel(ModelProvider):
 
 _SAGEMAKER_HOURLY = "SageMaker endpoints bill for every hour they run"
 _INVOKE_ENDPOINT = ("sagemaker:InvokeEndpoint",)
-# Converse is authorized as InvokeModel.
+_INVOKE_ENDPOINT_STREAM = ("sagemaker:InvokeEndpointWithResponseStream",)
+# Converse is authorized as InvokeModel, ConverseStream as InvokeModelWithResponseStream.
 _INVOKE_MODEL = ("bedrock:InvokeModel",)
+_INVOKE_MODEL_STREAM = ("bedrock:InvokeModelWithResponseStream",)
 
 # chatmemory:textProvider
 TEXT_PROVIDERS: dict[str, ModelProvider] = {
@@ -137,6 +160,7 @@ TEXT_PROVIDERS: dict[str, ModelProvider] = {
         "an existing SageMaker endpoint (textEndpoint, in textFormat)",
         settings=("text_endpoint", "text_format"),
         actions=_INVOKE_ENDPOINT,
+        stream_actions=_INVOKE_ENDPOINT_STREAM,
         hourly=_SAGEMAKER_HOURLY,
     ),
     "sagemaker-tgi": DeployedEndpoint(
@@ -144,6 +168,7 @@ TEXT_PROVIDERS: dict[str, ModelProvider] = {
         "a TGI endpoint this stack deploys (deployTextModel on deployTextInstanceType)",
         settings=("text_format",),
         actions=_INVOKE_ENDPOINT,
+        stream_actions=_INVOKE_ENDPOINT_STREAM,
         hourly=_SAGEMAKER_HOURLY,
         defaults=MappingProxyType({"text_format": TextFormat.TGI}),
         endpoint="text_endpoint",
@@ -154,6 +179,7 @@ TEXT_PROVIDERS: dict[str, ModelProvider] = {
         "an Amazon Bedrock model (textModelId; unset, the region's default)",
         settings=("text_model_id",),
         actions=_INVOKE_MODEL,
+        stream_actions=_INVOKE_MODEL_STREAM,
         default=lambda models: models.default_text_model_id(),
     ),
 }

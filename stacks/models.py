@@ -117,8 +117,13 @@ class Models(Construct):
             schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
         }
 
-    def grant_text(self, function: lambda_.IFunction) -> None:
-        self._grant(function, self.text)
+    def grant_text(self, function: lambda_.IFunction, *, stream: bool = False) -> None:
+        """Invoking the text model; with `stream`, by its streaming call too (the stream
+        function's answers)."""
+        model = self.text
+        if stream and model.stream_actions:
+            model = model._replace(actions=(*model.actions, *model.stream_actions))
+        self._grant(function, model)
 
     def grant_embed(self, function: lambda_.IFunction) -> None:
         self._grant(function, self.embed)

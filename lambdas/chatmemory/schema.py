@@ -627,6 +627,9 @@ STREAM_PATH_SUFFIX = "/messages/stream"
 # The OpenAI-compatible chat route (handlers/openai_routes.py), answered by the stream function:
 # with stream true it streams, without it answers one JSON body.
 OPENAI_CHAT_PATH = "/v1/chat/completions"
+# The stream function's web server answers here when it is ready (the Lambda Web Adapter's
+# readiness check: AWS_LWA_READINESS_CHECK_PATH).
+STREAM_HEALTH_PATH = "/healthz"
 
 # Auto-recall's block in a chat prompt sits between these lines (services/longterm/auto_recall.py
 # writes it; the offline responder reads it back).
@@ -876,6 +879,8 @@ ENV_MAX_INPUT_CHARS = "MAX_INPUT_CHARS"
 ENV_USER_ROLE = "USER_ROLE_NAME"
 ENV_ASSISTANT_ROLE = "ASSISTANT_ROLE_NAME"
 ENV_SYSTEM_PROMPT = "SYSTEM_PROMPT"
+ENV_INPUT_TRANSFORMS = "INPUT_TRANSFORMS"
+ENV_OUTPUT_TRANSFORMS = "OUTPUT_TRANSFORMS"
 ENV_INTENT_CLASSIFIER = "INTENT_CLASSIFIER"
 ENV_STORE_PROMPT = "STORE_PROMPT"
 ENV_TURN_TTL_DAYS = "TURN_TTL_DAYS"

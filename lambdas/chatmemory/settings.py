@@ -180,6 +180,21 @@ def _role_arns(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+# A module and an attribute of it: "package.module:Name" or "package.module.Name".
+_DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?")
+
+
+def _dotted_paths(value: Any) -> tuple[str, ...]:
+    """INPUT_TRANSFORMS, OUTPUT_TRANSFORMS: import paths, comma-separated, in order."""
+    if isinstance(value, str):
+        value = [path.strip() for path in value.split(",") if path.strip()]
+    if not isinstance(value, tuple | list) or not all(
+        isinstance(path, str) and _DOTTED.fullmatch(path) for path in value
+    ):
+        raise ValueError("should be comma-separated import paths (package.module:Name)")
+    return tuple(value)
+
+
 # "vector,lexical,recency,time": up to four numbers.
 _WEIGHTS = r"\s*-?\d+(\.\d+)?(\s*,\s*-?\d+(\.\d+)?){0,3}\s*"
 _ROLE_ARN = r"(arn:[\w-]+:iam::\d{12}:role/\S+)?"
@@ -272,6 +287,25 @@ class Settings:
     system_prompt: str = setting(
         "You are a helpful assistant. Answer the user's last message using the conversation.",
         "The instruction at the top of every chat prompt.",
+    )
+    input_transforms: tuple[str, ...] = setting(
+        (),
+        "Transforms of a chat message's text, applied in order when the message is taken (the "
+        "text stored, recalled and put in the prompt is theirs): import paths, comma-separated "
+        "(`package.module:Name`), each a function of the text that returns the text (a class is "
+        "made once, with no arguments, and called). See [Streaming](../streaming.md#transforms).",
+        _dotted_paths,
+    )
+    output_transforms: tuple[str, ...] = setting(
+        ("chatmemory.services.prompt:ResponseFilter",),
+        "Transforms of an answer's text as the model writes it, applied in order to each piece "
+        "before it is streamed or stored: import paths, comma-separated, each called with the "
+        "prompt's roles for every answer and returning a filter with `feed(text) -> text` (what "
+        "may be shown so far; it may hold text back) and `finish() -> text` (what it held). "
+        "The default drops an echoed `Assistant:` and stops at the first anti-prompt "
+        "(`User:`), even one split across pieces; list it too to keep it. Whitespace at the "
+        "answer's ends is trimmed after them.",
+        _dotted_paths,
     )
     intent_classifier: bool = setting(
         False,
@@ -580,6 +614,8 @@ ENV: dict[str, str] = {
     "user_role": s.ENV_USER_ROLE,
     "assistant_role": s.ENV_ASSISTANT_ROLE,
     "system_prompt": s.ENV_SYSTEM_PROMPT,
+    "input_transforms": s.ENV_INPUT_TRANSFORMS,
+    "output_transforms": s.ENV_OUTPUT_TRANSFORMS,
     "intent_classifier": s.ENV_INTENT_CLASSIFIER,
     "store_prompt": s.ENV_STORE_PROMPT,
     "turn_ttl_days": s.ENV_TURN_TTL_DAYS,

@@ -223,6 +223,7 @@ def model_client(service: str, cfg: Settings) -> Any:
 
 
 def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
+    from chatmemory import plugins
     from chatmemory.services.conversation.chat import ChatPolicy
     from chatmemory.services.conversation.handoff import HandoffPolicy
     from chatmemory.services.conversation.stacking import StackPolicy
@@ -239,6 +240,8 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
         max_input_chars=cfg.max_input_chars,
         roles=Roles(cfg.user_role, cfg.assistant_role),
         system_prompt=cfg.system_prompt,
+        input_transforms=plugins.input_transforms(cfg.input_transforms),
+        output_transforms=plugins.output_transforms(cfg.output_transforms),
         use_classifier=cfg.intent_classifier,
         store_prompt=cfg.store_prompt,
         keep_message_ids=cfg.keep_message_ids,

@@ -167,8 +167,9 @@ def server_sent(
                 yield b": ping\n\n"
                 continue
             if isinstance(item, chat.Delta):
-                yield form.delta(item.text)
+                # Counted as shown once handed over: a reader that stops after it had it.
                 shown.append(item.text)
+                yield form.delta(item.text)
             elif isinstance(item, chat.MemoryUsed):
                 written = form.memory(item.memory)
                 if written:

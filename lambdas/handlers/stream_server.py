@@ -20,11 +20,11 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from chatmemory import deadline, wiring
-from chatmemory.schema import STREAM_TIMEOUT_SECONDS
+from chatmemory.schema import STREAM_HEALTH_PATH, STREAM_TIMEOUT_SECONDS
 from handlers import stream
 from handlers.chat_shared import logger
 
-HEALTH_PATH = "/healthz"
+HEALTH_PATH = STREAM_HEALTH_PATH
 
 
 def event_of(method: str, target: str, headers: dict[str, str], body: str) -> dict[str, Any]:

@@ -69,6 +69,13 @@ def _streaming(data: Any) -> StreamingBody:
     return StreamingBody(io.BytesIO(raw), len(raw))
 
 
+class EventStream(list[dict[str, Any]]):
+    """A parsed event stream as botocore hands it over (an iterable of events that closes)."""
+
+    def close(self) -> None:
+        pass
+
+
 def client_error(code: str, message: str, status: int) -> dict[str, Any]:
     """A botocore parsed error answer (the recorder raises it as the service's exception)."""
     return {
@@ -113,6 +120,32 @@ class Models:
         return {"Body": _streaming(out), "ContentType": "application/json"}
 
     def bedrock(self, operation: str, params: dict[str, Any], body: bytes) -> Any:
+        if operation == "ConverseStream":
+            prompt = "".join(
+                block.get("text", "") for m in params["messages"] for block in m["content"]
+            )
+            if self.fail(prompt):
+                return client_error("ServiceUnavailableException", "try again", 503)
+            words = re.findall(r"\S+\s*", generate(prompt))
+            return {
+                "stream": EventStream(
+                    [
+                        {"messageStart": {"role": "assistant"}},
+                        *(
+                            {"contentBlockDelta": {"contentBlockIndex": 0, "delta": {"text": w}}}
+                            for w in words
+                        ),
+                        {"contentBlockStop": {"contentBlockIndex": 0}},
+                        {"messageStop": {"stopReason": "end_turn"}},
+                        {
+                            "metadata": {
+                                "usage": {"inputTokens": len(prompt) // 4, "outputTokens": 20},
+                                "metrics": {"latencyMs": 5},
+                            }
+                        },
+                    ]
+                )
+            }
         if operation == "Converse":
             prompt = "".join(
                 block.get("text", "") for m in params["messages"] for block in m["content"]

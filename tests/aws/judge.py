@@ -350,7 +350,12 @@ class Judge:
     # --- models ---------------------------------------------------------------------------
 
     def _sagemaker_runtime(self, sent: Sent) -> tuple[list[tuple[str, str]], list[str]]:
-        if sent.operation != "InvokeEndpoint":
+        # A streamed answer (a TGI endpoint's) is authorized as its own action.
+        actions = {
+            "InvokeEndpoint": "sagemaker:InvokeEndpoint",
+            "InvokeEndpointWithResponseStream": "sagemaker:InvokeEndpointWithResponseStream",
+        }
+        if sent.operation not in actions:
             raise _Unmapped(f"SageMaker runtime {sent.operation}")
         name = sent.params["EndpointName"].lower()
         size = len(sent.params["Body"])
@@ -361,11 +366,15 @@ class Judge:
         )
         problems = [f"a payload of {size} bytes (at most {limit})"] if size > limit else []
         arn = self._arn.format(service="sagemaker") + f"endpoint/{name}"
-        return [("sagemaker:InvokeEndpoint", arn)], problems
+        return [(actions[sent.operation], arn)], problems
 
     def _bedrock_runtime(self, sent: Sent) -> tuple[list[Need], list[str]]:
-        if sent.operation not in ("Converse", "InvokeModel"):
+        # Converse is authorized as InvokeModel, ConverseStream as InvokeModelWithResponseStream
+        # (the Bedrock API reference, each operation's "Actions" in the authorization table).
+        streamed = sent.operation == "ConverseStream"
+        if sent.operation not in ("Converse", "ConverseStream", "InvokeModel"):
             raise _Unmapped(f"Bedrock runtime {sent.operation}")
+        invoke = "bedrock:InvokeModelWithResponseStream" if streamed else "bedrock:InvokeModel"
         model_id = sent.params["modelId"]
         region = self.deployment.region
         d = self.deployment
@@ -376,7 +385,7 @@ class Judge:
         if profile is None:
             needs: list[Need] = [
                 (
-                    "bedrock:InvokeModel",
+                    invoke,
                     f"arn:{d.partition}:bedrock:{region}::foundation-model/{model_id}",
                 )
             ]
@@ -401,13 +410,13 @@ class Judge:
             profile_arn = f"{bedrock}{region}:{d.account}:inference-profile/{model_id}"
             through = (("bedrock:InferenceProfileArn", profile_arn),)
             needs = [
-                ("bedrock:InvokeModel", profile_arn),
+                (invoke, profile_arn),
                 # Bedrock may route the request to the model in any destination region of the
                 # profile's geography (a global profile's model ARN has no region), and the
                 # request carries the profile it came through.
                 *(
                     (
-                        "bedrock:InvokeModel",
+                        invoke,
                         f"{bedrock}{r}::foundation-model/{foundation}",
                         through,
                     )

@@ -310,6 +310,45 @@ class DeployedWorld:
         status, _, payload = http_reply(self.invoke(chat, event))
         return Answer(status, json.loads(payload) if payload else None)
 
+    def stream(self, path: str, body: Any, *, user: str = "alice") -> tuple[int, list[Any]]:
+        """POST `body` to a streamed route as the stream function answers it (its web server
+        behind the Lambda Web Adapter hands handlers/stream.py the same proxy event): the
+        status and the events, (name, data) each; a JSON error is one ("json", data)."""
+        from chatmemory import deadline
+        from handlers import stream
+
+        function = self.by_handler("stream.sh")
+        event = proxy_event(
+            method="POST",
+            target=path,
+            headers=[("Content-Type", "application/json")],
+            body=json.dumps(body, ensure_ascii=False),
+            user_id=user,
+            routes=self.routes,
+        )
+        with self.running(function) as context:
+            remaining = stream.request_deadline(context.get_remaining_time_in_millis())
+            with deadline.within(remaining):
+                answer = stream.answer(event, wiring.settings().cors_origins)
+                raw = b"".join(answer.body)
+        self.recorder.sent.append(
+            Sent(
+                function=function.logical_id,
+                service="lambda",
+                operation="InvokeWithResponseStream",
+                params={"response_bytes": len(raw)},
+                payload_bytes=len(json.dumps(event, ensure_ascii=False).encode()),
+            )
+        )
+        if not raw.startswith(b"event:"):
+            return answer.status, [("json", json.loads(raw))]
+        events = []
+        for block in raw.decode().split("\n\n"):
+            fields = dict(line.split(": ", 1) for line in block.splitlines() if ": " in line)
+            if "event" in fields:
+                events.append((fields["event"], json.loads(fields["data"])))
+        return answer.status, events
+
     def ok(self, method: str, path: str, body: Any = None, **kwargs: Any) -> Any:
         answer = self.call(method, path, body, **kwargs)
         assert 200 <= answer.status < 300, (method, path, answer)

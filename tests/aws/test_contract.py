@@ -252,6 +252,12 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
         },
     )
     ok("POST", f"/sessions/{s3}/messages", {"content": "/verified how many days of leave?"})
+    # A streamed answer (the stream function: the model's streaming call where it has one),
+    # then its retry, replayed from the stored turn.
+    streamed = {"content": "Tell me about the Lisbon trip.", "client_message_id": "stream-1"}
+    notes["streamed"] = world.stream(f"/sessions/{s3}/messages/stream", streamed)
+    notes["stream_replayed"] = world.stream(f"/sessions/{s3}/messages/stream", streamed)
+    notes["stream_refused"] = world.stream(f"/sessions/{s3}/messages/stream", {"content": ""})
     # The sweeper ends an idle session (its activity moved an hour back).
     idle = ok("POST", "/sessions", {"name": "idle"})["session"]["session_id"]
     ok("POST", f"/sessions/{idle}/messages", {"content": "Just saying hello."})
@@ -570,6 +576,37 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
     assert notes["ttl_purge"] == {"batchItemFailures": []}
     [(text, provenance, kept)] = notes["cat_records"]
     assert text == "My cat is called Tom." and provenance == [kept]
+    status, events = notes["streamed"]
+    names = [name for name, _ in events]
+    assert status == 200 and names[0] == "memory" and names[-1] == "turn", events
+    text = "".join(data["text"] for name, data in events if name == "delta")
+    assert text and text == events[-1][1]["turn"]["response"]
+    status, replayed = notes["stream_replayed"]
+    assert (
+        status == 200
+        and replayed[-1] == events[-1]
+        and [n for n, _ in replayed]
+        == [
+            "delta",
+            "turn",
+        ]
+    )
+    status, refused = notes["stream_refused"]
+    assert status == 400 and refused[0][0] == "json"
+
+
+def test_the_stream_function_streams_its_answers_where_the_model_can(outcome: Outcome) -> None:
+    """The stream function's model calls (judged against its own grants above): Bedrock's
+    ConverseStream, or FLAN-T5's whole answer, which cannot stream."""
+    world = outcome.world
+    stream = world.by_handler("stream.sh").logical_id
+    sent = Counter(
+        f"{s.service} {s.operation}" for s in world.recorder.sent if s.function == stream
+    )
+    if world.models.text_endpoint:
+        assert sent["sagemaker-runtime InvokeEndpoint"] and not sent["bedrock-runtime Converse"]
+    else:
+        assert sent["bedrock-runtime ConverseStream"] and not sent["bedrock-runtime Converse"]
 
 
 def test_the_capacity_model_counts_the_requests_the_scenario_sends(

@@ -233,6 +233,12 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     ),
 }
 
+# handlers/stream.py (the stream function): a chat message answered on the same pipeline as the
+# chat function's, so the same grants; the default text model (FLAN-T5's format) cannot stream,
+# so its answer is the same InvokeEndpoint call (a TGI endpoint's or a Bedrock model's
+# streaming call is granted to this role alone: test_only_the_stream_function_may_stream).
+EXPECTED["Stream"] = EXPECTED["Chat"]
+
 
 def _role_id(synth: Synth, function: Any) -> str:
     return synth.stack.get_logical_id(function.role.node.default_child)
@@ -353,6 +359,8 @@ RECORDS = {
     ),
     "Redrive": CONSOLIDATION["records"],
 }
+# A streamed message (/remember, the profile block) is the chat's.
+RECORDS["Stream"] = RECORDS["Chat"]
 
 
 def test_the_records_table_is_granted_per_role_exactly_its_calls(default: Synth) -> None:
@@ -366,6 +374,7 @@ def test_the_records_table_is_granted_per_role_exactly_its_calls(default: Synth)
     # ran (profile.remember_summary); only the purge reads the records stream.
     assert {n for n, a in found.items() if "dynamodb:UpdateItem" in a} == {
         "Chat",
+        "Stream",
         "Consolidate",
         "Redrive",
     }
@@ -377,7 +386,11 @@ def test_the_records_table_is_granted_per_role_exactly_its_calls(default: Synth)
     assert streams == {"Purge"}
     # A record's item is deleted one at a time only while it is a tombstone (the API's DELETE
     # and the records stream's purge: remove_deleted_record); nobody scans.
-    assert {n for n, a in found.items() if "dynamodb:DeleteItem" in a} == {"Chat", "Purge"}
+    assert {n for n, a in found.items() if "dynamodb:DeleteItem" in a} == {
+        "Chat",
+        "Stream",
+        "Purge",
+    }
     assert not any("dynamodb:Scan" in a for a in found.values())
 
 
@@ -391,8 +404,9 @@ def test_only_the_chat_may_multi_search(default: Synth) -> None:
         if resource.endswith("_msearch")
     }
     assert msearch == {
-        ("Chat", f"domain/{MEMORIES}/_msearch"),
-        ("Chat", f"domain/{PASSAGES}/_msearch"),
+        (chat, f"domain/{index}/_msearch")
+        for chat in ("Chat", "Stream")  # a streamed message searches as the chat's
+        for index in (MEMORIES, PASSAGES)
     }
 
 
@@ -436,7 +450,7 @@ def test_domain_access_policy_allows_each_role_exactly_its_iam_requests(default:
         if iam:
             expected[f"${{{_role_id(default, function)}.Arn}}"] = iam
     assert _http_grants(default) == expected
-    assert len(expected) == 6  # the index setup and five runtime roles
+    assert len(expected) == 7  # the index setup and six runtime roles
 
 
 @pytest.mark.parametrize(
@@ -493,7 +507,16 @@ def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -
         found = set()
         for statement in statements(bedrock, _role_id(bedrock, function)):
             if any(a.startswith(("bedrock:", "sagemaker:")) for a in statement["Action"]):
-                assert statement["Action"] == ["bedrock:InvokeModel"], name
+                # The stream function's answers stream (ConverseStream) when the text model's
+                # do; the rest of its calls are the chat's.
+                assert statement["Action"] in (
+                    ["bedrock:InvokeModel"],
+                    *(
+                        [["bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"]]
+                        if name == "Stream"
+                        else []
+                    ),
+                ), name
                 found.update(label(resource) for resource in statement["Resource"])
                 # The text model through its inference profile only (issue 46): a grant of
                 # its model in every region is conditioned on the profile it came through.
@@ -513,6 +536,7 @@ def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -
     text, embed = "text model", "embed model"
     assert models == {
         "Chat": {text, embed},
+        "Stream": {text, embed},
         "Consolidate": {text, embed},
         "Compact": {text},
         "Purge": {embed},
@@ -549,6 +573,7 @@ def test_serverless_data_access_policy_gives_each_role_exactly_its_index_permiss
     # A Serverless upsert deletes the documents' keys by query first: writers read too.
     assert granted == {
         role("Chat"): {MEMORIES: {read, write}, PASSAGES: {read}},
+        role("Stream"): {MEMORIES: {read, write}, PASSAGES: {read}},
         role("Consolidate"): {MEMORIES: {read, write}},
         role("Purge"): {MEMORIES: {read, write}},
         role("Ingest"): {PASSAGES: {read, write}},
@@ -668,6 +693,9 @@ EXPECTED_S3VECTORS: dict[str, dict[str, set[str]]] = {
 }
 
 
+EXPECTED_S3VECTORS["Stream"] = EXPECTED_S3VECTORS["Chat"]
+
+
 def _on_bedrock(expected: dict[str, set[str]]) -> dict[str, set[str]]:
     """The same role with Bedrock's foundation models instead of the SageMaker endpoints."""
     renamed = {"text endpoint": "text model", "embed endpoint": "embed model"}
@@ -705,7 +733,10 @@ def test_serverless_profile_role_may_do_exactly_what_its_code_calls(
     serverless_profile: Synth, name: str
 ) -> None:
     function = serverless_profile.stack.functions.functions[name]
-    assert permissions(serverless_profile, function) == _on_bedrock(EXPECTED_S3VECTORS[name])
+    expected = _on_bedrock(EXPECTED_S3VECTORS[name])
+    if name == "Stream":  # its answers stream (ConverseStream)
+        expected["text model"] = {"bedrock:InvokeModel", "bedrock:InvokeModelWithResponseStream"}
+    assert permissions(serverless_profile, function) == expected
 
 
 def test_s3_vectors_grants_name_index_arns_and_only_the_owners_buckets_by_pattern(
@@ -784,7 +815,7 @@ def test_only_the_purge_and_the_writers_may_delete_vectors(serverless_profile: S
         for resource, actions in permissions(serverless_profile, function).items()
         if "s3vectors:DeleteVectors" in actions
     }
-    writers = ("Chat", "Consolidate", "Purge", "Redrive", "MigrateMemory")
+    writers = ("Chat", "Stream", "Consolidate", "Purge", "Redrive", "MigrateMemory")
     assert deleters == {
         *((name, OWNERS) for name in writers),
         *((name, f"vectors/{MEMORIES}") for name in writers),  # the shared index, kept
@@ -821,8 +852,10 @@ def test_only_the_chat_may_put_events_and_only_on_the_handoff_bus(
     synth = synth_cache(**VARIANTS[variant])
     bus = synth.stack.handoff.bus
     assert bus is not None
+    # A hand-off by a streamed message publishes its event as the chat's does.
     assert _events_grants(synth) == {
-        ("Chat", "events:PutEvents", f"${{{synth.logical_id(bus)}.Arn}}")
+        (chat, "events:PutEvents", f"${{{synth.logical_id(bus)}.Arn}}")
+        for chat in ("Chat", "Stream")
     }
 
 
@@ -875,6 +908,7 @@ def test_each_role_reads_only_the_indexes_its_code_queries(default: Synth) -> No
     keys = f"records/index/{schema.RECORD_KEYS_INDEX.name}"
     assert read == {
         "Chat": {user, handoff, profile, keys},
+        "Stream": {user, handoff, profile, keys},
         "Consolidate": set(),
         "Compact": set(),
         "Purge": {user},
@@ -956,3 +990,27 @@ def test_with_cognito_the_agents_are_a_group_and_no_principal_is_granted_the_api
     for policy in default.resources("AWS::IAM::Policy").values():
         assert "execute-api" not in json.dumps(policy["Properties"]["PolicyDocument"])
     default.template.resource_count_is("AWS::Cognito::UserPoolGroup", 1)
+
+
+def test_only_the_stream_function_may_stream_and_only_its_text_model(synth_cache) -> None:
+    """The models' streaming calls (ConverseStream, InvokeEndpointWithResponseStream) are
+    granted to the stream function alone, on the text model, when its answers can stream (a
+    Bedrock model, a TGI endpoint; FLAN-T5's answers come whole)."""
+    streaming = {
+        "bedrock:InvokeModelWithResponseStream",
+        "sagemaker:InvokeEndpointWithResponseStream",
+    }
+    for settings, expected in (
+        ({"modelMode": "bedrock"}, {"bedrock:InvokeModelWithResponseStream"}),
+        ({"textFormat": "tgi"}, {"sagemaker:InvokeEndpointWithResponseStream"}),
+        ({}, set()),
+    ):
+        synth = synth_cache(**settings)
+        for name, function in synth.stack.functions.functions.items():
+            granted = {
+                action
+                for statement in statements(synth, _role_id(synth, function))
+                for action in statement["Action"]
+                if action in streaming
+            }
+            assert granted == (expected if name == "Stream" else set()), (settings, name)

@@ -265,7 +265,7 @@ class DynamoTurnStore(DynamoTables):
             "metadata",
             "remember_response",
             "messages",
-            # A streamed answer its reader stopped (the answer stored is what it was shown).
+            # A streamed answer its reader stopped (written only when it was).
             "stopped",
         ]
         present = [f for f in fields if item.get(f) is not None]

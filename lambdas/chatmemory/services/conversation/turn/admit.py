@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import NamedTuple
 
 from chatmemory.domain import Turn
-from chatmemory.errors import BadRequest, SessionEnded
+from chatmemory.errors import BadRequest, ConfigurationError, SessionEnded
 from chatmemory.schema import SessionStatus
 from chatmemory.services.access import owned_session
 from chatmemory.services.conversation.turn.context import (
@@ -41,7 +41,9 @@ def admit(
     stream: bool = False,
     stop: StopSignal | None = None,
 ) -> Admitted:
-    """The message's turn context once its fields, its session and its id are checked."""
+    """The message's turn context once its fields, its session and its id are checked (its
+    text as the input transforms leave it)."""
+    content = transformed(policy, content)
     window = check_request(policy, content, window_turns)
     session = owned_session(deps.memory, user_id, session_id)
     stored = earlier_turn(deps.memory, session, client_message_id, content)
@@ -60,6 +62,15 @@ def admit(
         stop,
     )
     return Admitted(context, stored)
+
+
+def transformed(policy: ChatPolicy, content: str) -> str:
+    """The message's text through the deployer's input transforms, in order."""
+    for transform in policy.input_transforms:
+        content = transform(content)
+        if not isinstance(content, str):
+            raise ConfigurationError(f"an input transform gave {type(content).__name__}, not text")
+    return content
 
 
 def check_request(policy: ChatPolicy, content: str, window_turns: int | None) -> int:

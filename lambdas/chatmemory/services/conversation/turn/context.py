@@ -36,7 +36,7 @@ from chatmemory.services.conversation.turns import AppendPolicy
 from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled
 from chatmemory.services.longterm.recall import RecallWeights
 from chatmemory.services.profile.block import ProfileBlock, ProfileBlockPolicy
-from chatmemory.services.prompt import Roles
+from chatmemory.services.prompt import OutputFilter, ResponseFilter, Roles
 
 
 class ChatPolicy(NamedTuple):
@@ -77,6 +77,11 @@ class ChatPolicy(NamedTuple):
     # Messages sent before the bot answered are answered together
     # (services/conversation/stacking.py).
     stack: StackPolicy = StackPolicy()
+    # A deployer's transforms (INPUT_TRANSFORMS, OUTPUT_TRANSFORMS: chatmemory/plugins.py): of
+    # the message's text when it is taken, and the makers of the filters an answer's pieces
+    # pass through as the model writes them.
+    input_transforms: tuple[Callable[[str], str], ...] = ()
+    output_transforms: tuple[Callable[[Roles], OutputFilter], ...] = (ResponseFilter,)
     # What the optional model calls before the answer (sentiment, a follow-up's rewrite, the
     # embedding of auto-recall) leave of the request's deadline for the answer itself: past
     # it they give up (the turn goes on without them) rather than starve the answer.

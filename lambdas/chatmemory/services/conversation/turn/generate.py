@@ -1,6 +1,6 @@
-"""Generate: the model's answer as it is written, text deltas after the output filters (an echoed
-role prefix, anti-prompts split across pieces), then the turn's answer fields from the last
-piece. The only place a chat turn calls the text model.
+"""Generate: the model's answer as it is written, text deltas after the output transforms (by
+default the response filter: an echoed role prefix, anti-prompts split across pieces), then the
+turn's answer fields from the last piece. The only place a chat turn calls the text model.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from chatmemory import deadline
 from chatmemory.domain import Turn
 from chatmemory.ports import Finish, GenerationOptions
 from chatmemory.services.conversation.turn.context import Delta, TurnContext
-from chatmemory.services.prompt import BuiltPrompt, clean_pieces
+from chatmemory.services.prompt import BuiltPrompt, Trim, filter_pieces
 
 
 def generate(ctx: TurnContext, prompt: BuiltPrompt, turn: Turn) -> Generator[Delta, None, None]:
@@ -28,8 +28,10 @@ def generate(ctx: TurnContext, prompt: BuiltPrompt, turn: Turn) -> Generator[Del
     )
     text: list[str] = []
     finish = Finish()
-    pieces = clean_pieces(
-        deps.generator.pieces(prompt.text, options, stream=ctx.stream), policy.roles
+    # The deployer's output transforms (the response filter by default), then the trim.
+    filters = [make(policy.roles) for make in policy.output_transforms]
+    pieces = filter_pieces(
+        deps.generator.pieces(prompt.text, options, stream=ctx.stream), *filters, Trim()
     )
     try:
         for piece in pieces:
@@ -46,7 +48,9 @@ def generate(ctx: TurnContext, prompt: BuiltPrompt, turn: Turn) -> Generator[Del
     turn.response = "".join(text)
     if ctx.stop is not None and ctx.stop.is_set():
         # What the reader showed is the answer; the model's count of it is unknown.
-        turn.response, turn.stopped = ctx.stop.shown or turn.response, True
+        # Nothing shown is an empty answer, not the text the reader never had.
+        shown = ctx.stop.shown
+        turn.response, turn.stopped = (turn.response if shown is None else shown), True
     turn.remember_response = finish.remember
     turn.model = finish.model or deps.generator.name
     turn.input_tokens = finish.input_tokens or prompt.tokens

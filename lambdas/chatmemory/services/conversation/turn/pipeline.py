@@ -136,13 +136,12 @@ class Stage(NamedTuple):
 
 
 def _caused(*causes: str) -> tuple[Transition, ...]:
-    """The transitions of turn_states.TRANSITIONS with these causes (each the cause of one or
-    more: a stacked batch's answer moves a turn from either waiting state)."""
-    found = tuple(t for t in TRANSITIONS if t.cause in causes)
-    unknown = set(causes) - {t.cause for t in found}
+    """The transitions of turn_states.TRANSITIONS with these causes (each must name one or
+    more: a cause may move a turn from more than one state)."""
+    unknown = [cause for cause in causes if not any(t.cause == cause for t in TRANSITIONS)]
     if unknown:
-        raise ValueError(f"not transitions of turn_states: {sorted(unknown)}")
-    return found
+        raise ValueError(f"not transitions of turn_states: {unknown}")
+    return tuple(t for t in TRANSITIONS if t.cause in causes)
 
 
 STAGES: tuple[Stage, ...] = (
