@@ -552,18 +552,23 @@ def test_the_web_server_answers_its_readiness_check_and_a_streamed_message(
     assert health.status == 200
 
     event = world.client.event(sid, {"content": "hello there"})
-    deadline_ms = int(time.time() * 1000) + 60_000
-    connection.request(
-        "POST",
-        f"/sessions/{sid}/messages/stream",
-        body=json.dumps({"content": "hello there"}),
-        headers={
-            "Content-Type": "application/json",
+
+    def post(content: str, **adapter_headers: str) -> http.client.HTTPResponse:
+        connection.request(
+            "POST",
+            f"/sessions/{sid}/messages/stream",
+            body=json.dumps({"content": content}),
+            headers={"Content-Type": "application/json", **adapter_headers},
+        )
+        return connection.getresponse()
+
+    answer = post(
+        "hello there",
+        **{
             "x-amzn-request-context": json.dumps(event["requestContext"]),
-            "x-amzn-lambda-context": json.dumps({"deadline": deadline_ms}),
+            "x-amzn-lambda-context": json.dumps({"deadline": int(time.time() * 1000) + 60_000}),
         },
     )
-    answer = connection.getresponse()
     events = parse_events(answer.read())
     assert answer.status == 200 and answer.getheader("Content-Type") == "text/event-stream"
     assert events.names[0] == "memory" and events.names[-1] == "turn"
@@ -571,15 +576,6 @@ def test_the_web_server_answers_its_readiness_check_and_a_streamed_message(
 
     # Without the authorizer's claims: the buffered route's 401, as JSON.
     del event["requestContext"]["authorizer"]
-    connection.request(
-        "POST",
-        f"/sessions/{sid}/messages/stream",
-        body=json.dumps({"content": "hello"}),
-        headers={
-            "Content-Type": "application/json",
-            "x-amzn-request-context": json.dumps(event["requestContext"]),
-        },
-    )
-    refused = connection.getresponse()
+    refused = post("hello", **{"x-amzn-request-context": json.dumps(event["requestContext"])})
     assert refused.status == 401 and json.loads(refused.read())["error"]["code"]
     assert world.model.calls == 1

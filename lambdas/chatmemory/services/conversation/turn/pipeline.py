@@ -136,12 +136,13 @@ class Stage(NamedTuple):
 
 
 def _caused(*causes: str) -> tuple[Transition, ...]:
-    """The transitions of turn_states.TRANSITIONS with these causes (each must name one or
-    more: a cause may move a turn from more than one state)."""
-    unknown = [cause for cause in causes if not any(t.cause == cause for t in TRANSITIONS)]
-    if unknown:
-        raise ValueError(f"not transitions of turn_states: {unknown}")
-    return tuple(t for t in TRANSITIONS if t.cause in causes)
+    """The transitions of turn_states.TRANSITIONS with these causes (a cause may name more than
+    one: a stacked message claimed or not; each must name at least one)."""
+    found = tuple(t for t in TRANSITIONS if t.cause in causes)
+    missing = set(causes) - {t.cause for t in found}
+    if missing:
+        raise ValueError(f"not transitions of turn_states: {sorted(missing)}")
+    return found
 
 
 STAGES: tuple[Stage, ...] = (
