@@ -108,18 +108,22 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     ok("GET", f"/sessions/{s1}/turns/1")
     ok("POST", f"/sessions/{s1}/messages", {"content": "/remember I am allergic to cats"})
     ok("POST", f"/sessions/{s1}/messages", {"content": "/past what did we say about holidays?"})
-    # An OpenAI client (another user): its history sent back is recognised and stored once,
-    # with its sampling options passed to the model.
+    # An OpenAI client (another user), answered by the stream function as deployed: its
+    # history sent back is recognised and stored once, its sampling options passed to the
+    # model, streamed the second time.
     opening = {"role": "user", "content": "I keep two beehives in the garden."}
-    first = ok("POST", "/v1/chat/completions", {"model": "m", "messages": [opening]}, user="olga")
+    _, [(_, first)] = world.stream(
+        "/v1/chat/completions", {"model": "m", "messages": [opening]}, user="olga"
+    )
     history = [
         opening,
         {"role": "assistant", "content": first["choices"][0]["message"]["content"]},
         {"role": "user", "content": "How many hives do I keep?"},
     ]
     asked = {"model": "m", "messages": history, "max_tokens": 64, "temperature": 0.2}
-    second = ok("POST", "/v1/chat/completions", asked, user="olga")
-    kept = second["chatmemory"]["session_id"]
+    _, chunks = world.stream("/v1/chat/completions", {**asked, "stream": True}, user="olga")
+    assert chunks[-1] == ("data", "[DONE]"), chunks
+    kept = chunks[-2][1]["chatmemory"]["session_id"]
     notes["openai"] = (
         kept == first["chatmemory"]["session_id"],
         len(ok("GET", f"/sessions/{kept}/messages", user="olga")["messages"]),
