@@ -10,7 +10,7 @@ from aws_cdk import aws_logs as logs
 from constructs import Construct
 
 from chatmemory import schema
-from chatmemory.schema import STREAM_HEALTH_PATH
+from chatmemory.schema import OPENAI_CHAT_PATH, STREAM_HEALTH_PATH
 from stacks import nag
 from stacks.auth import ApiAuth
 from stacks.config import (
@@ -173,6 +173,9 @@ class ChatApi(Construct):
             timeout=Duration.seconds(STREAM_TIMEOUT_SECONDS),
         )
         self.streamed_route("POST", "sessions", "{session_id}", "messages", "stream")
+        # The OpenAI-compatible chat route streams with `stream: true` and answers one JSON body
+        # without (handlers/openai_routes.py); GET /v1/models stays the chat function's.
+        self.streamed_route("POST", *OPENAI_CHAT_PATH.strip("/").split("/"))
         self._gateway_errors()
         self._acknowledge()
         self.auth.authorize_agents(self.rest_api, self.handler, self.stream_handler)

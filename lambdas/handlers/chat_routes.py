@@ -24,13 +24,13 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 
 from chatmemory import api_models as m
 from chatmemory.errors import ChatMemoryError
+from handlers import openai_routes
 from handlers.chat_shared import cors_origins, known_error, unexpected_error
 from handlers.http import (
     UnsupportedMediaType,
     cors_config,
     error_response,
     json_bodies_only,
-    validation_message,
 )
 from handlers.json_body import strict_json
 from handlers.routes import (
@@ -59,10 +59,6 @@ def _known_error(error: ChatMemoryError) -> Response:
     return error_response(*known_error(error))
 
 
-def _invalid_request(error: RequestValidationError) -> Response:
-    return error_response(400, "bad_request", validation_message(error.errors()))
-
-
 def _unsupported_media_type(_: RequestUnsupportedContentType) -> Response:
     # Powertools' own check, when a route reads a body: for a request without one whose
     # Content-Type is not JSON (one with a body was refused by json_bodies_only already).
@@ -80,7 +76,8 @@ def _unexpected(error: Exception) -> Response:
 # How a request that failed is answered, by the error it failed with (the most specific first).
 _ERROR_ANSWERS: tuple[tuple[type[Exception], Any], ...] = (
     (ChatMemoryError, _known_error),
-    (RequestValidationError, _invalid_request),
+    # OpenAI's error shape on /v1, the API's own elsewhere (one handler: routers share them).
+    (RequestValidationError, openai_routes.invalid_request),
     (RequestUnsupportedContentType, _unsupported_media_type),
     (NotFoundError, _no_route),
     (Exception, _unexpected),
@@ -105,7 +102,7 @@ def api(cors_origins: tuple[str, ...]) -> APIGatewayRestResolver:
             OpenAPIResponseValidationMiddleware(),
         ]
     )
-    for router in ROUTERS:
+    for router in (*ROUTERS, openai_routes.router):
         resolver.include_router(router)
     for error, answer in _ERROR_ANSWERS:
         resolver.exception_handler(error)(answer)

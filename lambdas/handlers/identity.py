@@ -22,7 +22,7 @@ def caller_id(event: dict[str, Any]) -> str:
     identity. Never taken from the request body, and from a header only as an end user named
     by a role allowed to (end_user)."""
     caller = _authenticated(event)
-    named = _header(event, END_USER_HEADER)
+    named = header(event, END_USER_HEADER)
     return caller if named is None else end_user(event, named)
 
 
@@ -46,7 +46,7 @@ def end_user(event: dict[str, Any], named: str) -> str:
     return f"{role}/end-user/{named}"
 
 
-def _header(event: dict[str, Any], name: str) -> str | None:
+def header(event: dict[str, Any], name: str) -> str | None:
     """A request header's value (names are case-insensitive; the last one of a repeated
     header), or None."""
     wanted = name.lower()

@@ -28,10 +28,11 @@ import json
 import queue
 import threading
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from chatmemory import deadline, wiring
 from chatmemory.errors import ChatMemoryError
+from chatmemory.schema import OPENAI_CHAT_PATH
 from chatmemory.services.conversation import chat, sessions
 from handlers import chat_shared, messages
 from handlers.cors import cors_headers
@@ -51,7 +52,12 @@ class Answer(NamedTuple):
 
 
 def answer(event: dict[str, Any], cors_origins: tuple[str, ...]) -> Answer:
-    """The streamed answer to a proxy EVENT of the stream route."""
+    """The streamed answer to a proxy EVENT of the stream route (or of the OpenAI-compatible
+    chat route, which this function answers too: handlers/openai_routes.py)."""
+    if event.get("path") == OPENAI_CHAT_PATH:
+        from handlers import openai_routes
+
+        return openai_routes.answer(event, cors_origins)
     message = messages.accepted(_as_message(event))
     if message is None:
         return _routes(event, cors_origins)
@@ -98,13 +104,49 @@ def _open(message: messages.Message, stop: chat.StopSignal) -> Iterator[chat.Tur
     )
 
 
+class Form(Protocol):
+    """How a turn's events are written as server-sent events: this API's own (NATIVE), or
+    OpenAI's chat.completion.chunk events (handlers/openai_routes.py)."""
+
+    def delta(self, text: str) -> bytes: ...
+
+    def memory(self, memory: chat.Memory) -> bytes: ...
+
+    def stored(self, result: chat.TurnResult, *, replay: bool) -> Iterator[bytes]: ...
+
+    def error(self, error: BaseException) -> bytes: ...
+
+
+class _Native:
+    """event: memory / delta / turn / error (this module's docstring)."""
+
+    def delta(self, text: str) -> bytes:
+        return _event("delta", {"text": text})
+
+    def memory(self, memory: chat.Memory) -> bytes:
+        return _event("memory", {"sources": _sources(memory)})
+
+    def stored(self, result: chat.TurnResult, *, replay: bool) -> Iterator[bytes]:
+        return _stored(result, replay=replay)
+
+    def error(self, error: BaseException) -> bytes:
+        return _error(error)
+
+
+NATIVE: Form = _Native()
+
+
 def server_sent(
-    events: Iterator[chat.TurnEvent], stop: chat.StopSignal, *, ping_seconds: float = PING_SECONDS
+    events: Iterator[chat.TurnEvent],
+    stop: chat.StopSignal,
+    *,
+    ping_seconds: float = PING_SECONDS,
+    form: Form = NATIVE,
 ) -> Iterator[bytes]:
-    """The turn's events as server-sent events. The turn runs in a thread of its own, so that a
-    quiet model gets pings; a reader that stops reading (this generator closed) stops the model,
-    and this waits for the turn to be stored before it returns (a Lambda that returned would be
-    frozen with it half stored)."""
+    """The turn's events as server-sent events (written by `form`). The turn runs in a thread
+    of its own, so that a quiet model gets pings; a reader that stops reading (this generator
+    closed) stops the model, and this waits for the turn to be stored before it returns (a
+    Lambda that returned would be frozen with it half stored)."""
     found: queue.Queue[Any] = queue.Queue(maxsize=1)
     done = threading.Event()
     # The request's deadline (a context variable) goes along: it is the turn's.
@@ -127,16 +169,18 @@ def server_sent(
             if isinstance(item, chat.Delta):
                 # Counted as shown once handed over: a reader that stops after it had it.
                 shown.append(item.text)
-                yield _event("delta", {"text": item.text})
+                yield form.delta(item.text)
             elif isinstance(item, chat.MemoryUsed):
-                yield _event("memory", {"sources": _sources(item.memory)})
+                written = form.memory(item.memory)
+                if written:
+                    yield written
             elif isinstance(item, chat.Stored):
                 finished = True
-                yield from _stored(item.result, replay=not shown)
+                yield from form.stored(item.result, replay=not shown)
                 return
             else:
                 finished = True
-                yield _error(item)
+                yield form.error(item)
                 return
     finally:
         if not finished:

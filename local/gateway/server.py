@@ -192,7 +192,9 @@ class Gateway:
 
 def _is_stream(event: dict[str, Any]) -> bool:
     path = str(event.get("path") or "")
-    return event.get("httpMethod") == "POST" and path.endswith(schema.STREAM_PATH_SUFFIX)
+    return event.get("httpMethod") == "POST" and (
+        path.endswith(schema.STREAM_PATH_SUFFIX) or path == schema.OPENAI_CHAT_PATH
+    )
 
 
 class _Server(ThreadingHTTPServer):

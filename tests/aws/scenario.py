@@ -340,6 +340,10 @@ class DeployedWorld:
                 payload_bytes=len(json.dumps(event, ensure_ascii=False).encode()),
             )
         )
+        if raw.startswith(b"data:"):  # OpenAI's chunks (POST /v1/chat/completions)
+            blocks = raw.decode().strip().split("\n\n")
+            data = [block.removeprefix("data: ") for block in blocks]
+            return answer.status, [("data", d if d == "[DONE]" else json.loads(d)) for d in data]
         if not raw.startswith(b"event:"):
             return answer.status, [("json", json.loads(raw))]
         events = []

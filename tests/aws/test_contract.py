@@ -108,6 +108,27 @@ def run_scenario(world: DeployedWorld, long_turns: int, long_text: str) -> dict[
     ok("GET", f"/sessions/{s1}/turns/1")
     ok("POST", f"/sessions/{s1}/messages", {"content": "/remember I am allergic to cats"})
     ok("POST", f"/sessions/{s1}/messages", {"content": "/past what did we say about holidays?"})
+    # An OpenAI client (another user), answered by the stream function as deployed: its
+    # history sent back is recognised and stored once, its sampling options passed to the
+    # model, streamed the second time.
+    opening = {"role": "user", "content": "I keep two beehives in the garden."}
+    _, [(_, first)] = world.stream(
+        "/v1/chat/completions", {"model": "m", "messages": [opening]}, user="olga"
+    )
+    history = [
+        opening,
+        {"role": "assistant", "content": first["choices"][0]["message"]["content"]},
+        {"role": "user", "content": "How many hives do I keep?"},
+    ]
+    asked = {"model": "m", "messages": history, "max_tokens": 64, "temperature": 0.2}
+    _, chunks = world.stream("/v1/chat/completions", {**asked, "stream": True}, user="olga")
+    assert chunks[-1] == ("data", "[DONE]"), chunks
+    kept = chunks[-2][1]["chatmemory"]["session_id"]
+    notes["openai"] = (
+        kept == first["chatmemory"]["session_id"],
+        len(ok("GET", f"/sessions/{kept}/messages", user="olga")["messages"]),
+        [m["id"] for m in ok("GET", "/v1/models", user="olga")["data"]],
+    )
     # Records.
     record = ok("POST", "/memories/records", {"text": "I prefer window seats on trains."})["record"]
     ok("GET", "/memories/records?limit=10")
@@ -551,6 +572,7 @@ def test_the_scenario_works_as_a_user_would_see_it(outcome: Outcome) -> None:
         "too_big": 413,
         "left_after_purge": 0,
     }
+    assert notes["openai"] == (True, 2, ["chatmemory"])
     assert notes["put_statuses"] == [201, 200]
     assert notes["thread_continued"] is not None
     assert notes["thread_after_delete"] == 404

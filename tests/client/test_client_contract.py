@@ -45,7 +45,9 @@ def test_the_client_calls_every_operation_of_the_api() -> None:
         (method, template)
         for template, operations in OPENAPI["paths"].items()
         for method in operations
-        if method in {"get", "post", "put", "patch", "delete"}
+        # The OpenAI-compatible routes are the OpenAI clients' (tests/integration/
+        # test_openai_local_mode.py drives them with the openai SDK and ChatOpenAI).
+        if method in {"get", "post", "put", "patch", "delete"} and not template.startswith("/v1/")
     }
     assert published - called == set()
 

@@ -1,5 +1,5 @@
-"""The stream function and its route (issue 40): POST /sessions/{session_id}/messages/stream
-answered by a function of its own behind the AWS Lambda Web Adapter's layer, streamed by API
+"""The stream function and its routes (issue 40): POST /sessions/{session_id}/messages/stream
+(and issue 41's POST /v1/chat/completions) answered by a function of its own behind the AWS Lambda Web Adapter's layer, streamed by API
 Gateway (ResponseTransferMode STREAM) with its own timeout, under the API's authorizer; every
 other request still reaches the chat function."""
 
@@ -10,6 +10,8 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from chatmemory import schema
 from stacks import packaging
@@ -62,11 +64,14 @@ def test_the_stream_function_runs_its_web_server_behind_the_web_adapter(default:
     assert len(default.resources("AWS::Lambda::LayerVersion")) == 0
 
 
+@pytest.mark.parametrize(
+    "route", ["/sessions/{session_id}/messages/stream", schema.OPENAI_CHAT_PATH]
+)
 def test_the_streamed_route_streams_from_the_stream_function_under_the_api_authorizer(
-    default: Synth,
+    default: Synth, route: str
 ) -> None:
     methods = _methods(default)
-    stream = methods[("/sessions/{session_id}/messages/stream", "POST")]
+    stream = methods[(route, "POST")]
     proxy = methods[("/{proxy+}", "ANY")]
     integration = stream["Integration"]
     assert integration["Type"] == "AWS_PROXY"
@@ -103,6 +108,12 @@ def test_every_other_request_on_the_way_still_reaches_the_chat_function(default:
         "/sessions/{session_id}/messages",
         "/sessions/{session_id}/messages/{proxy+}",
         "/sessions/{session_id}/messages/stream",  # its other methods: the chat's 404/405
+        # The OpenAI-compatible routes: GET /v1/models and the rest stay the chat function's.
+        "/v1",
+        "/v1/{proxy+}",
+        "/v1/chat",
+        "/v1/chat/{proxy+}",
+        "/v1/chat/completions",
     }
     for (_, verb), props in methods.items():
         if verb != "OPTIONS":
@@ -113,8 +124,10 @@ def test_with_iam_auth_the_streamed_route_takes_sigv4_as_every_route(
     synth_cache: Callable[..., Synth],
 ) -> None:
     synth = synth_cache(auth="iam")
-    stream = _methods(synth)[("/sessions/{session_id}/messages/stream", "POST")]
+    methods = _methods(synth)
+    stream = methods[("/sessions/{session_id}/messages/stream", "POST")]
     assert stream["AuthorizationType"] == "AWS_IAM"
+    assert methods[(schema.OPENAI_CHAT_PATH, "POST")]["AuthorizationType"] == "AWS_IAM"
     env = _stream_function(synth)["Environment"]["Variables"]
     assert schema.ENV_AGENT_ROLE_ARN in env  # it tells agents from users as the chat does
 

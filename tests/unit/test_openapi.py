@@ -51,19 +51,24 @@ def test_openapi_document_is_valid_and_lists_every_route() -> None:
         ("/agent/sessions/{session_id}", "get"),
         ("/agent/sessions/{session_id}/messages", "post"),
         ("/agent/sessions/{session_id}/handback", "post"),
+        ("/v1/chat/completions", "post"),
+        ("/v1/models", "get"),
+        ("/v1/models/{model}", "get"),
     }
     post = document["paths"]["/sessions/{session_id}/messages"]["post"]
     body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]
     assert body.endswith("/PostMessageRequest")
     assert {"400", "404", "409", "413", "503"} <= set(post["responses"])
     assert "422" not in post["responses"]
-    # Only the agents' routes answer 403 (a caller who is not an agent).
+    # Only the agents' routes answer 403 (a caller who is not an agent), and the OpenAI chat
+    # route (its `user` from a caller who may not name end users).
     forbidden = {
         path
         for path, ops in document["paths"].items()
         if any("403" in op["responses"] for op in ops.values())
     }
-    assert forbidden == {p for p in document["paths"] if p.startswith("/agent/")}
+    agents = {p for p in document["paths"] if p.startswith("/agent/")}
+    assert forbidden == agents | {"/v1/chat/completions"}
 
 
 def test_every_operation_has_its_own_summary_and_a_description() -> None:

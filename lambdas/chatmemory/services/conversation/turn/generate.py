@@ -22,7 +22,8 @@ def generate(ctx: TurnContext, prompt: BuiltPrompt, turn: Turn) -> Generator[Del
     deadline.current().require(deadline.MIN_CALL_SECONDS, "answer this message")
     options = GenerationOptions(
         policy.max_new_tokens,
-        tuple(policy.roles.stop_words()),
+        (*policy.roles.stop_words(), *policy.stop),
+        temperature=policy.temperature,
         constant_prefix=prompt.constant_prefix,
     )
     text: list[str] = []
