@@ -184,6 +184,9 @@ class Turn:
     answer: Turn | None = None
     # Your framework's own messages stored with the turn (store_turn(messages=...)), verbatim.
     messages: tuple[Mapping[str, Any], ...] | None = None
+    # A streamed answer stopped before its end (the reader closed the stream: Stop, Ctrl-C, a
+    # closed iterator): the response is what had been sent.
+    stopped: bool = False
 
     @property
     def reply(self) -> str | None:
@@ -216,6 +219,7 @@ class Turn:
             agent_id=_opt_str(data, "agent_id"),
             for_agent=bool(data.get("for_agent", False)),
             answered_by=_opt_int(data, "answered_by"),
+            stopped=bool(data.get("stopped", False)),
             messages=(
                 tuple(m for m in messages if isinstance(m, Mapping))
                 if isinstance(messages := data.get("messages"), list)
