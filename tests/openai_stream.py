@@ -56,7 +56,8 @@ def endless(first: Sequence[str], *, delay: float = 0.01) -> Iterator[bytes]:
 
 class StandInModel(ScriptedServer):
     """The stand-in model: each streamed request is answered by the next of `streams` (chunks,
-    sent as they come), any other request with "Noted."."""
+    sent as they come), any other request (and a streamed one when none is left) with
+    "Noted."."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -64,8 +65,8 @@ class StandInModel(ScriptedServer):
         self.answer = self._answer
 
     def _answer(self, received: Received) -> Reply:
-        if received.json().get("stream") and self.streams:
-            chunks = self.streams.pop(0)
+        if received.json().get("stream"):
+            chunks = self.streams.pop(0) if self.streams else answer(["Noted."])
             return Reply(chunks=_Chunks(chunks), content_type="text/event-stream")
         return Reply(
             body={
