@@ -229,6 +229,9 @@ class Chat:
         """After a streamed answer: its turn number and kind, and what it used."""
         label = _LABELS.get(turn.get("intent", ""), "")
         self.say(f"  #{turn['turn']}{label}")
+        self._show_sources(turn)
+
+    def _show_sources(self, turn: dict[str, Any]) -> None:
         sources = format_sources(turn)
         if sources:
             self.say("  sources:")
@@ -244,11 +247,7 @@ class Chat:
         else:
             stopped = " (stopped)" if turn.get("stopped") else ""
             self.say(f"bot #{turn['turn']}{label}> {turn.get('response') or ''}{stopped}")
-        sources = format_sources(turn)
-        if sources:
-            self.say("  sources:")
-            for line in sources:
-                self.say(line)
+        self._show_sources(turn)
 
     def _end(self, timeout: float = 60.0) -> None:
         assert self.session is not None

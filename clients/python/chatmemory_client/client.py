@@ -144,6 +144,16 @@ def _message_id(client_message_id: str | None) -> str:
     return checked_id(client_message_id, "client_message_id")
 
 
+def _message(
+    content: str, client_message_id: str | None, window_turns: int | None
+) -> dict[str, Any]:
+    """The body of a chat message (a client_message_id made when none is given)."""
+    body: dict[str, Any] = {"content": content, "client_message_id": _message_id(client_message_id)}
+    if window_turns is not None:
+        body["window_turns"] = window_turns
+    return body
+
+
 def _query(params: Mapping[str, Any]) -> str:
     """A query string with spaces as %20, never "+": SigV4 signs the query as sent, and API
     Gateway rebuilds it in that form to check the signature."""
@@ -369,12 +379,7 @@ class ChatMemoryClient:
         message sent before the answer to an earlier one is answered together with it: the
         earlier message's turn then has `answered_by` and `answer` (the turn holding the one
         answer); `turn.reply` is the answer either way."""
-        body: dict[str, Any] = {
-            "content": content,
-            "client_message_id": _message_id(client_message_id),
-        }
-        if window_turns is not None:
-            body["window_turns"] = window_turns
+        body = _message(content, client_message_id, window_turns)
         path = _path("sessions", _session(session_id), "messages")
         return turn_of(self._call("POST", path, body, retry_safe=True))
 
@@ -402,12 +407,7 @@ class ChatMemoryClient:
         `with` block, Ctrl-C) stops the answer: the server stores what it had sent, marked
         `stopped`. A retry with the same client_message_id replays the stored answer (its text
         as one delta) without calling the model."""
-        body: dict[str, Any] = {
-            "content": content,
-            "client_message_id": _message_id(client_message_id),
-        }
-        if window_turns is not None:
-            body["window_turns"] = window_turns
+        body = _message(content, client_message_id, window_turns)
         path = _path("sessions", _session(session_id), "messages", "stream")
         answer = self._send("POST", path, body, retry_safe=True, stream=True)
         if answer.status_code >= 400:
