@@ -172,6 +172,9 @@ class Turn:
     client_message_id: str | None = None
     pending: bool = False
     degraded: bool = False
+    # The answer was stopped while it was written (the reader closed its stream): the response
+    # is what had been written by then.
+    stopped: bool = False
     origin: str = "chat"
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     feedback: Feedback | None = None
@@ -184,9 +187,6 @@ class Turn:
     answer: Turn | None = None
     # Your framework's own messages stored with the turn (store_turn(messages=...)), verbatim.
     messages: tuple[Mapping[str, Any], ...] | None = None
-    # A streamed answer stopped before its end (the reader closed the stream: Stop, Ctrl-C, a
-    # closed iterator): the response is what had been sent.
-    stopped: bool = False
 
     @property
     def reply(self) -> str | None:
@@ -212,6 +212,7 @@ class Turn:
             client_message_id=_opt_str(data, "client_message_id"),
             pending=bool(data.get("pending", False)),
             degraded=bool(data.get("degraded", False)),
+            stopped=bool(data.get("stopped", False)),
             origin=_str(data, "origin", "chat"),
             metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
             feedback=Feedback.from_json(feedback) if isinstance(feedback, Mapping) else None,
@@ -219,7 +220,6 @@ class Turn:
             agent_id=_opt_str(data, "agent_id"),
             for_agent=bool(data.get("for_agent", False)),
             answered_by=_opt_int(data, "answered_by"),
-            stopped=bool(data.get("stopped", False)),
             messages=(
                 tuple(m for m in messages if isinstance(m, Mapping))
                 if isinstance(messages := data.get("messages"), list)
