@@ -5,6 +5,8 @@ Continues your most recent open session (or starts one). Type a message, or:
   /remember <text>      add to what I remember about you
   /end   end this session (it is consolidated into long-term memory) and start a new one
   /new   start a new session       /sessions   list your sessions       /quit   leave
+Answers print as they are written; Ctrl-C during one stops it (what was shown is kept as the
+answer, marked stopped) and returns to the prompt.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import quote
+
+from chatmemory_client import sse
 
 from local.config import API_PORT, USER_HEADER
 
@@ -57,6 +62,26 @@ class Client:
             raise ApiError(0, "unreachable", f"cannot reach {self.base}: {error}") from None
         return json.loads(text) if text else None
 
+    @contextlib.contextmanager
+    def stream(self, path: str, body: Any) -> Iterator[Iterator[tuple[str, dict[str, Any]]]]:
+        """POST to a stream route: its server-sent events (name, data) as they come. A refused
+        request raises ApiError before any event; leaving the block closes the connection
+        (before the end, the server stops the answer and stores it marked stopped)."""
+        headers = {**self.headers, "Accept": "text/event-stream"}
+        request = urllib.request.Request(
+            self.base + path, data=json.dumps(body).encode(), method="POST", headers=headers
+        )
+        try:
+            # The timeout is between two reads: the API pings a quiet stream every 15 s.
+            answer = urllib.request.urlopen(request, timeout=120)
+        except urllib.error.HTTPError as error:
+            raise _api_error(error) from None
+        except OSError as error:
+            raise ApiError(0, "unreachable", f"cannot reach {self.base}: {error}") from None
+        with answer:
+            chunks = iter(lambda: answer.readline(), b"")
+            yield ((e.event, json.loads(e.data)) for e in sse.events(chunks))
+
 
 def _api_error(error: urllib.error.HTTPError) -> ApiError:
     try:
@@ -94,6 +119,9 @@ def format_sources(turn: dict[str, Any]) -> list[str]:
         else:  # a kind this chat does not know yet: as the API names it
             lines.append(f"  - {kind}: {source.get('title') or source.get('id')}")
     return lines
+
+
+_LABELS = {"past": " [recalled]", "verified": " [verified]", "remember": " [remembered]"}
 
 
 class Chat:
@@ -150,10 +178,10 @@ class Chat:
         body: dict[str, Any] = {"content": content, "client_message_id": str(uuid.uuid4())}
         if self.window_turns is not None:
             body["window_turns"] = self.window_turns
-        path = f"/sessions/{quote(self.session['session_id'])}/messages"
+        path = f"/sessions/{quote(self.session['session_id'])}/messages/stream"
         for attempt in range(2):
             try:
-                turn = self.client.call("POST", path, body)["turn"]
+                turn = self._streamed(path, body)
                 break
             except ApiError as error:
                 # The model was unavailable: the message is kept; the same id completes it once.
@@ -162,23 +190,64 @@ class Chat:
                     time.sleep(1)
                     continue
                 raise
-        self._show_turn(turn, echo_input=False)
+        if turn is not None:
+            self._show_end(turn)
 
-    def _show_turn(self, turn: dict[str, Any], *, echo_input: bool = True) -> None:
-        label = {"past": " [recalled]", "verified": " [verified]", "remember": " [remembered]"}.get(
-            turn.get("intent", ""), ""
-        )
-        if echo_input:
-            self.say(f"you #{turn['turn']}> {turn['input']}")
-        if turn.get("pending"):
-            self.say(f"bot #{turn['turn']}> (no answer yet: the model was unavailable)")
-        else:
-            self.say(f"bot #{turn['turn']}{label}> {turn.get('response') or ''}")
+    def _streamed(self, path: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The answer printed as it is written; the stored turn, or None when Ctrl-C stopped it
+        (the connection closes: the server stores what was sent, marked stopped)."""
+        started = False
+        try:
+            with self.client.stream(path, body) as events:
+                for name, data in events:
+                    if name == "delta":
+                        if not started:
+                            print("bot> ", end="", file=self.out, flush=True)
+                            started = True
+                        print(data["text"], end="", file=self.out, flush=True)
+                    elif name == "turn":
+                        if not started:  # no text came (a pending turn, a hand-off)
+                            self._show_turn(data["turn"], echo_input=False)
+                            return None
+                        self.say()
+                        return dict(data["turn"])
+                    elif name == "error":
+                        found = data.get("error") or {}
+                        status = int(data.get("status") or 500)
+                        raise ApiError(status, str(found.get("code")), str(found.get("message")))
+            raise ApiError(0, "unreachable", "the answer was cut off before its end")
+        except KeyboardInterrupt:
+            self.say()
+            self.say("(stopped: what was shown is kept as the answer)")
+            return None
+        except ApiError:
+            if started:
+                self.say()  # the error on a line of its own
+            raise
+
+    def _show_end(self, turn: dict[str, Any]) -> None:
+        """After a streamed answer: its turn number and kind, and what it used."""
+        label = _LABELS.get(turn.get("intent", ""), "")
+        self.say(f"  #{turn['turn']}{label}")
+        self._show_sources(turn)
+
+    def _show_sources(self, turn: dict[str, Any]) -> None:
         sources = format_sources(turn)
         if sources:
             self.say("  sources:")
             for line in sources:
                 self.say(line)
+
+    def _show_turn(self, turn: dict[str, Any], *, echo_input: bool = True) -> None:
+        label = _LABELS.get(turn.get("intent", ""), "")
+        if echo_input:
+            self.say(f"you #{turn['turn']}> {turn['input']}")
+        if turn.get("pending"):
+            self.say(f"bot #{turn['turn']}> (no answer yet: the model was unavailable)")
+        else:
+            stopped = " (stopped)" if turn.get("stopped") else ""
+            self.say(f"bot #{turn['turn']}{label}> {turn.get('response') or ''}{stopped}")
+        self._show_sources(turn)
 
     def _end(self, timeout: float = 60.0) -> None:
         assert self.session is not None

@@ -96,6 +96,8 @@ const state = {
   polling: null,
   flushing: new Map(), // session_id -> its outbox's send loop while one runs (see flushOutbox)
   inFlight: new Map(), // session_id -> Set of the client_message_ids on their way
+  // client_message_id -> its answer as it streams in: {text, sources, stop(), stopped}
+  streams: new Map(),
   continued: new Map(), // ended session_id -> the session this page continued it in
   retryTimer: null,
   retryAttempt: 0, // retries since the last answer: the backoff doubles with each
@@ -142,42 +144,128 @@ class ApiError extends Error {
 
 // `user` (the agent desk) replaces the X-User-Id of Settings; null sends none.
 async function api(method, path, body, { signal, user } = {}) {
+  const response = await send(method, path, body, { signal, user });
+  if (response.status === 204) return null;
+  const data = await jsonOf(response);
+  if (!response.ok) throw refusal(response.status, data);
+  return data;
+}
+
+// A response's JSON body; null when it has none or it is not JSON (a gateway's HTML page).
+async function jsonOf(response) {
+  const text = await response.text();
+  try {
+    return text ? JSON.parse(text) : null;
+  } catch {
+    return null;
+  }
+}
+
+async function send(method, path, body, { signal, user, accept = "application/json" } = {}) {
   const cfg = settings();
   if (!cfg.base) {
     throw new ApiError(0, "no_api", "Set the API base URL in Settings.");
   }
-  const headers = { Accept: "application/json" };
+  const headers = { Accept: accept };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (cfg.token) headers.Authorization = `Bearer ${cfg.token}`;
   const caller = user === undefined ? cfg.user : user;
   if (caller) headers["X-User-Id"] = caller;
-  let response;
   try {
-    response = await fetch(cfg.base + path, {
+    return await fetch(cfg.base + path, {
       method,
       headers,
       body: body === undefined ? undefined : JSON.stringify(body),
       signal,
     });
   } catch (error) {
+    if (signal && signal.aborted && signal.reason === STOPPED) throw STOPPED;
     throw new ApiError(0, "unreachable", `Cannot reach the API at ${cfg.base} (${error.message}).`);
   }
-  if (response.status === 204) return null;
-  const text = await response.text();
-  let data = null;
+}
+
+// The API's error answer ({"error": {code, message}}, or a gateway's {"message"}) as an ApiError.
+function refusal(status, data) {
+  const error = data && data.error;
+  const message = error && error.message
+    ? error.message
+    : (data && data.message) || `HTTP ${status}`;
+  return new ApiError(status, (error && error.code) || `http_${status}`, message);
+}
+
+// What the reader's Stop aborts a streamed answer with (an abort that is not a lost connection).
+const STOPPED = new Error("stopped");
+
+// POST a message to the stream route (POST …/messages/stream) and read its server-sent events as
+// they come: `memory` and `delta` go to onEvent, `turn` is the answer (the buffered route's
+// envelope), `error` is thrown as the buffered route's error would be. A refused request is the
+// buffered route's JSON error, thrown before any event. `signal` aborts it: with STOPPED, the
+// server stores what it had sent, marked stopped.
+async function streamMessage(path, body, { signal, onEvent, onOpen }) {
+  const response = await send("POST", path, body, { signal, accept: "text/event-stream" });
+  if (!response.ok) throw refusal(response.status, await jsonOf(response));
+  if (onOpen) onOpen();
+  const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+  const events = serverSentEvents();
+  let last = null; // the turn or error event: the end (the body is read to its end after it)
   try {
-    data = text ? JSON.parse(text) : null;
-  } catch {
-    data = null;
+    for (;;) {
+      const { value, done } = await reader.read();
+      for (const event of last ? [] : events.push(done ? "\n\n" : value)) {
+        const data = JSON.parse(event.data);
+        if (event.event === "turn" || event.event === "error") {
+          last = { event: event.event, data };
+          break;
+        }
+        onEvent(event.event, data);
+      }
+      if (done) break;
+    }
+  } catch (error) {
+    if (signal && signal.aborted && signal.reason === STOPPED) throw STOPPED;
+    if (error instanceof ApiError) throw error;
+    throw new ApiError(0, "unreachable", `The answer was cut off (${error.message}).`);
+  } finally {
+    reader.cancel().catch(() => {});
   }
-  if (!response.ok) {
-    const error = data && data.error;
-    const message = error && error.message
-      ? error.message
-      : (data && data.message) || `HTTP ${response.status}`;
-    throw new ApiError(response.status, (error && error.code) || `http_${response.status}`, message);
-  }
-  return data;
+  if (!last) throw new ApiError(0, "unreachable", "The answer was cut off before its end.");
+  if (last.event === "error") throw refusal(last.data.status, last.data);
+  return last.data;
+}
+
+// The event stream parser of the HTML standard: lines end with CRLF, LF or CR (even split between
+// two reads), ":" starts a comment (the API's pings), data lines join with newlines, a blank line
+// ends an event (one without data is none). push(text) returns the events it completed.
+function serverSentEvents() {
+  let pending = "";
+  let afterCr = false;
+  let name = "";
+  let data = [];
+  return {
+    push(text) {
+      if (afterCr && text.startsWith("\n")) text = text.slice(1);
+      if (text) afterCr = text.endsWith("\r");
+      const lines = (pending + text).split(/\r\n|\r|\n/);
+      pending = lines.pop();
+      const done = [];
+      for (const line of lines) {
+        if (!line) {
+          if (data.length) done.push({ event: name || "message", data: data.join("\n") });
+          name = "";
+          data = [];
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? "" : line.slice(colon + 1);
+        if (value.startsWith(" ")) value = value.slice(1);
+        if (field === "event") name = value;
+        else if (field === "data") data.push(value);
+      }
+      return done;
+    },
+  };
 }
 
 // --- small DOM helpers (text only: nothing from the API is parsed as HTML) ----------------------
@@ -566,7 +654,8 @@ function renderTurns() {
 }
 
 function renderTurn(turn) {
-  const item = el("li", { class: turn.unsent ? "turn unsent" : "turn", dataset: { turn: String(turn.turn ?? "") } });
+  const item = el("li", { class: turn.unsent ? "turn unsent" : "turn",
+    dataset: { turn: String(turn.turn ?? ""), message: turn.client_message_id || "" } });
   if (turn.origin === ORIGIN.AGENT) {
     // A person's reply: a turn of its own, with no input of the user's.
     item.classList.add("agent-turn");
@@ -599,6 +688,19 @@ function renderTurn(turn) {
     reply.append(el("p", { class: "stack-span muted small",
       text: `One answer to your messages ${joinNumbers(covered.concat([turn]).map((t) => t.turn))}` }));
   }
+  const streaming = !answered && turn.client_message_id && state.streams.get(turn.client_message_id);
+  if (streaming) {
+    // The answer as it streams in (showStreaming adds to it), then Stop; or what was shown of
+    // a stopped one until its stored turn is read back.
+    reply.classList.add("streaming");
+    reply.append(el("p", { class: streaming.text ? "text" : "text muted typing", text: streaming.text || "thinking…" }));
+    if (streaming.sources && streaming.sources.length) reply.append(...renderSources({ ...turn, sources: streaming.sources }));
+    reply.append(streaming.stopped
+      ? el("p", { class: "stopped-note muted small", text: "Stopped" })
+      : el("button", { type: "button", class: "link stop-answer", onclick: () => streaming.stop() }, "Stop"));
+    item.append(reply);
+    return item;
+  }
   if (turn.sending && !answered) {
     reply.append(el("p", { class: "text muted typing",
       text: handedOff(state.current) ? "sending…" : "thinking…" }));
@@ -613,6 +715,9 @@ function renderTurn(turn) {
       el("button", { type: "button", class: "link", onclick: () => retry(turn) }, "Retry"));
   } else {
     reply.append(el("p", { class: "text", text: turn.response || "" }));
+  }
+  if (turn.stopped) {
+    reply.append(el("p", { class: "stopped-note muted small", text: "Stopped" }));
   }
   if (turn.degraded) {
     reply.append(el("p", { class: "muted small", text: "Answered without long-term memory (unavailable)." }));
@@ -823,6 +928,7 @@ function windowTurns() {
 const RETRY_FIRST_MS = 2000;
 const RETRY_MAX_MS = 60 * 1000;
 const SEND_TIMEOUT_MS = 5 * 60 * 1000; // unsticks a connection that hangs; models can be slow
+const STOPPED_POLL_MAX_MS = 8000; // how long a stopped answer is looked for (doubling waits)
 const ENDED_NOTICE = "That conversation had ended; continuing in a new one.";
 
 // What a command needs after it, or null: "/past" alone is refused by the API (400); said here,
@@ -972,14 +1078,35 @@ async function untilStored(sessionId, entry, delivery) {
 async function deliver(key, sessionId, entry) {
   const body = { content: entry.content, client_message_id: entry.client_message_id };
   if (entry.window_turns !== null && entry.window_turns !== undefined) body.window_turns = entry.window_turns;
-  const signal = AbortSignal.timeout ? AbortSignal.timeout(SEND_TIMEOUT_MS) : undefined;
+  // The answer streams in as the model writes it (shown by renderTurn from state.streams); Stop
+  // aborts it. The timeout unsticks a request that never gets its answer's first byte.
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new Error("timed out")), SEND_TIMEOUT_MS);
+  const shown = { text: "", sources: null, stop: () => controller.abort(STOPPED) };
+  state.streams.set(entry.client_message_id, shown);
   const onTheirWay = state.inFlight.get(sessionId) || new Set();
   state.inFlight.set(sessionId, onTheirWay.add(entry.client_message_id));
   markOutboxTurns(sessionId);
   let data;
   try {
-    data = await api("POST", `/sessions/${idSegment(sessionId)}/messages`, body, { signal });
+    data = await streamMessage(`/sessions/${idSegment(sessionId)}/messages/stream`, body, {
+      signal: controller.signal,
+      onOpen: () => clearTimeout(timer),
+      onEvent: (name, event) => {
+        if (name === "delta") shown.text += event.text;
+        else if (name === "memory") shown.sources = event.sources;
+        showStreaming(entry.client_message_id);
+      },
+    });
   } catch (error) {
+    if (error === STOPPED) {
+      removeFromOutbox(key, sessionId, entry.client_message_id);
+      shown.stopped = true;
+      showStreaming(entry.client_message_id);
+      showStopped(sessionId, entry.client_message_id);
+      return "sent";
+    }
+    state.streams.delete(entry.client_message_id);
     if (worthRetrying(error)) return "retry";
     let refusal = error;
     if (error.code === "session_ended") {
@@ -994,9 +1121,11 @@ async function deliver(key, sessionId, entry) {
     showRefusal(sessionId, entry, refusal);
     return "refused";
   } finally {
+    clearTimeout(timer);
     onTheirWay.delete(entry.client_message_id);
     if (!onTheirWay.size && state.inFlight.get(sessionId) === onTheirWay) state.inFlight.delete(sessionId);
   }
+  state.streams.delete(entry.client_message_id);
   removeFromOutbox(key, sessionId, entry.client_message_id);
   if (data.answer && data.answer.client_message_id && !data.answer.pending) {
     // The later message whose answer covers this one is stored and answered, its own request
@@ -1006,6 +1135,44 @@ async function deliver(key, sessionId, entry) {
   state.retryAttempt = 0;
   showAnswer(sessionId, data.turn, data.answer);
   return "sent";
+}
+
+// A streamed answer as it comes, in its bubble (the rest of the page as it is: a Stop button
+// under the pointer stays where it is).
+function showStreaming(clientMessageId) {
+  const item = [...document.querySelectorAll("#messages li.turn")]
+    .find((li) => li.dataset.message === clientMessageId);
+  const turn = state.turns.find((t) => t.client_message_id === clientMessageId);
+  if (!item || !turn) return;
+  const bubble = item.querySelector(".bubble.assistant");
+  if (!bubble || !bubble.classList.contains("streaming") || state.streams.get(clientMessageId).stopped) {
+    renderTurns();
+    return;
+  }
+  const shown = state.streams.get(clientMessageId);
+  const text = bubble.querySelector(".text");
+  text.className = "text";
+  text.textContent = shown.text;
+  if (shown.sources && !bubble.querySelector(".sources")) {
+    bubble.querySelector(".stop-answer").before(...renderSources({ ...turn, sources: shown.sources }));
+  }
+  scrollToEnd();
+}
+
+// A stopped answer is stored (what had been sent, marked stopped) once the server has seen the
+// reader go: the page shows what it had until the stored turn is read back in its place.
+async function showStopped(sessionId, clientMessageId) {
+  const path = `/sessions/${idSegment(sessionId)}/messages?order=desc&limit=${STORED_POLL_WINDOW}`;
+  for (let delay = STORED_POLL_FIRST_MS; delay <= STOPPED_POLL_MAX_MS; delay *= 2) {
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    const page = await api("GET", path).catch(() => null);
+    const stored = page && (page.messages || []).find((t) => t.client_message_id === clientMessageId);
+    if (stored && !stored.pending) {
+      state.streams.delete(clientMessageId);
+      showAnswer(sessionId, stored, null);
+      return;
+    }
+  }
 }
 
 // Lost on the way (no answer, 408, 429, 5xx): the API may take it later. Any other 4xx is final.

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 import requests
 import responses
-from chatmemory_client import ChatMemoryClient, ChatMemoryError
+from chatmemory_client import ChatMemoryClient, ChatMemoryError, sse
 from chatmemory_client.langgraph import ChatMemorySaver
 from langgraph.checkpoint.base import empty_checkpoint
 from responses import matchers
@@ -66,9 +66,28 @@ class Recorder:
                 "request": json.loads(body) if body else None,
                 "status": answer.status_code,
                 "content_type": content_type,
-                "response": (answer.json() if "json" in content_type and answer.content else None),
+                "response": _response_of(answer, content_type),
             }
         )
+
+
+def _response_of(answer: requests.Response, content_type: str) -> Any:
+    """A JSON answer's body; an event stream's events (read whole now: the client then reads
+    them from the body kept in memory), each as {"event": name, "data": its JSON}."""
+    if content_type.startswith("text/event-stream"):
+        return [
+            {"event": event.event, "data": json.loads(event.data)}
+            for event in sse.events([answer.content])
+        ]
+    return answer.json() if "json" in content_type and answer.content else None
+
+
+def event_stream(events: list[dict[str, Any]]) -> str:
+    """Recorded events written as the server writes them (a ping first, as a quiet model gets)."""
+    written = [": ping\n\n"]
+    for event in events:
+        written.append(f"event: {event['event']}\ndata: {json.dumps(event['data'])}\n\n")
+    return "".join(written)
 
 
 def expect_error(call: Callable[[], Any]) -> ChatMemoryError:
@@ -193,7 +212,12 @@ def run_scenario(url: str, *, drain: Callable[[], None]) -> dict[str, list[dict[
         expect_error(
             lambda: client.send_message(trip.session_id, "Still there?", client_message_id="m-9")
         )
+    with step("stream_message_ended"):
+        expect_error(
+            lambda: client.stream_message(trip.session_id, "Still there?", client_message_id="s-9")
+        )
     _hand_off_steps(url, http, client, step)
+    _stream_steps(client, step)
     drain()
     with step("search_memories"):
         client.search_memories("trip to Lisbon with Ana", k=3)
@@ -266,6 +290,18 @@ def _checkpoint_steps(client: ChatMemoryClient, step: Callable[[str], Any]) -> N
         list(saver.list(config, filter={"source": "input"}, limit=5))
 
 
+def _stream_steps(client: ChatMemoryClient, step: Callable[[str], Any]) -> None:
+    """A message answered as a stream, and its retry (replayed from the stored turn)."""
+    with step("create_session_for_stream"):
+        chat = client.create_session("Streaming")
+    for name in ("stream_message", "stream_message_retry"):
+        with step(name):
+            stream = client.stream_message(
+                chat.session_id, "Tell me about Porto", client_message_id="s-1", window_turns=4
+            )
+            stream.collect()
+
+
 def _hand_off_steps(
     url: str,
     http: requests.Session,
@@ -319,11 +355,17 @@ def replay(mock: responses.RequestsMock, exchanges: list[dict[str, Any]]) -> Non
         match = []
         if exchange["request"] is not None:
             match.append(matchers.json_params_matcher(exchange["request"]))
+        if exchange["content_type"].startswith("text/event-stream"):
+            body = event_stream(exchange["response"])
+        elif exchange["response"] is not None:
+            body = json.dumps(exchange["response"])
+        else:
+            body = ""
         mock.add(
             exchange["method"],
             url,
             status=exchange["status"],
-            body=json.dumps(exchange["response"]) if exchange["response"] is not None else "",
+            body=body,
             content_type=exchange["content_type"] or "application/json",
             match=match,
         )

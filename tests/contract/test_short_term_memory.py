@@ -461,6 +461,18 @@ def test_a_pending_turn_is_completed_once(memory: ShortTermMemory) -> None:
         memory.complete_turn(pending)
 
 
+def test_a_pending_turn_completed_by_a_stopped_answer_stays_marked_stopped(
+    memory: ShortTermMemory,
+) -> None:
+    session = _create(memory, "s1")
+    memory.append_turn(session, _turn("s1", "q", pending=True), keep_message_ids=50)
+    pending = memory.get_turn("s1", 1)
+    assert pending is not None
+    memory.complete_turn(replace(pending, response="what was shown", stopped=True))
+    done = memory.get_turn("s1", 1)
+    assert done is not None and (done.response, done.stopped) == ("what was shown", True)
+
+
 def test_stacked_messages_are_answered_in_one_conditional_write(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1", auto_named=True)
     for text in ("first", "second", "third"):

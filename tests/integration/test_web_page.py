@@ -36,21 +36,24 @@ def test_the_page_chats_ends_a_session_and_recalls_it_with_its_source(
     turns = page.locator("#messages > li.turn")
     expect(turns).to_have_count(2)
     # The second waits in the outbox behind the first, whose turn loads the embedding model.
-    expect(page.locator(".typing, .outbox-state")).to_have_count(0, timeout=30_000)
+    # (Two messages stacked this way are answered after about 29 s in local mode today, streamed
+    # or not: the stacked path waits out a claim; hence the minute.)
+    expect(page.locator(".typing, .outbox-state")).to_have_count(0, timeout=60_000)
     expect(turns.nth(1).locator(".turn-no")).to_have_text("#2")
     # Each message's sentiment (VADER): blight is bad news, planting basil is neither.
     expect(turns.nth(0).locator(".bubble.user .sentiment")).to_have_text("negative")
     expect(turns.nth(1).locator(".bubble.user .sentiment")).to_have_text("neutral")
     expect(page.locator("#session-list .session")).to_have_count(1)
-    # An answer is rated in place, and the rating is kept with its turn.
-    bad = turns.nth(0).get_by_role("button", name="Bad answer")
+    # An answer is rated in place, and the rating is kept with its turn. (The second message's:
+    # the first one may have been answered together with it, with no answer of its own.)
+    bad = turns.nth(1).get_by_role("button", name="Bad answer")
     bad.click()
     expect(bad).to_have_attribute("aria-pressed", "true")
-    expect(turns.nth(0).get_by_role("button", name="Good answer")).to_have_attribute(
+    expect(turns.nth(1).get_by_role("button", name="Good answer")).to_have_attribute(
         "aria-pressed", "false"
     )
     session_id = page.evaluate("state.current.session_id")
-    stored = running_world.api.ok("GET", f"/sessions/{session_id}/turns/1", user="local-user")
+    stored = running_world.api.ok("GET", f"/sessions/{session_id}/turns/2", user="local-user")
     assert stored["turn"]["feedback"]["rating"] == "down"
 
     page.get_by_role("button", name="End session").click()

@@ -15,8 +15,8 @@ from tests.integration.helpers import World, page_outbox, page_problems
 
 pytestmark = pytest.mark.integration
 
-# POST /sessions/{id}/messages (the page's GETs of the same path carry a query string).
-SEND = re.compile(r"/sessions/[^/]+/messages$")
+# POST /sessions/{id}/messages/stream: how the page sends a message.
+SEND = re.compile(r"/sessions/[^/]+/messages/stream$")
 UNSENT = "#messages > li.turn.unsent"
 
 

@@ -24,8 +24,8 @@ from tests.integration.helpers import World, page_outbox, stacking_local_world
 
 pytestmark = pytest.mark.integration
 
-# POST /sessions/{id}/messages (the page's GETs of the same path carry a query string).
-SEND = re.compile(r"/sessions/[^/]+/messages$")
+# POST /sessions/{id}/messages/stream: how the page sends a message.
+SEND = re.compile(r"/sessions/[^/]+/messages/stream$")
 FIRST, SECOND = "My parcel never arrived.", "The order number is 1234."
 NOTE = "Answered together with your next message"
 
@@ -110,11 +110,11 @@ def test_two_quick_messages_show_one_answer_under_the_second_live_and_after_a_re
             else None
         ),
     )
-    page.on(
-        "response",
+    page.on(  # the whole answer heard (a streamed answer's headers come at once)
+        "requestfinished",
         lambda r: (
-            events.append(("answered", content(r.request)))
-            if r.request.method == "POST" and SEND.search(r.url)
+            events.append(("answered", content(r)))
+            if r.method == "POST" and SEND.search(r.url)
             else None
         ),
     )

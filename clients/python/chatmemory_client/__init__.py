@@ -33,6 +33,14 @@ from chatmemory_client.models import (  # noqa: E402
     Source,
     Turn,
 )
+from chatmemory_client.streaming import (  # noqa: E402
+    DeltaEvent,
+    ErrorEvent,
+    MemoryEvent,
+    MessageStream,
+    StreamEvent,
+    TurnEvent,
+)
 
 __all__ = [
     "BadRequest",
@@ -41,10 +49,14 @@ __all__ = [
     "Conflict",
     "ConnectionFailed",
     "DeletionStatus",
+    "DeltaEvent",
+    "ErrorEvent",
     "Feedback",
     "HandoffView",
     "InvalidId",
     "Memory",
+    "MemoryEvent",
+    "MessageStream",
     "NotFound",
     "PayloadTooLarge",
     "Provenance",
@@ -54,7 +66,9 @@ __all__ = [
     "Session",
     "SessionEnded",
     "Source",
+    "StreamEvent",
     "Turn",
+    "TurnEvent",
     "Unauthorized",
     "Unavailable",
     "__version__",

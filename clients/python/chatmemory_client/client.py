@@ -12,7 +12,6 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 from urllib.parse import quote, urlencode
 
@@ -34,6 +33,7 @@ from chatmemory_client.models import (
     Session,
     Turn,
 )
+from chatmemory_client.streaming import MessageStream, turn_of
 
 # Answers worth another try: API Gateway throttling, a gateway that lost its backend, and the
 # API's own 503 (a model or a store unavailable); the API leaves stored data as it was on them.
@@ -142,6 +142,16 @@ def _message_id(client_message_id: str | None) -> str:
     if client_message_id is None:
         return _new_message_id()
     return checked_id(client_message_id, "client_message_id")
+
+
+def _message(
+    content: str, client_message_id: str | None, window_turns: int | None
+) -> dict[str, Any]:
+    """The body of a chat message (a client_message_id made when none is given)."""
+    body: dict[str, Any] = {"content": content, "client_message_id": _message_id(client_message_id)}
+    if window_turns is not None:
+        body["window_turns"] = window_turns
+    return body
 
 
 def _query(params: Mapping[str, Any]) -> str:
@@ -369,19 +379,46 @@ class ChatMemoryClient:
         message sent before the answer to an earlier one is answered together with it: the
         earlier message's turn then has `answered_by` and `answer` (the turn holding the one
         answer); `turn.reply` is the answer either way."""
-        body: dict[str, Any] = {
-            "content": content,
-            "client_message_id": _message_id(client_message_id),
-        }
-        if window_turns is not None:
-            body["window_turns"] = window_turns
+        body = _message(content, client_message_id, window_turns)
         path = _path("sessions", _session(session_id), "messages")
-        data = self._call("POST", path, body, retry_safe=True)
-        turn = Turn.from_json(data["turn"])
-        answer = data.get("answer")
-        if isinstance(answer, Mapping):
-            turn = replace(turn, answer=Turn.from_json(answer))
-        return turn
+        return turn_of(self._call("POST", path, body, retry_safe=True))
+
+    def stream_message(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        client_message_id: str | None = None,
+        window_turns: int | None = None,
+    ) -> MessageStream:
+        """Sends a message and returns its answer as it is written: an iterator of
+        `MemoryEvent`, `DeltaEvent` (text), then `TurnEvent` (the stored turn, as send_message
+        returns it) or `ErrorEvent` (a failure after the stream started, typed as send_message
+        raises it). Use it in a `with` block:
+
+            with client.stream_message(session_id, "Hello") as stream:
+                for event in stream:
+                    if isinstance(event, DeltaEvent):
+                        print(event.text, end="", flush=True)
+
+        A refused request (a bad message, an ended session, a missing session) raises before
+        any event, as send_message does; throttling and an unavailable server before the first
+        byte are retried as there. Closing the stream before its end (`close()`, leaving the
+        `with` block, Ctrl-C) stops the answer: the server stores what it had sent, marked
+        `stopped`. A retry with the same client_message_id replays the stored answer (its text
+        as one delta) without calling the model."""
+        body = _message(content, client_message_id, window_turns)
+        path = _path("sessions", _session(session_id), "messages", "stream")
+        answer = self._send("POST", path, body, retry_safe=True, stream=True)
+        if answer.status_code >= 400:
+            with answer:
+                _result(answer)  # raises the API's error
+        if not answer.headers.get("Content-Type", "").startswith("text/event-stream"):
+            answer.close()
+            raise ChatMemoryError(
+                answer.status_code, "invalid_answer", "the API answered without an event stream"
+            )
+        return MessageStream(answer)
 
     def store_turn(
         self,
@@ -695,11 +732,27 @@ class ChatMemoryClient:
         retry_safe: bool | None = None,
     ) -> Any:
         """Sends one request (retried as the class docstring says) and returns its JSON."""
+        return _result(self._send(method, path, body, params=params, retry_safe=retry_safe))
+
+    def _send(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        params: Mapping[str, Any] | None = None,
+        retry_safe: bool | None = None,
+        stream: bool = False,
+    ) -> requests.Response:
+        """Sends one request, retried as the class docstring says; its last answer. With
+        `stream`, the answer's body is read by the caller (an event stream)."""
         url = self.base_url + path
         query = _query(params or {})
         if query:
             url += "?" + query
         headers = dict(self._headers)
+        if stream:
+            headers["Accept"] = "text/event-stream"
         data: bytes | None = None
         if body is not None:
             data = json.dumps(body, ensure_ascii=False).encode("utf-8")
@@ -709,7 +762,13 @@ class ChatMemoryClient:
         while True:
             try:
                 answer = self._http.request(
-                    method, url, data=data, headers=headers, auth=self._auth, timeout=self.timeout
+                    method,
+                    url,
+                    data=data,
+                    headers=headers,
+                    auth=self._auth,
+                    timeout=self.timeout,
+                    stream=stream,
                 )
             except requests.RequestException as error:
                 if attempt < self.max_retries and (safe or _is_before_sending(error)):
@@ -721,10 +780,11 @@ class ChatMemoryClient:
             # A throttled request (429) never reached the API, so it is safe to send again.
             retryable = answer.status_code in RETRY_STATUSES and (safe or answer.status_code == 429)
             if retryable and attempt < self.max_retries:
+                answer.close()
                 self._wait(attempt, answer.headers.get("Retry-After"))
                 attempt += 1
                 continue
-            return _result(answer)
+            return answer
 
     @staticmethod
     def _wait(attempt: int, retry_after: str | None) -> None:

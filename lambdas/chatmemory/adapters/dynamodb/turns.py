@@ -252,7 +252,8 @@ class DynamoTurnStore(DynamoTables):
         """The update that fills in a pending turn's answer, conditional on it being pending."""
         item = turn_to_item(turn)
         # Everything the answer filled in: a completed /past or /verified turn keeps its
-        # sources, and a degraded answer says so, as a turn answered at the first try does.
+        # sources, and a degraded or stopped answer says so, as a turn answered at the first
+        # try does.
         fields = [
             "response",
             "sources",
