@@ -136,9 +136,10 @@ class Stage(NamedTuple):
 
 
 def _caused(*causes: str) -> tuple[Transition, ...]:
-    """The transitions of turn_states.TRANSITIONS with these causes (each must be one)."""
+    """The transitions of turn_states.TRANSITIONS with these causes (each must name one or more:
+    a stacked message's answer settles it from PENDING or from CLAIMED alike)."""
     found = tuple(t for t in TRANSITIONS if t.cause in causes)
-    if len(found) != len(causes):
+    if {t.cause for t in found} != set(causes):
         raise ValueError(f"not transitions of turn_states: {causes}")
     return found
 
@@ -155,7 +156,7 @@ STAGES: tuple[Stage, ...] = (
         "a retry by its turn's state; a new message routed, its sentiment read, then for a "
         "person, handed off, stacked or answered at once; a retry's claim",
         _caused(
-            "a stacked message, written before its answer",
+            "a stacked message, written before its answer, claimed by its own request",
             "a message while the session is handed to a person",
             "a retry with its client_message_id claims it",
             "the session is handed to a person",
@@ -183,7 +184,7 @@ STAGES: tuple[Stage, ...] = (
             "the request that stacked it answers its batch",
             "a later message's answer covers it",
             "the claiming retry's model answers",
-            "the claiming retry's model call fails",
+            "the claiming request's model call fails",
         ),
     ),
 )
