@@ -54,7 +54,7 @@ from chatmemory.ports import (
     Embedder,
     LongTermIndex,
     MemoryDoc,
-    ShortTermMemory,
+    RecordStore,
     TextGenerator,
     VectorCache,
 )
@@ -454,9 +454,7 @@ def rank_memories(
     return ranked
 
 
-def live_documents(
-    memory: ShortTermMemory, owner: str, docs: Sequence[MemoryDoc]
-) -> list[MemoryDoc]:
+def live_documents(memory: RecordStore, owner: str, docs: Sequence[MemoryDoc]) -> list[MemoryDoc]:
     """The documents whose session and record still exist, in one consistent read. A record
     drawn from sessions needs one of them alive (see profile.record_document)."""
     sessions = {d.session_id for d in docs if d.session_id} | {s for d in docs for s in d.sessions}
@@ -474,7 +472,7 @@ def live_documents(
 
 
 def _settled(doc: MemoryDoc) -> bool:
-    """An open question a later answer settled (services/profile/profile.py): nothing to pick up."""
+    """An open question a later answer settled (services/profile/placing.py): nothing to pick up."""
     return doc.kind == MemoryKind.OPEN_QUESTION and bool(doc.valid_until)
 
 
@@ -714,7 +712,7 @@ def recall_for_turn(
     history: Sequence[Turn],
     *,
     owner: str,
-    memory: ShortTermMemory,
+    memory: RecordStore,
     embedder: Embedder,
     index: LongTermIndex,
     policy: AutoRecallPolicy,
@@ -754,7 +752,7 @@ def memories_for_turn(
     history: Sequence[Turn],
     *,
     owner: str,
-    memory: ShortTermMemory,
+    memory: RecordStore,
     embedder: Embedder,
     index: LongTermIndex,
     policy: AutoRecallPolicy,

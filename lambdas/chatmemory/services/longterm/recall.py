@@ -14,8 +14,8 @@ from chatmemory.ports import (
     Embedder,
     LongTermIndex,
     MemoryDoc,
-    ShortTermMemory,
     TextGenerator,
+    UserRecords,
 )
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind
 from chatmemory.services.access import owner_of
@@ -88,6 +88,17 @@ def rank_sessions(
 LiveCheck = Callable[[Sequence[str], Sequence[str]], tuple[set[str], dict[str, str]]]
 
 
+def _still_there(
+    hits: Sequence[Candidate], gone_sessions: set[str], gone_entries: set[str]
+) -> list[Candidate]:
+    """The hits whose session and entry were not found gone."""
+    return [
+        h
+        for h in hits
+        if h.doc.session_id not in gone_sessions and h.doc.doc_key not in gone_entries
+    ]
+
+
 def search_sessions(
     query: str,
     *,
@@ -106,8 +117,7 @@ def search_sessions(
     caller deleted; those are dropped here, before anything is returned. The sessions of the
     top k are checked (one read, with the records their entries carry), then ranked again
     without what was gone, until the top k are all checked: usually one read."""
-    vector = embedder.embed([query])[0]
-    depth = k * weights.depth
+    vector, depth = embedder.embed([query])[0], k * weights.depth
     # Profile records (facts, preferences) share the index but belong to no session: they are
     # not asked for, so a caller with many records does not lose candidates to them (a
     # session's summary and open questions belong to it: they are found with it). (They
@@ -123,12 +133,7 @@ def search_sessions(
     gone_entries: set[str] = set()  # entries of records gone (or of an earlier generation)
     while True:
         kept_vector, kept_lexical = (
-            [
-                h
-                for h in hits
-                if h.doc.session_id not in gone_sessions and h.doc.doc_key not in gone_entries
-            ]
-            for hits in (vector_hits, lexical_hits)
+            _still_there(hits, gone_sessions, gone_entries) for hits in (vector_hits, lexical_hits)
         )
         ranked = rank_sessions(
             kept_vector,
@@ -199,14 +204,6 @@ def answer_from_past(
     if not sessions:
         return Answer(NOTHING_REMEMBERED, [], "none", remember=False)
     blocks = [f"[{s.date[:10]}] " + "\n".join(s.texts) for s in sessions]
-    prompt = _grounded_prompt(
-        "Answer the question using only these notes from past conversations with the user. "
-        "If they do not contain the answer, say you do not remember.",
-        blocks,
-        question,
-        token_budget,
-    )
-    generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
     sources = [
         Source(
             kind=SourceKind.SESSION,
@@ -217,9 +214,12 @@ def answer_from_past(
         )
         for s in sessions
     ]
-    return Answer(
-        generation.text.strip(), sources, generation.model or generator.name, generation.remember
+    instruction = (
+        "Answer the question using only these notes from past conversations with the user. "
+        "If they do not contain the answer, say you do not remember."
     )
+    prompt = _grounded_prompt(instruction, blocks, question, token_budget)
+    return _answer(prompt, sources, generator, max_new_tokens)
 
 
 def answer_from_verified(
@@ -234,14 +234,6 @@ def answer_from_verified(
     if not passages:
         return Answer(NOTHING_VERIFIED, [], "none", remember=False)
     blocks = [f"[{p.doc.doc_id}#{p.doc.passage_id}] {p.doc.text}" for p in passages]
-    prompt = _grounded_prompt(
-        "Answer the question using only these verified passages and cite the passage ids in "
-        "brackets. If they do not contain the answer, say so.",
-        blocks,
-        question,
-        token_budget,
-    )
-    generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
     sources = [
         Source(
             kind=SourceKind.PASSAGE,
@@ -253,6 +245,19 @@ def answer_from_verified(
         )
         for p in passages
     ]
+    instruction = (
+        "Answer the question using only these verified passages and cite the passage ids in "
+        "brackets. If they do not contain the answer, say so."
+    )
+    prompt = _grounded_prompt(instruction, blocks, question, token_budget)
+    return _answer(prompt, sources, generator, max_new_tokens)
+
+
+def _answer(
+    prompt: str, sources: list[Source], generator: TextGenerator, max_new_tokens: int
+) -> Answer:
+    """The model's answer to a grounded prompt, citing `sources`."""
+    generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
     return Answer(
         generation.text.strip(), sources, generation.model or generator.name, generation.remember
     )
@@ -276,7 +281,7 @@ def _grounded_prompt(instruction: str, blocks: list[str], question: str, budget:
 
 
 def search_memories(
-    memory: ShortTermMemory,
+    memory: UserRecords,
     embedder: Embedder | None,
     index: LongTermIndex | None,
     *,
