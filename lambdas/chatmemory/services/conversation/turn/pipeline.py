@@ -136,11 +136,12 @@ class Stage(NamedTuple):
 
 
 def _caused(*causes: str) -> tuple[Transition, ...]:
-    """The transitions of turn_states.TRANSITIONS with these causes (each must name one or more:
-    a stacked message's answer settles it from PENDING or from CLAIMED alike)."""
+    """The transitions of turn_states.TRANSITIONS with these causes (a cause may name more than
+    one: a stacked message claimed or not; each must name at least one)."""
     found = tuple(t for t in TRANSITIONS if t.cause in causes)
-    if {t.cause for t in found} != set(causes):
-        raise ValueError(f"not transitions of turn_states: {causes}")
+    missing = set(causes) - {t.cause for t in found}
+    if missing:
+        raise ValueError(f"not transitions of turn_states: {sorted(missing)}")
     return found
 
 
