@@ -34,7 +34,7 @@ def backfill(
     """Scan `table` page by page; yields (records read, records categorized, the key to resume
     from: None at the end) after each page."""
     from chatmemory.adapters.dynamodb.codec import record_from_item
-    from chatmemory.services.profile.profile import categorize
+    from chatmemory.services.profile.entries import categorize
 
     kwargs: dict[str, Any] = {
         "TableName": table,

@@ -152,7 +152,7 @@ class Consolidation(Construct):
         storage.grant(self.purge, storage.users, "dynamodb:GetItem", "dynamodb:UpdateItem")
         # A session's LangGraph checkpoints go with its turns (Query of keys, BatchWriteItem).
         storage.grant(self.purge, storage.checkpoints, "dynamodb:Query", "dynamodb:BatchWriteItem")
-        # services/profile/profile.py: purge_record reads the DELETING record (GetItem) and removes
+        # services/profile/purge.py: purge_record reads the DELETING record (GetItem) and removes
         # it while it is still that tombstone (remove_deleted_record: conditional DeleteItem); a
         # session's purge lists its owner's records (records_of_owner: Query), trims the
         # provenance of those drawn from other sessions too (save_record: conditional PutItem),
@@ -292,7 +292,7 @@ def grant_consolidation(
     and its turns, both models, and the memory index (bulk upsert; delete-by-query to take back what
     a session deleted meanwhile left there).
 
-    The profile (services/profile/profile.py): remember_summary and remember_facts read a record
+    The profile (services/profile/placing.py): remember_summary and remember_facts read a record
     (get_record: GetItem), the owner's records (records_of_owner: Query) and write them
     (put_record, save_record: conditional PutItem); a session deleted meanwhile takes its
     records along (drop_session_records -> remove_records: BatchWriteItem). After writing

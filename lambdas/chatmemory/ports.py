@@ -1,9 +1,13 @@
-"""Ports: the interfaces services depend on. Adapters implement them; tests pass fakes."""
+"""Ports: the interfaces services depend on. Adapters implement them; tests pass fakes. The
+stores of short-term memory are small Protocols, one a table's aggregate (users, sessions,
+turns, records, hand-off, checkpoints); a service takes the ones it uses, and ShortTermMemory
+is their composition, which the DynamoDB adapter and the in-memory fake implement. The
+long-term index's port is in index_port.py (re-exported here)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, NamedTuple, Protocol
 
@@ -25,7 +29,32 @@ from chatmemory.domain import (
     UserState,
 )
 from chatmemory.errors import ModelError
-from chatmemory.schema import MemoryKind, RecordType
+from chatmemory.index_port import Candidate as Candidate
+from chatmemory.index_port import LongTermIndex as LongTermIndex
+from chatmemory.index_port import MemoryDoc as MemoryDoc
+from chatmemory.schema import RecordType
+
+
+class UserStore(Protocol):
+    """The caller's state: the generation a forget bumps, and the purges it queues."""
+
+    def get_user(self, user_id: str) -> UserState:
+        """The caller's state (generation 0 and no purges for a caller never seen)."""
+        ...
+
+    def forget_user(self, user: UserState, at: str) -> UserState:
+        """Bump the caller's generation (conditional on `user.generation`) and queue the old
+        namespace for purging. Raises Conflict if another forget won the race."""
+        ...
+
+    def pending_user_purges(self) -> list[str]:
+        """Callers whose forget is not fully purged yet (an operator's scan)."""
+        ...
+
+    def save_purges(self, user: UserState, purges: Sequence[PurgeEntry], *, handover: bool) -> bool:
+        """Replace the purge entries (conditional on `user.purge_round`); with `handover`, bump
+        the round so the stream starts a next invocation. False if the item changed meanwhile."""
+        ...
 
 
 class SessionStore(Protocol):
@@ -57,10 +86,6 @@ class SessionStore(Protocol):
 
     def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
         """The session item whatever its status (services decide what a caller may see)."""
-        ...
-
-    def get_user(self, user_id: str) -> UserState:
-        """The caller's state (generation 0 and no purges for a caller never seen)."""
         ...
 
     def get_owned(self, session_id: str, user_id: str) -> tuple[Session | None, UserState]:
@@ -166,20 +191,6 @@ class SessionStore(Protocol):
 
     def finish_import(self, session_id: str, last_active_at: str) -> None:
         """IMPORTING -> OPEN (conditional): the imported session becomes visible."""
-        ...
-
-    def forget_user(self, user: UserState, at: str) -> UserState:
-        """Bump the caller's generation (conditional on `user.generation`) and queue the old
-        namespace for purging. Raises Conflict if another forget won the race."""
-        ...
-
-    def pending_user_purges(self) -> list[str]:
-        """Callers whose forget is not fully purged yet (an operator's scan)."""
-        ...
-
-    def save_purges(self, user: UserState, purges: Sequence[PurgeEntry], *, handover: bool) -> bool:
-        """Replace the purge entries (conditional on `user.purge_round`); with `handover`, bump
-        the round so the stream starts a next invocation. False if the item changed meanwhile."""
         ...
 
 
@@ -398,7 +409,19 @@ class HandoffStore(Protocol):
         ...
 
 
-class ShortTermMemory(SessionStore, TurnStore, RecordStore, HandoffStore, Protocol):
+class UserRecords(UserStore, RecordStore, Protocol):
+    """The caller's records under the key their data lives under (services/access.owner_of)."""
+
+
+class UserSessions(UserStore, SessionStore, Protocol):
+    """The caller's sessions, and the state their ownership is checked against."""
+
+
+class SessionTurns(SessionStore, TurnStore, Protocol):
+    """A session and its turns (a turn is written atomically with its session)."""
+
+
+class ShortTermMemory(UserStore, SessionStore, TurnStore, RecordStore, HandoffStore, Protocol):
     """The tables behind one adapter: a turn is written atomically with its session, and one
     read checks sessions and records together."""
 
@@ -572,123 +595,6 @@ class EventPublisher(Protocol):
 
 class Clock(Protocol):
     def __call__(self) -> datetime: ...
-
-
-@dataclass
-class MemoryDoc:
-    """One entry of a long-term index: a session summary, a transcript chunk or a passage.
-
-    `doc_key` is deterministic (session id + part), so re-indexing overwrites."""
-
-    doc_key: str
-    user_id: str
-    kind: MemoryKind | str
-    text: str
-    created_at: str
-    embedding: list[float] = field(default_factory=list)
-    session_id: str | None = None
-    title: str = ""
-    doc_id: str | None = None
-    passage_id: str | None = None
-    source: str | None = None
-    turn_from: int | None = None
-    turn_to: int | None = None
-    # A profile record's entry: its id, when a newer record superseded it, and the sessions an
-    # extracted record was drawn from (it is recalled only while one of them exists; a record
-    # the caller stated or corrected lists none: it is theirs, whatever happens to sessions).
-    record_id: str | None = None
-    valid_until: str | None = None
-    sessions: list[str] = field(default_factory=list)
-
-    def of_live_record(self, live_records: Mapping[str, str]) -> bool:
-        """False when this is a record's entry and the record is gone, or is no longer the
-        record the entry was written for: `live_records` maps each live record id to its
-        generation (ShortTermMemory.live). A key deleted, or expired and removed by DynamoDB's
-        TTL before its purge ran, then created again has a new generation; the old entries,
-        keyed by the old one (services/profile.doc_key_of), say what the key no longer says."""
-        if self.record_id is None:
-            return True
-        generation = live_records.get(self.record_id)
-        if generation is None:
-            return False
-        return not generation or self.doc_key.endswith(f"#{generation}")
-
-
-@dataclass
-class Candidate:
-    """A raw hit of one retrieval method; the shared ranking code fuses them."""
-
-    doc: MemoryDoc
-    vector_score: float | None = None  # cosine similarity of unit vectors
-    lexical_score: float | None = None  # BM25
-
-
-class LongTermIndex(Protocol):
-    """What the OpenSearch adapter and the embedded index both do. `user_id=None` searches
-    the shared index of verified passages."""
-
-    def ensure_indexes(self) -> None: ...
-
-    def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None: ...
-
-    def vector_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> list[Candidate]:
-        """`sessions_only`: only documents of a session (not profile records): /past's."""
-        ...
-
-    def lexical_search(
-        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
-    ) -> list[Candidate]:
-        """BM25 matches of `text`. A store without full-text search (S3 Vectors) cannot
-        search by words alone and returns none: services search through hybrid_search."""
-        ...
-
-    def hybrid_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        text: str,
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> tuple[list[Candidate], list[Candidate]]:
-        """vector_search and lexical_search together, in one request where the store allows
-        (a chat turn's recall costs one search). A store without full-text search scores
-        words over its vector candidates (services/longterm/lexical.py)."""
-        ...
-
-    def delete_session(
-        self, user_id: str, session_id: str, *, num_turns: int | None = None
-    ) -> None:
-        """Forget every memory of one session; searchable no more once this returns.
-        `num_turns`: the session's turn count, from which a store that deletes by key (S3
-        Vectors, no delete-by-query) derives every key the session can have."""
-        ...
-
-    def delete_user(self, user_id: str, *, doc_keys: Sequence[str] = ()) -> None:
-        """Forget every memory of one owner key; searchable no more once this returns.
-        A store that deletes by key cannot find an owner's entries by itself: it deletes
-        `doc_keys` (the owner's entries outside its sessions: its records'), and each session's
-        entries go with that session's own purge (delete_session), which purge_user starts for
-        every session of the key."""
-        ...
-
-    def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
-        """Forget these entries of one owner key (a record's), searchable no more once this
-        returns."""
-        ...
-
-    def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
-        """Remove the verified passages of `doc_id` except those whose doc_key is in `keep`."""
-        ...
 
 
 @dataclass

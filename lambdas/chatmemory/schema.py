@@ -1086,6 +1086,23 @@ def user_vector_bucket(base: str, owner: str, buckets: int) -> str:
     return f"{base}{USER_BUCKET_SUFFIX}{slot}"
 
 
+def _text_analysis() -> dict[str, Any]:
+    """The analyzer of the indexes' text fields (TEXT_ANALYZER): lowercase, stop words, Porter
+    stems, as services/longterm/lexical.py tokenizes for the stores without full-text search."""
+    return {
+        "filter": {
+            "memory_stop": {"type": "stop", "stopwords": list(TEXT_STOPWORDS)},
+        },
+        "analyzer": {
+            TEXT_ANALYZER: {
+                "type": "custom",
+                "tokenizer": "standard",
+                "filter": ["lowercase", "memory_stop", "porter_stem"],
+            }
+        },
+    }
+
+
 def long_term_index_body(
     dimension: int, *, shards: int = 1, on_disk: bool = False
 ) -> dict[str, Any]:
@@ -1110,18 +1127,7 @@ def long_term_index_body(
     return {
         "settings": {
             "index": {"knn": True, "number_of_shards": shards},
-            "analysis": {
-                "filter": {
-                    "memory_stop": {"type": "stop", "stopwords": list(TEXT_STOPWORDS)},
-                },
-                "analyzer": {
-                    TEXT_ANALYZER: {
-                        "type": "custom",
-                        "tokenizer": "standard",
-                        "filter": ["lowercase", "memory_stop", "porter_stem"],
-                    }
-                },
-            },
+            "analysis": _text_analysis(),
         },
         "mappings": {
             "dynamic": "strict",

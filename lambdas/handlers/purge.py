@@ -16,7 +16,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
 from chatmemory.services.background.forget import purge_session, purge_user
-from chatmemory.services.profile.profile import purge_expired_record, purge_record
+from chatmemory.services.profile.purge import purge_expired_record, purge_record
 from chatmemory.streams import key_of, matches
 from handlers import init_done
 from handlers.batch import remaining_seconds, stream_processor

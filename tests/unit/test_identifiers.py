@@ -23,7 +23,7 @@ from chatmemory import schema, wiring
 from chatmemory.domain import is_identifier
 from chatmemory.services.conversation.chat import ChatDeps
 from chatmemory.services.conversation.sessions import new_id
-from chatmemory.services.profile.profile import (
+from chatmemory.services.profile.entries import (
     extracted_record_id,
     stated_record_id,
     summary_record_id,

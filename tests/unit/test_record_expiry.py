@@ -18,7 +18,7 @@ from chatmemory.adapters.dynamodb.codec import record_to_item
 from chatmemory.clock import iso
 from chatmemory.domain import MemoryRecord
 from chatmemory.schema import RecordOrigin, RecordStatus, RecordType
-from chatmemory.services.profile import profile
+from chatmemory.services.profile import placing, profile
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import HookedIndex, World, at, chat_world, entries, record_entries
@@ -238,7 +238,7 @@ def test_a_lasting_record_is_never_superseded_or_settled_by_an_expiring_one() ->
         "late-q", "alice", RecordType.OPEN_QUESTION, "Where do I live?", iso(at(6)), iso(at(6)),
         RecordOrigin.EXTRACTED, subject=brief.subject,
     )  # fmt: skip
-    profile._place(
+    placing.place(
         late_question, [0.0], memory=memory, embedder=FakeEmbedder(), index=index,
         policy=profile.ProfilePolicy(),
     )  # fmt: skip

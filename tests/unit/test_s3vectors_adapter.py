@@ -972,7 +972,7 @@ def test_a_redelivered_record_of_a_purged_session_deletes_what_a_crashed_attempt
 
 
 def test_a_deleted_records_entry_is_purged(world: Any) -> None:
-    from chatmemory.services.profile.profile import purge_record
+    from chatmemory.services.profile.purge import purge_record
 
     api, deps, _, fake, _ = world
     status, body = api.call("POST", "/memories/records", {"text": "I prefer trains"}, user="alice")

@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 
 from chatmemory.domain import Session, Turn, caller_of, is_identifier, visible_to
 from chatmemory.errors import SessionNotFound
-from chatmemory.ports import ShortTermMemory
+from chatmemory.ports import SessionStore, SessionTurns, UserSessions, UserStore
 
 
-def owned_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Session:
+def owned_session(memory: SessionStore, user_id: str, session_id: str) -> Session:
     """The caller's visible session (one read of the session and the caller's state), or
     SessionNotFound."""
     if not is_identifier(session_id):
@@ -32,7 +32,7 @@ def owned_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Ses
     return session
 
 
-def visible_to_its_user(memory: ShortTermMemory, session_id: str) -> Session:
+def visible_to_its_user(memory: UserSessions, session_id: str) -> Session:
     """A session as its own user can see it, for someone who is not that user (an agent): not
     deleting, not of a memory its user forgot (an agent must not read what the user deleted,
     even before the purge has removed it). Two reads: the session, then its user's state."""
@@ -46,7 +46,7 @@ def visible_to_its_user(memory: ShortTermMemory, session_id: str) -> Session:
     raise SessionNotFound(f"session {session_id} not found")
 
 
-def owner_of(memory: ShortTermMemory, user_id: str) -> str:
+def owner_of(memory: UserStore, user_id: str) -> str:
     """The key the caller's data lives under now (one consistent read)."""
     return memory.get_user(user_id).owner
 
@@ -60,7 +60,7 @@ class Continued:
     turns: list[Turn] = field(default_factory=list)
 
 
-def continued(memory: ShortTermMemory, session: Session, last_turns: int) -> Continued:
+def continued(memory: SessionTurns, session: Session, last_turns: int) -> Continued:
     """The session `session` continues (continued_from), read for its prompt: its last
     `last_turns` turns (one Query, none for 0) and its rolling summary, from the one read that
     then checks it is still visible to the same owner key (a consistent GetItem after the

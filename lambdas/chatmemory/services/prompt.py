@@ -85,6 +85,20 @@ def render_turn(turn: Turn, roles: Roles) -> str:
 STOPPED_MARK = "[the user stopped this answer here]"
 
 
+def _newest_that_fit(window: Sequence[Turn], roles: Roles, budget: int) -> list[str]:
+    """The newest turns of `window` that fit `budget` tokens, rendered, oldest first."""
+    kept: list[str] = []
+    for turn in reversed(window):
+        rendered = render_turn(turn, roles)
+        cost = estimate_tokens(rendered)
+        if cost > budget:
+            break
+        kept.append(rendered)
+        budget -= cost
+    kept.reverse()
+    return kept
+
+
 def build_chat_prompt(
     *,
     system: str,
@@ -128,15 +142,7 @@ def build_chat_prompt(
         if summary_tokens > budget_left:
             summary_block = _keep_tail(summary_block, max(budget_left, 0))
         budget_left -= estimate_tokens(summary_block)
-    kept: list[str] = []
-    for turn in reversed(window):
-        rendered = render_turn(turn, roles)
-        cost = estimate_tokens(rendered)
-        if cost > budget_left:
-            break
-        kept.append(rendered)
-        budget_left -= cost
-    kept.reverse()
+    kept = _newest_that_fit(window, roles, budget_left)
     parts = [p for p in (head, summary_block, *kept, tail) if p]
     text = "\n".join(parts)
     constant = "\n".join(block for block in blocks[:2] if block)

@@ -35,6 +35,50 @@ from chatmemory.schema import (
 )
 
 
+def _recent_messages(
+    session: Session,
+    turn: Turn,
+    number: int,
+    keep_message_ids: int,
+    names: dict[str, str],
+    sets: list[str],
+) -> tuple[dict[str, int], list[str]]:
+    """The session's recent client message ids with the turn's (set by the update), and the
+    oldest beyond `keep_message_ids` (removed by it, their names #o0, #o1, ...)."""
+    recent = dict(session.recent_messages)
+    overflow: list[str] = []
+    if turn.client_message_id:
+        key = message_key(turn.client_message_id)
+        names["#cm"] = key
+        sets.append("recent_messages.#cm = :n1")
+        recent[key] = number
+        oldest_first = sorted(recent, key=recent.__getitem__)
+        overflow = oldest_first[: max(0, len(recent) - keep_message_ids)]
+    for i, old in enumerate(overflow):
+        names[f"#o{i}"] = old
+        del recent[old]
+    return recent, overflow
+
+
+def _admission(
+    session: Session, turn: Turn, stack: bool, values: dict[str, Any], sets: list[str]
+) -> str:
+    """The condition a turn's session update holds to (which sessions accept the turn)."""
+    if turn.pending and turn.origin == TurnOrigin.CHAT and not stack:
+        # A failed model call keeps the message even if the session ended meanwhile, but
+        # never in a session being deleted or imported.
+        values.update({f":v{i}": {"S": v} for i, v in enumerate(VISIBLE_STATUSES)})
+        if session.status == SessionStatus.OPEN:
+            sets.append(f"{IDLE_BUCKET} = :bucket")
+        else:
+            del values[":bucket"]
+        return "num_turns = :n AND #s IN (:v0, :v1, :v2, :v3)"
+    # A completed turn is only accepted into an open session.
+    values[":open"] = {"S": SessionStatus.OPEN}
+    sets.append(f"{IDLE_BUCKET} = :bucket")
+    return "num_turns = :n AND #s = :open"
+
+
 class DynamoTurnStore(DynamoTables):
     """ports.TurnStore on the conversations table, with the session counters it updates."""
 
@@ -121,46 +165,18 @@ class DynamoTurnStore(DynamoTables):
         }
         # idle_bucket only changes (and so only rewrites the sweeper's index) in a new bucket.
         values[":bucket"] = {"S": idle_bucket(at or turn.created_at)}
-        sets = [
-            "num_turns = :n1",
-            "last_active_at = :now",
-            "version = version + :one",
-        ]
+        sets = ["num_turns = :n1", "last_active_at = :now", "version = version + :one"]
         if rename:
             names["#name"] = "name"
             values.update(
                 {":name": {"S": rename}, ":false": {"BOOL": False}, ":titled": {"BOOL": True}}
             )
             sets += ["#name = :name", "auto_named = :false", "titled = :titled"]
-        recent = dict(session.recent_messages)
-        overflow: list[str] = []
-        if turn.client_message_id:
-            key = message_key(turn.client_message_id)
-            names["#cm"] = key
-            sets.append("recent_messages.#cm = :n1")
-            recent[key] = number
-            oldest_first = sorted(recent, key=recent.__getitem__)
-            overflow = oldest_first[: max(0, len(recent) - keep_message_ids)]
-        for i, old in enumerate(overflow):
-            names[f"#o{i}"] = old
-            del recent[old]
+        recent, overflow = _recent_messages(session, turn, number, keep_message_ids, names, sets)
         if stack:
             # A message waiting for its answer: the newest one is the stack's head.
             sets.append("stack_head = :n1")
-        if turn.pending and turn.origin == TurnOrigin.CHAT and not stack:
-            # A failed model call keeps the message even if the session ended meanwhile, but
-            # never in a session being deleted or imported.
-            condition = "num_turns = :n AND #s IN (:v0, :v1, :v2, :v3)"
-            values.update({f":v{i}": {"S": v} for i, v in enumerate(VISIBLE_STATUSES)})
-            if session.status == SessionStatus.OPEN:
-                sets.append(f"{IDLE_BUCKET} = :bucket")
-            else:
-                del values[":bucket"]
-        else:
-            # A completed turn is only accepted into an open session.
-            condition = "num_turns = :n AND #s = :open"
-            values[":open"] = {"S": SessionStatus.OPEN}
-            sets.append(f"{IDLE_BUCKET} = :bucket")
+        condition = _admission(session, turn, stack, values, sets)
         # Hand-off to a person: who may write this turn now, and what it changes.
         condition += _handoff_condition(needs_handoff(turn))
         removes = _handoff_change(handoff, sets, values) if handoff is not None else []
@@ -168,9 +184,33 @@ class DynamoTurnStore(DynamoTables):
         removes = [f"recent_messages.#o{i}" for i in range(len(overflow))] + removes
         if removes:
             update += " REMOVE " + ", ".join(removes)
+        self._put_with_session(turn, session.session_id, update, condition, names, values)
+        session.num_turns = number
+        session.last_active_at = at or turn.created_at
+        session.version += 1
+        session.recent_messages = recent
+        if rename:
+            session.name, session.auto_named, session.titled = rename, False, True
+        if stack:
+            session.stack_head = number
+        if handoff is not None:
+            handoff.apply(session, number)
+        return session
+
+    def _put_with_session(
+        self,
+        turn: Turn,
+        session_id: str,
+        update: str,
+        condition: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+    ) -> None:
+        """The new turn put and its session updated in one transaction (Conflict when the
+        session's condition or the turn's number fails)."""
         session_update: dict[str, Any] = {
             "TableName": self._sessions,
-            "Key": _session_key(session.session_id),
+            "Key": _session_key(session_id),
             "UpdateExpression": update,
             "ConditionExpression": condition,
             "ExpressionAttributeNames": names,
@@ -193,17 +233,6 @@ class DynamoTurnStore(DynamoTables):
             if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
                 raise Conflict("the session changed while the turn was written") from None
             raise
-        session.num_turns = number
-        session.last_active_at = at or turn.created_at
-        session.version += 1
-        session.recent_messages = recent
-        if rename:
-            session.name, session.auto_named, session.titled = rename, False, True
-        if stack:
-            session.stack_head = number
-        if handoff is not None:
-            handoff.apply(session, number)
-        return session
 
     def complete_turn(self, turn: Turn) -> None:
         try:

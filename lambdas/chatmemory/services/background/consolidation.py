@@ -33,8 +33,10 @@ from chatmemory.ports import (
     Extractor,
     LongTermIndex,
     MemoryDoc,
+    RecordStore,
     ShortTermMemory,
     Summarizer,
+    TurnStore,
 )
 from chatmemory.schema import (
     MemoryKind,
@@ -45,12 +47,9 @@ from chatmemory.schema import (
     opening_doc_key,
     summary_doc_key,
 )
-from chatmemory.services.profile.profile import (
-    drop_session_records,
-    remember_facts,
-    remember_summary,
-    write_record_entries,
-)
+from chatmemory.services.profile.entries import write_record_entries
+from chatmemory.services.profile.placing import remember_facts, remember_summary
+from chatmemory.services.profile.purge import drop_session_records
 from chatmemory.services.prompt import Roles
 
 TimeLeft = Callable[[], float]
@@ -246,7 +245,7 @@ def embed_documents(embedder: Embedder, docs: Sequence[MemoryDoc], *, concurrenc
 
 
 def session_summary(
-    session: Session, memory: ShortTermMemory, summarizer: Summarizer, policy: ConsolidationPolicy
+    session: Session, memory: TurnStore, summarizer: Summarizer, policy: ConsolidationPolicy
 ) -> str:
     """The session's summary, continuing its rolling summary: only the turns after
     `summary_through_turn` are read and summarized."""
@@ -289,14 +288,9 @@ def consolidate_session(
     (`owner` and `num_turns` come from the stream record, for when the item is gone) deletes
     whatever an earlier attempt left."""
     session = memory.get_session(session_id)
-    if session is None or session.status == SessionStatus.DELETING:
-        if session is not None:
-            owner, num_turns = session.user_id, session.num_turns
-        _compensate(memory, index, embedder, owner, session_id, num_turns)
-        return ConsolidationResult(session_id, "deleted")
-    if session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
-        return ConsolidationResult(session_id, "skipped")
-    documents = calls = 0
+    if session is None or session.status not in (SessionStatus.ENDED, SessionStatus.FAILED):
+        gone = (session_id, owner, num_turns)
+        return _not_consolidated(session, gone, memory=memory, index=index, embedder=embedder)
     concluded: bool | None = None
     try:
         summary = session.consolidation_summary
@@ -304,75 +298,160 @@ def consolidate_session(
         pending: list[MemoryDoc] = []
         if summary is None:  # a first run (a checkpoint always carries the summary)
             summary = session_summary(session, memory, summarizer, policy)
-            first = memory.turns_between(session_id, 0, policy.opening_turns)
-            # Written with the first block of windows: one embedding request and one bulk
-            # write for a short session.
-            pending = head_documents(session, first, summary, policy)
-            summary_record = remember_summary(session, summary, memory=memory, now=now)
-            if session.summary_forgotten:  # the caller deleted it: not indexed again
-                pending = [d for d in pending if d.kind != MemoryKind.SUMMARY]
-            for doc in pending:
-                if doc.kind == MemoryKind.SUMMARY and summary_record is not None:
-                    doc.record_id = summary_record.record_id
+            pending = _head(session, summary, memory=memory, policy=policy, now=now)
             if extractor is not None:
-                turns = list(memory.all_turns(session_id))
-                facts = extractor.extract(turns)
-                concluded = not any(f.type == RecordType.OPEN_QUESTION for f in facts)
-                remember_facts(
-                    session,
-                    facts,
-                    turns,
-                    memory=memory,
-                    embedder=embedder,
-                    index=index,
-                    now=now,
-                )
+                concluded = _profile_of(session, extractor, memory, embedder, index, now)
             cursor = 0
-        starts = [s for s in window_starts(session.num_turns, policy) if s > cursor]
-        blocks = [
-            starts[i : i + policy.block_turns] for i in range(0, len(starts), policy.block_turns)
-        ]
-        for chosen in blocks or [[]]:
-            docs = pending
-            pending = []
-            if chosen:
-                turns = memory.turns_between(
-                    session_id, chosen[0] - 1, chosen[-1] + policy.chunk_turns - 1
-                )
-                docs = docs + window_documents(session, turns, chosen, policy)
-            if docs:
-                calls += embed_documents(embedder, docs, concurrency=policy.embed_concurrency)
-                # The summary's entry carries its record's id: a record deleted (and purged)
-                # meanwhile has its entry deleted again right after this write.
-                write_record_entries(index, memory, docs)
-                documents += len(docs)
-            if chosen:
-                cursor = chosen[-1]
-            if chosen and cursor != starts[-1] and time_left() < policy.reserve_seconds:
-                handed = _hand_over(
-                    session, cursor, summary, memory, index, embedder, documents, calls
-                )
-                handed.concluded = concluded
-                return handed
+        documents, calls, handed = _windows(
+            session, summary, cursor, pending, memory, embedder, index, policy, time_left
+        )
+        if handed is not None:
+            handed.concluded = concluded
+            return handed
     except Exception as error:  # noqa: BLE001 - every failure counts against the session
-        attempts = memory.record_consolidation_failure(session_id, _reason(error))
-        if attempts is None:  # no longer ENDED or FAILED: deleted, or consolidated by another run
-            current = memory.get_session(session_id)
-            if current is not None and current.status != SessionStatus.DELETING:
-                return ConsolidationResult(session_id, "skipped")  # its memory is that run's
-            _compensate(memory, index, embedder, session.user_id, session_id, session.num_turns)
-            return ConsolidationResult(session_id, "deleted")
-        if attempts >= policy.max_attempts:
-            memory.mark_failed(session_id, _reason(error))
-            return ConsolidationResult(session_id, "failed", reason=_reason(error))
-        raise
-    if not memory.mark_consolidated(session_id, summary, iso(now)):
-        current = memory.get_session(session_id)
-        if current is None or current.status == SessionStatus.DELETING:
-            # Deleted while this ran: its purge may already have cleared the index.
-            _compensate(memory, index, embedder, session.user_id, session_id, session.num_turns)
-            return ConsolidationResult(session_id, "deleted")
+        failed = _failed(session, error, memory, index, embedder, policy)
+        if failed is None:
+            raise
+        return failed
+    if not memory.mark_consolidated(session_id, summary, iso(now)) and _deleted_meanwhile(
+        session, memory, index, embedder
+    ):
+        return ConsolidationResult(session_id, "deleted")
     return ConsolidationResult(session_id, "consolidated", documents, calls, concluded=concluded)
+
+
+def _not_consolidated(
+    session: Session | None,
+    gone: tuple[str, str | None, int | None],
+    *,
+    memory: ShortTermMemory,
+    index: LongTermIndex,
+    embedder: Embedder,
+) -> ConsolidationResult:
+    """A session not to consolidate: deleted (or gone: `gone` is its id, owner and turns as
+    the stream record had them), whatever an earlier attempt indexed deleted again; or not
+    ended (skipped)."""
+    session_id, owner, num_turns = gone
+    if session is None or session.status == SessionStatus.DELETING:
+        if session is not None:
+            owner, num_turns = session.user_id, session.num_turns
+        _compensate(memory, index, embedder, owner, session_id, num_turns)
+        return ConsolidationResult(session_id, "deleted")
+    return ConsolidationResult(session_id, "skipped")
+
+
+def _deleted_meanwhile(
+    session: Session, memory: ShortTermMemory, index: LongTermIndex, embedder: Embedder
+) -> bool:
+    """Whether the session was deleted while it was consolidated; then what was indexed is
+    deleted again (its purge may already have cleared the index)."""
+    current = memory.get_session(session.session_id)
+    if current is None or current.status == SessionStatus.DELETING:
+        _compensate(memory, index, embedder, session.user_id, session.session_id, session.num_turns)
+        return True
+    return False
+
+
+def _windows(
+    session: Session,
+    summary: str,
+    cursor: int,
+    pending: list[MemoryDoc],
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    policy: ConsolidationPolicy,
+    time_left: TimeLeft,
+) -> tuple[int, int, ConsolidationResult | None]:
+    """The session's windows after `cursor` embedded and indexed a block at a time (`pending`
+    with the first): the documents written, the embedding calls, and the hand-over's result
+    when too little time is left to go on (None when every block is written)."""
+    session_id = session.session_id
+    documents = calls = 0
+    starts = [s for s in window_starts(session.num_turns, policy) if s > cursor]
+    blocks = [starts[i : i + policy.block_turns] for i in range(0, len(starts), policy.block_turns)]
+    for chosen in blocks or [[]]:
+        docs = pending
+        pending = []
+        if chosen:
+            turns = memory.turns_between(
+                session_id, chosen[0] - 1, chosen[-1] + policy.chunk_turns - 1
+            )
+            docs = docs + window_documents(session, turns, chosen, policy)
+        if docs:
+            calls += embed_documents(embedder, docs, concurrency=policy.embed_concurrency)
+            # The summary's entry carries its record's id: a record deleted (and purged)
+            # meanwhile has its entry deleted again right after this write.
+            write_record_entries(index, memory, docs)
+            documents += len(docs)
+        if chosen:
+            cursor = chosen[-1]
+        if chosen and cursor != starts[-1] and time_left() < policy.reserve_seconds:
+            handed = _hand_over(session, cursor, summary, memory, index, embedder, documents, calls)
+            return documents, calls, handed
+    return documents, calls, None
+
+
+def _head(
+    session: Session,
+    summary: str,
+    *,
+    memory: ShortTermMemory,
+    policy: ConsolidationPolicy,
+    now: datetime,
+) -> list[MemoryDoc]:
+    """A first run's head documents (the summary's, the opening's), written with the first
+    block of windows (one embedding request and one bulk write for a short session); the
+    summary kept as a record of the profile, its entry carrying the record's id."""
+    first = memory.turns_between(session.session_id, 0, policy.opening_turns)
+    pending = head_documents(session, first, summary, policy)
+    summary_record = remember_summary(session, summary, memory=memory, now=now)
+    if session.summary_forgotten:  # the caller deleted it: not indexed again
+        pending = [d for d in pending if d.kind != MemoryKind.SUMMARY]
+    for doc in pending:
+        if doc.kind == MemoryKind.SUMMARY and summary_record is not None:
+            doc.record_id = summary_record.record_id
+    return pending
+
+
+def _profile_of(
+    session: Session,
+    extractor: Extractor,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+    now: datetime,
+) -> bool:
+    """The user's facts, preferences and open questions drawn from the session into their
+    profile; whether it concluded (left nothing open)."""
+    turns = list(memory.all_turns(session.session_id))
+    facts = extractor.extract(turns)
+    remember_facts(session, facts, turns, memory=memory, embedder=embedder, index=index, now=now)
+    return not any(f.type == RecordType.OPEN_QUESTION for f in facts)
+
+
+def _failed(
+    session: Session,
+    error: Exception,
+    memory: ShortTermMemory,
+    index: LongTermIndex,
+    embedder: Embedder,
+    policy: ConsolidationPolicy,
+) -> ConsolidationResult | None:
+    """A failed run counted against the session: its result, or None when it is to be raised
+    (attempts left)."""
+    session_id = session.session_id
+    attempts = memory.record_consolidation_failure(session_id, _reason(error))
+    if attempts is None:  # no longer ENDED or FAILED: deleted, or consolidated by another run
+        current = memory.get_session(session_id)
+        if current is not None and current.status != SessionStatus.DELETING:
+            return ConsolidationResult(session_id, "skipped")  # its memory is that run's
+        _compensate(memory, index, embedder, session.user_id, session_id, session.num_turns)
+        return ConsolidationResult(session_id, "deleted")
+    if attempts >= policy.max_attempts:
+        memory.mark_failed(session_id, _reason(error))
+        return ConsolidationResult(session_id, "failed", reason=_reason(error))
+    return None
 
 
 def _hand_over(
@@ -432,7 +511,7 @@ def redrive_failed(
 
 
 def _compensate(
-    memory: ShortTermMemory,
+    memory: RecordStore,
     index: LongTermIndex,
     embedder: Embedder,
     owner: str | None,

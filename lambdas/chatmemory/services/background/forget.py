@@ -40,9 +40,18 @@ from datetime import datetime
 from chatmemory.clock import iso, parse_time, utc_now
 from chatmemory.domain import PurgeEntry, caller_of
 from chatmemory.errors import Conflict
-from chatmemory.ports import CheckpointStore, Clock, Embedder, LongTermIndex, ShortTermMemory
+from chatmemory.ports import (
+    CheckpointStore,
+    Clock,
+    Embedder,
+    LongTermIndex,
+    ShortTermMemory,
+    UserSessions,
+    UserStore,
+)
 from chatmemory.schema import PurgeState, SessionStatus
-from chatmemory.services.profile.profile import drop_session_records, entry_keys
+from chatmemory.services.profile.entries import entry_keys
+from chatmemory.services.profile.purge import drop_session_records
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,7 @@ class PurgeResult:
     deleted: int = 0
 
 
-def forget_user(memory: ShortTermMemory, user_id: str, *, clock: Clock = utc_now) -> None:
+def forget_user(memory: UserStore, user_id: str, *, clock: Clock = utc_now) -> None:
     """Make every session, turn and memory of the caller unreachable now (one conditional
     write) and queue their physical deletion."""
     for _ in range(5):
@@ -173,7 +182,7 @@ def purge_user(
     return PurgeResult(user_id, "marked", marked)
 
 
-def rekick_user_purges(memory: ShortTermMemory) -> list[str]:
+def rekick_user_purges(memory: UserStore) -> list[str]:
     """Hand every unfinished forget to a new purge invocation (touching the user item starts
     one from the users stream): the redrive for a user purge whose stream retries ran out and
     whose record went to the dead-letter queue. Returns the callers touched."""
@@ -199,9 +208,7 @@ class DeletionStatus:
     forget_requests_pending: int
 
 
-def deletion_status(
-    memory: ShortTermMemory, user_id: str, *, max_pages: int = 20
-) -> DeletionStatus:
+def deletion_status(memory: UserSessions, user_id: str, *, max_pages: int = 20) -> DeletionStatus:
     """Whether the physical deletion of what the caller deleted has finished: no session left
     under a forgotten owner key, none DELETING under the current one, no forget unmarked."""
     user = memory.get_user(user_id)

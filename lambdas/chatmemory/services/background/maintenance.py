@@ -14,7 +14,7 @@ from typing import Protocol
 from chatmemory import schema
 from chatmemory.clock import iso
 from chatmemory.errors import Conflict, SessionNotFound
-from chatmemory.ports import ShortTermMemory
+from chatmemory.ports import SessionStore, SessionTurns
 from chatmemory.schema import OPEN_SHARDS, SessionStatus
 from chatmemory.services.background.consolidation import transcript
 from chatmemory.services.prompt import Roles
@@ -36,7 +36,7 @@ class CompactionPolicy:
 def compact_session(
     session_id: str,
     *,
-    memory: ShortTermMemory,
+    memory: SessionTurns,
     summarizer: SummaryExtender,
     policy: CompactionPolicy,
 ) -> bool:
@@ -63,7 +63,7 @@ def _forever() -> float:
 
 
 def each_stale(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     state: str,
     before: str,
     act: Callable[[list[str]], None],
@@ -98,7 +98,7 @@ def each_stale(
 
 
 def sweep_idle_sessions(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     *,
     now: datetime,
     idle_minutes: int,
@@ -135,7 +135,7 @@ def sweep_idle_sessions(
 
 
 def retry_lost_consolidations(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     *,
     now: datetime,
     retry_minutes: int,
@@ -185,7 +185,7 @@ def retry_lost_consolidations(
     return retried
 
 
-def oldest_unconsolidated(memory: ShortTermMemory) -> datetime | None:
+def oldest_unconsolidated(memory: SessionStore) -> datetime | None:
     """When the oldest session still ENDED (not yet CONSOLIDATED or FAILED) ended, to its
     bucket's start; None when there is none."""
     buckets = [memory.oldest_stale(SessionStatus.ENDED, shard) for shard in range(OPEN_SHARDS)]
@@ -200,7 +200,7 @@ class StaleWork:
 
 
 def sweep_stale_work(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     *,
     now: datetime,
     stale_minutes: int = 15,
@@ -261,7 +261,7 @@ class SweepResult:
 
 
 def sweep(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     *,
     now: datetime,
     policy: SweepPolicy,

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chatmemory.domain import caller_of
-from chatmemory.ports import MemoryDoc, ShortTermMemory
+from chatmemory.ports import MemoryDoc, UserRecords, UserStore
 from chatmemory.schema import MEMORY_INDEX
 
 
@@ -64,7 +64,7 @@ class MigrationProgress:
 
 def migrate_shared_index(
     index: SharedIndex,
-    memory: ShortTermMemory,
+    memory: UserRecords,
     *,
     token: str | None,
     time_left: Callable[[], float],
@@ -101,12 +101,12 @@ def migrate_shared_index(
             return progress
 
 
-def _current(memory: ShortTermMemory, owner: str) -> bool:
+def _current(memory: UserStore, owner: str) -> bool:
     """Whether `owner` is still its caller's owner key (not one a forget left behind)."""
     return memory.get_user(caller_of(owner)).owner == owner
 
 
-def _live(memory: ShortTermMemory, owner: str, entries: Sequence[SharedEntry]) -> list[bool]:
+def _live(memory: UserRecords, owner: str, entries: Sequence[SharedEntry]) -> list[bool]:
     """Whether each entry's session (if it has one) and record (if it has one) are visible to
     the owner key, in one consistent read; none is once the key is forgotten."""
     if not _current(memory, owner):

@@ -26,7 +26,7 @@ from chatmemory.domain import (
     is_identifier,
 )
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
-from chatmemory.ports import CheckpointStore, Clock, ShortTermMemory
+from chatmemory.ports import CheckpointStore, Clock, SessionStore
 from chatmemory.schema import (
     MAX_CHECKPOINT_BYTES,
     MAX_CHECKPOINT_ITEM_BYTES,
@@ -60,7 +60,7 @@ class CheckpointTuple:
         )
 
 
-def thread_partition(memory: ShortTermMemory, user_id: str, session_id: str) -> str:
+def thread_partition(memory: SessionStore, user_id: str, session_id: str) -> str:
     """The partition of the thread a caller's session is part of: the session's own, or, for a
     conversation continued on the server under its client id (26a), its first session's, so a
     thread keeps its checkpoints across idle ends. That first session must still be visible
@@ -73,7 +73,7 @@ def thread_partition(memory: ShortTermMemory, user_id: str, session_id: str) -> 
 
 
 def put_checkpoint(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     store: CheckpointStore,
     user_id: str,
     session_id: str,
@@ -92,29 +92,9 @@ def put_checkpoint(
     are the values stored with earlier checkpoints at the versions `channel_versions` names.
     PayloadTooLarge when all its values together exceed MAX_CHECKPOINT_BYTES."""
     partition = thread_partition(memory, user_id, session_id)
-    new: dict[str, int] = {}
-    for blob in blobs:
-        if channel_versions.get(blob.channel) != blob.version:
-            raise BadRequest(
-                f"blob of channel {blob.channel!r} at version {blob.version!r} is not a version "
-                "of the checkpoint's channel_versions"
-            )
-        if blob.channel in new:
-            raise BadRequest(f"two blobs of channel {blob.channel!r}")
-        new[blob.channel] = len(blob.value.data)
+    new = _new_values(blobs, channel_versions)
     _shallow(metadata_json, "metadata_json")
-    own = (
-        len(checkpoint.data)
-        + len(metadata.data)
-        + len(json.dumps(metadata_json))
-        # As DynamoDB counts a map: each name and value, and a few bytes of each entry.
-        + sum(len(c.encode()) + len(v.encode()) + 4 for c, v in channel_versions.items())
-    )
-    if own > MAX_CHECKPOINT_ITEM_BYTES:
-        raise PayloadTooLarge(
-            "the checkpoint without its channel values, with its metadata and its "
-            f"channel_versions, is {own} bytes; at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
-        )
+    _check_own_size(checkpoint, metadata, metadata_json, channel_versions)
     carried = {c: v for c, v in channel_versions.items() if c not in new}
     sizes = store.blob_sizes(partition, checkpoint_ns, carried) if carried else {}
     total = sum(new.values()) + sum(sizes.values())
@@ -140,8 +120,48 @@ def put_checkpoint(
     return stored
 
 
+def _new_values(
+    blobs: Sequence[ChannelBlob], channel_versions: Mapping[str, str]
+) -> dict[str, int]:
+    """The size of each channel value stored with a checkpoint (one a channel, at the version
+    its channel_versions names)."""
+    new: dict[str, int] = {}
+    for blob in blobs:
+        if channel_versions.get(blob.channel) != blob.version:
+            raise BadRequest(
+                f"blob of channel {blob.channel!r} at version {blob.version!r} is not a version "
+                "of the checkpoint's channel_versions"
+            )
+        if blob.channel in new:
+            raise BadRequest(f"two blobs of channel {blob.channel!r}")
+        new[blob.channel] = len(blob.value.data)
+    return new
+
+
+def _check_own_size(
+    checkpoint: Blob,
+    metadata: Blob,
+    metadata_json: dict[str, Any],
+    channel_versions: Mapping[str, str],
+) -> None:
+    """PayloadTooLarge when the checkpoint's own item (without its channel values) is over
+    MAX_CHECKPOINT_ITEM_BYTES."""
+    own = (
+        len(checkpoint.data)
+        + len(metadata.data)
+        + len(json.dumps(metadata_json))
+        # As DynamoDB counts a map: each name and value, and a few bytes of each entry.
+        + sum(len(c.encode()) + len(v.encode()) + 4 for c, v in channel_versions.items())
+    )
+    if own > MAX_CHECKPOINT_ITEM_BYTES:
+        raise PayloadTooLarge(
+            "the checkpoint without its channel values, with its metadata and its "
+            f"channel_versions, is {own} bytes; at most {MAX_CHECKPOINT_ITEM_BYTES} are accepted"
+        )
+
+
 def _still_there(
-    memory: ShortTermMemory, store: CheckpointStore, user_id: str, session_id: str, partition: str
+    memory: SessionStore, store: CheckpointStore, user_id: str, session_id: str, partition: str
 ) -> None:
     """After a write: the thread read again. Deleted meanwhile (its delete and its purge ran
     between the first read and the write), what was written is deleted here, with whatever
@@ -156,7 +176,7 @@ def _still_there(
 
 
 def get_checkpoint(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     store: CheckpointStore,
     user_id: str,
     session_id: str,
@@ -177,7 +197,7 @@ def get_checkpoint(
 
 
 def list_checkpoints(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     store: CheckpointStore,
     user_id: str,
     session_id: str,
@@ -228,7 +248,7 @@ def list_checkpoints(
 
 
 def put_writes(
-    memory: ShortTermMemory,
+    memory: SessionStore,
     store: CheckpointStore,
     user_id: str,
     session_id: str,

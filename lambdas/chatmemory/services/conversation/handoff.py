@@ -38,7 +38,14 @@ from chatmemory.errors import (
     SessionEnded,
     SessionNotFound,
 )
-from chatmemory.ports import Clock, EventPublisher, SentimentAnalyzer, ShortTermMemory
+from chatmemory.ports import (
+    Clock,
+    EventPublisher,
+    HandoffStore,
+    SentimentAnalyzer,
+    ShortTermMemory,
+    UserSessions,
+)
 from chatmemory.schema import (
     HANDBACK_EVENT,
     HANDOFF_EVENT,
@@ -230,7 +237,7 @@ def as_for_agent(turn: Turn) -> Turn:
     return turn
 
 
-def give_to_agent(memory: ShortTermMemory, session: Session, numbers: Sequence[int]) -> None:
+def give_to_agent(memory: HandoffStore, session: Session, numbers: Sequence[int]) -> None:
     """Messages written before a hand-off and still waiting for the bot become the agent's
     (conditional on each still waiting and the session still handed off: if not, the caller
     reads again and finds them answered, or answers them with the bot)."""
@@ -291,7 +298,7 @@ def history_for_rules(policy: HandoffPolicy) -> int:
 # --- the agent's side ----------------------------------------------------------------------------
 
 
-def handed_off_session(memory: ShortTermMemory, session_id: str) -> Session:
+def handed_off_session(memory: UserSessions, session_id: str) -> Session:
     """A session an agent may read: one that is handed to a person now (any other answers 404:
     agents see what was handed to them, not the users' conversations)."""
     session = visible_to_its_user(memory, session_id)
@@ -301,7 +308,7 @@ def handed_off_session(memory: ShortTermMemory, session_id: str) -> Session:
 
 
 def list_queue(
-    memory: ShortTermMemory, *, state: str, limit: int, next_token: str | None
+    memory: HandoffStore, *, state: str, limit: int, next_token: str | None
 ) -> Page[Session]:
     """GET /agent/sessions: sessions in `state` (WAITING or ACTIVE), longest waiting first."""
     return memory.handoff_queue(HandoffState(state), limit, next_token)

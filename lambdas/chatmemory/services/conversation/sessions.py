@@ -11,7 +11,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import NamedTuple, TypeVar
 
@@ -32,7 +32,14 @@ from chatmemory.errors import (
     SessionEnded,
     SessionNotFound,
 )
-from chatmemory.ports import Clock, ShortTermMemory
+from chatmemory.ports import (
+    Clock,
+    SessionStore,
+    SessionTurns,
+    ShortTermMemory,
+    TurnStore,
+    UserSessions,
+)
 from chatmemory.schema import (
     MAX_INPUT_CHARS_DEFAULT,
     TEXT_STOPWORDS,
@@ -50,7 +57,7 @@ def new_id() -> str:
 
 
 def create_session(
-    memory: ShortTermMemory,
+    memory: UserSessions,
     user_id: str,
     *,
     name: str | None = None,
@@ -118,7 +125,7 @@ def _thread_root(previous: Session | None, alias: ClientAlias | None) -> str | N
     return previous.thread_root or previous.session_id
 
 
-def resolve(memory: ShortTermMemory, user_id: str, session_id: str) -> str:
+def resolve(memory: SessionStore, user_id: str, session_id: str) -> str:
     """The server's id of the session a caller's id names: the session its client id's alias
     names (PUT /sessions/{id}), else the id itself. One consistent read. A client id comes
     first: an id a caller chose shadows nothing of theirs (server ids are UUIDs they were
@@ -129,7 +136,7 @@ def resolve(memory: ShortTermMemory, user_id: str, session_id: str) -> str:
 
 
 def ensure_session(
-    memory: ShortTermMemory,
+    memory: UserSessions,
     user_id: str,
     client_id: str,
     *,
@@ -181,7 +188,7 @@ def ensure_session(
     raise Conflict("the caller's sessions kept changing; retry the request")
 
 
-def thread_intact(memory: ShortTermMemory, session: Session) -> bool:
+def thread_intact(memory: SessionStore, session: Session) -> bool:
     """Whether the first session of a continued conversation is still there (its thread's
     checkpoints are kept in its partition): one more read, for continued sessions only."""
     if not session.thread_root or session.thread_root == session.session_id:
@@ -194,7 +201,7 @@ T = TypeVar("T")
 
 
 def on_current_session(
-    memory: ShortTermMemory,
+    memory: UserSessions,
     user_id: str,
     session_id: str,
     write: Callable[[str], T],
@@ -222,7 +229,7 @@ def on_current_session(
 
 
 def continue_client_session(
-    memory: ShortTermMemory,
+    memory: UserSessions,
     user_id: str,
     client_id: str,
     *,
@@ -286,18 +293,18 @@ def title_from(message: str) -> str | None:
     return None
 
 
-def get_session(memory: ShortTermMemory, user_id: str, session_id: str) -> Session:
+def get_session(memory: SessionStore, user_id: str, session_id: str) -> Session:
     return owned_session(memory, user_id, session_id)
 
 
 def list_sessions(
-    memory: ShortTermMemory, user_id: str, *, limit: int, next_token: str | None
+    memory: UserSessions, user_id: str, *, limit: int, next_token: str | None
 ) -> Page[Session]:
     return memory.list_sessions(owner_of(memory, user_id), limit, next_token)
 
 
 def end_session(
-    memory: ShortTermMemory, user_id: str, session_id: str, *, clock: Clock = utc_now
+    memory: SessionStore, user_id: str, session_id: str, *, clock: Clock = utc_now
 ) -> Session:
     """End an open session. Ending an already ended session returns it unchanged."""
     session = owned_session(memory, user_id, session_id)
@@ -315,7 +322,7 @@ _MAX_CONTINUATIONS = 5000
 
 
 def delete_session(
-    memory: ShortTermMemory, user_id: str, session_id: str, *, clock: Clock = utc_now
+    memory: SessionStore, user_id: str, session_id: str, *, clock: Clock = utc_now
 ) -> None:
     """Delete a session for every reader at once: its DELETING tombstone is one conditional
     write. Turns, long-term memories and the item itself are purged in the background.
@@ -354,7 +361,7 @@ def delete_session(
     raise Conflict("the conversation kept being continued; retry the delete")
 
 
-def _conversation(memory: ShortTermMemory, session: Session, done: set[str]) -> list[str]:
+def _conversation(memory: SessionStore, session: Session, done: set[str]) -> list[str]:
     """`session` and the earlier sessions of its client id it continues, newest first, up to
     one already in `done`."""
     chain = [session.session_id]
@@ -372,7 +379,7 @@ def _conversation(memory: ShortTermMemory, session: Session, done: set[str]) -> 
     return chain
 
 
-def _conversation_tip(memory: ShortTermMemory, user_id: str, session: Session) -> Session:
+def _conversation_tip(memory: SessionStore, user_id: str, session: Session) -> Session:
     """The last session of the conversation `session` is part of: the one its client id names
     now when that one continues the same thread (one more read of the alias and the session,
     for sessions under a client id only), else `session` itself."""
@@ -392,7 +399,7 @@ def _root(session: Session) -> str:
 
 
 def list_messages(
-    memory: ShortTermMemory,
+    memory: SessionTurns,
     user_id: str,
     session_id: str,
     *,
@@ -424,7 +431,7 @@ _EXPORT_READ = 200
 
 
 def export_session(
-    memory: ShortTermMemory,
+    memory: SessionTurns,
     user_id: str,
     session_id: str,
     *,
@@ -482,6 +489,33 @@ class ImportLimits(NamedTuple):
     max_seconds: float = 20.0
 
 
+def _put_turns(
+    memory: TurnStore, turns: Sequence[Turn], late: Callable[[], bool], limits: ImportLimits
+) -> None:
+    """An import's turns written 500 at a time, until it runs `late`."""
+    for start in range(0, len(turns), 500):
+        if late():
+            raise PayloadTooLarge(
+                f"the import did not finish within {limits.max_seconds:.0f} s; "
+                "import fewer messages at once"
+            )
+        memory.put_turns(turns[start : start + 500])
+
+
+def _create_importing(memory: UserSessions, user_id: str, importing: Session) -> Session:
+    """The IMPORTING session item written under the caller's owner key, conditional on their
+    memory's generation (retried when a forget moved it meanwhile)."""
+    for _ in range(_ATTEMPTS):
+        user = memory.get_user(user_id)
+        session = replace(importing, user_id=user.owner)
+        try:
+            memory.create_session(session, user=user)
+        except Conflict:
+            continue
+        return session
+    raise Conflict("the caller's memory kept changing; retry the import")
+
+
 def import_session(
     memory: ShortTermMemory,
     user_id: str,
@@ -513,37 +547,23 @@ def import_session(
     ]
     started_at = imported.started_at or (turns[0].created_at if turns else now)
     last_active = max(turns[-1].created_at if turns else started_at, started_at)
-    for _ in range(_ATTEMPTS):
-        user = memory.get_user(user_id)
-        session = Session(
-            session_id=session_id,
-            user_id=user.owner,
-            name=imported.name or "Imported session",
-            status=SessionStatus.IMPORTING,
-            started_at=started_at,
-            # Until it is OPEN, the sweeper judges an import by when it began.
-            last_active_at=now,
-            num_turns=len(turns),
-            running_summary=imported.running_summary,
-            summary_through_turn=min(imported.summary_through_turn, len(turns)),
-        )
-        try:
-            memory.create_session(session, user=user)
-        except Conflict:
-            continue
-        break
-    else:
-        raise Conflict("the caller's memory kept changing; retry the import")
+    importing = Session(
+        session_id=session_id,
+        user_id="",  # the caller's owner key, read in _create_importing
+        name=imported.name or "Imported session",
+        status=SessionStatus.IMPORTING,
+        started_at=started_at,
+        # Until it is OPEN, the sweeper judges an import by when it began.
+        last_active_at=now,
+        num_turns=len(turns),
+        running_summary=imported.running_summary,
+        summary_through_turn=min(imported.summary_through_turn, len(turns)),
+    )
+    session = _create_importing(memory, user_id, importing)
     try:
         for turn in turns:
             turn.user_id = session.user_id
-        for start in range(0, len(turns), 500):
-            if monotonic() - started > limits.max_seconds:
-                raise PayloadTooLarge(
-                    f"the import did not finish within {limits.max_seconds:.0f} s; "
-                    "import fewer messages at once"
-                )
-            memory.put_turns(turns[start : start + 500])
+        _put_turns(memory, turns, lambda: monotonic() - started > limits.max_seconds, limits)
         memory.finish_import(session_id, last_active)
     except BaseException:
         # Nothing of a failed import may stay: the tombstone hands what was written to the

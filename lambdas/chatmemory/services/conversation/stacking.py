@@ -37,7 +37,7 @@ from typing import NamedTuple
 from chatmemory import deadline
 from chatmemory.clock import parse_time
 from chatmemory.domain import Turn
-from chatmemory.ports import ShortTermMemory
+from chatmemory.ports import TurnStore
 from chatmemory.schema import Intent, TurnOrigin
 from chatmemory.services.conversation.turn_states import SETTLED, state_of
 
@@ -126,7 +126,7 @@ def _age(turn: Turn, head_at: datetime) -> float:
 
 
 def wait_for_answer(
-    memory: ShortTermMemory,
+    memory: TurnStore,
     session_id: str,
     number: int,
     *,
@@ -147,7 +147,7 @@ def wait_for_answer(
 
 
 def wait_while_claimed(
-    memory: ShortTermMemory,
+    memory: TurnStore,
     session_id: str,
     number: int,
     *,

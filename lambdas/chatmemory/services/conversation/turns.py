@@ -27,7 +27,7 @@ from chatmemory.errors import (
     SessionEnded,
     TurnNotFound,
 )
-from chatmemory.ports import Clock, SentimentAnalyzer, ShortTermMemory
+from chatmemory.ports import Clock, SentimentAnalyzer, SessionTurns, TurnStore
 from chatmemory.schema import Intent, Rating, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session
 from chatmemory.services.conversation.sentiment import analyze_input
@@ -50,7 +50,7 @@ class Stored:
 
 
 def append_next(
-    memory: ShortTermMemory,
+    memory: SessionTurns,
     caller: str,
     session: Session,
     turn: Turn,
@@ -100,7 +100,7 @@ def append_next(
 
 
 def earlier_turn(
-    memory: ShortTermMemory, session: Session, client_message_id: str | None, content: str
+    memory: TurnStore, session: Session, client_message_id: str | None, content: str
 ) -> Turn | None:
     """The turn an earlier request with this client_message_id stored, if the session still
     remembers the id. A retry must carry the message it retries: one id reused for another
@@ -124,7 +124,7 @@ def check_text(text: str, name: str, max_chars: int) -> None:
 
 
 def store_turn(
-    memory: ShortTermMemory,
+    memory: SessionTurns,
     *,
     user_id: str,
     session_id: str,
@@ -173,12 +173,12 @@ def store_turn(
     return appended
 
 
-def get_turn(memory: ShortTermMemory, user_id: str, session_id: str, number: int) -> Turn:
+def get_turn(memory: SessionTurns, user_id: str, session_id: str, number: int) -> Turn:
     owned_session(memory, user_id, session_id)
     return _stored_turn(memory, session_id, number)
 
 
-def _stored_turn(memory: ShortTermMemory, session_id: str, number: int) -> Turn:
+def _stored_turn(memory: TurnStore, session_id: str, number: int) -> Turn:
     turn = memory.get_turn(session_id, number) if number >= 1 else None
     if turn is None:
         raise TurnNotFound(f"turn {number} of session {session_id} not found")
@@ -186,7 +186,7 @@ def _stored_turn(memory: ShortTermMemory, session_id: str, number: int) -> Turn:
 
 
 def update_turn(
-    memory: ShortTermMemory,
+    memory: SessionTurns,
     *,
     user_id: str,
     session_id: str,
@@ -234,7 +234,7 @@ def update_turn(
     return turn
 
 
-def _settled(memory: ShortTermMemory, session_id: str, number: int, response: str) -> Turn:
+def _settled(memory: TurnStore, session_id: str, number: int, response: str) -> Turn:
     """A concurrent PATCH answered the turn first: the same answer is this request's too."""
     stored = _stored_turn(memory, session_id, number)
     if stored.response != response:
@@ -243,7 +243,7 @@ def _settled(memory: ShortTermMemory, session_id: str, number: int, response: st
 
 
 def rate_turn(
-    memory: ShortTermMemory,
+    memory: SessionTurns,
     *,
     user_id: str,
     session_id: str,

@@ -31,7 +31,7 @@ from chatmemory.services.longterm.recall import (
 )
 from chatmemory.services.profile.block import candidates as profile_candidates
 from chatmemory.services.profile.block import checked as checked_profile
-from chatmemory.services.profile.profile import state_record
+from chatmemory.services.profile.edits import state_record
 from chatmemory.services.prompt import BuiltPrompt, build_chat_prompt
 
 NO_LONG_TERM_MEMORY = (
