@@ -55,6 +55,7 @@ from chatmemory.ports import (
     LongTermIndex,
     MemoryDoc,
     ShortTermMemory,
+    embed_queries,
 )
 from chatmemory.schema import (
     AGENT_LABEL,
@@ -1026,7 +1027,7 @@ def _ranked(
     `keep` accepts, best first, with their scores (read a few at a time)."""
     from chatmemory.services.longterm.recall import RecallWeights, fuse
 
-    vector = embedder.embed([query])[0]
+    vector = embed_queries(embedder, [query])[0]
     depth = max(wanted * 8, 40)
     fused = fuse(*index.hybrid_search(MEMORY_INDEX, vector, query, depth, owner), RecallWeights())
     found_ids = sorted({doc.record_id for doc, _ in fused.values() if doc.record_id})
