@@ -13,7 +13,7 @@ export PIP_DISABLE_PIP_VERSION_CHECK := 1
 export DISABLE_MKDOCS_2_WARNING := true
 export NO_MKDOCS_2_WARNING := 1
 
-.PHONY: venv node tools test unit lint docs openapi synth cost bootstrap deploy destroy smoke asset-size run chat ingest redrive bench clean
+.PHONY: venv node tools test unit lint docs openapi synth cost capacity bootstrap deploy destroy smoke asset-size run chat ingest redrive migrate-memory bench clean
 
 venv: $(STAMP)
 
@@ -91,6 +91,12 @@ synth: venv node
 cost: venv node
 	$(PY) -m scripts.cost $(ARGS)
 
+# Every component's peak rate at 10k, 1M and 10M daily users and the first limit each meets,
+# from what the AWS contract scenario measured (scripts/capacity/measured.json; ARGS=--measure
+# measures it again, ARGS=--docs rewrites the tables in docs/cost.md and bench/RESULTS.md).
+capacity: venv
+	$(PY) -m scripts.capacity $(ARGS)
+
 # Deploy to the account and region of your AWS credentials (run `make bootstrap` once per
 # account/region). Settings: CDK_ARGS="-c chatmemory:stage=prod -c chatmemory:textProvider=bedrock
 # -c chatmemory:embedProvider=bedrock".
@@ -132,6 +138,11 @@ ingest: venv
 # Re-run consolidation of FAILED sessions (local mode; in AWS see docs/operations.md).
 redrive: venv
 	$(PY) -m local.redrive
+
+# S3 Vectors: copy a deployed stack's shared memory index into per-user indexes (your AWS
+# credentials; resumable: run it again after a failure). make migrate-memory STACK=ChatMemory-dev
+migrate-memory: venv
+	$(PY) -m scripts.migrate_memory --stack $(STACK)
 
 bench: tools synth
 	$(PY) -m bench.all

@@ -470,6 +470,22 @@ def forget_section(r: dict[str, Any]) -> str:
     )
 
 
+def capacity_section() -> str:
+    """The capacity model's table (scripts/capacity), between the markers `make capacity
+    ARGS=--docs` rewrites."""
+    from scripts.capacity.report import BEGIN, END, section
+
+    return "\n\n".join(
+        [
+            "## Capacity at 10,000, 1,000,000 and 10,000,000 daily users",
+            "Every component's peak rate and the first limit it meets (`make capacity`; the same "
+            "table is in [Cost](../cost.md#capacity)). Not a benchmark: a model computed from "
+            "the requests the AWS contract scenario counts and the documented limits.",
+            f"{BEGIN}\n{section()}\n{END}",
+        ]
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
@@ -482,6 +498,7 @@ def main() -> None:
         consolidation_scaling,
         facts,
         forget,
+        local_idle,
         locomo,
         search,
         turns,
@@ -534,7 +551,14 @@ def main() -> None:
                 )
             ),
         ),
+        (
+            "local idle",
+            lambda: local_idle.section(
+                local_idle.run([0, 1000] if quick else [0, 2500, 5000, 10000], 10 if quick else 60)
+            ),
+        ),
     ]
+    steps.append(("capacity", capacity_section))
     for name, step in steps:
         print(f"bench: {name}...", flush=True)
         tick = time.perf_counter()

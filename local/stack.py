@@ -78,6 +78,7 @@ class LocalStack:
             worker_setup=_worker_setup(o.warm_models),
             agents=o.agents,
             agent_group=cfg.agent_group,
+            after_request=self._wake_poller,
         )
         try:
             # Import the handler (or start its workers) now, not in the first request while the
@@ -121,6 +122,12 @@ class LocalStack:
             self.stop()
             raise
         return self
+
+    def _wake_poller(self) -> None:
+        """After each API request: what it wrote is read from the streams at once."""
+        poller = self.poller
+        if poller is not None:
+            poller.wake()
 
     def stop(self) -> None:
         """Gateway first (no new work; its worker processes end), then the sweeper and the
@@ -177,6 +184,7 @@ class LocalStack:
                     sweep_idle.handler({}, LocalLambdaContext(function_name="sweep-idle"))
                 except Exception as error:  # noqa: BLE001 - the next run tries again
                     log.warning("idle sweep failed: %s", error)
+                self._wake_poller()  # the sessions it ended are consolidated at once
 
         self._stop_sweeping.clear()
         self._sweeper = threading.Thread(target=loop, name="idle-sweeper", daemon=True)

@@ -3,7 +3,7 @@ and the error envelope; who may call it is stacks/auth.py, its firewall stacks/w
 
 from __future__ import annotations
 
-from aws_cdk import CfnOutput, Duration, RemovalPolicy, Stack
+from aws_cdk import CfnOutput, Duration, Fn, RemovalPolicy, Stack
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -25,6 +25,10 @@ from stacks.waf import ApiWaf
 _GATEWAY_ERROR = (
     '{"error": {"code": "$context.error.responseType", "message": $context.error.messageString}}'
 )
+
+
+# The API's one stage (its URL ends with it; API Gateway names its execution logs after it).
+STAGE = "v1"
 
 
 class ChatApi(Construct):
@@ -70,6 +74,9 @@ class ChatApi(Construct):
             timeout=Duration.seconds(CHAT_TIMEOUT_SECONDS),
             memory_mb=1024,
             snap_start=config.chat_snap_start,
+            # Kept out of the account's pool for the chat alone (0: none), so background work
+            # can never take the chat's concurrency (docs/cost.md#capacity).
+            reserved_concurrency=config.chat_reserved_concurrency,
         )
         # What API Gateway calls: the function, or with SnapStart the alias of its newest
         # version (only published versions are snapshotted).
@@ -94,6 +101,9 @@ class ChatApi(Construct):
             "dynamodb:PutItem",
             "dynamodb:UpdateItem",
             "dynamodb:ConditionCheckItem",
+            # A caller's sessions (user index: listing, end_previous, GET /deletions) and the
+            # agents' queue (hand-off index); the sweeper's open-sessions index is not read.
+            indexes=(schema.USER_SESSIONS_INDEX.name, schema.HANDOFF_SESSIONS_INDEX.name),
         )
         storage.grant(
             self.handler,
@@ -120,7 +130,8 @@ class ChatApi(Construct):
         # free at once), and live (auto-recall and record search: one BatchGetItem over the
         # sessions and records). POST /memories/namespaces reads the record-keys index
         # (record_keys: a Query of the caller's keys and namespaces), and every chat turn the
-        # profile-records index (profile_records: the profile block's candidates).
+        # profile-records index (profile_records: the profile block's candidates). A statement
+        # is written with its claim (put_stated_record: a transaction of two PutItems).
         storage.grant(
             self.handler,
             storage.records,
@@ -182,7 +193,7 @@ class ChatApi(Construct):
             cloud_watch_role=True,
             cloud_watch_role_removal_policy=RemovalPolicy.RETAIN,
             deploy_options=apigw.StageOptions(
-                stage_name="v1",
+                stage_name=STAGE,
                 throttling_rate_limit=config.throttle_rate,
                 throttling_burst_limit=config.throttle_burst,
                 access_log_destination=apigw.LogGroupLogDestination(access_logs),
@@ -217,6 +228,7 @@ class ChatApi(Construct):
             ),
             default_method_options=self.auth.method_options,
         )
+        self.execution_logs = self._execution_logs(config)
         integration = apigw.LambdaIntegration(self.target, proxy=True, allow_test_invoke=False)
         # Every route goes to the Lambda, which answers 404 for unknown paths; the routes are
         # defined once, in the handler.
@@ -230,6 +242,23 @@ class ChatApi(Construct):
         stack = Stack.of(self)
         CfnOutput(stack, "ApiUrl", value=self.rest_api.url, description="Base URL of the chat API")
         CfnOutput(stack, "Region", value=stack.region)
+
+    def _execution_logs(self, config: Config) -> logs.LogGroup:
+        """The stage's execution-log group (logging_level ERROR), made here with the stack's
+        retention: API Gateway would otherwise create it on its first error log, outside the
+        template, kept forever. The stage waits for it, so API Gateway never makes it first."""
+        stage = self.rest_api.deployment_stage
+        group = logs.LogGroup(
+            self,
+            "ExecutionLogs",
+            log_group_name=Fn.join(
+                "", ["API-Gateway-Execution-Logs_", self.rest_api.rest_api_id, f"/{STAGE}"]
+            ),
+            retention=retention(config.log_retention_days),
+            removal_policy=RemovalPolicy.RETAIN if config.production else RemovalPolicy.DESTROY,
+        )
+        stage.node.add_dependency(group)
+        return group
 
     def _gateway_errors(self) -> None:
         origin = self._config.cors_origins[0]

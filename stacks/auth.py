@@ -156,6 +156,11 @@ class ApiAuth:
             iam.PolicyStatement(actions=["execute-api:Invoke"], resources=[agent_routes])
         )
         handler.add_environment(schema.ENV_AGENT_ROLE_ARN, role.role_arn)
+        if config.end_user_role_arns:
+            # A backend's roles that may name their end users (schema.END_USER_HEADER).
+            handler.add_environment(
+                schema.ENV_END_USER_ROLE_ARNS, ",".join(config.end_user_role_arns)
+            )
         # Users are whatever principals may invoke the API; this policy is what to attach to
         # them: every route of this API's stage except the agents'.
         self.user_policy = iam.ManagedPolicy(

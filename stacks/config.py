@@ -17,8 +17,9 @@ from typing import Any, Literal, TypeVar, get_args
 
 from constructs import Construct
 
-from chatmemory import schema
+from chatmemory import limits, schema
 from chatmemory.schema import EmbedFormat, TextFormat
+from stacks import sizing
 from stacks.model_providers import EMBED_PROVIDERS, MODEL_MODES, TEXT_PROVIDERS, ModelProvider
 
 PREFIX = "chatmemory:"
@@ -42,6 +43,12 @@ S3VECTORS_MAX_DIMENSION = 4096
 # The agents' Cognito group: a subset of what Cognito allows (no spaces, commas or brackets), as
 # API Gateway hands the `cognito:groups` claim to the function as one string.
 AGENT_GROUP_NAME = re.compile(r"[\w.+=@-]{1,128}")
+
+# From this many dimensions a domain's vectors are kept on disk, quantized in memory.
+ON_DISK_FROM_DIMENSION = 1024
+
+# An IAM role's ARN, as the runtime's Settings accept one (END_USER_ROLE_ARNS).
+ROLE_ARN = re.compile(r"arn:[\w-]+:iam::\d{12}:role/\S+")
 
 # The most consecutive negative turns the runtime's Settings accept before a hand-off.
 HANDOFF_MAX_NEGATIVE_TURNS = 50
@@ -141,6 +148,19 @@ class Config:
     search_master_nodes: int = 0
     search_master_instance_type: str = "m6g.large.search"
     search_volume_gb: int = 10
+    # The long-term indexes a domain's index setup creates: primary shards (memories are routed
+    # by user, so one search reads one shard; AWS's guidance is 10-50 GiB a shard) and vectors
+    # on disk (32x quantized in memory), on by default from 1,024 dimensions: an HNSW graph of
+    # 4,096 floats takes about 18 KB of memory a vector, which a t3.small's k-NN memory fills
+    # at about 30,000 vectors. Neither changes an index that exists (docs/operations.md).
+    search_shards: int = 1
+    search_on_disk: bool = False
+    # S3 Vectors: how many vector buckets the users' memory indexes are spread over (10,000
+    # indexes a bucket; the buckets are made as their first index is, so an unused one costs
+    # nothing), and whether the shared memory index of a deployment made before per-user
+    # indexes is kept (until its migration: docs/operations.md).
+    vector_buckets: int = 1
+    shared_memory_index: bool = True
 
     # Chat API.
     auth: AuthMode = "cognito"
@@ -149,6 +169,8 @@ class Config:
     # The runtime allows no browser origin unless told; the deployed API allows any, since
     # callers authenticate with a bearer token or a SigV4 signature (no cookies).
     cors_origins: tuple[str, ...] = ("*",)
+    # The stage's throttle (requests a second): by default the busiest second of `daily_users`
+    # (stacks/sizing.py), at least 20 and 40.
     throttle_rate: int = 20
     throttle_burst: int = 40
     waf: bool = False
@@ -167,6 +189,9 @@ class Config:
     # most `handoff_negative_score` (VADER's compound score, -1 to 1). `handoff_events`: an
     # EventBridge bus of the stack's own that receives an event on each hand-off and hand-back.
     agent_group: str = "agents"
+    # With auth=iam: roles (ARNs) of backends that call for their own users and may name each
+    # one in the X-ChatMemory-End-User header; each end user is then a caller of their own.
+    end_user_role_arns: tuple[str, ...] = ()
     handoff_on_nothing_verified: bool = False
     handoff_negative_turns: int = 0
     handoff_negative_score: float = -0.5
@@ -177,6 +202,27 @@ class Config:
     # only one of them named here, then with none named (all of them). Empty: all.
     records_indexes: tuple[str, ...] = ()
 
+    # The load the deployment is planned for (stacks/sizing.py: 20 turns a user a day, sessions
+    # of 10 turns, peaks of 5x the average): the stage throttle, the S3 vector buckets and the
+    # capacity model's table follow from it (docs/cost.md).
+    daily_users: int = 1_000_000
+
+    # Quotas. The text and embedding models' requests a minute in the region (Bedrock's
+    # per-model quota, or what an endpoint takes; the defaults are assumed, not read from an
+    # account: Service Quotas shows yours), and the share of the text model's that background
+    # work may use. Consolidation runs at most consolidation_concurrency at once (its reserved
+    # concurrency, from that share), compaction at most compaction_concurrency, and each shard
+    # of the sessions stream feeds consolidation_parallelization batches at once. The chat
+    # function reserves chat_reserved_concurrency (0: none; a reservation needs room in the
+    # account's concurrency quota, which is 1,000 unless raised).
+    text_model_requests_per_minute: int = 2_000
+    embed_model_requests_per_minute: int = 2_000
+    background_model_share: float = 0.5
+    consolidation_concurrency: int = 0
+    compaction_concurrency: int = 0
+    consolidation_parallelization: int = 10
+    chat_reserved_concurrency: int = 0
+
     # Memory behaviour.
     turn_ttl_days: int = 0
     idle_minutes: int = 30
@@ -185,6 +231,14 @@ class Config:
     # Stream processing (batch sizes and filters: chatmemory.schema.STREAM_TRIGGERS).
     stream_retry_attempts: int = schema.CONSOLIDATION_TRIGGER.retry_attempts
     consolidation_max_record_age_hours: int = 6
+    # An ENDED session still not consolidated this long after it ended (its stream record
+    # expired, was dead-lettered, or its run died) is handed to consolidation again by the
+    # sweeper, at most consolidation_retries_per_sweep a sweep (0: what consolidation takes in
+    # a sweep's interval); the alarm fires when the oldest one has waited
+    # unconsolidated_alarm_hours.
+    consolidation_retry_minutes: int = 360
+    consolidation_retries_per_sweep: int = 0
+    unconsolidated_alarm_hours: int = 12
     compaction_max_record_age_hours: int = 1
     purge_max_record_age_hours: int = 6
     # How long a purge waits after a forget before it trusts the user index. Longer than the
@@ -238,6 +292,7 @@ class Config:
             # A model provider may bring its payload format and embedding size.
             **TEXT_PROVIDERS[text].defaults,
             **EMBED_PROVIDERS[embed].defaults,
+            "search_shards": 2 if production else 1,
             # The profile's choices come last: they override the stage's (no WAF fee in the
             # serverless profile, even in production), and explicit settings override them.
             **chosen,
@@ -250,6 +305,7 @@ class Config:
             "embed_format": _member(EmbedFormat),
             "cors_origins": _as_list,
             "records_indexes": _as_list,
+            "end_user_role_arns": _as_list,
         }
         values: dict[str, Any] = {
             "stage": stage,
@@ -267,6 +323,9 @@ class Config:
                 values[name] = _parse(name, value, spec.default, parsers)
             except ValueError as error:
                 raise ValueError(f"{context_key(name)}: {error}") from None
+        if "search_on_disk" not in raw:  # follows the dimension, however that was chosen
+            values["search_on_disk"] = values["embed_dimension"] >= ON_DISK_FROM_DIMENSION
+        _plan(values, raw)
         config = cls(**values)
         config.validate()
         return config
@@ -277,6 +336,8 @@ class Config:
             raise ValueError("embedDimension must be positive")
         if self.search_data_nodes < 1:
             raise ValueError("searchDataNodes must be at least 1")
+        if not 1 <= self.search_shards <= 1024:
+            raise ValueError("searchShards must be between 1 and 1024")
         if self.search_master_nodes not in (0, 3, 5):
             raise ValueError("searchMasterNodes must be 0, 3 or 5")
         if not self.cors_origins:
@@ -292,6 +353,27 @@ class Config:
             )
         if self.sweep_minutes < 1 or self.idle_minutes < 1:
             raise ValueError("sweepMinutes and idleMinutes must be at least 1")
+        if self.daily_users < 1:
+            raise ValueError("dailyUsers must be at least 1")
+        if not 0 < self.background_model_share < 1:
+            raise ValueError(
+                "backgroundModelShare must be between 0 and 1 (the chat's is the rest)"
+            )
+        if self.text_model_requests_per_minute < 1 or self.embed_model_requests_per_minute < 1:
+            raise ValueError(
+                "textModelRequestsPerMinute and embedModelRequestsPerMinute must be positive"
+            )
+        if not 1 <= self.consolidation_parallelization <= limits.LAMBDA_MAX_PARALLELIZATION_FACTOR:
+            raise ValueError(
+                "consolidationParallelization must be between 1 and "
+                f"{limits.LAMBDA_MAX_PARALLELIZATION_FACTOR} (a stream mapping's most)"
+            )
+        if min(self.chat_reserved_concurrency, self.consolidation_concurrency) < 0:
+            raise ValueError("a reserved concurrency must be 0 or more")
+        if self.consolidation_retry_minutes < 1 or self.unconsolidated_alarm_hours < 1:
+            raise ValueError(
+                "consolidationRetryMinutes and unconsolidatedAlarmHours must be at least 1"
+            )
         if not (
             self.powertools_layer_version == "latest" or self.powertools_layer_version.isdigit()
         ):
@@ -303,6 +385,13 @@ class Config:
                 f"purgeSettleSeconds must be longer than the chat function's timeout "
                 f"({CHAT_TIMEOUT_SECONDS} s) and at most {PURGE_TIMEOUT_SECONDS // 2} s"
             )
+        if self.end_user_role_arns and self.auth != "iam":
+            raise ValueError(
+                "endUserRoleArns needs auth=iam (Cognito users are each a caller already)"
+            )
+        for arn in self.end_user_role_arns:
+            if not ROLE_ARN.fullmatch(arn):
+                raise ValueError(f"endUserRoleArns: {arn!r} is not an IAM role's ARN")
         if not AGENT_GROUP_NAME.fullmatch(self.agent_group):
             raise ValueError(
                 f"agentGroup {self.agent_group!r} must be 1 to 128 letters, digits or _.+=@- "
@@ -314,6 +403,11 @@ class Config:
             )
         if not -1.0 <= self.handoff_negative_score <= 1.0:
             raise ValueError("handoffNegativeScore must be between -1 and 1 (a sentiment score)")
+        if not 1 <= self.vector_buckets <= limits.S3VECTORS_BUCKETS_PER_REGION:
+            raise ValueError(
+                f"vectorBuckets must be between 1 and {limits.S3VECTORS_BUCKETS_PER_REGION} "
+                "(vector buckets a region holds)"
+            )
         if self.search_mode == "s3vectors" and self.embed_dimension > S3VECTORS_MAX_DIMENSION:
             raise ValueError(
                 f"embedDimension {self.embed_dimension} is more than an S3 Vectors index "
@@ -391,6 +485,31 @@ PROFILE_DEFAULTS: dict[str, dict[str, Any]] = {
         "alarm_topic_key": False,
     },
 }
+
+
+def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
+    """The defaults that follow from the planned load and the model quota (stacks/sizing.py),
+    where no explicit setting gave them."""
+    load = sizing.Load(daily_users=max(1, int(values["daily_users"])))
+    rate, burst = sizing.stage_throttle(load)
+    quota = sizing.ModelQuota(
+        values["text_model_requests_per_minute"], values["background_model_share"]
+    )
+    consolidations = values["consolidation_concurrency"] or sizing.consolidation_concurrency(quota)
+    planned = {
+        "throttle_rate": rate,
+        "throttle_burst": burst,
+        "vector_buckets": sizing.vector_buckets(load),
+        "consolidation_concurrency": consolidations,
+        # Compaction extends rolling summaries of long sessions: a quarter of consolidation's.
+        "compaction_concurrency": max(2, consolidations // 4),
+        "consolidation_retries_per_sweep": sizing.retries_per_sweep(
+            consolidations, values["sweep_minutes"]
+        ),
+    }
+    for name, value in planned.items():
+        if name not in raw or not values[name]:  # unset, or 0: the planned value
+            values[name] = value
 
 
 def _model_providers(raw: Mapping[str, Any], chosen: Mapping[str, Any]) -> tuple[str, str, str]:

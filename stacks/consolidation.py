@@ -68,6 +68,10 @@ class Consolidation(Construct):
             timeout=Duration.seconds(schema.CONSOLIDATION_TRIGGER.timeout_seconds),
             memory_mb=1024,
             wildcard_reasons=[LIST_STREAMS_REASON],
+            # Bounded by the text model's quota (its background share), not by the stream's
+            # shards: a throttled batch waits on its shard, and one whose record runs out of age
+            # is started again by the sweeper (the session stays ENDED in its index).
+            reserved_concurrency=config.consolidation_concurrency,
         )
         grant_consolidation(self.consolidate, storage, models, long_term)
         self._subscribe(
@@ -76,6 +80,7 @@ class Consolidation(Construct):
             "ConsolidationDlq",
             trigger=schema.CONSOLIDATION_TRIGGER,
             max_record_age=Duration.hours(config.consolidation_max_record_age_hours),
+            parallelization_factor=config.consolidation_parallelization,
         )
 
         self.compact = factory.function(
@@ -90,6 +95,7 @@ class Consolidation(Construct):
             timeout=Duration.seconds(schema.COMPACTION_TRIGGER.timeout_seconds),
             memory_mb=512,
             wildcard_reasons=[LIST_STREAMS_REASON],
+            reserved_concurrency=config.compaction_concurrency,  # the text model's quota too
         )
         # Reads the session and the turns to fold in, then advances the summary conditionally.
         storage.grant(self.compact, storage.sessions, "dynamodb:GetItem", "dynamodb:UpdateItem")
@@ -138,6 +144,7 @@ class Consolidation(Construct):
             "dynamodb:Query",
             "dynamodb:UpdateItem",
             "dynamodb:DeleteItem",
+            indexes=(schema.USER_SESSIONS_INDEX.name,),  # a forget's sessions of the old owner key
         )
         storage.grant(
             self.purge, storage.conversations, "dynamodb:Query", "dynamodb:BatchWriteItem"
@@ -163,8 +170,13 @@ class Consolidation(Construct):
             "dynamodb:BatchGetItem",
         )
         models.grant_embed(self.purge)
+        # A forget's purge erases the forgotten owner key's memories whole (its own index on S3
+        # Vectors: services/background/forget.purge_user -> delete_user).
         long_term.grant(
-            self.purge, bulk=[schema.MEMORY_INDEX], delete_by_query=[schema.MEMORY_INDEX]
+            self.purge,
+            bulk=[schema.MEMORY_INDEX],
+            delete_by_query=[schema.MEMORY_INDEX],
+            erase_owner=True,
         )
         for table, dlq_id, trigger in (
             (storage.sessions, "SessionPurgeDlq", schema.SESSION_PURGE_TRIGGER),
@@ -183,22 +195,32 @@ class Consolidation(Construct):
             self,
             "SweepIdle",
             handler="handlers.sweep_idle.handler",
-            description="Scheduled: end idle sessions, collect abandoned imports, re-kick purges",
+            description="Scheduled: end idle sessions, retry lost consolidations, collect "
+            "abandoned imports, re-kick purges",
             environment={
                 **storage.environment(storage.sessions),
                 schema.ENV_IDLE_MINUTES: str(config.idle_minutes),
+                schema.ENV_CONSOLIDATION_RETRY_MINUTES: str(config.consolidation_retry_minutes),
+                schema.ENV_CONSOLIDATION_RETRIES_PER_SWEEP: str(
+                    config.consolidation_retries_per_sweep
+                ),
             },
-            timeout=Duration.minutes(1),
+            # Every shard page by page while it has time, ending before the next sweep starts
+            # (what is left, that one finds).
+            timeout=Duration.seconds(sweep_timeout_seconds(config.sweep_minutes)),
             memory_mb=256,
         )
         # Reads the sparse open-sessions index, then conditional updates (GetItem explains a
-        # failed one).
+        # failed one); a page of lost consolidations is read once (BatchGetItem) to start
+        # again only those not started again lately.
         storage.grant(
             self.sweep,
             storage.sessions,
             "dynamodb:Query",
             "dynamodb:GetItem",
             "dynamodb:UpdateItem",
+            "dynamodb:BatchGetItem",
+            indexes=(schema.OPEN_SESSIONS_INDEX.name,),  # the sparse index of idle sessions only
         )
         self.schedule = events.Rule(
             self,
@@ -223,6 +245,7 @@ class Consolidation(Construct):
         *,
         trigger: schema.StreamTrigger,
         max_record_age: Duration,
+        parallelization_factor: int = 1,
     ) -> None:
         """A stream mapping that survives poison records: per-record failure reports, bisection,
         bounded retries and age, then the batch's coordinates go to an encrypted DLQ."""
@@ -250,11 +273,16 @@ class Consolidation(Construct):
                 report_batch_item_failures=True,
                 retry_attempts=self._config.stream_retry_attempts,
                 max_record_age=max_record_age,
-                parallelization_factor=1,
+                parallelization_factor=parallelization_factor,
                 on_failure=sources.SqsDlq(queue),
                 filters=[stream_filter(pattern) for pattern in trigger.filters],
             )
         )
+
+
+def sweep_timeout_seconds(sweep_minutes: int) -> int:
+    """The sweeper's timeout: its interval less half a minute, between 1 and 15 minutes."""
+    return max(60, min(sweep_minutes * 60 - 30, 900))
 
 
 def grant_consolidation(

@@ -61,12 +61,14 @@ class LambdaFactory(Construct):
         role: iam.Role | None = None,
         wildcard_reasons: Sequence[str] = (),
         snap_start: bool = False,
+        reserved_concurrency: int | None = None,
     ) -> lambda_.Function:
         """A function running `handler` (module.function under lambdas/), in its own construct
         under `scope` with its log group and role. With `snap_start`, its published versions
         are snapshotted after init (Lambda SnapStart: call them through an alias of
         `current_version`), and a version is deleted once a newer one replaces it, so no
-        snapshot of an old version stays cached (and billed)."""
+        snapshot of an old version stays cached (and billed). `reserved_concurrency`: at most
+        that many at once, and as many kept for it out of the account's quota."""
         scope = Construct(scope, construct_id)
         log_group = logs.LogGroup(
             scope,
@@ -107,6 +109,7 @@ class LambdaFactory(Construct):
             application_log_level_v2=lambda_.ApplicationLogLevel.INFO,
             system_log_level_v2=lambda_.SystemLogLevel.WARN,
             snap_start=lambda_.SnapStartConf.ON_PUBLISHED_VERSIONS if snap_start else None,
+            reserved_concurrent_executions=reserved_concurrency or None,
             current_version_options=lambda_.VersionOptions(removal_policy=RemovalPolicy.DESTROY)
             if snap_start
             else None,

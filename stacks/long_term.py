@@ -71,9 +71,13 @@ _SERVERLESS_WRITE = "aoss:WriteDocument"
 # actions on the index ARN (every data-plane action of S3 Vectors acts on an index, none on the
 # bucket). Every query of users' entries is filtered to one user_id and returns metadata, and a
 # query with a filter or returnMetadata needs GetVectors besides QueryVectors. Upserts are
-# PutVectors (keys are deterministic: a retry overwrites). There is no delete-by-query: the
-# adapter derives the keys and calls DeleteVectors; on the passages index (delete_document) it
-# first probes which passage keys exist with GetVectors.
+# PutVectors (keys are deterministic: a retry overwrites); a write that finds its owner's index
+# missing creates it (CreateIndex, on the index ARN) and, when the bucket is missing too, the
+# bucket (CreateVectorBucket, on the bucket ARN). There is no delete-by-query: the adapter
+# derives the keys and calls DeleteVectors; on the passages index (delete_document) it first
+# probes which passage keys exist with GetVectors. Erasing an owner key deletes its index
+# (DeleteIndex). Owners' indexes are not in the template: they are granted by the pattern of
+# their names (schema.user_vector_bucket, schema.user_vector_index).
 _QUERY = ("s3vectors:QueryVectors", "s3vectors:GetVectors")
 _VECTOR_ACTIONS: dict[str, tuple[str, ...]] = {
     "search": _QUERY,
@@ -82,6 +86,15 @@ _VECTOR_ACTIONS: dict[str, tuple[str, ...]] = {
     "delete_by_query": ("s3vectors:DeleteVectors",),
 }
 _PASSAGE_PROBE = "s3vectors:GetVectors"
+_CREATE_INDEX = "s3vectors:CreateIndex"
+_CREATE_BUCKET = "s3vectors:CreateVectorBucket"
+_ERASE = "s3vectors:DeleteIndex"
+# Reading the shared memory index of an older deployment, page by page (ListVectors with data
+# and metadata also needs GetVectors).
+_LIST = ("s3vectors:ListVectors", "s3vectors:GetVectors")
+# A vector bucket's name is 3 to 63 characters: the stack's leaves room for "-u" and the number
+# of an owners' bucket (up to 99,999; a region holds at most 10,000 buckets).
+VECTOR_BUCKET_NAME_LENGTH = 63 - len(schema.USER_BUCKET_SUFFIX) - 5
 
 
 def physical_name(scope: Construct, suffix: str = "", *, max_length: int) -> str:
@@ -128,8 +141,11 @@ class LongTermMemory(Construct):
             self.environment = {
                 schema.ENV_LONG_TERM_BACKEND: schema.LongTermBackend.S3VECTORS,
                 schema.ENV_VECTOR_BUCKET: self.bucket_name,
+                schema.ENV_VECTOR_BUCKETS: str(config.vector_buckets),
                 schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
             }
+            if config.shared_memory_index:
+                self.environment[schema.ENV_VECTOR_SHARED_INDEX] = "true"
             return
         if self.serverless:
             self.endpoint = self._collection()
@@ -141,12 +157,18 @@ class LongTermMemory(Construct):
             schema.ENV_OPENSEARCH_SERVERLESS: "true" if self.serverless else "false",
             schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
         }
+        # How the setup creates the indexes (a domain's shards and vectors on disk).
+        on_disk = config.search_on_disk and not self.serverless
+        creation = {
+            schema.ENV_OPENSEARCH_SHARDS: str(config.search_shards),
+            schema.ENV_OPENSEARCH_ON_DISK: "true" if on_disk else "false",
+        }
         self.setup_function = factory.function(
             self,
             "IndexSetup",
             handler="handlers.index_setup.on_event",
             description="Creates the long-term memory indexes (custom resource provider)",
-            environment=self.environment,
+            environment={**self.environment, **creation},
             timeout=Duration.minutes(5),
             memory_mb=256,
             role=self._setup_role,
@@ -156,7 +178,9 @@ class LongTermMemory(Construct):
         # What the setup writes: the index bodies and (on a domain) the runtime's security role.
         body = json.dumps(
             [
-                schema.long_term_index_body(config.embed_dimension),
+                schema.long_term_index_body(
+                    config.embed_dimension, shards=config.search_shards, on_disk=on_disk
+                ),
                 schema.OPENSEARCH_RUNTIME_ROLE_BODY,
             ],
             sort_keys=True,
@@ -431,7 +455,7 @@ class LongTermMemory(Construct):
         # Unique per account and region: named after the stack like the OpenSearch resources
         # (3-63 characters: lowercase letters, digits, hyphens). The runtime needs the name and
         # CloudFormation returns only the ARN of a vector bucket.
-        name = physical_name(self, "-vectors", max_length=63)
+        name = physical_name(self, "-vectors", max_length=VECTOR_BUCKET_NAME_LENGTH)
         bucket = s3vectors.CfnVectorBucket(
             self,
             "VectorBucket",
@@ -446,7 +470,15 @@ class LongTermMemory(Construct):
         # type, dimension, metric and the non-filterable metadata keys, none of which an
         # existing index can change.
         spec = schema.s3vectors_index_spec(config.embed_dimension)
-        for index_name in schema.LONG_TERM_INDEXES:
+        # The passages' index; memories have an index per owner, made by the runtime. A shared
+        # memory index is kept while a deployment made before that still holds one
+        # (sharedMemoryIndex): removing it from the template would delete it with its vectors
+        # before their migration (docs/operations.md).
+        kept = [
+            schema.PASSAGE_INDEX,
+            *([schema.MEMORY_INDEX] if config.shared_memory_index else []),
+        ]
+        for index_name in [n for n in schema.LONG_TERM_INDEXES if n in kept]:
             index = s3vectors.CfnIndex(
                 self,
                 "".join(part.title() for part in index_name.split("-")) + "Index",
@@ -474,8 +506,12 @@ class LongTermMemory(Construct):
         msearch: Sequence[str],
         bulk: Sequence[str],
         delete_by_query: Sequence[str],
+        erase_owner: bool,
     ) -> None:
-        """One statement per index: the union of its operations' S3 Vectors actions."""
+        """One statement per index: the union of its operations' S3 Vectors actions; for
+        memories, on the pattern of the owners' indexes (plus the index and bucket creation a
+        first write makes, and the index deletion of an owner's erasure), and the deletions
+        also on a shared memory index that is kept."""
         actions: dict[str, set[str]] = {}
         for operation, indexes in (
             ("search", search),
@@ -487,14 +523,85 @@ class LongTermMemory(Construct):
                 actions.setdefault(index, set()).update(_VECTOR_ACTIONS[operation])
         if schema.PASSAGE_INDEX in delete_by_query:
             actions[schema.PASSAGE_INDEX].add(_PASSAGE_PROBE)
-        for index in schema.LONG_TERM_INDEXES:
-            if index in actions:
-                role.add_to_principal_policy(
-                    iam.PolicyStatement(
-                        actions=sorted(actions[index]),
-                        resources=[self.vector_indexes[index].attr_index_arn],
-                    )
+        if schema.PASSAGE_INDEX in actions:
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=sorted(actions[schema.PASSAGE_INDEX]),
+                    resources=[self.vector_indexes[schema.PASSAGE_INDEX].attr_index_arn],
                 )
+            )
+        memory = actions.get(schema.MEMORY_INDEX, set())
+        if erase_owner:
+            memory.add(_ERASE)
+        if not memory:
+            return
+        writes = schema.MEMORY_INDEX in bulk
+        role.add_to_principal_policy(
+            iam.PolicyStatement(
+                actions=sorted(memory | ({_CREATE_INDEX} if writes else set())),
+                resources=[self.user_index_arns],
+            )
+        )
+        if writes:
+            role.add_to_principal_policy(
+                iam.PolicyStatement(actions=[_CREATE_BUCKET], resources=[self.user_bucket_arns])
+            )
+        shared = self.vector_indexes.get(schema.MEMORY_INDEX)
+        if shared is not None and (schema.MEMORY_INDEX in delete_by_query or erase_owner):
+            role.add_to_principal_policy(
+                iam.PolicyStatement(
+                    actions=["s3vectors:DeleteVectors"], resources=[shared.attr_index_arn]
+                )
+            )
+        nag.wildcard(
+            role,
+            self._nag_arn(
+                f"{self.bucket_name}{schema.USER_BUCKET_SUFFIX}*/index/{schema.USER_INDEX_PREFIX}*"
+            ),
+            "Each user's memories are an S3 Vectors index of their own, made by the runtime "
+            "on the user's first memory: the grant names the pattern of those indexes "
+            "(this stack's buckets '<bucket>-u<n>', indexes 'm-<digest>'), nothing else.",
+        )
+        if writes:
+            nag.wildcard(
+                role,
+                self._nag_arn(f"{self.bucket_name}{schema.USER_BUCKET_SUFFIX}*"),
+                "The vector buckets of users' indexes (10,000 indexes a bucket) are made by the "
+                "runtime when the first index of one is: this stack's '<bucket>-u<n>' only.",
+            )
+
+    @property
+    def shared_index(self) -> bool:
+        """Whether the stack keeps the shared memory index of an older deployment (S3 Vectors)."""
+        return schema.MEMORY_INDEX in self.vector_indexes
+
+    def grant_shared_listing(self, function: lambda_.Function) -> None:
+        """Read the shared memory index page by page (the migration to owners' indexes)."""
+        shared = self.vector_indexes.get(schema.MEMORY_INDEX)
+        role = function.role
+        assert shared is not None and role is not None
+        role.add_to_principal_policy(
+            iam.PolicyStatement(actions=sorted(_LIST), resources=[shared.attr_index_arn])
+        )
+
+    @staticmethod
+    def _nag_arn(bucket_part: str) -> str:
+        """How cdk-nag renders an S3 Vectors ARN of format_arn in an IAM5 finding."""
+        return f"arn:<AWS::Partition>:s3vectors:<AWS::Region>:<AWS::AccountId>:bucket/{bucket_part}"
+
+    @property
+    def user_bucket_arns(self) -> str:
+        """The ARN pattern of the buckets of owners' indexes."""
+        return Stack.of(self).format_arn(
+            service="s3vectors",
+            resource="bucket",
+            resource_name=f"{self.bucket_name}{schema.USER_BUCKET_SUFFIX}*",
+        )
+
+    @property
+    def user_index_arns(self) -> str:
+        """The ARN pattern of owners' indexes (in the buckets of user_bucket_arns)."""
+        return f"{self.user_bucket_arns}/index/{schema.USER_INDEX_PREFIX}*"
 
     # --- grants -----------------------------------------------------------------------------
 
@@ -506,13 +613,16 @@ class LongTermMemory(Construct):
         msearch: Sequence[str] = (),
         bulk: Sequence[str] = (),
         delete_by_query: Sequence[str] = (),
+        erase_owner: bool = False,
     ) -> None:
         """Exactly these operations, each on the named indexes (schema.LONG_TERM_INDEXES):
         `search` (POST /<index>/_search), `msearch` (several searches of one index in one
         request: POST /<index>/_msearch), `bulk` (index documents: POST /<index>/_bulk) and
         `delete_by_query` (POST /<index>/_delete_by_query). The role is mapped to the runtime's
         OpenSearch role (a domain) or named in the data access policy (Serverless); on S3
-        Vectors it gets the actions of _VECTOR_ACTIONS on those indexes' ARNs.
+        Vectors it gets the actions of _VECTOR_ACTIONS on those indexes' ARNs (memories: the
+        owners' indexes); `erase_owner`, the deletion of an owner key's memories whole (an
+        index of its own on S3 Vectors, a delete-by-query elsewhere).
 
         The adapter names the index in the bulk and msearch paths, and the domain refuses an
         index named in their bodies (rest.action.multi.allow_explicit_index), so IAM ties each
@@ -530,6 +640,7 @@ class LongTermMemory(Construct):
                 msearch=msearch,
                 bulk=bulk,
                 delete_by_query=delete_by_query,
+                erase_owner=erase_owner,
             )
             return
         self._runtime_roles.arns.append(role.role_arn)

@@ -77,6 +77,26 @@ def default_text_model(region: str) -> str:
     return f"{geography}.{DEFAULT_TEXT_MODEL}"
 
 
+def _statements(actions: list[str], arns: list[str]) -> list[iam.PolicyStatement]:
+    """Invoking the models `arns` name. Of a cross-region inference profile (its ARN, then its
+    model's in every region), the model only through that profile: the condition on
+    bedrock:InferenceProfileArn keeps a function from invoking the model on demand in any
+    region the grant names, outside the profile's geography (Bedrock User Guide,
+    "Prerequisites for inference profiles")."""
+    profiles = [arn for arn in arns if ":inference-profile/" in arn]
+    if not profiles:
+        return [iam.PolicyStatement(actions=actions, resources=arns)]
+    (profile,) = profiles
+    return [
+        iam.PolicyStatement(actions=actions, resources=[profile]),
+        iam.PolicyStatement(
+            actions=actions,
+            resources=[arn for arn in arns if arn != profile],
+            conditions={"StringEquals": {"bedrock:InferenceProfileArn": profile}},
+        ),
+    ]
+
+
 class Models(Construct):
     """The text and embedding models of the configured providers (stacks/model_providers.py),
     each its own. `environment` is what the runtime reads; `grant_text` / `grant_embed` allow
@@ -107,9 +127,8 @@ class Models(Construct):
         if not model.actions:
             return  # a model its provider needs no grant for
         arns = model.resources
-        function.add_to_role_policy(
-            iam.PolicyStatement(actions=list(model.actions), resources=arns)
-        )
+        for statement in _statements(list(model.actions), arns):
+            function.add_to_role_policy(statement)
         role = function.role
         assert role is not None
         for arn in arns:

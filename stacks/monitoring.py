@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from aws_cdk import Duration
+from aws_cdk import Aws, Duration
 from aws_cdk import aws_apigateway as apigw
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as actions
@@ -19,6 +19,7 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from chatmemory import schema
 from stacks.config import Config
 
 _PERIOD = Duration.minutes(5)
@@ -26,7 +27,7 @@ _PERIOD = Duration.minutes(5)
 
 # Functions whose caller sees their errors: the operator tools (docs/operations.md) and the
 # index setup (CloudFormation fails the deployment). No alarms of their own.
-CALLER_WATCHED = frozenset({"Ingest", "Redrive", "IndexSetup"})
+CALLER_WATCHED = frozenset({"Ingest", "Redrive", "IndexSetup", "MigrateMemory"})
 
 
 class Monitoring(Construct):
@@ -88,11 +89,20 @@ class Monitoring(Construct):
                 description="Encrypts the chat memory alarm topic",
                 enable_key_rotation=True,
             )
+            # Only for this account's alarms (the confused-deputy conditions of AWS's
+            # documented key policy for alarms publishing to an encrypted topic).
             self.key.add_to_resource_policy(
                 iam.PolicyStatement(
                     principals=[iam.ServicePrincipal("cloudwatch.amazonaws.com")],
                     actions=["kms:Decrypt", "kms:GenerateDataKey*"],
                     resources=["*"],
+                    conditions={
+                        "StringEquals": {"aws:SourceAccount": Aws.ACCOUNT_ID},
+                        "ArnLike": {
+                            "aws:SourceArn": f"arn:{Aws.PARTITION}:cloudwatch:{Aws.REGION}:"
+                            f"{Aws.ACCOUNT_ID}:alarm:*"
+                        },
+                    },
                 )
             )
         self.topic = topic = sns.Topic(self, "AlarmTopic", master_key=self.key, enforce_ssl=True)
@@ -149,6 +159,22 @@ class Monitoring(Construct):
                 function.metric_errors(period=_PERIOD, statistic="Sum"),
                 f"{name} Lambda invocations failed.",
             )
+        # Consolidation falling behind, whatever the cause (a model quota too small, records
+        # that expired, a stuck run): the sweeper reports how long the oldest session ENDED and
+        # not yet consolidated has waited; a missing report (no sweep) is not data.
+        alarm(
+            "UnconsolidatedAge",
+            cloudwatch.Metric(
+                namespace=schema.METRICS_NAMESPACE,
+                metric_name=schema.OLDEST_UNCONSOLIDATED_METRIC,
+                dimensions_map={"service": schema.SWEEPER_SERVICE},
+                period=Duration.minutes(max(config.sweep_minutes, 5)),
+                statistic="Maximum",
+            ),
+            f"A session ended {config.unconsolidated_alarm_hours} h ago or more is still not "
+            "consolidated: consolidation is falling behind (see docs/operations.md).",
+            threshold=config.unconsolidated_alarm_hours * 3600,
+        )
         alarm(
             "ChatThrottles",
             functions["Chat"].metric_throttles(period=_PERIOD, statistic="Sum"),

@@ -8,6 +8,7 @@ each allowed exactly what its code calls.
 from __future__ import annotations
 
 from aws_cdk import CfnOutput, Duration, Stack
+from aws_cdk.aws_lambda import Function
 from constructs import Construct
 
 from chatmemory import schema
@@ -78,7 +79,45 @@ class OperatorTools(Construct):
             self.redrive, storage.users, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem"
         )
 
+        # S3 Vectors with the shared memory index of a deployment made before per-user indexes:
+        # the migration (services/background/migrate.py) lists it page by page, checks each
+        # page's owner keys current (the users table) and its sessions and records live (one
+        # BatchGetItem over both tables), copies the live entries into their owners' indexes
+        # (creating them) and deletes a copy whose session or record died meanwhile.
+        self.migrate: Function | None = None
+        if long_term.shared_index:
+            self.migrate = factory.function(
+                self,
+                "MigrateMemory",
+                handler="handlers.migrate_memory.handler",
+                description="Operator tool: copy the shared memory index into per-user indexes",
+                environment={
+                    **storage.environment(storage.sessions, storage.records, storage.users),
+                    **long_term.environment,
+                },
+                timeout=OPERATOR_TIMEOUT,
+                memory_mb=1024,
+            )
+            long_term.grant_shared_listing(self.migrate)
+            long_term.grant(
+                self.migrate,
+                bulk=[schema.MEMORY_INDEX],
+                delete_by_query=[schema.MEMORY_INDEX],
+                erase_owner=True,  # a forgotten owner key's copy, erased whole
+            )
+            storage.grant(self.migrate, storage.sessions, "dynamodb:BatchGetItem")
+            storage.grant(self.migrate, storage.records, "dynamodb:BatchGetItem")
+            # Whether an owner key is still its caller's (not one a forget left behind).
+            storage.grant(self.migrate, storage.users, "dynamodb:GetItem")
+
         stack = Stack.of(self)
+        if self.migrate is not None:
+            CfnOutput(
+                stack,
+                "MigrateMemoryFunctionName",
+                value=self.migrate.function_name,
+                description="make migrate-memory STACK=<stack> (invokes it until done)",
+            )
         CfnOutput(
             stack,
             "IngestFunctionName",

@@ -3,6 +3,8 @@ built from schema.py."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from aws_cdk import RemovalPolicy
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_iam as iam
@@ -10,7 +12,6 @@ from aws_cdk import aws_lambda as lambda_
 from constructs import Construct
 
 from chatmemory import schema
-from stacks import nag
 
 _TYPES = {
     "S": dynamodb.AttributeType.STRING,
@@ -22,10 +23,6 @@ _PROJECTIONS = {
     "INCLUDE": dynamodb.ProjectionType.INCLUDE,
     "KEYS_ONLY": dynamodb.ProjectionType.KEYS_ONLY,
 }
-
-
-# Tables whose indexes are granted one by one, to the functions that query them (Storage.grant).
-_INDEXES_BY_NAME = frozenset({schema.RECORDS.logical_name})
 
 
 def _attr(key: schema.KeyAttr | None) -> dynamodb.Attribute | None:
@@ -41,8 +38,8 @@ class Storage(Construct):
     would add key-policy control at $1/month plus requests; nothing here needs that control.
     Production settings add deletion protection and keep the tables when the stack goes.
 
-    `grant` gives a function exactly the DynamoDB actions its code calls, and
-    `environment` the variables that name those tables."""
+    `grant` gives a function exactly the DynamoDB actions its code calls on exactly the tables
+    and indexes it uses, and `environment` the variables that name those tables."""
 
     def __init__(
         self,
@@ -69,48 +66,39 @@ class Storage(Construct):
             self.records.node.path: schema.RECORDS,
             self.checkpoints.node.path: schema.CHECKPOINTS,
         }
-        self._acknowledged: set[tuple[iam.IRole, dynamodb.Table]] = set()
 
     def grant(
         self,
         function: lambda_.Function,
         table: dynamodb.Table,
         *actions: str,
-        indexes: tuple[str, ...] = (),
+        indexes: Sequence[str] = (),
     ) -> None:
-        """Exactly `actions` ("dynamodb:GetItem", ...) on `table` and, when it has global
-        secondary indexes, on those (`<table arn>/index/*`, acknowledged for cdk-nag here).
-        The records table's index is granted by name instead, to the functions that query it
-        (`indexes`: dynamodb:Query on each), and no other index action to anyone."""
+        """Exactly `actions` ("dynamodb:GetItem", ...) on `table`, and its reads (Query, Scan)
+        on the global secondary indexes named in `indexes` only: the ones the function's code
+        queries. A grant of every index (`<table arn>/index/*`, what table.grant writes) let
+        the idle sweeper read the user-sessions and hand-off indexes too, with the names,
+        hand-off reasons and agents of every user."""
         if not actions or not all(a.startswith("dynamodb:") and "*" not in a for a in actions):
             raise ValueError(f"name each DynamoDB action exactly: {actions}")
         spec = self.specs[table.node.path]
-        if spec.logical_name in _INDEXES_BY_NAME:
-            iam.Grant.add_to_principal(
-                grantee=function, actions=list(actions), resource_arns=[table.table_arn]
-            )
-            for name in indexes:
-                if name not in {i.name for i in spec.indexes}:
-                    raise ValueError(f"{spec.logical_name} has no index {name}")
-                iam.Grant.add_to_principal(
-                    grantee=function,
-                    actions=["dynamodb:Query"],
-                    resource_arns=[f"{table.table_arn}/index/{name}"],
-                )
+        unknown = [name for name in indexes if name not in {i.name for i in spec.indexes}]
+        if unknown:
+            raise ValueError(f"the {spec.logical_name} table has no index {unknown}")
+        function.add_to_role_policy(
+            iam.PolicyStatement(actions=list(actions), resources=[table.table_arn])
+        )
+        if not indexes:
             return
-        table.grant(function, *actions)
-        role = function.role
-        if spec.indexes and role is not None and (role, table) not in self._acknowledged:
-            self._acknowledged.add((role, table))
-            cfn_table = table.node.default_child
-            assert isinstance(cfn_table, dynamodb.CfnTable)
-            nag.wildcard(
-                role,
-                nag.arn_of(cfn_table, "/index/*"),
-                f"table.grant names the {spec.logical_name} table's global secondary indexes "
-                f"({', '.join(i.name for i in spec.indexes)}) as '/index/*'; the actions are "
-                "listed one by one.",
+        reads = [a for a in actions if a in ("dynamodb:Query", "dynamodb:Scan")]
+        if not reads:
+            raise ValueError("an index is read with dynamodb:Query or dynamodb:Scan")
+        function.add_to_role_policy(
+            iam.PolicyStatement(
+                actions=reads,
+                resources=[f"{table.table_arn}/index/{name}" for name in indexes],
             )
+        )
 
     def environment(self, *tables: dynamodb.Table) -> dict[str, str]:
         """The schema.py variables that name `tables` (only the tables a function may use)."""

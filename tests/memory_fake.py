@@ -46,7 +46,7 @@ from chatmemory.schema import (
 )
 from tests.contract.reads import ReadMeter
 
-_SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
+_SWEPT = (SessionStatus.OPEN, SessionStatus.ENDED, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
 
 def _handoff_allows(session: Session, handed_off: bool | None) -> bool:
@@ -98,6 +98,10 @@ class _Row:
     session: Session
     sweep_bucket: str | None = None  # idle_bucket while the session is in a swept status
     purge_round: int = 0
+    # The consolidation started again by the sweeper: when, and how often (the stream record a
+    # real table would carry is counted by `retries`).
+    retried_at: str = ""
+    retries: int = 0
 
 
 @dataclass
@@ -128,6 +132,8 @@ class InMemoryShortTermMemory:
     _turns: dict[str, dict[int, Turn]] = field(default_factory=dict)
     _users: dict[str, _UserRow] = field(default_factory=dict)
     _records: dict[tuple[str, str], MemoryRecord] = field(default_factory=dict)
+    # (owner, statement key) -> the record holding it (ports.RecordStore.statement_holder).
+    _statements: dict[tuple[str, str], str] = field(default_factory=dict)
     # schema.alias_key(caller, client id) -> session id, as the alias items of the sessions table.
     _aliases: dict[str, str] = field(default_factory=dict)
     _lock: threading.RLock = field(default_factory=threading.RLock)
@@ -186,8 +192,15 @@ class InMemoryShortTermMemory:
             generation = current.user.generation if current else 0
             ends = [self._sessions.get(sid) for sid in end]
             alias_key = schema.alias_key(alias.caller, alias.client_id) if alias else None
+            previous = session.continued_from
+            continued = self._sessions.get(previous) if previous and previous not in end else None
             if (
                 session.session_id in self._sessions
+                or (
+                    previous is not None
+                    and previous not in end
+                    and (continued is None or continued.session.status == SessionStatus.DELETING)
+                )
                 or generation != user.generation
                 or any(r is None or r.session.status != SessionStatus.OPEN for r in ends)
                 or (alias is not None and self._aliases.get(alias_key) != alias.replaces)
@@ -268,16 +281,49 @@ class InMemoryShortTermMemory:
             return copy.deepcopy(row.session)
 
     def stale_sessions(self, state: str, shard: int, before: str, limit: int) -> list[str]:
+        return self.stale_page(state, shard, before, limit, None).items
+
+    def _swept(self, state: str, shard: int) -> list[tuple[str, str]]:
+        """(bucket, session id) of the sessions in `state` of one shard, in index order."""
+        return sorted(
+            (row.sweep_bucket, sid)
+            for sid, row in self._sessions.items()
+            if row.session.status == state
+            and row.sweep_bucket is not None
+            and schema.sweep_shard_of(sid, state) == schema.sweep_shard(state, shard)
+        )
+
+    def stale_page(
+        self, state: str, shard: int, before: str, limit: int, next_token: str | None
+    ) -> Page[str]:
         with self._lock:
             bucket = schema.idle_bucket(before)
-            return [
-                sid
-                for sid, row in self._sessions.items()
-                if row.session.status == state
-                and row.sweep_bucket is not None
-                and schema.sweep_shard_of(sid, state) == schema.sweep_shard(state, shard)
-                and row.sweep_bucket < bucket
-            ][:limit]
+            after = tuple(json.loads(next_token)) if next_token else None
+            stale = [e for e in self._swept(state, shard) if e[0] < bucket]
+            if after is not None:
+                stale = [e for e in stale if e > after]
+            page = stale[:limit]
+            more = len(stale) > limit
+            return Page([sid for _, sid in page], json.dumps(page[-1]) if more else None)
+
+    def oldest_stale(self, state: str, shard: int) -> str | None:
+        with self._lock:
+            swept = self._swept(state, shard)
+            return swept[0][0] if swept else None
+
+    def retry_consolidation(
+        self, session_ids: Sequence[str], *, at: str, before: str, limit: int
+    ) -> list[str]:
+        with self._lock:
+            retried = []
+            for sid in dict.fromkeys(session_ids):
+                row = self._sessions.get(sid)
+                if len(retried) == limit or row is None:
+                    continue
+                if row.session.status == SessionStatus.ENDED and row.retried_at < before:
+                    row.retried_at, row.retries = at, row.retries + 1
+                    retried.append(sid)
+            return retried
 
     def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
         with self._lock:
@@ -297,6 +343,7 @@ class InMemoryShortTermMemory:
             if row is not None and row.session.status == SessionStatus.ENDED:
                 row.session.status = SessionStatus.FAILED
                 row.session.failure_reason = reason
+                row.sweep_bucket = None
 
     def mark_consolidated(self, session_id: str, summary: str, at: str) -> bool:
         with self._lock:
@@ -309,6 +356,7 @@ class InMemoryShortTermMemory:
             row.session.status = SessionStatus.CONSOLIDATED
             row.session.summary = summary
             row.session.consolidated_at = at
+            row.sweep_bucket, row.retried_at = None, ""
             row.session.consolidation_attempts = 0
             row.session.consolidation_summary = None
             row.session.consolidation_cursor = row.session.consolidation_round = 0
@@ -635,6 +683,22 @@ class InMemoryShortTermMemory:
             self._records[key] = copy.deepcopy(record)
             return True
 
+    def statement_holder(self, owner: str, statement: str) -> str | None:
+        with self._lock:
+            return self._statements.get((owner, statement))
+
+    def put_stated_record(
+        self, record: MemoryRecord, *, statement: str, holder: str | None
+    ) -> bool:
+        with self._lock:
+            key = (record.user_id, record.record_id)
+            claim = (record.user_id, statement)
+            if key in self._records or self._statements.get(claim) != holder:
+                return False
+            self._records[key] = copy.deepcopy(record)
+            self._statements[claim] = record.record_id
+            return True
+
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:
         with self._lock:
             found = self._records.get((owner, record_id))
@@ -787,14 +851,16 @@ class InMemoryShortTermMemory:
     # --- helpers ----------------------------------------------------------------------------
 
     def _row(self, session: Session) -> _Row:
-        bucket = schema.idle_bucket(session.last_active_at) if session.status in _SWEPT else None
+        since = session.ended_at if session.status == SessionStatus.ENDED else ""
+        swept = session.status in _SWEPT
+        bucket = schema.idle_bucket(since or session.last_active_at) if swept else None
         return _Row(session, bucket)
 
     def _end(self, row: _Row, ended_at: str) -> None:
         row.session.status = SessionStatus.ENDED
         row.session.ended_at = ended_at
         row.session.version += 1
-        row.sweep_bucket = None
+        row.sweep_bucket = schema.idle_bucket(ended_at)  # found again until consolidated
         _clear_handoff(row.session)
 
     def _ordered(self, session_id: str) -> list[Turn]:

@@ -52,25 +52,55 @@ def _size(values: dict[str, Any]) -> int:
 
 
 class FakeS3Vectors:
-    """One vector bucket. `calls` lists (operation, request body) in order; `fail_next` makes
-    the next call of an operation answer an error."""
+    """The vector buckets of one account and region: `bucket` exists from the start (the
+    stack's), others once CreateVectorBucket made them. `calls` lists (operation, request body)
+    in order; `fail_next` makes the next call of an operation answer an error."""
 
     def __init__(self, client: Any, bucket: str, *, page_size: int | None = None) -> None:
         self.bucket = bucket
         self.page_size = page_size
-        self.indexes: dict[str, Index] = {}
+        self.buckets: dict[str, dict[str, Index]] = {bucket: {}}
         self.calls: list[tuple[str, dict[str, Any]]] = []
         self._failures: deque[tuple[str, str, int]] = deque()
         client.meta.events.register_first("before-send.s3vectors", self.answer)
+
+    @property
+    def indexes(self) -> dict[str, Index]:
+        """The indexes of the stack's bucket."""
+        return self.buckets[self.bucket]
 
     def fail_next(self, operation: str, code: str, status: int) -> None:
         self._failures.append((operation, code, status))
 
     def keys(self, index: str) -> set[str]:
+        """Keys of an index of the stack's bucket; for the memory index, of every owner's
+        index (per-user indexes) and of a shared one."""
+        if index == "conversation-memories":
+            return {key for found in self.memory_indexes() for key in found.vectors}
         return set(self.indexes[index].vectors) if index in self.indexes else set()
 
     def metadata(self, index: str) -> list[dict[str, Any]]:
+        if index == "conversation-memories":
+            return [meta for found in self.memory_indexes() for _, meta in found.vectors.values()]
         return [meta for _, meta in self.indexes[index].vectors.values()]
+
+    def memory_indexes(self) -> list[Index]:
+        """Every index holding memories: the owners' indexes of every bucket, and a shared one."""
+        return [
+            index
+            for bucket in self.buckets.values()
+            for name, index in bucket.items()
+            if name.startswith("m-") or name == "conversation-memories"
+        ]
+
+    def user_indexes(self) -> dict[tuple[str, str], Index]:
+        """The owners' indexes by (bucket, index name)."""
+        return {
+            (bucket, name): index
+            for bucket, indexes in self.buckets.items()
+            for name, index in indexes.items()
+            if name.startswith("m-")
+        }
 
     # --- the wire ---------------------------------------------------------------------------
 
@@ -86,7 +116,10 @@ class FakeS3Vectors:
                 if failure[0] == operation:
                     self._failures.remove(failure)
                     raise Refused(failure[1], failure[2], "injected failure")
-            if body.get("vectorBucketName") != self.bucket:
+            if (
+                operation != "CreateVectorBucket"
+                and body.get("vectorBucketName") not in self.buckets
+            ):
                 raise Refused("NotFoundException", 404, "The specified vector bucket not found")
             answer = getattr(self, f"_{operation}")(body)
             status, headers = 200, {"content-type": "application/json"}
@@ -97,32 +130,47 @@ class FakeS3Vectors:
         return AWSResponse(request.url, status, headers, _Raw(json.dumps(answer).encode()))
 
     def _index(self, body: dict[str, Any]) -> Index:
-        index = self.indexes.get(body.get("indexName", ""))
+        index = self.buckets[body["vectorBucketName"]].get(body.get("indexName", ""))
         if index is None:
             raise Refused("NotFoundException", 404, "The specified index could not be found")
         return index
 
     # --- operations -------------------------------------------------------------------------
 
-    def _CreateIndex(self, body: dict[str, Any]) -> dict[str, Any]:
-        name = body["indexName"]
-        if name in self.indexes:
-            raise Refused("ConflictException", 409, "An index with this name already exists")
-        spec = {k: v for k, v in body.items() if k not in ("vectorBucketName", "indexName")}
-        self.indexes[name] = Index(spec)
-        return {"indexArn": self._arn(name)}
+    def _CreateVectorBucket(self, body: dict[str, Any]) -> dict[str, Any]:
+        name = body["vectorBucketName"]
+        if name in self.buckets:
+            raise Refused("ConflictException", 409, "A vector bucket with this name exists")
+        self.buckets[name] = {}
+        return {"vectorBucketArn": f"arn:aws:s3vectors:us-east-1:123456789012:bucket/{name}"}
 
-    def _arn(self, name: str) -> str:
-        return f"arn:aws:s3vectors:us-east-1:123456789012:bucket/{self.bucket}/index/{name}"
+    def _CreateIndex(self, body: dict[str, Any]) -> dict[str, Any]:
+        name, bucket = body["indexName"], self.buckets[body["vectorBucketName"]]
+        if name in bucket:
+            raise Refused("ConflictException", 409, "An index with this name already exists")
+        if len(bucket) >= 10_000:
+            raise Refused("ServiceQuotaExceededException", 402, "10,000 indexes in the bucket")
+        spec = {k: v for k, v in body.items() if k not in ("vectorBucketName", "indexName")}
+        bucket[name] = Index(spec)
+        return {"indexArn": self._arn(body["vectorBucketName"], name)}
+
+    def _DeleteIndex(self, body: dict[str, Any]) -> dict[str, Any]:
+        self._index(body)
+        del self.buckets[body["vectorBucketName"]][body["indexName"]]
+        return {}
+
+    @staticmethod
+    def _arn(bucket: str, name: str) -> str:
+        return f"arn:aws:s3vectors:us-east-1:123456789012:bucket/{bucket}/index/{name}"
 
     def _GetIndex(self, body: dict[str, Any]) -> dict[str, Any]:
         index = self._index(body)
         name = body["indexName"]
         return {
             "index": {
-                "vectorBucketName": self.bucket,
+                "vectorBucketName": body["vectorBucketName"],
                 "indexName": name,
-                "indexArn": self._arn(name),
+                "indexArn": self._arn(body["vectorBucketName"], name),
                 "creationTime": 1767225600,
                 "indexMode": "ENHANCED",
                 **index.spec,
@@ -161,17 +209,22 @@ class FakeS3Vectors:
         index = self._index(body)
         if not 1 <= len(body["keys"]) <= 100:
             raise Refused("ValidationException", 400, "keys: 1 to 100 items")
-        found = []
-        for key in body["keys"]:
-            if key in index.vectors:
-                data, metadata = index.vectors[key]
-                item: dict[str, Any] = {"key": key}
-                if body.get("returnData"):
-                    item["data"] = {"float32": data}
-                if body.get("returnMetadata"):
-                    item["metadata"] = metadata
-                found.append(item)
-        return {"vectors": found}
+        return {
+            "vectors": [_listed(index, key, body) for key in body["keys"] if key in index.vectors]
+        }
+
+    def _ListVectors(self, body: dict[str, Any]) -> dict[str, Any]:
+        index = self._index(body)
+        limit = body.get("maxResults", 500)
+        if not 1 <= limit <= 1000:
+            raise Refused("ValidationException", 400, "maxResults: 1 to 1000")
+        keys = sorted(index.vectors)
+        start = int(body.get("nextToken") or 0)
+        page = keys[start : start + limit]
+        answer: dict[str, Any] = {"vectors": [_listed(index, key, body) for key in page]}
+        if start + limit < len(keys):
+            answer["nextToken"] = str(start + limit)
+        return answer
 
     def _QueryVectors(self, body: dict[str, Any]) -> dict[str, Any]:
         index = self._index(body)
@@ -204,6 +257,18 @@ class FakeS3Vectors:
         if end < len(scored):
             answer["nextToken"] = str(end)
         return answer
+
+
+def _listed(index: Index, key: str, body: dict[str, Any]) -> dict[str, Any]:
+    """A vector as GetVectors and ListVectors answer it: its key, and its data and metadata
+    when the request asks for them."""
+    data, metadata = index.vectors[key]
+    item: dict[str, Any] = {"key": key}
+    if body.get("returnData"):
+        item["data"] = {"float32": data}
+    if body.get("returnMetadata"):
+        item["metadata"] = metadata
+    return item
 
 
 def _cosine(a: list[float], b: list[float]) -> float:

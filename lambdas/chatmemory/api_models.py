@@ -48,6 +48,8 @@ from chatmemory.schema import (
     MAX_NAMESPACE_DEPTH,
     MAX_NAMESPACE_LABEL_CHARS,
     MAX_RECORD_CHARS,
+    MAX_RECORD_FILTER_DEPTH,
+    MAX_RECORD_FILTER_VALUES,
     MAX_RECORD_TTL_SECONDS,
     MAX_TURN_MESSAGES_BYTES,
     PROFILE_NAMESPACE,
@@ -401,6 +403,13 @@ class TurnOut(_Out):
         description=(
             "Stacked messages: the later turn whose one answer covered this message too "
             "(this turn then has no response of its own)."
+        ),
+    )
+    stopped: bool = Field(
+        default=False,
+        description=(
+            "A streamed answer stopped before it was finished (the user stopped it, or their "
+            "client went away): the response is what had been sent."
         ),
     )
 
@@ -928,9 +937,14 @@ class SearchRecordsRequest(_Strict):
         default=None,
         description=(
             "Conditions on the record's value: a record whose text is a JSON object is that "
-            'object, any other is {"text": text}. A field equals a value, or meets operators '
-            "$eq, $ne, $gt, $gte, $lt, $lte; nested objects match field by field (LangGraph's "
-            "store filters)."
+            'object, any other is {"text": text} (so is JSON Python cannot parse: nested '
+            "deeper than about 1,000 levels, or an integer of over 4,300 digits). A field "
+            "equals a value, or meets operators $eq, $ne, $gt, $gte, $lt, $lte (numbers compare "
+            "exactly whatever their size); nested objects match field by field, lists element "
+            "by element (LangGraph's store filters). 400 for an unknown operator (a top-level "
+            "$or among them), an object mixing operators and fields, an operator inside an "
+            f"operand, nesting deeper than {MAX_RECORD_FILTER_DEPTH} levels (the filter is the "
+            f"first) or more than {MAX_RECORD_FILTER_VALUES} keys and values in all."
         ),
     )
     type: RecordType | None = Field(default=None, description="Only records of this type.")

@@ -245,6 +245,9 @@ class Turn:
     # The client framework's own messages this turn stands for (POST /turns `messages`), as
     # compact JSON text: opaque to the service, which reads input and response.
     messages: str | None = None
+    # A streamed answer the user stopped (or whose client went away) before it was finished:
+    # the response is what had been sent (docs/concepts/streaming.md).
+    stopped: bool = False
 
 
 @dataclass

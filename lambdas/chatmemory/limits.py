@@ -44,12 +44,23 @@ DYNAMODB_EXPRESSION_BYTES = 4096  # each expression string
 S3VECTORS_PUT = BatchLimit(count=500, bytes=20 * MiB, overhead=1024)
 S3VECTORS_DELETE = BatchLimit(count=500, bytes=20 * MiB, overhead=1024)
 S3VECTORS_GET_KEYS = 100
+S3VECTORS_LIST_PAGE = 1000  # vectors per ListVectors page
 S3VECTORS_TOP_K = 100
 S3VECTORS_KEY_CHARS = 1024
 S3VECTORS_METADATA_BYTES = 40 * 1024
 S3VECTORS_FILTERABLE_METADATA_BYTES = 2 * 1024
 S3VECTORS_METADATA_KEYS = 50
 S3VECTORS_MAX_DIMENSION = 4096
+S3VECTORS_INDEXES_PER_BUCKET = 10_000
+S3VECTORS_BUCKETS_PER_REGION = 10_000  # per account
+S3VECTORS_VECTORS_PER_INDEX = 2_000_000_000
+# Per index: PutVectors and DeleteVectors requests a second together, and vectors inserted and
+# deleted a second together ("Limitations and restrictions"); queries: "hundreds of
+# QueryVectors, GetVectors, or ListVectors requests per second per vector index" (S3 Vectors
+# best practices: a range, not a number; the capacity model reads it as 100).
+S3VECTORS_WRITE_REQUESTS_PER_SECOND = 1_000
+S3VECTORS_WRITE_VECTORS_PER_SECOND = 2_500
+S3VECTORS_QUERIES_PER_SECOND = 100
 
 # --- Amazon OpenSearch Service (Developer Guide, "Network quotas": the maximum size of HTTP
 # request payloads is 10 MiB on t2 and t3 instance types, 100 MiB on the others). Serverless
@@ -68,6 +79,12 @@ def opensearch_payload_limit(instance_type: str) -> int:
     return OPENSEARCH_SMALL_INSTANCE_BYTES if small else OPENSEARCH_LARGE_INSTANCE_BYTES
 
 
+# --- Amazon API Gateway (Developer Guide, "Amazon API Gateway quotas": throttle quota per
+# account, per Region across REST, HTTP, WebSocket and WebSocket callback APIs; adjustable) ---
+APIGATEWAY_ACCOUNT_RATE = 10_000  # requests per second
+APIGATEWAY_ACCOUNT_BURST = 5_000
+APIGATEWAY_INTEGRATION_TIMEOUT_SECONDS = 29
+
 # --- Amazon EventBridge (User Guide, "Amazon EventBridge quotas": PutEvents) ---------------------
 EVENTBRIDGE_PUT_EVENTS = BatchLimit(count=10, bytes=256 * 1024)
 
@@ -82,6 +99,25 @@ LAMBDA_PAYLOAD_BYTES = 6 * MiB
 # answer's envelope (status, headers) and the answer's other fields (a session, a token) take
 # the rest of the 6 MiB.
 LAMBDA_ANSWER_ITEMS_BYTES = LAMBDA_PAYLOAD_BYTES - MiB // 2
+
+# AWS Lambda quotas: concurrent executions per Region and account (adjustable; a function's
+# reserved concurrency comes out of it, and 100 stay unreserved), and how fast concurrency may
+# grow beyond the initial burst ("Lambda scaling behavior": 1,000 execution environments every
+# 10 seconds per function). A DynamoDB stream mapping runs at most `parallelization factor`
+# batches of a shard at once (1 to 10), one shard after another in order.
+LAMBDA_CONCURRENT_EXECUTIONS = 1_000
+LAMBDA_UNRESERVED_MINIMUM = 100
+LAMBDA_SCALING_PER_10_SECONDS = 1_000
+LAMBDA_MAX_PARALLELIZATION_FACTOR = 10
+
+# --- Amazon DynamoDB throughput (Developer Guide, "Throughput default quotas": on-demand tables
+# take up to 40,000 read and 40,000 write request units a second each, per table and adjustable;
+# a partition serves 3,000 read and 1,000 write units a second; a stream shard is read by at
+# most 2 processes at once) -----------------------------------------------------------------
+DYNAMODB_TABLE_READ_UNITS = 40_000
+DYNAMODB_TABLE_WRITE_UNITS = 40_000
+DYNAMODB_PARTITION_READ_UNITS = 3_000
+DYNAMODB_PARTITION_WRITE_UNITS = 1_000
 
 # --- Amazon Bedrock (Converse and InvokeModel request bodies) -----------------------------------
 BEDROCK_REQUEST_BYTES = 25 * MiB

@@ -90,8 +90,27 @@ class SessionStore(Protocol):
         ...
 
     def stale_sessions(self, state: str, shard: int, before: str, limit: int) -> list[str]:
-        """Sessions in `state` (OPEN, IMPORTING, DELETING) of one shard of the sparse index
-        whose activity bucket lies wholly before `before`."""
+        """Sessions in `state` (OPEN, ENDED, IMPORTING, DELETING) of one shard of the sparse
+        index whose activity bucket (an ENDED session's: when it ended) lies wholly before
+        `before`."""
+        ...
+
+    def stale_page(
+        self, state: str, shard: int, before: str, limit: int, next_token: str | None
+    ) -> Page[str]:
+        """A page of stale_sessions, oldest first, and the token of the next one."""
+        ...
+
+    def oldest_stale(self, state: str, shard: int) -> str | None:
+        """The activity bucket of the oldest session in `state` of one shard, or None."""
+        ...
+
+    def retry_consolidation(
+        self, session_ids: Sequence[str], *, at: str, before: str, limit: int
+    ) -> list[str]:
+        """Start again (a write the consolidation stream mapping takes) the consolidation of
+        those of these sessions still ENDED and not started again since `before`, at most
+        `limit`, in the order given; returns them."""
         ...
 
     def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
@@ -260,6 +279,19 @@ class RecordStore(Protocol):
         ...
 
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None: ...
+
+    def statement_holder(self, owner: str, statement: str) -> str | None:
+        """The id of the record that holds `statement` (a key of a stated text's type and
+        words: profile.statement_key), as its claim says; None when it is unclaimed."""
+        ...
+
+    def put_stated_record(
+        self, record: MemoryRecord, *, statement: str, holder: str | None
+    ) -> bool:
+        """Write a new stated record and the claim of its statement, conditional on the claim
+        still naming `holder` (None: unclaimed), in one transaction. False, writing nothing,
+        when another statement of the same words came first."""
+        ...
 
     def list_records(
         self,

@@ -133,6 +133,11 @@ MAX_RECORD_TTL_SECONDS = 10 * 365 * 24 * 3600
 # What of a record its index entry holds and is embedded from (embedding models take a few
 # thousand tokens; S3 Vectors' metadata is at most 40 KB): the record keeps all of its text.
 MAX_RECORD_ENTRY_CHARS = 8_000
+# A filter of POST /memories/records/search: objects and lists nested at most this deep (the
+# filter itself is level 1), and at most this many keys and values in all. LangGraph's filters
+# are a few fields; these bound what one search costs to check and match per record.
+MAX_RECORD_FILTER_DEPTH = 8
+MAX_RECORD_FILTER_VALUES = 256
 # A namespace of a client's records: at most this many labels, each 1-MAX_NAMESPACE_LABEL_CHARS
 # characters without control characters (the separator of their stored path is one).
 MAX_NAMESPACE_DEPTH = 16
@@ -179,9 +184,10 @@ LAST_ACTIVE_AT = "last_active_at"
 STATUS = "status"
 NUM_TURNS = "num_turns"
 # Present only while a session needs background attention: a write-sharded key "<STATE>#<n>" for
-# the sparse index the sweeper reads (OPEN: ended when idle; IMPORTING: an import that never
+# the sparse index the sweeper reads (OPEN: ended when idle; ENDED: a consolidation to start
+# again if it is lost, sorted by when the session ended; IMPORTING: an import that never
 # finished; DELETING: a purge to re-kick if it stalled), so no partition of that index becomes
-# hot and settled sessions (ENDED, CONSOLIDATED, FAILED) drop out of it.
+# hot and settled sessions (CONSOLIDATED, FAILED) drop out of it.
 OPEN_SHARD = "open_shard"
 OPEN_SHARDS = 16
 # The sparse index is sorted by last activity rounded down to IDLE_BUCKET_MINUTES: a turn
@@ -312,6 +318,24 @@ USERS = TableSpec(
 RECORD_ID = "record_id"
 # A record's namespace, as its path (namespace_path); absent for the profile's own records.
 RECORD_NAMESPACE = "ns"
+
+# Who holds a statement the caller made (POST /memories/records without record_id, /remember):
+# a claim item per (owner, type and normalised words), beside the records in a partition of its
+# own ("<owner>#stated", never an owner key: those are "<id>" or "<id>#<n>"), so no read of
+# the owner's records ever meets one. It names the record that holds the statement
+# (STATEMENT_HOLDER) and is written in the record's transaction, conditional on naming what the
+# writer read: of concurrent identical statements one writes its record and the others read
+# it as their duplicate. It only arbitrates such races, so it expires an hour after its write
+# (DynamoDB's TTL deletes it within days; the purge ignores its removal); one that names a
+# record gone or changed is taken over by the next statement of those words.
+STATEMENT_HOLDER = "holder"
+STATEMENT_CLAIM_SECONDS = 3600
+
+
+def statement_partition(owner: str) -> str:
+    """The partition of an owner's statement claims: "<owner>#stated"."""
+    return f"{owner}#stated"
+
 
 # The profile's lasting records (ACTIVE facts and preferences of the profile's own namespace that
 # never expire and are no dated event) carry their place in the profile block (profile_rank,
@@ -595,6 +619,12 @@ class MemoryKind(StrEnum):
     OPEN_QUESTION = "open_question"  # a record's entry, of its session (as a summary's)
 
 
+# How long a streamed answer may take (POST /sessions/{id}/messages/stream): the stream
+# function's timeout (API Gateway streams for up to 15 minutes; the buffered route has 29 s).
+STREAM_TIMEOUT_SECONDS = 300
+# The streamed message route's path ends so: POST /sessions/{session_id}/messages/stream.
+STREAM_PATH_SUFFIX = "/messages/stream"
+
 # Auto-recall's block in a chat prompt sits between these lines (services/longterm/auto_recall.py
 # writes it; the offline responder reads it back).
 PROMPT_MEMORY_HEADER = (
@@ -664,7 +694,7 @@ class EmbedFormat(StrEnum):
 class SentimentMode(StrEnum):
     """How a user turn's sentiment is found (SENTIMENT)."""
 
-    # The text model when one is configured (TEXT_BACKEND other than offline), else VADER.
+    # VADER (the text model was asked before: a second model call on every turn).
     AUTO = "auto"
     VADER = "vader"  # VADER's lexicon and rules, in process
     MODEL = "model"  # one short call to the text model per chat turn, VADER when it fails
@@ -692,6 +722,14 @@ SESSION_ENDED_FILTER: dict[str, Any] = {
 # of the session while the checkpoint stands lets a run resume, and runs are idempotent.
 CONSOLIDATION_STATE = "consolidation_state"
 CONSOLIDATION_CONTINUE = "CONTINUE"
+# When the sweeper last started an ENDED session's consolidation again (its stream record lost:
+# expired, dead-lettered, or its run died): the same write as a checkpoint's hand-over.
+CONSOLIDATION_RETRIED_AT = "consolidation_retried_at"
+# The sweeper's metric (namespace ChatMemory, dimension service=sweep-idle) of how long the
+# oldest session ENDED and not yet consolidated has waited, in seconds: the alarm's.
+OLDEST_UNCONSOLIDATED_METRIC = "OldestUnconsolidatedSeconds"
+SWEEPER_SERVICE = "sweep-idle"
+METRICS_NAMESPACE = "ChatMemory"
 CONSOLIDATION_CONTINUE_FILTER: dict[str, Any] = {
     "eventName": ["MODIFY"],
     "dynamodb": {
@@ -716,9 +754,11 @@ RECORD_DELETING_FILTER: dict[str, Any] = {
 }
 # A record DynamoDB's TTL deleted (its expiry passed): the purge removes its index entries,
 # named by the old image. Only the service's own deletes: the API's are purged in the request.
+# Only records (every one has a type): a statement's claim expiring has nothing to purge.
 RECORD_EXPIRED_FILTER: dict[str, Any] = {
     "eventName": ["REMOVE"],
     "userIdentity": {"type": ["Service"], "principalId": ["dynamodb.amazonaws.com"]},
+    "dynamodb": {"OldImage": {"type": {"S": [t.value for t in RecordType]}}},
 }
 # A user whose forget request still has namespaces to purge.
 USER_PURGE_FILTER: dict[str, Any] = {
@@ -845,6 +885,12 @@ ENV_SENTIMENT = "SENTIMENT"
 ENV_EVENT_BUS = "EVENT_BUS_NAME"
 ENV_AGENT_GROUP = "AGENT_GROUP"
 ENV_AGENT_ROLE_ARN = "AGENT_ROLE_ARN"
+# With IAM auth, a backend calls as one role for all of its own users: a session of a role named
+# in END_USER_ROLE_ARNS may name the end user it calls for in this header, and each end user is a
+# caller of their own ("<role ARN>/end-user/<id>"), with their own sessions, records and
+# forget; the id follows ID_PATTERN. From anyone else the header is refused (403).
+END_USER_HEADER = "X-ChatMemory-End-User"
+ENV_END_USER_ROLE_ARNS = "END_USER_ROLE_ARNS"
 ENV_HANDOFF_ON_NOTHING_VERIFIED = "HANDOFF_ON_NOTHING_VERIFIED"
 ENV_HANDOFF_NEGATIVE_TURNS = "HANDOFF_NEGATIVE_TURNS"
 ENV_HANDOFF_NEGATIVE_SCORE = "HANDOFF_NEGATIVE_SCORE"
@@ -882,14 +928,24 @@ OPENSEARCH_RUNTIME_ROLE_BODY: dict[str, Any] = {
 }
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
-# Amazon S3 Vectors: the vector bucket holding one vector index per LONG_TERM_INDEXES name
-# (index names are the same as OpenSearch's).
+# How the index setup creates the indexes on a domain: primary shards, and vectors on disk.
+ENV_OPENSEARCH_SHARDS = "OPENSEARCH_SHARDS"
+ENV_OPENSEARCH_ON_DISK = "OPENSEARCH_ON_DISK"
+# Amazon S3 Vectors: the stack's vector bucket (the verified passages' index, and the shared
+# memory index of deployments made before memories were indexed per user), and how many buckets
+# the per-user memory indexes are spread over (user_vector_bucket).
 ENV_VECTOR_BUCKET = "VECTOR_BUCKET_NAME"
+ENV_VECTOR_BUCKETS = "VECTOR_BUCKETS"
+# Whether the shared memory index of such a deployment still exists (until its migration is done,
+# a deletion removes the entries there too).
+ENV_VECTOR_SHARED_INDEX = "VECTOR_SHARED_INDEX"
 ENV_MEMORY_PATH = "MEMORY_PATH"
 ENV_RECALL_WEIGHTS = "RECALL_WEIGHTS"
 ENV_RECENCY_HALF_LIFE_DAYS = "RECENCY_HALF_LIFE_DAYS"
 ENV_COMPACT_AFTER_TURNS = "COMPACT_AFTER_TURNS"
 ENV_IDLE_MINUTES = "IDLE_MINUTES"
+ENV_CONSOLIDATION_RETRY_MINUTES = "CONSOLIDATION_RETRY_MINUTES"
+ENV_CONSOLIDATION_RETRIES_PER_SWEEP = "CONSOLIDATION_RETRIES_PER_SWEEP"
 ENV_PURGE_SETTLE_SECONDS = "PURGE_SETTLE_SECONDS"
 
 
@@ -997,12 +1053,55 @@ def s3vectors_index_spec(dimension: int) -> dict[str, Any]:
     }
 
 
-def long_term_index_body(dimension: int) -> dict[str, Any]:
+# An owner's memories are an index of their own (S3 Vectors best practices: "if you have a
+# multi-tenant workload and your application queries each tenant independently, consider
+# storing each tenant's vectors in a separate vector index"): a query is billed for the data of
+# the index it searches, so a shared index made every query's price grow with every user's
+# memories. An index name is 3 to 63 lowercase letters, digits, hyphens and dots; an owner key
+# may hold anything (an IAM ARN, "#<generation>"), so the name is a digest of it. A bucket
+# holds at most 10,000 indexes, so owners are spread over `buckets` buckets by another part of
+# the digest; the buckets are created on their first index (adapters/s3vectors.py).
+USER_INDEX_PREFIX = "m-"
+USER_BUCKET_SUFFIX = "-u"
+
+
+def user_vector_index(owner: str) -> str:
+    """The S3 Vectors index of one owner key's memories: "m-" and 40 hex digits of its SHA-256
+    (160 bits: no two owners of a deployment share one)."""
+    return USER_INDEX_PREFIX + hashlib.sha256(owner.encode()).hexdigest()[:40]
+
+
+def user_vector_bucket(base: str, owner: str, buckets: int) -> str:
+    """The vector bucket of one owner key's index: "<base>-u<n>", n in 0..buckets-1 from the
+    last 16 hex digits of the owner's SHA-256 (independent of the index name's)."""
+    slot = int(hashlib.sha256(owner.encode()).hexdigest()[-16:], 16) % max(buckets, 1)
+    return f"{base}{USER_BUCKET_SUFFIX}{slot}"
+
+
+def long_term_index_body(
+    dimension: int, *, shards: int = 1, on_disk: bool = False
+) -> dict[str, Any]:
     """Settings and mapping of both long-term indexes: HNSW on faiss (efficient filtered k-NN
-    on `user_id`), BM25 on `text` for hybrid scoring."""
+    on `user_id`), BM25 on `text` for hybrid scoring, `shards` primary shards (memories are
+    routed by owner: adapters/opensearch.py). `on_disk`: the vectors' graph quantized 32x in
+    memory (binary quantization) and rescored from the full vectors on disk (OpenSearch 2.17+
+    "disk-based vector search"): an HNSW graph of 4,096 float dimensions takes about 18 KB of
+    memory a vector, quantized about 0.7 KB."""
+    vectors: dict[str, Any] = {
+        "type": "knn_vector",
+        "dimension": dimension,
+        "method": {
+            "name": "hnsw",
+            "engine": "faiss",
+            "space_type": "innerproduct",
+            "parameters": {"m": 16, "ef_construction": 128},
+        },
+    }
+    if on_disk:
+        vectors |= {"data_type": "float", "mode": "on_disk", "compression_level": "32x"}
     return {
         "settings": {
-            "index": {"knn": True, "number_of_shards": 1},
+            "index": {"knn": True, "number_of_shards": shards},
             "analysis": {
                 "filter": {
                     "memory_stop": {"type": "stop", "stopwords": list(TEXT_STOPWORDS)},
@@ -1036,16 +1135,7 @@ def long_term_index_body(dimension: int) -> dict[str, Any]:
                 "record_id": {"type": "keyword"},
                 "valid_until": {"type": "date"},
                 "sessions": {"type": "keyword"},
-                "embedding": {
-                    "type": "knn_vector",
-                    "dimension": dimension,
-                    "method": {
-                        "name": "hnsw",
-                        "engine": "faiss",
-                        "space_type": "innerproduct",
-                        "parameters": {"m": 16, "ef_construction": 128},
-                    },
-                },
+                "embedding": vectors,
             },
         },
     }

@@ -169,6 +169,17 @@ def _origins(value: Any) -> tuple[str, ...]:
     raise ValueError("should be comma-separated origins")
 
 
+def _role_arns(value: Any) -> tuple[str, ...]:
+    """END_USER_ROLE_ARNS: IAM role ARNs, comma-separated."""
+    if isinstance(value, str):
+        value = [arn.strip() for arn in value.split(",") if arn.strip()]
+    if not isinstance(value, tuple | list) or not all(
+        isinstance(arn, str) and re.fullmatch(_ROLE_ARN, arn) and arn for arn in value
+    ):
+        raise ValueError("should be comma-separated IAM role ARNs")
+    return tuple(value)
+
+
 # "vector,lexical,recency,time": up to four numbers.
 _WEIGHTS = r"\s*-?\d+(\.\d+)?(\s*,\s*-?\d+(\.\d+)?){0,3}\s*"
 _ROLE_ARN = r"(arn:[\w-]+:iam::\d{12}:role/\S+)?"
@@ -293,11 +304,36 @@ class Settings:
     opensearch_serverless: bool = setting(
         False, "Whether the endpoint is an OpenSearch Serverless collection.", _flag
     )
+    opensearch_shards: int = setting(
+        1,
+        "Primary shards of a long-term index the index setup creates on a domain (memories are "
+        "routed by user, so a search reads one shard); an existing index keeps its own.",
+        _integer(ge=1, le=1024),
+    )
+    opensearch_on_disk: bool = setting(
+        False,
+        "Create the indexes' vectors in OpenSearch's on_disk mode (32x quantized in memory, "
+        "rescored from disk; domains only); an existing index keeps its own.",
+        _flag,
+    )
     # Amazon S3 Vectors: the vector bucket holding the long-term indexes (required with it).
     vector_bucket: str = setting(
         "",
         "The S3 vector bucket of the long-term indexes (required with `s3vectors`).",
         _stripped,
+    )
+    vector_buckets: int = setting(
+        1,
+        "How many S3 vector buckets (named after `VECTOR_BUCKET_NAME`) the per-user memory "
+        "indexes are spread over: a bucket holds at most 10,000 indexes. Changing it moves "
+        "users to other buckets: migrate their indexes first (docs/operations.md).",
+        _integer(ge=1, le=10_000),
+    )
+    vector_shared_index: bool = setting(
+        False,
+        "Whether the shared memory index of a deployment made before per-user indexes still "
+        "exists in the vector bucket (deletions then remove entries there too).",
+        _flag,
     )
     # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
     recall_weights: str = setting(
@@ -316,6 +352,18 @@ class Settings:
     )
     idle_minutes: int = setting(
         30, "The sweeper ends sessions without a turn for this long.", _integer(ge=1)
+    )
+    consolidation_retry_minutes: int = setting(
+        360,
+        "The sweeper starts again the consolidation of a session ended this long ago and not "
+        "consolidated (its stream record expired or was lost), and again after as long.",
+        _integer(ge=1),
+    )
+    consolidation_retries_per_sweep: int = setting(
+        1000,
+        "At most this many lost consolidations started again by one sweep (as many as "
+        "consolidation can take in a sweep's interval).",
+        _integer(ge=1),
     )
     # How long a purge waits after a forget before trusting the user index (its lag).
     purge_settle_seconds: float = setting(
@@ -346,11 +394,12 @@ class Settings:
         (), "Comma-separated origins a browser page may call the API from (`*`: any).", _origins
     )
     # How a user turn's sentiment is found: VADER in process (also with a text model: a model
-    # call per turn would add its latency and cost to every turn), the text model, or not.
+    # call per turn would add its latency, its cost and a request against the model's quota
+    # to every turn), the text model when asked for, or not.
     sentiment: SentimentMode = setting(
         SentimentMode.AUTO,
-        "The sentiment of user turns: `auto` (the text model when there is one, else "
-        "VADER), `vader`, `model` or `off`.",
+        "The sentiment of user turns: `auto` and `vader` (VADER, in process: no model call), "
+        "`model` (one more text model call a turn) or `off`.",
         _choice(SentimentMode),
     )
     # Messages sent before the bot answered are answered together
@@ -380,6 +429,12 @@ class Settings:
         "",
         "With IAM auth, the role whose sessions are agents.",
         _matching(_ROLE_ARN, "an IAM role's ARN"),
+    )
+    end_user_role_arns: tuple[str, ...] = setting(
+        (),
+        "With IAM auth, the roles whose sessions may name their end users in the "
+        f"`{s.END_USER_HEADER}` header (each end user then a caller of their own).",
+        _role_arns,
     )
     handoff_on_nothing_verified: bool = setting(
         False, "Hand the session to a person when `/verified` finds nothing relevant.", _flag
@@ -533,11 +588,17 @@ ENV: dict[str, str] = {
     "memory_path": s.ENV_MEMORY_PATH,
     "opensearch_endpoint": s.ENV_OPENSEARCH_ENDPOINT,
     "opensearch_serverless": s.ENV_OPENSEARCH_SERVERLESS,
+    "opensearch_shards": s.ENV_OPENSEARCH_SHARDS,
+    "opensearch_on_disk": s.ENV_OPENSEARCH_ON_DISK,
     "vector_bucket": s.ENV_VECTOR_BUCKET,
+    "vector_buckets": s.ENV_VECTOR_BUCKETS,
+    "vector_shared_index": s.ENV_VECTOR_SHARED_INDEX,
     "recall_weights": s.ENV_RECALL_WEIGHTS,
     "recency_half_life_days": s.ENV_RECENCY_HALF_LIFE_DAYS,
     "compact_after_turns": s.ENV_COMPACT_AFTER_TURNS,
     "idle_minutes": s.ENV_IDLE_MINUTES,
+    "consolidation_retry_minutes": s.ENV_CONSOLIDATION_RETRY_MINUTES,
+    "consolidation_retries_per_sweep": s.ENV_CONSOLIDATION_RETRIES_PER_SWEEP,
     "purge_settle_seconds": s.ENV_PURGE_SETTLE_SECONDS,
     "cors_origins": s.ENV_CORS_ORIGINS,
     "sentiment": s.ENV_SENTIMENT,
@@ -547,6 +608,7 @@ ENV: dict[str, str] = {
     "events_file": s.ENV_EVENTS_FILE,
     "agent_group": s.ENV_AGENT_GROUP,
     "agent_role_arn": s.ENV_AGENT_ROLE_ARN,
+    "end_user_role_arns": s.ENV_END_USER_ROLE_ARNS,
     "handoff_on_nothing_verified": s.ENV_HANDOFF_ON_NOTHING_VERIFIED,
     "handoff_negative_turns": s.ENV_HANDOFF_NEGATIVE_TURNS,
     "handoff_negative_score": s.ENV_HANDOFF_NEGATIVE_SCORE,

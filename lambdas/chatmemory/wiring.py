@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from chatmemory.services.background.consolidation import ConsolidationPolicy
     from chatmemory.services.background.forget import PurgePolicy
     from chatmemory.services.background.maintenance import CompactionPolicy
+    from chatmemory.services.background.migrate import SharedIndex
     from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
 
 
@@ -117,7 +118,11 @@ def _opensearch_index(cfg: Settings) -> LongTermIndex:
         cfg.opensearch_endpoint, region, serverless=cfg.opensearch_serverless
     )
     return OpenSearchLongTermIndex(
-        client, dimension=cfg.embed_dimension, serverless=cfg.opensearch_serverless
+        client,
+        dimension=cfg.embed_dimension,
+        serverless=cfg.opensearch_serverless,
+        shards=cfg.opensearch_shards,
+        on_disk=cfg.opensearch_on_disk,
     )
 
 
@@ -141,7 +146,29 @@ def _s3vectors_index(cfg: Settings) -> LongTermIndex:
             f"runtime has {botocore.__version__} (deploy with a newer Lambda runtime, or add "
             "a boto3 layer)"
         ) from None
-    return S3VectorsLongTermIndex(client, cfg.vector_bucket, dimension=cfg.embed_dimension)
+    return S3VectorsLongTermIndex(
+        client,
+        cfg.vector_bucket,
+        dimension=cfg.embed_dimension,
+        buckets=cfg.vector_buckets,
+        shared_index=cfg.vector_shared_index,
+    )
+
+
+def shared_memory_index(cfg: Settings | None = None) -> SharedIndex:
+    """The S3 Vectors index with the shared memory index of an older deployment to migrate
+    (services/background/migrate.py)."""
+    cfg = cfg or settings()
+    if cfg.long_term_backend != LongTermBackend.S3VECTORS or not cfg.vector_shared_index:
+        raise ConfigurationError(
+            "the migration of a shared memory index needs LONG_TERM_BACKEND=s3vectors and "
+            "VECTOR_SHARED_INDEX=true"
+        )
+    from chatmemory.adapters.s3vectors import S3VectorsLongTermIndex
+
+    index = _s3vectors_index(cfg)
+    assert isinstance(index, S3VectorsLongTermIndex)
+    return index
 
 
 LONG_TERM_INDEXES: dict[LongTermBackend, Callable[[Settings], LongTermIndex]] = {
@@ -258,16 +285,16 @@ def sentiment_analyzers(
     cfg: Settings, generator: TextGenerator
 ) -> tuple[SentimentAnalyzer | None, SentimentAnalyzer | None]:
     """The analyzer of chat turns and the one of stored turns (POST /turns makes no model
-    call, so it is VADER there with SENTIMENT=model too). VADER loads on first use."""
+    call, so it is VADER there with SENTIMENT=model too): VADER unless SENTIMENT=model. VADER
+    loads on first use."""
     if cfg.sentiment == SentimentMode.OFF:
         return None, None
     from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 
     vader = VaderSentimentAnalyzer()
-    with_model = cfg.sentiment == SentimentMode.MODEL or (
-        cfg.sentiment == SentimentMode.AUTO and cfg.text_backend != TextBackend.OFFLINE
-    )
-    if with_model:
+    # Only when asked for: a second model call on every chat turn doubles the text model's
+    # requests (its quota, its bill) and waits before the answer.
+    if cfg.sentiment == SentimentMode.MODEL:
         from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
 
         return ModelSentimentAnalyzer(generator, fallback=vader), vader

@@ -45,7 +45,7 @@ from chatmemory.services.background import forget
 from chatmemory.services.conversation import chat, checkpoints, handoff, sessions, turns
 from chatmemory.services.longterm import recall
 from chatmemory.services.profile import profile
-from handlers import chat_shared, messages
+from handlers import chat_shared, messages, stream
 from handlers.chat_shared import (
     cors_origins,
     known_error,
@@ -271,6 +271,45 @@ def post_message(
     )
     status, envelope = messages.reply(message)
     return Response(status_code=status, content_type="application/json", body=envelope)
+
+
+@router.post(
+    "/sessions/<session_id>/messages/stream",
+    summary="Send a message, its answer streamed",
+    description=(
+        "The message answered as POST /sessions/{session_id}/messages answers it (the same "
+        "turn is stored), its answer sent as server-sent events while the model writes it: "
+        "`memory` (data: {sources}: what long-term memory put in the prompt), `delta` (data: "
+        "{text}: the answer's text, after the output filters), `turn` (data: the envelope the "
+        "buffered route answers), `error` (data: {status, error: {code, message}}: as the "
+        "buffered route's errors), and a `: ping` comment every 15 s while the model is quiet; "
+        "`turn` or `error` is last. A bad request is refused before the stream starts, with the "
+        "buffered route's JSON error. A retry with the same client_message_id replays the "
+        "stored answer; a reader that goes away stops the model, and what it was sent is "
+        "stored, marked stopped."
+    ),
+    responses={
+        200: {
+            "description": "The answer's events",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        }
+    },
+)
+def stream_message(
+    session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
+) -> Response[str]:
+    message = messages.Message(
+        _user(),
+        session_id,
+        body.content,
+        body.client_message_id,
+        body.window_turns,
+        origin=None,  # the resolver adds CORS (handlers/http.OriginCORSConfig)
+    )
+    # Reached when the stream's own path did not take the request as it is: its events in one.
+    return Response(
+        status_code=200, content_type=stream.EVENT_STREAM, body=stream.collected_events(message)
+    )
 
 
 @router.get(
@@ -1128,7 +1167,10 @@ SECURITY_SCHEMES: dict[str, Any] = {
         "description": (
             "An AWS Signature Version 4 of the request (service execute-api) by an IAM "
             "principal allowed to invoke the API; the caller is its identity. Deployments "
-            "with auth=iam."
+            "with auth=iam. A session of a role the deployment allows (endUserRoleArns) may "
+            "name the end user it calls for in the X-ChatMemory-End-User header (1-128 "
+            "letters, digits and _ . : -): each end user is then a caller of their own; from "
+            "anyone else the header is refused with 403."
         ),
         "x-amazon-apigateway-authtype": "awsSigv4",
     },

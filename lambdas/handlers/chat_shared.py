@@ -4,15 +4,16 @@ metrics, posting a message, and how a failed request is answered."""
 
 from __future__ import annotations
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 
 from chatmemory import wiring
 from chatmemory.errors import ChatMemoryError, ConfigurationError
 from chatmemory.services.conversation import chat, sessions
+from handlers.metrics import metrics_of
 
 logger = Logger(service="chat-api")
-metrics = Metrics(namespace="ChatMemory", service="chat-api")
+metrics = metrics_of("chat-api")
 
 
 def cors_origins() -> tuple[str, ...]:
@@ -48,11 +49,16 @@ def post_message(
         ),
         clock=deps.clock,
     )
+    settled(result)
+    return result
+
+
+def settled(result: chat.TurnResult) -> None:
+    """What a message's turn stored tells the log and the metrics (buffered or streamed)."""
     log_sentiment_error(result.sentiment_error)
     log_event_error(result.event_error)
     if not result.replayed:
         metrics.add_metric(name="TurnsStored", unit=MetricUnit.Count, value=1)
-    return result
 
 
 def log_sentiment_error(reason: str) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -18,9 +18,10 @@ from chatmemory.services.background.consolidation import consolidate_session
 from chatmemory.streams import key_of, matches
 from handlers import init_done
 from handlers.batch import remaining_seconds, stream_processor
+from handlers.metrics import metrics_of
 
 logger = Logger(service="consolidate")
-metrics = Metrics(namespace="ChatMemory", service="consolidate")
+metrics = metrics_of("consolidate")
 processor = stream_processor()
 
 

@@ -8,7 +8,8 @@ import json
 import re
 from typing import Any
 
-from chatmemory.errors import ChatMemoryError
+from chatmemory.errors import BadRequest, ChatMemoryError
+from chatmemory.schema import END_USER_HEADER, ID_MAX_LENGTH, ID_PATTERN
 
 
 class Unauthorized(ChatMemoryError):
@@ -18,7 +19,48 @@ class Unauthorized(ChatMemoryError):
 
 def caller_id(event: dict[str, Any]) -> str:
     """The authenticated caller: the Cognito `sub` claim, else the IAM/Lambda authorizer
-    identity. Never taken from the request body or headers."""
+    identity. Never taken from the request body, and from a header only as an end user named
+    by a role allowed to (end_user)."""
+    caller = _authenticated(event)
+    named = _header(event, END_USER_HEADER)
+    return caller if named is None else end_user(event, named)
+
+
+def end_user(event: dict[str, Any], named: str) -> str:
+    """The end user a backend names in END_USER_HEADER: allowed only to a session of a role of
+    END_USER_ROLE_ARNS (API Gateway's IAM authorizer vouches for the session's ARN), each end
+    user a caller of their own under that role ("<role ARN>/end-user/<id>"). Anyone else is
+    refused (403), and an id outside schema.ID_PATTERN too (400)."""
+    from chatmemory import wiring  # the settings, read once per process
+
+    identity = (event.get("requestContext") or {}).get("identity") or {}
+    roles = wiring.settings().end_user_role_arns
+    role = next((r for r in roles if is_session_of(identity.get("userArn"), r)), None)
+    if role is None:
+        raise Forbidden(f"this caller may not name end users ({END_USER_HEADER})")
+    if len(named) > ID_MAX_LENGTH or not re.fullmatch(ID_PATTERN, named):
+        raise BadRequest(
+            f"{END_USER_HEADER} must be 1-{ID_MAX_LENGTH} letters, digits or _ . : - "
+            "(not only dots)"
+        )
+    return f"{role}/end-user/{named}"
+
+
+def _header(event: dict[str, Any], name: str) -> str | None:
+    """A request header's value (names are case-insensitive; the last one of a repeated
+    header), or None."""
+    wanted = name.lower()
+    found = None
+    for key, value in (event.get("headers") or {}).items():
+        if isinstance(key, str) and key.lower() == wanted and isinstance(value, str):
+            found = value
+    for key, values in (event.get("multiValueHeaders") or {}).items():
+        if isinstance(key, str) and key.lower() == wanted and values:
+            found = str(values[-1])
+    return found
+
+
+def _authenticated(event: dict[str, Any]) -> str:
     context = event.get("requestContext") or {}
     authorizer = context.get("authorizer") or {}
     claims = authorizer.get("claims") or {}

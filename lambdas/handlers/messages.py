@@ -24,7 +24,7 @@ from chatmemory.errors import ChatMemoryError
 from chatmemory.schema import ID_MAX_LENGTH, ID_PATTERN
 from handlers import chat_shared
 from handlers.cors import cors_headers
-from handlers.identity import Unauthorized, caller_id
+from handlers.identity import caller_id
 from handlers.json_body import error_json, strict_json
 
 _PATH = re.compile(r"/sessions/([^/]+)/messages")
@@ -57,7 +57,9 @@ def accepted(event: dict[str, Any]) -> Message | None:
     try:
         fields = strict_json(body)
         user = caller_id(event)
-    except (ValueError, Unauthorized):  # a JSONDecodeError is a ValueError
+    # A JSONDecodeError is a ValueError; an identity refused (Unauthorized, or an end user a
+    # caller may not name) is answered by the routes.
+    except (ValueError, ChatMemoryError):
         return None
     if not isinstance(fields, dict) or not _FIELDS.issuperset(fields):
         return None
@@ -126,7 +128,7 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "input": turn.input,
         "response": turn.response,
         "intent": _value(turn.intent),
-        "sources": [_source_json(source) for source in turn.sources],
+        "sources": [source_json(source) for source in turn.sources],
         "created_at": turn.created_at,
         "client_message_id": turn.client_message_id,
         "pending": turn.pending,
@@ -139,10 +141,12 @@ def turn_json(turn: Turn) -> dict[str, Any]:
         "feedback": _feedback_json(turn.feedback),
         "sentiment": _sentiment_json(turn.sentiment),
         "answered_by": turn.answered_by,
+        "stopped": turn.stopped,
     }
 
 
-def _source_json(source: Source) -> dict[str, Any]:
+def source_json(source: Source) -> dict[str, Any]:
+    """A source as the API's `SourceOut` writes it."""
     return {
         "kind": _value(source.kind),
         "id": source.id,

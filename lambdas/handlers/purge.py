@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.batch import process_partial_response
 from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
@@ -20,9 +20,10 @@ from chatmemory.services.profile.profile import purge_expired_record, purge_reco
 from chatmemory.streams import key_of, matches
 from handlers import init_done
 from handlers.batch import remaining_seconds, stream_processor
+from handlers.metrics import metrics_of
 
 logger = Logger(service="purge")
-metrics = Metrics(namespace="ChatMemory", service="purge")
+metrics = metrics_of("purge")
 processor = stream_processor()
 
 

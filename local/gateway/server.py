@@ -3,16 +3,20 @@ files or with the handler's reply to its proxy event; errors are JSON."""
 
 from __future__ import annotations
 
+import io
 import json
 import logging
+import socket
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from chatmemory import schema
 from local.config import API_HOST, DEFAULT_AGENTS, DEFAULT_USER, ROOT, USER_HEADER, WEB_DIR
 from local.gateway.checks import (
     ANY_ADDRESS,
@@ -38,6 +42,12 @@ MAX_BODY_BYTES = 5 * 1024 * 1024
 # A connection that sends nothing for this long is closed (http.server's own socket timeout):
 # each connection holds a thread, and idle or slow ones held hundreds of them.
 IDLE_TIMEOUT_SECONDS = 30.0
+# Once a request's first byte arrived, its request line and headers must arrive within this
+# time, and its body within BODY_TIMEOUT_SECONDS after them, whatever the pace of each read: a
+# client sending a header byte every few seconds never waited out the idle timeout, and held a
+# thread for as long as it liked (50 of them, 80 s and more). 30 s reads a 5 MB body at 170 KB/s.
+HEADER_TIMEOUT_SECONDS = 10.0
+BODY_TIMEOUT_SECONDS = 30.0
 
 
 class Gateway:
@@ -65,6 +75,10 @@ class Gateway:
         agents: Sequence[str] = DEFAULT_AGENTS,
         agent_group: str = "agents",
         idle_timeout: float = IDLE_TIMEOUT_SECONDS,
+        header_timeout: float = HEADER_TIMEOUT_SECONDS,
+        body_timeout: float = BODY_TIMEOUT_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+        after_request: Callable[[], None] | None = None,
     ) -> None:
         if workers < 1:
             raise ValueError("workers must be 1 or more")
@@ -83,6 +97,12 @@ class Gateway:
         self.agent_group = agent_group
         self.stage = stage
         self.idle_timeout = idle_timeout
+        self.header_timeout = header_timeout
+        self.body_timeout = body_timeout
+        self.clock = clock
+        # Called after each request the handler answered (local mode wakes the stream poller:
+        # what the request wrote is read at once, whatever the poller's idle backoff).
+        self.after_request = after_request
         self.allowed_hosts = allowed_host_names(host)
         self._invoke_lock = threading.Lock()
         self._server = _Server((host, port), _RequestHandler)
@@ -115,6 +135,16 @@ class Gateway:
             self.handler()
         else:
             self._pool.start()
+
+    def stream(self, event: dict[str, Any]) -> Any:
+        """The stream function's answer to one proxy event (handlers/stream.py), run in this
+        process whatever `workers` says: its body comes while the turn runs, in the request's
+        thread (the deployed stream function is a function of its own, with one request per
+        instance too, behind the Lambda Web Adapter)."""
+        from chatmemory import wiring
+        from handlers import stream
+
+        return stream.answer(started_now(event), wiring.settings().cors_origins)
 
     def invoke(self, event: dict[str, Any], function_name: str = "chat-api") -> Any:
         """The handler's reply to one proxy event; its exception when it raises."""
@@ -160,6 +190,11 @@ class Gateway:
         self.stop()
 
 
+def _is_stream(event: dict[str, Any]) -> bool:
+    path = str(event.get("path") or "")
+    return event.get("httpMethod") == "POST" and path.endswith(schema.STREAM_PATH_SUFFIX)
+
+
 class _Server(ThreadingHTTPServer):
     """http.server's threading server with room for a burst of connections: with its default
     listen backlog of 5, 30 connections at once saw resets (macOS) or waited seconds for TCP
@@ -167,6 +202,41 @@ class _Server(ThreadingHTTPServer):
 
     request_queue_size = 128
     daemon_threads = True
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A connection's reads, each waiting at most the idle timeout and, while a `deadline` is
+    set (on `clock`), no later than it: a read past it raises TimeoutError, however few bytes
+    each earlier read brought."""
+
+    def __init__(self, connection: socket.socket, idle: float, clock: Callable[[], float]):
+        super().__init__()
+        self._connection = connection
+        self._idle = idle
+        self._clock = clock
+        self.deadline: float | None = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        wait = self._idle
+        if self.deadline is not None:
+            left = self.deadline - self._clock()
+            if left <= 0:
+                raise TimeoutError("the request did not arrive in time")
+            wait = min(wait, left)
+        self._connection.settimeout(wait)
+        return self._connection.recv_into(buffer)
+
+    @contextmanager
+    def within(self, seconds: float) -> Iterator[None]:
+        """Reads within `seconds` from now, in all."""
+        self.deadline = self._clock() + seconds
+        try:
+            yield
+        finally:
+            self.deadline = None
 
 
 class _RequestHandler(BaseHTTPRequestHandler):
@@ -183,6 +253,32 @@ class _RequestHandler(BaseHTTPRequestHandler):
         # connection, which http.server then closes without an answer.
         self.timeout = self.gateway.idle_timeout  # type: ignore[misc]
         super().setup()
+        gateway = self.gateway
+        self._reader = _DeadlineReader(self.connection, gateway.idle_timeout, gateway.clock)
+        self.rfile = io.BufferedReader(self._reader)
+
+    def handle_one_request(self) -> None:
+        """One request: its first byte within the idle timeout (a connection kept alive waits
+        for its next request so), then its request line and headers within the header
+        timeout. A client that goes away before its answer is noted in one line, not with the
+        stack trace socketserver prints."""
+        try:
+            if not self.rfile.peek(1):
+                self.close_connection = True  # the client closed the connection
+                return
+        except OSError:  # the idle timeout (TimeoutError), or a reset
+            self.close_connection = True
+            return
+        try:
+            with self._reader.within(self.gateway.header_timeout):
+                super().handle_one_request()
+        except (BrokenPipeError, ConnectionResetError):
+            self.close_connection = True
+            log.info(
+                "the client closed the connection before its answer: %s %s",
+                self.command,
+                self.path,
+            )
 
     def parse_request(self) -> bool:
         """http.server's parsing of the request line and headers, then what every request must
@@ -192,6 +288,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
         Content-Length. The body of a refused request is left unread."""
         if not super().parse_request():
             return False
+        self._reader.deadline = None  # the headers are in: the body has its own deadline
         words = self.requestline.split()
         target = words[1] if len(words) > 1 else ""
         if not self.gateway.host_allowed(self.headers.get_all("Host"), self.request_version):
@@ -266,7 +363,18 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 groups=self.gateway.agent_group if user in self.gateway.agents else None,
             )
             started = time.perf_counter()
-            reply = self.gateway.invoke(event)
+            if _is_stream(event):
+                try:
+                    self._stream(event, started)
+                finally:
+                    if self.gateway.after_request is not None:
+                        self.gateway.after_request()
+                return
+            try:
+                reply = self.gateway.invoke(event)
+            finally:
+                if self.gateway.after_request is not None:
+                    self.gateway.after_request()
             status, headers, payload = http_reply(reply)
             log.info(
                 "%s %s %s %.0f ms",
@@ -280,6 +388,40 @@ class _RequestHandler(BaseHTTPRequestHandler):
             self._error(502, "bad_gateway", "the handler failed; see the local server's output")
             return
         self._send(status, b"" if head else payload, headers, content_length=len(payload))
+
+    def _stream(self, event: dict[str, Any], started: float) -> None:
+        """A streamed answer: its headers, then each chunk as it comes (chunked transfer
+        encoding). A client gone before the end closes the answer's body: the turn stops and
+        is stored with what was sent (handlers/stream.py)."""
+        from chatmemory import deadline
+        from handlers import stream
+
+        with deadline.within(stream.request_deadline(schema.STREAM_TIMEOUT_SECONDS * 1000)):
+            answer = self.gateway.stream(event)
+            body = answer.body
+            try:
+                self.send_response(answer.status)
+                for name, value in answer.headers:
+                    self.send_header(name, value)
+                for name, value in cors_headers(self.headers.get("Origin")).items():
+                    self.send_header(name, value)
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                for chunk in body:
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+            except OSError:  # the client went away (a broken pipe, a reset)
+                self.close_connection = True
+            finally:
+                getattr(body, "close", lambda: None)()
+        log.info(
+            "%s %s %s (streamed) %.0f ms",
+            self.command,
+            self.path,
+            answer.status,
+            (time.perf_counter() - started) * 1000,
+        )
 
     def _read_body(self) -> str | None:
         """The request body as text; None once an error has been answered."""
@@ -304,7 +446,16 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 f"request body over {self.gateway.max_body_bytes} bytes",
             )
             return None
-        data = self.rfile.read(length) if length else b""
+        try:
+            with self._reader.within(self.gateway.body_timeout):
+                data = self.rfile.read(length) if length else b""
+        except TimeoutError:
+            self.close_connection = True
+            self._error(408, "request_timeout", "the request body did not arrive in time")
+            return None
+        if len(data) < length:  # the client closed the connection before its whole body
+            self.close_connection = True
+            return None
         try:
             return data.decode("utf-8")
         except UnicodeDecodeError:
@@ -332,7 +483,11 @@ class _RequestHandler(BaseHTTPRequestHandler):
         except ValueError:
             length = 0
         if 0 < length <= self.gateway.max_body_bytes:
-            self.rfile.read(length)
+            try:
+                with self._reader.within(self.gateway.body_timeout):
+                    self.rfile.read(length)
+            except TimeoutError:
+                self.close_connection = True
         elif length:
             self.close_connection = True
 

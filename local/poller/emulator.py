@@ -7,7 +7,7 @@ import logging
 import math
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +39,10 @@ class _Shard:
     retry_head: str | None = None  # first record of the batch being retried
     failures: int = 0
     not_before: float = 0.0  # backoff after a failed batch
+    # Reads of an open shard that found nothing new back off (StreamPoller's idle_backoff):
+    # the next read of this shard not before `read_after`, `idle_wait` after the last one.
+    idle_wait: float = 0.0
+    read_after: float = 0.0
 
     @property
     def key(self) -> str:
@@ -69,6 +73,10 @@ class StreamPoller:
         max_backoff_seconds: float = 10.0,
         shard_refresh_seconds: float = 5.0,
         records_per_read: int = 1000,
+        idle_backoff_seconds: float = 0.25,
+        max_idle_backoff_seconds: float = 16.0,
+        max_shard_refresh_seconds: float = 60.0,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._dynamodb = dynamodb
         self._streams = streams
@@ -81,6 +89,23 @@ class StreamPoller:
         self._max_backoff = max_backoff_seconds
         self._refresh_every = shard_refresh_seconds
         self._per_read = records_per_read
+        # A shard whose read found nothing new is read again after idle_backoff_seconds, then
+        # twice as long after each empty read, up to max_idle_backoff_seconds; a read that
+        # finds records resets it. The shards of a mapping are listed again (new shards, a
+        # recreated table) every shard_refresh_seconds, and while all of them are backing off
+        # twice as long after each listing, up to max_shard_refresh_seconds. DynamoDB Local's
+        # stream reads and listings cost more as its database grows, and reading and listing
+        # every stream several times a second kept it busy while nothing happened
+        # (bench/local_idle.py). `wake()` resets both for every mapping: local mode wakes the
+        # poller after each API request and idle sweep, and the poller itself after invoking a
+        # handler (whose writes may feed another stream), so what they wrote is read at once,
+        # as with no backoff; only other writers (an operator's tool) wait up to the longest.
+        self._idle_backoff = idle_backoff_seconds
+        self._max_idle_backoff = max(max_idle_backoff_seconds, idle_backoff_seconds)
+        self._max_refresh = max(max_shard_refresh_seconds, shard_refresh_seconds)
+        self._refresh_wait: dict[str, float] = {}
+        self._woken = threading.Event()
+        self._clock = clock
         self._shards: dict[str, dict[str, _Shard]] = {m.name: {} for m in self.mappings}
         self._refreshed_at: dict[str, float] = {}
         self._missing_tables: set[str] = set()
@@ -90,17 +115,37 @@ class StreamPoller:
 
     # --- public stepping API -----------------------------------------------------------------
 
+    def wake(self) -> None:
+        """Read every shard at the next step, whatever its idle backoff (something was just
+        written: a request of local mode's gateway). Any thread may call it."""
+        self._woken.set()
+
     def poll_once(self) -> int:
         """One step per ready shard of every mapping: read, filter, invoke one batch, checkpoint.
         Returns how many records were invoked or checkpointed (0: nothing to do right now)."""
-        progress = 0
+        if self._woken.is_set():
+            self._woken.clear()
+            self._refresh_wait.clear()
+            for shard in self._all_shards():
+                shard.idle_wait = shard.read_after = 0.0
+        progress = invoked = 0
         for mapping in self.mappings:
-            now = time.monotonic()
-            if now - self._refreshed_at.get(mapping.name, -math.inf) >= self._refresh_every:
+            now = self._clock()
+            wait = self._refresh_wait.get(mapping.name, self._refresh_every)
+            if now - self._refreshed_at.get(mapping.name, -math.inf) >= wait:
                 self._refresh_shards(mapping)
+                ready = self._ready_shards(mapping)
+                # While every shard of the mapping backs off, list them less often too.
+                idle = bool(ready) and all(s.idle_wait > 0 for s in ready)
+                self._refresh_wait[mapping.name] = (
+                    min(wait * 2, self._max_refresh) if idle else self._refresh_every
+                )
             for shard in self._ready_shards(mapping):
                 outcome = self._step(shard)
                 progress += outcome.invoked + outcome.moved
+                invoked += outcome.invoked
+        if invoked:
+            self.wake()  # what the handlers wrote may feed a stream: read it at once
         return progress
 
     def drain(self, timeout: float = 60.0) -> None:
@@ -111,12 +156,13 @@ class StreamPoller:
         while idle < 2:
             if time.monotonic() > deadline:
                 raise TimeoutError(f"stream poller not drained within {timeout} s")
+            self.wake()  # every shard read at each step: drained means read to its end now
             if self.poll_once():
                 idle = 0
                 continue
             waiting = [s.not_before for s in self._all_shards() if s.buffer and not s.finished]
             if waiting:
-                time.sleep(max(min(waiting) - time.monotonic(), 0.0) + 0.001)
+                time.sleep(max(min(waiting) - self._clock(), 0.0) + 0.001)
                 continue
             idle += 1
             self._refreshed_at.clear()  # the second idle round also looks for new shards
@@ -137,7 +183,8 @@ class StreamPoller:
                     last_error, busy = str(error), 0
                     self._stop.wait(2.0)
                 if not busy:
-                    self._stop.wait(interval)
+                    # Woken early by wake(): what a request just wrote is read at once.
+                    self._woken.wait(interval)
 
         self._thread = threading.Thread(target=loop, name="stream-poller", daemon=True)
         self._thread.start()
@@ -146,6 +193,7 @@ class StreamPoller:
     def stop(self, timeout: float = 30.0) -> None:
         """Stop after the batch in progress (its checkpoint is written before the thread ends)."""
         self._stop.set()
+        self._woken.set()  # out of its wait at once
         if self._thread is not None:
             self._thread.join(timeout)
             self._thread = None
@@ -156,7 +204,7 @@ class StreamPoller:
         return [s for shards in self._shards.values() for s in shards.values()]
 
     def _refresh_shards(self, mapping: StreamMapping) -> None:
-        self._refreshed_at[mapping.name] = time.monotonic()
+        self._refreshed_at[mapping.name] = self._clock()
         table = self._tables.get(mapping.table, mapping.table)
         try:
             described = self._dynamodb.describe_table(TableName=table)["Table"]
@@ -215,10 +263,19 @@ class StreamPoller:
     # --- one step of one shard ---------------------------------------------------------------
 
     def _step(self, shard: _Shard) -> _Outcome:
-        if time.monotonic() < shard.not_before:
+        now = self._clock()
+        if now < shard.not_before:
             return _Outcome()
-        if not self._has_full_batch(shard):
+        if not self._has_full_batch(shard) and now >= shard.read_after:
+            before = shard.read_position
             self._read(shard)
+            if shard.read_position != before or shard.exhausted:
+                shard.idle_wait = shard.read_after = 0.0
+            else:  # nothing new: read this shard again later, and later each time
+                shard.idle_wait = min(
+                    max(shard.idle_wait * 2, self._idle_backoff), self._max_idle_backoff
+                )
+                shard.read_after = now + shard.idle_wait
         if not shard.buffer:
             if shard.exhausted:
                 shard.finished = True
@@ -405,7 +462,7 @@ class StreamPoller:
         )
         if retries_left:
             delay = min(self._backoff * 2 ** (shard.failures - 1), self._max_backoff)
-            shard.not_before = time.monotonic() + delay
+            shard.not_before = self._clock() + delay
             return _Outcome(invoked=invoked)
         self._discard(shard, batch, error)
         through = _position(shard.buffer, batch[-1]) + 1

@@ -598,9 +598,7 @@ class Pricer:
                     self._invocations(self.chat, 1, u.chat_lambda_seconds),
                 )
             )
-        read_units = u.chat_dynamodb_read_units + (
-            u.live_check_read_units if self.search_backend != "none" else 0.0
-        )
+        read_units = u.chat_dynamodb_read_units
         items.append(
             Item(
                 f"DynamoDB: {u.chat_dynamodb_write_units:g} write, {read_units:g} read units",
@@ -609,7 +607,7 @@ class Pricer:
                     + read_units * self.usd("dynamodb.read")
                 )
                 / 1e6,
-                "stream reads by Lambda triggers are free",
+                "measured; stream reads by Lambda triggers are free",
             )
         )
         items.append(self._text_turn(s.prompt_token_budget, s.max_new_tokens))
@@ -634,12 +632,9 @@ class Pricer:
         return items
 
     def _model_sentiment(self) -> bool:
-        """Whether each chat turn asks the text model for its sentiment (SENTIMENT=auto with a
-        text model, or model)."""
-        s = self.settings
-        if s.sentiment == SentimentMode.MODEL:
-            return True
-        return s.sentiment == SentimentMode.AUTO and s.text_backend != TextBackend.OFFLINE
+        """Whether each chat turn asks the text model for its sentiment (SENTIMENT=model only;
+        `auto` is VADER, in process)."""
+        return self.settings.sentiment == SentimentMode.MODEL
 
     def _text_price(self, model_id: str) -> tuple[float, float]:
         # A cross-region inference profile bills its model's on-demand price.
@@ -682,6 +677,7 @@ class Pricer:
         return Item(f"{what}: {s.embed_backend} (not priced)", 0.0)
 
     def _search(self, index_vectors: int) -> Item:
+        """One query of a user's own index of `index_vectors` entries."""
         u = self.usage
         if self.search_backend != "s3vectors":
             return Item("search: capacity billed by the hour (above)", 0.0)
@@ -694,7 +690,7 @@ class Pricer:
         ) / TB
         calls = u.searches_per_turn * self.usd("s3vectors.query_requests") / 1e6
         return Item(
-            f"S3 Vectors query over {index_vectors:,} vectors ({size:,} B each)",
+            f"S3 Vectors query of a user's index of {index_vectors:,} vectors ({size:,} B each)",
             calls + u.searches_per_turn * data,
             f"call {money(calls)} + data {money(u.searches_per_turn * data)}",
         )
@@ -745,10 +741,12 @@ class Pricer:
             )
         if self.search_backend != "none":
             vectors = u.vectors_per_session
+            # Windows of two turns (each turn in two), the summary, the opening, the records.
+            records = max(vectors - (turns - 1) - 2, 0.0)
             tokens = (
-                turns * u.tokens_per_turn
+                2 * turns * u.tokens_per_turn
                 + u.summary_output_tokens
-                + u.records_per_session * u.tokens_per_message
+                + (records + 1) * u.tokens_per_message
             )
             embedding = self._embedding(
                 math.ceil(vectors / 32), tokens, f"consolidation: {vectors:g} embeddings"
@@ -765,11 +763,11 @@ class Pricer:
     # --- a month at a number of users -------------------------------------------------------
 
     def month(self, users: int, idle_usd: float) -> list[Item]:
-        """Idle cost, the users' turns, their sign-ins (Cognito) and what they stored."""
+        """Idle cost, `users` daily users' turns, their sign-ins (Cognito) and what they
+        stored. Each query reads one user's own index (its size does not grow with users)."""
         u = self.usage
-        index_vectors = u.index_vectors(users)
-        turns = users * u.turns_per_user_month
-        per_turn = self.turn_items(index_vectors)
+        turns = round(users * u.turns_per_user_month)
+        per_turn = self.turn_items(u.user_index_vectors)
         search = sum(i.usd for i in per_turn if i.what.startswith("S3 Vectors query"))
         total = sum(i.usd for i in per_turn)
         items = [
@@ -787,7 +785,7 @@ class Pricer:
             return []
         tier = str(pools[0][1].get("UserPoolTier", "ESSENTIALS")).lower()
         free = 0.0 if tier == "plus" else self.prices.fact("cognito.free_mau_lite_essentials")
-        billed = max(0.0, users - free)
+        billed = max(0.0, users * self.usage.users_per_daily_user - free)
         rate = self.usd(f"cognito.{tier}")
         return [Item(f"Cognito {tier.title()}", billed * rate, f"{billed:,.0f} MAU x ${rate:g}")]
 
@@ -818,13 +816,18 @@ class Pricer:
     def estimate(self, name: str) -> Estimate:
         """Idle items, items per turn (at the reference index size), months at user counts."""
         idle = self.idle_items()
-        turn = self.turn_items(self.usage.reference_index_vectors)
+        turn = self.turn_items(self.usage.user_index_vectors)
         idle_usd = sum(item.usd for item in idle)
         monthly = {users: self.month(users, idle_usd) for users in self.usage.user_counts}
         if self.search_backend == "domain":
             self.notes.append(
                 "the OpenSearch domain is priced at its configured size at every user count; "
-                "many users' vectors need a larger one"
+                "many users' vectors need a larger one (the capacity model below says when)"
+            )
+        if TextBackend.SAGEMAKER in (self.settings.text_backend, self.settings.embed_backend):
+            self.notes.append(
+                "SageMaker endpoints are priced at their configured instances at every user "
+                "count; a load beyond what those instances answer needs more of them"
             )
         return Estimate(name, idle, turn, monthly, self.notes)
 

@@ -61,7 +61,9 @@ def table(estimates: Sequence[Estimate], prices: PriceTable) -> str:
         lines += [
             f"  {money(1000 * i.usd):>10}  {i.what}" for i in sorted(e.turn, key=lambda i: -i.usd)
         ]
-        months = ", ".join(f"{users:,} users {money(e.month_usd(users))}" for users in e.monthly)
+        months = ", ".join(
+            f"{users:,} daily users {money(e.month_usd(users))}" for users in e.monthly
+        )
         lines.append(f"  a month at {months}")
         lines += [f"  note: {note}" for note in e.notes]
     return "\n".join(lines)
@@ -245,25 +247,42 @@ def _category(what: str) -> str:
 def _users_table(estimates: Sequence[Estimate], usage: Usage) -> list[str]:
     counts = usage.user_counts
     out = [
-        f"**A month at 10, 1,000 and 100,000 users**: each user sends "
-        f"{usage.turns_per_user_month} messages a month and signs in (a Cognito monthly active "
-        f"user); stored turns and vectors are {usage.months_of_history} months' worth; the "
-        "memory index then holds "
-        + ", ".join(f"{usage.index_vectors(n):,}" for n in counts)
-        + " vectors, which S3 Vectors reads on every query. Idle cost included.",
+        "**A month at "
+        + ", ".join(f"{n:,}" for n in counts[:-1])
+        + f" and {counts[-1]:,} daily users**: each daily user sends "
+        f"{usage.turns_per_user_day:g} messages a day ({usage.turns_per_user_month:,.0f} a month), "
+        f"in sessions of {usage.turns_per_session}; there are {usage.users_per_daily_user:g} "
+        "users (Cognito monthly active users) for each daily user; stored turns and vectors are "
+        f"{usage.months_of_history} months' worth, about {usage.user_index_vectors:,} entries "
+        "in a user's own index, which is all an S3 Vectors query reads whatever the number of "
+        "users. Idle cost included; the per-1,000-turn figure is the month's, less idle cost and "
+        "Cognito, over its turns.",
         "",
         "| configuration | "
-        + " | ".join(f"{n:,} users" for n in counts)
-        + f" | the biggest parts at {counts[-1]:,} users |",
-        "| --- |" + " ---: |" * len(counts) + " --- |",
+        + " | ".join(f"{n:,} daily users" for n in counts)
+        + " | $ per 1,000 turns at each"
+        + f" | the biggest parts at {counts[-1]:,} daily users |",
+        "| --- |" + " ---: |" * len(counts) + " --- | --- |",
     ]
     for e in estimates:
         cells = " | ".join(_usd(e.month_usd(n)) for n in counts)
-        out.append(f"| `{e.name}` | {cells} | {_parts(e, counts[-1])} |")
+        per_1000 = " / ".join(_usd(_per_1000(e, n, usage)) for n in counts)
+        out.append(f"| `{e.name}` | {cells} | {per_1000} | {_parts(e, counts[-1])} |")
     notes = sorted({note for e in estimates for note in e.notes})
     if notes:
         out += ["", *[f"Note: {note}." for note in notes]]
     return out
+
+
+def _per_1000(e: Estimate, users: int, usage: Usage) -> float:
+    """What 1,000 turns cost in the month at `users` daily users: the month's cost less what
+    bills while idle and the sign-ins, over its turns (the same per turn at any load unless
+    something grows with the users)."""
+    turns = users * usage.turns_per_user_month
+    usd = sum(
+        i.usd for i in e.monthly[users] if i.what != "idle" and not i.what.startswith("Cognito")
+    )
+    return 1000 * usd / turns
 
 
 def _parts(e: Estimate, users: int) -> str:

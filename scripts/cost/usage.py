@@ -1,5 +1,7 @@
-"""What one chat turn, one session and one user use: measured where bench/RESULTS.md measured it,
-otherwise an assumption stated here (and printed in the cost section of docs/cost.md)."""
+"""What one chat turn, one session and one user use: measured where the AWS contract scenario
+(scripts/capacity/measured.json: the DynamoDB units and the entries a session really takes) or
+bench/RESULTS.md measured it, otherwise an assumption stated here (and printed in the cost
+section of docs/cost.md)."""
 
 from __future__ import annotations
 
@@ -9,6 +11,22 @@ from dataclasses import dataclass, fields
 from chatmemory import schema
 from chatmemory.services.longterm.summarize import ModelSummarizer
 from chatmemory.services.profile.extract import ModelExtractor
+from scripts.capacity.model import READS, WRITES, Measured, vectors_per_session
+from stacks.sizing import Load
+
+_LOAD = Load()
+# The serverless profile's measured session (the DynamoDB work is the same in every profile).
+_MEASURED = Measured.load("serverless")
+
+
+def _measured_units(parts: tuple[str, ...], operations: set[str], *, per_turn: bool) -> float:
+    """DynamoDB units of the measured session's `parts`, per turn or per session."""
+    total = sum(
+        max(float(r["units"]), float(r["items"])) if r["operation"] in READS else float(r["units"])
+        for r in _MEASURED.rows(*parts)
+        if r["service"] == "dynamodb" and r["operation"] in operations
+    )
+    return round(total / (float(_MEASURED.parts["turns"]) if per_turn else 1.0), 2)
 
 
 def _default(callable_: object, parameter: str) -> int:
@@ -29,21 +47,26 @@ class Usage:
     interval and the function sizes come from each template instead (the chat function's
     environment and memory)."""
 
-    # Traffic.
-    turns_per_session: int = 20
-    turns_per_user_month: int = 20
-    user_counts: tuple[int, ...] = (10, 1_000, 100_000)
+    # Traffic: daily users, each sending turns_per_user_day (stacks/sizing.Load), and the
+    # users with memories for each daily user (Cognito's monthly active users).
+    turns_per_session: int = int(_LOAD.turns_per_session)
+    turns_per_user_day: float = _LOAD.turns_per_user_day
+    days_per_month: float = 30.4
+    users_per_daily_user: float = _LOAD.users_per_daily_user
+    user_counts: tuple[int, ...] = (10_000, 1_000_000, 10_000_000)
     months_of_history: int = 12
 
     # A turn, as bench.turns sends it.
     words_per_message: int = 60
     words_per_answer: int = 80
     tokens_per_word: float = 4 / 3
-    chat_dynamodb_read_units: float = 3.0
-    # Stacked messages (the default): the message is written, then its answer (bench.turns:
-    # 12.2 at turn 100; 8.2 with STACK_MESSAGES=false).
-    chat_dynamodb_write_units: float = 12.2
-    live_check_read_units: float = 5.0
+    # A turn's own, and its session's creation over its turns (measured).
+    chat_dynamodb_read_units: float = _measured_units(
+        ("session", "turns_requests"), READS, per_turn=True
+    )
+    chat_dynamodb_write_units: float = _measured_units(
+        ("session", "turns_requests"), WRITES, per_turn=True
+    )
     chat_lambda_seconds: float = 2.0
     searches_per_turn: int = 1
     traces_per_turn: int = 1
@@ -53,24 +76,37 @@ class Usage:
     # Consolidation and compaction (off the request path).
     model_reads_per_turn: int = 3
     summary_output_tokens: int = _default(ModelSummarizer, "max_new_tokens")
-    extraction_calls_per_session: int = 8
+    # Text calls of a consolidation but its summary's (measured: extraction's).
+    extraction_calls_per_session: int = max(
+        1,
+        round(
+            _MEASURED.per_session(
+                lambda r: r["function"] == "consolidate" and r["operation"] == "Converse"
+            )
+        )
+        - 1,
+    )
     extraction_output_tokens: int = _default(ModelExtractor, "max_new_tokens")
-    records_per_session: float = 10.8
+    entries_per_session: float = vectors_per_session(_MEASURED)
     consolidation_lambda_seconds: float = 10.0
     compaction_lambda_seconds: float = 3.0
-    consolidation_read_units: float = 25.0
-    consolidation_write_units: float = 30.0
+    # A session's end, consolidation and the streams' work for its turns (measured).
+    consolidation_read_units: float = _measured_units(
+        ("turns_streams", "consolidation"), READS, per_turn=False
+    )
+    consolidation_write_units: float = _measured_units(
+        ("turns_streams", "consolidation"), WRITES, per_turn=False
+    )
     embedding_request_seconds: float = 0.1
 
     # Long-term index.
-    reference_index_vectors: int = 100_000
     vector_metadata_bytes: int = 200
     vector_key_bytes: int = 40
     vector_text_bytes: int = 2_000
 
     # The idle sweeper.
     sweeper_lambda_seconds: float = 0.5
-    sweeper_queries: int = schema.OPEN_SHARDS * 3
+    sweeper_queries: int = schema.OPEN_SHARDS * 5
     sweeper_log_bytes: int = 1_000
 
     # The default model mode's endpoints, which the stack references but does not create.
@@ -85,17 +121,25 @@ class Usage:
         return (self.words_per_message + self.words_per_answer) * self.tokens_per_word
 
     @property
-    def windows_per_session(self) -> float:
-        """Consolidation embeds one window per two turns (bench/RESULTS.md)."""
-        return self.turns_per_session / 2
+    def turns_per_user_month(self) -> float:
+        """Turns a daily user sends in a month."""
+        return self.turns_per_user_day * self.days_per_month
 
     @property
     def vectors_per_session(self) -> float:
-        """Windows, one session summary and the profile's records."""
-        return self.windows_per_session + 1 + self.records_per_session
+        """Long-term entries a session leaves (measured: its windows, summary, opening and
+        the records drawn from it)."""
+        return self.entries_per_session
+
+    @property
+    def user_index_vectors(self) -> int:
+        """Entries in one user's own index after `months_of_history` months: what a query of
+        it reads (S3 Vectors bills a query for the data of the index it searches)."""
+        sessions = self.turns_per_user_month / self.users_per_daily_user / self.turns_per_session
+        return round(sessions * self.vectors_per_session * self.months_of_history)
 
     def index_vectors(self, users: int) -> int:
-        """Vectors in the memory index after `months_of_history` months of `users` users."""
+        """Entries stored for `users` daily users after `months_of_history` months."""
         sessions = users * self.turns_per_user_month / self.turns_per_session
         return round(sessions * self.vectors_per_session * self.months_of_history)
 
@@ -105,11 +149,16 @@ class Usage:
 BASIS: dict[str, tuple[str, str]] = {
     "turns_per_session": (
         ASSUMED,
-        "turns in a session; its consolidation is amortized over them",
+        "turns in a session (stacks/sizing.Load); its consolidation is amortized over them",
     ),
-    "turns_per_user_month": (
+    "turns_per_user_day": (
         ASSUMED,
-        "messages a user sends a month; every user counts as a monthly active user",
+        "messages a daily user sends a day (stacks/sizing.Load)",
+    ),
+    "days_per_month": (ASSUMED, "days in the month priced"),
+    "users_per_daily_user": (
+        ASSUMED,
+        "users with memories, and Cognito monthly active users, for each daily user",
     ),
     "months_of_history": (
         ASSUMED,
@@ -129,17 +178,14 @@ BASIS: dict[str, tuple[str, str]] = {
     ),
     "chat_dynamodb_read_units": (
         MEASURED,
-        "3 read units per turn at turn 100 and 1,000 (bench.turns)",
+        "read units a turn, its session's creation shared over its turns, auto-recall's live "
+        "check included (the AWS contract scenario's measured session, scripts/capacity; an "
+        "item not found counted as one read)",
     ),
     "chat_dynamodb_write_units": (
         MEASURED,
-        "write units per turn at turn 100 and 1,000 with stacked messages, the default "
-        "(bench.turns; 8.2 with STACK_MESSAGES=false)",
-    ),
-    "live_check_read_units": (
-        ASSUMED,
-        "auto-recall's live check (a BatchGetItem when something was found, bench.turns), "
-        "counted on every turn as that many strongly consistent items of at most 4 KB",
+        "write units a turn with stacked messages, the default (the message written, then its "
+        "answer), indexes included (the same measured session)",
     ),
     "chat_lambda_seconds": (
         ASSUMED,
@@ -174,15 +220,18 @@ BASIS: dict[str, tuple[str, str]] = {
     ),
     "extraction_calls_per_session": (
         MEASURED,
-        "at most 8 extraction calls per session at any length (bench.consolidation)",
+        "text model calls of a 10-turn session's consolidation besides its summary (the "
+        "measured session, with Nova Micro's context; at most 8 at any length: "
+        "bench.consolidation)",
     ),
     "extraction_output_tokens": (
         FROM_CODE,
         "ModelExtractor's max_new_tokens per extraction call",
     ),
-    "records_per_session": (
+    "entries_per_session": (
         MEASURED,
-        "10.8 profile records per session (bench.facts, LoCoMo dev)",
+        "long-term entries a 10-turn session leaves (windows, summary, opening, records: the "
+        "measured session)",
     ),
     "consolidation_lambda_seconds": (
         ASSUMED,
@@ -194,21 +243,17 @@ BASIS: dict[str, tuple[str, str]] = {
         "one summary call per compaction",
     ),
     "consolidation_read_units": (
-        ASSUMED,
-        "not measured: reading the session's turns and its records",
+        MEASURED,
+        "read units of a session's end, its consolidation and the compaction checks of its "
+        "turns (the measured session; a user with a profile of a few dozen records)",
     ),
     "consolidation_write_units": (
-        ASSUMED,
-        "not measured: a write per record and per status change, doubled for transactions",
+        MEASURED,
+        "write units of the same, indexes included",
     ),
     "embedding_request_seconds": (
         ASSUMED,
         "compute time of one request to a serverless embedding endpoint (deploy mode)",
-    ),
-    "reference_index_vectors": (
-        ASSUMED,
-        "size of the memory index for the per-turn figure; S3 Vectors bills each query for the "
-        "whole index",
     ),
     "vector_metadata_bytes": (
         ASSUMED,
@@ -230,8 +275,8 @@ BASIS: dict[str, tuple[str, str]] = {
     ),
     "sweeper_queries": (
         FROM_CODE,
-        "schema.OPEN_SHARDS shards x 3 states (open, importing, deleting) per sweep, each an "
-        "empty query of 0.5 read units when idle",
+        "schema.OPEN_SHARDS shards x 4 states (open, ended, importing, deleting) and the oldest "
+        "ended one per sweep, each an empty query of 0.5 read units when idle",
     ),
     "sweeper_log_bytes": (
         ASSUMED,

@@ -186,7 +186,10 @@ def _matches(query: dict[str, Any] | None, source: dict[str, Any]) -> bool:
 
 @dataclass
 class FakeOpenSearch:
-    """One domain: indexes of documents, the security plugin's roles and mappings."""
+    """One domain: indexes of documents, the security plugin's roles and mappings. A document
+    written with a routing value is seen by a routed search or delete-by-query only when it
+    names the same value (OpenSearch reads only that value's shard: with several shards a
+    request routed otherwise than the write misses the document); an unrouted one sees all."""
 
     indexes: dict[str, dict[str, Any]] = field(default_factory=dict)
     roles: dict[str, Any] = field(default_factory=dict)
@@ -207,7 +210,7 @@ class FakeOpenSearch:
                 return (200 if name in self.indexes else 404), None
             if name in self.indexes:
                 return 400, _error("resource_already_exists_exception", name, 400)
-            self.indexes[name] = {"body": json.loads(body), "docs": {}}
+            self.indexes[name] = {"body": json.loads(body), "docs": {}, "routing": {}}
             return 200, {"acknowledged": True, "index": name}
         index = self.indexes.get(name)
         if index is None:
@@ -218,27 +221,34 @@ class FakeOpenSearch:
             index["body"]["mappings"]["properties"].update(json.loads(body)["properties"])
             return 200, {"acknowledged": True}
         if action == "_bulk":
-            return 200, self._bulk(index["docs"], body)
+            return 200, self._bulk(index, body)
         if action == "_search":
-            return 200, self._search(index["docs"], json.loads(body))
+            return 200, self._search(_routed(index, query.get("routing")), json.loads(body))
         if action == "_msearch":
             lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
-            answers = [self._search(index["docs"], search) for search in lines[1::2]]
+            answers = [
+                self._search(_routed(index, header.get("routing")), search)
+                for header, search in zip(lines[::2], lines[1::2], strict=True)
+            ]
             return 200, {"took": 1, "responses": [{**a, "status": 200} for a in answers]}
         if action == "_delete_by_query":
             condition = json.loads(body)["query"]
-            doomed = [k for k, doc in index["docs"].items() if _matches(condition, doc)]
+            seen = _routed(index, query.get("routing"))
+            doomed = [k for k, doc in seen.items() if _matches(condition, doc)]
             for key in doomed:
                 del index["docs"][key]
+                index["routing"].pop(key, None)
             return 200, {"took": 1, "deleted": len(doomed), "failures": []}
         raise AssertionError(f"the fake OpenSearch does not know {method} {path}")
 
-    def _bulk(self, docs: dict[str, Any], body: bytes) -> dict[str, Any]:
+    def _bulk(self, index: dict[str, Any], body: bytes) -> dict[str, Any]:
+        docs = index["docs"]
         lines = [json.loads(line) for line in body.decode().splitlines() if line.strip()]
         items = []
         for action, source in zip(lines[::2], lines[1::2], strict=True):
             key = action["index"].get("_id") or f"auto-{len(docs)}"
             docs[key] = source
+            index["routing"][key] = action["index"].get("routing")
             items.append({"index": {"_id": key, "status": 201, "result": "created"}})
         return {"took": 1, "errors": False, "items": items}
 
@@ -284,6 +294,13 @@ class FakeOpenSearch:
             for score, key in scored
         ]
         return {"took": 1, "hits": {"total": {"value": len(hits)}, "hits": hits}}
+
+
+def _routed(index: dict[str, Any], routing: str | None) -> dict[str, Any]:
+    """The documents a request routed by `routing` reads (None: all of them)."""
+    if routing is None:
+        return dict(index["docs"])
+    return {k: doc for k, doc in index["docs"].items() if index["routing"].get(k) == routing}
 
 
 def _error(kind: str, index: str, status: int) -> dict[str, Any]:

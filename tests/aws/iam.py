@@ -105,11 +105,15 @@ def evaluate(
 
 
 def allowed_by_any(
-    policies: Sequence[Iterable[Mapping[str, Any]]], action: str, resource: str
+    policies: Sequence[Iterable[Mapping[str, Any]]],
+    action: str,
+    resource: str,
+    context: Mapping[str, str] | None = None,
 ) -> Decision:
     """Same-account access: allowed when one of the policies (the identity policy, a resource
-    policy naming the principal) allows it and none denies it."""
-    decisions = [evaluate(p, action, resource) for p in policies]
+    policy naming the principal) allows it and none denies it. `context`: the condition keys
+    the request carries."""
+    decisions = [evaluate(p, action, resource, context) for p in policies]
     denied = [d for d in decisions if not d.allowed and d.why.startswith("denied")]
     if denied:
         return denied[0]

@@ -23,11 +23,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chatmemory import limits
-from chatmemory.schema import INFERENCE_PROFILE_PREFIXES, inference_profile
+from chatmemory.schema import (
+    INFERENCE_PROFILE_PREFIXES,
+    PASSAGE_INDEX,
+    USER_BUCKET_SUFFIX,
+    USER_INDEX_PREFIX,
+    inference_profile,
+)
 from stacks.models import ON_DEMAND_REGIONS
 from tests.aws import iam
 from tests.aws.recorder import Sent
 from tests.aws.template import Deployment, Function
+
+# What a request needs: an action on a resource, with the condition keys it carries (pairs).
+Need = tuple[str, str] | tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 @dataclass
@@ -155,14 +164,18 @@ class Judge:
         role = self.functions[function_id].role_logical_id
         return self.deployment.role_statements(role)
 
-    def _allowed(self, sent: Sent, needs: list[tuple[str, str]]) -> list[Problem]:
+    def _allowed(self, sent: Sent, needs: list[Need]) -> list[Problem]:
+        """Each need is (action, resource), or (action, resource, condition keys the request
+        carries, as pairs)."""
         statements = self._statements(sent.function)
         problems = []
-        for action, resource in dict.fromkeys(needs):
+        for need in dict.fromkeys(needs):
+            action, resource = need[0], need[1]
+            context = dict(need[2]) if len(need) > 2 else {}  # type: ignore[misc]
             policies = [statements]
             if action.startswith("es:"):
                 policies.append(self._domain_policy_for(sent.function, resource))
-            decision = iam.allowed_by_any(policies, action, resource)
+            decision = iam.allowed_by_any(policies, action, resource, context)
             if not decision.allowed:
                 problems.append(Problem(sent, "iam", f"{action} on {resource}: {decision.why}"))
         return problems
@@ -251,17 +264,51 @@ class Judge:
 
     # --- Amazon S3 Vectors ------------------------------------------------------------------
 
+    def _user_index_spec(self, bucket: str, index: str) -> dict[str, Any] | None:
+        """An owner's memory index (made by the runtime, not the template) is made as the
+        stack's indexes are (schema.s3vectors_index_spec): the passages' index stands for it,
+        in a bucket named after a stack's bucket (schema.user_vector_bucket)."""
+        if not index.startswith(USER_INDEX_PREFIX):
+            return None
+        for (name, home), spec in self._vector_indexes.items():
+            suffix = bucket.removeprefix(home + USER_BUCKET_SUFFIX)
+            if name == PASSAGE_INDEX and suffix != bucket and suffix.isdigit():
+                return spec
+        return None
+
     def _s3vectors(self, sent: Sent) -> tuple[list[tuple[str, str]], list[str]]:
         op, p = sent.operation, sent.params
         bucket, index = p.get("vectorBucketName"), p.get("indexName")
         if p.get("indexArn"):
             bucket, index = re.match(r".*bucket/([^/]+)/index/(.+)$", p["indexArn"]).groups()
-        arn = self._arn.format(service="s3vectors") + f"bucket/{bucket}/index/{index}"
-        spec = self._vector_indexes.get((index, bucket))
         problems: list[str] = []
+        if op == "CreateVectorBucket":
+            arn = self._arn.format(service="s3vectors") + f"bucket/{bucket}"
+            homes = {home for _, home in self._vector_indexes}
+            if not any(bucket.removeprefix(h + USER_BUCKET_SUFFIX).isdigit() for h in homes):
+                problems.append(f"a vector bucket {bucket} not named after the stack's")
+            if (p.get("encryptionConfiguration") or {}).get("sseType") != "AES256":
+                problems.append("a vector bucket without the stack's encryption (SSE-S3)")
+            return [("s3vectors:CreateVectorBucket", arn)], problems
+        arn = self._arn.format(service="s3vectors") + f"bucket/{bucket}/index/{index}"
+        spec = self._vector_indexes.get((index, bucket)) or self._user_index_spec(bucket, index)
         actions = [f"s3vectors:{op}"]
-        if spec is None and op not in ("CreateIndex", "ListIndexes"):
+        if spec is None and op not in ("ListIndexes",):
             problems.append(f"no vector index {index} in bucket {bucket} in the template")
+        if op == "CreateIndex" and spec is not None:
+            wanted = {
+                "dataType": spec["DataType"],
+                "dimension": int(spec["Dimension"]),
+                "distanceMetric": spec["DistanceMetric"],
+                "metadataConfiguration": {
+                    "nonFilterableMetadataKeys": list(
+                        spec["MetadataConfiguration"]["NonFilterableMetadataKeys"]
+                    )
+                },
+            }
+            made = {k: v for k, v in p.items() if k not in ("vectorBucketName", "indexName")}
+            if made != wanted:
+                problems.append(f"an index made otherwise than the stack's: {made} != {wanted}")
         non_filterable = set(
             ((spec or {}).get("MetadataConfiguration") or {}).get("NonFilterableMetadataKeys", [])
         )
@@ -292,9 +339,11 @@ class Judge:
             if p.get("filter") or p.get("returnMetadata") or p.get("queryTexts"):
                 actions.append("s3vectors:GetVectors")
         elif op == "ListVectors":
+            if p.get("maxResults", 0) > limits.S3VECTORS_LIST_PAGE:
+                problems.append(f"ListVectors of {p['maxResults']} vectors a page (at most 1,000)")
             if p.get("returnData") or p.get("returnMetadata"):
                 actions.append("s3vectors:GetVectors")
-        elif op not in ("GetIndex",):
+        elif op not in ("GetIndex", "CreateIndex", "DeleteIndex"):
             raise _Unmapped(f"S3 Vectors {op}")
         return [(action, arn) for action in actions], problems
 
@@ -314,7 +363,7 @@ class Judge:
         arn = self._arn.format(service="sagemaker") + f"endpoint/{name}"
         return [("sagemaker:InvokeEndpoint", arn)], problems
 
-    def _bedrock_runtime(self, sent: Sent) -> tuple[list[tuple[str, str]], list[str]]:
+    def _bedrock_runtime(self, sent: Sent) -> tuple[list[Need], list[str]]:
         if sent.operation not in ("Converse", "InvokeModel"):
             raise _Unmapped(f"Bedrock runtime {sent.operation}")
         model_id = sent.params["modelId"]
@@ -325,7 +374,7 @@ class Judge:
             problems.append(f"a request of {sent.payload_bytes} bytes")
         profile = inference_profile(model_id)
         if profile is None:
-            needs = [
+            needs: list[Need] = [
                 (
                     "bedrock:InvokeModel",
                     f"arn:{d.partition}:bedrock:{region}::foundation-model/{model_id}",
@@ -349,15 +398,19 @@ class Judge:
             if prefix != "global" and not region.startswith(geography.get(prefix, prefix + "-")):
                 problems.append(f"the inference profile {model_id} is not one of {region}")
             bedrock = f"arn:{d.partition}:bedrock:"
+            profile_arn = f"{bedrock}{region}:{d.account}:inference-profile/{model_id}"
+            through = (("bedrock:InferenceProfileArn", profile_arn),)
             needs = [
-                (
-                    "bedrock:InvokeModel",
-                    f"{bedrock}{region}:{d.account}:inference-profile/{model_id}",
-                ),
+                ("bedrock:InvokeModel", profile_arn),
                 # Bedrock may route the request to the model in any destination region of the
-                # profile's geography (a global profile's model ARN has no region).
+                # profile's geography (a global profile's model ARN has no region), and the
+                # request carries the profile it came through.
                 *(
-                    ("bedrock:InvokeModel", f"{bedrock}{r}::foundation-model/{foundation}")
+                    (
+                        "bedrock:InvokeModel",
+                        f"{bedrock}{r}::foundation-model/{foundation}",
+                        through,
+                    )
                     for r in _DESTINATIONS.get(prefix, (region,))
                 ),
             ]

@@ -35,6 +35,9 @@ class Sent:
     payload_bytes: int = 0  # the serialized request body
     invalid: str = ""  # botocore's validation report, when the parameters break the model
     host: str = ""
+    # DynamoDB's answer of what the request consumed (its ConsumedCapacity, per table and
+    # index), asked for by the recorder, not by the code (tests/aws/capacity.py reads it).
+    consumed: list[dict[str, Any]] = field(default_factory=list)
 
     def describe(self) -> str:
         text = json.dumps(_clip(self.params), default=str)
@@ -101,6 +104,10 @@ class Recorder:
         )
         self.sent.append(sent)
         context["contract_sent"] = sent
+        # What it consumed, from DynamoDB's answer (the request is judged as the code sent it:
+        # `sent.params` was copied above, and the judge ignores this parameter).
+        if sent.service == "dynamodb" and "ReturnConsumedCapacity" in model.input_shape.members:
+            params.setdefault("ReturnConsumedCapacity", "INDEXES")
 
     def _call(self, model: Any, params: dict[str, Any], context: dict[str, Any], **_: Any) -> Any:
         sent: Sent | None = context.get("contract_sent")
@@ -113,6 +120,16 @@ class Recorder:
         parsed = responder(model.name, sent.params if sent else {}, body)
         status = parsed.get("ResponseMetadata", {}).get("HTTPStatusCode", 200)
         return _Http(status), parsed
+
+    def _answered(self, parsed: Any, context: dict[str, Any], **_: Any) -> None:
+        sent: Sent | None = context.get("contract_sent")
+        if sent is None or not isinstance(parsed, dict):
+            return
+        consumed = parsed.get("ConsumedCapacity")
+        if isinstance(consumed, dict):
+            consumed = [consumed]
+        if isinstance(consumed, list):
+            sent.consumed = [c for c in consumed if isinstance(c, dict)]
 
     # --- urllib3 (OpenSearch) ------------------------------------------------------------------
 
@@ -157,6 +174,7 @@ class Recorder:
         events = session.events
         events.register("provide-client-params", self._params, unique_id="contract-params")
         events.register("before-call", self._call, unique_id="contract-call")
+        events.register("after-call", self._answered, unique_id="contract-answered")
         original = urllib3.connectionpool.HTTPConnectionPool.urlopen
         urllib3.connectionpool.HTTPConnectionPool.urlopen = self._urlopen(original)  # type: ignore[method-assign]
         try:
@@ -165,6 +183,7 @@ class Recorder:
             urllib3.connectionpool.HTTPConnectionPool.urlopen = original  # type: ignore[method-assign]
             events.unregister("provide-client-params", unique_id="contract-params")
             events.unregister("before-call", unique_id="contract-call")
+            events.unregister("after-call", unique_id="contract-answered")
 
 
 class _Http:

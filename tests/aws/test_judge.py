@@ -121,3 +121,31 @@ def test_a_call_the_judge_does_not_know_is_reported_not_passed(judges: Any) -> N
     chat = _function(judge, "handlers.chat_api.handler")
     sent = Sent(chat, "dynamodb", "DeleteTable", {"TableName": "x"})
     assert [k for k, _ in _kinds(judge, sent)] == ["unmapped"]
+
+
+@pytest.mark.parametrize(
+    "handler",
+    [
+        "handlers.chat_api.handler",
+        "handlers.consolidate.handler",
+        "handlers.compact.handler",
+        "handlers.redrive.handler",
+    ],
+)
+def test_the_text_model_is_invoked_only_through_its_inference_profile(
+    judges: Any, handler: str
+) -> None:
+    """Failed before (issue 46): every role that calls the default text model could invoke it
+    on demand in any region (foundation-model/* on bedrock:*), outside the inference profile's
+    geography; the grant is now conditioned on bedrock:InferenceProfileArn."""
+    judge = judges["serverless"]
+    function = _function(judge, handler)
+    direct = Sent(function, "bedrock-runtime", "Converse", {"modelId": "amazon.nova-micro-v1:0"})
+    refused = [detail for kind, detail in _kinds(judge, direct) if kind == "iam"]
+    assert refused and refused[0].startswith(
+        "bedrock:InvokeModel on arn:aws:bedrock:eu-central-1::foundation-model/"
+    )
+    through = Sent(
+        function, "bedrock-runtime", "Converse", {"modelId": "eu.amazon.nova-micro-v1:0"}
+    )
+    assert _kinds(judge, through) == []

@@ -140,10 +140,11 @@ def test_mcp_tools_remember_recall_read_end_and_forget_sessions(
             assert len(recalled["memories"]) <= 5
 
             # forget_session: gone, and so is what was learned from it; forgetting it again
-            # succeeds (the tool is marked idempotent).
+            # is the API's not found, as DELETE /sessions/{id} answers.
             forgotten = await call(session, "forget_session", session_id=trip.session_id)
             assert trip.session_id in forgotten["message"]
-            await call(session, "forget_session", session_id=trip.session_id)
+            again = await session.call_tool("forget_session", {"session_id": trip.session_id})
+            assert again.is_error and "not found" in text_of(again)
             recalled = await call(session, "recall", query="hiking trip to the Dolomites", k=5)
             assert trip.session_id not in {m["session_id"] for m in recalled["memories"]}
             assert (await call(session, "list_sessions"))["sessions"] == []

@@ -6,10 +6,12 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
 import responses
 from chatmemory_client import ChatMemoryClient
 from chatmemory_client.mcp.server import build_server, merge_recall
 from chatmemory_client.models import Memory, Record
+from mcp.server.mcpserver.exceptions import ToolError
 
 BASE = "http://chatmemory.test"
 
@@ -33,16 +35,23 @@ def _failed(result: Any) -> bool:
     return bool(getattr(result, "is_error", None) or getattr(result, "isError", None))
 
 
-def test_forgetting_a_forgotten_session_succeeds(http: responses.RequestsMock) -> None:
-    """Failed before: forget_session, annotated idempotent, answered a tool error the second
-    time (the API's 404 for a session already deleted)."""
+def test_forgetting_an_unknown_or_forgotten_session_is_the_apis_not_found(
+    http: responses.RequestsMock,
+) -> None:
+    """Failed before: forget_session answered "forgotten" for a session already deleted, and
+    for an id that never named one (issue 42), where DELETE /sessions/{id} answers 404: the
+    model told the user a conversation was forgotten when the id was wrong."""
     gone = {"error": {"code": "session_not_found", "message": "session s-1 not found"}}
     http.add(responses.DELETE, f"{BASE}/sessions/s-1", status=204)
     http.add(responses.DELETE, f"{BASE}/sessions/s-1", status=404, json=gone)
     server = _server()
-    for _ in range(2):
-        result = asyncio.run(server.call_tool("forget_session", {"session_id": "s-1"}))
-        assert not _failed(result)
+    first = asyncio.run(server.call_tool("forget_session", {"session_id": "s-1"}))
+    assert not _failed(first)
+    with pytest.raises(ToolError) as refused:  # in process; over MCP, an is_error result
+        asyncio.run(server.call_tool("forget_session", {"session_id": "s-1"}))
+    message = str(refused.value)
+    assert "session s-1 not found (HTTP 404, session_not_found)" in message
+    assert "forgotten" not in message
 
 
 def test_forgetting_a_forgotten_record_succeeds(http: responses.RequestsMock) -> None:

@@ -144,6 +144,28 @@ def test_an_alias_moves_only_from_the_session_it_still_names(memory: ShortTermMe
     assert memory.get_alias("alice", "conv") == "s2"
 
 
+def test_a_session_being_deleted_is_never_continued(memory: ShortTermMemory) -> None:
+    """A continuation's transaction checks the session it continues: a delete whose tombstone
+    came after the continuation read it makes it write nothing (issue 46)."""
+    memory.create_session(
+        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+    )
+    memory.end_session("s1", T1)
+    assert memory.mark_deleting("s1", T1) is True
+    with pytest.raises(Conflict):
+        memory.create_session(
+            _session("s2", continued_from="s1", client_id="conv"),
+            user=UserState("alice"),
+            alias=ClientAlias("alice", "conv", "s1"),
+        )
+    assert memory.get_session("s2") is None
+    assert memory.get_alias("alice", "conv") == "s1"
+    _create(memory, "s3")
+    memory.end_session("s3", T1)
+    _create(memory, "s4", continued_from="s3")  # one that is not being deleted: continued
+    assert memory.get_session("s4").continued_from == "s3"  # type: ignore[union-attr]
+
+
 def test_an_alias_is_dropped_only_while_it_names_the_purged_session(
     memory: ShortTermMemory,
 ) -> None:
@@ -247,6 +269,66 @@ def test_the_sweepers_index_finds_idle_open_abandoned_and_deleting_sessions(
     assert stale("DELETING", LATER) == {"deleting"}
     memory.continue_purge("deleting", LATER)
     assert stale("DELETING", LATER) == set()  # touched: fresh again
+
+
+def test_an_ended_session_stays_in_the_sweepers_index_until_consolidated_or_failed(
+    memory: ShortTermMemory,
+) -> None:
+    """A consolidation whose stream record is lost (expired, dead-lettered, its run crashed)
+    must be found again: an ENDED session is in the ENDED shards, sorted by when it ended."""
+    for sid in ("done", "failed", "lost"):
+        _create(memory, sid)
+        memory.end_session(sid, T1)
+
+    def stale(before: str) -> set[str]:
+        return {
+            sid for shard in range(16) for sid in memory.stale_sessions("ENDED", shard, before, 100)
+        }
+
+    assert stale(T0) == set()  # ended in a later bucket
+    assert stale(LATER) == {"done", "failed", "lost"}
+    assert {memory.oldest_stale("ENDED", shard) for shard in range(16)} - {None} == {
+        schema.idle_bucket(T1)
+    }
+    assert memory.mark_consolidated("done", "summary", LATER)
+    memory.mark_failed("failed", "model down")  # FAILED: the redrive's
+    assert stale(LATER) == {"lost"}
+
+
+def test_the_sweepers_index_is_read_page_by_page(memory: ShortTermMemory) -> None:
+    sids = [f"s{n:02d}" for n in range(40)]
+    for sid in sids:
+        _create(memory, sid)
+    found: list[str] = []
+    for shard in range(16):
+        token = None
+        while True:
+            page = memory.stale_page("OPEN", shard, LATER, 2, token)
+            assert len(page.items) <= 2
+            found += page.items
+            token = page.next_token
+            if token is None:
+                break
+    assert sorted(found) == sids  # each once, every shard to its end
+
+
+def test_a_lost_consolidation_is_started_again_once_per_period(memory: ShortTermMemory) -> None:
+    for sid in ("a", "b", "c"):
+        _create(memory, sid)
+        memory.end_session(sid, T1)
+    memory.mark_consolidated("c", "summary", T1)
+
+    assert memory.retry_consolidation(["a", "b", "c"], at=LATER, before=LATER, limit=1) == ["a"]
+    # a was started again at LATER: not due again before a later `before`.
+    again = memory.retry_consolidation(["a", "b", "c"], at=LATER, before=LATER, limit=5)
+    assert again == ["b"]
+    later = "2026-11-23T18:00:00.000Z"
+    assert memory.retry_consolidation(["a", "b", "c"], at=later, before=later, limit=5) == [
+        "a",
+        "b",
+    ]
+    session = memory.get_session("a")
+    assert session is not None and session.status == SessionStatus.ENDED
 
 
 # --- turns ------------------------------------------------------------------------------------
@@ -624,6 +706,30 @@ def test_records_are_listed_newest_first_by_type_without_deleting_ones(
     assert {r.record_id for r in memory.records_of_owner("alice")} == {
         "2026-01-01", "2026-01-02", "2026-01-03", "2026-01-05"
     }  # fmt: skip
+
+
+def test_a_statement_is_claimed_by_one_record_at_a_time(memory: ShortTermMemory) -> None:
+    """Of two writers of one statement that read it unclaimed, one writes its record and the
+    claim; the other writes nothing. A claim moves only from the holder the writer read, and
+    no read of the owner's records meets it."""
+    key = "k" * 32
+    assert memory.statement_holder("alice", key) is None
+    first, second = _record("2026-01-01-a"), _record("2026-01-01-b")
+    assert memory.put_stated_record(first, statement=key, holder=None) is True
+    assert memory.put_stated_record(second, statement=key, holder=None) is False
+    assert memory.get_record("alice", "2026-01-01-b") is None
+    assert memory.statement_holder("alice", key) == "2026-01-01-a"
+    assert memory.statement_holder("bob", key) is None
+    assert memory.put_stated_record(second, statement=key, holder="2026-01-0x") is False
+    assert memory.put_stated_record(second, statement=key, holder="2026-01-01-a") is True
+    assert memory.statement_holder("alice", key) == "2026-01-01-b"
+    assert memory.get_record("alice", "2026-01-01-b") == second
+    assert {r.record_id for r in memory.records_of_owner("alice", include_expired=True)} == {
+        "2026-01-01-a", "2026-01-01-b"
+    }  # fmt: skip
+    assert [r.record_id for r in memory.list_records("alice", None, 10, None).items] == [
+        "2026-01-01-b", "2026-01-01-a"
+    ]  # fmt: skip
 
 
 def test_the_profile_reads_lasting_facts_and_preferences_most_important_first(

@@ -69,17 +69,25 @@ def test_the_settings_page_names_every_setting_of_the_stack() -> None:
 
 
 def test_the_long_term_memory_page_quotes_the_cost_page() -> None:
-    """Its comparison of the three long-term memory backends quotes, for each, the month at 10,
-    1,000 and 100,000 users of the configuration that uses it."""
+    """Its comparison of the three long-term memory backends quotes, for each, the cost per 1,000
+    turns of the configuration that uses it (the same at every load the cost page prices)."""
     rows = {}
     for line in (DOCS / "cost.md").read_text().splitlines():
         cells = [cell.strip() for cell in line.strip("|").split("|")]
-        if len(cells) == 5 and cells[0].startswith("`"):
-            rows[cells[0].strip("`")] = " / ".join(cells[1:4])
+        if len(cells) == 6 and cells[0].startswith("`"):
+            per_1000 = set(cells[4].split(" / "))
+            assert len(per_1000) == 1, cells  # the page says it is the same at every load
+            rows[cells[0].strip("`")] = per_1000.pop()
     page = (DOCS / "concepts" / "long-term-memory.md").read_text()
-    [compared] = [line for line in page.splitlines() if line.startswith("| a month at 10 / 1,000")]
+    [compared] = [line for line in page.splitlines() if line.startswith("| per 1,000 turns at")]
     quoted = [cell.strip() for cell in compared.strip("|").split("|")][1:]
     for cell, configuration in zip(
         quoted, ("bedrock", "bedrock-serverless-search", "serverless"), strict=True
     ):
         assert cell.startswith(rows[configuration]), (configuration, cell, rows[configuration])
+
+
+def test_the_api_page_states_the_record_filters_bounds_as_the_schema_has_them() -> None:
+    section = _section((DOCS / "api" / "index.md").read_text(), "## Filters of a record search")
+    assert f"nesting deeper than {schema.MAX_RECORD_FILTER_DEPTH} levels" in section
+    assert f"more than {schema.MAX_RECORD_FILTER_VALUES} keys and values" in section

@@ -281,3 +281,29 @@ def test_stored_turns_racing_with_chat_turns_and_their_own_retries_are_stored_on
     answers = {t["turn"] for t in chat if t.get("response")}
     assert all(t["turn"] in answers or t.get("answered_by") in answers for t in chat)
     assert len(answers) <= deps.generator.calls <= len(chat)  # type: ignore[attr-defined]
+
+
+def test_ten_identical_statements_at_once_leave_one_active_record(store: Store) -> None:
+    """On DynamoDB Local, ten threads state the same words at once (POST /memories/records
+    without a record_id): each answers the one record that holds them. Failed before (issue 42):
+    statements that read the records before any was written each wrote one (two ACTIVE records
+    in local mode)."""
+    from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+    from chatmemory.services.profile import profile
+    from tests.fakes import FakeEmbedder
+
+    index, owner = EmbeddedLongTermIndex(), f"cellist-{time.monotonic_ns()}"
+    text = "I play the cello on Sundays"
+
+    def state() -> str:
+        return profile.state_record(
+            owner, text, record_type=None, memory=store.memory, embedder=FakeEmbedder(),
+            index=index, now=utc_now(),
+        ).record_id  # fmt: skip
+
+    ids = _in_parallel(10, [state] * 10)
+
+    records = list(store.memory.records_of_owner(owner))
+    active = [r.record_id for r in records if r.status == "ACTIVE" and r.text == text]
+    assert len(active) == 1, records
+    assert set(ids) == set(active)

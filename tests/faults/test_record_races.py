@@ -426,3 +426,60 @@ def test_two_upserts_of_one_record_id_create_it_once_and_each_text_is_applied(
     status, data = world.api.call("GET", "/memories/records/home")
     assert data["record"]["text"] == "I live in Lisbon"
     assert [r["record_id"] for r in world.listed()].count("home") == 1
+
+
+# --- identical statements at once -----------------------------------------------------------------
+
+
+def _active(world: World, text: str) -> list[str]:
+    return [r["record_id"] for r in world.listed() if r["text"] == text and r["status"] == "ACTIVE"]
+
+
+def test_a_statement_made_while_the_same_words_are_written_answers_that_record(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed before (issue 42): both statements read the caller's records before either was
+    written, found no duplicate, and each wrote a record: two ACTIVE records of one statement."""
+    memory = world.memory
+    real = memory.records_of_owner
+    others: list[dict[str, Any]] = []
+
+    def the_same_words_stated_now(owner: str, **kw: Any) -> Any:
+        read = list(real(owner, **kw))  # this request has read: no duplicate yet
+        monkeypatch.setattr(memory, "records_of_owner", real)
+        others.append(world.state("I play the cello on Sundays"))
+        return iter(read)
+
+    monkeypatch.setattr(memory, "records_of_owner", the_same_words_stated_now)
+    mine = world.state("I play the cello on Sundays")
+    [other] = others
+    assert mine["record_id"] == other["record_id"]
+    assert _active(world, "I play the cello on Sundays") == [other["record_id"]]
+
+
+def test_a_statement_that_superseded_before_the_same_words_were_written_hands_it_over(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first statement made "I live in Lisbon" history before the same words, stated at
+    once, wrote their record: it answers that record, which is what Lisbon is history of."""
+    lisbon = world.state("I live in Lisbon")["record_id"]
+    memory = world.memory
+    real = memory.save_record
+    others: list[dict[str, Any]] = []
+
+    def the_same_words_written_now(record: Any) -> bool:
+        saved = real(record)
+        if saved and record.record_id == lisbon:
+            monkeypatch.setattr(memory, "save_record", real)
+            others.append(world.state("I live in Porto"))
+        return saved
+
+    monkeypatch.setattr(memory, "save_record", the_same_words_written_now)
+    mine = world.state("I live in Porto")
+    [other] = others
+    assert mine["record_id"] == other["record_id"]
+    assert _active(world, "I live in Porto") == [other["record_id"]]
+    old = world.api.call("GET", f"/memories/records/{lisbon}")[1]["record"]
+    assert (old["status"], old["superseded_by"]) == ("SUPERSEDED", other["record_id"])
+    [entry] = [e for e in record_entries(world.index, "alice").values() if "Lisbon" in e["text"]]
+    assert entry["valid_until"]  # recall presents it as history

@@ -93,6 +93,27 @@ def test_each_model_mode_brings_its_formats_and_dimension() -> None:
     assert _from_context(modelMode="bedrock").embed_dimension == 1024
 
 
+def test_a_domains_vectors_are_on_disk_from_1024_dimensions_and_production_has_two_shards() -> None:
+    assert Config.from_mapping({}).search_on_disk is True  # GPT-J: 4,096 dimensions
+    assert Config.from_mapping({"model_mode": "deploy"}).search_on_disk is False  # 384
+    assert Config.from_mapping({"embed_dimension": "1024"}).search_on_disk is True
+    assert Config.from_mapping({"search_on_disk": "false"}).search_on_disk is False
+    assert Config.from_mapping({}).search_shards == 1
+    assert Config.from_mapping({"stage": "prod"}).search_shards == 2
+    with pytest.raises(ValueError, match="searchShards"):
+        Config.from_mapping({"search_shards": "0"})
+
+
+def test_end_user_roles_need_iam_auth_and_role_arns() -> None:
+    role = "arn:aws:iam::123456789012:role/apps/Backend"
+    config = Config.from_mapping({"auth": "iam", "end_user_role_arns": f"{role}, {role}2"})
+    assert config.end_user_role_arns == (role, f"{role}2")
+    with pytest.raises(ValueError, match="endUserRoleArns needs auth=iam"):
+        Config.from_mapping({"end_user_role_arns": role})
+    with pytest.raises(ValueError, match="not an IAM role"):
+        Config.from_mapping({"auth": "iam", "end_user_role_arns": "arn:aws:iam::1:user/x"})
+
+
 def test_command_line_strings_are_parsed() -> None:
     config = _from_context(
         production="false",

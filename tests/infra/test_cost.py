@@ -248,6 +248,21 @@ def test_an_s3_vectors_query_costs_more_as_the_index_grows(
     assert pricer.vector_query_bytes == pricer.settings.embed_dimension * 4 + 240
 
 
+def test_serverless_cost_per_1000_turns_is_within_2x_between_10k_and_1m_daily_users(
+    estimates: dict[str, Estimate],
+) -> None:
+    """Failed before: every query read the one shared index, so its price grew with all users'
+    memories (per 1,000 turns, $0.0041 of search at 100,000 vectors and 100 times that at 10M);
+    a query now reads one user's own index, whatever the number of users."""
+    from scripts.cost.report import _per_1000
+
+    serverless = estimates["serverless"]
+    small, large = (_per_1000(serverless, n, USAGE) for n in (10_000, 1_000_000))
+    assert large <= 2 * small and small <= 2 * large
+    whole = [serverless.month_usd(n) / (n * USAGE.turns_per_user_month) for n in (10_000, 10**6)]
+    assert whole[1] <= 2 * whole[0]  # idle cost and sign-ins included
+
+
 def test_compactions_follow_the_maintenance_rule() -> None:
     assert compactions(12, 12, 6) == 0
     assert compactions(13, 12, 6) == 1

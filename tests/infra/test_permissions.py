@@ -49,9 +49,13 @@ def dynamodb(*names: str) -> set[str]:
     return {f"dynamodb:{name}" for name in names}
 
 
-def sessions(*names: str) -> dict[str, set[str]]:
-    """table.grant on the sessions table also names its global secondary indexes."""
-    return {"sessions": dynamodb(*names), "sessions/index/*": dynamodb(*names)}
+def sessions(*names: str, indexes: tuple[schema.IndexSpec, ...] = ()) -> dict[str, set[str]]:
+    """The sessions table, and Query of each global secondary index the function reads (only
+    those: issue 46, every role had '/index/*')."""
+    return {
+        "sessions": dynamodb(*names),
+        **{f"sessions/index/{index.name}": dynamodb("Query") for index in indexes},
+    }
 
 
 def runtime(**resources: set[str]) -> dict[str, set[str]]:
@@ -102,15 +106,23 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # Every chat answer (complete_stack) and a hand-off of waiting messages (mark_for_agent)
     # is a transaction with a ConditionCheck item on the session (ConditionCheckItem).
     # Hand-off to a person (issue 16): the agents' queue is a Query of the sessions table's
-    # handoff-sessions index (sessions/index/* below); each hand-off and hand-back publishes one
-    # event on the stack's bus (PutEvents, on that bus only).
+    # handoff-sessions index; each hand-off and hand-back publishes one event on the stack's
+    # bus (PutEvents, on that bus only).
     "Chat": runtime(
         **sessions(
-            "GetItem", "BatchGetItem", "Query", "PutItem", "UpdateItem", "ConditionCheckItem"
-        ),
+            "GetItem",
+            "BatchGetItem",
+            "Query",
+            "PutItem",
+            "UpdateItem",
+            "ConditionCheckItem",
+            indexes=(schema.USER_SESSIONS_INDEX, schema.HANDOFF_SESSIONS_INDEX),
+        ),  # fmt: skip
         conversations=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "BatchWriteItem"),
         users=dynamodb("GetItem", "BatchGetItem", "UpdateItem", "ConditionCheckItem"),
         records=dynamodb("GetItem", "Query", "PutItem", "UpdateItem", "DeleteItem", "BatchGetItem"),
+        # The profile block of every chat prompt: one Query of the profile-records index.
+        **{f"records/index/{schema.PROFILE_RECORDS_INDEX.name}": dynamodb("Query")},
         # POST /memories/namespaces: the keys and namespaces of the caller's records.
         **{f"records/index/{schema.RECORD_KEYS_INDEX.name}": dynamodb("Query")},
         # LangGraph checkpoints (adapters/dynamodb/checkpoints.py): get_checkpoint (GetItem),
@@ -154,7 +166,9 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     # embedded, bulk-written, checked live with BatchGetItem), a forget's purge
     # (records_of_owner, remove_records).
     "Purge": consumer(
-        **sessions("GetItem", "Query", "UpdateItem", "DeleteItem"),
+        **sessions(
+            "GetItem", "Query", "UpdateItem", "DeleteItem", indexes=(schema.USER_SESSIONS_INDEX,)
+        ),
         conversations=dynamodb("Query", "BatchWriteItem"),
         users=dynamodb("GetItem", "UpdateItem"),
         records=dynamodb(
@@ -176,7 +190,13 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
     ),
     # handlers.sweep_idle: stale_sessions (open-sessions index), end_session (GetItem explains
     # a failed condition), mark_deleting, continue_purge.
-    "SweepIdle": runtime(**sessions("Query", "GetItem", "UpdateItem")),
+    # The sparse index page by page; conditional updates (GetItem explains a failed one); a
+    # page of lost consolidations read at once (BatchGetItem) before starting them again.
+    "SweepIdle": runtime(
+        **sessions(
+            "Query", "GetItem", "UpdateItem", "BatchGetItem", indexes=(schema.OPEN_SESSIONS_INDEX,)
+        )
+    ),
     # handlers.index_setup: indices.exists (HEAD) and create (PUT); for an index that exists,
     # get_mapping (GET) and put_mapping (PUT) of the fields a newer schema adds; then as the
     # FGAC master user the runtime's security role and its mapping (PUT).
@@ -208,7 +228,6 @@ EXPECTED: dict[str, dict[str, set[str]]] = {
         **{
             **CONSOLIDATION,
             "sessions": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
-            "sessions/index/*": dynamodb("GetItem", "UpdateItem", "BatchGetItem", "Scan"),
             "users": dynamodb("Scan", "GetItem", "UpdateItem"),
         }
     ),
@@ -265,6 +284,13 @@ def _labeller(synth: Synth, function: Any) -> Callable[[str], str]:
         names[f"{setup}:*"] = "IndexSetup function:*"
     for index_name, index in long_term.vector_indexes.items():
         names[f"${{{synth.logical_id(index)}.IndexArn}}"] = f"vectors/{index_name}"
+    if long_term.vector_bucket is not None:
+        owners = (
+            "arn:${AWS::Partition}:s3vectors:${AWS::Region}:${AWS::AccountId}:bucket/"
+            f"{long_term.bucket_name}-u*"
+        )
+        names[owners] = "vectors/owners' buckets"
+        names[f"{owners}/index/m-*"] = "vectors/owners' indexes"
     domain = (
         f"${{{synth.logical_id(long_term.domain)}.Arn}}" if long_term.domain is not None else None
     )
@@ -283,7 +309,10 @@ def permissions(synth: Synth, function: Any) -> dict[str, set[str]]:
     found: dict[str, set[str]] = {}
     for statement in statements(synth, _role_id(synth, function)):
         assert statement["Effect"] == "Allow"
-        assert "Condition" not in statement and "NotAction" not in statement
+        assert "NotAction" not in statement
+        if "Condition" in statement:  # the one kind: a model only through its profile
+            only = {"StringEquals": ["bedrock:InferenceProfileArn"]}
+            assert {k: list(v) for k, v in statement["Condition"].items()} == only, statement
         for resource in statement["Resource"]:
             found.setdefault(label(resource), set()).update(statement["Action"])
     return found
@@ -466,6 +495,20 @@ def test_bedrock_mode_gives_each_role_exactly_the_models_it_calls(synth_cache) -
             if any(a.startswith(("bedrock:", "sagemaker:")) for a in statement["Action"]):
                 assert statement["Action"] == ["bedrock:InvokeModel"], name
                 found.update(label(resource) for resource in statement["Resource"])
+                # The text model through its inference profile only (issue 46): a grant of
+                # its model in every region is conditioned on the profile it came through.
+                for resource in statement["Resource"]:
+                    if ":bedrock:*::foundation-model/" in render(resource):
+                        (profile,) = [
+                            r for s in statements(bedrock, _role_id(bedrock, function))
+                            for r in s["Resource"] if ":inference-profile/" in render(r)
+                        ]  # fmt: skip
+                        condition = statement["Condition"]
+                        assert list(condition) == ["StringEquals"], name
+                        through = condition["StringEquals"]["bedrock:InferenceProfileArn"]
+                        assert render(through) == render(profile), name
+                    else:
+                        assert "Condition" not in statement, name
         models[name] = found
     text, embed = "text model", "embed model"
     assert models == {
@@ -542,16 +585,25 @@ def test_a_bulk_request_may_only_write_the_index_its_path_names(default: Synth) 
 # What each method of chatmemory/adapters/s3vectors.py calls, as IAM actions on the index ARN
 # (every S3 Vectors data-plane action names an index, none the bucket). vector_search and
 # hybrid_search: QueryVectors filtered to the caller's user_id with returnMetadata, which needs
-# GetVectors too. upsert: PutVectors (a vector's key is derived from its owner and doc_key, so a
-# retry overwrites). delete_session, delete_user and delete_documents: DeleteVectors of derived
-# keys (there is no delete-by-query). delete_document (passages): GetVectors probes which passage
-# keys exist, then DeleteVectors. ensure_indexes (GetIndex, CreateIndex) runs only locally:
-# CloudFormation creates the indexes.
+# GetVectors too, on the owner's own index. upsert: PutVectors (a vector's key is derived from
+# its owner and doc_key, so a retry overwrites); the first write of an owner creates its index
+# (CreateIndex) and, first in its bucket, the bucket (CreateVectorBucket). delete_session and
+# delete_documents: DeleteVectors of derived keys (there is no delete-by-query), also in the
+# shared memory index a deployment keeps until its migration; delete_user: DeleteIndex of the
+# owner's index. delete_document (passages): GetVectors probes which passage keys exist, then
+# DeleteVectors. ensure_indexes' GetIndex runs only locally: CloudFormation creates the
+# stack's indexes.
 QUERY = {"s3vectors:QueryVectors", "s3vectors:GetVectors"}
 PUT = {"s3vectors:PutVectors"}
 DELETE = {"s3vectors:DeleteVectors"}
 PROBE = {"s3vectors:GetVectors"}
-SETUP_ONLY = {"s3vectors:GetIndex", "s3vectors:CreateIndex"}
+CREATE_INDEX = {"s3vectors:CreateIndex"}
+CREATE_BUCKET = {"s3vectors:CreateVectorBucket"}
+ERASE = {"s3vectors:DeleteIndex"}
+LIST = {"s3vectors:ListVectors", "s3vectors:GetVectors"}
+SETUP_ONLY = {"s3vectors:GetIndex"}
+OWNERS = "vectors/owners' indexes"
+OWNERS_BUCKETS = "vectors/owners' buckets"
 
 
 def _without_opensearch(expected: dict[str, set[str]]) -> dict[str, set[str]]:
@@ -566,20 +618,27 @@ EXPECTED_S3VECTORS: dict[str, dict[str, set[str]]] = {
     # indexed at once, a correction that lost to a delete takes its entry back.
     "Chat": {
         **_without_opensearch(EXPECTED["Chat"]),
-        f"vectors/{MEMORIES}": QUERY | PUT | DELETE,
+        OWNERS: QUERY | PUT | DELETE | CREATE_INDEX,
+        OWNERS_BUCKETS: CREATE_BUCKET,
+        f"vectors/{MEMORIES}": DELETE,
         f"vectors/{PASSAGES}": QUERY,
     },
     # Near-duplicate facts (query), the upsert, the compensating delete of a deleted session.
     "Consolidate": {
         **_without_opensearch(EXPECTED["Consolidate"]),
-        f"vectors/{MEMORIES}": QUERY | PUT | DELETE,
+        OWNERS: QUERY | PUT | DELETE | CREATE_INDEX,
+        OWNERS_BUCKETS: CREATE_BUCKET,
+        f"vectors/{MEMORIES}": DELETE,
     },
     "Compact": EXPECTED["Compact"],
-    # Deletes by key (a session's, a user's, a record's entries), and the entries of records
-    # that stay without a deleted session's words or dates, written again.
+    # Deletes by key (a session's, a record's entries), a forgotten owner key's index whole,
+    # and the entries of records that stay without a deleted session's words or dates, written
+    # again.
     "Purge": {
         **_without_opensearch(EXPECTED["Purge"]),
-        f"vectors/{MEMORIES}": PUT | DELETE,
+        OWNERS: PUT | DELETE | CREATE_INDEX | ERASE,
+        OWNERS_BUCKETS: CREATE_BUCKET,
+        f"vectors/{MEMORIES}": DELETE,
     },
     "SweepIdle": EXPECTED["SweepIdle"],
     # Verified passages only: the upsert, and a shortened document's old tail (probed, then
@@ -590,7 +649,21 @@ EXPECTED_S3VECTORS: dict[str, dict[str, set[str]]] = {
     },
     "Redrive": {
         **_without_opensearch(EXPECTED["Redrive"]),
-        f"vectors/{MEMORIES}": QUERY | PUT | DELETE,
+        OWNERS: QUERY | PUT | DELETE | CREATE_INDEX,
+        OWNERS_BUCKETS: CREATE_BUCKET,
+        f"vectors/{MEMORIES}": DELETE,
+    },
+    # The shared memory index, page by page, copied into the owners' indexes; what died
+    # meanwhile is deleted again; a page's sessions and records checked live.
+    "MigrateMemory": {
+        "own log group": LOGS,
+        "sessions": dynamodb("BatchGetItem"),
+        "records": dynamodb("BatchGetItem"),
+        "users": dynamodb("GetItem"),
+        "*": XRAY,
+        OWNERS: PUT | DELETE | CREATE_INDEX | ERASE,
+        OWNERS_BUCKETS: CREATE_BUCKET,
+        f"vectors/{MEMORIES}": LIST | DELETE,
     },
 }
 
@@ -618,7 +691,7 @@ def test_s3_vectors_functions_are_the_default_ones_without_the_index_setup(
     s3vectors: Synth,
 ) -> None:
     assert set(s3vectors.stack.functions.functions) == set(EXPECTED_S3VECTORS)
-    assert set(EXPECTED_S3VECTORS) == set(EXPECTED) - {"IndexSetup"}
+    assert set(EXPECTED_S3VECTORS) == set(EXPECTED) - {"IndexSetup"} | {"MigrateMemory"}
 
 
 @pytest.mark.parametrize("name", EXPECTED_S3VECTORS)
@@ -635,29 +708,40 @@ def test_serverless_profile_role_may_do_exactly_what_its_code_calls(
     assert permissions(serverless_profile, function) == _on_bedrock(EXPECTED_S3VECTORS[name])
 
 
-def test_s3_vectors_grants_name_exact_index_arns_never_the_bucket_or_a_wildcard(
+def test_s3_vectors_grants_name_index_arns_and_only_the_owners_buckets_by_pattern(
     serverless_profile: Synth,
 ) -> None:
-    """Each statement with an s3vectors action names one index by its GetAtt IndexArn, and only
-    actions that act on an index (the service authorization reference: none of these takes the
-    bucket ARN)."""
+    """Each statement with an s3vectors action names one resource: an index of the stack by its
+    GetAtt IndexArn, or the pattern of the owners' indexes (this stack's '<bucket>-u*' buckets,
+    'm-*' indexes) with actions that act on an index; the bucket pattern is named for
+    CreateVectorBucket only (the service authorization reference: the one action of these on a
+    bucket)."""
+    synth = serverless_profile
     indexes = {
-        f"${{{serverless_profile.logical_id(index)}.IndexArn}}"
-        for index in serverless_profile.stack.long_term.vector_indexes.values()
+        f"${{{synth.logical_id(index)}.IndexArn}}"
+        for index in synth.stack.long_term.vector_indexes.values()
     }
     assert len(indexes) == len(schema.LONG_TERM_INDEXES)
+    buckets = "arn:${AWS::Partition}:s3vectors:${AWS::Region}:${AWS::AccountId}:bucket/"
+    buckets += "chatmemory-dev-vectors-u*"
+    owners = f"{buckets}/index/m-*"
     granted = set()
-    for function in serverless_profile.stack.functions.functions.values():
-        for statement in statements(serverless_profile, _role_id(serverless_profile, function)):
+    for function in synth.stack.functions.functions.values():
+        for statement in statements(synth, _role_id(synth, function)):
             vector_actions = {a for a in statement["Action"] if a.startswith("s3vectors:")}
             if not vector_actions:
                 continue
             assert vector_actions == set(statement["Action"])
-            assert vector_actions <= QUERY | PUT | DELETE
             (resource,) = statement["Resource"]
-            assert resource in indexes
+            if resource == buckets:
+                assert vector_actions == CREATE_BUCKET
+            elif resource == owners:
+                assert vector_actions <= QUERY | PUT | DELETE | CREATE_INDEX | ERASE
+            else:
+                assert resource in indexes
+                assert vector_actions <= QUERY | PUT | DELETE | LIST
             granted.add(resource)
-    assert granted == indexes
+    assert granted == indexes | {buckets, owners}
 
 
 def _adapter_calls(module: str, service: str) -> set[str]:
@@ -700,13 +784,19 @@ def test_only_the_purge_and_the_writers_may_delete_vectors(serverless_profile: S
         for resource, actions in permissions(serverless_profile, function).items()
         if "s3vectors:DeleteVectors" in actions
     }
+    writers = ("Chat", "Consolidate", "Purge", "Redrive", "MigrateMemory")
     assert deleters == {
-        ("Chat", f"vectors/{MEMORIES}"),
-        ("Consolidate", f"vectors/{MEMORIES}"),
-        ("Purge", f"vectors/{MEMORIES}"),
-        ("Redrive", f"vectors/{MEMORIES}"),
+        *((name, OWNERS) for name in writers),
+        *((name, f"vectors/{MEMORIES}") for name in writers),  # the shared index, kept
         ("Ingest", f"vectors/{PASSAGES}"),
     }
+    erasers = {
+        name
+        for name, function in serverless_profile.stack.functions.functions.items()
+        for actions in permissions(serverless_profile, function).values()
+        if ERASE & actions
+    }
+    assert erasers == {"Purge", "MigrateMemory"}
 
 
 # --- hand-off to a person (issue 16) ---------------------------------------------------------
@@ -755,8 +845,7 @@ def test_without_handoff_events_no_role_may_put_events(synth_cache: Callable[...
 
 def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
     """GET /agent/sessions reads the sparse handoff-sessions index of the sessions table, which
-    CDK builds from schema.SESSIONS; table.grant's '/index/*' covers it (no other role needs it:
-    the sweeper reads the open-sessions index)."""
+    CDK builds from schema.SESSIONS; the chat is granted it by name (no other role reads it)."""
     assert schema.HANDOFF_SESSIONS_INDEX in schema.SESSIONS.indexes
     table = default.json["Resources"][default.logical_id(default.stack.storage.sessions)][
         "Properties"
@@ -765,7 +854,35 @@ def test_the_chat_may_query_the_agents_queue_index(default: Synth) -> None:
         index["IndexName"] for index in table["GlobalSecondaryIndexes"]
     }
     chat = permissions(default, default.stack.api.handler)
-    assert "dynamodb:Query" in chat["sessions/index/*"]
+    assert chat[f"sessions/index/{schema.HANDOFF_SESSIONS_INDEX.name}"] == {"dynamodb:Query"}
+
+
+def test_each_role_reads_only_the_indexes_its_code_queries(default: Synth) -> None:
+    """Failed before (issue 46): every role granted the sessions table got '<table>/index/*',
+    so the idle sweeper could read the user-sessions and hand-off indexes (names, hand-off
+    reasons and agents of every user)."""
+    read: dict[str, set[str]] = {}
+    for name, function in default.stack.functions.functions.items():
+        label = _labeller(default, function)
+        read[name] = {
+            label(resource)
+            for statement in statements(default, _role_id(default, function))
+            for resource in statement["Resource"]
+            if "/index/" in label(resource)
+        }
+    user, opened, handoff = (f"sessions/index/{i.name}" for i in schema.SESSIONS.indexes)
+    profile = f"records/index/{schema.PROFILE_RECORDS_INDEX.name}"
+    keys = f"records/index/{schema.RECORD_KEYS_INDEX.name}"
+    assert read == {
+        "Chat": {user, handoff, profile, keys},
+        "Consolidate": set(),
+        "Compact": set(),
+        "Purge": {user},
+        "SweepIdle": {opened},
+        "IndexSetup": set(),
+        "Ingest": set(),
+        "Redrive": set(),
+    }
 
 
 def _execute_api(synth: Synth, path: str) -> str:

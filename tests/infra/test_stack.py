@@ -19,7 +19,8 @@ from stacks.config import (
 from stacks.monitoring import CALLER_WATCHED
 from tests.infra.synth import Synth, render, statements
 
-CONFIG = Config()
+# The defaults a synth resolves (the planned load's among them: stacks/sizing.py).
+CONFIG = Config.from_mapping({})
 # The only actions AWS offers no resource-level permissions for, among those the app uses.
 STAR_ONLY_ACTIONS = {"xray:PutTraceSegments", "xray:PutTelemetryRecords", "dynamodb:ListStreams"}
 # Each stream trigger of schema.py: the function that consumes it and its dead-letter queue.
@@ -481,6 +482,24 @@ def test_cors_preflight_allows_every_method_of_the_chat_routes(default: Synth) -
         assert set(allowed.strip("'").split(",")) >= routed | {"OPTIONS"}
 
 
+def test_the_stages_execution_logs_are_a_log_group_of_the_template_that_expires(
+    default: Synth,
+) -> None:
+    """Failed before (issue 46): API Gateway created the execution-log group itself, on its
+    first error log, outside the template and kept forever. Now the template makes it, with
+    the stack's retention, before the stage that writes to it."""
+    api = default.stack.api
+    group_id = default.logical_id(api.execution_logs)
+    group = default.json["Resources"][group_id]
+    assert render(group["Properties"]["LogGroupName"]) == (
+        f"API-Gateway-Execution-Logs_${{{default.logical_id(api.rest_api)}}}/v1"
+    )
+    assert group["Properties"]["RetentionInDays"] == CONFIG.log_retention_days
+    stage = default.json["Resources"][default.logical_id(api.rest_api.deployment_stage)]
+    assert stage["Properties"]["StageName"] == "v1"
+    assert group_id in stage["DependsOn"]
+
+
 def test_stage_throttles_and_writes_access_logs(default: Synth) -> None:
     default.template.has_resource_properties(
         "AWS::ApiGateway::Stage",
@@ -741,6 +760,27 @@ def test_alarm_topic_is_encrypted_with_a_rotating_key_cloudwatch_may_use(default
                 )
             }
         },
+    )
+
+
+def test_cloudwatch_may_use_the_alarm_topics_key_for_this_accounts_alarms_only(
+    default: Synth,
+) -> None:
+    """Failed before (issue 46): the key policy let CloudWatch use the key with no
+    aws:SourceAccount or aws:SourceArn condition (the confused deputy AWS's own key policy
+    for alarm topics guards against)."""
+    key = default.json["Resources"][default.logical_id(default.stack.monitoring.key)]
+    (statement,) = [
+        s
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+        if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}
+    ]
+    assert sorted(statement["Action"]) == ["kms:Decrypt", "kms:GenerateDataKey*"]
+    assert statement["Condition"]["StringEquals"] == {
+        "aws:SourceAccount": {"Ref": "AWS::AccountId"}
+    }
+    assert render(statement["Condition"]["ArnLike"]["aws:SourceArn"]) == (
+        "arn:${AWS::Partition}:cloudwatch:${AWS::Region}:${AWS::AccountId}:alarm:*"
     )
 
 

@@ -272,6 +272,8 @@ def test_serverless_data_access_is_granted_only_to_the_app_roles(serverless: Syn
 
 # The functions that touch long-term memory (OPENSEARCH_ENDPOINT in the other search modes).
 LONG_TERM_FUNCTIONS = {"Chat", "Consolidate", "Purge", "Ingest", "Redrive"}
+# S3 Vectors only, while the stack keeps a shared memory index to migrate.
+VECTOR_FUNCTIONS = LONG_TERM_FUNCTIONS | {"MigrateMemory"}
 OPENSEARCH_TYPES = (
     "AWS::OpenSearchService::Domain",
     "AWS::OpenSearchServerless::Collection",
@@ -340,14 +342,17 @@ def test_s3_vectors_functions_are_told_the_vector_bucket_and_nothing_of_opensear
         env = _env(vectors, function)
         assert schema.ENV_OPENSEARCH_ENDPOINT not in env, name
         assert schema.ENV_OPENSEARCH_SERVERLESS not in env, name
-        if name in LONG_TERM_FUNCTIONS:
+        if name in VECTOR_FUNCTIONS:
             assert env[schema.ENV_LONG_TERM_BACKEND] == "s3vectors", name
             assert env[schema.ENV_VECTOR_BUCKET] == "chatmemory-dev-vectors", name
+            # Every user an index of their own at a million daily users (stacks/sizing.py).
+            assert env[schema.ENV_VECTOR_BUCKETS] == "316", name
+            assert env[schema.ENV_VECTOR_SHARED_INDEX] == "true", name
             assert env[schema.ENV_EMBED_DIMENSION] == "4096", name
         else:
             assert schema.ENV_LONG_TERM_BACKEND not in env, name
             assert schema.ENV_VECTOR_BUCKET not in env, name
-    assert set(vectors.stack.functions.functions) > LONG_TERM_FUNCTIONS
+    assert set(vectors.stack.functions.functions) > VECTOR_FUNCTIONS
 
 
 def test_s3_vectors_monitoring_has_no_search_cluster_alarms(vectors: Synth) -> None:
@@ -355,6 +360,43 @@ def test_s3_vectors_monitoring_has_no_search_cluster_alarms(vectors: Synth) -> N
         a["Properties"]["MetricName"] for a in vectors.resources("AWS::CloudWatch::Alarm").values()
     }
     assert not names & {"ClusterStatus.red", "ClusterIndexWritesBlocked", "FreeStorageSpace"}
+
+
+def test_end_user_roles_reach_the_chat_function(synth_cache: Synthesize) -> None:
+    role = "arn:aws:iam::123456789012:role/apps/Backend"
+    synth = synth_cache(auth="iam", endUserRoleArns=role)
+    env = _env(synth, synth.stack.functions.functions["Chat"])
+    assert env[schema.ENV_END_USER_ROLE_ARNS] == role
+    default = synth_cache(auth="iam")
+    assert schema.ENV_END_USER_ROLE_ARNS not in _env(
+        default, default.stack.functions.functions["Chat"]
+    )
+
+
+def test_without_a_shared_memory_index_a_deployment_has_only_owners_indexes(
+    synth_cache: Synthesize,
+) -> None:
+    """sharedMemoryIndex=false (a new deployment, or one migrated): no shared index, no
+    migration function, and nothing is granted on a shared index any more."""
+    synth = synth_cache(profile="serverless", sharedMemoryIndex="false", vectorBuckets="120")
+    (index,) = synth.resources("AWS::S3Vectors::Index").values()
+    assert index["Properties"]["IndexName"] == schema.PASSAGE_INDEX
+    assert "MigrateMemory" not in synth.stack.functions.functions
+    assert "MigrateMemoryFunctionName" not in synth.json["Outputs"]
+    for name in LONG_TERM_FUNCTIONS:
+        env = _env(synth, synth.stack.functions.functions[name])
+        assert schema.ENV_VECTOR_SHARED_INDEX not in env and env[schema.ENV_VECTOR_BUCKETS] == "120"
+    granted = json.dumps(synth.resources("AWS::IAM::Policy"))
+    assert "ConversationMemoriesIndex" not in granted
+
+
+def test_the_vector_bucket_leaves_room_for_the_owners_buckets_names(
+    synth_cache: Synthesize,
+) -> None:
+    """A vector bucket's name has at most 63 characters; the owners' buckets add "-u<n>"."""
+    synth = synth_cache(profile="serverless", stage="a-rather-long-stage-name-for-a-test-stack")
+    name = synth.stack.long_term.bucket_name
+    assert len(f"{name}-u9999") <= 63 and name.endswith("-vectors")
 
 
 def test_development_vector_bucket_goes_with_the_stack(vectors: Synth) -> None:
@@ -446,7 +488,7 @@ def test_serverless_profile_models_are_bedrocks_and_the_indexes_fit_them(
 def test_serverless_profile_keeps_alarms_and_dashboard_unless_switched_off(
     serverless_profile: Synth, synth_cache: Synthesize
 ) -> None:
-    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 15
+    assert len(serverless_profile.resources("AWS::CloudWatch::Alarm")) == 16
     assert "AlarmTopicArn" in serverless_profile.json["Outputs"]
     # No key of the topic's own ($1 a month; alarms carry no user data) unless asked for.
     (topic,) = serverless_profile.resources("AWS::SNS::Topic").values()

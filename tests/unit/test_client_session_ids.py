@@ -209,3 +209,70 @@ def test_put_with_end_previous_ends_a_hundred_open_sessions(world: World) -> Non
     assert data["session"]["client_id"] == "conv"
     statuses = {getattr(world.memory.get_session(sid), "status", None) for sid in opened}
     assert statuses == {schema.SessionStatus.ENDED}
+
+
+# --- a delete racing a message that continues the conversation (issue 46) -------------------------
+
+
+def _gone(world: World, *texts: str) -> None:
+    """Nothing of the conversation is readable: not by its id, not in any listed session."""
+    assert world.api.call("GET", "/sessions/conv")[0] == 404
+    assert world.api.call("GET", "/sessions/conv/messages")[0] == 404
+    for listed in world.api.call("GET", "/sessions")[1]["sessions"]:
+        for text in texts:
+            assert text not in _texts(world, listed["session_id"]), listed
+
+
+def _ended_conversation(world: World) -> str:
+    first = _put(world, "conv")[1]["session"]["session_id"]
+    world.api.say("conv", "the first words")
+    _end(world, "conv")
+    return first
+
+
+def test_a_delete_between_a_messages_read_and_its_continuation_wins(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed before: the message read the ended session, the delete answered 204, and then the
+    message's continuation was written anyway (continuing a session being deleted): the id
+    named a live session holding the message."""
+    _ended_conversation(world)
+    memory = world.memory
+    real = memory.create_session
+    deletes: list[int] = []
+
+    def delete_first(session: Any, **kw: Any) -> None:
+        monkeypatch.setattr(memory, "create_session", real)
+        deletes.append(world.api.call("DELETE", "/sessions/conv")[0])
+        real(session, **kw)
+
+    monkeypatch.setattr(memory, "create_session", delete_first)
+    status, data = world.api.call("POST", "/sessions/conv/messages", {"content": "raced words"})
+    assert deletes == [204]
+    assert status == 404, data
+    _gone(world, "raced words", "the first words")
+
+
+def test_a_continuation_written_before_the_deletes_tombstones_is_deleted_too(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed before: the delete read the conversation, the message continued it, then the
+    delete marked the sessions it had read and answered 204: the continuation, holding the
+    message, stayed under the id."""
+    _ended_conversation(world)
+    memory = world.memory
+    real = memory.mark_deleting
+    sent: list[int] = []
+
+    def message_first(session_id: str, at: str) -> bool:
+        monkeypatch.setattr(memory, "mark_deleting", real)
+        sent.append(world.api.call("POST", "/sessions/conv/messages", {"content": "raced"})[0])
+        return real(session_id, at)
+
+    monkeypatch.setattr(memory, "mark_deleting", message_first)
+    assert world.api.call("DELETE", "/sessions/conv")[0] == 204
+    assert sent == [200]  # answered before the delete did; deleted with the conversation
+    _gone(world, "raced", "the first words")
+    # The id is free, as after any delete.
+    status, data = _put(world, "conv")
+    assert status == 201 and data["session"]["continued_from"] is None

@@ -79,7 +79,7 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
     for delete in (purge, compensation):
         assert (delete.url, delete.params) == (
             "/conversation-memories/_delete_by_query",
-            {"conflicts": "proceed", "refresh": "true"},
+            {"conflicts": "proceed", "refresh": "true", "routing": "user-a"},
         )
         assert delete.json() == SESSION_FILTER
     assert bulk.url == "/conversation-memories/_bulk"

@@ -52,7 +52,15 @@ def test_no_handler_loads_the_xray_sdk_or_opentelemetry_at_import() -> None:
     assert not loaded & {"aws_xray_sdk", "opentelemetry", "boto3", "vaderSentiment"}, loaded
 
 
-STREAM_AND_SCHEDULED = ("compact", "consolidate", "purge", "redrive", "sweep_idle", "ingest")
+STREAM_AND_SCHEDULED = (
+    "compact",
+    "consolidate",
+    "purge",
+    "redrive",
+    "sweep_idle",
+    "ingest",
+    "migrate_memory",
+)
 
 
 def test_stream_and_scheduled_handlers_do_not_load_the_chat_service_at_import() -> None:
@@ -241,6 +249,7 @@ def test_the_functions_off_the_request_path_do_not_load_pydantic() -> None:
         "redrive",
         "sweep_idle",
         "index_setup",
+        "migrate_memory",
     )
     loaded = {m.split(".")[0] for m in _modules_after_importing(off_the_request_path)}
     assert "chatmemory" in loaded and not loaded & {"pydantic", "pydantic_core"}

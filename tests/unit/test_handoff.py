@@ -19,7 +19,7 @@ from chatmemory import wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.adapters.eventbridge import EventBridgePublisher
 from chatmemory.adapters.events_file import JsonLinesEventPublisher, read_events
-from chatmemory.domain import Sentiment, Session, Turn
+from chatmemory.domain import Page, Sentiment, Session, Turn
 from chatmemory.errors import Conflict, EventsUnavailable, ModelUnavailable, SessionNotFound
 from chatmemory.limits import LAMBDA_PAYLOAD_BYTES
 from chatmemory.schema import (
@@ -89,9 +89,11 @@ class HookedMemory(InMemoryShortTermMemory):
             self.before_append.pop(0)()
         return super().append_turn(session, turn, **kwargs)
 
-    def stale_sessions(self, state: str, shard: int, before: str, limit: int) -> list[str]:
-        found = super().stale_sessions(state, shard, before, limit)
-        if found and self.after_sweep:
+    def stale_page(
+        self, state: str, shard: int, before: str, limit: int, next_token: str | None
+    ) -> Page[str]:
+        found = super().stale_page(state, shard, before, limit, next_token)
+        if found.items and self.after_sweep:
             self.after_sweep.pop(0)()
         return found
 

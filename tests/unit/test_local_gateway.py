@@ -485,3 +485,127 @@ def test_local_run_stops_on_sigterm_arriving_while_its_main_thread_waits(tmp_pat
     )
     assert done.returncode == 0, done.stderr
     assert "stack stopped" in done.stdout and "stopped" in done.stdout.splitlines()[-1]
+
+
+class _Clock:
+    """The gateway's clock for deadlines, moved by the test (reads still wait for real)."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _closed_by_server(connection: socket.socket, within_seconds: float = 5.0) -> bytes | None:
+    """What the server sent before it closed the connection; None if it kept it open."""
+    connection.settimeout(within_seconds)
+    answer = b""
+    try:
+        while chunk := connection.recv(65536):
+            answer += chunk
+    except TimeoutError:
+        return None
+    return answer
+
+
+@pytest.mark.parametrize("part", ["headers", "body"])
+def test_a_slow_client_is_cut_off_at_the_total_deadline_whatever_its_pace(
+    echo: Echo, tmp_path: Path, part: str
+) -> None:
+    """Failed before (issue 46): the idle timeout applied per read, so a client sending a
+    byte every few seconds held its thread for as long as it liked. Each byte here arrives
+    well within the idle timeout; once the gateway's clock passes the header (or body)
+    deadline, the next read ends the request: no handler call, the connection closed (a body
+    gets 408 first)."""
+    clock = _Clock()
+    with Gateway(
+        echo, port=0, web_dir=tmp_path, idle_timeout=30, header_timeout=10, body_timeout=30,
+        clock=clock,
+    ) as gateway:  # fmt: skip
+        host, port = gateway.url.removeprefix("http://").split(":")
+        slow = socket.create_connection((host, int(port)), timeout=10)
+        head = b"POST /sessions HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n"
+        if part == "headers":
+            request, limit = head, 10
+        else:
+            slow.sendall(head)
+            time.sleep(0.05)  # the headers are read on their own
+            request, limit = b'{"a": 1}  ', 30
+        for i, byte in enumerate(request[:3]):
+            slow.sendall(bytes([byte]))
+            time.sleep(0.05)  # the gateway reads it, and waits for the next
+            clock.now += limit / 2 - 0.1 if i < 2 else limit  # past the deadline after three
+        slow.sendall(request[3:4])  # read, and the read after it is past the deadline
+        answer = _closed_by_server(slow)
+        slow.close()
+    assert answer is not None, "the slow client's connection was still held"
+    if part == "body":
+        assert answer.startswith(b"HTTP/1.1 408 ") and b"request_timeout" in answer
+    else:
+        assert answer == b""
+    assert echo.events == []
+
+
+def test_a_client_in_time_is_answered_whatever_the_deadlines(echo: Echo, tmp_path: Path) -> None:
+    clock = _Clock()
+    with Gateway(echo, port=0, web_dir=tmp_path, clock=clock) as gateway:
+        host, port = gateway.url.removeprefix("http://").split(":")
+        with socket.create_connection((host, int(port)), timeout=10) as client:
+            client.sendall(b"POST /sessions HTTP/1.1\r\nHost: localhost\r\n")
+            time.sleep(0.05)
+            clock.now += 9  # within the header deadline
+            client.sendall(b"Content-Length: 2\r\n\r\n")
+            time.sleep(0.05)
+            clock.now += 29  # within the body deadline
+            client.sendall(b"{}")
+            assert client.recv(65536).startswith(b"HTTP/1.1 201 ")
+    assert [e["path"] for e in echo.events] == ["/sessions"]
+
+
+def test_a_client_gone_before_its_answer_is_one_line_not_a_stack_trace(
+    echo: Echo, tmp_path: Path, capfd: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """Failed before (issue 46): writing the answer to a client that had closed its connection
+    raised BrokenPipeError (or ConnectionResetError), and socketserver printed its stack trace
+    on the console."""
+    import logging
+    import struct
+    import threading
+
+    gone = threading.Event()
+    answered = threading.Event()
+
+    def slow_answer(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        assert gone.wait(10)
+        return {"statusCode": 200, "body": "x" * 100_000, "isBase64Encoded": False}
+
+    caplog.set_level(logging.INFO, logger="local.gateway")
+    with Gateway(slow_answer, port=0, web_dir=tmp_path) as gateway:
+        host, port = gateway.url.removeprefix("http://").split(":")
+        client = socket.create_connection((host, int(port)), timeout=10)
+        client.sendall(b"GET /sessions HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        time.sleep(0.1)  # the handler is called
+        # Closed with a reset (no lingering): the server's write fails at once.
+        client.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        client.close()
+        gone.set()
+        for _ in range(100):
+            if any("closed the connection" in r.getMessage() for r in caplog.records):
+                answered.set()
+                break
+            time.sleep(0.05)
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "BrokenPipe" not in err and "ConnectionReset" not in err
+    assert answered.is_set(), [r.getMessage() for r in caplog.records]
+
+
+def test_each_answered_request_calls_the_after_request_hook(echo: Echo, tmp_path: Path) -> None:
+    """Local mode wakes the stream poller there (local/stack.py): what the request wrote is read
+    at once, whatever the poller's idle backoff. A failing handler counts too."""
+    calls: list[int] = []
+    with Gateway(echo, port=0, web_dir=tmp_path, after_request=lambda: calls.append(1)) as gateway:
+        assert _request(gateway, "GET", "/sessions")[0] == 201
+        echo.fail = True
+        assert _request(gateway, "POST", "/sessions", b"{}")[0] == 502
+    assert calls == [1, 1]

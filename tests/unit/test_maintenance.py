@@ -236,3 +236,122 @@ def test_the_ingest_lambda_indexes_documents_of_its_event(tmp_path, monkeypatch,
     assert (hit.doc.doc_id, hit.doc.passage_id, hit.doc.title) == ("manual.md", "p1", "Reset")
     with pytest.raises(pydantic.ValidationError):
         ingest.handler({"documents": [{"doc_id": "", "text": "x"}]}, lambda_context)
+
+
+# --- the sweep: every shard, page by page, and lost consolidations ------------------------------
+
+
+def _ended_long_ago(memory: Any, count: int, *, at: datetime) -> list[str]:
+    from chatmemory.domain import Session, UserState
+
+    sids = []
+    for n in range(count):
+        sid = f"s-{n:04d}"
+        started = at.isoformat()
+        memory.create_session(
+            Session(sid, "alice", sid, "OPEN", started, started), user=UserState("alice")
+        )
+        sids.append(sid)
+    return sids
+
+
+def test_the_sweeper_ends_every_idle_session_not_one_page_a_shard() -> None:
+    """Failed before: one page of at most 100 sessions a shard each sweep (about 5 sessions a
+    second at 16 shards every 5 minutes): 100,000 sessions idle at midnight took hours."""
+    from tests.memory_fake import InMemoryShortTermMemory
+
+    memory = InMemoryShortTermMemory()
+    long_ago = datetime(2026, 1, 1, tzinfo=UTC)
+    sids = _ended_long_ago(memory, 2_000, at=long_ago)
+
+    ended = sweep_idle_sessions(memory, now=long_ago + timedelta(hours=1), idle_minutes=30)
+
+    assert sorted(ended) == sids  # 2,000 over 16 shards: more than a page of 100 in each
+
+
+def test_a_sweep_short_of_time_stops_and_the_next_one_finds_the_rest() -> None:
+    from tests.memory_fake import InMemoryShortTermMemory
+
+    memory = InMemoryShortTermMemory()
+    long_ago = datetime(2026, 1, 1, tzinfo=UTC)
+    sids = _ended_long_ago(memory, 300, at=long_ago)
+    budget = iter([100.0] * 20)  # 20 pages' worth of time, then out of it
+
+    first = sweep_idle_sessions(
+        memory,
+        now=long_ago + timedelta(hours=1),
+        idle_minutes=30,
+        per_shard=5,
+        time_left=lambda: next(budget, 0.0),
+    )
+    rest = sweep_idle_sessions(memory, now=long_ago + timedelta(hours=1), idle_minutes=30)
+
+    assert 0 < len(first) < 300 and sorted(first + rest) == sids
+
+
+def test_lost_consolidations_are_started_again_oldest_first_within_the_sweeps_budget() -> None:
+    from chatmemory.services.background.maintenance import SweepPolicy, sweep
+    from tests.memory_fake import InMemoryShortTermMemory
+
+    memory = InMemoryShortTermMemory()
+    t0 = datetime(2026, 1, 1, tzinfo=UTC)
+    sids = _ended_long_ago(memory, 10, at=t0)
+    for n, sid in enumerate(sids):  # ended a minute apart... over several buckets
+        memory.end_session(sid, (t0 + timedelta(minutes=11 * n)).isoformat())
+    memory.mark_consolidated(sids[0], "done", t0.isoformat())
+    policy = SweepPolicy(retry_minutes=60, retries_per_sweep=4, workers=1)
+
+    early = sweep(memory, now=t0 + timedelta(minutes=50), policy=policy)
+    first = sweep(memory, now=t0 + timedelta(hours=4), policy=policy)
+    second = sweep(memory, now=t0 + timedelta(hours=4, minutes=5), policy=policy)
+    third = sweep(memory, now=t0 + timedelta(hours=4, minutes=10), policy=policy)
+
+    assert early.retried == []  # none ended an hour before
+    assert len(first.retried) == len(second.retried) == 4 and len(third.retried) == 1
+    # Each lost one started again once (not the consolidated one), within the sweeps' budget.
+    assert sorted(first.retried + second.retried + third.retried) == sids[1:]
+    assert [memory._sessions[s].retries for s in sids] == [0] + [1] * 9
+    assert first.oldest_unconsolidated == t0 + timedelta(minutes=10)  # s-0001's bucket
+    # A period later, what is still not consolidated is started again.
+    memory.mark_consolidated(sids[1], "done", t0.isoformat())
+    later = sweep(memory, now=t0 + timedelta(hours=6), policy=policy)
+    assert sids[1] not in later.retried and len(later.retried) == 4
+
+
+def test_the_sweep_function_retries_lost_consolidations_and_reports_the_oldest_wait(
+    dynamodb: Any, lambda_context: Any, monkeypatch: pytest.MonkeyPatch, capsys: Any
+) -> None:
+    import json
+
+    from chatmemory import schema
+    from handlers import sweep_idle
+
+    memory = wiring.short_term_memory()
+    ended = datetime.now(UTC) - timedelta(hours=10)
+    sids = _ended_long_ago(memory, 3, at=ended - timedelta(minutes=5))
+    for sid in sids:
+        memory.end_session(sid, ended.isoformat())
+    monkeypatch.setenv(schema.ENV_CONSOLIDATION_RETRY_MINUTES, "360")
+    wiring.clear_caches()
+    stream = StreamReader(dynamodb, schema.SESSIONS.logical_name)
+    stream.records()  # what came before the sweep
+
+    counts = sweep_idle.handler({}, lambda_context)
+
+    assert counts["consolidations_retried"] == 3 and counts["ended"] == 0
+    assert 10 * 3600 <= counts["oldest_unconsolidated_seconds"] <= 10 * 3600 + 700
+    # Each a stream record the consolidation mapping takes (its filter, as deployed).
+    from chatmemory.streams import matches
+
+    taken = [
+        r
+        for r in stream.records()
+        if any(matches(f, r) for f in schema.CONSOLIDATION_TRIGGER.filters)
+    ]
+    assert sorted(r["dynamodb"]["Keys"]["session_id"]["S"] for r in taken) == sids
+    # The alarm's metric, as an embedded metric format line (no CloudWatch call).
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if '"_aws"' in line]
+    [metric] = [m for m in lines if schema.OLDEST_UNCONSOLIDATED_METRIC in m]
+    assert metric["service"] == schema.SWEEPER_SERVICE
+    [waited] = metric[schema.OLDEST_UNCONSOLIDATED_METRIC]
+    assert abs(waited - counts["oldest_unconsolidated_seconds"]) < 1

@@ -367,6 +367,48 @@ def test_serverless_indexes_are_created_without_number_of_shards(exchange: Excha
     assert body["mappings"] == schema.long_term_index_body(DIMENSION)["mappings"]
 
 
+def test_a_domains_indexes_are_created_with_its_shards_and_vectors_on_disk(
+    exchange: Exchange,
+) -> None:
+    exchange.replies.extend(
+        recorded(r) for r in ("head_missing", "create_index", "head_missing", "create_index")
+    )
+    client = OpenSearch(hosts=[HOST], connection_class=RecordedConnection, exchange=exchange)
+    index = OpenSearchLongTermIndex(client, dimension=DIMENSION, shards=6, on_disk=True)
+
+    index.ensure_indexes()
+
+    body = exchange.sent[1].json()
+    assert body["settings"]["index"] == {"knn": True, "number_of_shards": 6}
+    # The graph 32x quantized in memory (binary quantization), rescored from disk: OpenSearch
+    # 2.17's disk-based vector search, the same faiss HNSW and inner product.
+    assert body["mappings"]["properties"]["embedding"] == {
+        "type": "knn_vector",
+        "dimension": 384,
+        "data_type": "float",
+        "mode": "on_disk",
+        "compression_level": "32x",
+        "method": {
+            "name": "hnsw",
+            "engine": "faiss",
+            "space_type": "innerproduct",
+            "parameters": {"m": 16, "ef_construction": 128},
+        },
+    }
+
+
+def test_a_serverless_collection_gets_no_vectors_on_disk(exchange: Exchange) -> None:
+    """(Nor routing: test_serverless_upsert_deletes_same_doc_keys_then_indexes_without_id.)"""
+    exchange.replies.extend(recorded(r) for r in ("head_missing", "create_index"))
+    exchange.replies.extend([recorded("head_present"), current_mapping(schema.PASSAGE_INDEX)])
+    client = OpenSearch(hosts=[HOST], connection_class=RecordedConnection, exchange=exchange)
+    index = OpenSearchLongTermIndex(client, dimension=DIMENSION, serverless=True, on_disk=True)
+
+    index.ensure_indexes()
+
+    assert "mode" not in exchange.sent[1].json()["mappings"]["properties"]["embedding"]
+
+
 def test_index_prefix_is_prepended_to_both_index_names(exchange: Exchange) -> None:
     exchange.replies.extend(
         [
@@ -407,10 +449,11 @@ def test_upsert_sends_one_bulk_request_with_doc_key_as_id(exchange: Exchange) ->
         "/conversation-memories/_bulk",
         {"refresh": "wait_for"},
     )
+    # Routed by owner: every entry of user-a on one shard, which their searches alone read.
     assert sent.ndjson() == [
-        {"index": {"_id": "sess-1#summary"}},
+        {"index": {"_id": "sess-1#summary", "routing": "user-a"}},
         source_of(docs[0]),
-        {"index": {"_id": "sess-1#chunk-0"}},
+        {"index": {"_id": "sess-1#chunk-0", "routing": "user-a"}},
         source_of(docs[1]),
     ]
 
@@ -745,8 +788,9 @@ def test_hybrid_search_sends_both_searches_in_one_msearch_of_the_memory_index(
     # The index is in the path, never in a header line: IAM allows exactly this path, and the
     # domain refuses an index named in the body (rest.action.multi.allow_explicit_index).
     assert (sent.method, sent.url, sent.params) == ("POST", "/conversation-memories/_msearch", {})
+    # Each search routed to the owner's shard: it reads one shard, not every one.
     assert sent.ndjson() == [
-        {},
+        {"routing": "user-a"},
         {
             "size": 5,
             "_source": {"excludes": ["embedding"]},
@@ -760,7 +804,7 @@ def test_hybrid_search_sends_both_searches_in_one_msearch_of_the_memory_index(
                 }
             },
         },
-        {},
+        {"routing": "user-a"},
         {
             "size": 5,
             "_source": {"excludes": ["embedding"]},
@@ -871,7 +915,7 @@ def test_delete_session_deletes_by_user_and_session(exchange: Exchange) -> None:
     assert (sent.method, sent.url, sent.params) == (
         "POST",
         "/conversation-memories/_delete_by_query",
-        {"conflicts": "proceed", "refresh": "true"},
+        {"conflicts": "proceed", "refresh": "true", "routing": "user-a"},
     )
     assert sent.json() == {
         "query": {

@@ -15,6 +15,7 @@ import pytest
 from chatmemory import schema
 from chatmemory.adapters.dynamodb import serialize
 from chatmemory.adapters.dynamodb.codec import record_to_item
+from chatmemory.clock import iso
 from chatmemory.domain import MemoryRecord
 from chatmemory.schema import RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.profile import profile
@@ -163,6 +164,9 @@ def test_the_ttl_filter_matches_only_dynamodbs_own_removals() -> None:
     assert matches(schema.RECORD_EXPIRED_FILTER, event)
     assert not matches(schema.RECORD_EXPIRED_FILTER, {**event, "userIdentity": {"type": "X"}})
     assert not matches(schema.RECORD_EXPIRED_FILTER, {**event, "eventName": "MODIFY"})
+    # A statement's claim expiring (schema.STATEMENT_HOLDER) is no record: nothing to purge.
+    claim = {"user_id": schema.statement_partition("alice"), "record_id": "k" * 32, "holder": "r1"}
+    assert not matches(schema.RECORD_EXPIRED_FILTER, _ttl_removal(claim))
     assert schema.RECORDS.ttl_attribute == schema.EXPIRES_AT == "expires_at"
     assert schema.RECORD_EXPIRED_FILTER in schema.RECORD_PURGE_TRIGGER.filters
 
@@ -188,6 +192,68 @@ def test_an_expiring_profile_record_neither_merges_nor_supersedes() -> None:
     assert current.expires_at is None
     memory.clock = lambda: now + timedelta(minutes=1)
     assert [r.record_id for r in memory.records_of_owner(owner)] == [home.record_id]
+
+
+def test_a_lasting_statement_is_never_absorbed_by_an_expiring_record(world: World) -> None:
+    """Failed before (issue 46): the same text stated without ttl_seconds after it was stated
+    with one (POST /memories/records) answered 201 with the expiring record (merged into it, its expires_at shown), and
+    once that expired nothing of the lasting statement was left."""
+    brief = world.state("My cat Miso is at the vet", ttl_seconds=60)
+    lasting = world.state("My cat Miso is at the vet")
+    assert lasting["record_id"] != brief["record_id"]
+    assert lasting["expires_at"] is None and brief["expires_at"] is not None
+    _later(world, seconds=61)
+    assert [r["record_id"] for r in world.listed()] == [lasting["record_id"]]
+    assert world.searched("cat Miso vet") == [lasting["record_id"]]
+    # Stated again while the lasting one holds it: that record, not a third one.
+    assert world.state("my cat Miso is at the vet!")["record_id"] == lasting["record_id"]
+
+
+def _stated_at(memory: Any, index: Any, text: str, when: Any, **kw: Any) -> MemoryRecord:
+    return profile.state_record(
+        "alice", text, record_type=kw.pop("record_type", None), memory=memory,
+        embedder=FakeEmbedder(), index=index, now=when, **kw,
+    )  # fmt: skip
+
+
+def test_a_lasting_record_is_never_superseded_or_settled_by_an_expiring_one() -> None:
+    """Failed before (issue 46): a lasting record placed after an expiring one on its subject
+    but dated before it (a session consolidated late) became history of the expiring record
+    ("newer"), and so did a lasting open question that an expiring statement answered: once
+    the expiring record expired, nothing lasting was current any more."""
+    memory, index = InMemoryShortTermMemory(), HookedIndex()
+    now = at(10)
+    memory.clock = lambda: now
+    brief = _stated_at(
+        memory, index, "I live in Lisbon", at(10), expires_at=int(now.timestamp()) + 60
+    )
+    assert brief.subject  # a subject of its own, shared with what follows
+    home = _stated_at(memory, index, "I live in Porto", at(5))
+    question = _stated_at(
+        memory, index, "Where I will live", at(5), record_type=RecordType.OPEN_QUESTION
+    )
+    question.subject = brief.subject  # what "I live in Lisbon" settles
+    assert memory.save_record(question)
+    late_question = MemoryRecord(
+        "late-q", "alice", RecordType.OPEN_QUESTION, "Where do I live?", iso(at(6)), iso(at(6)),
+        RecordOrigin.EXTRACTED, subject=brief.subject,
+    )  # fmt: skip
+    profile._place(
+        late_question, [0.0], memory=memory, embedder=FakeEmbedder(), index=index,
+        policy=profile.ProfilePolicy(),
+    )  # fmt: skip
+    for record in (home, late_question):
+        current = memory.get_record("alice", record.record_id)
+        assert current is not None and current.status == RecordStatus.ACTIVE, current
+        assert current.superseded_by is None
+    expiring = memory.get_record("alice", brief.record_id)
+    assert expiring is not None and expiring.status == RecordStatus.ACTIVE
+    memory.clock = lambda: now + timedelta(minutes=2)
+    assert {r.record_id for r in memory.records_of_owner("alice")} == {
+        home.record_id,
+        question.record_id,
+        "late-q",
+    }
 
 
 def test_the_record_item_carries_the_tables_ttl_attribute_in_epoch_seconds() -> None:

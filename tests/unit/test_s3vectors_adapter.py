@@ -41,6 +41,9 @@ from tests.unit.test_chat_api import Api
 
 BUCKET = "chat-memory-vectors"
 DIMENSION = 3
+# Where user-a's memories live: an index of their own, in the one bucket of owners' indexes.
+USER_BUCKET = f"{BUCKET}-u0"
+INDEX_A = schema.user_vector_index("user-a")
 # sha256("user-a"), sha256("user-b"), sha256(""): the owner digests that begin every key.
 USER_A = "fc95297aa4f56781f0decb7d4bf59b14"
 USER_B = "eb1c58aa404f0ada5e83d6c2bc60990d"
@@ -94,8 +97,8 @@ def summary(**changes: Any) -> MemoryDoc:
 def query_params(**changes: Any) -> dict[str, Any]:
     """QueryVectors as the adapter sends it for user-a's memories (k=5)."""
     return {
-        "vectorBucketName": BUCKET,
-        "indexName": MEMORY_INDEX,
+        "vectorBucketName": USER_BUCKET,
+        "indexName": INDEX_A,
         "topK": 5,
         "queryVector": {"float32": [0.6, 0.8, 0.0]},
         "filter": {"user_id": "user-a"},
@@ -132,8 +135,8 @@ def test_upsert_puts_each_entry_under_its_owner_and_doc_key_with_ids_filterable_
         "put_vectors",
         {},
         {
-            "vectorBucketName": BUCKET,
-            "indexName": MEMORY_INDEX,
+            "vectorBucketName": USER_BUCKET,
+            "indexName": INDEX_A,
             "vectors": [
                 {
                     "key": f"{USER_A}/sess-1#summary",
@@ -155,6 +158,8 @@ def test_upsert_puts_each_entry_under_its_owner_and_doc_key_with_ids_filterable_
 
 def test_upsert_writes_500_vectors_a_request_and_a_key_given_twice_once(faked: Any) -> None:
     index, fake = faked
+    index.upsert(MEMORY_INDEX, [summary()])  # the owner's index exists
+    fake.calls.clear()
     docs = [
         summary(doc_key=f"sess-1#chunk-{n}", kind="chunk", text=f"turn {n}") for n in range(1, 502)
     ]
@@ -163,7 +168,7 @@ def test_upsert_writes_500_vectors_a_request_and_a_key_given_twice_once(faked: A
 
     puts = [body for operation, body in fake.calls if operation == "PutVectors"]
     assert [len(body["vectors"]) for body in puts] == [500, 1]
-    assert len(fake.keys(MEMORY_INDEX)) == 501
+    assert len(fake.keys(MEMORY_INDEX)) == 502
     written = {m["text"] for m in fake.metadata(MEMORY_INDEX)}
     assert "rewritten" in written and "turn 1" not in written  # the last of one key wins
 
@@ -176,6 +181,8 @@ def test_upsert_cuts_put_vectors_at_the_request_payload_limit() -> None:
     fake = FakeS3Vectors(s3vectors, BUCKET)
     index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=1024)
     index.ensure_indexes()
+    index.upsert(MEMORY_INDEX, [summary(embedding=[0.5] * 1024)])  # the owner's index exists
+    fake.calls.clear()
     docs = [
         summary(
             doc_key=f"sess-1#chunk-{n}",
@@ -190,7 +197,7 @@ def test_upsert_cuts_put_vectors_at_the_request_payload_limit() -> None:
 
     puts = [body for operation, body in fake.calls if operation == "PutVectors"]
     assert len(puts) == 2 and sum(len(body["vectors"]) for body in puts) == 400
-    assert len(fake.keys(MEMORY_INDEX)) == 400
+    assert len(fake.keys(MEMORY_INDEX)) == 401
 
 
 def test_a_passage_has_no_owner_and_a_users_entry_is_refused_among_passages(stubbed: Any) -> None:
@@ -384,8 +391,8 @@ def test_the_filter_goes_over_the_wire_as_a_json_document(faked: Any) -> None:
     assert fake.calls[-1] == (
         "QueryVectors",
         {
-            "vectorBucketName": BUCKET,
-            "indexName": MEMORY_INDEX,
+            "vectorBucketName": USER_BUCKET,
+            "indexName": INDEX_A,
             "topK": 100,
             "queryVector": {"float32": [0.6, 0.8, 0.0]},
             "filter": {"$and": [{"user_id": "user-a"}, {"session_id": {"$exists": True}}]},
@@ -400,7 +407,7 @@ def test_the_filter_goes_over_the_wire_as_a_json_document(faked: Any) -> None:
 
 def test_passages_are_searched_whole_and_memories_never_without_their_owner(stubbed: Any) -> None:
     index, stubber = stubbed
-    params = query_params(indexName=PASSAGE_INDEX, topK=100)
+    params = query_params(vectorBucketName=BUCKET, indexName=PASSAGE_INDEX, topK=100)
     del params["filter"]  # the passage index holds nobody's entries but passages
     stubber.add_response("query_vectors", {"vectors": [], "distanceMetric": "cosine"}, params)
 
@@ -457,8 +464,8 @@ def test_delete_session_deletes_every_key_its_turn_count_allows(stubbed: Any) ->
         "delete_vectors",
         {},
         {
-            "vectorBucketName": BUCKET,
-            "indexName": MEMORY_INDEX,
+            "vectorBucketName": USER_BUCKET,
+            "indexName": INDEX_A,
             "keys": [f"{USER_A}/sess-1#{key}" for key in keys],
         },
     )
@@ -484,20 +491,34 @@ def test_delete_session_without_its_turn_count_is_refused(stubbed: Any) -> None:
         index.delete_session("user-a", "sess-1")
 
 
-def test_delete_user_deletes_the_keys_of_its_records(stubbed: Any) -> None:
+def test_delete_user_deletes_the_owners_index_whole(stubbed: Any) -> None:
     index, stubber = stubbed
-    stubber.add_response(
-        "delete_vectors",
-        {},
-        {
-            "vectorBucketName": BUCKET,
-            "indexName": MEMORY_INDEX,
-            "keys": [f"{USER_A}/record#r-1", f"{USER_A}/sess-1#summary"],
-        },
-    )
+    where = {"vectorBucketName": USER_BUCKET, "indexName": INDEX_A}
+    stubber.add_response("delete_index", {}, where)
+    stubber.add_client_error("delete_index", "NotFoundException", http_status_code=404)
 
-    index.delete_user("user-a", doc_keys=["record#r-1", "sess-1#summary", "record#r-1"])
-    index.delete_user("user-a")  # nothing to delete by key: no request
+    index.delete_user("user-a", doc_keys=["record#r-1", "sess-1#summary"])
+    index.delete_user("user-a")  # deleted already: nothing left, no error
+
+
+def test_with_a_shared_index_kept_delete_user_also_deletes_its_records_keys_there() -> None:
+    s3vectors = client()
+    with Stubber(s3vectors) as stubber:
+        index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION, shared_index=True)
+        where = {"vectorBucketName": USER_BUCKET, "indexName": INDEX_A}
+        stubber.add_response("delete_index", {}, where)
+        stubber.add_response(
+            "delete_vectors",
+            {},
+            {
+                "vectorBucketName": BUCKET,
+                "indexName": MEMORY_INDEX,
+                "keys": [f"{USER_A}/record#r-1", f"{USER_A}/sess-1#summary"],
+            },
+        )
+
+        index.delete_user("user-a", doc_keys=["record#r-1", "sess-1#summary", "record#r-1"])
+        stubber.assert_no_pending_responses()
 
 
 def test_deleting_an_owners_entry_leaves_another_owners_entry_of_the_same_doc_key(
@@ -561,44 +582,110 @@ def index_answer(name: str, **changes: Any) -> dict[str, Any]:
     }
 
 
-def test_ensure_indexes_creates_a_missing_index_as_schema_describes_it(stubbed: Any) -> None:
-    index, stubber = stubbed
-    where = {"vectorBucketName": BUCKET, "indexName": MEMORY_INDEX}
-    stubber.add_client_error(
-        "get_index", "NotFoundException", "Index not found", 404, expected_params=where
-    )
-    stubber.add_response(
-        "create_index",
-        {"indexArn": f"arn:aws:s3vectors:us-east-1:123456789012:bucket/{BUCKET}/index/x"},
-        where
-        | {
-            "dataType": "float32",
-            "dimension": DIMENSION,
-            "distanceMetric": "cosine",
-            "metadataConfiguration": {"nonFilterableMetadataKeys": ["text", "doc"]},
-        },
-    )
-    stubber.add_response(
-        "get_index",
-        index_answer(PASSAGE_INDEX),
-        {"vectorBucketName": BUCKET, "indexName": PASSAGE_INDEX},
-    )
+def test_ensure_indexes_creates_a_missing_index_as_schema_describes_it() -> None:
+    s3vectors = client()
+    with Stubber(s3vectors) as stubber:
+        index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION, shared_index=True)
+        where = {"vectorBucketName": BUCKET, "indexName": PASSAGE_INDEX}
+        stubber.add_client_error(
+            "get_index", "NotFoundException", "Index not found", 404, expected_params=where
+        )
+        stubber.add_response(
+            "create_index",
+            {"indexArn": f"arn:aws:s3vectors:us-east-1:123456789012:bucket/{BUCKET}/index/x"},
+            where
+            | {
+                "dataType": "float32",
+                "dimension": DIMENSION,
+                "distanceMetric": "cosine",
+                "metadataConfiguration": {"nonFilterableMetadataKeys": ["text", "doc"]},
+            },
+        )
+        # A deployment's shared memory index, kept until its migration: checked as well.
+        stubber.add_response(
+            "get_index",
+            index_answer(MEMORY_INDEX),
+            {"vectorBucketName": BUCKET, "indexName": MEMORY_INDEX},
+        )
 
-    index.ensure_indexes()
+        index.ensure_indexes()
+        stubber.assert_no_pending_responses()
+
+
+def test_ensure_indexes_makes_no_owners_index_their_first_write_does(faked: Any) -> None:
+    index, fake = faked
+    assert set(fake.indexes) == {PASSAGE_INDEX} and fake.user_indexes() == {}
+
+    index.upsert(MEMORY_INDEX, [summary()])
+
+    # The write found no index, created it (and its bucket, missing too), and wrote again.
+    assert [operation for operation, _ in fake.calls[-5:]] == [
+        "PutVectors",
+        "CreateIndex",
+        "CreateVectorBucket",
+        "CreateIndex",
+        "PutVectors",
+    ]
+    assert list(fake.user_indexes()) == [(USER_BUCKET, INDEX_A)]
+    assert fake.calls[-2][1] == {
+        "vectorBucketName": USER_BUCKET,
+        "indexName": INDEX_A,
+        **schema.s3vectors_index_spec(DIMENSION),
+    }
+    assert fake.keys(MEMORY_INDEX) == {f"{USER_A}/sess-1#summary"}
+
+
+def test_owners_are_spread_over_the_buckets_each_in_an_index_of_its_own() -> None:
+    s3vectors = client()
+    fake = FakeS3Vectors(s3vectors, BUCKET)
+    index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION, buckets=4)
+    owners = [f"user-{n}" for n in range(40)]
+
+    index.upsert(MEMORY_INDEX, [summary(user_id=owner) for owner in owners])
+
+    placed = fake.user_indexes()
+    assert len(placed) == 40  # one index per owner
+    assert {bucket for bucket, _ in placed} == {f"{BUCKET}-u{n}" for n in range(4)}
+    for owner in owners:
+        bucket, name = index.location(MEMORY_INDEX, owner)
+        assert set(placed[bucket, name].vectors) == {vector_key(owner, "sess-1#summary")}
+    # A search reads the owner's index only: what it is billed for is that owner's entries.
+    found = index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 100, "user-7")
+    assert [c.doc.user_id for c in found] == ["user-7"]
+
+
+def test_an_owner_without_an_index_has_no_memories_and_nothing_to_delete(faked: Any) -> None:
+    index, fake = faked
+
+    assert index.hybrid_search(MEMORY_INDEX, [0.6, 0.8, 0.0], "Lisbon", 5, "user-a") == ([], [])
+    index.delete_session("user-a", "sess-1", num_turns=3)
+    index.delete_documents(MEMORY_INDEX, "user-a", ["record#r-1"])
+    index.delete_user("user-a")
+
+    assert fake.user_indexes() == {}  # and nothing was created
+
+
+def test_erasing_an_owner_deletes_its_index_and_leaves_the_others(faked: Any) -> None:
+    index, fake = faked
+    index.upsert(MEMORY_INDEX, [summary(), summary(user_id="user-b")])
+
+    index.delete_user("user-a")
+
+    assert fake.keys(MEMORY_INDEX) == {f"{USER_B}/sess-1#summary"}
+    assert (USER_BUCKET, INDEX_A) not in fake.user_indexes()
 
 
 def test_ensure_indexes_accepts_an_index_created_concurrently(stubbed: Any) -> None:
     index, stubber = stubbed
-    for _ in schema.LONG_TERM_INDEXES:
-        stubber.add_client_error("get_index", "NotFoundException", "not found", 404)
-        stubber.add_client_error("create_index", "ConflictException", "exists", 409)
+    stubber.add_client_error("get_index", "NotFoundException", "not found", 404)
+    stubber.add_client_error("create_index", "ConflictException", "exists", 409)
 
     index.ensure_indexes()
 
 
 def test_ensure_indexes_refuses_an_index_that_differs_from_schema(stubbed: Any) -> None:
     index, stubber = stubbed
-    answer = index_answer(MEMORY_INDEX, dimension=384)
+    answer = index_answer(PASSAGE_INDEX, dimension=384)
     answer["index"]["metadataConfiguration"] = {"nonFilterableMetadataKeys": ["text", "title"]}
     stubber.add_response("get_index", answer)
 
@@ -636,6 +723,10 @@ def test_service_errors_become_the_projects_outage_or_refusal(
     stubbed: Any, operation: str, code: str, status: int
 ) -> None:
     index, stubber = stubbed
+    if code == "NotFoundException" and operation != "get_vectors":
+        # An owner's index that does not exist yet: no memories, nothing to delete, or
+        # created by the write (test_an_owner_without_an_index_has_no_memories...).
+        return
     stubber.add_client_error(operation, code, "the service says no", status)
     expected = LongTermMemoryUnavailable if (code, status) in OUTAGES else LongTermMemoryError
 
@@ -707,11 +798,19 @@ class PausingIndex(PausesOnUpsert, S3VectorsLongTermIndex):
 
 @pytest.fixture
 def world(dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any):
+    return services_on_s3vectors(dynamodb, monkeypatch, lambda_context)
+
+
+def services_on_s3vectors(
+    dynamodb: Any, monkeypatch: pytest.MonkeyPatch, lambda_context: Any, **options: Any
+) -> tuple[Api, ChatDeps, PausingIndex, FakeS3Vectors, Purger]:
+    """The chat handler, its deps and the purge on moto's DynamoDB and the in-memory S3 Vectors
+    (the adapter made with `options`)."""
     from handlers import chat_api
 
     s3vectors = client()
     fake = FakeS3Vectors(s3vectors, BUCKET)
-    index = PausingIndex(s3vectors, BUCKET, dimension=FakeEmbedder().dimension)
+    index = PausingIndex(s3vectors, BUCKET, dimension=FakeEmbedder().dimension, **options)
     index.ensure_indexes()
     deps = ChatDeps(
         memory=wiring.short_term_memory(),
@@ -904,3 +1003,27 @@ def test_reingesting_a_shorter_document_removes_its_old_tail(faked: Any) -> None
     assert fake.keys(PASSAGE_INDEX) == {f"{SHARED}/handbook#p1"}
     [passage] = fake.metadata(PASSAGE_INDEX)
     assert passage["text"] == "Only one paragraph now." and "user_id" not in passage
+
+
+def test_an_owners_first_write_is_written_again_at_once_after_its_index_is_made() -> None:
+    s3vectors = client()
+    fake = FakeS3Vectors(s3vectors, BUCKET)
+    slept: list[float] = []
+    index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION, sleep=slept.append)
+
+    index.upsert(MEMORY_INDEX, [summary()])
+
+    assert slept == [] and fake.keys(MEMORY_INDEX) == {f"{USER_A}/sess-1#summary"}
+
+
+def test_a_missing_index_that_stays_missing_is_a_refusal_after_a_few_tries() -> None:
+    s3vectors = client()
+    FakeS3Vectors(s3vectors, BUCKET)
+    slept: list[float] = []
+    index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION, sleep=slept.append)
+    # Another writer's delete of the index (a forget's purge) keeps undoing the create.
+    index._create_index = lambda bucket, name: None  # type: ignore[method-assign]
+
+    with pytest.raises(LongTermMemoryError, match="NotFoundException"):
+        index.upsert(MEMORY_INDEX, [summary()])
+    assert slept == [0.2, 1.0]

@@ -288,17 +288,24 @@ def test_the_model_sees_a_bounded_message() -> None:
 # --- configuration -----------------------------------------------------------------------------
 
 
-def test_sentiment_is_the_text_models_when_there_is_one_and_model_needs_a_text_model() -> None:
+def test_sentiment_costs_no_model_call_unless_asked_and_model_needs_a_text_model() -> None:
+    """Failed before: with a text model, `auto` asked it for every turn's sentiment, a second
+    model call a turn (twice the requests against the model's quota)."""
     from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
     from chatmemory.wiring import sentiment_analyzers
 
     assert Settings.from_env({}).sentiment == "auto"
     offline, _ = sentiment_analyzers(Settings.from_env({}), FakeGenerator())
     assert offline is not None and offline.name == "vader"
-    chat, stored = sentiment_analyzers(
-        Settings.from_env({"TEXT_BACKEND": "bedrock"}), FakeGenerator()
+    model = FakeGenerator()
+    chat, stored = sentiment_analyzers(Settings.from_env({"TEXT_BACKEND": "bedrock"}), model)
+    assert chat is not None and chat.name == "vader" and stored is chat
+    chat.analyze("This is awful, nothing works.")
+    assert model.prompts == []  # no model call for a turn's sentiment
+    asked, stored = sentiment_analyzers(
+        Settings.from_env({"TEXT_BACKEND": "bedrock", "SENTIMENT": "model"}), FakeGenerator()
     )
-    assert isinstance(chat, ModelSentimentAnalyzer) and stored is not None
+    assert isinstance(asked, ModelSentimentAnalyzer) and stored is not None
     assert stored.name == "vader"  # POST /turns calls no model
     chosen, _ = sentiment_analyzers(
         Settings.from_env({"TEXT_BACKEND": "bedrock", "SENTIMENT": "vader"}), FakeGenerator()

@@ -143,7 +143,7 @@ def test_a_cache_that_is_down_costs_the_embedding_as_without_one() -> None:
 
 
 def test_dynamodb_keeps_the_vectors_as_float32_in_one_reserved_item(dynamodb: Any) -> None:
-    cache = DynamoVectorCache(dynamodb, "sessions")
+    cache = DynamoVectorCache(dynamodb, "sessions", draw=lambda copies: 0)
     vectors = [[0.1, -0.2, 0.3], [1e-8, 2.5, -1.0]]
 
     cache.save("small-talk#abc", vectors)
@@ -194,8 +194,47 @@ def test_the_chat_keeps_them_in_the_sessions_table_when_it_has_long_term_memory(
     cache = wiring.chat_deps().vector_cache
     assert isinstance(cache, DynamoVectorCache)
     cache.save("k", [[1.0]])
-    key = {schema.SESSION_ID: {"S": "cache#k"}}
-    assert "Item" in dynamodb.get_item(TableName=wiring.settings().sessions_table, Key=key)
+    keys = {f"cache#k#{n}" for n in range(1, 16)} | {"cache#k"}
+    items = dynamodb.scan(TableName=wiring.settings().sessions_table)["Items"]
+    written = {item[schema.SESSION_ID]["S"] for item in items} & keys
+    assert len(written) == 1  # the process's own copy
+
+
+def test_cold_starts_read_one_of_16_copies_not_one_key(dynamodb: Any) -> None:
+    """Failed before: every cold start of the chat read one item, "cache#<key>" (a deploy's
+    hundreds of cold starts on one partition, each refused read costing 50 embeddings)."""
+    vectors = [[0.25, 0.5]]
+    read: list[str] = []
+    dynamodb.meta.events.register(
+        "provide-client-params.dynamodb.GetItem",
+        lambda params, **_: read.append(params["Key"][schema.SESSION_ID]["S"]),
+    )
+    DynamoVectorCache(dynamodb, "sessions", draw=lambda copies: 0).save("set", vectors)
+
+    caches = [DynamoVectorCache(dynamodb, "sessions", draw=lambda c, n=n: n) for n in range(16)]
+    assert all(cache.load("set") == vectors for cache in caches)  # copies 1-15: from the first
+    read.clear()
+    assert all(cache.load("set") == vectors for cache in caches)  # now each from its own copy
+
+    assert sorted(read) == sorted(["cache#set"] + [f"cache#set#{n}" for n in range(1, 16)])
+
+
+def test_a_copy_refused_for_throughput_is_read_from_another(dynamodb: Any) -> None:
+    from botocore.exceptions import ClientError
+
+    vectors = [[0.25, 0.5]]
+    for n in range(2):
+        DynamoVectorCache(dynamodb, "sessions", draw=lambda c, n=n: n).save("set", vectors)
+    cache = DynamoVectorCache(dynamodb, "sessions", copies=2, draw=lambda copies: 1)
+    refused = {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow"}}
+
+    def throttle(params: Any, **_: Any) -> None:
+        if params["Key"][schema.SESSION_ID]["S"] == "cache#set#1":
+            raise ClientError(refused, "GetItem")
+
+    dynamodb.meta.events.register("provide-client-params.dynamodb.GetItem", throttle)
+
+    assert cache.load("set") == vectors  # from copy 0, not 50 embeddings and a rewrite
 
 
 def test_an_embedder_whose_name_pins_its_model_reads_them_without_a_check() -> None:

@@ -420,6 +420,95 @@ def test_retries_arriving_together_call_the_model_once_and_all_get_its_answer(
     assert (turn.pending, turn.response) == (False, "answer to: where is my parcel?")
 
 
+def _refused_into(world: World, refusals: list[BaseException]) -> Callable[[], None]:
+    """Another request of the message "m1" (run inside a model call), its 409 kept."""
+
+    def again() -> None:
+        try:
+            world.say("where is my parcel?", client_message_id="m1")
+        except Conflict as error:
+            refusals.append(error)
+
+    return again
+
+
+def test_a_resend_while_the_first_request_answers_does_not_call_the_model(world: World) -> None:
+    """Failed before (issue 46): the message was written pending without a claim, so a re-send
+    of it during the first request's model call (a client that timed out, the same message
+    posted twice) claimed it and called the model a second time. Now it finds the message
+    claimed by the request answering it: inside that model call (as a second Lambda would run
+    it) it waits its patience, sees the claim still held and answers 409 (retry later)."""
+    inner: list[BaseException] = []
+    world.model.during.append(_refused_into(world, inner))
+    first = world.say("where is my parcel?", client_message_id="m1")
+    assert len(world.model.prompts) == 1
+    assert len(inner) == 1 and "another request is answering" in str(inner[0])
+    again = world.say("where is my parcel?", client_message_id="m1")
+    assert again.replayed and again.turn.response == first.turn.response
+    assert len(world.model.prompts) == 1
+
+
+def test_resends_while_the_first_request_answers_get_its_answer(world: World) -> None:
+    """Three re-sends, each in its own thread, arrive while the first request's model call is
+    held until all of them wait: the model is called once and every request gets its answer."""
+    import threading
+
+    resends = 3
+    waiting = threading.Semaphore(0)
+    seen: set[int] = set()
+    lock = threading.Lock()
+
+    def sleep(seconds: float) -> None:
+        with lock:
+            first = threading.get_ident() not in seen
+            seen.add(threading.get_ident())
+        if first:
+            waiting.release()  # this re-send found the message claimed and waits for it
+        threading.Event().wait(0.005)
+
+    world.deps.sleep = sleep
+    results: list[TurnResult] = []
+    errors: list[BaseException] = []
+
+    def say() -> None:
+        try:
+            results.append(world.say("where is my parcel?", client_message_id="m1"))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=say) for _ in range(resends)]
+
+    def resend_then_hold() -> None:
+        for thread in threads:
+            thread.start()
+        for _ in range(resends):
+            assert waiting.acquire(timeout=30), "a re-send never waited: it called the model"
+
+    world.model.during.append(resend_then_hold)
+    first = world.say("where is my parcel?", client_message_id="m1")
+    for thread in threads:
+        thread.join(60)
+    assert not errors, errors
+    assert len(world.model.prompts) == 1
+    assert {r.turn.response for r in results} == {first.turn.response}
+    assert all(r.replayed for r in results)
+    [turn] = world.turns()
+    assert (turn.pending, turn.response) == (False, first.turn.response)
+
+
+def test_a_resend_after_the_first_request_failed_answers_at_once(world: World) -> None:
+    """The first request's claim is given up when its model call fails: the re-send claims the
+    message and answers it without waiting out the claim."""
+    world.model.fail = 1
+    with pytest.raises(ModelUnavailable):
+        world.say("where is my parcel?", client_message_id="m1")
+    [turn] = world.turns()
+    assert turn.pending and turn.answering_until is None
+    answered = world.say("where is my parcel?", client_message_id="m1")
+    assert answered.turn.response == "answer to: where is my parcel?"
+    assert len(world.model.prompts) == 2
+
+
 def test_a_retry_whose_model_call_fails_lets_the_next_retry_answer_at_once(world: World) -> None:
     world.model.fail = 2
     for _ in range(2):  # the message, then a first retry: both fail
@@ -441,14 +530,7 @@ def test_a_retry_finding_the_message_claimed_by_a_live_retry_does_not_call_the_m
     with pytest.raises(ModelUnavailable):
         world.say("where is my parcel?", client_message_id="m1")
     inner: list[BaseException] = []
-
-    def another_retry() -> None:
-        try:
-            world.say("where is my parcel?", client_message_id="m1")
-        except Conflict as error:
-            inner.append(error)
-
-    world.model.during.append(another_retry)
+    world.model.during.append(_refused_into(world, inner))
     first = world.say("where is my parcel?", client_message_id="m1")
     assert len(inner) == 1 and "another request is answering" in str(inner[0])
     assert len(world.model.prompts) == 2

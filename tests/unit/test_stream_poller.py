@@ -448,3 +448,95 @@ def test_local_mode_feeds_deleted_records_from_the_records_stream_to_the_purge(
     assert purged["eventSourceARN"] == "arn:stream/dev-records"
     assert purged["dynamodb"]["Keys"] == {"user_id": {"S": "user-a"}, "record_id": {"S": "r-2"}}
     assert all(not batch for batch in events.values())  # the other tables' mappings wait
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _idle_poller(
+    stream: FakeStreams, tmp_path: Path, handler: Recorder, clock: _Clock, **options: Any
+) -> Any:
+    return StreamPoller(
+        stream,
+        stream,
+        checkpoint_path=tmp_path / "checkpoints.json",
+        dead_letter_path=tmp_path / "dead-letters.jsonl",
+        mappings=[StreamMapping("consolidate", "sessions", "unused.handler", (), batch_size=10)],
+        handlers={"consolidate": handler},
+        clock=clock,
+        **{"idle_backoff_seconds": 0.25, "max_idle_backoff_seconds": 4.0, **options},
+    )
+
+
+def _reads_at(
+    poller: StreamPoller, stream: FakeStreams, clock: _Clock, until: float
+) -> list[float]:
+    """Step the poller every 1/16 s of its clock (exact in binary) up to `until`; the times it
+    read the shard."""
+    times = []
+    while clock.now < until:
+        before = len(stream.reads)
+        poller.poll_once()
+        if len(stream.reads) > before:
+            times.append(clock.now - 1000.0)
+        clock.now += 0.0625
+    return times
+
+
+def test_an_empty_shard_is_read_less_often_each_time_up_to_the_longest_wait(
+    tmp_path: Path,
+) -> None:
+    """Failed before (issue 46): every shard was read at every step (four times a second in
+    local mode), which cost DynamoDB Local more as its data grew. Now an empty read backs off:
+    0.25 s, 0.5 s, 1 s, 2 s, then 4 s between reads."""
+    stream, handler, clock = FakeStreams(), Recorder(), _Clock()
+    poller = _idle_poller(stream, tmp_path, handler, clock)
+    reads = _reads_at(poller, stream, clock, 1020.0)
+    gaps = [b - a for a, b in zip(reads, reads[1:], strict=False)]
+    assert gaps[:4] == [0.25, 0.5, 1.0, 2.0]
+    assert set(gaps[4:]) == {4.0}
+
+
+def test_records_and_a_wake_reset_the_backoff(tmp_path: Path) -> None:
+    stream, handler, clock = FakeStreams(), Recorder(), _Clock()
+    poller = _idle_poller(stream, tmp_path, handler, clock)
+    _reads_at(poller, stream, clock, 1020.0)  # backed off to 4 s
+    stream.put("shard-1", "MODIFY", "a", **ENDED)
+    poller.wake()  # a request wrote something: read at once
+    poller.poll_once()
+    assert handler.batches == [["a"]]
+    reads = _reads_at(poller, stream, clock, clock.now + 1.0)
+    assert reads[1] - reads[0] == 0.25  # from the shortest wait again
+    # Without a wake, a record is read within the longest wait, and the backoff restarts.
+    _reads_at(poller, stream, clock, clock.now + 20.0)
+    stream.put("shard-1", "MODIFY", "b", **ENDED)
+    _reads_at(poller, stream, clock, clock.now + 4.0625)
+    assert handler.batches == [["a"], ["b"]]
+
+
+def test_the_shards_of_an_idle_mapping_are_listed_less_often_until_woken(tmp_path: Path) -> None:
+    stream, handler, clock = FakeStreams(), Recorder(), _Clock()
+    listings: list[float] = []
+    describe = stream.describe_stream
+
+    def counted(**kwargs: Any) -> dict[str, Any]:
+        if "ExclusiveStartShardId" not in kwargs:
+            listings.append(clock.now - 1000.0)
+        return describe(**kwargs)
+
+    stream.describe_stream = counted  # type: ignore[method-assign]
+    poller = _idle_poller(
+        stream, tmp_path, handler, clock, shard_refresh_seconds=5.0, max_shard_refresh_seconds=40.0
+    )
+    _reads_at(poller, stream, clock, 1200.0)
+    gaps = [b - a for a, b in zip(listings, listings[1:], strict=False)]
+    assert gaps[:4] == [5.0, 10.0, 20.0, 40.0] and set(gaps[4:]) == {40.0}
+    poller.wake()
+    before = len(listings)
+    _reads_at(poller, stream, clock, clock.now + 6.0)
+    assert len(listings) == before + 2  # at once, then after the shortest wait again

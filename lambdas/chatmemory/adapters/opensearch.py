@@ -63,7 +63,13 @@ def document_id(doc_key: str) -> str:
 
 
 class OpenSearchLongTermIndex:
-    """LongTermIndex on OpenSearch. Index names are `index_prefix` + the names in schema.py."""
+    """LongTermIndex on OpenSearch. Index names are `index_prefix` + the names in schema.py.
+
+    On a managed domain every memory is routed by its owner key (`routing`): an owner's entries
+    are on one shard, and a search, a deletion or an erasure of one owner reads and writes that
+    shard only, whatever the shard count (`shards`, set when the index is created). Verified
+    passages are nobody's and are not routed. A Serverless collection places documents itself
+    (it takes no shard count) and gets no routing."""
 
     def __init__(
         self,
@@ -72,16 +78,29 @@ class OpenSearchLongTermIndex:
         dimension: int,
         serverless: bool = False,
         index_prefix: str = "",
+        shards: int = 1,
+        on_disk: bool = False,
     ) -> None:
         self._client = client
         self._dimension = dimension
         self._serverless = serverless
         self._prefix = index_prefix
+        self._shards = shards
+        self._on_disk = on_disk
+
+    def _routing(self, index: str, user_id: str | None) -> str | None:
+        """The routing of one owner's memories (None: passages, or a Serverless collection)."""
+        if self._serverless or index != schema.MEMORY_INDEX or not user_id:
+            return None
+        return user_id
 
     def ensure_indexes(self) -> None:
         """Create both indexes from schema.py when missing (a concurrent creator is fine), and
-        add to an existing index the fields a newer schema.py defines."""
-        body = schema.long_term_index_body(self._dimension)
+        add to an existing index the fields a newer schema.py defines (its shard count and its
+        vectors' mode stay as they were created: a change of either needs a new index)."""
+        body = schema.long_term_index_body(
+            self._dimension, shards=self._shards, on_disk=self._on_disk and not self._serverless
+        )
         if self._serverless:
             # Serverless manages shards itself and rejects the setting.
             body["settings"]["index"].pop("number_of_shards", None)
@@ -126,13 +145,16 @@ class OpenSearchLongTermIndex:
             return
         name = self._name(index)
         serializer = self._client.transport.serializer
-        entries = [(doc, self._bulk_lines(serializer, doc)) for doc in docs]
+        entries = [(doc, self._bulk_lines(serializer, index, doc)) for doc in docs]
         for batch in limits.batches(entries, lambda e: len(e[1]), limits.OPENSEARCH_BULK):
             self._bulk(name, [doc for doc, _ in batch], b"".join(lines for _, lines in batch))
 
-    def _bulk_lines(self, serializer: Any, doc: MemoryDoc) -> bytes:
+    def _bulk_lines(self, serializer: Any, index: str, doc: MemoryDoc) -> bytes:
         """A document's action and source lines of a bulk body (NDJSON), as sent."""
         action: dict[str, Any] = {} if self._serverless else {"_id": document_id(doc.doc_key)}
+        routing = self._routing(index, doc.user_id)
+        if routing is not None:
+            action["routing"] = routing
         return (
             serializer.dumps({"index": action}) + "\n" + serializer.dumps(_source(doc)) + "\n"
         ).encode()
@@ -187,13 +209,14 @@ class OpenSearchLongTermIndex:
     ) -> list[Candidate]:
         """The k nearest documents of `user_id` (filtered inside HNSW by faiss), cosine-scored."""
         body = _knn_body(vector, k, user_id, sessions_only)
-        return _vector_hits(self._search(index, body))
+        return _vector_hits(self._search(index, body, self._routing(index, user_id)))
 
     def lexical_search(
         self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
     ) -> list[Candidate]:
         """The k best BM25 matches of `text` among the documents of `user_id`."""
-        return _lexical_hits(self._search(index, _match_body(text, k, user_id, sessions_only)))
+        body = _match_body(text, k, user_id, sessions_only)
+        return _lexical_hits(self._search(index, body, self._routing(index, user_id)))
 
     def hybrid_search(
         self,
@@ -207,10 +230,12 @@ class OpenSearchLongTermIndex:
     ) -> tuple[list[Candidate], list[Candidate]]:
         """Both searches in one _msearch request (the index in the path, as for _bulk)."""
         name = self._name(index)
+        routing = self._routing(index, user_id)
+        header = {} if routing is None else {"routing": routing}
         bodies = [
-            {},
+            header,
             _knn_body(vector, k, user_id, sessions_only),
-            {},
+            header,
             _match_body(text, k, user_id, sessions_only),
         ]
         with _translated(f"search {name}"):
@@ -244,14 +269,20 @@ class OpenSearchLongTermIndex:
         not needed."""
         with _translated("delete a session's memories"):
             self._delete_where(
-                self._name(schema.MEMORY_INDEX), _terms(user_id=user_id, session_id=session_id)
+                self._name(schema.MEMORY_INDEX),
+                _terms(user_id=user_id, session_id=session_id),
+                self._routing(schema.MEMORY_INDEX, user_id),
             )
 
     def delete_user(self, user_id: str, *, doc_keys: Sequence[str] = ()) -> None:
         """Forget every memory of one user (by query: `doc_keys` are among them); shared
         passages are nobody's and stay."""
         with _translated("delete a user's memories"):
-            self._delete_where(self._name(schema.MEMORY_INDEX), _terms(user_id=user_id))
+            self._delete_where(
+                self._name(schema.MEMORY_INDEX),
+                _terms(user_id=user_id),
+                self._routing(schema.MEMORY_INDEX, user_id),
+            )
 
     def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
         """Forget entries by key, only among the owner's (a record's entry)."""
@@ -263,7 +294,7 @@ class OpenSearchLongTermIndex:
             }
         }
         with _translated("delete entries"):
-            self._delete_where(self._name(index), query)
+            self._delete_where(self._name(index), query, self._routing(index, user_id))
 
     def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
         """Remove a verified document's passages, except the doc_keys in `keep` (a re-ingested
@@ -277,11 +308,14 @@ class OpenSearchLongTermIndex:
     def _name(self, index: str) -> str:
         return self._prefix + index
 
-    def _search(self, index: str, body: dict[str, Any]) -> list[dict[str, Any]]:
+    def _search(
+        self, index: str, body: dict[str, Any], routing: str | None
+    ) -> list[dict[str, Any]]:
         name = self._name(index)
+        params = {} if routing is None else {"routing": routing}
         with _translated(f"search {name}"):
             try:
-                reply = self._client.search(index=name, body=body)
+                reply = self._client.search(index=name, body=body, params=params)
             except NotFoundError as error:
                 # Nothing consolidated yet (or setup not run): no memories, not an outage.
                 if _missing_index(error):
@@ -289,9 +323,11 @@ class OpenSearchLongTermIndex:
                 raise
         return list(reply["hits"]["hits"])
 
-    def _delete_where(self, name: str, query: dict[str, Any]) -> None:
+    def _delete_where(self, name: str, query: dict[str, Any], routing: str | None = None) -> None:
         # conflicts=proceed: a concurrent write to a doomed doc must not abort the rest.
         params = {"conflicts": "proceed"}
+        if routing is not None:
+            params["routing"] = routing  # the owner's shard only
         if not self._serverless:
             # Searches stop seeing the deleted documents when this returns, not a refresh
             # interval later (Serverless has no refresh; recall checks sessions anyway).

@@ -1,13 +1,21 @@
-"""Long-term memory on Amazon S3 Vectors, behind the LongTermIndex port: one vector index per
-schema.LONG_TERM_INDEXES name in a vector bucket, cosine distance, float32.
+"""Long-term memory on Amazon S3 Vectors, behind the LongTermIndex port: an index of its own per
+owner key for memories, one index of verified passages in the stack's vector bucket; cosine
+distance, float32.
 
 What the service allows, and what this adapter does with it:
 
-* Every query carries a filter on the filterable `user_id` (and, for /past, on `session_id`
-  existing) and asks for ENHANCED mode, which filters before the vector search, so one user's
-  entries among millions still fill topK. Verified passages live in their own index and are
-  nobody's: they carry no `user_id`, and their queries no filter. A query of the memory index
-  without a user is refused here, before any request.
+* Memories are indexed per owner (schema.user_vector_index), in one of `buckets` vector buckets
+  named after the stack's (schema.user_vector_bucket): a query is billed for the data of the
+  whole index it searches, so a query of one owner's index costs what that owner stored, not
+  what every user did. An owner's index (and its bucket) is created by the first write that
+  finds it missing; a search or deletion of a missing one finds nothing. Erasing an owner key
+  (delete_user) deletes its index. A deployment made before this kept every memory in one
+  shared index of the stack's bucket: while it exists (`shared_index`), deletions remove the
+  entries there too, and migrate_shared copies its live entries to their owners' indexes.
+* Every query still carries a filter on the filterable `user_id` (and, for /past, on
+  `session_id` existing) and asks for ENHANCED mode, which filters before the vector search.
+  Verified passages are nobody's: they carry no `user_id`, and their queries no filter. A
+  query of the memory index without a user is refused here, before any request.
 * Words: the service's own full-text search (`queryTexts`, on ENHANCED indexes configured with
   textSearchConfigurations) is not used: the stack's CloudFormation resource cannot configure
   it, and the Lambda runtime's botocore may not know it. hybrid_search is one QueryVectors for
@@ -21,10 +29,11 @@ What the service allows, and what this adapter does with it:
   `<doc_id>#p<n>` with GetVectors. The owner's digest in the key keeps two owners' equal
   doc_keys (a client-chosen record id) apart.
 * Limits (S3 User Guide, "Limitations and restrictions"): keys up to 1,024 characters; 500
-  vectors per PutVectors and DeleteVectors, 100 keys per GetVectors, topK up to 100; metadata up
-  to 40 KB per vector, of which filterable up to 2 KB. An entry's text longer than its share of
-  the 40 KB is cut at a character boundary (its embedding was computed from the whole text);
-  `doc.text_bytes` then records the full length.
+  vectors per PutVectors and DeleteVectors, 100 keys per GetVectors, 1,000 per ListVectors
+  page, topK up to 100; metadata up to 40 KB per vector, of which filterable up to 2 KB;
+  10,000 indexes per vector bucket. An entry's text longer than its share of the 40 KB is cut
+  at a character boundary (its embedding was computed from the whole text); `doc.text_bytes`
+  then records the full length.
 * Errors: throttling and outages (429, 5xx, timeouts, connection failures) are
   LongTermMemoryUnavailable after the client's own retries (wiring: standard mode); any other
   refusal is LongTermMemoryError.
@@ -34,10 +43,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
-from typing import Any
+from typing import Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as SDKConnectionError
@@ -45,11 +55,13 @@ from botocore.exceptions import ConnectionError as SDKConnectionError
 from chatmemory import limits, schema
 from chatmemory.errors import ConfigurationError, LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, MemoryDoc
+from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX
 from chatmemory.services.longterm.lexical import rescore
 
 MAX_KEY_CHARS = limits.S3VECTORS_KEY_CHARS
 MAX_DELETE = limits.S3VECTORS_DELETE.count
 MAX_GET = limits.S3VECTORS_GET_KEYS
+MAX_LIST = limits.S3VECTORS_LIST_PAGE
 MAX_TOP_K = limits.S3VECTORS_TOP_K
 METADATA_BYTES = limits.S3VECTORS_METADATA_BYTES
 FILTERABLE_BYTES = limits.S3VECTORS_FILTERABLE_METADATA_BYTES
@@ -81,6 +93,10 @@ _OUTAGES = frozenset(
         "RequestTimeoutException",
     }
 )
+# A write that finds its owner's index missing creates it and writes again at once (the service
+# is strongly consistent); these waits, before a third and a fourth try, only cover an index
+# that another writer's create has not finished a moment before.
+CREATE_WAITS = (0.2, 1.0)
 
 
 def vector_key(user_id: str, doc_key: str) -> str:
@@ -97,44 +113,93 @@ def similarity_from_distance(distance: float) -> float:
 
 
 class S3VectorsLongTermIndex:
-    """LongTermIndex on the vector bucket `bucket` (indexes named as in schema.py)."""
+    """LongTermIndex on S3 Vectors: verified passages in the vector bucket `bucket`, each owner's
+    memories in an index of its own spread over `buckets` buckets named after it."""
 
     def __init__(
-        self, client: Any, bucket: str, *, dimension: int, candidates: int = MAX_TOP_K
+        self,
+        client: Any,
+        bucket: str,
+        *,
+        dimension: int,
+        candidates: int = MAX_TOP_K,
+        buckets: int = 1,
+        shared_index: bool = False,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self._client = client
         self._bucket = bucket
         self._dimension = dimension
         self._candidates = max(1, min(candidates, MAX_TOP_K))
+        self._buckets = max(1, buckets)
+        self._shared = shared_index
+        self._sleep = sleep
         # ENHANCED is asked for on every query when the SDK knows the parameter (an older
         # botocore in the Lambda runtime does not: then the index's own mode applies, which is
         # ENHANCED for buckets created from 30 September 2026).
         members = client.meta.service_model.operation_model("QueryVectors").input_shape.members
         self._query_mode = "queryMode" in members
 
+    def location(self, index: str, user_id: str) -> tuple[str, str]:
+        """(vector bucket, index name) of `index`'s entries of one owner: the passages' index
+        of the stack's bucket, or the owner's own memory index."""
+        if index == PASSAGE_INDEX:
+            return self._bucket, PASSAGE_INDEX
+        if index != MEMORY_INDEX:
+            raise ValueError(f"no long-term index {index!r}")
+        return (
+            schema.user_vector_bucket(self._bucket, user_id, self._buckets),
+            schema.user_vector_index(user_id),
+        )
+
     # --- set-up --------------------------------------------------------------------------------
 
     def ensure_indexes(self) -> None:
-        """Check that both indexes exist as schema.s3vectors_index_spec describes them, and
-        create a missing one (local set-up; in AWS, CloudFormation creates them). An index
-        that exists with another dimension, metric or non-filterable keys cannot be changed:
-        that is a ConfigurationError naming the difference."""
+        """Check that the passages' index (and a shared memory index, when one is kept) exists
+        as schema.s3vectors_index_spec describes it, and create a missing one (local set-up; in
+        AWS, CloudFormation creates them). Owners' indexes are made by their first write. An
+        index that exists with another dimension, metric or non-filterable keys cannot be
+        changed: that is a ConfigurationError naming the difference."""
         spec = schema.s3vectors_index_spec(self._dimension)
-        for name in schema.LONG_TERM_INDEXES:
+        names = [PASSAGE_INDEX, *([MEMORY_INDEX] if self._shared else [])]
+        for name in names:
             try:
                 with _translated(f"read index {name}"):
                     answer = self._client.get_index(vectorBucketName=self._bucket, indexName=name)
             except LongTermMemoryError as error:
                 if not _is(error, "NotFoundException"):
                     raise
-                self._create_index(name, spec)
+                self._create_index(self._bucket, name)
                 continue
             _check_index(name, answer["index"], spec)
 
-    def _create_index(self, name: str, spec: dict[str, Any]) -> None:
+    def _create_index(self, bucket: str, name: str) -> None:
+        """Create an index as schema.py describes it (and its bucket, when that is missing too);
+        one created concurrently is fine."""
+        spec = schema.s3vectors_index_spec(self._dimension)
         try:
             with _translated(f"create index {name}"):
-                self._client.create_index(vectorBucketName=self._bucket, indexName=name, **spec)
+                self._client.create_index(vectorBucketName=bucket, indexName=name, **spec)
+        except LongTermMemoryError as error:
+            if _is(error, "ConflictException"):
+                return
+            if not _is(error, "NotFoundException"):
+                raise
+            self._create_bucket(bucket)
+            try:
+                with _translated(f"create index {name}"):
+                    self._client.create_index(vectorBucketName=bucket, indexName=name, **spec)
+            except LongTermMemoryError as again:
+                if not _is(again, "ConflictException"):
+                    raise
+
+    def _create_bucket(self, bucket: str) -> None:
+        """A vector bucket of owners' indexes, encrypted as the stack's is (SSE-S3)."""
+        try:
+            with _translated(f"create vector bucket {bucket}"):
+                self._client.create_vector_bucket(
+                    vectorBucketName=bucket, encryptionConfiguration={"sseType": "AES256"}
+                )
         except LongTermMemoryError as error:
             if not _is(error, "ConflictException"):  # created concurrently: fine
                 raise
@@ -143,19 +208,40 @@ class S3VectorsLongTermIndex:
 
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None:
         """PutVectors in batches within the request limits (500 vectors and 20 MiB: 500 vectors
-        of 4,096 dimensions are about 40 MB as JSON); an entry's key is derived from its owner
-        and doc_key, so a retried write overwrites (of one key twice in `docs`, the last is
-        written)."""
-        vectors = {}
+        of 4,096 dimensions are about 40 MB as JSON), each owner's entries into its own index
+        (created when missing); an entry's key is derived from its owner and doc_key, so a
+        retried write overwrites (of one key twice in `docs`, the last is written)."""
+        by_owner: dict[str, dict[str, dict[str, Any]]] = {}
         for doc in docs:
-            if index == schema.PASSAGE_INDEX and doc.user_id != schema.SHARED_OWNER:
+            if index == PASSAGE_INDEX and doc.user_id != schema.SHARED_OWNER:
                 raise ValueError(f"a user's entry ({doc.doc_key}) has no place among passages")
-            vectors[vector_key(doc.user_id, doc.doc_key)] = self._vector(doc)
-        for batch in limits.batches(list(vectors.values()), _json_bytes, limits.S3VECTORS_PUT):
-            with _translated(f"write to {index}"):
-                self._client.put_vectors(
-                    vectorBucketName=self._bucket, indexName=index, vectors=batch
-                )
+            entries = by_owner.setdefault(doc.user_id, {})
+            entries[vector_key(doc.user_id, doc.doc_key)] = self._vector(doc)
+        for owner, vectors in by_owner.items():
+            self.put_vectors(index, owner, list(vectors.values()))
+
+    def put_vectors(self, index: str, owner: str, vectors: Sequence[dict[str, Any]]) -> None:
+        """Vectors as PutVectors takes them into `index`'s entries of `owner`, batched; the
+        owner's index is created by the first write that finds it missing."""
+        bucket, name = self.location(index, owner)
+        for batch in limits.batches(list(vectors), _json_bytes, limits.S3VECTORS_PUT):
+            self._put(bucket, name, batch)
+
+    def _put(self, bucket: str, name: str, batch: list[dict[str, Any]]) -> None:
+        waits = (None, 0.0, *CREATE_WAITS)  # first: the index may be missing; then made
+        for attempt, wait in enumerate(waits):
+            if wait:
+                self._sleep(wait)
+            try:
+                with _translated(f"write to {name}"):
+                    self._client.put_vectors(vectorBucketName=bucket, indexName=name, vectors=batch)
+                return
+            except LongTermMemoryError as error:
+                last = attempt == len(waits) - 1
+                if not _is(error, "NotFoundException") or name == PASSAGE_INDEX or last:
+                    raise
+                if wait is None:
+                    self._create_index(bucket, name)  # the owner's first entry
 
     def _vector(self, doc: MemoryDoc) -> dict[str, Any]:
         if len(doc.embedding) != self._dimension:
@@ -215,23 +301,29 @@ class S3VectorsLongTermIndex:
     ) -> list[Candidate]:
         if k <= 0:
             return []
+        query_filter = _filter(index, user_id, sessions_only)
+        bucket, name = self.location(index, user_id or schema.SHARED_OWNER)
         request: dict[str, Any] = {
-            "vectorBucketName": self._bucket,
-            "indexName": index,
+            "vectorBucketName": bucket,
+            "indexName": name,
             "topK": min(k, MAX_TOP_K),
             "queryVector": {"float32": [float(x) for x in vector]},
             "returnMetadata": True,
             "returnDistance": True,
         }
-        query_filter = _filter(index, user_id, sessions_only)
         if query_filter is not None:
             request["filter"] = query_filter
         if self._query_mode:
             request["queryMode"] = schema.S3VECTORS_INDEX_MODE
         hits: list[dict[str, Any]] = []
         while True:
-            with _translated(f"search {index}"):
-                answer = self._client.query_vectors(**request)
+            try:
+                with _translated(f"search {index}"):
+                    answer = self._client.query_vectors(**request)
+            except LongTermMemoryError as error:
+                if _is(error, "NotFoundException") and index == MEMORY_INDEX:
+                    return []  # nothing consolidated or remembered yet: no index, no memories
+                raise
             metric = answer.get("distanceMetric")
             if metric != schema.S3VECTORS_DISTANCE_METRIC:
                 raise LongTermMemoryError(
@@ -264,12 +356,21 @@ class S3VectorsLongTermIndex:
                 f"deleting session {session_id} from S3 Vectors needs its turn count "
                 "(its keys are derived from it; there is no delete-by-query)"
             )
-        self._delete(schema.MEMORY_INDEX, user_id, schema.session_doc_keys(session_id, num_turns))
+        self._delete(MEMORY_INDEX, user_id, schema.session_doc_keys(session_id, num_turns))
 
     def delete_user(self, user_id: str, *, doc_keys: Sequence[str] = ()) -> None:
-        """The owner's entries outside its sessions (`doc_keys`, its records'); each session's
-        entries go with that session's purge (see the port)."""
-        self._delete(schema.MEMORY_INDEX, user_id, doc_keys)
+        """The owner key's index, whole (every session's entries and every record's); in a
+        shared index still kept, the keys of its records (`doc_keys`), each session's entries
+        going with that session's purge (see the port)."""
+        bucket, name = self.location(MEMORY_INDEX, user_id)
+        try:
+            with _translated(f"delete index {name}"):
+                self._client.delete_index(vectorBucketName=bucket, indexName=name)
+        except LongTermMemoryError as error:
+            if not _is(error, "NotFoundException"):
+                raise
+        if self._shared:
+            self._delete_keys(self._bucket, MEMORY_INDEX, user_id, doc_keys)
 
     def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
         """These entries of the owner: the keys carry the owner, so no other owner's entry with
@@ -288,7 +389,7 @@ class S3VectorsLongTermIndex:
             with _translated(f"read passages of {doc_id}"):
                 answer = self._client.get_vectors(
                     vectorBucketName=self._bucket,
-                    indexName=schema.PASSAGE_INDEX,
+                    indexName=PASSAGE_INDEX,
                     keys=list(by_key),
                     returnData=False,
                     returnMetadata=False,
@@ -296,20 +397,66 @@ class S3VectorsLongTermIndex:
             found = [by_key[v["key"]] for v in answer.get("vectors", []) if v["key"] in by_key]
             if not found:
                 return
-            self._delete(
-                schema.PASSAGE_INDEX, schema.SHARED_OWNER, [k for k in found if k not in kept]
-            )
+            self._delete(PASSAGE_INDEX, schema.SHARED_OWNER, [k for k in found if k not in kept])
             first += MAX_GET
 
     def _delete(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
+        bucket, name = self.location(index, user_id)
+        self._delete_keys(bucket, name, user_id, doc_keys)
+        if self._shared and index == MEMORY_INDEX:
+            self._delete_keys(self._bucket, MEMORY_INDEX, user_id, doc_keys)
+
+    def _delete_keys(self, bucket: str, name: str, user_id: str, doc_keys: Sequence[str]) -> None:
         keys = list(dict.fromkeys(vector_key(user_id, k) for k in doc_keys))
         for start in range(0, len(keys), MAX_DELETE):
-            with _translated(f"delete from {index}"):
-                self._client.delete_vectors(
-                    vectorBucketName=self._bucket,
-                    indexName=index,
-                    keys=keys[start : start + MAX_DELETE],
-                )
+            try:
+                with _translated(f"delete from {name}"):
+                    self._client.delete_vectors(
+                        vectorBucketName=bucket,
+                        indexName=name,
+                        keys=keys[start : start + MAX_DELETE],
+                    )
+            except LongTermMemoryError as error:
+                if _is(error, "NotFoundException") and name != PASSAGE_INDEX:
+                    return  # no index: nothing of the owner's to delete
+                raise
+
+    # --- the shared index of an older deployment --------------------------------------------
+
+    def shared_page(
+        self, token: str | None, limit: int = MAX_LIST
+    ) -> tuple[list[SharedEntry], str | None]:
+        """One page of the shared memory index (ListVectors with data and metadata, at most
+        `limit` vectors), and the token of the next page (None after the last)."""
+        request: dict[str, Any] = {
+            "vectorBucketName": self._bucket,
+            "indexName": MEMORY_INDEX,
+            "maxResults": max(1, min(limit, MAX_LIST)),
+            "returnData": True,
+            "returnMetadata": True,
+        }
+        if token:
+            request["nextToken"] = token
+        try:
+            with _translated(f"list {MEMORY_INDEX}"):
+                answer = self._client.list_vectors(**request)
+        except LongTermMemoryError as error:
+            if _is(error, "NotFoundException"):
+                return [], None  # no shared index: nothing to migrate
+            raise
+        entries = [
+            SharedEntry(doc_of(vector.get("metadata") or {}), vector)
+            for vector in answer.get("vectors", [])
+        ]
+        return entries, answer.get("nextToken") or None
+
+
+class SharedEntry(NamedTuple):
+    """A vector of the shared memory index: the entry it holds, and the vector as listed (key,
+    data, metadata), which is copied as it is."""
+
+    doc: MemoryDoc
+    vector: dict[str, Any]
 
 
 # --- metadata -------------------------------------------------------------------------------

@@ -75,8 +75,14 @@ def render_turn(turn: Turn, roles: Roles) -> str:
     # A message stored for the agent has no response: a user line without an answer.
     lines = [f"{roles.user}: {turn.input}"]
     if turn.response:
-        lines.append(f"{roles.assistant}: {turn.response}")
+        stopped = f" {STOPPED_MARK}" if turn.stopped else ""
+        lines.append(f"{roles.assistant}: {turn.response}{stopped}")
     return "\n".join(lines)
+
+
+# After an answer the user stopped halfway, in the prompts that follow: the model knows it was
+# cut off by the user, not finished.
+STOPPED_MARK = "[the user stopped this answer here]"
 
 
 def build_chat_prompt(

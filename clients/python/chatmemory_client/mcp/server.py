@@ -326,10 +326,10 @@ def build_server(client: ChatMemoryClient) -> MCPServer:
     ) -> Done:
         """Delete a conversation for good: its turns, its summary and everything long-term
         memory learned from it. Only when the user asks to forget that conversation; it
-        cannot be undone. Forgetting a session already forgotten succeeds."""
-        # Deleting what is gone already is done (the tool is marked idempotent); an id that
-        # never existed, or is another caller's, answers the same 404.
-        with _api_errors(), suppress(NotFound):
+        cannot be undone. An unknown session, or one already forgotten, is an error (not
+        found), as the API's DELETE /sessions/{id} answers: telling the user "forgotten" of
+        an id that named nothing would hide a wrong id."""
+        with _api_errors():
             client.delete_session(session_id)
         return Done(message=f"Session {session_id} and what was learned from it are forgotten.")
 

@@ -82,7 +82,7 @@ idle_bucket = schema.idle_bucket
 
 
 # Statuses whose sessions the sweeper watches through the sparse index.
-_SWEPT = (SessionStatus.OPEN, SessionStatus.IMPORTING, SessionStatus.DELETING)
+_SWEPT = (SessionStatus.OPEN, SessionStatus.ENDED, SessionStatus.IMPORTING, SessionStatus.DELETING)
 
 
 def session_to_item(session: Session) -> dict[str, Any]:
@@ -93,7 +93,8 @@ def session_to_item(session: Session) -> dict[str, Any]:
         item[schema.HANDOFF_QUEUE] = session.handoff_state
     if session.status in _SWEPT:
         item[schema.OPEN_SHARD] = open_shard(session.session_id, session.status)
-        item[schema.IDLE_BUCKET] = idle_bucket(session.last_active_at)
+        since = session.ended_at if session.status == SessionStatus.ENDED else ""
+        item[schema.IDLE_BUCKET] = idle_bucket(since or session.last_active_at)
     return item
 
 
@@ -212,8 +213,12 @@ def turn_to_item(turn: Turn) -> dict[str, Any]:
         item["agent_id"] = turn.agent_id
     if turn.answered_by is not None:
         item["answered_by"] = turn.answered_by
+    if turn.answering_until is not None:
+        item["answering_until"] = turn.answering_until
     if turn.for_agent:
         item["for_agent"] = True
+    if turn.stopped:
+        item["stopped"] = True
     if turn.messages is not None:
         item["messages"] = turn.messages
     return item
@@ -249,6 +254,7 @@ def turn_from_item(item: dict[str, Any]) -> Turn:
         answered_by=data.get("answered_by"),
         for_agent=bool(data.get("for_agent", False)),
         answering_until=data.get("answering_until"),
+        stopped=bool(data.get("stopped", False)),
     )
 
 

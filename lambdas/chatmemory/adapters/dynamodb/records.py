@@ -36,6 +36,56 @@ class DynamoRecordStore(DynamoTables):
             raise
         return True
 
+    def statement_holder(self, owner: str, statement: str) -> str | None:
+        answer = self._db.get_item(
+            TableName=self._records,
+            Key=_record_key(schema.statement_partition(owner), statement),
+            ConsistentRead=True,
+        )
+        holder = answer.get("Item", {}).get(schema.STATEMENT_HOLDER)
+        return holder["S"] if holder else None
+
+    def put_stated_record(
+        self,
+        record: MemoryRecord,
+        *,
+        statement: str,
+        holder: str | None,
+    ) -> bool:
+        claim: dict[str, Any] = {
+            "TableName": self._records,
+            "Item": {
+                **_record_key(schema.statement_partition(record.user_id), statement),
+                schema.STATEMENT_HOLDER: {"S": record.record_id},
+                schema.EXPIRES_AT: {
+                    "N": str(int(self.clock().timestamp()) + schema.STATEMENT_CLAIM_SECONDS)
+                },
+            },
+            "ExpressionAttributeNames": {"#h": schema.STATEMENT_HOLDER},
+        }
+        if holder is None:
+            claim["ConditionExpression"] = "attribute_not_exists(#h)"
+        else:
+            claim["ConditionExpression"] = "#h = :holder"
+            claim["ExpressionAttributeValues"] = {":holder": {"S": holder}}
+        actions: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self._records,
+                    "Item": serialize(record_to_item(record)),
+                    "ConditionExpression": f"attribute_not_exists({RECORD_ID})",
+                }
+            },
+            {"Put": claim},
+        ]
+        try:
+            self._db.transact_write_items(TransactItems=actions)
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+                return False
+            raise
+        return True
+
     def get_record(self, owner: str, record_id: str) -> MemoryRecord | None:
         answer = self._db.get_item(
             TableName=self._records, Key=_record_key(owner, record_id), ConsistentRead=True

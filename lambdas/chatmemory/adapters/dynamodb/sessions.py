@@ -76,6 +76,13 @@ class DynamoSessionStore(DynamoTables):
             },
         ]
         tail = [self._alias_action(alias, session.session_id)] if alias is not None else []
+        previous = session.continued_from
+        if previous is not None and previous not in end:
+            # A continuation only of a session that is not being deleted: a delete that wrote
+            # its tombstone after the continuation read it fails this, so nothing written to
+            # the continuation outlives a delete that answered (an open one is ended below, on
+            # the condition that it is open).
+            tail.append(self._not_deleting(previous))
         # The room left for ends is what the other actions leave of one transaction; the
         # ends beyond it are written first, one by one (one ended or deleted meanwhile is
         # no longer the caller's to end).
@@ -93,6 +100,17 @@ class DynamoSessionStore(DynamoTables):
                     "the caller's sessions changed while this one was created; retry"
                 ) from None
             raise
+
+    def _not_deleting(self, session_id: str) -> dict[str, Any]:
+        return {
+            "ConditionCheck": {
+                "TableName": self._sessions,
+                "Key": _session_key(session_id),
+                "ConditionExpression": f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
+                "ExpressionAttributeNames": {"#s": schema.STATUS},
+                "ExpressionAttributeValues": {":deleting": {"S": SessionStatus.DELETING}},
+            }
+        }
 
     def _alias_action(self, alias: ClientAlias, session_id: str) -> dict[str, Any]:
         """The alias's put, conditional on it being unwritten or still naming what the caller
@@ -132,13 +150,18 @@ class DynamoSessionStore(DynamoTables):
             )
 
     def _end_action(self, session_id: str, ended_at: str) -> dict[str, Any]:
+        """OPEN -> ENDED. The session moves to the ENDED shards of the sweeper's index, sorted
+        by when it ended, and stays there until it is CONSOLIDATED or FAILED: a consolidation
+        whose stream record expired, went to the dead letters or died with its run is found
+        there again (retry_consolidation)."""
         return {
             "Update": {
                 "TableName": self._sessions,
                 "Key": _session_key(session_id),
                 "UpdateExpression": (
-                    "SET #s = :ended, ended_at = :t, version = version + :one "
-                    f"REMOVE {OPEN_SHARD}, {IDLE_BUCKET}, {_HANDOFF_CLEARED}"
+                    "SET #s = :ended, ended_at = :t, version = version + :one, "
+                    f"{OPEN_SHARD} = :shard, {IDLE_BUCKET} = :bucket "
+                    f"REMOVE {_HANDOFF_CLEARED}"
                 ),
                 "ConditionExpression": "#s = :open",
                 "ExpressionAttributeNames": {"#s": schema.STATUS},
@@ -147,6 +170,8 @@ class DynamoSessionStore(DynamoTables):
                     ":open": {"S": SessionStatus.OPEN},
                     ":t": {"S": ended_at},
                     ":one": {"N": "1"},
+                    ":shard": {"S": open_shard(session_id, SessionStatus.ENDED)},
+                    ":bucket": {"S": idle_bucket(ended_at)},
                 },
             }
         }
@@ -267,17 +292,88 @@ class DynamoSessionStore(DynamoTables):
     def stale_sessions(self, state: str, shard: int, before: str, limit: int) -> list[str]:
         """Sessions in `state` of one shard of the sparse index whose activity falls in a bucket
         wholly before `before` (the caller's conditional write checks the exact time)."""
-        answer = self._db.query(
-            TableName=self._sessions,
-            IndexName=schema.OPEN_SESSIONS_INDEX.name,
-            KeyConditionExpression=f"{OPEN_SHARD} = :shard AND {IDLE_BUCKET} < :bucket",
-            ExpressionAttributeValues={
+        return self.stale_page(state, shard, before, limit, None).items
+
+    def stale_page(
+        self, state: str, shard: int, before: str, limit: int, next_token: str | None
+    ) -> Page[str]:
+        """A page of stale_sessions, oldest first, and the token of the next one."""
+        request: dict[str, Any] = {
+            "TableName": self._sessions,
+            "IndexName": schema.OPEN_SESSIONS_INDEX.name,
+            "KeyConditionExpression": f"{OPEN_SHARD} = :shard AND {IDLE_BUCKET} < :bucket",
+            "ExpressionAttributeValues": {
                 ":shard": {"S": schema.sweep_shard(state, shard)},
                 ":bucket": {"S": idle_bucket(before)},
             },
-            Limit=limit,
+            "Limit": limit,
+        }
+        if next_token:
+            request["ExclusiveStartKey"] = decode_token(
+                next_token, {SESSION_ID: "S", OPEN_SHARD: "S", IDLE_BUCKET: "S"}
+            )
+        answer = self._db.query(**request)
+        ids = [item[SESSION_ID]["S"] for item in answer.get("Items", [])]
+        return Page(ids, page_token(answer))
+
+    def oldest_stale(self, state: str, shard: int) -> str | None:
+        """The bucket of the oldest session in `state` of one shard (None: there is none)."""
+        answer = self._db.query(
+            TableName=self._sessions,
+            IndexName=schema.OPEN_SESSIONS_INDEX.name,
+            KeyConditionExpression=f"{OPEN_SHARD} = :shard",
+            ExpressionAttributeValues={":shard": {"S": schema.sweep_shard(state, shard)}},
+            Limit=1,
         )
-        return [item[SESSION_ID]["S"] for item in answer.get("Items", [])]
+        items = answer.get("Items", [])
+        return items[0][IDLE_BUCKET]["S"] if items else None
+
+    def retry_consolidation(
+        self, session_ids: Sequence[str], *, at: str, before: str, limit: int
+    ) -> list[str]:
+        """Start again the consolidation of those of these sessions that are still ENDED and
+        were not started again since `before` (at most `limit`): one consistent read of them
+        (BatchGetItem), then for each one due a conditional write that the consolidation
+        mapping's stream filter takes (schema.CONSOLIDATION_CONTINUE_FILTER); a run resumes
+        from a checkpoint it finds. Returns the sessions started again."""
+        found = self._batch_get(
+            {self._sessions: [_session_key(s) for s in dict.fromkeys(session_ids)]},
+            projection=f"{SESSION_ID}, #s, {schema.CONSOLIDATION_RETRIED_AT}",
+            names={"#s": STATUS},
+        ).get(self._sessions, [])
+        due = [
+            item[SESSION_ID]["S"]
+            for item in found
+            if item.get(STATUS, {}).get("S") == SessionStatus.ENDED
+            and item.get(schema.CONSOLIDATION_RETRIED_AT, {}).get("S", "") < before
+        ]
+        retried: list[str] = []
+        for session_id in sorted(due, key=list(session_ids).index)[:limit]:
+            with suppress_conditional():  # consolidated, failed or retried meanwhile
+                self._db.update_item(
+                    TableName=self._sessions,
+                    Key=_session_key(session_id),
+                    UpdateExpression=(
+                        "SET #state = :continue, #retried = :at ADD consolidation_retries :one"
+                    ),
+                    ConditionExpression=(
+                        "#s = :ended AND (attribute_not_exists(#retried) OR #retried < :before)"
+                    ),
+                    ExpressionAttributeNames={
+                        "#s": STATUS,
+                        "#state": schema.CONSOLIDATION_STATE,
+                        "#retried": schema.CONSOLIDATION_RETRIED_AT,
+                    },
+                    ExpressionAttributeValues={
+                        ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
+                        ":at": {"S": at},
+                        ":before": {"S": before},
+                        ":one": {"N": "1"},
+                        ":ended": {"S": SessionStatus.ENDED},
+                    },
+                )
+                retried.append(session_id)
+        return retried
 
     def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
         try:
@@ -307,6 +403,7 @@ class DynamoSessionStore(DynamoTables):
             SessionStatus.FAILED,
             {"failure_reason": reason},
             allowed=(SessionStatus.ENDED,),
+            remove=(OPEN_SHARD, IDLE_BUCKET),  # the redrive's now, not the sweeper's
         )
 
     def mark_consolidated(self, session_id: str, summary: str, at: str) -> bool:
@@ -320,6 +417,9 @@ class DynamoSessionStore(DynamoTables):
                 "consolidation_cursor",
                 "consolidation_summary",
                 "consolidation_round",
+                schema.CONSOLIDATION_RETRIED_AT,
+                OPEN_SHARD,
+                IDLE_BUCKET,
             ),
         )
 

@@ -1,16 +1,29 @@
-"""ports.VectorCache on DynamoDB: one item of the sessions table per set of vectors, under a
-reserved key (schema.vector_cache_key), the vectors as float32 bytes."""
+"""ports.VectorCache on DynamoDB: items of the sessions table under reserved keys
+(schema.vector_cache_key), the vectors as float32 bytes.
+
+A set is kept in `copies` items, and each process reads and writes one of them, drawn when it
+starts: every cold start of the chat reads the cache, and with one item all of them (a deploy
+starts hundreds at once) read one key, one partition's 3,000 reads a second, while a read it
+cannot make costs that cold start an embedding of every phrasing and a rewrite. A process whose
+copy is not written yet reads the first one (and writes its own from it); a read refused for
+throughput tries another copy before it gives up."""
 
 from __future__ import annotations
 
+import random
 import sys
 from array import array
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from chatmemory import schema
 from chatmemory.adapters.dynamodb.client import Guarded
+from chatmemory.errors import ShortTermMemoryUnavailable
 from chatmemory.schema import SESSION_ID, VECTOR_DIMENSION, VECTOR_ROWS, VECTORS
+
+# Copies of each set: a deploy's cold starts read 16 keys (16 partitions' throughput) rather
+# than one; each copy is written once, by the first process that draws it.
+COPIES = 16
 
 # What the vectors of one item may take: DynamoDB's 400 KB less room for the key and the names.
 # 50 phrasings of 1,024 dimensions take 204,800 bytes; beyond about 1,700 dimensions a set of
@@ -25,17 +38,44 @@ def _little_endian(values: array[float]) -> array[float]:
 
 
 class DynamoVectorCache:
-    """VectorCache: GetItem and PutItem of one item of the sessions table."""
+    """VectorCache: GetItem and PutItem of this process's copy of a set (one item of the
+    sessions table); `draw` picks the copy (a random one by default)."""
 
-    def __init__(self, client: Any, table: str) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        *,
+        copies: int = COPIES,
+        draw: Callable[[int], int] = random.randrange,
+    ) -> None:
         self._client = Guarded(client)
         self._table = table
+        self._copies = max(1, copies)
+        self._copy = draw(self._copies)
 
-    def _key(self, key: str) -> dict[str, Any]:
-        return {SESSION_ID: {"S": schema.vector_cache_key(key)}}
+    def _key(self, key: str, copy: int) -> dict[str, Any]:
+        """The item of one copy: the first keeps the set's own key (written before copies)."""
+        name = key if copy == 0 else f"{key}#{copy}"
+        return {SESSION_ID: {"S": schema.vector_cache_key(name)}}
 
     def load(self, key: str) -> list[list[float]] | None:
-        item = self._client.get_item(TableName=self._table, Key=self._key(key)).get("Item")
+        try:
+            found = self._read(key, self._copy)
+        except ShortTermMemoryUnavailable:
+            if self._copies == 1:
+                raise
+            # Refused for throughput (or briefly down): another copy, another partition.
+            other = (self._copy + 1 + random.randrange(self._copies - 1)) % self._copies
+            return self._read(key, other)
+        if found is None and self._copy != 0:
+            found = self._read(key, 0)  # this copy is not written yet: the first one
+            if found is not None:
+                self.save(key, found)
+        return found
+
+    def _read(self, key: str, copy: int) -> list[list[float]] | None:
+        item = self._client.get_item(TableName=self._table, Key=self._key(key, copy)).get("Item")
         if not item or VECTORS not in item:
             return None
         rows, dimension = int(item[VECTOR_ROWS]["N"]), int(item[VECTOR_DIMENSION]["N"])
@@ -57,7 +97,7 @@ class DynamoVectorCache:
         self._client.put_item(
             TableName=self._table,
             Item={
-                **self._key(key),
+                **self._key(key, self._copy),
                 VECTOR_ROWS: {"N": str(len(vectors))},
                 VECTOR_DIMENSION: {"N": str(len(vectors[0]))},
                 VECTORS: {"B": data},

@@ -96,7 +96,7 @@ class OfflineResponder(TextGenerator):
             more = len(profile) - len(weighed)
             parts.append(
                 "What you told me about yourself that a model would weigh here: "
-                + "; ".join(weighed)
+                + "; ".join(fact.rstrip(".") for fact in weighed)
                 + (f" (and {more} more things you told me)." if more else ".")
             )
         elif profile:

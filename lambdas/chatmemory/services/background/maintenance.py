@@ -1,11 +1,17 @@
-"""Off-request-path upkeep of short-term memory: rolling summaries, idle sessions, redrive."""
+"""Off-request-path upkeep of short-term memory: rolling summaries, and the sweep (idle sessions,
+lost consolidations, abandoned imports, stalled purges)."""
 
 from __future__ import annotations
 
+import math
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Protocol
 
+from chatmemory import schema
 from chatmemory.clock import iso
 from chatmemory.errors import Conflict, SessionNotFound
 from chatmemory.ports import ShortTermMemory
@@ -52,21 +58,139 @@ def compact_session(
     )
 
 
+def _forever() -> float:
+    return math.inf
+
+
+def each_stale(
+    memory: ShortTermMemory,
+    state: str,
+    before: str,
+    act: Callable[[list[str]], None],
+    *,
+    page_size: int = 100,
+    time_left: Callable[[], float] = _forever,
+    reserve_seconds: float = 5.0,
+    workers: int = OPEN_SHARDS,
+) -> bool:
+    """Page through every shard of the sparse index for the sessions in `state` whose bucket is
+    before `before`, oldest first, `act` on each page, the shards side by side (`workers` at a
+    time), until every shard is read to its end (True) or less than `reserve_seconds` are left
+    (False: what is left is found by the next sweep, since every action here moves a session
+    out of the stale range or out of the index)."""
+
+    def shard_done(shard: int) -> bool:
+        token: str | None = None
+        while True:
+            if time_left() < reserve_seconds:
+                return False
+            page = memory.stale_page(state, shard, before, page_size, token)
+            if page.items:
+                act(page.items)
+            token = page.next_token
+            if token is None:
+                return True
+
+    if workers <= 1:
+        return all([shard_done(shard) for shard in range(OPEN_SHARDS)])
+    with ThreadPoolExecutor(min(workers, OPEN_SHARDS), thread_name_prefix="sweep") as pool:
+        return all(pool.map(shard_done, range(OPEN_SHARDS)))
+
+
 def sweep_idle_sessions(
-    memory: ShortTermMemory, *, now: datetime, idle_minutes: int, per_shard: int = 100
+    memory: ShortTermMemory,
+    *,
+    now: datetime,
+    idle_minutes: int,
+    per_shard: int = 100,
+    time_left: Callable[[], float] = _forever,
+    workers: int = 1,
 ) -> list[str]:
     """End sessions idle longer than idle_minutes (their consolidation follows from the
-    stream). Reads the sparse, write-sharded open-sessions index: no scan, no hot partition."""
+    stream), every shard page by page (`per_shard` sessions a page) while time is left. Reads
+    the sparse, write-sharded open-sessions index: no scan, no hot partition."""
     before = iso(now - timedelta(minutes=idle_minutes))
     ended: list[str] = []
-    for shard in range(OPEN_SHARDS):
-        for session_id in memory.stale_sessions(SessionStatus.OPEN, shard, before, per_shard):
+    lock = threading.Lock()
+
+    def end(session_ids: list[str]) -> None:
+        for session_id in session_ids:
             try:
                 memory.end_session(session_id, iso(now), idle_before=before)
             except (Conflict, SessionNotFound):
                 continue  # active again, or ended/deleted meanwhile
-            ended.append(session_id)
+            with lock:
+                ended.append(session_id)
+
+    each_stale(
+        memory,
+        SessionStatus.OPEN,
+        before,
+        end,
+        page_size=per_shard,
+        time_left=time_left,
+        workers=workers,
+    )
     return ended
+
+
+def retry_lost_consolidations(
+    memory: ShortTermMemory,
+    *,
+    now: datetime,
+    retry_minutes: int,
+    limit: int,
+    per_shard: int = 100,
+    time_left: Callable[[], float] = _forever,
+    workers: int = 1,
+) -> list[str]:
+    """Start again the consolidation of sessions ENDED longer than `retry_minutes` ago and not
+    started again for as long: their stream record expired, went to the dead letters, or its
+    run died (a session the stream still carries, or that a run is consolidating, is started
+    twice at worst: runs are idempotent). At most `limit` a sweep, so a backlog is handed to
+    consolidation no faster than it can take it; each shard its share of them, oldest first
+    (the shards' sessions are ordered within a shard only), and what one shard leaves unused
+    the others may take."""
+    before = iso(now - timedelta(minutes=retry_minutes))
+    retried: list[str] = []
+    lock = threading.Lock()
+    share = math.ceil(limit / OPEN_SHARDS)
+    rounds = [share, limit]  # each shard its share, then whatever is left
+
+    for cap in rounds:
+        taken: dict[str, int] = {}
+
+        def retry(session_ids: list[str], cap: int = cap, taken: dict[str, int] = taken) -> None:
+            shard = schema.sweep_shard_of(session_ids[0], SessionStatus.ENDED)
+            with lock:
+                room = min(limit - len(retried), cap - taken.get(shard, 0))
+            if room <= 0:
+                return
+            done = memory.retry_consolidation(session_ids, at=iso(now), before=before, limit=room)
+            with lock:
+                retried.extend(done)
+                taken[shard] = taken.get(shard, 0) + len(done)
+
+        each_stale(
+            memory,
+            SessionStatus.ENDED,
+            before,
+            retry,
+            page_size=per_shard,
+            time_left=lambda: time_left() if len(retried) < limit else -math.inf,
+            workers=workers,
+        )
+        if len(retried) >= limit:
+            break
+    return retried
+
+
+def oldest_unconsolidated(memory: ShortTermMemory) -> datetime | None:
+    """When the oldest session still ENDED (not yet CONSOLIDATED or FAILED) ended, to its
+    bucket's start; None when there is none."""
+    buckets = [memory.oldest_stale(SessionStatus.ENDED, shard) for shard in range(OPEN_SHARDS)]
+    found = [b for b in buckets if b is not None]
+    return datetime.fromisoformat(min(found) + ":00+00:00") if found else None
 
 
 @dataclass
@@ -76,7 +200,13 @@ class StaleWork:
 
 
 def sweep_stale_work(
-    memory: ShortTermMemory, *, now: datetime, stale_minutes: int = 15, per_shard: int = 100
+    memory: ShortTermMemory,
+    *,
+    now: datetime,
+    stale_minutes: int = 15,
+    per_shard: int = 100,
+    time_left: Callable[[], float] = _forever,
+    workers: int = 1,
 ) -> StaleWork:
     """Collect what a crash left behind, from the same sparse index: an import still
     IMPORTING long after the API's time limit is marked DELETING (the purge removes what it
@@ -85,11 +215,85 @@ def sweep_stale_work(
     before = iso(now - timedelta(minutes=stale_minutes))
     at = iso(now)
     found = StaleWork([], [])
-    for shard in range(OPEN_SHARDS):
-        for session_id in memory.stale_sessions(SessionStatus.IMPORTING, shard, before, per_shard):
+    lock = threading.Lock()
+
+    def abandon(session_ids: list[str]) -> None:
+        for session_id in session_ids:
             if memory.mark_deleting(session_id, at):
-                found.abandoned_imports.append(session_id)
-        for session_id in memory.stale_sessions(SessionStatus.DELETING, shard, before, per_shard):
+                with lock:
+                    found.abandoned_imports.append(session_id)
+
+    def rekick(session_ids: list[str]) -> None:
+        for session_id in session_ids:
             memory.continue_purge(session_id, at)
-            found.stalled_purges.append(session_id)
+            with lock:
+                found.stalled_purges.append(session_id)
+
+    for state, act in ((SessionStatus.IMPORTING, abandon), (SessionStatus.DELETING, rekick)):
+        each_stale(
+            memory, state, before, act, page_size=per_shard, time_left=time_left, workers=workers
+        )
     return found
+
+
+@dataclass(frozen=True)
+class SweepPolicy:
+    """What one scheduled sweep does (handlers/sweep_idle.py)."""
+
+    idle_minutes: int = 30
+    # An ENDED session not consolidated this long after it ended (or after it was last started
+    # again) is started again; at most this many a sweep.
+    retry_minutes: int = 360
+    retries_per_sweep: int = 1000
+    stale_minutes: int = 15
+    page_size: int = 100
+    workers: int = OPEN_SHARDS
+    reserve_seconds: float = 5.0
+
+
+@dataclass
+class SweepResult:
+    ended: list[str]
+    retried: list[str]
+    stale: StaleWork
+    # When the oldest session not yet consolidated ended (None: none is waiting).
+    oldest_unconsolidated: datetime | None
+
+
+def sweep(
+    memory: ShortTermMemory,
+    *,
+    now: datetime,
+    policy: SweepPolicy,
+    time_left: Callable[[], float] = _forever,
+) -> SweepResult:
+    """One sweep: end idle sessions, start again lost consolidations, collect abandoned imports
+    and stalled purges, each through every shard while time is left (what is left waits for
+    the next sweep); then how long the oldest unconsolidated session has waited."""
+    page = policy.page_size
+    ended = sweep_idle_sessions(
+        memory,
+        now=now,
+        idle_minutes=policy.idle_minutes,
+        per_shard=page,
+        time_left=time_left,
+        workers=policy.workers,
+    )
+    retried = retry_lost_consolidations(
+        memory,
+        now=now,
+        retry_minutes=policy.retry_minutes,
+        limit=policy.retries_per_sweep,
+        per_shard=page,
+        time_left=time_left,
+        workers=policy.workers,
+    )
+    stale = sweep_stale_work(
+        memory,
+        now=now,
+        stale_minutes=policy.stale_minutes,
+        per_shard=page,
+        time_left=time_left,
+        workers=policy.workers,
+    )
+    return SweepResult(ended, retried, stale, oldest_unconsolidated(memory))

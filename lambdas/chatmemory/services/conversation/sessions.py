@@ -327,12 +327,41 @@ def delete_session(
     PUT of the id: ensure_session) finishes it. Its sessions share one thread (a LangGraph
     thread's checkpoints, each holding the conversation so far, are kept in its first
     session's partition): deleting one of them alone would leave its words in the thread, or
-    a thread without its checkpoints. The id is free for a new session once this returns."""
+    a thread without its checkpoints. The id is free for a new session once this returns.
+
+    A message racing the delete may continue the conversation meanwhile (a continuation of
+    the ended session the id named): written before the tombstones, it is found here (the id
+    names it after them) and deleted with the rest; written after, its transaction fails (a
+    session being deleted is never continued), so nothing sent to the id in the race outlives
+    the delete."""
     target = resolve(memory, user_id, session_id)
     session = _conversation_tip(memory, user_id, owned_session(memory, user_id, target))
+    deleted: set[str] = set()
+    for _ in range(_ATTEMPTS):
+        chain = _conversation(memory, session, deleted)
+        for sid in reversed(chain):
+            memory.mark_deleting(sid, iso(clock()))  # False: deleting already
+        deleted.update(chain)
+        if not session.client_id:
+            return
+        named = memory.get_alias(user_id, session.client_id)
+        if named is None or named in deleted:
+            return
+        latest = memory.get_session(named)
+        if latest is None or latest.continued_from not in deleted:
+            return  # a new conversation under the id (PUT after this delete): not this one
+        session = latest
+    raise Conflict("the conversation kept being continued; retry the delete")
+
+
+def _conversation(memory: ShortTermMemory, session: Session, done: set[str]) -> list[str]:
+    """`session` and the earlier sessions of its client id it continues, newest first, up to
+    one already in `done`."""
     chain = [session.session_id]
     earlier = session
     while earlier.client_id and earlier.continued_from and len(chain) < _MAX_CONTINUATIONS:
+        if earlier.continued_from in done:
+            break
         found = memory.get_session(earlier.continued_from)
         if found is None or found.client_id != earlier.client_id:
             break
@@ -340,8 +369,7 @@ def delete_session(
             break
         chain.append(found.session_id)
         earlier = found
-    for sid in reversed(chain):
-        memory.mark_deleting(sid, iso(clock()))  # False: deleting already
+    return chain
 
 
 def _conversation_tip(memory: ShortTermMemory, user_id: str, session: Session) -> Session:

@@ -22,8 +22,9 @@ class TurnState(StrEnum):
     # Written, waiting for an answer: a stacked message, a message whose model call failed or
     # whose request died, or a stored turn (POST /turns) whose answer comes later.
     PENDING = "pending"
-    # Pending, and a retry with its client_message_id is answering it now (until
-    # answering_until): other retries wait for that answer instead of calling the model.
+    # Pending, and a request is answering it now (until answering_until): the request that
+    # wrote it (a stacked message), or a retry with its client_message_id that claimed it;
+    # other retries wait for that answer instead of calling the model.
     CLAIMED = "claimed"
     # Has its own answer (the model's, or the client's for a stored turn).
     ANSWERED = "answered"
@@ -82,8 +83,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     ),
     Transition(
         _NEW,
-        TurnState.PENDING,
-        "a stacked message, written before its answer",
+        TurnState.CLAIMED,
+        "a stacked message, written before its answer, claimed by its own request",
         "the caller",
         "append_turn",
         "201 once its stack is answered; 409 if the session ended before it was",
@@ -145,6 +146,22 @@ TRANSITIONS: tuple[Transition, ...] = (
         "201 with the answer on the later turn",
     ),
     Transition(
+        TurnState.CLAIMED,
+        TurnState.ANSWERED,
+        "the request that stacked it answers its batch",
+        "the caller's request",
+        "complete_stack",
+        "201 with the answer; a re-send meanwhile waits for it",
+    ),
+    Transition(
+        TurnState.CLAIMED,
+        TurnState.COVERED,
+        "a later message's answer covers it",
+        "the caller's request",
+        "complete_stack",
+        "201 with the answer on the later turn",
+    ),
+    Transition(
         TurnState.PENDING,
         TurnState.CLAIMED,
         "a retry with its client_message_id claims it",
@@ -163,8 +180,8 @@ TRANSITIONS: tuple[Transition, ...] = (
     Transition(
         TurnState.CLAIMED,
         TurnState.PENDING,
-        "the claiming retry's model call fails",
-        "the caller's retry",
+        "the claiming request's model call fails",
+        "the caller's request or retry",
         "release_answer",
         "502/503: retry again",
     ),

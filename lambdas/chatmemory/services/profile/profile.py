@@ -458,7 +458,13 @@ def _place(
                 existing, vector, memory=memory, embedder=embedder, index=index, known=known
             )
         return "exists", existing
+    # A statement of the caller's own (not keyed, lasting, the profile's) is claimed by its
+    # words: of concurrent identical statements one writes its record, the others find it.
+    # The claim is read before the records: a statement written after this read fails the
+    # write below, one written before it is among the records read.
+    statement = _claimed_statement(record, merge)
     for attempt in range(policy.attempts):
+        holder = memory.statement_holder(record.user_id, statement) if statement else None
         if record.namespace or record.expires_at is not None:
             mine = []  # an item of its own (keyed_item below): no other record is read
         elif known is None or attempt > 0:
@@ -477,9 +483,11 @@ def _place(
         # namespace (not the profile's) an item is its key, as in LangGraph's stores: it never
         # merges, supersedes or settles anything, and nothing supersedes it.
         # A record that expires is an item of its own too: what it superseded or merged into
-        # would otherwise outlive it as history, or it would take a lasting record along.
+        # would otherwise outlive it as history, or it would take a lasting record along. And
+        # a lasting record leaves the expiring ones alone: merged into one, it would expire
+        # with it; history of one (newer, or an answer to it), nothing current would be left.
         keyed_item = bool(record.namespace) or record.expires_at is not None
-        mine = [] if keyed_item else [r for r in mine if not r.namespace]
+        mine = [] if keyed_item else [r for r in mine if not r.namespace and r.expires_at is None]
         active = {
             r.record_id: r
             for r in mine
@@ -510,7 +518,19 @@ def _place(
             if memory.save_record(duplicate):
                 # Its entry now lists the new session too (see record_document).
                 _index(index, embedder, memory, [record_document(duplicate)])
+                _adopt(record, duplicate, mine, memory=memory, embedder=embedder, index=index)
                 return "merged", duplicate
+            if statement and not record.provenance:
+                # Stated again while a concurrent statement of the same words saved it: that
+                # one's save is this one's (nothing of a statement is kept beside its words).
+                current = memory.get_record(duplicate.user_id, duplicate.record_id)
+                if (
+                    current is not None
+                    and current.status == RecordStatus.ACTIVE
+                    and _same_words(current.text, record.text)
+                ):
+                    _adopt(record, current, mine, memory=memory, embedder=embedder, index=index)
+                    return "merged", current
             continue
         same = [r for r in active.values() if record.subject and r.subject == record.subject]
         # An answer settles the open questions asked before it; a question answered later (its
@@ -540,13 +560,57 @@ def _place(
             superseded.append(old)
         if lost:
             continue
-        if not memory.put_record(record):
+        if statement:
+            if not memory.put_stated_record(record, statement=statement, holder=holder):
+                continue  # the same words stated meanwhile: read again, find them, merge
+        elif not memory.put_record(record):
             return "exists", memory.get_record(record.user_id, record.record_id) or record
         # The superseded records' entries learn their end date (they are embedded again).
         _index(index, embedder, memory, [record_document(r) for r in superseded])
         write_record_entries(index, memory, [replace(record_document(record), embedding=vector)])
         return ("superseding" if older else "created"), record
     raise Conflict("the caller's records kept changing; the consolidation will be retried")
+
+
+def statement_key(record_type: str, text: str) -> str:
+    """What claims a statement (ports.RecordStore.statement_holder): its type and its words,
+    case and spacing aside (_same_words), 32 hex digits of their SHA-256."""
+    words = _SPACE.sub(" ", text.lower()).strip()
+    return hashlib.sha256(f"{record_type}\x00{words}".encode()).hexdigest()[:32]
+
+
+def _claimed_statement(record: MemoryRecord, merge: bool) -> str:
+    """The statement key of a record the caller states in the profile to be merged with its
+    duplicates ("" for any other: extracted records, keyed, expiring or namespaced items)."""
+    claimed = (
+        merge
+        and record.origin == RecordOrigin.STATED
+        and not record.namespace
+        and record.expires_at is None
+    )
+    return statement_key(record.type, record.text) if claimed else ""
+
+
+def _adopt(
+    record: MemoryRecord,
+    holder: MemoryRecord,
+    mine: Sequence[MemoryRecord],
+    *,
+    memory: ShortTermMemory,
+    embedder: Embedder,
+    index: LongTermIndex,
+) -> None:
+    """What an earlier attempt of `record` superseded before a duplicate was written first (a
+    concurrent statement of the same words), so that `record` never was: superseded by the
+    duplicate instead, which says the same, and its entry given its end date as the write of
+    `record` would have (best effort: a record changed meanwhile keeps what its writer made)."""
+    adopted = []
+    for old in mine:
+        if old.status == RecordStatus.SUPERSEDED and old.superseded_by == record.record_id:
+            old.superseded_by = holder.record_id
+            if memory.save_record(old):
+                adopted.append(old)
+    _index(index, embedder, memory, [record_document(r) for r in adopted])
 
 
 def _settling(

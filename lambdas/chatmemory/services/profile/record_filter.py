@@ -2,10 +2,19 @@
 applied on the server so a search's page holds only what matches.
 
 A record's value is the JSON object its text holds (an agent's store keeps its values so), or
-`{"text": text}` for any other text. A condition is a field equal to a value, or operators
-`$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte` (numbers compare as numbers; a missing or
-non-numeric field is outside any range); nested objects match field by field, and a dotted
-name ("user.level") reaches into nested objects."""
+`{"text": text}` for any other text: one that is not a JSON object, or is one Python's parser
+refuses (nested deeper than about 1,000 levels, an integer of over 4,300 digits). A condition
+is a field equal to a value, or operators `$eq`, `$ne`, `$gt`, `$gte`, `$lt`, `$lte` (numbers
+compare as numbers, exactly whatever their size; a numeric string is its number; a missing or
+non-numeric field is outside any range); nested objects match field by field, lists element by
+element, and a dotted name ("user.level") reaches into nested objects.
+
+`check` refuses (400) before anything is read what LangGraph's stores fail on or would take for
+a field: an operator none of them knows (a top-level `$or` among them), an object mixing
+operators and fields, an operator inside an operand (an operand is a value, not a condition),
+and a filter nested deeper than schema.MAX_RECORD_FILTER_DEPTH or holding more than
+schema.MAX_RECORD_FILTER_VALUES keys and values. What passes it is matched against any
+record's value without an error."""
 
 from __future__ import annotations
 
@@ -14,6 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from chatmemory.errors import BadRequest
+from chatmemory.schema import MAX_RECORD_FILTER_DEPTH, MAX_RECORD_FILTER_VALUES
 
 OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
@@ -23,7 +33,7 @@ def value_of(text: str) -> dict[str, Any]:
     if text.startswith("{"):
         try:
             value = json.loads(text)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, a huge integer, nested too deep
             value = None
         if isinstance(value, dict):
             return value
@@ -31,16 +41,76 @@ def value_of(text: str) -> dict[str, Any]:
 
 
 def check(conditions: Mapping[str, Any]) -> None:
-    """Refuse (400) an operator no search knows, before anything is read."""
-    for wanted in conditions.values():
-        if isinstance(wanted, Mapping):
-            unknown = [op for op in wanted if str(op).startswith("$") and op not in OPERATORS]
-            if unknown:
-                raise BadRequest(f"unsupported filter operator: {unknown[0]}")
-            check({k: v for k, v in wanted.items() if not str(k).startswith("$")})
+    """Refuse (400) a filter no search can apply, before anything is read (see the module)."""
+    budget = [MAX_RECORD_FILTER_VALUES]
+    for name, wanted in conditions.items():
+        if str(name).startswith("$"):
+            raise BadRequest(
+                f"unsupported filter operator: {name} (a filter's keys name fields; operators "
+                f"go on a field: {{field: {{{OPERATORS[0]}: value}}}})"
+            )
+        _count(budget, 1)
+        _check_condition(wanted, 2, budget)
+
+
+def _check_condition(wanted: Any, depth: int, budget: list[int]) -> None:
+    if isinstance(wanted, Mapping):
+        _deeper(depth)
+        operators = [k for k in wanted if str(k).startswith("$")]
+        if not operators:
+            for _, nested in wanted.items():
+                _count(budget, 1)
+                _check_condition(nested, depth + 1, budget)
+            return
+        unknown = [op for op in operators if op not in OPERATORS]
+        if unknown:
+            raise BadRequest(f"unsupported filter operator: {unknown[0]}")
+        if len(operators) != len(wanted):
+            field = next(k for k in wanted if not str(k).startswith("$"))
+            raise BadRequest(
+                f"a filter object holds operators or fields, not both: {operators[0]} and {field}"
+            )
+        for operand in wanted.values():
+            _count(budget, 1)
+            _check_operand(operand, depth + 1, budget)
+    elif isinstance(wanted, list | tuple):
+        _deeper(depth)
+        for item in wanted:
+            _check_condition(item, depth + 1, budget)
+    else:
+        _count(budget, 1)
+
+
+def _check_operand(operand: Any, depth: int, budget: list[int]) -> None:
+    """An operator's operand: a value (no operator inside), within the filter's bounds."""
+    if isinstance(operand, Mapping):
+        _deeper(depth)
+        for key, nested in operand.items():
+            if str(key).startswith("$"):
+                raise BadRequest(f"an operator's operand is a value, not a condition: {key}")
+            _count(budget, 1)
+            _check_operand(nested, depth + 1, budget)
+    elif isinstance(operand, list | tuple):
+        _deeper(depth)
+        for item in operand:
+            _check_operand(item, depth + 1, budget)
+    else:
+        _count(budget, 1)
+
+
+def _deeper(depth: int) -> None:
+    if depth > MAX_RECORD_FILTER_DEPTH:
+        raise BadRequest(f"a filter is nested at most {MAX_RECORD_FILTER_DEPTH} levels deep")
+
+
+def _count(budget: list[int], n: int) -> None:
+    budget[0] -= n
+    if budget[0] < 0:
+        raise BadRequest(f"a filter holds at most {MAX_RECORD_FILTER_VALUES} keys and values")
 
 
 def matches(value: Mapping[str, Any], conditions: Mapping[str, Any]) -> bool:
+    """Whether a record's value meets a filter `check` passed."""
     return all(_compare(_field(value, field), wanted) for field, wanted in conditions.items())
 
 
@@ -67,8 +137,31 @@ def _compare(actual: Any, wanted: Any) -> bool:
             and len(actual) == len(wanted)
             and all(_compare(a, w) for a, w in zip(actual, wanted, strict=True))
         )
-    # True is not 1 here (JSON tells them apart).
+    return _same_scalar(actual, wanted)
+
+
+def _same_scalar(actual: Any, wanted: Any) -> bool:
+    """A value equal to a scalar of the filter: True is not 1 here (JSON tells them apart), and
+    a container is never equal to a scalar (nothing of its depth is compared)."""
+    if isinstance(actual, Mapping | list | tuple):
+        return False
     return bool(actual == wanted) and isinstance(actual, bool) == isinstance(wanted, bool)
+
+
+def _number(value: Any) -> int | float | None:
+    """A value as a number for a range operator: numbers as they are (Python compares an int
+    and a float exactly, whatever their size: no float() that overflows), a numeric string as
+    its float; None for anything else (a bool, a container, other text)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return value
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
 
 
 def _operator(actual: Any, op: str, operand: Any) -> bool:
@@ -76,12 +169,13 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
         return _compare(actual, operand)
     if op == "$ne":
         return not _compare(actual, operand)
-    if isinstance(actual, bool) or isinstance(operand, bool):
+    left, right = _number(actual), _number(operand)
+    if left is None or right is None:
         return False
-    try:
-        left, right = float(actual), float(operand)
-    except (TypeError, ValueError):
-        return False
-    return {"$gt": left > right, "$gte": left >= right, "$lt": left < right, "$lte": left <= right}[
-        op
-    ]
+    if op == "$gt":
+        return left > right
+    if op == "$gte":
+        return left >= right
+    if op == "$lt":
+        return left < right
+    return left <= right

@@ -12,7 +12,12 @@ from chatmemory.domain import Turn
 from chatmemory.errors import BadRequest, SessionEnded
 from chatmemory.schema import SessionStatus
 from chatmemory.services.access import owned_session
-from chatmemory.services.conversation.turn.context import ChatDeps, ChatPolicy, TurnContext
+from chatmemory.services.conversation.turn.context import (
+    ChatDeps,
+    ChatPolicy,
+    StopSignal,
+    TurnContext,
+)
 from chatmemory.services.conversation.turns import check_text, earlier_turn
 
 
@@ -34,6 +39,7 @@ def admit(
     client_message_id: str | None = None,
     window_turns: int | None = None,
     stream: bool = False,
+    stop: StopSignal | None = None,
 ) -> Admitted:
     """The message's turn context once its fields, its session and its id are checked."""
     window = check_request(policy, content, window_turns)
@@ -42,7 +48,16 @@ def admit(
     if stored is None and session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
     context = TurnContext(
-        deps, policy, user_id, session, content, client_message_id, window, window_turns, stream
+        deps,
+        policy,
+        user_id,
+        session,
+        content,
+        client_message_id,
+        window,
+        window_turns,
+        stream,
+        stop,
     )
     return Admitted(context, stored)
 

@@ -9,6 +9,7 @@ collected (services/conversation/turn/pipeline.py).
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Generator
 from contextlib import AbstractContextManager
@@ -162,6 +163,22 @@ TurnEvent = Delta | MemoryUsed | Stored
 Flow = Generator[Delta | MemoryUsed, None, TurnResult]
 
 
+class StopSignal:
+    """A streamed answer's reader asking its model to stop (the user's Stop, a client gone):
+    what it had shown, the answer as stored (services/conversation/turn/generate.py)."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self.shown: str | None = None
+
+    def stop(self, shown: str | None = None) -> None:
+        self.shown = shown
+        self._event.set()
+
+    def is_set(self) -> bool:
+        return self._event.is_set()
+
+
 @dataclass
 class TurnContext:
     """One turn: who asks, in which session, with what, under which settings and with which
@@ -180,6 +197,8 @@ class TurnContext:
     # Answer with the backend's streaming call (the text as it is written) rather than its
     # whole-answer call; the stored turn is the same either way.
     stream: bool = False
+    # A streamed answer's reader may stop it (None: a buffered answer runs to its end).
+    stop: StopSignal | None = None
 
     @property
     def memory(self) -> ShortTermMemory:

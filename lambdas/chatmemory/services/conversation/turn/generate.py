@@ -30,13 +30,22 @@ def generate(ctx: TurnContext, prompt: BuiltPrompt, turn: Turn) -> Generator[Del
     pieces = clean_pieces(
         deps.generator.pieces(prompt.text, options, stream=ctx.stream), policy.roles
     )
-    for piece in pieces:
-        if isinstance(piece, str):
-            text.append(piece)
-            yield Delta(piece)
-        else:
-            finish = piece
+    try:
+        for piece in pieces:
+            if ctx.stop is not None and ctx.stop.is_set():
+                break
+            if isinstance(piece, str):
+                text.append(piece)
+                yield Delta(piece)
+            else:
+                finish = piece
+    finally:
+        # Stopped (or failed): the model's connection is let go now.
+        getattr(pieces, "close", lambda: None)()
     turn.response = "".join(text)
+    if ctx.stop is not None and ctx.stop.is_set():
+        # What the reader showed is the answer; the model's count of it is unknown.
+        turn.response, turn.stopped = ctx.stop.shown or turn.response, True
     turn.remember_response = finish.remember
     turn.model = finish.model or deps.generator.name
     turn.input_tokens = finish.input_tokens or prompt.tokens

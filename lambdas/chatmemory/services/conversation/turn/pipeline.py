@@ -24,6 +24,7 @@ from chatmemory.services.conversation.turn.context import (
     ChatPolicy,
     Delta,
     MemoryUsed,
+    StopSignal,
     Stored,
     TurnEvent,
     TurnResult,
@@ -42,8 +43,10 @@ def open_turn(
     client_message_id: str | None = None,
     window_turns: int | None = None,
     stream: bool = False,
+    stop: StopSignal | None = None,
 ) -> Iterator[TurnEvent]:
-    """The turn of one message, as events (admitted now: its errors are raised here)."""
+    """The turn of one message, as events (admitted now: its errors are raised here). With
+    `stream`, the model's streaming call; `stop` lets the reader stop the answer."""
     admitted = admit(
         deps,
         policy,
@@ -53,6 +56,7 @@ def open_turn(
         client_message_id=client_message_id,
         window_turns=window_turns,
         stream=stream,
+        stop=stop,
     )
     return _events(admitted)
 
@@ -115,6 +119,7 @@ def _decided(admitted: Admitted) -> Generator[Delta | MemoryUsed, None, TurnResu
             client_message_id=ctx.client_message_id,
             window_turns=ctx.window_turns,
             stream=ctx.stream,
+            stop=ctx.stop,
         )
         return (yield from _decided(again_admitted))
     return result
