@@ -136,10 +136,12 @@ class Stage(NamedTuple):
 
 
 def _caused(*causes: str) -> tuple[Transition, ...]:
-    """The transitions of turn_states.TRANSITIONS with these causes (each must be one)."""
+    """The transitions of turn_states.TRANSITIONS with these causes (each must name at least
+    one: a cause can move a turn from more than one state)."""
     found = tuple(t for t in TRANSITIONS if t.cause in causes)
-    if len(found) != len(causes):
-        raise ValueError(f"not transitions of turn_states: {causes}")
+    unknown = tuple(c for c in causes if all(t.cause != c for t in found))
+    if unknown:
+        raise ValueError(f"not transitions of turn_states: {unknown}")
     return found
 
 
@@ -155,7 +157,7 @@ STAGES: tuple[Stage, ...] = (
         "a retry by its turn's state; a new message routed, its sentiment read, then for a "
         "person, handed off, stacked or answered at once; a retry's claim",
         _caused(
-            "a stacked message, written before its answer",
+            "a stacked message, written before its answer, claimed by its own request",
             "a message while the session is handed to a person",
             "a retry with its client_message_id claims it",
             "the session is handed to a person",
@@ -183,7 +185,7 @@ STAGES: tuple[Stage, ...] = (
             "the request that stacked it answers its batch",
             "a later message's answer covers it",
             "the claiming retry's model answers",
-            "the claiming retry's model call fails",
+            "the claiming request's model call fails",
         ),
     ),
 )
