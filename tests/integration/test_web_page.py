@@ -149,12 +149,15 @@ def test_the_panel_lists_corrects_and_deletes_what_is_remembered_and_answers_cit
     expect(records).to_have_count(2)
     expect(records.first).to_contain_text("I prefer green tea to coffee.")
 
-    # An ordinary turn brings the relevant record in and lists it under the answer, dated.
+    # An ordinary turn is given the profile (every record of it, issue 44) and lists it under
+    # the answer, dated.
     message.fill("Which city do I live in?")
     message.press("Enter")
     answer = turns.nth(1).locator(".bubble.assistant")
-    expect(answer.locator(".typing")).to_have_count(0)
-    expect(answer.locator(".sources summary")).to_contain_text("Memories used")
+    expect(answer.locator(".typing")).to_have_count(0, timeout=30_000)
+    profile_used = answer.locator(".sources summary")
+    expect(profile_used).to_have_text("From your profile (2)")
+    profile_used.click()
     used = answer.locator(".source-record", has_text="I live in Lisbon.")
     expect(used).to_have_count(1)
     expect(used.locator(".muted")).not_to_be_empty()

@@ -45,8 +45,9 @@ def test_an_orphan_of_a_killed_run_is_stopped_but_a_live_runs_server_is_not(
 
 
 def test_a_table_of_an_older_local_state_gets_the_indexes_added_since(dynamodb_local: Any) -> None:
-    """Local mode keeps its tables across runs: a records table made before its record-keys
-    index existed gets it, and the namespaces of its records are read from it."""
+    """Local mode keeps its tables across runs: a records table made before its indexes
+    (profile-records, record-keys) existed gets them, and the namespaces of its records are
+    read from it."""
     from dataclasses import replace
 
     from chatmemory import schema, wiring
@@ -60,7 +61,7 @@ def test_a_table_of_an_older_local_state_gets_the_indexes_added_since(dynamodb_l
     created = ensure_tables(client, names)
     assert names["records"] not in created and len(created) == len(schema.TABLES) - 1
     table = client.describe_table(TableName=names["records"])["Table"]
-    assert [i["IndexName"] for i in table["GlobalSecondaryIndexes"]] == [
-        schema.RECORD_KEYS_INDEX.name
-    ]
+    assert sorted(i["IndexName"] for i in table["GlobalSecondaryIndexes"]) == sorted(
+        index.name for index in schema.RECORDS.indexes
+    )
     ensure_tables(client, names)  # again: nothing to add

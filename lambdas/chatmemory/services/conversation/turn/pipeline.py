@@ -136,12 +136,12 @@ class Stage(NamedTuple):
 
 
 def _caused(*causes: str) -> tuple[Transition, ...]:
-    """The transitions of turn_states.TRANSITIONS with these causes (each must name at least
-    one: a cause can move a turn from more than one state)."""
+    """The transitions of turn_states.TRANSITIONS with these causes (a cause may name more than
+    one: a stacked message claimed or not; each must name at least one)."""
     found = tuple(t for t in TRANSITIONS if t.cause in causes)
-    unknown = tuple(c for c in causes if all(t.cause != c for t in found))
-    if unknown:
-        raise ValueError(f"not transitions of turn_states: {unknown}")
+    missing = set(causes) - {t.cause for t in found}
+    if missing:
+        raise ValueError(f"not transitions of turn_states: {sorted(missing)}")
     return found
 
 
