@@ -226,7 +226,7 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
     from chatmemory.services.conversation.chat import ChatPolicy
     from chatmemory.services.conversation.handoff import HandoffPolicy
     from chatmemory.services.conversation.stacking import StackPolicy
-    from chatmemory.services.longterm.auto_recall import AutoRecallPolicy
+    from chatmemory.services.longterm.auto_recall import AUTO_RECALL_WEIGHTS, AutoRecallPolicy
     from chatmemory.services.longterm.recall import RecallWeights
     from chatmemory.services.profile.block import ProfileBlockPolicy
 
@@ -247,7 +247,7 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
         auto_recall=AutoRecallPolicy(
             enabled=cfg.auto_recall,
             token_budget=cfg.memory_token_budget,
-            half_life_days=cfg.recency_half_life_days,
+            weights=AUTO_RECALL_WEIGHTS._replace(half_life_days=cfg.recency_half_life_days),
         ),
         profile=ProfileBlockPolicy(token_budget=cfg.profile_token_budget),
         rewrite_follow_ups=cfg.text_backend != TextBackend.OFFLINE,

@@ -68,7 +68,8 @@ from chatmemory.schema import (
     MemoryKind,
     SourceKind,
 )
-from chatmemory.services.longterm.when import TimeWindow, time_window, timeliness
+from chatmemory.services.longterm.scoring import RecallWeights, fuse, with_time
+from chatmemory.services.longterm.when import TimeWindow, time_window
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 
 MEMORY_HEADER = PROMPT_MEMORY_HEADER
@@ -235,6 +236,16 @@ LINE_WEIGHTS = LineWeights(
 )
 
 
+# Words weigh twice meaning: all-MiniLM-L6-v2 alone put a gold turn in the prompt for 0.51 of
+# LoCoMo's questions, with BM25 at 0.6 0.64, at 2.0 0.71 (bench.locomo --mode chat). A message
+# that names a time ("in May", "last week") favours memories from then: `time` inside it, halving
+# every `time_half_life_days` outside (3.0 chosen leaving one LoCoMo conversation out among
+# 0.5-10; /past's is 1.5 on its scale of 2, this one's is 3).
+AUTO_RECALL_WEIGHTS = RecallWeights(
+    vector=1.0, lexical=2.0, recency=0.05, half_life_days=30.0, time=3.0, time_half_life_days=7.0
+)
+
+
 class AutoRecallPolicy(NamedTuple):
     """The knobs of auto-recall (AUTO_RECALL, MEMORY_TOKEN_BUDGET; the rest measured)."""
 
@@ -252,17 +263,8 @@ class AutoRecallPolicy(NamedTuple):
     line_weights: LineWeights = LINE_WEIGHTS
     # Gate 2: quiet when the best small-talk phrasing is closer than the best memory minus this.
     small_talk_margin: float = 0.0
-    # Words weigh twice meaning: all-MiniLM-L6-v2 alone put a gold turn in the prompt for 0.51
-    # of LoCoMo's questions, with BM25 at 0.6 0.64, at 2.0 0.71 (bench.locomo --mode chat).
-    vector_weight: float = 1.0
-    lexical_weight: float = 2.0
-    recency_weight: float = 0.05
-    half_life_days: float = 30.0
-    # A message that names a time ("in May", "last week") favours memories from then: this much
-    # inside it, halving every `time_half_life_days` outside (3.0 chosen leaving one LoCoMo
-    # conversation out among 0.5-10; /past's is 1.5 on its scale of 2, this one's is 3).
-    time_weight: float = 3.0
-    time_half_life_days: float = 7.0
+    # How meaning, words, recency and a named time weigh (AUTO_RECALL_WEIGHTS).
+    weights: RecallWeights = AUTO_RECALL_WEIGHTS
     # A message with at most this many content words that reads as a follow-up borrows the
     # previous message's words (offline), or is rewritten by the text model.
     follow_up_terms: int = 3
@@ -431,12 +433,6 @@ def _stem(word: str) -> str:
 # --- ranking and the block ----------------------------------------------------------------------
 
 
-def _recency(created_at: str, now: datetime, half_life_days: float) -> float:
-    from chatmemory.services.longterm.recall import recency_factor
-
-    return recency_factor(created_at, now, half_life_days)
-
-
 def rank_memories(
     vector_hits: Sequence[Candidate],
     lexical_hits: Sequence[Candidate],
@@ -449,22 +445,10 @@ def rank_memories(
     (a session's first lines, repeated) and session summaries are left out: a summary restates
     the windows at several times their cost in the budget (with them, 0.03 fewer questions had
     a gold turn in the prompt); /past uses them."""
-    best_lexical = max((c.lexical_score or 0.0 for c in lexical_hits), default=0.0)
-    scores: dict[str, tuple[MemoryDoc, float]] = {}
-    for hit in vector_hits:
-        scores[hit.doc.doc_key] = (hit.doc, policy.vector_weight * max(hit.vector_score or 0, 0))
-    for hit in lexical_hits:
-        share = (hit.lexical_score or 0.0) / best_lexical if best_lexical > 0 else 0.0
-        doc, score = scores.get(hit.doc.doc_key, (hit.doc, 0.0))
-        scores[hit.doc.doc_key] = (doc, score + policy.lexical_weight * share)
+    weights = policy.weights
     ranked = [
-        (
-            doc,
-            score
-            + policy.recency_weight * _recency(doc.created_at, now, policy.half_life_days)
-            + policy.time_weight * timeliness(doc.created_at, window, policy.time_half_life_days),
-        )
-        for doc, score in scores.values()
+        (doc, with_time(score, doc.created_at, weights, now, window))
+        for doc, score in fuse(vector_hits, lexical_hits, weights, records_apart=False).values()
         if doc.kind not in (MemoryKind.OPENING, MemoryKind.SUMMARY) and not _settled(doc)
     ]
     ranked.sort(key=lambda pair: (-pair[1], pair[0].doc_key))

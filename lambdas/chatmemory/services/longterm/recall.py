@@ -3,13 +3,10 @@ the one-model-call answers of `/past` and `/verified`. Every adapter shares this
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
 
-from chatmemory.clock import parse_time
 from chatmemory.domain import Source
 from chatmemory.errors import LongTermMemoryUnavailable
 from chatmemory.ports import (
@@ -21,40 +18,11 @@ from chatmemory.ports import (
     TextGenerator,
     embed_queries,
 )
-from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind, searched_apart
+from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind
 from chatmemory.services.access import owner_of
-from chatmemory.services.longterm.when import TimeWindow, time_window, timeliness
+from chatmemory.services.longterm.scoring import RecallWeights, fuse, recency_factor, with_time
+from chatmemory.services.longterm.when import TimeWindow, time_window
 from chatmemory.services.prompt import clip_middle, clip_to_tokens, estimate_tokens
-
-
-class RecallWeights(NamedTuple):
-    """How retrieval scores combine (RECALL_WEIGHTS="vector,lexical,recency,time")."""
-
-    vector: float = 1.0
-    lexical: float = 1.0
-    # Off by default: on LoCoMo dev, 0.05 cost recall_all@5 in every conversation left out
-    # (bench/RESULTS.md); a deployment that wants newer sessions first sets it.
-    recency: float = 0.0
-    half_life_days: float = 30.0
-    # Candidates fetched per method, as a multiple of k (chunks of one session compete).
-    depth: int = 8
-    # A question that names a time ("in May", "on 3 June, 2023") favours sessions from then:
-    # this much for a session inside that time, halving every `time_half_life_days` outside
-    # (1.5 chosen leaving one LoCoMo conversation out among 0.5-3; bench/RESULTS.md).
-    time: float = 1.5
-    time_half_life_days: float = 7.0
-
-    @classmethod
-    def parse(cls, raw: str, half_life_days: float = 30.0) -> RecallWeights:
-        """Weights from configuration; missing trailing values keep their defaults."""
-        d = cls()
-        defaults = [d.vector, d.lexical, d.recency, d.time]
-        try:
-            parts = [float(p) for p in raw.split(",")] if raw else []
-        except ValueError as error:
-            raise ValueError(f"RECALL_WEIGHTS must be up to 4 numbers, not {raw!r}") from error
-        vector, lexical, recency, time = (parts + defaults[len(parts) :])[:4]
-        return cls(vector, lexical, recency, half_life_days, time=time)
 
 
 @dataclass
@@ -72,38 +40,6 @@ class RankedSession:
 class RankedPassage:
     doc: MemoryDoc
     score: float
-
-
-def recency_factor(created_at: str, now: datetime, half_life_days: float) -> float:
-    """1.0 for a memory from now, 0.5 one half-life ago."""
-    moment = parse_time(created_at)
-    if moment is None or half_life_days <= 0:
-        return 0.0
-    age_days = max((now - moment).total_seconds() / 86_400, 0.0)
-    return math.pow(0.5, age_days / half_life_days)
-
-
-def fuse(
-    vector_hits: Sequence[Candidate], lexical_hits: Sequence[Candidate], weights: RecallWeights
-) -> dict[str, tuple[MemoryDoc, float]]:
-    """Per document: weighted cosine plus weighted BM25 normalised by the best BM25 of the query
-    (BM25 is unbounded; cosine of unit vectors is at most 1). Profile records are scored with
-    their own corpus statistics (schema.RECORD_TEXT_FIELD), on another scale: each of the two
-    is normalised by its own best (GET /memories/records ranks both; /past has sessions only)."""
-    best: dict[bool, float] = {}
-    for hit in lexical_hits:
-        apart = searched_apart(hit.doc.session_id, hit.doc.record_id)
-        best[apart] = max(best.get(apart, 0.0), hit.lexical_score or 0.0)
-    fused: dict[str, tuple[MemoryDoc, float]] = {}
-    for hit in vector_hits:
-        score = weights.vector * max(hit.vector_score or 0.0, 0.0)
-        fused[hit.doc.doc_key] = (hit.doc, score)
-    for hit in lexical_hits:
-        best_lexical = best[searched_apart(hit.doc.session_id, hit.doc.record_id)]
-        lexical = (hit.lexical_score or 0.0) / best_lexical if best_lexical > 0 else 0.0
-        doc, score = fused.get(hit.doc.doc_key, (hit.doc, 0.0))
-        fused[hit.doc.doc_key] = (doc, score + weights.lexical * lexical)
-    return fused
 
 
 def rank_sessions(
@@ -132,12 +68,11 @@ def rank_sessions(
         similarity = scored[0][1]
         date = min(d.created_at for d, _ in scored)
         recency = recency_factor(date, now, weights.half_life_days)
-        timely = timeliness(date, window, weights.time_half_life_days)
         summary = next((d for d, _ in scored if d.kind == "summary"), None)
         ranked.append(
             RankedSession(
                 session_id=session_id,
-                score=similarity + weights.recency * recency + weights.time * timely,
+                score=with_time(similarity, date, weights, now, window),
                 similarity=similarity,
                 recency=recency,
                 date=date,

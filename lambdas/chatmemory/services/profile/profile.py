@@ -1068,13 +1068,12 @@ def find_records(
     if not ask.query:
         return [(r, None) for r in rest[ask.offset : wanted]]
     from chatmemory.services.longterm.lexical import bm25
-    from chatmemory.services.longterm.recall import RecallWeights
+    from chatmemory.services.longterm.scoring import RecallWeights, lexical_only
 
     scores = bm25(ask.query, [r.text[:MAX_RECORD_ENTRY_CHARS] for r in rest]) if rest else []
-    best = max(scores, default=0.0) or 1.0
-    lexical = RecallWeights().lexical
     ranked = sorted(zip(rest, scores, strict=True), key=lambda pair: -pair[1])
-    found += [(r, lexical * score / best) for r, score in ranked]
+    weighted = lexical_only([score for _, score in ranked], RecallWeights())
+    found += zip([r for r, _ in ranked], weighted, strict=True)
     return found[ask.offset : wanted]
 
 
@@ -1089,7 +1088,7 @@ def _ranked(
 ) -> list[tuple[MemoryRecord, float | None]]:
     """The first `wanted` of the caller's visible records that the index ranks for `query` and
     `keep` accepts, best first, with their scores (read a few at a time)."""
-    from chatmemory.services.longterm.recall import RecallWeights, fuse
+    from chatmemory.services.longterm.scoring import RecallWeights, fuse
 
     vector = embed_queries(embedder, [query])[0]
     depth = max(wanted * 8, 40)
