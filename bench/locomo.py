@@ -228,11 +228,14 @@ def build(
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
     models: str = "offline",
+    settings: Any = None,
+    embedder: Any = None,
 ) -> World:
     """Import, end and consolidate every conversation, on `client` (DynamoDB Local), else on
     moto's in-process DynamoDB (call within its mock), into the embedded index searching with
     `ranking` (see the module's docstring); `only` keeps the conversations of these sample ids;
-    `models` says which models summarize, extract and embed (bench_settings)."""
+    `models` says which models summarize, extract and embed (bench_settings), unless `settings`
+    are given; `embedder`, when given, embeds instead of the one the settings build."""
     import boto3
 
     from chatmemory import schema, wiring
@@ -246,8 +249,8 @@ def build(
     from chatmemory.services.conversation.sessions import end_session, import_session
     from chatmemory.services.prompt import Roles
 
-    settings = bench_settings(models)
-    embedder = wiring.embedder(settings)
+    settings = settings or bench_settings(models)
+    embedder = embedder or wiring.embedder(settings)
     summarizer = wiring.summarizer(settings)
     extractor = wiring.extractor(settings) if extract else None
     if client is None:
