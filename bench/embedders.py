@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from bench.locomo import _aws_env, _questions, build, gold_sessions, mock_stores, summarize_metrics
+from bench.locomo import _aws_env, build, mock_stores, past_rows, summarize_metrics
 
 # The /past grid: the vector score's weight (the words' stays 1) and the named time's.
 VECTOR_WEIGHTS = (0.5, 0.75, 1.0, 1.5, 2.0)
@@ -169,7 +169,6 @@ class _SearchedOnce:
 def past(world: Any) -> dict[str, Any]:
     """/past with the shipped weights and each grid point, in-sample and leave one out."""
     from chatmemory import wiring
-    from chatmemory.services.longterm.recall import search_sessions
 
     searched = _SearchedOnce(world.index)
 
@@ -180,28 +179,7 @@ def past(world: Any) -> dict[str, Any]:
     ]
     if shipped not in grid:
         grid.append(shipped)
-    rows: dict[Any, list[dict[str, Any]]] = {}
-    for weights in grid:
-        rows[weights] = []
-        for conversation in world.conversations:
-            for qa in _questions(conversation):
-                found = search_sessions(
-                    str(qa["question"]),
-                    user_id=conversation.user,
-                    embedder=world.embedder,
-                    index=searched,
-                    weights=weights,
-                    now=conversation.asked_at,
-                    k=10,
-                )
-                rows[weights].append(
-                    {
-                        "category": qa["category"],
-                        "gold": gold_sessions(qa.get("evidence", [])),
-                        "ranked": [conversation.number_of[s.session_id] for s in found],
-                        "conversation": conversation.user,
-                    }
-                )
+    rows = {weights: past_rows(world, weights, 10, searched) for weights in grid}
 
     def overall(subset: list[dict[str, Any]]) -> dict[str, float]:
         metrics = summarize_metrics(subset, [5])["overall"]

@@ -328,34 +328,40 @@ def _questions(conversation: Conversation) -> list[dict[str, Any]]:
 # --- --mode past ---------------------------------------------------------------------------------
 
 
-def run_past(world: World, ks: list[int]) -> dict[str, Any]:
-    from chatmemory import wiring
+def past_rows(world: World, weights: Any, k: int, index: Any = None) -> list[dict[str, Any]]:
+    """Every question asked through /past's retrieval ranked with `weights` (on `index`, the
+    world's own when not given): its category, gold sessions, the ranked sessions' numbers."""
     from chatmemory.services.longterm.recall import search_sessions
 
-    weights = wiring.chat_policy(world.settings).recall_weights
     rows: list[dict[str, Any]] = []
-    tick = time.perf_counter()
     for conversation in world.conversations:
         for qa in _questions(conversation):
             found = search_sessions(
                 str(qa["question"]),
                 user_id=conversation.user,
                 embedder=world.embedder,
-                index=world.index,
+                index=world.index if index is None else index,
                 weights=weights,
                 now=conversation.asked_at,
-                k=max(ks),
+                k=k,
             )
-            ranked = [conversation.number_of[s.session_id] for s in found]
-            gold = gold_sessions(qa.get("evidence", []))
             rows.append(
                 {
                     "category": qa["category"],
-                    "gold": gold,
-                    "ranked": ranked,
+                    "gold": gold_sessions(qa.get("evidence", [])),
+                    "ranked": [conversation.number_of[s.session_id] for s in found],
                     "conversation": conversation.user,
                 }
             )
+    return rows
+
+
+def run_past(world: World, ks: list[int]) -> dict[str, Any]:
+    from chatmemory import wiring
+
+    weights = wiring.chat_policy(world.settings).recall_weights
+    tick = time.perf_counter()
+    rows = past_rows(world, weights, max(ks))
     world.timings["questions"] += time.perf_counter() - tick
     # Per conversation too: a change is kept when it wins leaving each conversation out.
     by_conversation = {
