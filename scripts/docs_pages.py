@@ -1,7 +1,8 @@
 """Pages of the docs site generated from the code when the site is built (mkdocs-gen-files), so
 that they cannot drift from it: the runtime's configuration from its settings model, the
-HTTP API's reference from openapi.json (itself generated from the API's models), and the turn's
-state diagram from services/conversation/turn_states.py. It also puts Mermaid into the site
+HTTP API's reference from openapi.json (itself generated from the API's models), the turn's
+state diagram from services/conversation/turn_states.py, and the turn pipeline's diagram on the
+layout page from services/conversation/turn/pipeline.STAGES. It also puts Mermaid into the site
 (from the npm package `mermaid` that `make node` installs), so that diagrams draw with no
 internet. mkdocs.yml runs it (the gen-files plugin)."""
 
@@ -15,6 +16,7 @@ from typing import Any
 import mkdocs_gen_files
 
 from chatmemory.services.conversation import turn_states
+from chatmemory.services.conversation.turn import pipeline
 from chatmemory.settings import ENV, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -174,6 +176,30 @@ The states:
 """
 
 
+# The line of docs/layout.md that the turn pipeline's diagram and table replace.
+PIPELINE_MARKER = "<!-- the turn pipeline: made from pipeline.STAGES by scripts/docs_pages.py -->"
+
+
+def pipeline_section() -> str:
+    """The turn pipeline's stages: the diagram (pipeline.mermaid()) and a table of where each
+    stage is, what it does and the transitions of a turn's state it causes."""
+    rows = [
+        "| stage | in services/conversation/turn/ | does | turn transitions it causes |",
+        "| --- | --- | --- | --- |",
+    ]
+    for stage in pipeline.STAGES:
+        caused = "; ".join(t.cause for t in stage.transitions) or "none"
+        rows.append(f"| {stage.name} | {stage.module} | {_cell(stage.does)} | {_cell(caused)} |")
+    return "```mermaid\n" + pipeline.mermaid() + "\n```\n\n" + "\n".join(rows) + "\n"
+
+
+def layout_page(written: str) -> str:
+    """docs/layout.md with the pipeline's section in place of its marker line."""
+    if PIPELINE_MARKER not in written:
+        raise SystemExit(f"docs/layout.md lost its marker line {PIPELINE_MARKER!r}")
+    return written.replace(PIPELINE_MARKER, pipeline_section())
+
+
 def mermaid_script() -> bytes:
     """Mermaid's standalone build from node_modules (fails the build when it is not there)."""
     if not MERMAID.is_file():
@@ -186,6 +212,10 @@ def mermaid_script() -> bytes:
 
 with mkdocs_gen_files.open(MERMAID_IN_SITE, "wb") as script:
     script.write(mermaid_script())
+with mkdocs_gen_files.open("layout.md", "r") as page:
+    written = page.read()
+with mkdocs_gen_files.open("layout.md", "w") as page:
+    page.write(layout_page(written))
 with mkdocs_gen_files.open("concepts/turn-states.md", "w") as page:
     page.write(turn_page())
 with mkdocs_gen_files.open("reference/configuration.md", "w") as page:

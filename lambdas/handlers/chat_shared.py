@@ -1,6 +1,7 @@
-"""What the chat function's two ways of answering (handlers/messages.py, the chat message
-without Powertools' resolver, and handlers/chat_routes.py, every route) share: its logger and
-metrics, posting a message, and how a failed request is answered."""
+"""What the chat function's ways of answering (handlers/messages.py, the chat message without
+Powertools' resolver; handlers/stream.py, its answer streamed; handlers/chat_routes.py, every
+route) share: its logger and metrics, what a stored turn tells them, and how a failed request
+is answered."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 from chatmemory import wiring
 from chatmemory.errors import ChatMemoryError, ConfigurationError
-from chatmemory.services.conversation import chat, sessions
+from chatmemory.services.conversation import chat
 from handlers.metrics import metrics_of
 
 logger = Logger(service="chat-api")
@@ -23,34 +24,6 @@ def cors_origins() -> tuple[str, ...]:
         return wiring.settings().cors_origins
     except ConfigurationError:
         return ()
-
-
-def post_message(
-    user: str,
-    session_id: str,
-    content: str,
-    client_message_id: str | None,
-    window_turns: int | None,
-) -> chat.TurnResult:
-    """A message answered and stored, on the session the caller's id names (both paths)."""
-    deps = wiring.chat_deps()
-    result = sessions.on_current_session(
-        deps.memory,
-        user,
-        session_id,
-        lambda current: chat.post_message(
-            deps,
-            wiring.chat_policy(),
-            user_id=user,
-            session_id=current,
-            content=content,
-            client_message_id=client_message_id,
-            window_turns=window_turns,
-        ),
-        clock=deps.clock,
-    )
-    settled(result)
-    return result
 
 
 def settled(result: chat.TurnResult) -> None:

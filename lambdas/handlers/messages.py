@@ -19,9 +19,11 @@ from collections.abc import Mapping
 from enum import Enum
 from typing import Any, NamedTuple
 
+from chatmemory import wiring
 from chatmemory.domain import Feedback, Sentiment, Source, Turn
 from chatmemory.errors import ChatMemoryError
 from chatmemory.schema import ID_MAX_LENGTH, ID_PATTERN
+from chatmemory.services.conversation import chat, sessions
 from handlers import chat_shared
 from handlers.cors import cors_headers
 from handlers.identity import caller_id
@@ -90,10 +92,10 @@ def answer(message: Message, cors_origins: tuple[str, ...]) -> dict[str, Any]:
 
 def reply(message: Message) -> tuple[int, str]:
     """The status and JSON body of a chat message answered and stored
-    (handlers/chat_shared.post_message): the route's envelope, or the API's error envelope.
+    (post_message): the route's envelope, or the API's error envelope.
     Both ways of reaching the route answer with this."""
     try:
-        result = chat_shared.post_message(
+        result = post_message(
             message.user,
             message.session_id,
             message.content,
@@ -106,6 +108,35 @@ def reply(message: Message) -> tuple[int, str]:
         status, code, text = chat_shared.unexpected_error()
         return status, error_json(code, text)
     return 200, envelope_json(result.turn, result.answer)
+
+
+def post_message(
+    user: str,
+    session_id: str,
+    content: str,
+    client_message_id: str | None,
+    window_turns: int | None,
+) -> chat.TurnResult:
+    """A message answered and stored, on the session the caller's id names (both ways of
+    reaching the route)."""
+    deps = wiring.chat_deps()
+    result = sessions.on_current_session(
+        deps.memory,
+        user,
+        session_id,
+        lambda current: chat.post_message(
+            deps,
+            wiring.chat_policy(),
+            user_id=user,
+            session_id=current,
+            content=content,
+            client_message_id=client_message_id,
+            window_turns=window_turns,
+        ),
+        clock=deps.clock,
+    )
+    chat_shared.settled(result)
+    return result
 
 
 def error_reply(error: ChatMemoryError) -> tuple[int, str]:

@@ -45,6 +45,26 @@ def test_the_site_builds_strictly_with_its_generated_pages(site: Path) -> None:
     assert "ChatMemoryClient" in client and "store_turn" in client
 
 
+def test_the_layout_page_draws_the_turn_pipeline_from_its_stage_list(site: Path) -> None:
+    """The pipeline's diagram and table are made from pipeline.STAGES when the site is built,
+    in place of the marker line docs/layout.md keeps for them."""
+    import html
+    import itertools
+
+    from chatmemory.services.conversation.turn import pipeline
+
+    layout = html.unescape((site / "layout" / "index.html").read_text())
+    assert "the turn pipeline: made from pipeline.STAGES" not in layout
+    diagram = re.search(r'<pre class="mermaid"><code>(.*?)</code></pre>', layout, re.S)
+    assert diagram is not None and "flowchart LR" in diagram.group(1)
+    for stage in pipeline.STAGES:
+        assert f"{stage.name}<br/><small>{stage.does}</small>" in diagram.group(1)
+        for transition in stage.transitions:
+            assert transition.cause in layout
+    arrows = [f"{a.name} --> {b.name}" for a, b in itertools.pairwise(pipeline.STAGES)]
+    assert all(arrow in diagram.group(1) for arrow in arrows)
+
+
 def test_the_site_needs_nothing_from_the_internet(site: Path) -> None:
     """No web fonts (theme.font is false), no social cards; the search index is local."""
     for page in site.rglob("*.html"):

@@ -35,3 +35,22 @@ def test_check_fails_on_a_function_over_the_limit(tmp_path: Path, capsys) -> Non
     assert code_measures.main([str(tmp_path), "--check"]) == 1
     assert "61  " in capsys.readouterr().out
     assert code_measures.main([str(tmp_path), "--check", "--function-lines", "61"]) == 0
+
+
+def test_a_chat_message_reaches_the_store_through_at_most_8_modules_from_its_route() -> None:
+    """Issue 45's measure of the message path (scripts/message_path.py): from the module that
+    answers a chat message (handlers/messages.py) to the store's adapter that writes its turn."""
+    from scripts import message_path
+
+    trace = message_path.measure()
+    path = message_path.modules_in([p for p in trace.path if p[0] != "(AWS)"])
+    assert path[0] == "handlers/chat_api.py"
+    store = message_path.to_store(path[path.index("handlers/messages.py") :])
+    assert store[-1] == "chatmemory/adapters/dynamodb/turns.py"
+    assert len(store) <= 8, store
+
+
+def test_handlers_have_no_module_over_700_lines_and_no_function_over_60(capsys) -> None:
+    assert code_measures.main([str(ROOT / "lambdas" / "handlers"), "--check"]) == 0, (
+        capsys.readouterr().out
+    )

@@ -24,7 +24,7 @@ from chatmemory.errors import (
     SessionNotFound,
 )
 from chatmemory.services.conversation.chat import TurnResult
-from handlers import chat_routes, chat_shared, messages
+from handlers import chat_routes, messages
 from local.gateway import load_routes, proxy_event
 
 ROUTES = load_routes()
@@ -51,7 +51,7 @@ def _event(
 
 
 class _Recorded:
-    """chat_shared.post_message's stand-in: records what it was asked, answers OUTCOME."""
+    """messages.post_message's stand-in: records what it was asked, answers OUTCOME."""
 
     def __init__(self, outcome: Any) -> None:
         self.outcome, self.calls = outcome, []
@@ -71,10 +71,10 @@ def _both(
     each with the calls its post_message received."""
     lean_calls, routed_calls = _Recorded(outcome), _Recorded(outcome)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(chat_shared, "post_message", lean_calls)
+        patch.setattr(messages, "post_message", lean_calls)
         message = messages.accepted(copy.deepcopy(event))
         lean = None if message is None else messages.answer(message, cors)
-        patch.setattr(chat_shared, "post_message", routed_calls)
+        patch.setattr(messages, "post_message", routed_calls)
         routed = chat_routes.api(cors).resolve(copy.deepcopy(event), context)
     return lean, routed, lean_calls, routed_calls
 

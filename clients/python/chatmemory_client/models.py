@@ -172,6 +172,9 @@ class Turn:
     client_message_id: str | None = None
     pending: bool = False
     degraded: bool = False
+    # The answer was stopped while it was written (the reader closed its stream): the response
+    # is what had been written by then.
+    stopped: bool = False
     origin: str = "chat"
     metadata: Mapping[str, MetadataValue] = field(default_factory=dict)
     feedback: Feedback | None = None
@@ -209,6 +212,7 @@ class Turn:
             client_message_id=_opt_str(data, "client_message_id"),
             pending=bool(data.get("pending", False)),
             degraded=bool(data.get("degraded", False)),
+            stopped=bool(data.get("stopped", False)),
             origin=_str(data, "origin", "chat"),
             metadata=dict(metadata) if isinstance(metadata, Mapping) else {},
             feedback=Feedback.from_json(feedback) if isinstance(feedback, Mapping) else None,
