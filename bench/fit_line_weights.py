@@ -95,14 +95,14 @@ def _record_sources(world: World, conversation: Conversation) -> dict[str, set[s
     return out
 
 
-def fit(rows: list[Example]) -> Any:
+def fit(rows: list[Example], c: float = 1.0) -> Any:
     from sklearn.linear_model import LogisticRegression
 
     from chatmemory.services.longterm.auto_recall import LineWeights
 
     x = [features for _, pieces, _, _ in rows for _, features, _ in pieces]
     y = [positive for _, pieces, _, _ in rows for _, _, positive in pieces]
-    model = LogisticRegression(C=1.0, max_iter=5000).fit(x, y)
+    model = LogisticRegression(C=c, max_iter=5000).fit(x, y)
     names = list(LineWeights._fields)
     return LineWeights(
         **{n: round(float(w), 3) for n, w in zip(names, model.coef_[0], strict=True)}

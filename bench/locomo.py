@@ -228,11 +228,14 @@ def build(
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
     models: str = "offline",
+    settings: Any = None,
+    embedder: Any = None,
 ) -> World:
     """Import, end and consolidate every conversation, on `client` (DynamoDB Local), else on
     moto's in-process DynamoDB (call within its mock), into the embedded index searching with
     `ranking` (see the module's docstring); `only` keeps the conversations of these sample ids;
-    `models` says which models summarize, extract and embed (bench_settings)."""
+    `models` says which models summarize, extract and embed (bench_settings), unless `settings`
+    are given; `embedder`, when given, embeds instead of the one the settings build."""
     import boto3
 
     from chatmemory import schema, wiring
@@ -246,8 +249,8 @@ def build(
     from chatmemory.services.conversation.sessions import end_session, import_session
     from chatmemory.services.prompt import Roles
 
-    settings = bench_settings(models)
-    embedder = wiring.embedder(settings)
+    settings = settings or bench_settings(models)
+    embedder = embedder or wiring.embedder(settings)
     summarizer = wiring.summarizer(settings)
     extractor = wiring.extractor(settings) if extract else None
     if client is None:
@@ -325,34 +328,40 @@ def _questions(conversation: Conversation) -> list[dict[str, Any]]:
 # --- --mode past ---------------------------------------------------------------------------------
 
 
-def run_past(world: World, ks: list[int]) -> dict[str, Any]:
-    from chatmemory import wiring
+def past_rows(world: World, weights: Any, k: int, index: Any = None) -> list[dict[str, Any]]:
+    """Every question asked through /past's retrieval ranked with `weights` (on `index`, the
+    world's own when not given): its category, gold sessions, the ranked sessions' numbers."""
     from chatmemory.services.longterm.recall import search_sessions
 
-    weights = wiring.chat_policy(world.settings).recall_weights
     rows: list[dict[str, Any]] = []
-    tick = time.perf_counter()
     for conversation in world.conversations:
         for qa in _questions(conversation):
             found = search_sessions(
                 str(qa["question"]),
                 user_id=conversation.user,
                 embedder=world.embedder,
-                index=world.index,
+                index=world.index if index is None else index,
                 weights=weights,
                 now=conversation.asked_at,
-                k=max(ks),
+                k=k,
             )
-            ranked = [conversation.number_of[s.session_id] for s in found]
-            gold = gold_sessions(qa.get("evidence", []))
             rows.append(
                 {
                     "category": qa["category"],
-                    "gold": gold,
-                    "ranked": ranked,
+                    "gold": gold_sessions(qa.get("evidence", [])),
+                    "ranked": [conversation.number_of[s.session_id] for s in found],
                     "conversation": conversation.user,
                 }
             )
+    return rows
+
+
+def run_past(world: World, ks: list[int]) -> dict[str, Any]:
+    from chatmemory import wiring
+
+    weights = wiring.chat_policy(world.settings).recall_weights
+    tick = time.perf_counter()
+    rows = past_rows(world, weights, max(ks))
     world.timings["questions"] += time.perf_counter() - tick
     # Per conversation too: a change is kept when it wins leaving each conversation out.
     by_conversation = {

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, runtime_checkable
 
 from chatmemory.domain import (
     Blob,
@@ -560,7 +560,26 @@ class Embedder(Protocol):
     # when another model is deployed behind it (False).
     pins_model: bool
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """Vectors of what is stored and searched (windows, summaries, records, passages)."""
+        ...
+
+
+@runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An embedder whose model embeds a search query apart from what it searches:
+    multilingual-e5 was trained with "query: " before questions and "passage: " before
+    documents, and compares the two (each embedded as the other loses recall)."""
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]: ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> list[list[float]]:
+    """Vectors of search queries (a question, a message, a small-talk phrasing): the
+    embedder's query side when its model has one, else its one way of embedding."""
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_queries(texts)
+    return embedder.embed(texts)
 
 
 class VectorCache(Protocol):

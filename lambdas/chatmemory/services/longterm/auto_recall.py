@@ -57,6 +57,7 @@ from chatmemory.ports import (
     RecordStore,
     TextGenerator,
     VectorCache,
+    embed_queries,
 )
 from chatmemory.schema import (
     MEMORY_INDEX,
@@ -379,7 +380,7 @@ def small_talk_cache_key(embedder: Embedder) -> str:
 
 def _small_talk_phrasings(embedder: Embedder, cache: VectorCache | None) -> list[list[float]]:
     if cache is None:
-        return embedder.embed(list(SMALL_TALK))
+        return embed_queries(embedder, list(SMALL_TALK))
     key = small_talk_cache_key(embedder)
     try:
         cached = cache.load(key)
@@ -393,11 +394,11 @@ def _small_talk_phrasings(embedder: Embedder, cache: VectorCache | None) -> list
         if embedder.pins_model:
             return cached  # its name is one model's: vectors kept under it are that model's
         # An endpoint keeps its name when another model is deployed behind it.
-        [probe] = embedder.embed([SMALL_TALK[0]])
+        [probe] = embed_queries(embedder, [SMALL_TALK[0]])
         if _cosine(probe, cached[0]) >= SAME_MODEL_COSINE:
             return cached
     # float32, as the cache keeps them: every container compares with the same numbers.
-    vectors = [array("f", v).tolist() for v in embedder.embed(list(SMALL_TALK))]
+    vectors = [array("f", v).tolist() for v in embed_queries(embedder, list(SMALL_TALK))]
     with suppress(ChatMemoryError):  # not kept: the next cold start embeds them again
         cache.save(key, vectors)
     return vectors
@@ -772,7 +773,7 @@ def memories_for_turn(
     if not content_terms(query):
         return Recalled(query, reason="no content")
     try:
-        [vector] = embedder.embed([query])
+        [vector] = embed_queries(embedder, [query])
         vector_hits, lexical_hits = index.hybrid_search(
             MEMORY_INDEX, vector, query, policy.depth, owner
         )

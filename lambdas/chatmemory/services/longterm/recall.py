@@ -16,6 +16,7 @@ from chatmemory.ports import (
     MemoryDoc,
     TextGenerator,
     UserRecords,
+    embed_queries,
 )
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX, SourceKind
 from chatmemory.services.access import owner_of
@@ -117,7 +118,8 @@ def search_sessions(
     caller deleted; those are dropped here, before anything is returned. The sessions of the
     top k are checked (one read, with the records their entries carry), then ranked again
     without what was gone, until the top k are all checked: usually one read."""
-    vector, depth = embedder.embed([query])[0], k * weights.depth
+    vector = embed_queries(embedder, [query])[0]
+    depth = k * weights.depth
     # Profile records (facts, preferences) share the index but belong to no session: they are
     # not asked for, so a caller with many records does not lose candidates to them (a
     # session's summary and open questions belong to it: they are found with it). (They
@@ -171,7 +173,7 @@ def search_passages(
     min_score: float,
 ) -> list[RankedPassage]:
     """Verified passages for `query`; below min_score nothing counts as relevant."""
-    vector = embedder.embed([query])[0]
+    vector = embed_queries(embedder, [query])[0]
     fused = fuse(*index.hybrid_search(PASSAGE_INDEX, vector, query, k * 4, None), weights)
     ranked = sorted(fused.values(), key=lambda pair: -pair[1])
     return [RankedPassage(doc, score) for doc, score in ranked[:k] if score >= min_score]

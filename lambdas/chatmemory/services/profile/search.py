@@ -8,7 +8,7 @@ from typing import NamedTuple
 
 from chatmemory.domain import MemoryRecord
 from chatmemory.errors import BadRequest
-from chatmemory.ports import Embedder, LongTermIndex, RecordStore, UserRecords
+from chatmemory.ports import Embedder, LongTermIndex, RecordStore, UserRecords, embed_queries
 from chatmemory.schema import (
     AGENT_LABEL,
     MAX_NAMESPACE_DEPTH,
@@ -164,7 +164,7 @@ def _ranked(
     `keep` accepts, best first, with their scores (read a few at a time)."""
     from chatmemory.services.longterm.scoring import RecallWeights, fuse
 
-    vector = embedder.embed([query])[0]
+    vector = embed_queries(embedder, [query])[0]
     depth = max(wanted * 8, 40)
     fused = fuse(*index.hybrid_search(MEMORY_INDEX, vector, query, depth, owner), RecallWeights())
     found_ids = sorted({doc.record_id for doc, _ in fused.values() if doc.record_id})

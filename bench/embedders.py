@@ -1,0 +1,347 @@
+"""The offline embedders against each other on LoCoMo (issue 42), each with its ranking refitted.
+
+For each embedder of `providers.OFFLINE_EMBEDDERS` named by `--embedders`, the LoCoMo world is
+built as `bench.locomo` builds it (import, end, consolidate: summaries, windows, the profile's
+records, on moto), with that embedder; every vector it makes is kept on disk under `--cache`
+(one file per embedder, outside the project), so a second run embeds nothing again. Then:
+
+* `/past` (`services/longterm/recall.search_sessions`, as `bench.locomo --mode past`):
+  recall_any@5, recall_all@5 and MRR with the shipped `RECALL_WEIGHTS`, and with each weighting
+  of a small grid (the vector score's weight against the words' 1, and the named time's weight:
+  the two numbers the ranking fits); leave one conversation out, each conversation is ranked
+  with the grid point best on the other four (by recall_any@5 + recall_all@5 + MRR).
+* chat (`auto_recall.memories_for_turn` then `build_block`, as `bench.fit_line_weights`, which
+  reproduces `bench.locomo --mode chat`'s figure on the same world): evidence_in_prompt at the
+  shipped budget with the shipped line weights (fitted on MiniLM's world), with weights refitted
+  on all five conversations (in-sample), and leave one conversation out: each conversation with
+  weights fitted on the other four, at the logistic regression's C=1 (as shipped) and at C=0.1
+  (a stronger prior towards no weight).
+* speed: the model's load, then 1,000 LoCoMo utterances embedded in the embedder's own batches
+  (wall and process CPU; on a shared machine, with the load average beside them).
+
+    python -m bench.embedders --data ../shared/data/locomo-dev.json \\
+        --embedders all-MiniLM-L6-v2,all-mpnet-base-v2,multilingual-e5-small \\
+        --cache /tmp/embeddings [--json]
+
+The dataset is only read, never copied; the cache holds vectors only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import itertools
+import json
+import os
+import pickle
+import resource
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.locomo import _aws_env, build, mock_stores, past_rows, summarize_metrics
+
+# The /past grid: the vector score's weight (the words' stays 1) and the named time's.
+VECTOR_WEIGHTS = (0.5, 0.75, 1.0, 1.5, 2.0)
+TIME_WEIGHTS = (0.75, 1.5, 3.0)
+SPEED_TURNS = 1000
+
+
+class CachedEmbedder:
+    """An embedder whose vectors are kept in a file: the same text (on the same side, query or
+    passage) is embedded once across runs. Counts what it really embedded."""
+
+    def __init__(self, inner: Any, path: Path) -> None:
+        from chatmemory.ports import QueryEmbedder
+
+        self.inner = inner
+        self.name = inner.name
+        self.dimension = inner.dimension
+        self.max_batch = inner.max_batch
+        self.pins_model = inner.pins_model
+        self.two_sided = isinstance(inner, QueryEmbedder)
+        self.path = path
+        self.vectors: dict[bytes, list[float]] = {}
+        self._read = 0
+        self._reload()
+        self.embedded = 0
+        self.seconds = 0.0
+
+    def _reload(self) -> None:
+        """What another run kept in the file since it was read (runs may share a cache)."""
+        if self.path.exists() and self.path.stat().st_mtime_ns != self._read:
+            self._read = self.path.stat().st_mtime_ns
+            self.vectors |= pickle.loads(self.path.read_bytes())
+
+    def _key(self, text: str, query: bool) -> bytes:
+        side = "q" if query and self.two_sided else "p"
+        return hashlib.sha1(f"{side}\0{text}".encode()).digest()
+
+    def _get(self, texts: Sequence[str], query: bool) -> list[list[float]]:
+        from chatmemory.ports import embed_queries
+
+        missing = list(dict.fromkeys(t for t in texts if self._key(t, query) not in self.vectors))
+        if missing:
+            self._reload()
+            missing = [t for t in missing if self._key(t, query) not in self.vectors]
+        if missing:
+            tick = time.perf_counter()
+            made = embed_queries(self.inner, missing) if query else self.inner.embed(missing)
+            self.seconds += time.perf_counter() - tick
+            self.embedded += len(missing)
+            for text, vector in zip(missing, made, strict=True):
+                self.vectors[self._key(text, query)] = vector
+        return [self.vectors[self._key(t, query)] for t in texts]
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._get(texts, query=False)
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._get(texts, query=True)
+
+    def save(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._reload()
+        scratch = self.path.with_suffix(f".{os.getpid()}.tmp")
+        scratch.write_bytes(pickle.dumps(self.vectors))
+        scratch.replace(self.path)
+        self._read = self.path.stat().st_mtime_ns
+
+
+def utterances(data: Path, count: int) -> list[str]:
+    from bench.locomo import sessions_of
+
+    out: list[str] = []
+    for raw in json.loads(data.read_text()):
+        for _, _, messages in sessions_of(raw["conversation"]):
+            out += [str(m.get("text", "")) for m in messages]
+    return out[:count]
+
+
+def speed(inner: Any, texts: list[str]) -> dict[str, float]:
+    """Seconds to load the model (its first embedding of one text), then per 1,000 texts."""
+    cpu = time.process_time()
+    tick = time.perf_counter()
+    inner.embed(["warm up"])
+    load = time.perf_counter() - tick
+    cpu_load = time.process_time() - cpu
+    cpu = time.process_time()
+    tick = time.perf_counter()
+    for start in range(0, len(texts), inner.max_batch):
+        inner.embed(texts[start : start + inner.max_batch])
+    wall = time.perf_counter() - tick
+    per = 1000 / len(texts)
+    return {
+        "load_s": round(load, 1),
+        "load_cpu_s": round(cpu_load, 1),
+        "per_1000_turns_s": round(wall * per, 1),
+        "per_1000_turns_cpu_s": round((time.process_time() - cpu) * per, 1),
+        "load_average": round(os.getloadavg()[0], 1),
+        "max_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024),
+    }
+
+
+def _score(m: dict[str, float]) -> float:
+    return m["recall_any@5"] + m["recall_all@5"] + m["mrr"]
+
+
+class _SearchedOnce:
+    """The index with its hybrid search kept per question: the grid's weightings rank the same
+    candidates (the weights only fuse them), so each question is searched once."""
+
+    def __init__(self, index: Any) -> None:
+        self._index = index
+        self._found: dict[tuple[Any, ...], Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._index, name)
+
+    def hybrid_search(self, index: str, vector: Any, text: str, k: int, user_id: Any, **kw: Any):
+        key = (index, text, k, user_id, tuple(sorted(kw.items())))
+        if key not in self._found:
+            self._found[key] = self._index.hybrid_search(index, vector, text, k, user_id, **kw)
+        return self._found[key]
+
+
+def past(world: Any) -> dict[str, Any]:
+    """/past with the shipped weights and each grid point, in-sample and leave one out."""
+    from chatmemory import wiring
+
+    searched = _SearchedOnce(world.index)
+
+    shipped = wiring.chat_policy(world.settings).recall_weights
+    grid = [
+        shipped._replace(vector=v, lexical=1.0, time=t)
+        for v, t in itertools.product(VECTOR_WEIGHTS, TIME_WEIGHTS)
+    ]
+    if shipped not in grid:
+        grid.append(shipped)
+    rows = {weights: past_rows(world, weights, 10, searched) for weights in grid}
+
+    def overall(subset: list[dict[str, Any]]) -> dict[str, float]:
+        metrics = summarize_metrics(subset, [5])["overall"]
+        return {k: metrics[k] for k in ("recall_any@5", "recall_all@5", "mrr")}
+
+    users = [c.user for c in world.conversations]
+    best = max(grid, key=lambda w: _score(overall(rows[w])))
+    held: list[dict[str, Any]] = []
+    chosen: dict[str, tuple[float, float]] = {}
+    for user in users:
+        pick = max(
+            grid, key=lambda w: _score(overall([r for r in rows[w] if r["conversation"] != user]))
+        )
+        chosen[user] = (pick.vector, pick.time)
+        held += [r for r in rows[pick] if r["conversation"] == user]
+    return {
+        "shipped": overall(rows[shipped]) | {"weights": [shipped.vector, shipped.time]},
+        "best_in_sample": overall(rows[best]) | {"weights": [best.vector, best.time]},
+        "leave_one_out": overall(held) | {"chosen": chosen},
+    }
+
+
+def chat(world: Any) -> dict[str, Any]:
+    """evidence_in_prompt: shipped line weights, refitted on all five, and leave one out."""
+    from bench.fit_line_weights import evidence_in_prompt, examples, fit
+    from chatmemory.services.longterm.auto_recall import LINE_WEIGHTS
+
+    rows = examples(world)
+    by_user = {c.user: c for c in world.conversations}
+
+    def share(weights_of: Any) -> float:
+        hits = [
+            hit
+            for user, conversation in by_user.items()
+            for hit in evidence_in_prompt(world, conversation, rows[user], weights_of(user))
+        ]
+        return round(sum(hits) / max(len(hits), 1), 3)
+
+    everything = [r for rs in rows.values() for r in rs]
+    refitted = fit(everything)
+    out: dict[str, Any] = {
+        "shipped": share(lambda _: LINE_WEIGHTS),
+        "refitted_in_sample": share(lambda _: refitted),
+    }
+    for c in (1.0, 0.1):
+        folds = {u: fit([r for v, rs in rows.items() if v != u for r in rs], c) for u in rows}
+        out[f"leave_one_out_c{c}"] = share(lambda u, f=folds: f[u])  # type: ignore[misc]
+    return out
+
+
+def reembed(world: Any, embedder: CachedEmbedder) -> int:
+    """Every entry of the world's index embedded again by `embedder` (its text, as consolidation
+    embedded it), and the world's questions embedded by it: the index's texts stay those the
+    pipeline made."""
+    index = world.index
+    with index._lock, index._db:
+        rows = index._db.execute("SELECT id, text FROM docs WHERE length(embedding) > 0").fetchall()
+        vectors = []
+        for start in range(0, len(rows), embedder.max_batch):
+            part = rows[start : start + embedder.max_batch]
+            vectors += embedder.embed([text for _, text in part])
+        for (row_id, _), vector in zip(rows, vectors, strict=True):
+            blob = np.asarray(vector, dtype=np.float32).tobytes()
+            index._db.execute("UPDATE docs SET embedding = ? WHERE id = ?", (blob, row_id))
+    index._matrices.clear()
+    world.embedder = embedder
+    return len(rows)
+
+
+def embedder_of(name: str) -> tuple[Any, Any]:
+    from chatmemory import wiring
+    from chatmemory.providers import OFFLINE_EMBEDDERS
+    from chatmemory.settings import Settings
+
+    entry = OFFLINE_EMBEDDERS[name]
+    settings = Settings.from_env({"EMBED_MODEL_ID": name, "EMBED_DIMENSION": str(entry.dimension)})
+    return settings, wiring.embedder(settings)
+
+
+def measure(
+    names: list[str],
+    data: Path,
+    cache: Path,
+    only: frozenset[str] = frozenset(),
+    build_with: str = "",
+    with_speed: bool = True,
+) -> list[dict[str, Any]]:
+    """The world built once, with `build_with` (the whole pipeline; the first embedder when not
+    given); each embedder then embeds its entries again and is measured on it."""
+    results = []
+    first_name = build_with or names[0]
+    settings, first = embedder_of(first_name)
+    started = time.perf_counter()
+    with mock_stores():
+        world = build(
+            data,
+            settings=settings,
+            embedder=CachedEmbedder(first, cache / f"{first_name}.pickle"),
+            only=only,
+        )
+        world.embedder.save()
+        built = round(time.perf_counter() - started, 1)
+        print(f"built in {built} s", flush=True)
+        for name in names:
+            tick = time.perf_counter()
+            _, inner = embedder_of(name) if name != first_name else (settings, first)
+            result: dict[str, Any] = {"embedder": name, "dimension": inner.dimension}
+            if with_speed:
+                result["speed"] = speed(inner, utterances(data, SPEED_TURNS))
+            cached = CachedEmbedder(inner, cache / f"{name}.pickle")
+            result["entries"] = reembed(world, cached)
+            cached.save()
+            result["past"] = past(world)
+            print(name, "past", result["past"], flush=True)
+            result["chat"] = chat(world)
+            cached.save()
+            result["embedded_now"] = cached.embedded
+            result["embedding_s"] = round(cached.seconds, 1)
+            result["seconds"] = round(time.perf_counter() - tick, 1)
+            result["build_s"] = built
+            results.append(result)
+            print(json.dumps(result), flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo-dev.json"))
+    parser.add_argument("--embedders", default="all-MiniLM-L6-v2")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/chatmemory-embeddings"))
+    parser.add_argument("--conversations", default="", help="only these sample ids (a check)")
+    parser.add_argument("--speed", choices=("with", "without", "only"), default="with")
+    parser.add_argument(
+        "--build-with", default="", help="the embedder the world is built with (default: the first)"
+    )
+    parser.add_argument("--json", action="store_true", help="one JSON line per embedder")
+    args = parser.parse_args()
+    _aws_env()
+    only = frozenset(c.strip() for c in args.conversations.split(",") if c.strip())
+    names = [n.strip() for n in args.embedders.split(",") if n.strip()]
+    if args.speed == "only":
+        for name in names:
+            print(
+                json.dumps(
+                    {
+                        "embedder": name,
+                        "speed": speed(embedder_of(name)[1], utterances(args.data, SPEED_TURNS)),
+                    }
+                ),
+                flush=True,
+            )
+        return
+    results = measure(names, args.data, args.cache, only, args.build_with, args.speed == "with")
+    for result in results:
+        name = result["embedder"]
+        p, c, s = result["past"], result["chat"], result.get("speed")
+        print(
+            f"{name}: /past shipped {p['shipped']}, best in-sample {p['best_in_sample']}, "
+            f"LOO {p['leave_one_out']}; chat {c}; speed {s}; build {result['build_s']} s",
+            flush=True,
+        )
+
+
+if __name__ == "__main__":
+    main()
