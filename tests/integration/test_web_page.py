@@ -5,6 +5,7 @@ memories they used."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -158,6 +159,9 @@ def test_the_panel_lists_corrects_and_deletes_what_is_remembered_and_answers_cit
     message.press("Enter")
     answer = turns.nth(1).locator(".bubble.assistant")
     expect(answer.locator(".typing")).to_have_count(0, timeout=30_000)
+    # Written to the end: the bubble is drawn again from the stored turn when its stream ends
+    # (under load, after the sources of the stream's `memory` event were already shown).
+    expect(answer).not_to_have_class(re.compile(r"\bstreaming\b"), timeout=60_000)
     profile_used = answer.locator(".sources summary")
     expect(profile_used).to_have_text("From your profile (2)")
     profile_used.click()

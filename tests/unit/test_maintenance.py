@@ -332,6 +332,10 @@ def test_the_sweep_function_retries_lost_consolidations_and_reports_the_oldest_w
     for sid in sids:
         memory.end_session(sid, ended.isoformat())
     monkeypatch.setenv(schema.ENV_CONSOLIDATION_RETRY_MINUTES, "360")
+    # Metrics on, as deployed (a local-mode test in the same process may have turned them off
+    # in the environment).
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    monkeypatch.delenv("POWERTOOLS_DEV", raising=False)
     wiring.clear_caches()
     stream = StreamReader(dynamodb, schema.SESSIONS.logical_name)
     stream.records()  # what came before the sweep
