@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +55,8 @@ def test_a_table_of_an_older_local_state_gets_the_indexes_added_since(dynamodb_l
     from local.dynamodb_local import ensure_tables
 
     client = wiring.aws_client("dynamodb", dynamodb_local.endpoint)
-    names = {spec.logical_name: f"older-{spec.logical_name}" for spec in schema.TABLES}
+    run = uuid.uuid4().hex[:8]  # the server may be shared with other tests of the run
+    names = {spec.logical_name: f"older-{run}-{spec.logical_name}" for spec in schema.TABLES}
     older = replace(schema.RECORDS, indexes=())
     client.create_table(**older.create_table_kwargs(names["records"]))
 
