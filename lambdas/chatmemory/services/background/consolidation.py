@@ -124,7 +124,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 def _gist(text: str) -> str:
     """The sentences of a message worth a summary (transcript's `gist`)."""
     # Their patterns: not at cold start.
-    from chatmemory.services.longterm.auto_recall import content_terms
+    from chatmemory.services.longterm.terms import content_terms
     from chatmemory.services.profile.traits import passing
 
     kept = [

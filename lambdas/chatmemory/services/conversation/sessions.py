@@ -271,7 +271,7 @@ def title_from(message: str) -> str | None:
     sentence with something in it, without the greeting and the "I'm"/"can you", cut to a few
     words ("We are adopting a rescue greyhound named Biscuit next month." -> "Adopting a rescue
     greyhound named Biscuit"). None for small talk and commands: there is nothing to go on."""
-    from chatmemory.services.longterm.auto_recall import content_terms
+    from chatmemory.services.longterm.terms import content_terms
 
     if message.lstrip().startswith("/"):
         return None

@@ -148,19 +148,25 @@ def search_sessions(
         unchecked = {s.session_id for s in ranked} - checked
         if live is None or not unchecked:
             return ranked
-        records = {
-            h.doc.record_id
-            for h in vector_hits + lexical_hits
-            if h.doc.session_id in unchecked and h.doc.record_id
-        }
-        alive_sessions, alive_records = live(sorted(unchecked), sorted(records))
+        alive_sessions, dead_entries = _check(vector_hits + lexical_hits, unchecked, live)
         checked |= unchecked
         gone_sessions |= unchecked - alive_sessions
-        gone_entries |= {
-            h.doc.doc_key
-            for h in vector_hits + lexical_hits
-            if h.doc.session_id in unchecked and not h.doc.of_live_record(alive_records)
-        }
+        gone_entries |= dead_entries
+
+
+def _check(
+    hits: Sequence[Candidate], unchecked: set[str], live: LiveCheck
+) -> tuple[set[str], set[str]]:
+    """One read of the sessions `unchecked` and the records their hits carry: the sessions
+    still there, and the entries whose record is gone."""
+    records = {h.doc.record_id for h in hits if h.doc.session_id in unchecked and h.doc.record_id}
+    alive_sessions, alive_records = live(sorted(unchecked), sorted(records))
+    gone = {
+        h.doc.doc_key
+        for h in hits
+        if h.doc.session_id in unchecked and not h.doc.of_live_record(alive_records)
+    }
+    return alive_sessions, gone
 
 
 def search_passages(
