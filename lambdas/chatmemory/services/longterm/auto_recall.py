@@ -340,7 +340,8 @@ def _settled(doc: MemoryDoc) -> bool:
 # --- one turn -----------------------------------------------------------------------------------
 
 
-class RecallSources(NamedTuple):
+@dataclass(frozen=True)
+class RecallSources:
     """Where a turn's memories come from: the caller's records (`owner`'s), the embedder and
     the index; `rewriter` makes follow-ups standalone, `cache` keeps the small-talk phrasings'
     vectors across cold starts (small_talk_similarity)."""
