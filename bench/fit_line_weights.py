@@ -7,9 +7,9 @@ candidates (`memories_for_turn`: the gates, the ranking, the floor) and takes ea
 block could hold (a line of a window, or a record) with its features (`piece_features`). A
 piece is positive when it is a gold evidence turn (its text is the turn's) or a record drawn
 from one. A logistic regression (scikit-learn, L2, C=1) on the `--conversations` given is
-printed as the `LineWeights` to paste into services/longterm/recall_block.py, with evidence_in_prompt
-at the configured budget on the conversations it was fitted on and on the others (`--loco` adds
-leave-one-conversation-out: each conversation scored with weights fitted on the other four).
+printed as the `LineWeights` to paste into services/longterm/recall_block.py, with
+evidence_in_prompt at the configured budget on the conversations it was fitted on and on the
+others (`--loco` adds leave-one-conversation-out: each conversation scored with weights fitted on the other four).
 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
         --conversations conv-26,conv-30 [--loco] [--json] [--models offline|environment]

@@ -458,7 +458,7 @@ def _chat(
 ) -> tuple[Callable[[Conversation], str], Send]:
     """A session starter and a sender through services/conversation/chat.post_message,
     auto-recall on."""
-    from chatmemory.services.conversation.chat import ChatDeps, post_message
+    from chatmemory.services.conversation.chat import ChatDeps, Message, post_message
     from chatmemory.services.conversation.sessions import create_session
 
     clock_at: list[datetime] = [datetime.now(UTC)]
@@ -475,7 +475,9 @@ def _chat(
         return create_session(world.memory, conversation.user, clock=lambda: clock_at[0]).session_id
 
     def send(user: str, session_id: str, message: str) -> Any:
-        return post_message(deps, policy, user_id=user, session_id=session_id, content=message)
+        return post_message(
+            deps, policy, Message(user_id=user, session_id=session_id, content=message)
+        )
 
     return start, send
 

@@ -24,7 +24,7 @@ from chatmemory.services.background.consolidation import (
     consolidate_session,
 )
 from chatmemory.services.conversation import sessions
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.profile.extract import classify, said
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 
@@ -130,7 +130,9 @@ def told(
     session = sessions.create_session(memory, user, clock=clock)
     deps = ChatDeps(memory=memory, generator=FakeGenerator(reply=lambda p: "ok"), clock=clock)
     for text in texts:
-        post_message(deps, ChatPolicy(), user_id=user, session_id=session.session_id, content=text)
+        post_message(
+            deps, ChatPolicy(), Message(user_id=user, session_id=session.session_id, content=text)
+        )
     if end:
         sessions.end_session(memory, user, session.session_id, clock=clock)
     return session.session_id
