@@ -54,9 +54,9 @@ class Answer(NamedTuple):
 
 def answer(event: dict[str, Any], cors_origins: tuple[str, ...]) -> Answer:
     """The streamed answer to a proxy EVENT of the stream route (or of the OpenAI-compatible
-    chat route, which this function answers too: handlers/openai_routes.py)."""
+    chat route, which this function answers too: handlers/routes/openai.py)."""
     if event.get("path") == OPENAI_CHAT_PATH:
-        from handlers import openai_routes
+        from handlers.routes import openai as openai_routes
 
         return openai_routes.answer(event, cors_origins)
     message = messages.accepted(_as_message(event))
@@ -100,7 +100,7 @@ def _open(message: messages.Message, stop: chat.StopSignal) -> Iterator[chat.Tur
 
 class Form(Protocol):
     """How a turn's events are written as server-sent events: this API's own (NATIVE), or
-    OpenAI's chat.completion.chunk events (handlers/openai_routes.py)."""
+    OpenAI's chat.completion.chunk events (handlers/routes/openai.py)."""
 
     def delta(self, text: str) -> bytes: ...
 

@@ -160,7 +160,7 @@ class MemoryKind(StrEnum):
 STREAM_TIMEOUT_SECONDS = 300
 # The streamed message route's path ends so: POST /sessions/{session_id}/messages/stream.
 STREAM_PATH_SUFFIX = "/messages/stream"
-# The OpenAI-compatible chat route (handlers/openai_routes.py), answered by the stream function:
+# The OpenAI-compatible chat route (handlers/routes/openai.py), answered by the stream function:
 # with stream true it streams, without it answers one JSON body.
 OPENAI_CHAT_PATH = "/v1/chat/completions"
 # The stream function's web server answers here when it is ready (the Lambda Web Adapter's

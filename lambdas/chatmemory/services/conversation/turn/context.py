@@ -47,7 +47,7 @@ class ChatPolicy(NamedTuple):
     prompt_token_budget: int = 512
     max_new_tokens: int = 256
     # A request's own sampling temperature (None: the backend's default) and stop sequences
-    # (beside the roles' own): the OpenAI-compatible route's (handlers/openai_routes.py).
+    # (beside the roles' own): the OpenAI-compatible route's (handlers/routes/openai.py).
     temperature: float | None = None
     stop: tuple[str, ...] = ()
     max_input_chars: int = MAX_INPUT_CHARS_DEFAULT
