@@ -24,7 +24,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 
 from chatmemory import api_models as m
 from chatmemory.errors import ChatMemoryError
-from handlers.routes import openai as openai_routes
 from handlers.chat_shared import cors_origins, known_error, unexpected_error
 from handlers.http import (
     UnsupportedMediaType,
@@ -42,6 +41,7 @@ from handlers.routes import (
     streaming,
     turns,
 )
+from handlers.routes import openai as openai_routes
 
 # The routers, by resource, in the order their routes are matched.
 ROUTERS = (
