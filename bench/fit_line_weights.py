@@ -9,7 +9,8 @@ piece is positive when it is a gold evidence turn (its text is the turn's) or a 
 from one. A logistic regression (scikit-learn, L2, C=1) on the `--conversations` given is
 printed as the `LineWeights` to paste into services/longterm/recall_block.py, with
 evidence_in_prompt at the configured budget on the conversations it was fitted on and on the
-others (`--loco` adds leave-one-conversation-out: each conversation scored with weights fitted on the other four).
+others (`--loco` adds leave-one-conversation-out: each conversation scored with weights fitted
+on the other four).
 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
         --conversations conv-26,conv-30 [--loco] [--json] [--models offline|environment]
