@@ -202,19 +202,16 @@ def s3vectors_ranking(candidates: int = 100) -> Any:
         def lexical_search(self, *args: Any, **kwargs: Any) -> list[Any]:
             return []
 
-        def hybrid_search(
-            self,
-            index: str,
-            vector: Any,
-            text: str,
-            k: int,
-            user_id: str | None,
-            *,
-            sessions_only: bool = False,
-        ) -> tuple[list[Any], list[Any]]:
-            depth = max(k, candidates)
-            found = self.vector_search(index, vector, depth, user_id, sessions_only=sessions_only)
-            return rescore(found, text, k)
+        def hybrid_search(self, search: Any) -> tuple[list[Any], list[Any]]:
+            depth = max(search.k, candidates)
+            found = self.vector_search(
+                search.index,
+                search.vector,
+                depth,
+                search.user_id,
+                sessions_only=search.sessions_only,
+            )
+            return rescore(found, search.text, search.k)
 
     return S3VectorsRanking()
 

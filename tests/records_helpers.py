@@ -11,7 +11,7 @@ from typing import Any
 
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
-from chatmemory.ports import Candidate, ExtractedFact, Extractor, ShortTermMemory
+from chatmemory.ports import Candidate, ExtractedFact, Extractor, Search, ShortTermMemory
 from chatmemory.schema import (
     MEMORY_INDEX,
     PROMPT_MEMORY_HEADER,
@@ -69,19 +69,11 @@ class HookedIndex(EmbeddedLongTermIndex):
         self._fire("after_search")
         return found
 
-    def hybrid_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        text: str,
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> tuple[list[Candidate], list[Candidate]]:
+    def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
+        index, k, user_id, only = search.index, search.k, search.user_id, search.sessions_only
         found = (
-            super().vector_search(index, vector, k, user_id, sessions_only=sessions_only),
-            super().lexical_search(index, text, k, user_id, sessions_only=sessions_only),
+            super().vector_search(index, search.vector, k, user_id, sessions_only=only),
+            super().lexical_search(index, search.text, k, user_id, sessions_only=only),
         )
         self._fire("after_search")
         return found

@@ -29,6 +29,7 @@ from chatmemory.domain import (
 from chatmemory.index_port import Candidate as Candidate
 from chatmemory.index_port import LongTermIndex as LongTermIndex
 from chatmemory.index_port import MemoryDoc as MemoryDoc
+from chatmemory.index_port import Search as Search
 from chatmemory.model_ports import (
     CONTENT_FILTER as CONTENT_FILTER,
 )

@@ -55,6 +55,7 @@ from chatmemory.ports import (
     LongTermIndex,
     MemoryDoc,
     RecordStore,
+    Search,
     TextGenerator,
     VectorCache,
     embed_queries,
@@ -395,7 +396,7 @@ def memories_for_turn(
     try:
         [vector] = embed_queries(sources.embedder, [query])
         vector_hits, lexical_hits = sources.index.hybrid_search(
-            MEMORY_INDEX, vector, query, policy.depth, sources.owner
+            Search(MEMORY_INDEX, vector, query, policy.depth, sources.owner)
         )
         best_vector = max((c.vector_score or 0.0 for c in vector_hits), default=0.0)
         small_talk = small_talk_similarity(sources.embedder, vector, sources.cache)

@@ -14,6 +14,7 @@ from chatmemory.ports import (
     Embedder,
     LongTermIndex,
     MemoryDoc,
+    Search,
     TextGenerator,
     UserRecords,
     embed_queries,
@@ -127,7 +128,7 @@ def search_sessions(
     # 0.828 without; a separate index would isolate them. See bench/RESULTS.md.) One request:
     # a store without full-text search scores words over its vector candidates.
     vector_hits, lexical_hits = index.hybrid_search(
-        MEMORY_INDEX, vector, query, depth, user_id, sessions_only=True
+        Search(MEMORY_INDEX, vector, query, depth, user_id, sessions_only=True)
     )
     window = time_window(query, now)
     checked: set[str] = set()
@@ -180,7 +181,7 @@ def search_passages(
 ) -> list[RankedPassage]:
     """Verified passages for `query`; below min_score nothing counts as relevant."""
     vector = embed_queries(embedder, [query])[0]
-    fused = fuse(*index.hybrid_search(PASSAGE_INDEX, vector, query, k * 4, None), weights)
+    fused = fuse(*index.hybrid_search(Search(PASSAGE_INDEX, vector, query, k * 4, None)), weights)
     ranked = sorted(fused.values(), key=lambda pair: -pair[1])
     return [RankedPassage(doc, score) for doc, score in ranked[:k] if score >= min_score]
 
