@@ -1,6 +1,6 @@
 """The chat API's resolver: Powertools' APIGatewayRestResolver joining the routers of
 handlers/routes/ (one per resource), its middlewares (JSON bodies only, request and answer
-validation by the pydantic models of chatmemory/api_models.py) and the mapping of the project's
+validation by the pydantic models of chatmemory/api_models/) and the mapping of the project's
 errors to HTTP answers, in one place; and the OpenAPI document made from them (openapi.json).
 The function's entry, handlers/chat_api.py, imports this module on the first request that is
 not a chat message it answers itself."""

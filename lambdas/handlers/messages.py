@@ -2,7 +2,7 @@
 chat message, for every way a request reaches it.
 
 A request that is a message the API's models take as it is (`PostMessageRequest` of
-chatmemory/api_models.py, the identifier rule of schema.py, a JSON body: `accepted`) is answered
+chatmemory/api_models/turns.py, the identifier rule of schema, a JSON body: `accepted`) is answered
 here without Powertools' resolver or pydantic, so that a cold start whose first request is a
 message (the route a conversation calls most) imports neither (docs/measured/coldstart.md). Any
 other request goes to the Powertools routes, which validate it (their errors are the API's) and

@@ -167,7 +167,7 @@ OPENAI_CHAT_PATH = "/v1/chat/completions"
 # readiness check: AWS_LWA_READINESS_CHECK_PATH).
 STREAM_HEALTH_PATH = "/healthz"
 
-# Auto-recall's block in a chat prompt sits between these lines (services/longterm/auto_recall.py
+# Auto-recall's block in a chat prompt sits between these lines (services/longterm/recall_block.py
 # writes it; the offline responder reads it back).
 PROMPT_MEMORY_HEADER = (
     "From earlier conversations with the user (dated; use only what helps with the message):"
