@@ -159,10 +159,10 @@ class _SearchedOnce:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._index, name)
 
-    def hybrid_search(self, index: str, vector: Any, text: str, k: int, user_id: Any, **kw: Any):
-        key = (index, text, k, user_id, tuple(sorted(kw.items())))
+    def hybrid_search(self, search: Any) -> Any:
+        key = (search.index, search.text, search.k, search.user_id, search.sessions_only)
         if key not in self._found:
-            self._found[key] = self._index.hybrid_search(index, vector, text, k, user_id, **kw)
+            self._found[key] = self._index.hybrid_search(search)
         return self._found[key]
 
 

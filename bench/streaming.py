@@ -34,102 +34,13 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from bench.openai_standin import PacedModel as StandIn
 from chatmemory import schema
 
 USER = "bench"
-
-
-class StandIn:
-    """The stand-in model server: a fixed delay per token; records when each request came and
-    when its first token was written (perf_counter, this process's clock)."""
-
-    def __init__(self, token_ms: float, tokens: int) -> None:
-        self.delay = token_ms / 1000
-        self.tokens = tokens
-        self.firsts: list[tuple[float, float]] = []  # (received, first token written)
-        self._lock = threading.Lock()
-        stand_in = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802
-                received = time.perf_counter()
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                words = [f" word{n}" for n in range(stand_in.tokens)]
-                words[0] = "Sure"
-                if body.get("stream"):
-                    self._stream(words, received)
-                else:
-                    time.sleep(stand_in.delay * len(words))
-                    self._whole("".join(words))
-
-            def _stream(self, words: list[str], received: float) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for n, word in enumerate(words):
-                    time.sleep(stand_in.delay)
-                    self._chunk(_chunk({"content": word}, None))
-                    if n == 0:
-                        with stand_in._lock:
-                            stand_in.firsts.append((received, time.perf_counter()))
-                self._chunk(_chunk({}, "stop"))
-                self._chunk(b"data: [DONE]\n\n")
-                self.wfile.write(b"0\r\n\r\n")
-
-            def _chunk(self, data: bytes) -> None:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-
-            def _whole(self, text: str) -> None:
-                answer = {
-                    "id": "standin",
-                    "object": "chat.completion",
-                    "model": "standin",
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": text},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": len(text.split())},
-                }
-                raw = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        # The adapter's pool closes idle keep-alive connections: nothing to report.
-        self.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
-def _chunk(delta: dict[str, Any], finish: str | None) -> bytes:
-    chunk = {
-        "id": "standin",
-        "object": "chat.completion.chunk",
-        "model": "standin",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
 
 
 class Api:

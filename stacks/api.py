@@ -174,7 +174,7 @@ class ChatApi(Construct):
         )
         self.streamed_route("POST", "sessions", "{session_id}", "messages", "stream")
         # The OpenAI-compatible chat route streams with `stream: true` and answers one JSON body
-        # without (handlers/openai_routes.py); GET /v1/models stays the chat function's.
+        # without (handlers/routes/openai.py); GET /v1/models stays the chat function's.
         self.streamed_route("POST", *OPENAI_CHAT_PATH.strip("/").split("/"))
         self._gateway_errors()
         self._acknowledge()

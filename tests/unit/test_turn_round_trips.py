@@ -9,7 +9,7 @@ import pytest
 
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import message_key
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FakeGenerator
@@ -48,10 +48,12 @@ def test_each_turn_is_the_same_requests_however_long_the_session(
         post_message(
             deps,
             policy,
-            user_id="alice",
-            session_id=session.session_id,
-            content=f"turn {i}",
-            client_message_id=f"m{i}",
+            Message(
+                user_id="alice",
+                session_id=session.session_id,
+                content=f"turn {i}",
+                client_message_id=f"m{i}",
+            ),
         )
         per_turn.append(Counter(calls))
     # BatchGetItem reads the session and the caller's generation together (forgetting).
@@ -65,7 +67,9 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
     session = create_session(memory, "alice")
     for i in range(25):
         post_message(
-            deps, ChatPolicy(), user_id="alice", session_id=session.session_id, content=f"t{i}"
+            deps,
+            ChatPolicy(),
+            Message(user_id="alice", session_id=session.session_id, content=f"t{i}"),
         )
     limits: list[int] = []
     dynamodb.meta.events.register(
@@ -75,9 +79,7 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
     post_message(
         deps,
         ChatPolicy(window_turns=3),
-        user_id="alice",
-        session_id=session.session_id,
-        content="last",
+        Message(user_id="alice", session_id=session.session_id, content="last"),
     )
     # The window, the message itself and one more: a message that arrived meanwhile.
     assert limits == [3 + StackPolicy().read_ahead]
@@ -85,9 +87,7 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
     post_message(
         deps,
         ChatPolicy(window_turns=3, stack=StackPolicy(enabled=False)),
-        user_id="alice",
-        session_id=session.session_id,
-        content="last, alone",
+        Message(user_id="alice", session_id=session.session_id, content="last, alone"),
     )
     assert limits == [3]
 
@@ -101,10 +101,12 @@ def test_session_remembers_a_bounded_number_of_message_ids(dynamodb: Any) -> Non
         post_message(
             deps,
             policy,
-            user_id="alice",
-            session_id=session.session_id,
-            content=f"t{i}",
-            client_message_id=f"m{i}",
+            Message(
+                user_id="alice",
+                session_id=session.session_id,
+                content=f"t{i}",
+                client_message_id=f"m{i}",
+            ),
         )
     stored = memory.get_session(session.session_id)
     assert stored is not None
@@ -155,7 +157,9 @@ def test_the_profile_is_one_bounded_query_and_one_consistent_read_whatever_is_st
     for user in ("few", "many"):
         session = create_session(memory, user)
         calls = _count_calls(dynamodb)
-        post_message(deps, policy, user_id=user, session_id=session.session_id, content="hi!")
+        post_message(
+            deps, policy, Message(user_id=user, session_id=session.session_id, content="hi!")
+        )
         counts.append(Counter(calls))
     # The session and the generation; the window and the profile; the profile's liveness.
     assert (

@@ -11,7 +11,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import NamedTuple, TypeVar
 
@@ -209,21 +209,50 @@ def on_current_session(
     clock: Clock = utc_now,
     make_id: Callable[[], str] = new_id,
 ) -> T:
-    """Run `write` (a message or a turn) on the session a caller's id names. When a client id
-    (PUT /sessions/{id}) names a session that has ended (the idle sweeper, an explicit end),
-    the conversation is continued on the server in the same request: a new session continues
-    it (continued_from), takes the alias over, and `write` runs on it. A server id keeps its
-    meaning (an ended session answers 409 session_ended): a caller who names the session
-    itself is told; a caller who named a conversation gets the conversation."""
+    """Run `write` (a message or a turn) on the session a caller's id names
+    (current_session_attempts)."""
+    for attempt in current_session_attempts(memory, user_id, session_id, clock, make_id):
+        with attempt:
+            return write(attempt.session_id)
+    raise AssertionError("current_session_attempts raises when the attempts run out")
+
+
+class SessionAttempt:
+    """One try of a write on the session `session_id` (resolved from the caller's id `named`):
+    the write runs inside it, and a session that ended meanwhile, named by a client id, ends
+    the try so that the next one runs on the conversation's continuation."""
+
+    def __init__(self, session_id: str, named: str) -> None:
+        self.session_id = session_id
+        self.named = named
+
+    def __enter__(self) -> SessionAttempt:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> bool:
+        # A server id (or an id naming none) means the session itself: its end is the answer.
+        return isinstance(error, SessionEnded) and self.session_id != self.named
+
+
+def current_session_attempts(
+    memory: UserSessions,
+    user_id: str,
+    session_id: str,
+    clock: Clock = utc_now,
+    make_id: Callable[[], str] = new_id,
+) -> Iterator[SessionAttempt]:
+    """The tries of a write on the session a caller's id names, for `for attempt in ...: with
+    attempt: return write(attempt.session_id)`. When a client id (PUT /sessions/{id}) names a
+    session that has ended (the idle sweeper, an explicit end), the conversation is continued
+    on the server in the same request: a new session continues it (continued_from), takes the
+    alias over, and the next try runs on it. A server id keeps its meaning (an ended session
+    answers 409 session_ended): a caller who names the session itself is told; a caller who
+    named a conversation gets the conversation."""
     for _ in range(_ATTEMPTS):
-        target = resolve(memory, user_id, session_id)
-        try:
-            return write(target)
-        except SessionEnded:
-            if target == session_id:
-                raise  # a server id (or an id naming none): the session itself is meant
+        attempt = SessionAttempt(resolve(memory, user_id, session_id), session_id)
+        yield attempt
         continue_client_session(
-            memory, user_id, session_id, ended=target, clock=clock, make_id=make_id
+            memory, user_id, session_id, ended=attempt.session_id, clock=clock, make_id=make_id
         )
     raise Conflict("the conversation kept changing; retry the request")
 
@@ -271,7 +300,7 @@ def title_from(message: str) -> str | None:
     sentence with something in it, without the greeting and the "I'm"/"can you", cut to a few
     words ("We are adopting a rescue greyhound named Biscuit next month." -> "Adopting a rescue
     greyhound named Biscuit"). None for small talk and commands: there is nothing to go on."""
-    from chatmemory.services.longterm.auto_recall import content_terms
+    from chatmemory.services.longterm.terms import content_terms
 
     if message.lstrip().startswith("/"):
         return None

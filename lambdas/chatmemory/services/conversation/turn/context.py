@@ -47,7 +47,7 @@ class ChatPolicy(NamedTuple):
     prompt_token_budget: int = 512
     max_new_tokens: int = 256
     # A request's own sampling temperature (None: the backend's default) and stop sequences
-    # (beside the roles' own): the OpenAI-compatible route's (handlers/openai_routes.py).
+    # (beside the roles' own): the OpenAI-compatible route's (handlers/routes/openai.py).
     temperature: float | None = None
     stop: tuple[str, ...] = ()
     max_input_chars: int = MAX_INPUT_CHARS_DEFAULT
@@ -188,6 +188,21 @@ class StopSignal:
         return self._event.is_set()
 
 
+@dataclass(frozen=True)
+class Message:
+    """One chat message as its caller sent it: to the session the caller's id names, with what
+    the API takes beside its text. `stream`: answer with the backend's streaming call; `stop`
+    lets a streamed answer's reader stop it."""
+
+    user_id: str
+    session_id: str
+    content: str
+    client_message_id: str | None = None
+    window_turns: int | None = None
+    stream: bool = False
+    stop: StopSignal | None = None
+
+
 @dataclass
 class TurnContext:
     """One turn: who asks, in which session, with what, under which settings and with which
@@ -218,6 +233,18 @@ class TurnContext:
 
     def expiry(self) -> int | None:
         return expiry(self.deps, self.policy)
+
+    def message(self) -> Message:
+        """The message again, as admitted (its text as the input transforms left it)."""
+        return Message(
+            self.caller,
+            self.session.session_id,
+            self.content,
+            self.client_message_id,
+            self.window_turns,
+            self.stream,
+            self.stop,
+        )
 
     def before_answer(self) -> AbstractContextManager[deadline.Deadline]:
         """The request's deadline less the answer's reserve, for an optional step before it."""

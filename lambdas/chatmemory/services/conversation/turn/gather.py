@@ -21,7 +21,7 @@ from chatmemory.schema import Intent, SourceKind
 from chatmemory.services.access import continued
 from chatmemory.services.conversation.routing import Routed
 from chatmemory.services.conversation.turn.context import Memory, TurnContext
-from chatmemory.services.longterm.auto_recall import recall_for_turn
+from chatmemory.services.longterm.auto_recall import RecallSources, recall_for_turn
 from chatmemory.services.longterm.recall import (
     Answer,
     answer_from_past,
@@ -102,21 +102,18 @@ def _long_term(ctx: TurnContext, routed: Routed, history: list[Turn]) -> Memory:
         budget=min(policy.profile.token_budget, _context(ctx) // 4),
     )
     with ctx.before_answer():
-        recalled = recall_for_turn(
-            routed.text,
-            history,
+        sources = RecallSources(
             owner=ctx.session.user_id,
             memory=deps.memory,
             embedder=deps.embedder,
             index=deps.long_term,
-            policy=policy.auto_recall._replace(
-                token_budget=min(policy.auto_recall.token_budget, _context(ctx) // 2)
-            ),
             now=deps.clock(),
             rewriter=deps.generator if policy.rewrite_follow_ups else None,
             cache=deps.vector_cache,
-            held=found.held,
         )
+        budget = min(policy.auto_recall.token_budget, _context(ctx) // 2)
+        recall = policy.auto_recall._replace(token_budget=budget)
+        recalled = recall_for_turn(routed.text, history, sources, recall, found.held)
     # Last before the prompt: a delete that returned during the search is seen.
     return Memory(recalled, checked_profile(found, deps.memory))
 
