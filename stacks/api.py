@@ -150,6 +150,8 @@ class ChatApi(Construct):
                     "Content-Type",
                     "X-Amz-Date",
                     "X-Amz-Security-Token",
+                    # The OpenAI-compatible route's session (docs/openai.md).
+                    "X-Session-Id",
                 ],
                 max_age=Duration.hours(1),
             ),
