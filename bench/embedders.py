@@ -187,18 +187,25 @@ def past(world: Any) -> dict[str, Any]:
 
     users = [c.user for c in world.conversations]
     best = max(grid, key=lambda w: _score(overall(rows[w])))
-    held: list[dict[str, Any]] = []
-    chosen: dict[str, tuple[float, float]] = {}
-    for user in users:
-        pick = max(
-            grid, key=lambda w: _score(overall([r for r in rows[w] if r["conversation"] != user]))
-        )
-        chosen[user] = (pick.vector, pick.time)
-        held += [r for r in rows[pick] if r["conversation"] == user]
+
+    def left_out(points: list[Any]) -> dict[str, Any]:
+        held: list[dict[str, Any]] = []
+        chosen: dict[str, tuple[float, float]] = {}
+        for user in users:
+            pick = max(
+                points,
+                key=lambda w: _score(overall([r for r in rows[w] if r["conversation"] != user])),
+            )
+            chosen[user] = (pick.vector, pick.time)
+            held += [r for r in rows[pick] if r["conversation"] == user]
+        return overall(held) | {"chosen": chosen}
+
     return {
         "shipped": overall(rows[shipped]) | {"weights": [shipped.vector, shipped.time]},
         "best_in_sample": overall(rows[best]) | {"weights": [best.vector, best.time]},
-        "leave_one_out": overall(held) | {"chosen": chosen},
+        "leave_one_out": left_out(grid),
+        # One fitted number instead of two: the named time's weight stays the shipped one.
+        "leave_one_out_vector_only": left_out([w for w in grid if w.time == shipped.time]),
     }
 
 
@@ -225,6 +232,9 @@ def chat(world: Any) -> dict[str, Any]:
         "refitted_in_sample": share(lambda _: refitted),
     }
     for c in (1.0, 0.1):
+        on_all = fit(everything, c)
+        out[f"refitted_in_sample_c{c}"] = share(lambda _, w=on_all: w)  # type: ignore[misc]
+        out[f"weights_c{c}"] = on_all._asdict()
         folds = {u: fit([r for v, rs in rows.items() if v != u for r in rs], c) for u in rows}
         out[f"leave_one_out_c{c}"] = share(lambda u, f=folds: f[u])  # type: ignore[misc]
     return out
