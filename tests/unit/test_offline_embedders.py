@@ -4,12 +4,14 @@ models trained with one, and all-mpnet-base-v2's archive read across its five pa
 from __future__ import annotations
 
 import io
+import os
 import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
 
+from chatmemory.adapters.offline.embedder import offline_hub
 from chatmemory.adapters.offline.mpnet import FOLDER, JoinedFile, unpacked
 from chatmemory.ports import embed_queries
 from chatmemory.providers import DEFAULT_OFFLINE_EMBEDDER, OFFLINE_EMBEDDERS, _offline_embedder
@@ -24,6 +26,20 @@ def test_an_unknown_offline_model_or_a_wrong_dimension_is_refused_naming_what_to
     built = _offline_embedder(Settings.from_env({}))
     assert built.name == DEFAULT_OFFLINE_EMBEDDER
     assert built.dimension == OFFLINE_EMBEDDERS[DEFAULT_OFFLINE_EMBEDDER].dimension
+
+
+def test_torch_is_loaded_with_sleeping_openmp_workers_unless_the_environment_chose(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Spinning workers took the busy cores their own forward pass needed: a short message's
+    # embedding before the answer took a second on a loaded two-core machine.
+    for name in ("OMP_WAIT_POLICY", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):
+        monkeypatch.delenv(name, raising=False)
+    offline_hub()
+    assert os.environ["OMP_WAIT_POLICY"] == "PASSIVE"
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    offline_hub()
+    assert os.environ["OMP_WAIT_POLICY"] == "ACTIVE"
 
 
 class _TwoSided:

@@ -18,9 +18,16 @@ _lock = threading.Lock()
 
 def offline_hub() -> None:
     """Never reach for a model hub: the weights ship in a package (with the network
-    unreachable, a download would fail anyway, slowly)."""
+    unreachable, a download would fail anyway, slowly). Called before torch is imported."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # torch's OpenMP workers otherwise spin between the many small parallel regions of a
+    # forward pass; on a laptop or a shared machine whose cores are busy with DynamoDB Local,
+    # the poller and the other workers, a spinning worker takes the core its own master
+    # needs: one short message's embedding took 1.1 s instead of 30 ms at a load of 8 on two
+    # cores (bench/RESULTS.md, "Streamed answers in local mode"). Sleeping workers cost a
+    # wake-up per region, nothing next to that. OpenMP reads it once, when torch loads it.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def sentence_transformer(where: Callable[[], Path], packages: str) -> Any:
