@@ -128,10 +128,11 @@ def post_message(
             deps,
             wiring.chat_policy(),
             user_id=user,
-            session_id=current,
+            session_id=current.session_id,
             content=content,
             client_message_id=client_message_id,
             window_turns=window_turns,
+            found=current.found,
         ),
         clock=deps.clock,
     )

@@ -10,7 +10,11 @@ import pytest
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import message_key
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.conversation.sessions import create_session
+from chatmemory.services.conversation.sessions import (
+    create_session,
+    ensure_session,
+    on_current_session,
+)
 from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 
@@ -57,6 +61,37 @@ def test_each_turn_is_the_same_requests_however_long_the_session(
     # BatchGetItem reads the session and the caller's generation together (forgetting).
     assert per_turn[2] == Counter(expected)
     assert per_turn[59] == Counter(expected)
+
+
+def test_a_message_finds_its_session_reads_it_and_its_callers_state_in_one_request(
+    dynamodb: Any,
+) -> None:
+    """As the message routes do (handlers/messages.py, handlers/stream.py): the alias of the
+    id the caller names, the session and the caller's state come in one BatchGetItem; only an
+    id that is a client id's (PUT /sessions/{id}) has its session read in a second one."""
+    memory = DynamoShortTermMemory(dynamodb, "sessions", "conversations")
+    deps = ChatDeps(memory=memory, generator=FakeGenerator())
+    server = create_session(memory, "alice")
+    ensure_session(memory, "alice", "my-conversation")
+    calls = _count_calls(dynamodb)
+    for name, reads in ((server.session_id, 1), ("my-conversation", 2)):
+        for i in range(3):
+            calls.clear()
+            result = on_current_session(
+                memory,
+                "alice",
+                name,
+                lambda current: post_message(
+                    deps,
+                    ChatPolicy(),
+                    user_id="alice",
+                    session_id=current.session_id,
+                    content=f"turn {i}",
+                    found=current.found,
+                ),
+            )
+            assert result.turn.turn == i + 1
+            assert calls == Counter({"BatchGetItem": reads, "Query": 1, "TransactWriteItems": 2})
 
 
 def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:

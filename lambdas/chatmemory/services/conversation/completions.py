@@ -136,11 +136,12 @@ def open_completion(
             deps,
             policy,
             user_id=user_id,
-            session_id=current,
+            session_id=current.session_id,
             content=conversation.message,
             client_message_id=message_id,
             stream=stream,
             stop=stop,
+            found=current.found,
         ),
         clock=deps.clock,
     )

@@ -45,7 +45,7 @@ from chatmemory.schema import (
     TEXT_STOPWORDS,
     SessionStatus,
 )
-from chatmemory.services.access import owned_session, owner_of
+from chatmemory.services.access import Found, owned_session, owner_of
 from chatmemory.services.pages import fitted_page
 
 # A create or forget that loses a race with a concurrent one reads again and retries.
@@ -135,6 +135,26 @@ def resolve(memory: SessionStore, user_id: str, session_id: str) -> str:
     return memory.get_alias(user_id, session_id) or session_id
 
 
+class Current(NamedTuple):
+    """The session a caller's id names (as `resolve` finds it), and what the same read found
+    of that session and of the caller's state (services/access.owned_session checks it), or
+    None when the read was not of that session (a client id's alias names another)."""
+
+    session_id: str
+    found: Found = None
+
+
+def resolve_current(memory: SessionStore, user_id: str, session_id: str) -> Current:
+    """`resolve`, reading in the same request the session the id would be and the caller's
+    state: for the usual id, a session's own, what the message needs next is read already."""
+    if not is_identifier(session_id):
+        return Current(session_id)  # refused by owned_session as any bad id
+    alias, session, user = memory.get_named(session_id, user_id)
+    if alias is not None and alias != session_id:
+        return Current(alias)
+    return Current(session_id, (session, user))
+
+
 def ensure_session(
     memory: UserSessions,
     user_id: str,
@@ -204,26 +224,27 @@ def on_current_session(
     memory: UserSessions,
     user_id: str,
     session_id: str,
-    write: Callable[[str], T],
+    write: Callable[[Current], T],
     *,
     clock: Clock = utc_now,
     make_id: Callable[[], str] = new_id,
 ) -> T:
-    """Run `write` (a message or a turn) on the session a caller's id names. When a client id
-    (PUT /sessions/{id}) names a session that has ended (the idle sweeper, an explicit end),
+    """Run `write` (a message or a turn) on the session a caller's id names (resolve_current:
+    with what the read that found it found of it). When a client id (PUT /sessions/{id})
+    names a session that has ended (the idle sweeper, an explicit end),
     the conversation is continued on the server in the same request: a new session continues
     it (continued_from), takes the alias over, and `write` runs on it. A server id keeps its
     meaning (an ended session answers 409 session_ended): a caller who names the session
     itself is told; a caller who named a conversation gets the conversation."""
     for _ in range(_ATTEMPTS):
-        target = resolve(memory, user_id, session_id)
+        target = resolve_current(memory, user_id, session_id)
         try:
             return write(target)
         except SessionEnded:
-            if target == session_id:
+            if target.session_id == session_id:
                 raise  # a server id (or an id naming none): the session itself is meant
         continue_client_session(
-            memory, user_id, session_id, ended=target, clock=clock, make_id=make_id
+            memory, user_id, session_id, ended=target.session_id, clock=clock, make_id=make_id
         )
     raise Conflict("the conversation kept changing; retry the request")
 

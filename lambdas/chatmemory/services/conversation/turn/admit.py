@@ -11,7 +11,7 @@ from typing import NamedTuple
 from chatmemory.domain import Turn
 from chatmemory.errors import BadRequest, ConfigurationError, SessionEnded
 from chatmemory.schema import SessionStatus
-from chatmemory.services.access import owned_session
+from chatmemory.services.access import Found, owned_session
 from chatmemory.services.conversation.turn.context import (
     ChatDeps,
     ChatPolicy,
@@ -40,12 +40,14 @@ def admit(
     window_turns: int | None = None,
     stream: bool = False,
     stop: StopSignal | None = None,
+    found: Found = None,
 ) -> Admitted:
     """The message's turn context once its fields, its session and its id are checked (its
-    text as the input transforms leave it)."""
+    text as the input transforms leave it); `found`: the session and the caller's state as
+    this request read them already (None: read them now)."""
     content = transformed(policy, content)
     window = check_request(policy, content, window_turns)
-    session = owned_session(deps.memory, user_id, session_id)
+    session = owned_session(deps.memory, user_id, session_id, found=found)
     stored = earlier_turn(deps.memory, session, client_message_id, content)
     if stored is None and session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")

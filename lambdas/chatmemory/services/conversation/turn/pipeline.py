@@ -18,6 +18,7 @@ from collections.abc import Generator, Iterator
 from typing import NamedTuple
 
 from chatmemory.errors import HandoffChanged
+from chatmemory.services.access import Found
 from chatmemory.services.conversation.turn.admit import Admitted, admit
 from chatmemory.services.conversation.turn.context import (
     ChatDeps,
@@ -44,9 +45,11 @@ def open_turn(
     window_turns: int | None = None,
     stream: bool = False,
     stop: StopSignal | None = None,
+    found: Found = None,
 ) -> Iterator[TurnEvent]:
     """The turn of one message, as events (admitted now: its errors are raised here). With
-    `stream`, the model's streaming call; `stop` lets the reader stop the answer."""
+    `stream`, the model's streaming call; `stop` lets the reader stop the answer; `found`,
+    the session and the caller's state as this request read them already."""
     admitted = admit(
         deps,
         policy,
@@ -57,6 +60,7 @@ def open_turn(
         window_turns=window_turns,
         stream=stream,
         stop=stop,
+        found=found,
     )
     return _events(admitted)
 
@@ -70,6 +74,7 @@ def post_message(
     content: str,
     client_message_id: str | None = None,
     window_turns: int | None = None,
+    found: Found = None,
 ) -> TurnResult:
     """Answer one message and store it as the session's next turn: its events, collected."""
     events = open_turn(
@@ -80,6 +85,7 @@ def post_message(
         content=content,
         client_message_id=client_message_id,
         window_turns=window_turns,
+        found=found,
     )
     return collected(events)
 
