@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Generator
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -35,7 +36,7 @@ from chatmemory.services.conversation.stacking import StackPolicy
 from chatmemory.services.conversation.turns import AppendPolicy
 from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled
 from chatmemory.services.longterm.recall import RecallWeights
-from chatmemory.services.profile.block import ProfileBlock, ProfileBlockPolicy
+from chatmemory.services.profile.block import Candidates, ProfileBlock, ProfileBlockPolicy
 from chatmemory.services.prompt import OutputFilter, ResponseFilter, Roles
 
 
@@ -208,6 +209,10 @@ class TurnContext:
     stream: bool = False
     # A streamed answer's reader may stop it (None: a buffered answer runs to its end).
     stop: StopSignal | None = None
+    # The profile block's candidates, read on a thread of their own from when the message is
+    # known to be chat (gather.start_profile_read), beside the turn's own write and window
+    # read; gather takes them (None: gather reads them itself).
+    profile_read: Future[Candidates] | None = None
 
     @property
     def memory(self) -> ShortTermMemory:
