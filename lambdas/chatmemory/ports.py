@@ -18,6 +18,7 @@ from chatmemory.domain import (
     Handoff,
     ListPosition,
     MemoryRecord,
+    Named,
     Page,
     PendingWrite,
     PurgeEntry,
@@ -153,6 +154,11 @@ class SessionStore(Protocol):
 
     def get_owned(self, session_id: str, user_id: str) -> tuple[Session | None, UserState]:
         """The session item and the caller's state, read together in one request."""
+        ...
+
+    def get_named(self, name: str, user_id: str) -> Named:
+        """In one request (consistent reads): the alias of the caller's client id `name`, the
+        session item whose server id is `name`, and the caller's state."""
         ...
 
     def live_sessions(self, owner: str, session_ids: Sequence[str]) -> set[str]:

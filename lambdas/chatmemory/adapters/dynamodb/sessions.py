@@ -32,7 +32,7 @@ from chatmemory.adapters.dynamodb.tables import (
     _user_key,
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
-from chatmemory.domain import ClientAlias, Page, Session, UserState, visible_to
+from chatmemory.domain import ClientAlias, Named, Page, Session, UserState, visible_to
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound
 from chatmemory.schema import (
     IDLE_BUCKET,
@@ -202,6 +202,26 @@ class DynamoSessionStore(DynamoTables):
         users = found.get(self._users) or []
         session = session_from_item(sessions[0]) if sessions else None
         return session, user_from_item(user_id, users[0] if users else None)
+
+    def get_named(self, name: str, user_id: str) -> Named:
+        """One BatchGetItem for the alias of the caller's client id `name`, the session whose
+        server id is `name` and the caller's state (all strongly consistent): a message pays
+        for finding its session, the session and the caller's generation in one round trip."""
+        alias = schema.alias_key(user_id, name)
+        found = self._batch_get(
+            {
+                self._sessions: [_session_key(alias), _session_key(name)],
+                self._users: [_user_key(user_id)],
+            }
+        )
+        target, session = None, None
+        for item in found.get(self._sessions) or []:
+            if item[SESSION_ID]["S"] == alias:
+                target = item[schema.ALIAS_TARGET]["S"]
+            else:
+                session = session_from_item(item)
+        users = found.get(self._users) or []
+        return Named(target, session, user_from_item(user_id, users[0] if users else None))
 
     def live_sessions(self, owner: str, session_ids: Sequence[str]) -> set[str]:
         unique = list(dict.fromkeys(session_ids))

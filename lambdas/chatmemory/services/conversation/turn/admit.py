@@ -34,7 +34,7 @@ def admit(deps: ChatDeps, policy: ChatPolicy, message: Message) -> Admitted:
     text as the input transforms leave it)."""
     content = transformed(policy, message.content)
     window = check_request(policy, content, message.window_turns)
-    session = owned_session(deps.memory, message.user_id, message.session_id)
+    session = owned_session(deps.memory, message.user_id, message.session_id, found=message.found)
     stored = earlier_turn(deps.memory, session, message.client_message_id, content)
     if stored is None and session.status != SessionStatus.OPEN:
         raise SessionEnded(

@@ -57,7 +57,7 @@ def on_current_session(deps: ChatDeps, message: Message, run: Callable[[Message]
     )
     for attempt in attempts:
         with attempt:
-            return run(replace(message, session_id=attempt.session_id))
+            return run(replace(message, session_id=attempt.session_id, found=attempt.found))
     raise AssertionError("current_session_attempts raises when the attempts run out")
 
 
