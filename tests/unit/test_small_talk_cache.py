@@ -219,6 +219,21 @@ def test_cold_starts_read_one_of_16_copies_not_one_key(dynamodb: Any) -> None:
     assert sorted(read) == sorted(["cache#set"] + [f"cache#set#{n}" for n in range(1, 16)])
 
 
+def test_the_first_set_embedded_is_the_first_copy_whatever_copy_its_writer_drew(
+    dynamodb: Any,
+) -> None:
+    """Failed before: a first writer that drew copy 5 wrote copy 5 only, so each cold start
+    drawing another unwritten copy found no first copy either and embedded every phrasing again
+    (bench.coldstart: 50 embedding requests in a later cold start of the chat)."""
+    vectors = [[0.25, 0.5]]
+    first = DynamoVectorCache(dynamodb, "sessions", draw=lambda copies: 5)
+    assert first.load("set") is None
+    first.save("set", vectors)
+
+    later = DynamoVectorCache(dynamodb, "sessions", draw=lambda copies: 9)
+    assert later.load("set") == vectors
+
+
 def test_a_copy_refused_for_throughput_is_read_from_another(dynamodb: Any) -> None:
     from botocore.exceptions import ClientError
 

@@ -5,8 +5,9 @@ A set is kept in `copies` items, and each process reads and writes one of them, 
 starts: every cold start of the chat reads the cache, and with one item all of them (a deploy
 starts hundreds at once) read one key, one partition's 3,000 reads a second, while a read it
 cannot make costs that cold start an embedding of every phrasing and a rewrite. A process whose
-copy is not written yet reads the first one (and writes its own from it); a read refused for
-throughput tries another copy before it gives up."""
+copy is not written yet reads the first one (and writes its own from it); the process that
+embeds a set no copy holds writes the first copy too; a read refused for throughput tries
+another copy before it gives up."""
 
 from __future__ import annotations
 
@@ -53,6 +54,9 @@ class DynamoVectorCache:
         self._table = table
         self._copies = max(1, copies)
         self._copy = draw(self._copies)
+        # The first copy was read and not there: this process's save writes it too, or every
+        # cold start that draws another unwritten copy would embed the set again.
+        self._first_absent = False
 
     def _key(self, key: str, copy: int) -> dict[str, Any]:
         """The item of one copy: the first keeps the set's own key (written before copies)."""
@@ -72,6 +76,7 @@ class DynamoVectorCache:
             found = self._read(key, 0)  # this copy is not written yet: the first one
             if found is not None:
                 self.save(key, found)
+        self._first_absent = found is None
         return found
 
     def _read(self, key: str, copy: int) -> list[list[float]] | None:
@@ -94,12 +99,15 @@ class DynamoVectorCache:
         data = values.tobytes()
         if len(data) > MAX_VECTOR_BYTES:
             return
-        self._client.put_item(
-            TableName=self._table,
-            Item={
-                **self._key(key, self._copy),
-                VECTOR_ROWS: {"N": str(len(vectors))},
-                VECTOR_DIMENSION: {"N": str(len(vectors[0]))},
-                VECTORS: {"B": data},
-            },
-        )
+        copies = [self._copy] + ([0] if self._first_absent and self._copy != 0 else [])
+        for copy in copies:
+            self._client.put_item(
+                TableName=self._table,
+                Item={
+                    **self._key(key, copy),
+                    VECTOR_ROWS: {"N": str(len(vectors))},
+                    VECTOR_DIMENSION: {"N": str(len(vectors[0]))},
+                    VECTORS: {"B": data},
+                },
+            )
+        self._first_absent = False
