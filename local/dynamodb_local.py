@@ -246,6 +246,26 @@ def _add_missing_indexes(client: Any, spec: schema.TableSpec, physical: str) -> 
             AttributeDefinitions=[{"AttributeName": k.name, "AttributeType": k.type} for k in keys],
             GlobalSecondaryIndexUpdates=[{"Create": index.definition()}],
         )
+        # One index created at a time per table: the next one waits until this one is built
+        # (at once on an idle machine; not on a busy one, where the next update was refused).
+        _wait_for_index(client, physical, index.name)
+
+
+def _wait_for_index(client: Any, physical: str, name: str, timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        table = client.describe_table(TableName=physical)["Table"]
+        status = next(
+            (
+                i.get("IndexStatus")
+                for i in table.get("GlobalSecondaryIndexes", [])
+                if i["IndexName"] == name
+            ),
+            None,
+        )
+        if status == "ACTIVE" or time.monotonic() > deadline:
+            return
+        time.sleep(0.2)
 
 
 def table_names(settings: Any) -> dict[str, str]:

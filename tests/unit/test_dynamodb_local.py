@@ -67,3 +67,36 @@ def test_a_table_of_an_older_local_state_gets_the_indexes_added_since(dynamodb_l
         index.name for index in schema.RECORDS.indexes
     )
     ensure_tables(client, names)  # again: nothing to add
+
+
+def test_indexes_added_to_an_older_table_are_created_one_after_the_other() -> None:
+    """Failed before on a busy machine: DynamoDB (Local too) builds one index of a table at a
+    time, and the second index was asked for while the first was still CREATING (refused with
+    LimitExceededException). Each is now waited for, as a table being created is."""
+    from chatmemory import schema
+    from local import dynamodb_local
+
+    class Building:
+        """A table whose new index stays CREATING for two reads of the table."""
+
+        def __init__(self) -> None:
+            self.indexes: dict[str, list[str]] = {}
+
+        def describe_table(self, TableName: str) -> dict[str, Any]:
+            indexes = []
+            for name, states in self.indexes.items():
+                indexes.append({"IndexName": name, "IndexStatus": states[0]})
+                if len(states) > 1:
+                    states.pop(0)
+            return {"Table": {"GlobalSecondaryIndexes": indexes}}
+
+        def update_table(self, TableName: str, GlobalSecondaryIndexUpdates: Any, **_: Any) -> None:
+            if any(states[0] == "CREATING" for states in self.indexes.values()):
+                raise RuntimeError("LimitExceededException: one index at a time")
+            name = GlobalSecondaryIndexUpdates[0]["Create"]["IndexName"]
+            self.indexes[name] = ["CREATING", "CREATING", "ACTIVE"]
+
+    client = Building()
+    assert len(schema.RECORDS.indexes) >= 2
+    dynamodb_local._add_missing_indexes(client, schema.RECORDS, "records")
+    assert sorted(client.indexes) == sorted(index.name for index in schema.RECORDS.indexes)
