@@ -4,12 +4,9 @@ summary, embeddings, long-term index."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import process_partial_response
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
@@ -17,12 +14,11 @@ from chatmemory import schema, wiring
 from chatmemory.services.background.consolidation import consolidate_session
 from chatmemory.streams import key_of, matches
 from handlers import init_done
-from handlers.batch import remaining_seconds, stream_processor
+from handlers.batch import remaining_seconds, stream_handler
 from handlers.metrics import metrics_of
 
 logger = Logger(service="consolidate")
 metrics = metrics_of("consolidate")
-processor = stream_processor()
 
 
 def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None = None) -> None:
@@ -50,12 +46,7 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
         metrics.add_metric(name="SessionsLeftOpen", unit=MetricUnit.Count, value=1)
 
 
-@logger.inject_lambda_context
-@metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+handler = stream_handler(record_handler, logger, metrics)
 
 
 # The end of init: build what invocations use, then resume collection (handlers/__init__.py).
