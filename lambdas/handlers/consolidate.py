@@ -11,7 +11,6 @@ from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import 
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
-from chatmemory.services.background.consolidation import consolidate_session
 from chatmemory.streams import key_of, matches
 from handlers import init_done
 from handlers.batch import remaining_seconds, stream_handler
@@ -27,18 +26,12 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
     deps = wiring.consolidation_deps()
     image = record.raw_event["dynamodb"].get("NewImage") or {}
     turns = (image.get(schema.NUM_TURNS) or {}).get("N")
-    result = consolidate_session(
+    result = deps.consolidate(
         key_of(record.raw_event, schema.SESSION_ID),
+        now=datetime.now(UTC),
         owner=(image.get(schema.USER_ID) or {}).get("S"),
         num_turns=int(turns) if turns is not None else None,
-        memory=deps.memory,
-        summarizer=deps.summarizer,
-        embedder=deps.embedder,
-        index=deps.index,
-        policy=deps.policy,
-        now=datetime.now(UTC),
         time_left=remaining_seconds(lambda_context),
-        extractor=deps.extractor,
     )
     logger.info("consolidation", extra={"result": result.__dict__})
     metrics.add_metric(name=f"Sessions{result.outcome.title()}", unit=MetricUnit.Count, value=1)
