@@ -11,21 +11,12 @@ import json
 from datetime import UTC, datetime
 
 from chatmemory import wiring
-from chatmemory.services.background.consolidation import redrive_failed
 from chatmemory.services.background.forget import rekick_user_purges
 
 
 def redrive(deps: wiring.ConsolidationDeps, *, now: datetime) -> dict[str, str]:
     """Consolidate each FAILED session again with a fresh attempt budget."""
-    return redrive_failed(
-        memory=deps.memory,
-        summarizer=deps.summarizer,
-        embedder=deps.embedder,
-        index=deps.index,
-        policy=deps.policy,
-        extractor=deps.extractor,
-        now=now,
-    )
+    return deps.redrive(now)
 
 
 def main() -> None:

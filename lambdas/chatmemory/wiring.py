@@ -29,7 +29,12 @@ from chatmemory.settings import Settings
 # (the stream handlers do not load the chat service's modules, nor the chat handler the
 # consolidation's).
 if TYPE_CHECKING:
-    from chatmemory.services.background.consolidation import ConsolidationPolicy
+    from datetime import datetime
+
+    from chatmemory.services.background.consolidation import (
+        ConsolidationPolicy,
+        ConsolidationResult,
+    )
     from chatmemory.services.background.forget import PurgePolicy
     from chatmemory.services.background.maintenance import CompactionPolicy
     from chatmemory.services.background.migrate import SharedIndex
@@ -358,6 +363,29 @@ class ConsolidationDeps:
     index: LongTermIndex
     policy: ConsolidationPolicy
     extractor: Extractor | None = None
+
+    def consolidate(self, session_id: str, *, now: datetime, **run: Any) -> ConsolidationResult:
+        """consolidate_session with these models and stores (`run`: owner, num_turns,
+        time_left)."""
+        from chatmemory.services.background.consolidation import consolidate_session
+
+        return consolidate_session(
+            session_id,
+            memory=self.memory,
+            summarizer=self.summarizer,
+            embedder=self.embedder,
+            index=self.index,
+            policy=self.policy,
+            now=now,
+            extractor=self.extractor,
+            **run,
+        )
+
+    def redrive(self, now: datetime) -> dict[str, str]:
+        """Consolidate each FAILED session again with a fresh attempt budget (redrive_failed)."""
+        from chatmemory.services.background.consolidation import redrive_failed
+
+        return redrive_failed(self.memory, lambda session_id: self.consolidate(session_id, now=now))
 
 
 @lru_cache(maxsize=1)

@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from aws_lambda_powertools import Logger
-from aws_lambda_powertools.utilities.batch import process_partial_response
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
-from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
 from chatmemory.services.background.maintenance import compact_session
 from chatmemory.streams import key_of, matches
 from handlers import init_done
-from handlers.batch import stream_processor
+from handlers.batch import stream_handler
 
 logger = Logger(service="compact")
-processor = stream_processor()
 
 
 def record_handler(record: DynamoDBRecord) -> None:
@@ -32,11 +26,7 @@ def record_handler(record: DynamoDBRecord) -> None:
     )
 
 
-@logger.inject_lambda_context
-def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+handler = stream_handler(record_handler, logger)
 
 
 # The end of init: build what invocations use, then resume collection (handlers/__init__.py).

@@ -4,25 +4,20 @@ summary, embeddings, long-term index."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
-from aws_lambda_powertools.utilities.batch import process_partial_response
-from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
-from chatmemory.services.background.consolidation import consolidate_session
 from chatmemory.streams import key_of, matches
 from handlers import init_done
-from handlers.batch import remaining_seconds, stream_processor
+from handlers.batch import remaining_seconds, stream_handler
 from handlers.metrics import metrics_of
 
 logger = Logger(service="consolidate")
 metrics = metrics_of("consolidate")
-processor = stream_processor()
 
 
 def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None = None) -> None:
@@ -31,18 +26,12 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
     deps = wiring.consolidation_deps()
     image = record.raw_event["dynamodb"].get("NewImage") or {}
     turns = (image.get(schema.NUM_TURNS) or {}).get("N")
-    result = consolidate_session(
+    result = deps.consolidate(
         key_of(record.raw_event, schema.SESSION_ID),
+        now=datetime.now(UTC),
         owner=(image.get(schema.USER_ID) or {}).get("S"),
         num_turns=int(turns) if turns is not None else None,
-        memory=deps.memory,
-        summarizer=deps.summarizer,
-        embedder=deps.embedder,
-        index=deps.index,
-        policy=deps.policy,
-        now=datetime.now(UTC),
         time_left=remaining_seconds(lambda_context),
-        extractor=deps.extractor,
     )
     logger.info("consolidation", extra={"result": result.__dict__})
     metrics.add_metric(name=f"Sessions{result.outcome.title()}", unit=MetricUnit.Count, value=1)
@@ -50,12 +39,7 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
         metrics.add_metric(name="SessionsLeftOpen", unit=MetricUnit.Count, value=1)
 
 
-@logger.inject_lambda_context
-@metrics.log_metrics
-def handler(event: dict[str, Any], context: LambdaContext) -> PartialItemFailureResponse:
-    return process_partial_response(
-        event=event, record_handler=record_handler, processor=processor, context=context
-    )
+handler = stream_handler(record_handler, logger, metrics)
 
 
 # The end of init: build what invocations use, then resume collection (handlers/__init__.py).

@@ -16,7 +16,6 @@ from aws_lambda_powertools import Logger
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import wiring
-from chatmemory.services.background.consolidation import redrive_failed
 from chatmemory.services.background.forget import rekick_user_purges
 from handlers import init_done
 
@@ -26,15 +25,7 @@ logger = Logger(service="redrive")
 @logger.inject_lambda_context
 def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
     deps = wiring.consolidation_deps()
-    outcomes = redrive_failed(
-        memory=deps.memory,
-        summarizer=deps.summarizer,
-        embedder=deps.embedder,
-        index=deps.index,
-        policy=deps.policy,
-        extractor=deps.extractor,
-        now=datetime.now(UTC),
-    )
+    outcomes = deps.redrive(datetime.now(UTC))
     purges = rekick_user_purges(deps.memory)
     logger.info("redrive", extra={"sessions": len(outcomes), "purges": len(purges)})
     return {"sessions": outcomes, "purges_restarted": purges}

@@ -5,7 +5,6 @@ section of docs/cost.md)."""
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, fields
 
 from chatmemory import schema
@@ -27,13 +26,6 @@ def _measured_units(parts: tuple[str, ...], operations: set[str], *, per_turn: b
         if r["service"] == "dynamodb" and r["operation"] in operations
     )
     return round(total / (float(_MEASURED.parts["turns"]) if per_turn else 1.0), 2)
-
-
-def _default(callable_: object, parameter: str) -> int:
-    """A keyword default of the runtime's code, so the estimate follows the code."""
-    value = inspect.signature(callable_).parameters[parameter].default  # type: ignore[arg-type]
-    assert isinstance(value, int)
-    return value
 
 
 MEASURED = "measured"
@@ -75,7 +67,7 @@ class Usage:
 
     # Consolidation and compaction (off the request path).
     model_reads_per_turn: int = 3
-    summary_output_tokens: int = _default(ModelSummarizer, "max_new_tokens")
+    summary_output_tokens: int = ModelSummarizer.default_max_new_tokens
     # Text calls of a consolidation but its summary's (measured: extraction's).
     extraction_calls_per_session: int = max(
         1,
@@ -86,7 +78,7 @@ class Usage:
         )
         - 1,
     )
-    extraction_output_tokens: int = _default(ModelExtractor, "max_new_tokens")
+    extraction_output_tokens: int = ModelExtractor.default_max_new_tokens
     entries_per_session: float = vectors_per_session(_MEASURED)
     consolidation_lambda_seconds: float = 10.0
     compaction_lambda_seconds: float = 3.0

@@ -76,7 +76,7 @@ def test_minilm_embeddings_are_real_unit_vectors_that_capture_meaning() -> None:
 
 
 def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> None:
-    from chatmemory.services.longterm.recall import RankedSession, answer_from_past
+    from chatmemory.services.longterm.recall import RankedSession, answer_grounded, past_grounding
 
     session = RankedSession(
         "s1",
@@ -87,9 +87,9 @@ def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> 
         "garden",
         texts=["User: my tomatoes have blight on the lower leaves"],
     )
-    answer = answer_from_past(
+    answer = answer_grounded(
         "what was wrong with my tomatoes?",
-        [session],
+        past_grounding([session]),
         generator=OfflineResponder(),
         max_new_tokens=100,
         token_budget=512,
@@ -99,7 +99,7 @@ def test_offline_responder_answers_past_questions_from_the_retrieved_notes() -> 
 
 
 def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_replies() -> None:
-    from chatmemory.services.longterm.recall import RankedSession, answer_from_past
+    from chatmemory.services.longterm.recall import RankedSession, answer_grounded, past_grounding
 
     garden = RankedSession(
         "s1",
@@ -117,9 +117,9 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
     trip = RankedSession(
         "s2", 1.0, 1.0, 1.0, "2026-04-01T10:00:00Z", "trip", texts=["User: I fly to Lisbon."]
     )
-    answer = answer_from_past(
+    answer = answer_grounded(
         "what was wrong with my tomatoes?",
-        [garden, trip],
+        past_grounding([garden, trip]),
         generator=OfflineResponder(),
         max_new_tokens=100,
         token_budget=512,
@@ -131,12 +131,16 @@ def test_offline_past_answer_quotes_the_most_relevant_sentence_not_its_own_repli
 
 
 def _past_answer(question: str, texts: list[str], embedder: object | None) -> str:
-    from chatmemory.services.longterm.recall import RankedSession, answer_from_past
+    from chatmemory.services.longterm.recall import RankedSession, answer_grounded, past_grounding
 
     session = RankedSession("s1", 1.0, 1.0, 1.0, "2026-11-23T10:00:00Z", "dog", texts=texts)
     generator = OfflineResponder(None if embedder is None else lambda: embedder)  # type: ignore[arg-type,return-value]
-    return answer_from_past(
-        question, [session], generator=generator, max_new_tokens=100, token_budget=512
+    return answer_grounded(
+        question,
+        past_grounding([session]),
+        generator=generator,
+        max_new_tokens=100,
+        token_budget=512,
     ).text
 
 

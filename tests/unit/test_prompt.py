@@ -160,16 +160,20 @@ def test_a_long_verified_question_is_clipped_and_leaves_room_for_the_passages(
     question: str,
 ) -> None:
     from chatmemory.ports import MemoryDoc
-    from chatmemory.services.longterm.recall import RankedPassage, answer_from_verified
+    from chatmemory.services.longterm.recall import (
+        RankedPassage,
+        answer_grounded,
+        verified_grounding,
+    )
     from tests.fakes import FakeGenerator
 
     passage = MemoryDoc(
         "pets#p1", "*", "passage", "The cat is called Tom.", "", doc_id="pets", passage_id="p1"
     )
     generator = FakeGenerator(reply=lambda _: "Tom [pets#p1]")
-    answer_from_verified(
+    answer_grounded(
         question,
-        [RankedPassage(passage, 1.0)],
+        verified_grounding([RankedPassage(passage, 1.0)]),
         generator=generator,
         max_new_tokens=64,
         token_budget=512,

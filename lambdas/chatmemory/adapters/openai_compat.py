@@ -10,7 +10,7 @@ import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import closing
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Self, TypedDict, Unpack
 
 import urllib3
 from urllib3.exceptions import (
@@ -254,30 +254,45 @@ def _server_message(answer: BaseHTTPResponse) -> str:
 _FINISH_REASONS = {"length": LENGTH, "content_filter": CONTENT_FILTER}
 
 
-class OpenAICompatTextGenerator(TextGenerator):
+class ServerOptions(TypedDict, total=False):
+    """How a model's server is reached (OpenAICompatClient's options)."""
+
+    api_key: str
+    timeout: float
+    attempts: int
+    sleep: Callable[[float], None]
+
+
+class _ServedModel:
+    """A model a server serves under its name: the client of that server, and how errors name
+    the model there."""
+
+    kind = "model"
+
+    def __init__(self, base_url: str, model: str, **server: Unpack[ServerOptions]) -> None:
+        if not model:
+            raise ValueError(f"an OpenAI-compatible {self.kind} model name is required")
+        self._http = OpenAICompatClient(base_url, **server)
+        self._target = f"model {model!r} at {self._http.base_url}"
+        self.name = model
+
+
+class OpenAICompatTextGenerator(_ServedModel, TextGenerator):
     """TextGenerator on POST {base_url}/chat/completions, the prompt as one user message;
     streamed with `stream: true` (server-sent chat.completion.chunk events)."""
 
     honours = frozenset({"max_new_tokens", "stop", "temperature"})
+    kind = "text"
 
     def __init__(
         self,
         base_url: str,
         model: str,
         *,
-        api_key: str = "",
-        timeout: float = 20.0,
-        attempts: int = 3,
         context_tokens: int = 4096,
-        sleep: Callable[[float], None] = time.sleep,
+        **server: Unpack[ServerOptions],
     ) -> None:
-        if not model:
-            raise ValueError("an OpenAI-compatible text model name is required")
-        self._http = OpenAICompatClient(
-            base_url, api_key=api_key, timeout=timeout, attempts=attempts, sleep=sleep
-        )
-        self._target = f"model {model!r} at {self._http.base_url}"
-        self.name = model
+        super().__init__(base_url, model, **server)
         self.context_tokens = context_tokens
 
     def pieces(
@@ -360,30 +375,17 @@ def _delta(chunk: dict[str, Any]) -> tuple[str, str | None]:
     return str((choice.get("delta") or {}).get("content") or ""), choice.get("finish_reason")
 
 
-class OpenAICompatEmbedder:
+class OpenAICompatEmbedder(_ServedModel):
     """Embedder on POST {base_url}/embeddings; unit-length vectors."""
 
     max_batch = 64
     pins_model = False  # a server may serve another model under the same name
+    kind = "embedding"
 
     def __init__(
-        self,
-        base_url: str,
-        model: str,
-        *,
-        dimension: int,
-        api_key: str = "",
-        timeout: float = 20.0,
-        attempts: int = 3,
-        sleep: Callable[[float], None] = time.sleep,
+        self, base_url: str, model: str, *, dimension: int, **server: Unpack[ServerOptions]
     ) -> None:
-        if not model:
-            raise ValueError("an OpenAI-compatible embedding model name is required")
-        self._http = OpenAICompatClient(
-            base_url, api_key=api_key, timeout=timeout, attempts=attempts, sleep=sleep
-        )
-        self._target = f"model {model!r} at {self._http.base_url}"
-        self.name = model
+        super().__init__(base_url, model, **server)
         self.dimension = dimension
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:

@@ -70,14 +70,19 @@ Score = Annotated[
 ID_RULE = f"1-{ID_MAX_LENGTH} letters, digits and _ . : - (at least one not a dot: never . or ..)"
 
 
+def id_constraints(description: str) -> dict[str, Any]:
+    """The rule as the constraints of a field or a parameter, with what this one names."""
+    return {
+        "min_length": 1,
+        "max_length": ID_MAX_LENGTH,
+        "pattern": ID_PATTERN,
+        "description": f"{description} ({ID_RULE}).",
+    }
+
+
 def identifier(description: str) -> object:
     """The Field of an identifier in a request body: the rule, with what this one names."""
-    return Field(
-        min_length=1,
-        max_length=ID_MAX_LENGTH,
-        pattern=ID_PATTERN,
-        description=f"{description} ({ID_RULE}).",
-    )
+    return Field(**id_constraints(description))
 
 
 ClientMessageId = Annotated[

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.openapi.params import Body, Query
@@ -12,6 +13,7 @@ from chatmemory import api_models as m
 from chatmemory import schema, wiring
 from chatmemory.domain import ChannelBlob, PendingWrite
 from chatmemory.errors import BadRequest
+from chatmemory.ports import CheckpointStore, ShortTermMemory
 from chatmemory.schema import ID_MAX_LENGTH
 from chatmemory.services.conversation import checkpoints
 from handlers.json_body import strict_json
@@ -25,6 +27,20 @@ from handlers.routes.common import (
 )
 
 router = APIGatewayRouter()
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _on_thread(
+    session_id: str,
+    call: Callable[Concatenate[ShortTermMemory, CheckpointStore, str, str, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """CALL (a checkpoint service) with the caller's memory, the checkpoint store, the caller
+    and the server's id of the session the caller's id names, then ARGS."""
+    memory, store = wiring.chat_deps().memory, wiring.checkpoint_store()
+    return call(memory, store, user(router), session(router, session_id), *args, **kwargs)
 
 
 CheckpointId = Annotated[str, id_path("A checkpoint id (LangGraph's)")]
@@ -59,11 +75,9 @@ def put_checkpoint(
     checkpoint_id: CheckpointId,
     body: Annotated[m.PutCheckpointRequest, Body()],
 ) -> m.CheckpointRef:
-    stored = checkpoints.put_checkpoint(
-        wiring.chat_deps().memory,
-        wiring.checkpoint_store(),
-        user(router),
-        session(router, session_id),
+    stored = _on_thread(
+        session_id,
+        checkpoints.put_checkpoint,
         checkpoint_ns=body.checkpoint_ns,
         checkpoint_id=checkpoint_id,
         parent_checkpoint_id=body.parent_checkpoint_id,
@@ -92,11 +106,9 @@ def put_checkpoint(
 def get_checkpoint(
     session_id: SessionId, checkpoint_id: CheckpointId, checkpoint_ns: CheckpointNsQuery = None
 ) -> m.CheckpointEnvelope:
-    found = checkpoints.get_checkpoint(
-        wiring.chat_deps().memory,
-        wiring.checkpoint_store(),
-        user(router),
-        session(router, session_id),
+    found = _on_thread(
+        session_id,
+        checkpoints.get_checkpoint,
         checkpoint_ns=checkpoint_ns or "",
         checkpoint_id=checkpoint_id,
     )
@@ -138,11 +150,9 @@ def list_checkpoints(
     ] = None,
     next_token: NextToken = None,
 ) -> m.CheckpointList:
-    found, next_position = checkpoints.list_checkpoints(
-        wiring.chat_deps().memory,
-        wiring.checkpoint_store(),
-        user(router),
-        session(router, session_id),
+    found, next_position = _on_thread(
+        session_id,
+        checkpoints.list_checkpoints,
         checkpoint_ns=checkpoint_ns,
         before=before,
         after=m.list_position(next_token),
@@ -168,11 +178,9 @@ def list_checkpoints(
 def put_writes(
     session_id: SessionId, checkpoint_id: CheckpointId, body: Annotated[m.PutWritesRequest, Body()]
 ) -> Response[None]:
-    checkpoints.put_writes(
-        wiring.chat_deps().memory,
-        wiring.checkpoint_store(),
-        user(router),
-        session(router, session_id),
+    _on_thread(
+        session_id,
+        checkpoints.put_writes,
         checkpoint_ns=body.checkpoint_ns,
         checkpoint_id=checkpoint_id,
         writes=[

@@ -15,7 +15,6 @@ from chatmemory import api_models as m
 from chatmemory import wiring
 from chatmemory.errors import LongTermMemoryUnavailable
 from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory
-from chatmemory.schema import ID_MAX_LENGTH, ID_PATTERN
 from chatmemory.services.conversation import chat, sessions
 from handlers import messages
 from handlers.identity import Forbidden, caller_id, is_agent
@@ -36,12 +35,7 @@ def digits(value: object) -> object:
 def id_path(description: str) -> Any:
     """A path parameter that is an identifier: the one rule (schema.ID_PATTERN), checked before
     the route runs, so no id can name a dot segment or a key of another caller's."""
-    return Path(
-        min_length=1,
-        max_length=ID_MAX_LENGTH,
-        pattern=ID_PATTERN,
-        description=f"{description} ({m.ID_RULE}).",
-    )
+    return Path(**m.id_constraints(description))
 
 
 SessionId = Annotated[

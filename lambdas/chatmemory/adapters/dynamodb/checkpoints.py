@@ -15,7 +15,12 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import Guarded, batch_write, is_conditional_failure
+from chatmemory.adapters.dynamodb.client import (
+    Guarded,
+    batch_write,
+    first_keys,
+    is_conditional_failure,
+)
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
@@ -409,16 +414,7 @@ class DynamoCheckpointStore:
     # --- purge --------------------------------------------------------------------------------
 
     def delete_checkpoints(self, session_id: str, limit: int) -> int:
-        answer = self._db.query(
-            TableName=self._table,
-            KeyConditionExpression=f"{SESSION_ID} = :s",
-            ExpressionAttributeValues={":s": {"S": session_id}},
-            ProjectionExpression="#k",
-            ExpressionAttributeNames={"#k": CHECKPOINT_KEY},
-            ConsistentRead=True,
-            Limit=limit,
-        )
-        keys = [_key(session_id, item[CHECKPOINT_KEY]["S"]) for item in answer.get("Items", [])]
+        keys = first_keys(self._db, self._table, (SESSION_ID, session_id), CHECKPOINT_KEY, limit)
         self._batch_write({"DeleteRequest": {"Key": key}} for key in keys)
         return len(keys)
 

@@ -10,7 +10,7 @@ from typing import Any
 from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
-from chatmemory.errors import ShortTermMemoryUnavailable
+from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
 from chatmemory.limits import DYNAMODB_BATCH_WRITE
 
 # What DynamoDB answers when it cannot serve a request now. botocore's standard retries have
@@ -99,6 +99,45 @@ def applied(request: Callable[..., object], **params: Any) -> bool:
             return False
         raise
     return True
+
+
+def transact(db: Any, items: list[dict[str, Any]], conflict: str) -> None:
+    """TransactWriteItems; a cancelled transaction (a condition no longer held) is a Conflict
+    with `conflict` as its message."""
+    try:
+        db.transact_write_items(TransactItems=items)
+    except ClientError as error:
+        if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
+            raise Conflict(conflict) from None
+        raise
+
+
+def first_keys(
+    db: Any, table: str, partition: tuple[str, str], sort_key: str, limit: int
+) -> list[dict[str, Any]]:
+    """The keys of the first `limit` items of a partition (strongly consistent), to delete."""
+    name, value = partition
+    answer = db.query(
+        TableName=table,
+        KeyConditionExpression=f"{name} = :s",
+        ExpressionAttributeValues={":s": {"S": value}},
+        ProjectionExpression="#k",
+        ExpressionAttributeNames={"#k": sort_key},
+        ConsistentRead=True,
+        Limit=limit,
+    )
+    return [{name: {"S": value}, sort_key: item[sort_key]} for item in answer.get("Items", [])]
+
+
+def scan_ids(db: Any, table: str, key: str, **conditions: Any) -> list[str]:
+    """The `key` of every item a filtered Scan finds (an operator's scan, not a request path)."""
+    ids: list[str] = []
+    pages = db.get_paginator("scan").paginate(
+        TableName=table, ProjectionExpression=key, **conditions
+    )
+    for page in pages:
+        ids += [item[key]["S"] for item in page.get("Items", [])]
+    return ids
 
 
 def batch_write(db: Any, table: str, requests: Iterable[dict[str, Any]]) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import is_conditional_failure
+from chatmemory.adapters.dynamodb.client import is_conditional_failure, transact
 from chatmemory.adapters.dynamodb.codec import (
     deserialize,
     idle_bucket,
@@ -26,7 +26,6 @@ from chatmemory.adapters.dynamodb.tables import (
     _user_key,
 )
 from chatmemory.domain import Page, Session, caller_of
-from chatmemory.errors import Conflict
 from chatmemory.schema import (
     IDLE_BUCKET,
     LAST_ACTIVE_AT,
@@ -165,9 +164,4 @@ class DynamoHandoffStore(DynamoTables):
                 }
             }
         )
-        try:
-            self._db.transact_write_items(TransactItems=items)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                raise Conflict("the messages or the hand-off changed meanwhile") from None
-            raise
+        transact(self._db, items, "the messages or the hand-off changed meanwhile")

@@ -12,7 +12,9 @@ from chatmemory import limits, schema
 from chatmemory.adapters.dynamodb.client import (
     applied,
     is_conditional_failure,
+    scan_ids,
     suppress_conditional,
+    transact,
 )
 from chatmemory.adapters.dynamodb.codec import (
     deserialize,
@@ -96,14 +98,9 @@ class DynamoSessionStore(DynamoTables):
                 self.end_session(extra, ended_at)
         actions += [self._end_action(session_id, ended_at) for session_id in end[:room]]
         actions += tail
-        try:
-            self._db.transact_write_items(TransactItems=actions)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                raise Conflict(
-                    "the caller's sessions changed while this one was created; retry"
-                ) from None
-            raise
+        transact(
+            self._db, actions, "the caller's sessions changed while this one was created; retry"
+        )
 
     def _not_deleting(self, session_id: str) -> dict[str, Any]:
         return {
@@ -476,16 +473,14 @@ class DynamoSessionStore(DynamoTables):
 
     def failed_sessions(self) -> list[str]:
         """FAILED sessions, for the redrive command (an operator's scan, not a request path)."""
-        ids: list[str] = []
-        for page in self._db.get_paginator("scan").paginate(
-            TableName=self._sessions,
+        return scan_ids(
+            self._db,
+            self._sessions,
+            SESSION_ID,
             FilterExpression="#s = :failed",
             ExpressionAttributeNames={"#s": schema.STATUS},
             ExpressionAttributeValues={":failed": {"S": SessionStatus.FAILED}},
-            ProjectionExpression=SESSION_ID,
-        ):
-            ids += [item[SESSION_ID]["S"] for item in page.get("Items", [])]
-        return ids
+        )
 
     def reset_consolidation(self, session_id: str) -> None:
         with suppress_conditional():  # deleted meanwhile: nothing to redrive

@@ -8,7 +8,12 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import applied, is_conditional_failure
+from chatmemory.adapters.dynamodb.client import (
+    applied,
+    first_keys,
+    is_conditional_failure,
+    transact,
+)
 from chatmemory.adapters.dynamodb.codec import (
     idle_bucket,
     serialize,
@@ -216,23 +221,16 @@ class DynamoTurnStore(DynamoTables):
             "ExpressionAttributeNames": names,
             "ExpressionAttributeValues": values,
         }
-        try:
-            self._db.transact_write_items(
-                TransactItems=[
-                    {
-                        "Put": {
-                            "TableName": self._turns,
-                            "Item": serialize(turn_to_item(turn)),
-                            "ConditionExpression": f"attribute_not_exists({SESSION_ID})",
-                        }
-                    },
-                    {"Update": session_update},
-                ]
-            )
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                raise Conflict("the session changed while the turn was written") from None
-            raise
+        put = {
+            "TableName": self._turns,
+            "Item": serialize(turn_to_item(turn)),
+            "ConditionExpression": f"attribute_not_exists({SESSION_ID})",
+        }
+        transact(
+            self._db,
+            [{"Put": put}, {"Update": session_update}],
+            "the session changed while the turn was written",
+        )
 
     def complete_turn(self, turn: Turn) -> None:
         try:
@@ -361,12 +359,7 @@ class DynamoTurnStore(DynamoTables):
             items.append({"Update": {**check, "UpdateExpression": update}})
         else:
             items.append({"ConditionCheck": check})
-        try:
-            self._db.transact_write_items(TransactItems=items)
-        except ClientError as error:
-            if error.response.get("Error", {}).get("Code") == "TransactionCanceledException":
-                raise Conflict("the stacked messages changed while they were answered") from None
-            raise
+        transact(self._db, items, "the stacked messages changed while they were answered")
 
     def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
         try:
@@ -389,18 +382,6 @@ class DynamoTurnStore(DynamoTables):
         )
 
     def delete_turns(self, session_id: str, limit: int) -> int:
-        answer = self._db.query(
-            TableName=self._turns,
-            KeyConditionExpression=f"{SESSION_ID} = :s",
-            ExpressionAttributeValues={":s": {"S": session_id}},
-            ProjectionExpression="#t",
-            ExpressionAttributeNames={"#t": schema.TURN},
-            ConsistentRead=True,
-            Limit=limit,
-        )
-        keys = [
-            {schema.SESSION_ID: {"S": session_id}, schema.TURN: item[schema.TURN]}
-            for item in answer.get("Items", [])
-        ]
+        keys = first_keys(self._db, self._turns, (SESSION_ID, session_id), TURN, limit)
         self._batch_write(self._turns, ({"DeleteRequest": {"Key": k}} for k in keys))
         return len(keys)

@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import applied, is_conditional_failure
+from chatmemory.adapters.dynamodb.client import applied, is_conditional_failure, scan_ids
 from chatmemory.adapters.dynamodb.codec import serialize_value, user_from_item
 from chatmemory.adapters.dynamodb.tables import DynamoTables, _user_key
 from chatmemory.domain import PurgeEntry, UserState
@@ -86,12 +86,10 @@ class DynamoUserStore(DynamoTables):
 
     def pending_user_purges(self) -> list[str]:
         """Callers whose forget still has keys to purge (an operator's scan: the redrive)."""
-        ids: list[str] = []
-        for page in self._db.get_paginator("scan").paginate(
-            TableName=self._users,
+        return scan_ids(
+            self._db,
+            self._users,
+            USER_ID,
             FilterExpression="attribute_exists(#ps)",
             ExpressionAttributeNames={"#ps": schema.PURGE_STATE},
-            ProjectionExpression=USER_ID,
-        ):
-            ids += [item[USER_ID]["S"] for item in page.get("Items", [])]
-        return ids
+        )

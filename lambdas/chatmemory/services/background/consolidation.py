@@ -474,32 +474,16 @@ def _hand_over(
 
 
 def redrive_failed(
-    *,
-    memory: ShortTermMemory,
-    summarizer: Summarizer,
-    embedder: Embedder,
-    index: LongTermIndex,
-    policy: ConsolidationPolicy,
-    now: datetime,
-    extractor: Extractor | None = None,
+    memory: ShortTermMemory, consolidate: Callable[[str], ConsolidationResult]
 ) -> dict[str, str]:
-    """Consolidate each FAILED session again with a fresh attempt budget; the outcome per
-    session (an error is reported for its session and the others go on)."""
+    """Consolidate each FAILED session again (`consolidate`: consolidate_session with the
+    deployment's models and stores) with a fresh attempt budget; the outcome per session (an
+    error is reported for its session and the others go on)."""
     outcomes: dict[str, str] = {}
     for session_id in memory.failed_sessions():
         memory.reset_consolidation(session_id)
         try:
-            result = consolidate_session(
-                session_id,
-                memory=memory,
-                summarizer=summarizer,
-                embedder=embedder,
-                index=index,
-                policy=policy,
-                now=now,
-                extractor=extractor,
-            )
-            outcomes[session_id] = result.outcome
+            outcomes[session_id] = consolidate(session_id).outcome
         except Exception as error:  # noqa: BLE001 - reported per session, the rest go on
             outcomes[session_id] = f"error: {_reason(error)}"
     return outcomes

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 
 from chatmemory import schema
 from chatmemory.clock import iso
@@ -270,30 +270,16 @@ def sweep(
     """One sweep: end idle sessions, start again lost consolidations, collect abandoned imports
     and stalled purges, each through every shard while time is left (what is left waits for
     the next sweep); then how long the oldest unconsolidated session has waited."""
-    page = policy.page_size
-    ended = sweep_idle_sessions(
-        memory,
-        now=now,
-        idle_minutes=policy.idle_minutes,
-        per_shard=page,
-        time_left=time_left,
-        workers=policy.workers,
-    )
+    # Each pass pages every shard in parallel, while time is left.
+    passes: dict[str, Any] = {
+        "now": now,
+        "per_shard": policy.page_size,
+        "time_left": time_left,
+        "workers": policy.workers,
+    }
+    ended = sweep_idle_sessions(memory, idle_minutes=policy.idle_minutes, **passes)
     retried = retry_lost_consolidations(
-        memory,
-        now=now,
-        retry_minutes=policy.retry_minutes,
-        limit=policy.retries_per_sweep,
-        per_shard=page,
-        time_left=time_left,
-        workers=policy.workers,
+        memory, retry_minutes=policy.retry_minutes, limit=policy.retries_per_sweep, **passes
     )
-    stale = sweep_stale_work(
-        memory,
-        now=now,
-        stale_minutes=policy.stale_minutes,
-        per_shard=page,
-        time_left=time_left,
-        workers=policy.workers,
-    )
+    stale = sweep_stale_work(memory, stale_minutes=policy.stale_minutes, **passes)
     return SweepResult(ended, retried, stale, oldest_unconsolidated(memory))

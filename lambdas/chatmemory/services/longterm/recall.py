@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import NamedTuple
 
 from chatmemory.domain import Source
 from chatmemory.errors import LongTermMemoryUnavailable
@@ -201,74 +202,83 @@ class Answer:
     remember: bool = True
 
 
-def answer_from_past(
+_PAST_INSTRUCTION = (
+    "Answer the question using only these notes from past conversations with the user. "
+    "If they do not contain the answer, say you do not remember."
+)
+_VERIFIED_INSTRUCTION = (
+    "Answer the question using only these verified passages and cite the passage ids in "
+    "brackets. If they do not contain the answer, say so."
+)
+
+
+class Grounding(NamedTuple):
+    """What one grounded answer is written from: its instruction, the blocks of its prompt,
+    the sources it cites, and what it says when nothing was found."""
+
+    instruction: str
+    blocks: list[str]
+    sources: list[Source]
+    nothing: str
+
+
+def past_grounding(sessions: Sequence[RankedSession]) -> Grounding:
+    """`/past`: the retrieved sessions' texts, their dates cited as sources."""
+    return Grounding(
+        _PAST_INSTRUCTION,
+        [f"[{s.date[:10]}] " + "\n".join(s.texts) for s in sessions],
+        [
+            Source(
+                kind=SourceKind.SESSION,
+                id=s.session_id,
+                title=s.title,
+                date=s.date,
+                score=round(s.score, 4),
+            )
+            for s in sessions
+        ],
+        NOTHING_REMEMBERED,
+    )
+
+
+def verified_grounding(passages: Sequence[RankedPassage]) -> Grounding:
+    """`/verified`: the passages, cited by doc_id/passage_id."""
+    return Grounding(
+        _VERIFIED_INSTRUCTION,
+        [f"[{p.doc.doc_id}#{p.doc.passage_id}] {p.doc.text}" for p in passages],
+        [
+            Source(
+                kind=SourceKind.PASSAGE,
+                id=f"{p.doc.doc_id}#{p.doc.passage_id}",
+                title=p.doc.title,
+                doc_id=p.doc.doc_id,
+                passage_id=p.doc.passage_id,
+                score=round(p.score, 4),
+            )
+            for p in passages
+        ],
+        NOTHING_VERIFIED,
+    )
+
+
+def answer_grounded(
     question: str,
-    sessions: Sequence[RankedSession],
+    grounding: Grounding,
     *,
     generator: TextGenerator,
     max_new_tokens: int,
     token_budget: int,
 ) -> Answer:
-    """One model call over the retrieved sessions; their dates are cited as sources."""
-    if not sessions:
-        return Answer(NOTHING_REMEMBERED, [], "none", remember=False)
-    blocks = [f"[{s.date[:10]}] " + "\n".join(s.texts) for s in sessions]
-    sources = [
-        Source(
-            kind=SourceKind.SESSION,
-            id=s.session_id,
-            title=s.title,
-            date=s.date,
-            score=round(s.score, 4),
-        )
-        for s in sessions
-    ]
-    instruction = (
-        "Answer the question using only these notes from past conversations with the user. "
-        "If they do not contain the answer, say you do not remember."
-    )
-    prompt = _grounded_prompt(instruction, blocks, question, token_budget)
-    return _answer(prompt, sources, generator, max_new_tokens)
-
-
-def answer_from_verified(
-    question: str,
-    passages: Sequence[RankedPassage],
-    *,
-    generator: TextGenerator,
-    max_new_tokens: int,
-    token_budget: int,
-) -> Answer:
-    """One model call over verified passages, citing doc_id/passage_id; none → say so."""
-    if not passages:
-        return Answer(NOTHING_VERIFIED, [], "none", remember=False)
-    blocks = [f"[{p.doc.doc_id}#{p.doc.passage_id}] {p.doc.text}" for p in passages]
-    sources = [
-        Source(
-            kind=SourceKind.PASSAGE,
-            id=f"{p.doc.doc_id}#{p.doc.passage_id}",
-            title=p.doc.title,
-            doc_id=p.doc.doc_id,
-            passage_id=p.doc.passage_id,
-            score=round(p.score, 4),
-        )
-        for p in passages
-    ]
-    instruction = (
-        "Answer the question using only these verified passages and cite the passage ids in "
-        "brackets. If they do not contain the answer, say so."
-    )
-    prompt = _grounded_prompt(instruction, blocks, question, token_budget)
-    return _answer(prompt, sources, generator, max_new_tokens)
-
-
-def _answer(
-    prompt: str, sources: list[Source], generator: TextGenerator, max_new_tokens: int
-) -> Answer:
-    """The model's answer to a grounded prompt, citing `sources`."""
+    """One model call over what was found, citing it; nothing found: say so, no call."""
+    if not grounding.sources:
+        return Answer(grounding.nothing, [], "none", remember=False)
+    prompt = _grounded_prompt(grounding.instruction, grounding.blocks, question, token_budget)
     generation = generator.generate(prompt, max_new_tokens=max_new_tokens)
     return Answer(
-        generation.text.strip(), sources, generation.model or generator.name, generation.remember
+        generation.text.strip(),
+        grounding.sources,
+        generation.model or generator.name,
+        generation.remember,
     )
 
 

@@ -99,20 +99,25 @@ def select_lines(lines: Sequence[str], budget: int, *, keep_opening: int = 2) ->
     return [lines[i] for i in sorted(chosen)]
 
 
-class ModelSummarizer:
-    """Summarizer on a TextGenerator: its context limit respected, its work bounded (above).
-    The model is called from up to `budget.concurrency` threads at once."""
+class ModelWork:
+    """Work done by calls of a TextGenerator (a summary, an extraction): its bounds, and a count
+    of its calls, made from up to `budget.concurrency` threads at once, and of its rounds."""
+
+    kind = "model"
+    default_max_new_tokens = 150
 
     def __init__(
         self,
         generator: TextGenerator,
         *,
-        max_new_tokens: int = 150,
-        budget: SummaryBudget = SummaryBudget(),
+        max_new_tokens: int | None = None,
+        budget: SummaryBudget = DEFAULT_BUDGET,
     ) -> None:
         self.generator = generator
-        self.name = f"summary:{generator.name}"
-        self.max_new_tokens = max_new_tokens
+        self.name = f"{self.kind}:{generator.name}"
+        self.max_new_tokens = (
+            self.default_max_new_tokens if max_new_tokens is None else max_new_tokens
+        )
         self.budget = budget
         self.calls = 0
         self.rounds = 0
@@ -123,11 +128,20 @@ class ModelSummarizer:
         # the token estimate's error.
         return int(self.generator.context_tokens * 0.9) - estimate_tokens(instruction) - 4
 
-    def _call(self, instruction: str, body: str, max_new_tokens: int) -> str:
+    def _generate(self, prompt: str, max_new_tokens: int) -> str:
+        """One model call, counted."""
         with self._count:
             self.calls += 1
-        prompt = f"{instruction}\n{body}\nSummary:"
-        return self.generator.generate(prompt, max_new_tokens=max_new_tokens).text.strip()
+        return self.generator.generate(prompt, max_new_tokens=max_new_tokens).text
+
+
+class ModelSummarizer(ModelWork):
+    """Summarizer on a TextGenerator: its context limit respected, its work bounded (above)."""
+
+    kind = "summary"
+
+    def _call(self, instruction: str, body: str, max_new_tokens: int) -> str:
+        return self._generate(f"{instruction}\n{body}\nSummary:", max_new_tokens).strip()
 
     def summarize(self, text: str, *, prior: str = "") -> str:
         """A summary of `text`, continuing `prior` (the summary of what came before it)."""

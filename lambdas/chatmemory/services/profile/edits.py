@@ -65,38 +65,35 @@ def state_record(
     extracted one, so it supersedes what it replaces ("I moved to Porto"). `owner` is the key
     the caller's data lives under (owner_of, or the session's user_id). Stating what is already
     remembered answers that record (made the caller's own), not a second one."""
-    return _stated(
+    record = _stated(
         owner,
         text,
-        record_type=record_type,
-        memory=memory,
-        embedder=embedder,
-        index=index,
+        record_type,
         now=now,
         make_id=make_id,
-        policy=policy,
         record_id=record_id,
         expires_at=expires_at,
-    )[1]
+    )
+    merge = record_id is None and expires_at is None
+    placed = _placed(
+        record, memory=memory, embedder=embedder, index=index, policy=policy, merge=merge
+    )
+    return placed[1]
 
 
 def _stated(
     owner: str,
     text: str,
-    *,
     record_type: RecordType | None,
-    memory: RecordStore,
-    embedder: Embedder,
-    index: LongTermIndex,
+    *,
     now: datetime,
     make_id: Callable[[], str],
-    policy: ProfilePolicy,
     record_id: str | None,
     namespace: tuple[str, ...] = (),
     generation: str = "",
     expires_at: int | None = None,
-) -> tuple[str, MemoryRecord]:
-    """state_record, with how the record was placed (place's outcome)."""
+) -> MemoryRecord:
+    """The record the caller states, classified, before it is placed."""
     from chatmemory.services.profile.extract import classify  # its patterns: not at cold start
 
     if len(text.strip()) > MAX_RECORD_CHARS:
@@ -105,7 +102,7 @@ def _stated(
 
     kind, subject = classify(text)
     at = iso(now)
-    record = MemoryRecord(
+    return MemoryRecord(
         record_id=record_id or stated_record_id(at, make_id),
         user_id=owner,
         type=record_type or kind,
@@ -118,15 +115,21 @@ def _stated(
         generation=generation,
         expires_at=expires_at,
     )
+
+
+def _placed(
+    record: MemoryRecord,
+    *,
+    memory: RecordStore,
+    embedder: Embedder,
+    index: LongTermIndex,
+    policy: ProfilePolicy,
+    merge: bool,
+) -> tuple[str, MemoryRecord]:
+    """A stated record placed (merged into what it repeats only with `merge`), with how."""
     [vector] = embedder.embed([record.text[:MAX_RECORD_ENTRY_CHARS]])
     return place(
-        record,
-        vector,
-        memory=memory,
-        embedder=embedder,
-        index=index,
-        policy=policy,
-        merge=record_id is None and expires_at is None,
+        record, vector, memory=memory, embedder=embedder, index=index, policy=policy, merge=merge
     )
 
 
@@ -156,20 +159,24 @@ def put_keyed_record(
     if existing is not None and existing.namespace != tuple(namespace):
         raise Conflict(f"record {record_id} belongs to another namespace")
     if existing is None:
-        outcome, record = _stated(
+        record = _stated(
             owner,
             text,
-            record_type=record_type,
-            memory=memory,
-            embedder=embedder,
-            index=index,
+            record_type,
             now=now,
             make_id=lambda: str(uuid.uuid4()),
-            policy=ProfilePolicy(),
             record_id=record_id,
             namespace=tuple(namespace),
             generation=uuid.uuid4().hex[:16],
             expires_at=expires_at,
+        )
+        outcome, record = _placed(
+            record,
+            memory=memory,
+            embedder=embedder,
+            index=index,
+            policy=ProfilePolicy(),
+            merge=False,
         )
         if outcome != "exists":
             return record, True

@@ -24,17 +24,15 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
 from chatmemory.domain import Turn
-from chatmemory.ports import ExtractedFact, TextGenerator
+from chatmemory.ports import ExtractedFact
 from chatmemory.schema import TEXT_STOPWORDS, Intent, RecordType, TurnOrigin
 from chatmemory.services.longterm.lexical import stem
 from chatmemory.services.longterm.summarize import (
-    DEFAULT_BUDGET,
-    SummaryBudget,
+    ModelWork,
     select_lines,
     split_lines,
 )
@@ -46,7 +44,7 @@ from chatmemory.services.profile.traits import (
     passing,
     reaction,
 )
-from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
+from chatmemory.services.prompt import clip_to_tokens
 
 # Sentences, and the clauses a dash sets apart ("Lots happened - I joined a new group").
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]+\s+")
@@ -463,30 +461,18 @@ def parse_facts(answer: str, turns: set[int]) -> list[ExtractedFact]:
     return facts
 
 
-class ModelExtractor:
+class ModelExtractor(ModelWork):
     """Extractor on a TextGenerator: bounded like summaries (at most `max_map_calls` calls,
     all at once); `calls` counts them."""
 
-    def __init__(
-        self,
-        generator: TextGenerator,
-        *,
-        max_new_tokens: int = 256,
-        budget: SummaryBudget = DEFAULT_BUDGET,
-    ) -> None:
-        self.generator = generator
-        self.name = f"extract:{generator.name}"
-        self.max_new_tokens = max_new_tokens
-        self.budget = budget
-        self.calls = 0
-        self._count = threading.Lock()
+    kind = "extract"
+    default_max_new_tokens = 256
 
     def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
         lines = [f"[{t.turn}] {t.input}" for t in sorted(said(turns), key=lambda t: t.turn)]
         if not lines:
             return []
-        space = int(self.generator.context_tokens * 0.9) - estimate_tokens(EXTRACT_INSTRUCTION) - 4
-        space = max(space - self.max_new_tokens // 2, 32)
+        space = max(self._space(EXTRACT_INSTRUCTION) - self.max_new_tokens // 2, 32)
         chunks = split_lines(lines, space)
         if len(chunks) > self.budget.max_map_calls:
             allowed = int(space * self.budget.max_map_calls * 0.9)
@@ -501,10 +487,8 @@ class ModelExtractor:
         return _with_open_questions(facts, turns)
 
     def _call(self, chunk: str) -> str:
-        with self._count:
-            self.calls += 1
         prompt = f"{EXTRACT_INSTRUCTION}\n{clip_to_tokens(chunk, 10_000)}\nFacts:"
-        return self.generator.generate(prompt, max_new_tokens=self.max_new_tokens).text
+        return self._generate(prompt, self.max_new_tokens)
 
 
 def _with_open_questions(found: list[ExtractedFact], turns: Sequence[Turn]) -> list[ExtractedFact]:

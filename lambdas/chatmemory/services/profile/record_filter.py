@@ -19,7 +19,7 @@ record's value without an error."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from chatmemory.errors import BadRequest
@@ -54,48 +54,59 @@ def check(conditions: Mapping[str, Any]) -> None:
 
 
 def _check_condition(wanted: Any, depth: int, budget: list[int]) -> None:
-    if isinstance(wanted, Mapping):
-        _deeper(depth)
-        operators = [k for k in wanted if str(k).startswith("$")]
-        if not operators:
-            for _, nested in wanted.items():
-                _count(budget, 1)
-                _check_condition(nested, depth + 1, budget)
-            return
-        unknown = [op for op in operators if op not in OPERATORS]
-        if unknown:
-            raise BadRequest(f"unsupported filter operator: {unknown[0]}")
-        if len(operators) != len(wanted):
-            field = next(k for k in wanted if not str(k).startswith("$"))
-            raise BadRequest(
-                f"a filter object holds operators or fields, not both: {operators[0]} and {field}"
-            )
-        for operand in wanted.values():
-            _count(budget, 1)
-            _check_operand(operand, depth + 1, budget)
-    elif isinstance(wanted, list | tuple):
-        _deeper(depth)
-        for item in wanted:
-            _check_condition(item, depth + 1, budget)
-    else:
-        _count(budget, 1)
+    _check_node(wanted, depth, budget, _check_fields_or_operators)
 
 
 def _check_operand(operand: Any, depth: int, budget: list[int]) -> None:
     """An operator's operand: a value (no operator inside), within the filter's bounds."""
-    if isinstance(operand, Mapping):
+    _check_node(operand, depth, budget, _check_value_object)
+
+
+def _check_node(
+    node: Any,
+    depth: int,
+    budget: list[int],
+    check_mapping: Callable[[Mapping[Any, Any], int, list[int]], None],
+) -> None:
+    """A condition's or an operand's node: an object (as `check_mapping` checks it), a list of
+    nodes of the same kind, or one value."""
+    if isinstance(node, Mapping):
         _deeper(depth)
-        for key, nested in operand.items():
-            if str(key).startswith("$"):
-                raise BadRequest(f"an operator's operand is a value, not a condition: {key}")
-            _count(budget, 1)
-            _check_operand(nested, depth + 1, budget)
-    elif isinstance(operand, list | tuple):
+        check_mapping(node, depth, budget)
+    elif isinstance(node, list | tuple):
         _deeper(depth)
-        for item in operand:
-            _check_operand(item, depth + 1, budget)
+        for item in node:
+            _check_node(item, depth + 1, budget, check_mapping)
     else:
         _count(budget, 1)
+
+
+def _check_fields_or_operators(wanted: Mapping[Any, Any], depth: int, budget: list[int]) -> None:
+    operators = [k for k in wanted if str(k).startswith("$")]
+    if not operators:
+        for _, nested in wanted.items():
+            _count(budget, 1)
+            _check_condition(nested, depth + 1, budget)
+        return
+    unknown = [op for op in operators if op not in OPERATORS]
+    if unknown:
+        raise BadRequest(f"unsupported filter operator: {unknown[0]}")
+    if len(operators) != len(wanted):
+        field = next(k for k in wanted if not str(k).startswith("$"))
+        raise BadRequest(
+            f"a filter object holds operators or fields, not both: {operators[0]} and {field}"
+        )
+    for operand in wanted.values():
+        _count(budget, 1)
+        _check_operand(operand, depth + 1, budget)
+
+
+def _check_value_object(operand: Mapping[Any, Any], depth: int, budget: list[int]) -> None:
+    for key, nested in operand.items():
+        if str(key).startswith("$"):
+            raise BadRequest(f"an operator's operand is a value, not a condition: {key}")
+        _count(budget, 1)
+        _check_operand(nested, depth + 1, budget)
 
 
 def _deeper(depth: int) -> None:

@@ -27,10 +27,11 @@ from chatmemory.services.conversation.turn.context import Memory, TurnContext
 from chatmemory.services.longterm.auto_recall import RecallSources, recall_for_turn
 from chatmemory.services.longterm.recall import (
     Answer,
-    answer_from_past,
-    answer_from_verified,
+    answer_grounded,
+    past_grounding,
     search_passages,
     search_sessions,
+    verified_grounding,
 )
 from chatmemory.services.profile.block import Candidates
 from chatmemory.services.profile.block import candidates as profile_candidates
@@ -245,9 +246,9 @@ def _recall(ctx: TurnContext, routed: Routed) -> Answer:
             live=lambda sessions, records: deps.memory.live(user_id, sessions, records),
         )
         floor = found[0].score * policy.recall_relative_floor if found else 0.0
-        return answer_from_past(
+        return answer_grounded(
             routed.text,
-            [s for s in found if s.score >= floor],
+            past_grounding([s for s in found if s.score >= floor]),
             generator=deps.generator,
             max_new_tokens=policy.max_new_tokens,
             token_budget=budget,
@@ -260,9 +261,9 @@ def _recall(ctx: TurnContext, routed: Routed) -> Answer:
         k=policy.verified_passages,
         min_score=policy.verified_min_score,
     )
-    return answer_from_verified(
+    return answer_grounded(
         routed.text,
-        passages,
+        verified_grounding(passages),
         generator=deps.generator,
         max_new_tokens=policy.max_new_tokens,
         token_budget=budget,
