@@ -152,7 +152,11 @@ class Config:
     tei_image_tag: str = "2.0.1-tei1.7.0-cpu-py310-ubuntu22.04"
 
     # Long-term memory search: an OpenSearch Service domain, an OpenSearch Serverless collection,
-    # or an S3 vector bucket (stacks/long_term.py).
+    # or an S3 vector bucket (stacks/long_term.py). A domain's instance type, data nodes, volume,
+    # shards and dedicated masters are by default what `daily_users` need
+    # (stacks/sizing.search_domain: the k-NN graphs in the plugin's memory, the entries on the
+    # volumes, shards of at most 50 GiB); each may be set, and a set instance type is given the
+    # nodes it needs. The defaults below are only where sizing does not apply.
     search_mode: SearchMode = "domain"
     search_instance_type: str = "t3.small.search"
     search_data_nodes: int = 1
@@ -162,8 +166,8 @@ class Config:
     # The long-term indexes a domain's index setup creates: primary shards (memories are routed
     # by user, so one search reads one shard; AWS's guidance is 10-50 GiB a shard) and vectors
     # on disk (32x quantized in memory), on by default from 1,024 dimensions: an HNSW graph of
-    # 4,096 floats takes about 18 KB of memory a vector, which a t3.small's k-NN memory fills
-    # at about 30,000 vectors. Neither changes an index that exists (docs/operations.md).
+    # 4,096 floats takes about 18 KB of memory a vector, quantized about 0.7 KB. Neither
+    # changes an index that exists (docs/operations.md).
     search_shards: int = 1
     search_on_disk: bool = False
     # S3 Vectors: how many vector buckets the users' memory indexes are spread over (10,000
@@ -214,8 +218,10 @@ class Config:
     records_indexes: tuple[str, ...] = ()
 
     # The load the deployment is planned for (stacks/sizing.py: 20 turns a user a day, sessions
-    # of 10 turns, peaks of 5x the average): the stage throttle, the S3 vector buckets and the
-    # capacity model's table follow from it (docs/cost.md).
+    # of 10 turns, peaks of 5x the average, 12 months of memories): the stage throttle, the S3
+    # vector buckets, the OpenSearch domain's size and the capacity model's table follow from
+    # it (docs/cost.md). A trial deployment of the default profile sets it low (a domain for a
+    # million daily users is 60 large data nodes: docs/decisions.md).
     daily_users: int = 1_000_000
 
     # Quotas. The text and embedding models' requests a minute in the region (Bedrock's
@@ -292,18 +298,15 @@ class Config:
         chosen = PROFILE_DEFAULTS[profile]
         text, embed, mode = _model_providers(raw, chosen)
         defaults: dict[str, Any] = {
-            # Production: keep logs a year, a search domain that survives an AZ outage, a WAF and
-            # Cognito threat protection; development stays cheap.
+            # Production: keep logs a year, a WAF and Cognito threat protection; development
+            # stays cheap. (The search domain follows the load, and in production survives an
+            # AZ outage: _plan.)
             "log_retention_days": 365 if production else 30,
-            "search_instance_type": "m6g.large.search" if production else "t3.small.search",
-            "search_data_nodes": 2 if production else 1,
-            "search_master_nodes": 3 if production else 0,
             "waf": production,
             "threat_protection": production,
             # A model provider may bring its payload format and embedding size.
             **TEXT_PROVIDERS[text].defaults,
             **EMBED_PROVIDERS[embed].defaults,
-            "search_shards": 2 if production else 1,
             # The profile's choices come last: they override the stage's (no WAF fee in the
             # serverless profile, even in production), and explicit settings override them.
             **chosen,
@@ -520,6 +523,25 @@ def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
     }
     for name, value in planned.items():
         if name not in raw or not values[name]:  # unset, or 0: the planned value
+            values[name] = value
+    if values["search_mode"] != "domain":
+        return
+    domain = sizing.search_domain(
+        load,
+        dimension=int(values["embed_dimension"]),
+        on_disk=bool(values["search_on_disk"]),
+        production=bool(values["production"]),
+        instance_type=str(raw["search_instance_type"]) if "search_instance_type" in raw else None,
+    )
+    for name, value in {
+        "search_instance_type": domain.instance_type,
+        "search_data_nodes": domain.data_nodes,
+        "search_volume_gb": domain.volume_gb,
+        "search_shards": domain.shards,
+        "search_master_nodes": domain.master_nodes,
+        "search_master_instance_type": domain.master_instance_type,
+    }.items():
+        if name not in raw:
             values[name] = value
 
 

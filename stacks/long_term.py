@@ -179,7 +179,10 @@ class LongTermMemory(Construct):
         body = json.dumps(
             [
                 schema.long_term_index_body(
-                    config.embed_dimension, shards=config.search_shards, on_disk=on_disk
+                    config.embed_dimension,
+                    shards=config.search_shards,
+                    on_disk=on_disk,
+                    serverless=self.serverless,
                 ),
                 schema.OPENSEARCH_RUNTIME_ROLE_BODY,
             ],

@@ -1103,15 +1103,25 @@ def _text_analysis() -> dict[str, Any]:
     }
 
 
+# Fields a domain's long-term indexes keep out of each document's stored _source: the vector
+# (4,096 floats are about 90 KB of JSON, most of an entry's bytes) is indexed for k-NN and kept
+# in the k-NN plugin's own files, and nothing reads it back (every search excludes it from its
+# hits; documents are written whole, never updated or reindexed from _source).
+SOURCE_EXCLUDES: tuple[str, ...] = ("embedding",)
+# The HNSW graph's links a vector (faiss `m`): what its memory is sized by (stacks/sizing.py).
+HNSW_M = 16
+
+
 def long_term_index_body(
-    dimension: int, *, shards: int = 1, on_disk: bool = False
+    dimension: int, *, shards: int = 1, on_disk: bool = False, serverless: bool = False
 ) -> dict[str, Any]:
     """Settings and mapping of both long-term indexes: HNSW on faiss (efficient filtered k-NN
     on `user_id`), BM25 on `text` for hybrid scoring, `shards` primary shards (memories are
     routed by owner: adapters/opensearch.py). `on_disk`: the vectors' graph quantized 32x in
     memory (binary quantization) and rescored from the full vectors on disk (OpenSearch 2.17+
     "disk-based vector search"): an HNSW graph of 4,096 float dimensions takes about 18 KB of
-    memory a vector, quantized about 0.7 KB."""
+    memory a vector, quantized about 0.7 KB. A domain keeps the vector out of the stored
+    _source (SOURCE_EXCLUDES); Serverless manages its documents' storage itself."""
     vectors: dict[str, Any] = {
         "type": "knn_vector",
         "dimension": dimension,
@@ -1119,18 +1129,21 @@ def long_term_index_body(
             "name": "hnsw",
             "engine": "faiss",
             "space_type": "innerproduct",
-            "parameters": {"m": 16, "ef_construction": 128},
+            "parameters": {"m": HNSW_M, "ef_construction": 128},
         },
     }
     if on_disk:
         vectors |= {"data_type": "float", "mode": "on_disk", "compression_level": "32x"}
+    mappings: dict[str, Any] = {"dynamic": "strict"}
+    if not serverless:
+        mappings["_source"] = {"excludes": list(SOURCE_EXCLUDES)}
     return {
         "settings": {
             "index": {"knn": True, "number_of_shards": shards},
             "analysis": _text_analysis(),
         },
-        "mappings": {
-            "dynamic": "strict",
+        "mappings": mappings
+        | {
             "properties": {
                 "doc_key": {"type": "keyword"},
                 "user_id": {"type": "keyword"},

@@ -13,6 +13,7 @@ from chatmemory import schema
 from chatmemory.errors import ConfigurationError
 from chatmemory.schema import EmbedFormat, TextFormat
 from chatmemory.settings import Settings
+from stacks import sizing
 from stacks.config import HANDOFF_MAX_NEGATIVE_TURNS, PREFIX, Config, context_key
 from tests.infra.synth import VARIANTS, Synth
 
@@ -61,7 +62,12 @@ def test_defaults_reference_existing_endpoints_behind_cognito_with_a_domain() ->
     assert (config.text_format, config.embed_format) == ("jumpstart-flan-t5", "jumpstart-gpt-j")
     assert config.embed_dimension == 4096  # GPT-J 6B embeddings
     assert (config.search_mode, config.auth) == ("domain", "cognito")
-    assert (config.search_data_nodes, config.search_master_nodes) == (1, 0)
+    # The domain is sized for the default load (a million daily users): sizing's own plan.
+    planned = sizing.search_domain(
+        sizing.Load(daily_users=config.daily_users), dimension=4096, on_disk=True, production=False
+    )
+    assert (config.search_instance_type, config.search_data_nodes) == planned[:2]
+    assert config.search_data_nodes > 1 and config.search_master_nodes == 3
     assert config.cors_origins == ("*",)
     assert not config.waf and not config.threat_protection
 
@@ -82,7 +88,10 @@ def test_the_prod_stage_turns_on_protection_and_availability() -> None:
     config = _from_context(stage="prod")
     assert config.production
     assert config.log_retention_days == 365
-    assert (config.search_data_nodes, config.search_master_nodes) == (2, 3)
+    assert config.search_data_nodes >= 2 and config.search_master_nodes == 3
+    small = _from_context(stage="prod", dailyUsers="1")
+    assert (small.search_data_nodes, small.search_master_nodes) == (2, 3)
+    assert not small.search_instance_type.startswith("t3")  # not for production
     assert config.zone_awareness
     assert config.waf and config.threat_protection
 
@@ -98,8 +107,8 @@ def test_a_domains_vectors_are_on_disk_from_1024_dimensions_and_production_has_t
     assert Config.from_mapping({"model_mode": "deploy"}).search_on_disk is False  # 384
     assert Config.from_mapping({"embed_dimension": "1024"}).search_on_disk is True
     assert Config.from_mapping({"search_on_disk": "false"}).search_on_disk is False
-    assert Config.from_mapping({}).search_shards == 1
-    assert Config.from_mapping({"stage": "prod"}).search_shards == 2
+    assert Config.from_mapping({"daily_users": "1"}).search_shards == 1
+    assert Config.from_mapping({"stage": "prod", "daily_users": "1"}).search_shards == 2
     with pytest.raises(ValueError, match="searchShards"):
         Config.from_mapping({"search_shards": "0"})
 
@@ -336,3 +345,44 @@ def test_every_function_environment_is_accepted_by_the_runtime_settings(
                 assert settings.agent_group == config.agent_group
             assert bool(settings.agent_role_arn) == (config.auth == "iam")
             assert bool(settings.event_bus_name) == config.handoff_events
+
+
+def test_the_domain_grows_with_the_daily_users_it_is_planned_for() -> None:
+    """dailyUsers sizes the domain: the k-NN graphs fit the plugin's memory, the entries the
+    volumes, the shards AWS's 50 GiB (up to an index's 1,024); a trial load gets one small
+    node, and a setting given explicitly wins."""
+    trial = Config.from_mapping({"daily_users": "10"})
+    assert (trial.search_instance_type, trial.search_data_nodes) == ("t3.small.search", 1)
+    assert (trial.search_master_nodes, trial.search_shards) == (0, 1)
+    sizes = [Config.from_mapping({"daily_users": str(n)}) for n in (10, 1_000, 100_000, 10**6)]
+    memory = [
+        c.search_data_nodes * sizing.instance(c.search_instance_type).knn_memory_bytes
+        for c in sizes
+    ]
+    storage = [c.search_data_nodes * c.search_volume_gb for c in sizes]
+    assert memory == sorted(memory) and len(set(memory)) == len(memory)
+    assert storage == sorted(storage) and len(set(storage)) == len(storage)
+    assert [c.search_shards for c in sizes] == sorted(c.search_shards for c in sizes)
+    for config in sizes:
+        entries = sizing.memory_entries(sizing.Load(daily_users=config.daily_users))
+        copies = sizing.copies(config.search_data_nodes)
+        kind = sizing.instance(config.search_instance_type)
+        assert kind is not None
+        graphs = entries * sizing.graph_bytes(4096, on_disk=True) * copies
+        assert graphs <= config.search_data_nodes * kind.knn_memory_bytes
+        data = entries * sizing.entry_bytes(4096, on_disk=True) * copies * 1.45
+        assert data <= config.search_data_nodes * config.search_volume_gb * sizing.GIB
+        assert config.search_volume_gb <= kind.max_volume_gib
+    chosen = Config.from_mapping(
+        {"daily_users": "100000", "search_instance_type": "r6g.large.search"}
+    )
+    assert chosen.search_instance_type == "r6g.large.search"
+    assert chosen.search_data_nodes > sizes[2].search_data_nodes  # more of the smaller nodes
+    assert (
+        Config.from_mapping({"daily_users": "100000", "search_data_nodes": "3"}).search_data_nodes
+        == 3
+    )
+    # Nothing of a domain is planned where there is none.
+    assert (
+        Config.from_mapping({"profile": "serverless"}).search_data_nodes == Config.search_data_nodes
+    )

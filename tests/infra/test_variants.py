@@ -12,6 +12,7 @@ import pytest
 from aws_cdk.assertions import Match
 
 from chatmemory import schema
+from stacks import sizing
 from stacks.config import Config
 from stacks.models import DEFAULT_MODEL_GEOGRAPHY, DEFAULT_MODELS_RULE
 from tests.infra.synth import VARIANTS, Synth, render, statements
@@ -613,7 +614,6 @@ def test_production_search_domain_is_highly_available(production: Synth) -> None
         {
             "ClusterConfig": Match.object_like(
                 {
-                    "InstanceCount": 2,
                     "ZoneAwarenessEnabled": True,
                     "DedicatedMasterEnabled": True,
                     "DedicatedMasterCount": 3,
@@ -623,6 +623,40 @@ def test_production_search_domain_is_highly_available(production: Synth) -> None
     )
     (domain,) = production.resources("AWS::OpenSearchService::Domain").values()
     assert domain["DeletionPolicy"] == "Retain"
+    count = domain["Properties"]["ClusterConfig"]["InstanceCount"]
+    assert count >= 2 and count % 2 == 0  # as many in each of the two AZs
+
+
+def _domain_size(synth: Synth) -> tuple[str, int, int, str]:
+    """A domain's instance type and count, its volume (GiB) and the shards its setup creates."""
+    (domain,) = synth.resources("AWS::OpenSearchService::Domain").values()
+    props = domain["Properties"]
+    setup = synth.stack.long_term.setup_function
+    assert setup is not None
+    return (
+        props["ClusterConfig"]["InstanceType"],
+        props["ClusterConfig"]["InstanceCount"],
+        props["EBSOptions"]["VolumeSize"],
+        _env(synth, setup)[schema.ENV_OPENSEARCH_SHARDS],
+    )
+
+
+def test_the_domain_in_the_template_grows_with_the_daily_users_it_is_planned_for(
+    default: Synth, synth_cache: Synthesize
+) -> None:
+    """dailyUsers sizes the domain the template deploys (stacks/sizing.search_domain): a trial
+    load gets one small node; the default load (a million daily users) as many large nodes,
+    volume and shards as its memories need."""
+    trial = _domain_size(synth_cache(dailyUsers="10"))
+    assert trial == ("t3.small.search", 1, 10, "1")
+    kind, nodes, volume, shards = _domain_size(default)
+    planned = sizing.search_domain(
+        sizing.Load(daily_users=1_000_000), dimension=4096, on_disk=True, production=False
+    )
+    assert (kind, nodes, volume, int(shards)) == planned[:4]
+    assert nodes > trial[1] and volume > trial[2] and int(shards) > int(trial[3])
+    memory = sizing.instance(kind)
+    assert memory is not None and memory.memory_gib > 2  # not a t3.small
 
 
 def test_production_api_has_a_waf_and_users_get_threat_protection(production: Synth) -> None:
@@ -647,10 +681,13 @@ def test_production_keeps_logs_a_year(production: Synth) -> None:
         assert group["DeletionPolicy"] == "Retain"
 
 
-def test_development_keeps_waf_off_and_cheap_search(synth_cache: Synthesize) -> None:
+def test_development_keeps_waf_off_and_cheap_search_for_a_trial_load(
+    synth_cache: Synthesize,
+) -> None:
     default = synth_cache()
     default.template.resource_count_is("AWS::WAFv2::WebACL", 0)
-    default.template.has_resource_properties(
+    trial = synth_cache(dailyUsers="10")
+    trial.template.has_resource_properties(
         "AWS::OpenSearchService::Domain",
         {
             "ClusterConfig": Match.object_like(

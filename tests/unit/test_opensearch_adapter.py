@@ -173,6 +173,9 @@ def test_missing_indexes_are_created_with_the_schema_body(exchange: Exchange) ->
     # What the schema promises, spelled out once here: faiss HNSW, 384 dims, keyword user_id.
     assert body["settings"]["index"] == {"knn": True, "number_of_shards": 1}
     assert body["mappings"]["properties"]["user_id"] == {"type": "keyword"}
+    # A domain stores no vector in a document's _source (most of its bytes: 4,096 floats are
+    # about 90 KB of JSON); the k-NN plugin keeps it, and no hit carries it back.
+    assert body["mappings"]["_source"] == {"excludes": ["embedding"]}
     # Stopwords out, Porter stems: what the embedded index's FTS5 query does too.
     assert body["mappings"]["properties"]["text"] == {"type": "text", "analyzer": "memory_text"}
     assert body["settings"]["analysis"]["analyzer"]["memory_text"]["filter"] == [
@@ -364,7 +367,8 @@ def test_serverless_indexes_are_created_without_number_of_shards(exchange: Excha
 
     body = exchange.sent[1].json()
     assert body["settings"]["index"] == {"knn": True}
-    assert body["mappings"] == schema.long_term_index_body(DIMENSION)["mappings"]
+    assert body["mappings"] == schema.long_term_index_body(DIMENSION, serverless=True)["mappings"]
+    assert "_source" not in body["mappings"]  # Serverless manages its documents' storage
 
 
 def test_a_domains_indexes_are_created_with_its_shards_and_vectors_on_disk(

@@ -19,7 +19,7 @@ from chatmemory.ports import Candidate, MemoryDoc
 
 _DOC_FIELDS = frozenset(f.name for f in fields(MemoryDoc))
 # Hits never carry the vector back: it is large and the ranking code only needs the score.
-_NO_VECTOR = {"excludes": ["embedding"]}
+_NO_VECTOR = {"excludes": list(schema.SOURCE_EXCLUDES)}
 
 
 def opensearch_client(
@@ -99,7 +99,10 @@ class OpenSearchLongTermIndex:
         add to an existing index the fields a newer schema.py defines (its shard count and its
         vectors' mode stay as they were created: a change of either needs a new index)."""
         body = schema.long_term_index_body(
-            self._dimension, shards=self._shards, on_disk=self._on_disk and not self._serverless
+            self._dimension,
+            shards=self._shards,
+            on_disk=self._on_disk and not self._serverless,
+            serverless=self._serverless,
         )
         if self._serverless:
             # Serverless manages shards itself and rejects the setting.
