@@ -13,6 +13,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
+    Annotations,
     Aws,
     CustomResource,
     Duration,
@@ -346,6 +347,17 @@ class LongTermMemory(Construct):
             "Statement": Lazy.any(_Later(lambda: self._domain_statements(domain_arn))),
         }
         self.domain = domain
+        if not config.production and config.search_data_nodes > 2:
+            # A development stack billed like a production cluster: said at every synth, so a
+            # deploy of the defaults (a million daily users) is not a surprise on the bill.
+            Annotations.of(domain).add_warning_v2(
+                "chatmemory:domainSize",
+                f"The long-term memory domain is sized for dailyUsers={config.daily_users:,}: "
+                f"{config.search_data_nodes} x {config.search_instance_type} of "
+                f"{config.search_volume_gb:,} GiB and {config.search_master_nodes} dedicated "
+                "masters, billed by the hour from the first one. Set chatmemory:dailyUsers to "
+                "the users you expect (docs/deploy/default.md).",
+            )
         reason_vpc = (
             "Public endpoint on purpose: the Lambdas run outside a VPC (no NAT gateway or "
             "interface endpoints to pay for while idle). Every request must be SigV4-signed by "

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Annotations, Match
 
 from chatmemory import schema
 from stacks import sizing
@@ -657,6 +657,18 @@ def test_the_domain_in_the_template_grows_with_the_daily_users_it_is_planned_for
     assert nodes > trial[1] and volume > trial[2] and int(shards) > int(trial[3])
     memory = sizing.instance(kind)
     assert memory is not None and memory.memory_gib > 2  # not a t3.small
+
+
+def test_a_development_domain_sized_like_a_cluster_is_a_warning_at_synth(
+    default: Synth, synth_cache: Synthesize
+) -> None:
+    """The defaults deploy a domain for a million daily users: every synth says so, with the
+    setting that sizes it; a trial load's one node says nothing."""
+    Annotations.from_stack(default.stack).has_warning(
+        "*", Match.string_like_regexp(r"sized for dailyUsers=1,000,000: 60 x r6g\.12xlarge")
+    )
+    trial = synth_cache(dailyUsers="10")
+    Annotations.from_stack(trial.stack).has_no_warning("*", Match.string_like_regexp("dailyUsers"))
 
 
 def test_production_api_has_a_waf_and_users_get_threat_protection(production: Synth) -> None:
