@@ -532,6 +532,7 @@ def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
         on_disk=bool(values["search_on_disk"]),
         production=bool(values["production"]),
         instance_type=str(raw["search_instance_type"]) if "search_instance_type" in raw else None,
+        data_nodes=int(values["search_data_nodes"]) if "search_data_nodes" in raw else None,
     )
     for name, value in {
         "search_instance_type": domain.instance_type,

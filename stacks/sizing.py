@@ -137,6 +137,8 @@ STORAGE_OVERHEAD = 1.45
 # one user's memories reads one shard whatever its size); an index holds at most 1,024 primary
 # shards (OpenSearch's index.number_of_shards).
 SHARD_GIB = 50
+# AWS's "Shard strategy": at most 25 shards a GiB of a data node's JVM heap.
+SHARDS_PER_HEAP_GIB = 25
 MAX_SHARDS = limits.OPENSEARCH_SHARDS_PER_INDEX
 # The fewest data nodes of the smallest instance type that holds the load, up to this many;
 # beyond, the largest type, as many as needed (AWS's default quota: 80 instances a domain).
@@ -152,12 +154,15 @@ class SearchInstance(NamedTuple):
     max_volume_gib: int
 
     @property
+    def heap_gib(self) -> float:
+        """OpenSearch Service gives the JVM heap half of the memory, at most 32 GiB."""
+        return min(self.memory_gib / 2, 32)
+
+    @property
     def knn_memory_bytes(self) -> float:
-        """What the k-NN plugin may use for graphs: OpenSearch Service gives the JVM heap half
-        of the memory (at most 32 GiB), and the plugin's circuit breaker half of the rest
-        (knn.memory.circuit_breaker.limit: 50%)."""
-        heap = min(self.memory_gib / 2, 32)
-        return (self.memory_gib - heap) * 0.5 * GIB
+        """What the k-NN plugin may use for graphs: half of what the heap leaves (its circuit
+        breaker, knn.memory.circuit_breaker.limit: 50%)."""
+        return (self.memory_gib - self.heap_gib) * 0.5 * GIB
 
 
 # The ladder the domain is sized on (memory: AWS's instance types; the largest gp3 volume of
@@ -233,10 +238,13 @@ def search_domain(
     on_disk: bool,
     production: bool,
     instance_type: str | None = None,
+    data_nodes: int | None = None,
 ) -> DomainSize:
     """The instance type, data nodes, volume and shards of a domain that holds `load`'s
     long-term memory (production: at least two nodes in two AZs and three dedicated masters);
-    `instance_type`, when one of SEARCH_INSTANCES, is used instead of the smallest that fits."""
+    `instance_type`, when one of SEARCH_INSTANCES, is used instead of the smallest that fits,
+    and `data_nodes` instead of the nodes it needs. The shards are never more than the nodes'
+    heaps hold (AWS: at most 25 shards a GiB of heap)."""
     entries = memory_entries(load)
     graphs = entries * graph_bytes(dimension, on_disk)
     data = entries * entry_bytes(dimension, on_disk)
@@ -264,9 +272,12 @@ def search_domain(
             break
     assert plan is not None
     kind, nodes = plan
+    nodes = data_nodes or nodes
     per_node = copies(nodes) * data * STORAGE_OVERHEAD / nodes / GIB
     volume = min(kind.max_volume_gib, max(10, math.ceil(per_node)))
-    shards = min(MAX_SHARDS, max(2 if production else 1, math.ceil(data / (SHARD_GIB * GIB))))
+    held = nodes * SHARDS_PER_HEAP_GIB * kind.heap_gib // copies(nodes)
+    wanted = max(2 if production else 1, math.ceil(data / (SHARD_GIB * GIB)))
+    shards = max(1, min(MAX_SHARDS, int(held), wanted))
     masters = 3 if production or nodes > 2 else 0
     master = next((t for most, t in MASTER_INSTANCES if nodes <= most), MASTER_INSTANCES[-1][1])
     return DomainSize(kind.name, nodes, volume, shards, masters, master)

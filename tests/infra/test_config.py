@@ -382,6 +382,12 @@ def test_the_domain_grows_with_the_daily_users_it_is_planned_for() -> None:
         Config.from_mapping({"daily_users": "100000", "search_data_nodes": "3"}).search_data_nodes
         == 3
     )
+    # A domain set by hand gets no more shards than its nodes' heaps hold (25 a GiB): the
+    # former development domain (one t3.small, a 1 GiB heap) for the default million users.
+    former = Config.from_mapping(
+        {"search_instance_type": "t3.small.search", "search_data_nodes": "1"}
+    )
+    assert (former.search_data_nodes, former.search_shards) == (1, 25)
     # Nothing of a domain is planned where there is none.
     assert (
         Config.from_mapping({"profile": "serverless"}).search_data_nodes == Config.search_data_nodes
