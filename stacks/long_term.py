@@ -137,6 +137,8 @@ class LongTermMemory(Construct):
         self.provider: cr.Provider | None = None
         self.provider_function: lambda_.Function | None = None
         self.index_setup: CustomResource | None = None
+        # The body the index setup creates the OpenSearch indexes with (None: S3 Vectors).
+        self.index_body: dict[str, Any] | None = None
         if config.search_mode == "s3vectors":
             self.bucket_name = self._vector_bucket()
             self.environment = {
@@ -177,18 +179,13 @@ class LongTermMemory(Construct):
         self._grant_setup()
         self.provider = self._provider()
         # What the setup writes: the index bodies and (on a domain) the runtime's security role.
-        body = json.dumps(
-            [
-                schema.long_term_index_body(
-                    config.embed_dimension,
-                    shards=config.search_shards,
-                    on_disk=on_disk,
-                    serverless=self.serverless,
-                ),
-                schema.OPENSEARCH_RUNTIME_ROLE_BODY,
-            ],
-            sort_keys=True,
+        self.index_body = schema.long_term_index_body(
+            config.embed_dimension,
+            shards=config.search_shards,
+            on_disk=on_disk,
+            serverless=self.serverless,
         )
+        body = json.dumps([self.index_body, schema.OPENSEARCH_RUNTIME_ROLE_BODY], sort_keys=True)
         # Not "Indexes" as before the Provider: CloudFormation never changes a custom resource's
         # service token, so the resource is replaced (handlers/index_setup.py answers the old
         # one's Delete).

@@ -4,6 +4,7 @@ test_stack.py: what each option changes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
@@ -657,6 +658,23 @@ def test_the_domain_in_the_template_grows_with_the_daily_users_it_is_planned_for
     assert nodes > trial[1] and volume > trial[2] and int(shards) > int(trial[3])
     memory = sizing.instance(kind)
     assert memory is not None and memory.memory_gib > 2  # not a t3.small
+
+
+def test_the_domain_s_indexes_keep_no_vector_in_their_source_and_serverless_s_do(
+    default: Synth, serverless: Synth
+) -> None:
+    """The mapping the index setup creates a domain's indexes with (its digest is the custom
+    resource's IndexBodySha256, so a change re-runs the setup) excludes the vector from the
+    stored _source; a Serverless collection's mapping has no _source setting."""
+    body = default.stack.long_term.index_body
+    assert body is not None and body["mappings"]["_source"] == {"excludes": ["embedding"]}
+    assert body["settings"]["index"]["number_of_shards"] == int(_domain_size(default)[3])
+    digest = hashlib.sha256(
+        json.dumps([body, schema.OPENSEARCH_RUNTIME_ROLE_BODY], sort_keys=True).encode()
+    ).hexdigest()
+    default.template.has_resource_properties("Custom::LongTermIndexes", {"IndexBodySha256": digest})
+    collection = serverless.stack.long_term.index_body
+    assert collection is not None and "_source" not in collection["mappings"]
 
 
 def test_a_development_domain_sized_like_a_cluster_is_a_warning_at_synth(
