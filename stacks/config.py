@@ -169,6 +169,9 @@ class Config:
     # 4,096 floats takes about 18 KB of memory a vector, quantized about 0.7 KB. Neither
     # changes an index that exists (docs/operations.md).
     search_shards: int = 1
+    # How many memory indexes a domain's owners are spread over (an index holds at most 1,024
+    # primary shards): planned with the shards; it must not change once memories are written.
+    search_memory_indexes: int = 1
     search_on_disk: bool = False
     # S3 Vectors: how many vector buckets the users' memory indexes are spread over (10,000
     # indexes a bucket; the buckets are made as their first index is, so an unused one costs
@@ -352,6 +355,10 @@ class Config:
             raise ValueError("searchDataNodes must be at least 1")
         if not 1 <= self.search_shards <= 1024:
             raise ValueError("searchShards must be between 1 and 1024")
+        if not 1 <= self.search_memory_indexes <= 64:
+            raise ValueError("searchMemoryIndexes must be between 1 and 64")
+        if self.search_memory_indexes > 1 and self.search_mode != "domain":
+            raise ValueError("searchMemoryIndexes above 1 needs searchMode=domain")
         if self.search_master_nodes not in (0, 3, 5):
             raise ValueError("searchMasterNodes must be 0, 3 or 5")
         if not self.cors_origins:
@@ -541,6 +548,7 @@ def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
         "search_shards": domain.shards,
         "search_master_nodes": domain.master_nodes,
         "search_master_instance_type": domain.master_instance_type,
+        "search_memory_indexes": domain.memory_indexes,
     }.items():
         if name not in raw:
             values[name] = value

@@ -139,6 +139,10 @@ class LongTermMemory(Construct):
         self.index_setup: CustomResource | None = None
         # The body the index setup creates the OpenSearch indexes with (None: S3 Vectors).
         self.index_body: dict[str, Any] | None = None
+        # The runtime's security role on a domain (what the setup writes with the index body).
+        self.runtime_role_body: dict[str, Any] | None = None
+        # The memory indexes of a domain (S3 Vectors: an index per owner, not these).
+        self.memory_indexes: tuple[str, ...] = (schema.MEMORY_INDEX,)
         if config.search_mode == "s3vectors":
             self.bucket_name = self._vector_bucket()
             self.environment = {
@@ -160,6 +164,10 @@ class LongTermMemory(Construct):
             schema.ENV_OPENSEARCH_SERVERLESS: "true" if self.serverless else "false",
             schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
         }
+        # A domain's owners spread over several memory indexes (an index holds 1,024 shards).
+        self.memory_indexes = schema.memory_index_names(config.search_memory_indexes)
+        if len(self.memory_indexes) > 1:
+            self.environment[schema.ENV_OPENSEARCH_MEMORY_INDEXES] = str(len(self.memory_indexes))
         # How the setup creates the indexes (a domain's shards and vectors on disk).
         on_disk = config.search_on_disk and not self.serverless
         creation = {
@@ -185,7 +193,8 @@ class LongTermMemory(Construct):
             on_disk=on_disk,
             serverless=self.serverless,
         )
-        body = json.dumps([self.index_body, schema.OPENSEARCH_RUNTIME_ROLE_BODY], sort_keys=True)
+        self.runtime_role_body = schema.opensearch_runtime_role_body(len(self.memory_indexes))
+        body = json.dumps([self.index_body, self.runtime_role_body], sort_keys=True)
         # Not "Indexes" as before the Provider: CloudFormation never changes a custom resource's
         # service token, so the resource is replaced (handlers/index_setup.py answers the old
         # one's Delete).
@@ -657,10 +666,18 @@ class LongTermMemory(Construct):
             return
         self._runtime_roles.arns.append(role.role_arn)
         if self.domain is not None:
-            paths = [f"/{index}/_search" for index in search]
-            paths += [f"/{index}/_msearch" for index in msearch]
-            paths += [f"/{index}/_bulk" for index in bulk]
-            paths += [f"/{index}/_delete_by_query" for index in delete_by_query]
+            # Memories: every memory index the owners are spread over.
+            def named(indexes: Sequence[str]) -> list[str]:
+                return [
+                    name
+                    for index in indexes
+                    for name in (self.memory_indexes if index == schema.MEMORY_INDEX else (index,))
+                ]
+
+            paths = [f"/{index}/_search" for index in named(search)]
+            paths += [f"/{index}/_msearch" for index in named(msearch)]
+            paths += [f"/{index}/_bulk" for index in named(bulk)]
+            paths += [f"/{index}/_delete_by_query" for index in named(delete_by_query)]
             self._allow_http(role, _POST, paths)
             return
         permissions: dict[str, set[str]] = {}
@@ -688,8 +705,9 @@ class LongTermMemory(Construct):
         existing index (GET, then PUT /<index>/_mapping), and on a domain the two security API
         paths of the runtime role, which the setup writes with PUT as the FGAC master user."""
         if self.domain is not None:
-            indexes = [f"/{index}" for index in schema.LONG_TERM_INDEXES]
-            mappings = [f"/{index}/_mapping" for index in schema.LONG_TERM_INDEXES]
+            names = (*self.memory_indexes, schema.PASSAGE_INDEX)
+            indexes = [f"/{index}" for index in names]
+            mappings = [f"/{index}/_mapping" for index in names]
             security = [
                 f"/_plugins/_security/api/{path}/{schema.OPENSEARCH_RUNTIME_ROLE}"
                 for path in ("roles", "rolesmapping")

@@ -223,6 +223,7 @@ class DomainSize(NamedTuple):
     shards: int
     master_nodes: int
     master_instance_type: str
+    memory_indexes: int = 1
 
 
 def copies(data_nodes: int) -> int:
@@ -275,9 +276,12 @@ def search_domain(
     nodes = data_nodes or nodes
     per_node = copies(nodes) * data * STORAGE_OVERHEAD / nodes / GIB
     volume = min(kind.max_volume_gib, max(10, math.ceil(per_node)))
-    held = nodes * SHARDS_PER_HEAP_GIB * kind.heap_gib // copies(nodes)
-    wanted = max(2 if production else 1, math.ceil(data / (SHARD_GIB * GIB)))
-    shards = max(1, min(MAX_SHARDS, int(held), wanted))
+    # Shards of at most SHARD_GIB, no more than the nodes' heaps hold, over as many memory
+    # indexes as an index's MAX_SHARDS make necessary (the passages' index gets as many).
+    held = int(nodes * SHARDS_PER_HEAP_GIB * kind.heap_gib // copies(nodes))
+    wanted = max(1, min(held, max(2 if production else 1, math.ceil(data / (SHARD_GIB * GIB)))))
+    indexes = math.ceil(wanted / MAX_SHARDS)
+    shards = math.ceil(wanted / indexes)
     masters = 3 if production or nodes > 2 else 0
     master = next((t for most, t in MASTER_INSTANCES if nodes <= most), MASTER_INSTANCES[-1][1])
-    return DomainSize(kind.name, nodes, volume, shards, masters, master)
+    return DomainSize(kind.name, nodes, volume, shards, masters, master, indexes)

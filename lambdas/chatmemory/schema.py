@@ -916,28 +916,58 @@ ENV_CORS_ORIGINS = "CORS_ALLOW_ORIGINS"
 MEMORY_INDEX = "conversation-memories"
 PASSAGE_INDEX = "verified-passages"
 LONG_TERM_INDEXES = (MEMORY_INDEX, PASSAGE_INDEX)
+
+
+def memory_index_names(count: int = 1) -> tuple[str, ...]:
+    """The memory indexes of a domain whose owners are spread over `count` of them (an index
+    holds at most 1,024 primary shards): MEMORY_INDEX, then MEMORY_INDEX-1 ... -<count-1>."""
+    return (MEMORY_INDEX, *(f"{MEMORY_INDEX}-{n}" for n in range(1, count)))
+
+
+def memory_index_of(owner: str, count: int = 1) -> str:
+    """The memory index of an owner key among `count` (a digest of the key: stable, even)."""
+    if count <= 1:
+        return MEMORY_INDEX
+    digest = hashlib.sha256(owner.encode()).digest()
+    return memory_index_names(count)[int.from_bytes(digest[:8], "big") % count]
+
+
+def long_term_index_names(memory_indexes: int = 1) -> tuple[str, ...]:
+    """Every index of a domain's long-term memory: the memory indexes, then the passages'."""
+    return (*memory_index_names(memory_indexes), PASSAGE_INDEX)
+
+
 # On a managed domain with fine-grained access control, the Lambdas' IAM roles are mapped to this
 # OpenSearch security role (read/write on the indexes above only) by the index-setup resource.
 OPENSEARCH_RUNTIME_ROLE = "chatmemory_runtime"
+
+
 # Document reads and writes (search, bulk, delete-by-query) on the two indexes, and the
 # cluster-level half of bulk and multi-search; no index creation, mapping or admin rights but
 # one: a delete-by-query with refresh=true (the adapter's, so searches stop seeing what was
 # deleted when the request returns) ends with a refresh of its own, indices:admin/refresh,
 # which `crud` does not include (the security plugin refuses it with 403).
-OPENSEARCH_RUNTIME_ROLE_BODY: dict[str, Any] = {
-    "description": "Chat memory Lambdas: read and write long-term memory documents",
-    "cluster_permissions": ["cluster_composite_ops"],
-    "index_permissions": [
-        {
-            "index_patterns": list(LONG_TERM_INDEXES),
-            "allowed_actions": ["crud", "indices:admin/refresh*"],
-        }
-    ],
-}
+def opensearch_runtime_role_body(memory_indexes: int = 1) -> dict[str, Any]:
+    """The runtime's security role on a domain whose owners are spread over `memory_indexes`."""
+    return {
+        "description": "Chat memory Lambdas: read and write long-term memory documents",
+        "cluster_permissions": ["cluster_composite_ops"],
+        "index_permissions": [
+            {
+                "index_patterns": list(long_term_index_names(memory_indexes)),
+                "allowed_actions": ["crud", "indices:admin/refresh*"],
+            }
+        ],
+    }
+
+
+OPENSEARCH_RUNTIME_ROLE_BODY = opensearch_runtime_role_body()
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
 # How the index setup creates the indexes on a domain: primary shards, and vectors on disk.
 ENV_OPENSEARCH_SHARDS = "OPENSEARCH_SHARDS"
+# How many memory indexes a domain's owners are spread over (memory_index_of).
+ENV_OPENSEARCH_MEMORY_INDEXES = "OPENSEARCH_MEMORY_INDEXES"
 ENV_OPENSEARCH_ON_DISK = "OPENSEARCH_ON_DISK"
 # Amazon S3 Vectors: the stack's vector bucket (the verified passages' index, and the shared
 # memory index of deployments made before memories were indexed per user), and how many buckets

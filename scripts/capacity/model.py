@@ -505,7 +505,7 @@ def _domain(measured: Measured, one: Load, config: Config) -> list[Component]:
     entry = sizing.entry_bytes(dimension, on_disk, stored_source_bytes(measured))
     copies = sizing.copies(nodes)
     mode = "on disk, 32x" if on_disk else "in memory"
-    shards = config.search_shards
+    shards, indexes = config.search_shards, config.search_memory_indexes
     largest = sizing.SEARCH_INSTANCES[-1]
     # Data nodes a daily user needs on the largest instance type (both copies of each shard).
     nodes_per_daily_user = max(
@@ -537,14 +537,15 @@ def _domain(measured: Measured, one: Load, config: Config) -> list[Component]:
             "dailyUsers (searchVolumeGb, searchDataNodes)",
         ),
         Component(
-            "OpenSearch memory index: primary shards",
+            "OpenSearch memory indexes: primary shards",
             "GiB",
             entries * entry / sizing.GIB,
-            shards * sizing.SHARD_GIB,
-            HARD if shards >= limits.OPENSEARCH_SHARDS_PER_INDEX else SETTING,
-            f"{shards:,} shards of at most {sizing.SHARD_GIB} GiB (AWS's guidance; an index "
-            f"has at most {limits.OPENSEARCH_SHARDS_PER_INDEX:,}, fixed when it is made)",
-            "dailyUsers (searchShards)",
+            indexes * shards * sizing.SHARD_GIB,
+            SETTING,
+            f"{indexes} memory index{'es' if indexes > 1 else ''} of {shards:,} shards of at most "
+            f"{sizing.SHARD_GIB} GiB (AWS's guidance; an index has at most "
+            f"{limits.OPENSEARCH_SHARDS_PER_INDEX:,} shards, fixed when it is made)",
+            "dailyUsers (searchShards, searchMemoryIndexes)",
         ),
         Component(
             "OpenSearch domain: instances (data nodes on the largest type)",

@@ -137,7 +137,9 @@ def section() -> str:
                 f"excluded); with its vector and graph on disk, {number(entry)} bytes."
                 f" Deployed for the default `dailyUsers` ({config.daily_users:,}): "
                 f"{config.search_data_nodes} x {config.search_instance_type} with "
-                f"{config.search_volume_gb:,} GiB each, {config.search_shards:,} shards, "
+                f"{config.search_volume_gb:,} GiB each, {config.search_memory_indexes} memory "
+                f"index{'es' if config.search_memory_indexes > 1 else ''} of "
+                f"{config.search_shards:,} shards, "
                 f"{config.search_master_nodes} x {config.search_master_instance_type} "
                 "dedicated masters."
             )

@@ -388,6 +388,12 @@ def test_the_domain_grows_with_the_daily_users_it_is_planned_for() -> None:
         {"search_instance_type": "t3.small.search", "search_data_nodes": "1"}
     )
     assert (former.search_data_nodes, former.search_shards) == (1, 25)
+    # Past an index's 1,024 shards the owners are spread over several memory indexes, each of
+    # the shards AWS's guidance takes.
+    assert [c.search_memory_indexes for c in sizes] == [1, 1, 1, 3]
+    assert all(c.search_shards <= 1024 for c in sizes)
+    with pytest.raises(ValueError, match="searchMemoryIndexes"):
+        Config.from_mapping({"profile": "serverless", "search_memory_indexes": "2"})
     # Nothing of a domain is planned where there is none.
     assert (
         Config.from_mapping({"profile": "serverless"}).search_data_nodes == Config.search_data_nodes

@@ -656,6 +656,20 @@ def test_the_domain_in_the_template_grows_with_the_daily_users_it_is_planned_for
     )
     assert (kind, nodes, volume, int(shards)) == planned[:4]
     assert nodes > trial[1] and volume > trial[2] and int(shards) > int(trial[3])
+    # Past an index's 1,024 shards, owners are spread over several memory indexes, each made
+    # by the setup, named to the runtime and granted by name (not by a pattern).
+    assert planned.memory_indexes > 1
+    names = schema.memory_index_names(planned.memory_indexes)
+    chat = _env(default, default.stack.api.handler)
+    assert chat[schema.ENV_OPENSEARCH_MEMORY_INDEXES] == str(planned.memory_indexes)
+    granted = json.dumps(default.json)
+    for name in names:
+        assert f"/{name}/_msearch" in granted and f"/{name}/_bulk" in granted
+    role = default.stack.long_term.runtime_role_body
+    assert role is not None
+    assert role["index_permissions"][0]["index_patterns"] == [*names, schema.PASSAGE_INDEX]
+    small = synth_cache(dailyUsers="10")
+    assert schema.ENV_OPENSEARCH_MEMORY_INDEXES not in _env(small, small.stack.api.handler)
     memory = sizing.instance(kind)
     assert memory is not None and memory.memory_gib > 2  # not a t3.small
 
@@ -669,9 +683,9 @@ def test_the_domain_s_indexes_keep_no_vector_in_their_source_and_serverless_s_do
     body = default.stack.long_term.index_body
     assert body is not None and body["mappings"]["_source"] == {"excludes": ["embedding"]}
     assert body["settings"]["index"]["number_of_shards"] == int(_domain_size(default)[3])
-    digest = hashlib.sha256(
-        json.dumps([body, schema.OPENSEARCH_RUNTIME_ROLE_BODY], sort_keys=True).encode()
-    ).hexdigest()
+    role = default.stack.long_term.runtime_role_body
+    assert role is not None
+    digest = hashlib.sha256(json.dumps([body, role], sort_keys=True).encode()).hexdigest()
     default.template.has_resource_properties("Custom::LongTermIndexes", {"IndexBodySha256": digest})
     collection = serverless.stack.long_term.index_body
     assert collection is not None and "_source" not in collection["mappings"]

@@ -940,6 +940,62 @@ def test_delete_user_deletes_only_that_users_memories(exchange: Exchange) -> Non
     assert sent.json() == {"query": {"bool": {"filter": [{"term": {"user_id": "user-a"}}]}}}
 
 
+def test_owners_spread_over_memory_indexes_are_written_searched_and_deleted_in_their_own(
+    exchange: Exchange,
+) -> None:
+    """A domain whose owners are spread over several memory indexes (an index holds at most
+    1,024 shards): every request about one owner's memories names that owner's index, routed
+    by the owner as before; the setup creates every memory index and the passages'."""
+    spread = 3
+    owner_a, owner_b = "user-a", "user-b"
+    index_a = schema.memory_index_of(owner_a, spread)
+    index_b = schema.memory_index_of(owner_b, spread)
+    assert index_a != index_b  # these two owners land apart (a digest of the owner key)
+    assert {index_a, index_b} <= set(schema.memory_index_names(spread))
+    exchange.replies.extend(
+        [*[recorded("head_missing"), recorded("create_index")] * (spread + 1)]
+        + [_bulk_reply(2), _bulk_reply(1), recorded("msearch"), recorded("delete_by_query")]
+        + [recorded("delete_by_query"), recorded("delete_by_query")]
+    )
+    client = OpenSearch(hosts=[HOST], connection_class=RecordedConnection, exchange=exchange)
+    index = OpenSearchLongTermIndex(client, dimension=DIMENSION, memory_indexes=spread)
+
+    index.ensure_indexes()
+    docs = summary_and_chunk()
+    other = MemoryDoc(
+        doc_key="sess-9#summary",
+        user_id=owner_b,
+        kind="summary",
+        text="Another owner's summary.",
+        created_at="2024-05-02T10:00:00Z",
+        embedding=[0.8, 0.6],
+        session_id="sess-9",
+    )
+    index.upsert(schema.MEMORY_INDEX, [*docs, other])
+    index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, owner_a)
+    index.delete_user(owner_b)
+    index.delete_session(owner_a, "sess-1")
+    index.delete_documents(schema.MEMORY_INDEX, owner_b, ["sess-9#summary"])
+
+    created = [s.url for s in exchange.sent if s.method == "PUT"]
+    assert created == [f"/{name}" for name in schema.long_term_index_names(spread)]
+    requests = [(s.url, s.params.get("routing")) for s in exchange.sent[2 * (spread + 1) :]]
+    assert requests == [
+        (f"/{index_a}/_bulk", None),
+        (f"/{index_b}/_bulk", None),
+        (f"/{index_a}/_msearch", None),
+        (f"/{index_b}/_delete_by_query", owner_b),
+        (f"/{index_a}/_delete_by_query", owner_a),
+        (f"/{index_b}/_delete_by_query", owner_b),
+    ]
+    bulk_a, bulk_b = exchange.sent[2 * (spread + 1)], exchange.sent[2 * (spread + 1) + 1]
+    assert [line["index"]["routing"] for line in bulk_a.ndjson()[::2]] == [owner_a, owner_a]
+    assert [line["index"]["routing"] for line in bulk_b.ndjson()[::2]] == [owner_b]
+    # A memory request must name its owner once there are several memory indexes.
+    with pytest.raises(LongTermMemoryError, match="owner"):
+        index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, None)
+
+
 def test_delete_from_a_missing_index_is_not_an_error(exchange: Exchange) -> None:
     index = make_index(exchange, "index_not_found", "index_not_found")
 
