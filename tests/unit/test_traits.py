@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 
+from chatmemory.domain import Turn
 from chatmemory.schema import RecordCategory, RecordType
 from chatmemory.services.profile.extract import PatternExtractor, about_the_user
 from chatmemory.services.profile.traits import (
@@ -40,6 +41,30 @@ PASSING = [
     "It's so late already.",
     "I'm stuck at the airport.",
     "I'm excited for this weekend.",
+    # Done a moment ago, about to be done, needed this minute.
+    "I just woke up.",
+    "I've just had lunch.",
+    "Just got out of the shower.",
+    "My phone is about to die.",
+    "I've got a meeting in ten minutes.",
+    "I have to leave in a bit.",
+    "I need more coffee.",
+    # Something of theirs, for now.
+    "My battery's at 5%.",
+    "My kids are finally asleep.",
+    "My coffee's gone cold.",
+    "My train is delayed again.",
+    "My laptop keeps crashing.",
+    # A day's ailment, a mood, a place of the moment.
+    "I have a headache.",
+    "I've got a bit of a cold.",
+    "I've been up since five.",
+    "I'm half asleep.",
+    "I'm in a bad mood.",
+    "I'm between meetings.",
+    "I'm on hold with the bank.",
+    "I'm working from a café.",
+    "I'm running a bit late.",
 ]
 
 LASTING = [
@@ -63,7 +88,55 @@ LASTING = [
     "I'm on antidepressants.",
     "I'm raising two boys on my own.",
     "I volunteer at the food bank on Saturdays.",
+    "I'm scared of heights.",
+    "I'm renovating an old farmhouse.",
+    "I just moved to Leeds.",
+    "We just adopted a kitten called Pip.",
+    "I just started a new job at a bank.",
+    "I work from home on Fridays.",
+    "We live on a farm, the nearest shop is 30 minutes away.",
+    "I meditate for ten minutes every morning.",
 ]
+
+
+@pytest.mark.parametrize(
+    ("text", "word"),
+    [
+        # The "I" a chat leaves out.
+        ("Been vegetarian since 2015.", "vegetarian"),
+        ("Never been a fan of coriander.", "coriander"),
+        ("Can't stand mushrooms.", "mushrooms"),
+        ("Work nights at the bakery.", "bakery"),
+        # The main clause after an opening one.
+        ("Since last year I live in Oslo.", "Oslo"),
+        ("Since 2019, I've lived in Porto.", "Porto"),
+        ("After ten years in London, we moved to Cork.", "Cork"),
+        ("When I was twelve I broke my hip, so stairs are hard for me.", "hip"),
+        # A passing clause beside a lasting one.
+        ("Money's tight for us at the moment, we're saving for a house.", "house"),
+    ],
+)
+def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
+    texts = [f.text for f in PatternExtractor().extract([_turn(text)])]
+    assert any(word in t for t in texts), texts
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Can't complain.",
+        "Don't worry about it.",
+        "Love it!",
+        "Before we start, I have a question.",
+        "Anyway, enough about us.",
+    ],
+)
+def test_small_talk_without_its_i_is_no_fact(text: str) -> None:
+    assert PatternExtractor().extract([_turn(text)]) == []
+
+
+def _turn(text: str) -> Turn:
+    return Turn(session_id="s", user_id="u", turn=1, input=text, response="ok")
 
 
 @pytest.mark.parametrize("text", PASSING)
@@ -122,12 +195,28 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
                 "I'm allergic to sesame.",
             ],
         ),  # fmt: skip
+        # An allergen said with its asides is one fact, not one per comma.
+        (
+            "I'm allergic to peanuts, like properly allergic, EpiPen and everything.",
+            ["I'm allergic to peanuts, like properly allergic, EpiPen and everything."],
+        ),
         # A list, an object, a qualification: one fact.
         ("I like rock and roll.", ["I like rock and roll."]),
         ("My sister plays violin and cello.", ["My sister plays violin and cello."]),
         ("I have three cats, Bo and Lu and Mo.", ["I have three cats, Bo and Lu and Mo."]),
         ("I eat meat but only chicken.", ["I eat meat but only chicken."]),
         ("I'm 40 and single.", ["I'm 40 and single."]),
+        # A comma or ", so" before a clause of its own; "I'm" and "I have" carried on.
+        ("I'm a teacher, my wife is a nurse.", ["I'm a teacher.", "My wife is a nurse."]),
+        (
+            "I work nights, so I sleep during the day.",
+            ["I work nights.", "I sleep during the day."],
+        ),
+        (
+            "I'm a nurse and also training for a marathon.",
+            ["I'm a nurse.", "I'm training for a marathon."],
+        ),
+        ("I have coeliac disease and two dogs.", ["I have coeliac disease.", "I have two dogs."]),
     ],
 )
 def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[str]) -> None:

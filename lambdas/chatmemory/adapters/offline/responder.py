@@ -43,8 +43,10 @@ _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s?(.*)$")
 
 class OfflineResponder(TextGenerator):
     name = "offline-responder"
-    # No model reads this prompt: room for a conversation and recalled memory side by side.
-    context_tokens = 2048
+    # No model reads this prompt; it stands in for the deployed default models, so it has
+    # their context (adapters/bedrock.DEFAULT_CONTEXT_TOKENS, the OpenAI-compatible adapter's
+    # default): the profile block and auto-recall get the room they would get in AWS.
+    context_tokens = 4096
     # It writes what it writes, however long or warm an answer is asked for.
     honours = frozenset({"stop"})
 

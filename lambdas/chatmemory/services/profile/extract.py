@@ -178,10 +178,43 @@ _REQUEST = re.compile(
 )
 
 
+# A sentence that opens with its subordinate clause or a phrase of time ("Since last year I live
+# in Oslo", "When I was twelve, I broke my hip", "After ten years in London, we moved"): the main
+# clause follows the comma, or the first person that starts a clause after the opening.
+_OPENING = re.compile(
+    r"^(?:before|after|when|whenever|if|unless|until|while|since|because|as soon as|once|"
+    r"for|ever since)\b[^,]*?(?:,\s*|\s+(?=(?:i|i'm|i've|i'd|we|we're|we've|my|our)\s))",
+    re.I,
+)
+# Talk about the talk ("I have a quick question", "I've got a favour to ask", "Enough about
+# us"): no fact.
+_META = re.compile(
+    r"\b(?:i|we)\s+(?:have|'ve got|have got|got)\s+(?:a|one|another|two|some)\s+"
+    r"(?:quick\s+|small\s+|little\s+|silly\s+|random\s+)?(?:questions?|query|favou?r|request)\b|"
+    r"^(?:\w+,?\s+)?enough (?:about|of) (?:me|us|that|this)\b",
+    re.I,
+)
+
+_ASKED = re.compile(
+    r"^\w+\s+(?:do|does|did|is|are|am|can|could|should|will|would|shall|must)\b", re.I
+)
+
+
 def about_the_user(text: str) -> bool:
     """A statement (not a question, not a request) whose main clause speaks of the user: a
-    first person before any subordinate clause."""
-    if text.endswith("?") or _QUESTION_START.match(text) or _REQUEST.match(text):
+    first person before any subordinate clause, or in the main clause after an opening one."""
+    if text.endswith("?") or _REQUEST.match(text) or _META.search(text):
+        return False
+    opening = _OPENING.match(text)
+    if _ASKED.match(text):  # "When do I leave", "If should I..." asked without its mark
+        opening = None
+    if opening is not None and opening.end() < len(text):
+        main = text[opening.end() :]
+        if _FIRST_PERSON.match(main) or (
+            _FIRST_PERSON.search(main) and not _SUBORDINATE.search(text, opening.end())
+        ):
+            return True
+    if _QUESTION_START.match(text):
         return False
     first = _FIRST_PERSON.search(text)
     if first is None:

@@ -36,14 +36,19 @@ from chatmemory.schema import RecordCategory, RecordType
 _NOW = re.compile(
     r"\b(?:right now|at the moment|at the minute|just now|for now|at present|as we speak|"
     r"today|tonight|this (?:morning|afternoon|evening|week|weekend)|"
-    r"for the (?:day|night|evening|afternoon|morning|weekend|week))\b",
+    r"for the (?:day|night|evening|afternoon|morning|weekend|week)|"
+    r"in (?:a|an|one|two|three|five|ten|fifteen|twenty|thirty|a few|a couple of|\d+)\s*"
+    r"(?:minutes?|mins?|secs?|seconds?|hours?|hrs?)|in a (?:bit|sec|second|moment|minute|jiffy)|"
+    r"about to|(?:have|has|need|needs|got) to (?:go|leave|run|dash|head off|get going)|gotta go|"
+    r"at \d+\s*%(?!\w))(?!\w)",
     re.I,
 )
 # Who speaks of themselves (a model's extraction may say "the user").
 _FIRST = r"(?:i'm|i am|im|we're|we are|the user is|user is)"
 _DEGREE = (
     r"(?:(?:so|really|very|a bit|bit|a little|a tad|quite|kind of|kinda|sort of|pretty|super|"
-    r"totally|extremely|rather|too|just|still|getting|all|absolutely|feeling|now)\s+)*"
+    r"totally|extremely|rather|too|just|still|getting|all|absolutely|feeling|now|half|finally|"
+    r"(?:a\s+)?bit\s+of\s+a)\s+)*"
 )
 # States and feelings that last a moment, not a trait.
 _MOMENTARY = frozenset(
@@ -57,9 +62,50 @@ _MOMENTARY = frozenset(
     amazed pumped stoked psyched delighted pleased disappointed embarrassed bummed down
     blue grumpy cranky restless calm relaxed chilled comfortable uncomfortable cosy cozy
     wet soaked sunburnt sunburned jetlagged jet-lagged online offline around nearby outside
-    inside downstairs upstairs""".split()
+    inside downstairs upstairs asleep half-asleep dead flat delayed cancelled packed crashing
+    frozen slow""".split()
 )
-_STATE = re.compile(rf"^{_FIRST}\s+{_DEGREE}(?P<word>[a-z'-]+)\b", re.I)
+# Who or what is in that state: the user ("I'm", "I've been", "I got") or something of theirs
+# ("My coffee's gone cold", "My phone is dead", "My kids are finally asleep").
+_STATE = re.compile(
+    rf"^(?:{_FIRST}|i've been|i have been|we've been|i got|i was|"
+    r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:'s|'re|\s+is|\s+are|\s+was|\s+were)"
+    r"(?:\s+(?:gone|going|getting|got|still|all|finally|already|just|now|so|really))*)"
+    rf"\s+{_DEGREE}(?P<word>[a-z'-]+)\b",
+    re.I,
+)
+# A fear of something is a trait, not a feeling of the moment ("I'm scared of heights").
+_PHOBIA = re.compile(r"\b(?:scared|afraid|frightened|terrified|petrified)\s+of\b", re.I)
+# What ails one for a day or two: "I've got a headache", "I have a bit of a cold".
+_AILMENT = re.compile(
+    r"^(?:i|we)(?:\s+have|'ve got|\s+have got|\s+got|'ve)\s+(?:a\s+|an\s+|the\s+)?"
+    r"(?:(?:bit of a|slight|bad|terrible|splitting|stinking|mild|killer|horrible|awful|"
+    r"nasty|little)\s+)*(?:headache|cold|cough|fever|hangover|sore throat|stomach ?ache|"
+    r"tummy ache|toothache|runny nose|blocked nose|cramp|blister|temperature|flu|sniffles|"
+    r"jet ?lag|hiccups)\b",
+    re.I,
+)
+# What one needs this minute: "I need a coffee", "I need more sleep".
+_NEED_NOW = re.compile(
+    r"^(?:i|we)\s+(?:really\s+|so\s+|badly\s+)?(?:need|want|could use|could do with)\s+"
+    r"(?:a|an|some|more|another|my)\s+(?:\w+\s+)?(?:coffee|tea|nap|break|drink|snack|rest|"
+    r"sleep|shower|minute|moment|breather|walk|beer|wine|lie-in|bite|cuppa)\b",
+    re.I,
+)
+# Just done, by the clock: "I just woke up", "I've just had lunch" (a life's event said so is
+# lasting: "I just moved to Leeds", "We just adopted a kitten").
+_JUST_DONE = re.compile(r"^(?:i|we)(?:'ve|\s+have)?\s+just\s+(?P<verb>[a-z]+)\b", re.I)
+_LIFE_EVENT = frozenset(
+    """moved started joined adopted bought graduated retired signed quit enrolled switched
+    became turned married divorced engaged separated hired promoted lost
+    learned learnt passed qualified opened launched sold rented inherited""".split()
+)
+_GOT_LIFE = re.compile(
+    r"\bgot\s+(?:a|an|my|our|two|married|engaged|divorced|promoted|hired|accepted|diagnosed)\b|"
+    r"\bhad\s+(?:a|our|my)\s+(?:baby|son|daughter|twins|boy|girl)\b",
+    re.I,
+)
+_KEEPS = re.compile(r"\b(?:keeps|keep)\s+[a-z]+ing\b", re.I)
 _FEEL = re.compile(
     r"^(?:i|we)(?:\s+feel|'m feeling|\s+am feeling|'ve been feeling|\s+have been feeling)\b", re.I
 )
@@ -71,17 +117,62 @@ _WHERE_NOW = frozenset(
     meeting class lecture lesson traffic queue line hurry rush break lunch dinner breakfast
     holiday vacation beach park pool hospital appointment waiting bath shower kitchen
     garden desk computer laptop school work cinema theatre theater concert game match
-    airport lobby hotel queue""".split()
+    airport lobby hotel queue mood pyjamas pajamas pjs hold meetings calls""".split()
 )
 _PLACE = re.compile(
     rf"^{_FIRST}\s+(?:just\s+|currently\s+|still\s+|now\s+|stuck\s+|sitting\s+|sat\s+|"
     r"standing\s+|stood\s+|lying\s+|waiting\s+|out\s+)?"
-    r"(?:at|in|on|on my way to|on the way to|in the middle of|off to|out at|out for|out in)\s+"
-    r"(?:the|a|an|my|our|this)?\s*(?P<place>[a-zé'-]+)",
+    r"(?:at|in|on|on my way to|on the way to|in the middle of|off to|out at|out for|out in|"
+    r"between)\s+(?:the|a|an|my|our|this)?\s*(?:(?:good|bad|great|foul|weird|long|short|"
+    r"quick|lunch|coffee|tea|first|second|third|fourth|fifth|last|next)\s+)?(?P<place>[a-zé'-]+)",
     re.I,
 )
 _PROGRESSIVE = re.compile(
-    rf"^{_FIRST}\s+(?:just\s+|currently\s+|still\s+|now\s+|busy\s+)?(?P<verb>[a-z]+ing)\b",
+    rf"^(?:{_FIRST}|(?:my|our)\s+(?:[a-z'-]+\s+){{0,2}}?[a-z'-]+(?:'s|'re|\s+is|\s+are))\s+"
+    r"(?:just\s+|currently\s+|still\s+|now\s+|busy\s+|being\s+)?(?P<verb>[a-z]+ing)\b",
+    re.I,
+)
+# Done by habit: "every morning", "usually", "on Sundays", "twice a week".
+_HABIT = re.compile(
+    r"\b(?:every|each|usually|always|normally|typically|generally|often|never|rarely|"
+    r"on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends|weekdays)|"
+    r"(?:once|twice|\w+ times) a|a (?:day|week|month|year)|per (?:day|week|month)|daily|weekly|"
+    r"monthly|yearly|most (?:days|nights|mornings|evenings|weekends))\b",
+    re.I,
+)
+# A few minutes: "I've got five minutes before my next call", "My bus is ten minutes late".
+_FEW = r"(?:a few|a couple of|\d+|one|two|three|five|ten|fifteen|twenty|thirty)"
+_MINUTES = re.compile(
+    rf"\b(?:(?:got|have|in|only|just)\s+{_FEW}\s+(?:minutes?|mins?)\b|"
+    rf"{_FEW}\s+(?:minutes?|mins?)\s+(?:late|left|before|till|until|ago|to go|to spare|behind)\b)",
+    re.I,
+)
+# A state felt now, said with a degree: "I'm a little distracted", "I'm so stressed".
+_FELT = re.compile(
+    rf"^{_FIRST}\s+(?:so|really|very|a bit|a little|a tad|kind of|kinda|sort of|pretty|super|"
+    r"totally|extremely|quite|too|rather|feeling|getting)\s+(?:\w+\s+)?(?P<word>[a-z]+ed)\b",
+    re.I,
+)
+# Words in -ed that say what one is, not how one feels: "I'm really interested in history".
+_LASTING_ED = frozenset(
+    """interested married engaged divorced retired qualified employed unemployed
+    self-employed based related committed experienced skilled educated trained vaccinated
+    allergic organised organized disabled""".split()
+)
+# A meal, a film, a nap: what was just done ("I ate way too much cake", "Made myself a
+# sandwich").
+_DONE_NOW = re.compile(
+    r"^(?:i|we)\s+(?:just\s+)?(?:ate|drank|watched|slept|woke|cooked|ordered|spilled|spilt|"
+    r"burnt|burned|forgot|missed|made myself|baked|grabbed|finished|overslept|napped)\b",
+    re.I,
+)
+# A standing activity said of a place of the moment: "I'm working from a café", "I'm studying in
+# the garden" (not "I'm working at the hospital": a job's place).
+_FROM_HERE = re.compile(
+    r"\b(?:from|in|at|on)\s+(?:the|a|an|my|our|this)\s+(?:local\s+)?(?P<place>café|cafe|coffee|"
+    r"pub|bar|train|bus|couch|sofa|bed|garden|park|beach|kitchen|car|plane|balcony|library|"
+    r"airport|lobby|hotel|terrace|patio)\b|\bfrom (?:a|the) (?:café|cafe|library|train|pub)\b|"
+    r"\brunning (?:a\s+(?:bit|little)\s+)?(?:late|behind)\b",
     re.I,
 )
 _ABOUT_TO = re.compile(
@@ -95,7 +186,8 @@ _STANDING = frozenset(
     """living working studying learning training teaching raising running attending dating
     seeing volunteering practicing practising preparing prepping saving renting expecting
     recovering moving relocating retiring building coaching caring starting launching
-    opening founding developing""".split()
+    opening founding developing renovating restoring remodelling remodeling refurbishing
+    converting fostering homeschooling""".split()
 )
 # What one is at for weeks or more: "I'm reading a novel" (not "the news"), "I'm taking a
 # pottery class", "I'm having trouble with my business project".
@@ -159,12 +251,29 @@ _ELIDED = re.compile(
 )
 
 
+# A chat sentence that leaves out its "I" before a verb of how one lives: "Been vegetarian since
+# 2015", "Can't stand mushrooms", "Never been a fan of jazz", "Work nights at a bakery". The verb
+# must be followed by what it says ("Can't complain", "Don't worry" say nothing of the user).
+_ELIDED_VERB = re.compile(
+    r"^(?P<adverb>(?:never|always|usually|still|also|only|rarely|mostly)\s+)?"
+    r"(?P<verb>been|(?:can't|cannot|don't|do not|won't|never)\s+(?:eat|drink|drive|stand|"
+    r"own|have|smoke|cook|swim|fly|handle|tolerate|digest|bear|be|been|ride|sleep|touch|use)|"
+    r"live|lived|work|worked|love|hate|adore|enjoy|prefer|speak|play|grew up|moved|used to|"
+    r"own|eat|drink|teach|study|studied|run|cycle|swim|volunteer|support)\b(?P<rest>(?:\s+\S+)+)$",
+    re.I,
+)
+
+
 def implied(text: str) -> str:
     """The sentence with the "I" a chat leaves out put back ("Feeling tired" -> "I'm feeling
-    tired", "Just got back" -> "I just got back"), its opening filler set aside; else as it is."""
+    tired", "Just got back" -> "I just got back", "Been vegan for years" -> "I've been vegan
+    for years"), its opening filler set aside; else as it is."""
     said = _OPENER.sub("", _plain(text))
     if not said or _FIRST_WORD.match(said):
         return said
+    with_i = _elided_verb(said)
+    if with_i is not None:
+        return with_i
     found = _ELIDED.match(said)
     if found is None:
         return said
@@ -174,6 +283,22 @@ def implied(text: str) -> str:
     if re.match(r"^(?:just\s+)*got\b", said, re.I):
         return f"I {said[0].lower()}{said[1:]}"
     return f"I'm {said[0].lower()}{said[1:]}"
+
+
+def _elided_verb(said: str) -> str | None:
+    """ "Been vegan for years" -> "I've been vegan for years", "Can't stand olives" -> "I can't
+    stand olives"; None when the sentence does not open with such a verb."""
+    verb = _ELIDED_VERB.match(said)
+    if verb is None or re.match(r"^\S+\s+(?:is|are|was|were|has|'s)\b", said, re.I):
+        return None  # "Work is crazy": a noun
+    # A plain verb needs two words after it ("Love it!" is a reaction); a negated one, one.
+    if len(verb.group("rest").split()) < (1 if " " in verb.group("verb") else 2):
+        return None
+    lower = f"{said[0].lower()}{said[1:]}"
+    been = verb.group("verb").lower() == "been" and not verb.group("adverb")
+    if been or re.match(r"^never\s+been\b", said, re.I):
+        return f"I've {lower}"
+    return f"I {lower}"
 
 
 _FIRST_WORD = re.compile(
@@ -189,12 +314,21 @@ def passing(text: str) -> bool:
     said = implied(text)
     if _NOW.search(said) or _ABOUT_TO.match(said) or _AROUND.match(said):
         return True
-    if _LATELY.search(said):
+    if _LATELY.search(said) or _HABIT.search(said):
         return False
-    if _FEEL.match(said):
+    if _MINUTES.search(said):
+        return True
+    felt = _FELT.match(said)
+    if felt and felt.group("word").lower() not in _LASTING_ED and not health_related(said):
+        return True
+    if _DONE_NOW.match(said) and not health_related(said):
+        return True
+    if _FEEL.match(said) or _AILMENT.match(said) or _NEED_NOW.match(said):
+        return True
+    if _just_done(said) or (_KEEPS.search(said) and not health_related(said)):
         return True
     state = _STATE.match(said)
-    if state and state.group("word").lower() in _MOMENTARY:
+    if state and state.group("word").lower() in _MOMENTARY and not _PHOBIA.search(said):
         return True
     place = _PLACE.match(said)
     if place and place.group("place").lower() in _WHERE_NOW:
@@ -202,6 +336,8 @@ def passing(text: str) -> bool:
     progressive = _PROGRESSIVE.match(said)
     if progressive is None:
         return False
+    if _FROM_HERE.search(said) and not _LONG_RUNNING.search(said):
+        return True
     verb = progressive.group("verb").lower()
     standing = any(w in _STANDING for w in re.findall(r"\b[a-z]+ing\b", said.lower()))
     if verb in _STANDING or standing or _FUTURE.search(said) or _TRIP.search(said):
@@ -211,6 +347,16 @@ def passing(text: str) -> bool:
     # "I'm planning meals for the week" is an activity of the moment; "I'm going to Spain in
     # May" is a plan (the time to come said).
     return not health_related(said)
+
+
+def _just_done(said: str) -> bool:
+    """Done a moment ago ("I just woke up"), not a life's event ("I just moved to Leeds")."""
+    done = _JUST_DONE.match(said)
+    if done is None:
+        return False
+    verb = done.group("verb").lower()
+    lasting = verb in _LIFE_EVENT or _GOT_LIFE.search(said) or _LONG_RUNNING.search(said)
+    return not lasting and not health_related(said)
 
 
 # --- reactions ----------------------------------------------------------------------------------
@@ -239,7 +385,32 @@ def reaction(text: str, content_words: int) -> bool:
 
 # --- one fact per clause ------------------------------------------------------------------------
 
-_AND = re.compile(r",?\s+(?:and|plus)\s+|\s*;\s+", re.I)
+_AND = re.compile(
+    r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
+    # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
+    r",\s+(?:so\s+|and so\s+)?(?=(?:i|we)\s+[a-z]|(?:i'm|i've|we're|we've|i'd)\b|"
+    r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?(?:is|are|was|has|have|lives|works|"
+    r"'s|loves|likes|hates|can|can't)\b)",
+    re.I,
+)
+# A verb going on with the first clause's "I": a word, then a preposition or an article and more.
+_GOES_ON = re.compile(
+    r"^(?:play|work|teach|run|swim|cycle|write|sing|live|study|speak|cook|volunteer|coach|"
+    r"drive|ride|paint|draw|read|walk|go|do|have|own|love|like|hate|enjoy|prefer|support|help|"
+    r"care|look|train|practise|practice|attend|belong|dance|knit|hike|climb|surf|ski|eat|drink|"
+    r"sleep|keep|use|wear|take|make|build|fix|manage|lead|act|collect|grow|raise|foster|"
+    r"commute|travel|visit|need|rent|share|sell|run|deliver|serve|care|look)\s+"
+    r"(?:in|at|for|with|on|to|the|a|an|my|our|every|two|three|\d+)\s+\S",
+    re.I,
+)
+# Who said "I'm" of the first clause goes on being it: "I'm a nurse and training for a marathon".
+_BEING = re.compile(r"^(?P<subject>i'm|i am|we're|we are)\s", re.I)
+# What one has, listed: "I have coeliac disease and two dogs" is two facts; "I have three cats,
+# Bo and Lu" one (names of what was had).
+_HAVING = re.compile(
+    r"^(?P<head>(?:i|we)(?:\s+have|'ve got|\s+have got|\s+own|\s+got)\s+)(?P<first>.+)$", re.I
+)
+_COUNTED = re.compile(r"^(?:a|an|two|three|four|five|six|some|several|\d+)\s+[a-z]", re.I)
 # A clause of its own: it names who or what it is about.
 _SUBJECT_START = re.compile(
     r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|[A-Z][a-z]+\s+"
@@ -258,6 +429,12 @@ _OWN_SUBJECT = re.compile(
 )
 _POSSESSIVE = re.compile(r"^(?:his|her|their)\s+", re.I)
 _ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.!]?)$", re.I)
+# What a list of allergens is not made of: a hedge, an aside, "and everything".
+_NOT_A_THING = re.compile(
+    r"\b(?:like|properly|really|very|seriously|badly|super|so|everything|anything|stuff|etc|"
+    r"epipen|allergic|always|too)\b",
+    re.I,
+)
 _LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
 
 
@@ -275,6 +452,12 @@ def clauses(sentence: str) -> list[str]:
             out.append(part)
         elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
             out.append(f"{subject.group('subject')} {part}")
+        elif _GOES_ON.match(part) and re.match(r"^(?:i|we)\s", out[0], re.I):
+            out.append(f"{out[0].split()[0]} {part}")  # "I work as a plumber and play in a band"
+        elif re.match(r"^[a-z]+ing\s+\S", part) and (being := _BEING.match(out[0])):
+            out.append(f"{being.group('subject')} {part}")
+        elif _COUNTED.match(part) and (having := _HAVING.match(out[-1])):
+            out.append(f"{having.group('head')}{part}")
         else:
             out[-1] = f"{out[-1]} and {part}"  # a list, an object, a phrase: one fact
     facts: list[str] = []
@@ -289,8 +472,8 @@ def _allergens(clause: str) -> list[str]:
     if found is None:
         return [clause]
     things = [t.strip() for t in _LIST.split(found.group("things")) if t.strip()]
-    if len(things) < 2 or any(len(t.split()) > 3 for t in things):
-        return [clause]
+    if len(things) < 2 or any(len(t.split()) > 3 or _NOT_A_THING.search(t) for t in things):
+        return [clause]  # "peanuts, like properly allergic, EpiPen and everything": one fact
     return [f"{found.group('head')}{thing}" for thing in things]
 
 
