@@ -1,4 +1,4 @@
-"""Fit auto-recall's line weights (services/longterm/auto_recall.LineWeights) on LoCoMo
+"""Fit auto-recall's line weights (services/longterm/recall_block.LineWeights) on LoCoMo
 conversations.
 
 Builds the LoCoMo world as `bench.locomo` does (import, end, consolidate with the offline
@@ -7,9 +7,10 @@ candidates (`memories_for_turn`: the gates, the ranking, the floor) and takes ea
 block could hold (a line of a window, or a record) with its features (`piece_features`). A
 piece is positive when it is a gold evidence turn (its text is the turn's) or a record drawn
 from one. A logistic regression (scikit-learn, L2, C=1) on the `--conversations` given is
-printed as the `LineWeights` to paste into services/longterm/auto_recall.py, with evidence_in_prompt
-at the configured budget on the conversations it was fitted on and on the others (`--loco` adds
-leave-one-conversation-out: each conversation scored with weights fitted on the other four).
+printed as the `LineWeights` to paste into services/longterm/recall_block.py, with
+evidence_in_prompt at the configured budget on the conversations it was fitted on and on the
+others (`--loco` adds leave-one-conversation-out: each conversation scored with weights fitted
+on the other four).
 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
         --conversations conv-26,conv-30 [--loco] [--json] [--models offline|environment]
@@ -46,7 +47,7 @@ def examples(world: World) -> dict[str, list[Example]]:
     """Per conversation, per question: the query, its pieces (piece, features, positive), the
     ranked candidates and the gold turns."""
     from chatmemory import wiring
-    from chatmemory.services.longterm import auto_recall
+    from chatmemory.services.longterm import auto_recall, recall_block
 
     policy = wiring.chat_policy(world.settings).auto_recall
     out: dict[str, list[Example]] = {}
@@ -55,23 +56,21 @@ def examples(world: World) -> dict[str, list[Example]]:
         rows: list[Example] = []
         for qa in _questions(conversation):
             gold = gold_turns(qa.get("evidence", []))
-            found = auto_recall.memories_for_turn(
-                str(qa["question"]),
-                [],
+            sources = auto_recall.RecallSources(
                 owner=conversation.user,
                 memory=world.memory,
                 embedder=world.embedder,
                 index=world.index,
-                policy=policy,
                 now=conversation.asked_at,
             )
+            found = auto_recall.memories_for_turn(str(qa["question"]), [], sources, policy)
             if isinstance(found, auto_recall.Recalled):
                 rows.append((found.query, [], [], gold))
                 continue
             query, ranked = found
             texts = [_normal(conversation.texts[g]) for g in gold if conversation.texts.get(g)]
             pieces = []
-            for piece, features in auto_recall.piece_features(ranked, query):
+            for piece, features in recall_block.piece_features(ranked, query):
                 # As bench.locomo counts it: the turn's text, or a fact or preference drawn from it.
                 drawn_from = drawn.get(piece.doc.record_id or "", set())
                 positive = any(t in _normal(piece.text) for t in texts) or bool(

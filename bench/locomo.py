@@ -202,19 +202,16 @@ def s3vectors_ranking(candidates: int = 100) -> Any:
         def lexical_search(self, *args: Any, **kwargs: Any) -> list[Any]:
             return []
 
-        def hybrid_search(
-            self,
-            index: str,
-            vector: Any,
-            text: str,
-            k: int,
-            user_id: str | None,
-            *,
-            sessions_only: bool = False,
-        ) -> tuple[list[Any], list[Any]]:
-            depth = max(k, candidates)
-            found = self.vector_search(index, vector, depth, user_id, sessions_only=sessions_only)
-            return rescore(found, text, k)
+        def hybrid_search(self, search: Any) -> tuple[list[Any], list[Any]]:
+            depth = max(search.k, candidates)
+            found = self.vector_search(
+                search.index,
+                search.vector,
+                depth,
+                search.user_id,
+                sessions_only=search.sessions_only,
+            )
+            return rescore(found, search.text, search.k)
 
     return S3VectorsRanking()
 
@@ -458,7 +455,7 @@ def _chat(
 ) -> tuple[Callable[[Conversation], str], Send]:
     """A session starter and a sender through services/conversation/chat.post_message,
     auto-recall on."""
-    from chatmemory.services.conversation.chat import ChatDeps, post_message
+    from chatmemory.services.conversation.chat import ChatDeps, Message, post_message
     from chatmemory.services.conversation.sessions import create_session
 
     clock_at: list[datetime] = [datetime.now(UTC)]
@@ -475,7 +472,9 @@ def _chat(
         return create_session(world.memory, conversation.user, clock=lambda: clock_at[0]).session_id
 
     def send(user: str, session_id: str, message: str) -> Any:
-        return post_message(deps, policy, user_id=user, session_id=session_id, content=message)
+        return post_message(
+            deps, policy, Message(user_id=user, session_id=session_id, content=message)
+        )
 
     return start, send
 

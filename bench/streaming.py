@@ -19,6 +19,11 @@ Memory per open stream: the process's resident memory with `--open` streams held
 on a slow answer, less before, divided by their number (the process holds the gateway, the
 streams' threads and this bench's readers).
 
+What the part before the model is made of: the DynamoDB requests the turn sends from the
+request's first byte to the model's request (botocore's events on the stack's client; the
+stream poller's and the idle sweeper's own left out), per turn: how many of each operation, and
+their times (each request's own time; requests sent side by side count each).
+
     python -m bench.streaming [--turns 50] [--token-ms 20] [--tokens 40] [--open 20]
                               [--no-recall] [--json]
 """
@@ -34,102 +39,45 @@ import sys
 import tempfile
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from bench.openai_standin import PacedModel as StandIn
 from chatmemory import schema
 
 USER = "bench"
 
 
-class StandIn:
-    """The stand-in model server: a fixed delay per token; records when each request came and
-    when its first token was written (perf_counter, this process's clock)."""
+class Requests:
+    """Every DynamoDB request the stack's client sends: (thread, operation, started, ended),
+    perf_counter, from botocore's before-call and after-call events."""
 
-    def __init__(self, token_ms: float, tokens: int) -> None:
-        self.delay = token_ms / 1000
-        self.tokens = tokens
-        self.firsts: list[tuple[float, float]] = []  # (received, first token written)
+    BACKGROUND = ("stream-poller", "idle-sweeper")
+
+    def __init__(self, client: Any) -> None:
+        self.sent: list[tuple[str, str, float, float]] = []
         self._lock = threading.Lock()
-        stand_in = self
+        client.meta.events.register("before-call.dynamodb.*", self._before)
+        client.meta.events.register("after-call.dynamodb.*", self._after)
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
+    @staticmethod
+    def _before(context: dict[str, Any], **_: Any) -> None:
+        context["bench_started"] = time.perf_counter()
 
-            def do_POST(self) -> None:  # noqa: N802
-                received = time.perf_counter()
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                words = [f" word{n}" for n in range(stand_in.tokens)]
-                words[0] = "Sure"
-                if body.get("stream"):
-                    self._stream(words, received)
-                else:
-                    time.sleep(stand_in.delay * len(words))
-                    self._whole("".join(words))
+    def _after(self, model: Any, context: dict[str, Any], **_: Any) -> None:
+        ended = time.perf_counter()
+        started = context.get("bench_started", ended)
+        with self._lock:
+            self.sent.append((threading.current_thread().name, model.name, started, ended))
 
-            def _stream(self, words: list[str], received: float) -> None:
-                self.send_response(200)
-                self.send_header("Content-Type", "text/event-stream")
-                self.send_header("Transfer-Encoding", "chunked")
-                self.end_headers()
-                for n, word in enumerate(words):
-                    time.sleep(stand_in.delay)
-                    self._chunk(_chunk({"content": word}, None))
-                    if n == 0:
-                        with stand_in._lock:
-                            stand_in.firsts.append((received, time.perf_counter()))
-                self._chunk(_chunk({}, "stop"))
-                self._chunk(b"data: [DONE]\n\n")
-                self.wfile.write(b"0\r\n\r\n")
-
-            def _chunk(self, data: bytes) -> None:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
-                self.wfile.flush()
-
-            def _whole(self, text: str) -> None:
-                answer = {
-                    "id": "standin",
-                    "object": "chat.completion",
-                    "model": "standin",
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": text},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {"prompt_tokens": 100, "completion_tokens": len(text.split())},
-                }
-                raw = json.dumps(answer).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        # The adapter's pool closes idle keep-alive connections: nothing to report.
-        self.server.handle_error = lambda request, address: None  # type: ignore[method-assign]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-
-def _chunk(delta: dict[str, Any], finish: str | None) -> bytes:
-    chunk = {
-        "id": "standin",
-        "object": "chat.completion.chunk",
-        "model": "standin",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+    def of_turn(self, sent: float, asked: float) -> list[tuple[str, float]]:
+        """(operation, milliseconds) of the turn's requests between `sent` and `asked`."""
+        with self._lock:
+            return [
+                (operation, (ended - started) * 1000)
+                for thread, operation, started, ended in self.sent
+                if not thread.startswith(self.BACKGROUND) and sent <= started and ended <= asked
+            ]
 
 
 class Api:
@@ -220,16 +168,21 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     )
     stack.start()
     try:
+        from chatmemory import wiring
+
+        requests = Requests(wiring.aws_client("dynamodb", wiring.settings().dynamodb_endpoint))
         api = Api(api_port)
         message = "Tell me about the trip we planned to Lisbon and what to pack for it."
         for _ in range(args.warmup):
             api.streamed(api.session(), message)
             api.buffered(api.session(), message)
         ttfd, before, after, streamed_total, buffered_total = [], [], [], [], []
+        per_turn: list[list[tuple[str, float]]] = []
         for _ in range(args.turns):
             stand_in.firsts.clear()
             sent, first, done = api.streamed(api.session(), message)
             [(received, token)] = stand_in.firsts
+            per_turn.append(requests.of_turn(sent, received))
             ttfd.append((first - sent) * 1000)
             before.append((received - sent) * 1000)
             after.append((first - token) * 1000)
@@ -261,8 +214,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "after_its_first_token_ms": stats(after),
         "streamed_total_ms": stats(streamed_total),
         "buffered_total_ms": stats(buffered_total),
+        "dynamodb_before_the_model": _requests(per_turn, stats),
         "open_streams": memory,
     }
+
+
+def _requests(per_turn: list[list[tuple[str, float]]], stats: Any) -> dict[str, dict[str, float]]:
+    """Per operation: requests a turn sent before the model was asked (mean), and their times."""
+    operations = sorted({operation for turn in per_turn for operation, _ in turn})
+    found = {}
+    for operation in operations:
+        times = [ms for turn in per_turn for name, ms in turn if name == operation]
+        found[operation] = {"per_turn": round(len(times) / len(per_turn), 2), **stats(times)}
+    return found
 
 
 def _open_streams(api: Api, args: argparse.Namespace, message: str) -> dict[str, Any]:
@@ -328,6 +292,12 @@ def main(argv: list[str] | None = None) -> int:
         "buffered_total_ms",
     ):
         print(f"  {key:38s} p50 {result[key]['p50']:8.1f}  p95 {result[key]['p95']:8.1f}")
+    print("  DynamoDB requests before the model was asked, per turn (each one's own time):")
+    for operation, found in result["dynamodb_before_the_model"].items():
+        print(
+            f"    {operation:20s} {found['per_turn']:5.2f} a turn  "
+            f"p50 {found['p50']:6.1f}  p95 {found['p95']:6.1f} ms"
+        )
     print(f"  open streams: {result['open_streams']}")
     return 0
 

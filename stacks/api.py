@@ -150,6 +150,8 @@ class ChatApi(Construct):
                     "Content-Type",
                     "X-Amz-Date",
                     "X-Amz-Security-Token",
+                    # The OpenAI-compatible route's session (docs/openai.md).
+                    "X-Session-Id",
                 ],
                 max_age=Duration.hours(1),
             ),
@@ -174,7 +176,7 @@ class ChatApi(Construct):
         )
         self.streamed_route("POST", "sessions", "{session_id}", "messages", "stream")
         # The OpenAI-compatible chat route streams with `stream: true` and answers one JSON body
-        # without (handlers/openai_routes.py); GET /v1/models stays the chat function's.
+        # without (handlers/routes/openai.py); GET /v1/models stays the chat function's.
         self.streamed_route("POST", *OPENAI_CHAT_PATH.strip("/").split("/"))
         self._gateway_errors()
         self._acknowledge()

@@ -24,6 +24,7 @@ from chatmemory.domain import (
     Feedback,
     Handoff,
     MemoryRecord,
+    Named,
     Page,
     PurgeEntry,
     Session,
@@ -231,6 +232,11 @@ class InMemoryShortTermMemory:
     def get_owned(self, session_id: str, user_id: str) -> tuple[Session | None, UserState]:
         with self._lock:
             return self.get_session(session_id), self.get_user(user_id)
+
+    def get_named(self, name: str, user_id: str) -> Named:
+        with self._lock:
+            session, user = self.get_owned(name, user_id)
+            return Named(self.get_alias(user_id, name), session, user)
 
     def live_sessions(self, owner: str, session_ids: Sequence[str]) -> set[str]:
         with self._lock:

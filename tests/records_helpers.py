@@ -11,7 +11,7 @@ from typing import Any
 
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
-from chatmemory.ports import Candidate, ExtractedFact, Extractor, ShortTermMemory
+from chatmemory.ports import Candidate, ExtractedFact, Extractor, Search, ShortTermMemory
 from chatmemory.schema import (
     MEMORY_INDEX,
     PROMPT_MEMORY_HEADER,
@@ -24,7 +24,7 @@ from chatmemory.services.background.consolidation import (
     consolidate_session,
 )
 from chatmemory.services.conversation import sessions
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.profile.extract import classify, said
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 
@@ -69,19 +69,11 @@ class HookedIndex(EmbeddedLongTermIndex):
         self._fire("after_search")
         return found
 
-    def hybrid_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        text: str,
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> tuple[list[Candidate], list[Candidate]]:
+    def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
+        index, k, user_id, only = search.index, search.k, search.user_id, search.sessions_only
         found = (
-            super().vector_search(index, vector, k, user_id, sessions_only=sessions_only),
-            super().lexical_search(index, text, k, user_id, sessions_only=sessions_only),
+            super().vector_search(index, search.vector, k, user_id, sessions_only=only),
+            super().lexical_search(index, search.text, k, user_id, sessions_only=only),
         )
         self._fire("after_search")
         return found
@@ -130,7 +122,9 @@ def told(
     session = sessions.create_session(memory, user, clock=clock)
     deps = ChatDeps(memory=memory, generator=FakeGenerator(reply=lambda p: "ok"), clock=clock)
     for text in texts:
-        post_message(deps, ChatPolicy(), user_id=user, session_id=session.session_id, content=text)
+        post_message(
+            deps, ChatPolicy(), Message(user_id=user, session_id=session.session_id, content=text)
+        )
     if end:
         sessions.end_session(memory, user, session.session_id, clock=clock)
     return session.session_id

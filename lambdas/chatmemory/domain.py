@@ -172,6 +172,16 @@ class ClientAlias:
     replaces: str | None = None
 
 
+class Named(NamedTuple):
+    """What one read found of an id a caller names a session by (SessionStore.get_named): the
+    session its client id's alias names (None: no alias), the session whose server id it is
+    (None: none), and the caller's state."""
+
+    alias: str | None
+    session: Session | None
+    user: UserState
+
+
 @dataclass
 class Source:
     """Where an answer came from: a past session or a verified passage."""

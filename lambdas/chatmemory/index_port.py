@@ -60,6 +60,20 @@ class Candidate:
     lexical_score: float | None = None  # BM25
 
 
+@dataclass(frozen=True)
+class Search:
+    """One search of a long-term index (hybrid_search): the `k` best documents of `index` for
+    `vector` and for the words of `text`, among `user_id`'s (None: the shared passages);
+    `sessions_only`: only documents of a session (not profile records), as /past asks."""
+
+    index: str
+    vector: Sequence[float]
+    text: str
+    k: int
+    user_id: str | None
+    sessions_only: bool = False
+
+
 class LongTermIndex(Protocol):
     """What the OpenSearch adapter and the embedded index both do. `user_id=None` searches
     the shared index of verified passages."""
@@ -87,16 +101,7 @@ class LongTermIndex(Protocol):
         search by words alone and returns none: services search through hybrid_search."""
         ...
 
-    def hybrid_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        text: str,
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> tuple[list[Candidate], list[Candidate]]:
+    def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
         """vector_search and lexical_search together, in one request where the store allows
         (a chat turn's recall costs one search). A store without full-text search scores
         words over its vector candidates (services/longterm/lexical.py)."""

@@ -1,4 +1,4 @@
-"""The OpenAI-compatible routes' request and answer models (handlers/openai_routes.py): the
+"""The OpenAI-compatible routes' request and answer models (handlers/routes/openai.py): the
 fields of OpenAI's chat completions API this API reads, so that openapi.json describes them.
 
 Requests are read as OpenAI reads them, loosely typed where OpenAI is (a content that is text or

@@ -1,6 +1,6 @@
 """The chat API's resolver: Powertools' APIGatewayRestResolver joining the routers of
 handlers/routes/ (one per resource), its middlewares (JSON bodies only, request and answer
-validation by the pydantic models of chatmemory/api_models.py) and the mapping of the project's
+validation by the pydantic models of chatmemory/api_models/) and the mapping of the project's
 errors to HTTP answers, in one place; and the OpenAPI document made from them (openapi.json).
 The function's entry, handlers/chat_api.py, imports this module on the first request that is
 not a chat message it answers itself."""
@@ -24,7 +24,6 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import (
 
 from chatmemory import api_models as m
 from chatmemory.errors import ChatMemoryError
-from handlers import openai_routes
 from handlers.chat_shared import cors_origins, known_error, unexpected_error
 from handlers.http import (
     UnsupportedMediaType,
@@ -42,6 +41,7 @@ from handlers.routes import (
     streaming,
     turns,
 )
+from handlers.routes import openai as openai_routes
 
 # The routers, by resource, in the order their routes are matched.
 ROUTERS = (

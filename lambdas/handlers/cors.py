@@ -4,8 +4,11 @@ answers preflights; an answer from the function carries these headers."""
 
 from __future__ import annotations
 
-# What Powertools' CORSConfig allows besides the origin (its required headers).
-ALLOW_HEADERS = "Authorization,Content-Type,X-Amz-Date,X-Amz-Security-Token,X-Api-Key"
+# What Powertools' CORSConfig allows besides the origin (its required headers), and the header
+# that names a session of the OpenAI-compatible route (handlers/routes/openai.py), which a page
+# sends and reads back.
+ALLOW_HEADERS = "Authorization,Content-Type,X-Amz-Date,X-Amz-Security-Token,X-Api-Key,X-Session-Id"
+EXPOSE_HEADERS = "X-Session-Id"
 
 
 def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> list[tuple[str, str]]:
@@ -23,5 +26,6 @@ def cors_headers(origin: str | None, allowed: tuple[str, ...]) -> list[tuple[str
     headers = [
         ("Access-Control-Allow-Origin", shown),
         ("Access-Control-Allow-Headers", ALLOW_HEADERS),
+        ("Access-Control-Expose-Headers", EXPOSE_HEADERS),
     ]
     return headers + ([("Vary", "Origin")] if shown != "*" else [])

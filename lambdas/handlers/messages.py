@@ -2,7 +2,7 @@
 chat message, for every way a request reaches it.
 
 A request that is a message the API's models take as it is (`PostMessageRequest` of
-chatmemory/api_models.py, the identifier rule of schema.py, a JSON body: `accepted`) is answered
+chatmemory/api_models/turns.py, the identifier rule of schema, a JSON body: `accepted`) is answered
 here without Powertools' resolver or pydantic, so that a cold start whose first request is a
 message (the route a conversation calls most) imports neither (docs/measured/coldstart.md). Any
 other request goes to the Powertools routes, which validate it (their errors are the API's) and
@@ -17,13 +17,14 @@ import json
 import re
 from collections.abc import Mapping
 from enum import Enum
+from functools import partial
 from typing import Any, NamedTuple
 
 from chatmemory import wiring
 from chatmemory.domain import Feedback, Sentiment, Source, Turn
 from chatmemory.errors import ChatMemoryError
 from chatmemory.schema import ID_MAX_LENGTH, ID_PATTERN
-from chatmemory.services.conversation import chat, sessions
+from chatmemory.services.conversation import chat
 from handlers import chat_shared
 from handlers.cors import cors_headers
 from handlers.identity import caller_id
@@ -120,21 +121,9 @@ def post_message(
     """A message answered and stored, on the session the caller's id names (both ways of
     reaching the route)."""
     deps = wiring.chat_deps()
-    result = sessions.on_current_session(
-        deps.memory,
-        user,
-        session_id,
-        lambda current: chat.post_message(
-            deps,
-            wiring.chat_policy(),
-            user_id=user,
-            session_id=current,
-            content=content,
-            client_message_id=client_message_id,
-            window_turns=window_turns,
-        ),
-        clock=deps.clock,
-    )
+    message = chat.Message(user, session_id, content, client_message_id, window_turns)
+    answer = partial(chat.post_message, deps, wiring.chat_policy())
+    result = chat.on_current_session(deps, message, answer)
     chat_shared.settled(result)
     return result
 

@@ -28,12 +28,13 @@ import json
 import queue
 import threading
 from collections.abc import Iterator
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from chatmemory import deadline, wiring
 from chatmemory.errors import ChatMemoryError
 from chatmemory.schema import OPENAI_CHAT_PATH
-from chatmemory.services.conversation import chat, sessions
+from chatmemory.services.conversation import chat
 from handlers import chat_shared, messages
 from handlers.cors import cors_headers
 from handlers.json_body import error_json
@@ -53,9 +54,9 @@ class Answer(NamedTuple):
 
 def answer(event: dict[str, Any], cors_origins: tuple[str, ...]) -> Answer:
     """The streamed answer to a proxy EVENT of the stream route (or of the OpenAI-compatible
-    chat route, which this function answers too: handlers/openai_routes.py)."""
+    chat route, which this function answers too: handlers/routes/openai.py)."""
     if event.get("path") == OPENAI_CHAT_PATH:
-        from handlers import openai_routes
+        from handlers.routes import openai as openai_routes
 
         return openai_routes.answer(event, cors_origins)
     message = messages.accepted(_as_message(event))
@@ -84,29 +85,22 @@ def collected_events(message: messages.Message) -> str:
 def _open(message: messages.Message, stop: chat.StopSignal) -> Iterator[chat.TurnEvent]:
     """The turn's events, admitted now (on the session the caller's id names: a client id whose
     session ended is continued, as the buffered route does)."""
-    deps = wiring.chat_deps()
-    return sessions.on_current_session(
-        deps.memory,
+    turn = chat.Message(
         message.user,
         message.session_id,
-        lambda current: chat.open_turn(
-            deps,
-            wiring.chat_policy(),
-            user_id=message.user,
-            session_id=current,
-            content=message.content,
-            client_message_id=message.client_message_id,
-            window_turns=message.window_turns,
-            stream=True,
-            stop=stop,
-        ),
-        clock=deps.clock,
+        message.content,
+        message.client_message_id,
+        message.window_turns,
+        stream=True,
+        stop=stop,
     )
+    deps = wiring.chat_deps()
+    return chat.on_current_session(deps, turn, partial(chat.open_turn, deps, wiring.chat_policy()))
 
 
 class Form(Protocol):
     """How a turn's events are written as server-sent events: this API's own (NATIVE), or
-    OpenAI's chat.completion.chunk events (handlers/openai_routes.py)."""
+    OpenAI's chat.completion.chunk events (handlers/routes/openai.py)."""
 
     def delta(self, text: str) -> bytes: ...
 

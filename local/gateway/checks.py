@@ -17,7 +17,10 @@ _HOST_HEADER = re.compile(
 # C0 controls, DEL and C1 controls: no file or API resource has one in its name.
 _CONTROL_CHARACTERS = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _USER_ID = re.compile(r"^[\w.@:+=-]{1,128}$")
-CORS_HEADERS = "Authorization, Content-Type, X-User-Id"
+CORS_HEADERS = "Authorization, Content-Type, X-User-Id, X-Session-Id"
+# What a page may read of an answer besides the simple headers: the OpenAI-compatible route's
+# session (X-Session-Id).
+CORS_EXPOSE = "X-Session-Id"
 CORS_METHODS = "GET, POST, PUT, PATCH, DELETE, OPTIONS"
 
 
@@ -75,5 +78,6 @@ def cors_headers(origin: str | None) -> dict[str, str]:
         "Access-Control-Allow-Origin": origin,
         "Access-Control-Allow-Headers": CORS_HEADERS,
         "Access-Control-Allow-Methods": CORS_METHODS,
+        "Access-Control-Expose-Headers": CORS_EXPOSE,
         "Vary": "Origin",
     }

@@ -114,6 +114,26 @@ def test_a_client_id_names_the_session_written_with_it(memory: ShortTermMemory) 
     assert memory.get_alias("alice", "s1") is None
 
 
+def test_an_id_is_read_as_a_client_id_a_server_id_and_with_the_callers_state_at_once(
+    memory: ShortTermMemory,
+) -> None:
+    memory.forget_user(memory.get_user("alice"), T1)  # a caller with a generation
+    memory.create_session(
+        _session("s1", client_id="conv"),
+        user=memory.get_user("alice"),
+        alias=ClientAlias("alice", "conv"),
+    )
+    alias, session, user = memory.get_named("conv", "alice")
+    assert (alias, session, user.generation) == ("s1", None, 1)
+    alias, session, user = memory.get_named("s1", "alice")
+    assert alias is None and session is not None and session.session_id == "s1"
+    assert (user.user_id, user.generation) == ("alice", 1)
+    # Another caller's client id names nothing of theirs; the session item is read as any.
+    alias, session, user = memory.get_named("conv", "bob")
+    assert (alias, session, user.generation) == (None, None, 0)
+    assert memory.get_named("missing", "alice")[:2] == (None, None)
+
+
 def test_a_second_create_with_the_same_new_client_id_writes_nothing(
     memory: ShortTermMemory,
 ) -> None:

@@ -62,7 +62,7 @@ def only_gateway_errors(ctx: CheckContext, response: Response, case: Case) -> bo
     if response.status_code >= 400:
         assert response.headers["content-type"][0].startswith("application/json")
         body = json.loads(response.text)
-        # The OpenAI-compatible routes answer OpenAI's error (handlers/openai_routes.py); what
+        # The OpenAI-compatible routes answer OpenAI's error (handlers/routes/openai.py); what
         # the gateway refuses before them (a method, a body, a path) has the gateway's own.
         shapes = [{"code", "message"}]
         if case.path.startswith("/v1/"):

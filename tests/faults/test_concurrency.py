@@ -16,7 +16,13 @@ import pytest
 from chatmemory.clock import utc_now
 from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded
 from chatmemory.ports import GenerationOptions, Piece, TextGenerator
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.chat import (
+    ChatDeps,
+    ChatPolicy,
+    Message,
+    TurnResult,
+    post_message,
+)
 from chatmemory.services.conversation.sessions import create_session, end_session
 from chatmemory.services.conversation.turns import Stored, store_turn
 from tests.fakes import FakeGenerator
@@ -29,10 +35,7 @@ def _once(deps: ChatDeps, user: str, session_id: str, content: str, cmid: str) -
     return post_message(
         deps,
         ChatPolicy(),
-        user_id=user,
-        session_id=session_id,
-        content=content,
-        client_message_id=cmid,
+        Message(user_id=user, session_id=session_id, content=content, client_message_id=cmid),
     )
 
 

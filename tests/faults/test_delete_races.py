@@ -18,7 +18,7 @@ from chatmemory.errors import ModelUnavailable, SessionNotFound, ShortTermMemory
 from chatmemory.services.background.forget import forget_user, purge_session, purge_user
 from chatmemory.services.background.maintenance import sweep_stale_work
 from chatmemory.services.conversation import sessions
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
@@ -46,7 +46,7 @@ def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how:
     memory = store.memory
     sid = sessions.create_session(memory, "alice").session_id
     deps = ChatDeps(memory=memory, generator=FakeGenerator())
-    post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content="first")
+    post_message(deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content="first"))
 
     def delete_then_answer(prompt: str) -> str:
         # The turn has read the session and its window; now the user deletes.
@@ -62,7 +62,9 @@ def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how:
         # 404. The message itself was written before the model call (stacked messages), in a
         # session nobody can read any more, and the purge deletes it with the rest.
         with pytest.raises(SessionNotFound):
-            post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content="second")
+            post_message(
+                deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content="second")
+            )
         stored = store.turns(sid)
         assert [t["input"] for t in stored] == ["first", "second"]
         assert stored[1].get("pending") and not stored[1].get("response")
@@ -70,7 +72,7 @@ def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how:
         # The turn lands under the forgotten owner key, which nobody can reach any more; the
         # purge marks the session (after settle_seconds, longer than any API request lasts),
         # so the turn is deleted with it.
-        post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content="second")
+        post_message(deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content="second"))
         with pytest.raises(SessionNotFound):
             sessions.get_session(memory, "alice", sid)
         purge_user("alice", memory=memory, index=None, time_left=lambda: 60, sleep=lambda s: None)
@@ -97,10 +99,7 @@ def test_a_message_kept_after_a_model_failure_is_not_written_into_a_deleted_sess
         post_message(
             deps,
             ChatPolicy(stack=StackPolicy(enabled=False)),
-            user_id="alice",
-            session_id=sid,
-            content="hi",
-            client_message_id="m",
+            Message(user_id="alice", session_id=sid, content="hi", client_message_id="m"),
         )
     assert store.turns(sid) == []
     _purge_all(store, sid)
@@ -113,11 +112,15 @@ def test_a_stacked_message_whose_model_failed_after_a_delete_is_purged(store: St
     sid, deps = _deleted_during_a_failed_model_call(store)
     with pytest.raises(ModelUnavailable):
         post_message(
-            deps, ChatPolicy(), user_id="alice", session_id=sid, content="hi", client_message_id="m"
+            deps,
+            ChatPolicy(),
+            Message(user_id="alice", session_id=sid, content="hi", client_message_id="m"),
         )
     with pytest.raises(SessionNotFound):  # the retry
         post_message(
-            deps, ChatPolicy(), user_id="alice", session_id=sid, content="hi", client_message_id="m"
+            deps,
+            ChatPolicy(),
+            Message(user_id="alice", session_id=sid, content="hi", client_message_id="m"),
         )
     _purge_all(store, sid)
     _nothing_left(store, sid)
@@ -128,7 +131,7 @@ def test_a_turn_written_just_before_the_delete_is_purged_with_the_session(store:
     sid = sessions.create_session(memory, "alice").session_id
     deps = ChatDeps(memory=memory, generator=FakeGenerator())
     for i in range(60):
-        post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=f"m{i}")
+        post_message(deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content=f"m{i}"))
     sessions.delete_session(memory, "alice", sid)
     _purge_all(store, sid)
     _nothing_left(store, sid)

@@ -10,7 +10,13 @@ import pytest
 
 from chatmemory import wiring
 from chatmemory.errors import ModelUnavailable
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.chat import (
+    ChatDeps,
+    ChatPolicy,
+    Message,
+    TurnResult,
+    post_message,
+)
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy
 from tests.fakes import FakeGenerator
@@ -28,11 +34,8 @@ STACKING = [pytest.param(True, id="stacked"), pytest.param(False, id="unstacked"
 def _say(deps: ChatDeps, session_id: str, content: str, cmid: str | None = None) -> TurnResult:
     return post_message(
         deps,
-        ChatPolicy(stack=StackPolicy(enabled=deps.stacked)),  # type: ignore[attr-defined]
-        user_id="alice",
-        session_id=session_id,
-        content=content,
-        client_message_id=cmid,
+        ChatPolicy(stack=StackPolicy(enabled=deps.stacked)),
+        Message(user_id="alice", session_id=session_id, content=content, client_message_id=cmid),
     )
 
 

@@ -13,7 +13,7 @@ from opensearchpy.exceptions import ConnectionTimeout
 from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.services.background.consolidation import ConsolidationPolicy
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sessions import create_session, end_session
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.streams import StreamReader
@@ -118,7 +118,9 @@ def test_consolidation_with_opensearch_unreachable_retries_fails_then_redrive_in
     stream = StreamReader(dynamodb, "sessions")
     sid = create_session(memory, "alice").session_id
     chat = ChatDeps(memory=memory, generator=FakeGenerator())
-    post_message(chat, ChatPolicy(), user_id="alice", session_id=sid, content="sourdough tips")
+    post_message(
+        chat, ChatPolicy(), Message(user_id="alice", session_id=sid, content="sourdough tips")
+    )
     stream.records()
     end_session(memory, "alice", sid)
     event = stream.event()

@@ -486,6 +486,9 @@ def test_cors_preflight_allows_every_method_of_the_chat_routes(default: Synth) -
     for parameters in preflights:
         allowed = parameters["method.response.header.Access-Control-Allow-Methods"]
         assert set(allowed.strip("'").split(",")) >= routed | {"OPTIONS"}
+        # The OpenAI-compatible route's session header is sent by pages too.
+        headers = parameters["method.response.header.Access-Control-Allow-Headers"]
+        assert "X-Session-Id" in headers.strip("'").split(",")
 
 
 def test_the_stages_execution_logs_are_a_log_group_of_the_template_that_expires(

@@ -5,6 +5,7 @@ from __future__ import annotations
 import http.client
 import itertools
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -100,7 +101,10 @@ def local_world(
     poll_in_background: bool = False,
     workers: int = 1,
 ) -> Iterator[World]:
-    """Fresh tables (their own names) and an index file for one test; gateway on a free port."""
+    """Fresh tables (their own names) and an index file for one test; gateway on a free port.
+    The environment is left as it was found: what local mode's own code sets in it (`make
+    ingest` applies the local defaults, POWERTOOLS_METRICS_DISABLED among them) goes too."""
+    environment = dict(os.environ)
     prefix = f"it{next(_tables)}"
     for key, value in {
         schema.ENV_DYNAMODB_ENDPOINT: dynamodb_local.endpoint,
@@ -136,6 +140,8 @@ def local_world(
         yield World(stack, Api(stack.gateway.url), tmp_path, dynamodb_local.endpoint)
     finally:
         stack.stop()
+        os.environ.clear()
+        os.environ.update(environment)
 
 
 def page_problems(page: Any) -> list[str]:

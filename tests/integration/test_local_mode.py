@@ -4,9 +4,11 @@ Lambda's semantics, the real handlers and the offline models."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -270,3 +272,24 @@ def test_an_imported_session_deleted_just_after_it_ended_is_never_recalled(
     api.call("DELETE", f"/sessions/{now}")
     world.poller.drain()
     assert api.ok("GET", "/deletions")["complete"] is True
+
+
+def test_local_mode_leaves_the_environment_as_it_found_it(
+    dynamodb_local: DynamoDBLocal, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failed before: `make ingest` in a local-mode test (test_terminal_chat) applies local
+    mode's defaults to the process's environment, and POWERTOOLS_METRICS_DISABLED stayed there
+    for the worker's later tests (a metric test saw no metrics)."""
+    from local.config import apply_local_defaults
+    from tests.integration.helpers import local_world
+
+    before = dict(os.environ)
+    opened = local_world(dynamodb_local, tmp_path, monkeypatch)
+    next(opened)
+    apply_local_defaults()  # what local/ingest.py's main does
+    assert os.environ.get("POWERTOOLS_METRICS_DISABLED") == "true"
+    opened.close()
+    assert os.environ.get("POWERTOOLS_METRICS_DISABLED") == before.get(
+        "POWERTOOLS_METRICS_DISABLED"
+    )
+    assert dict(os.environ) == before

@@ -12,7 +12,7 @@ from bench.turns import LangChainVariant, Meter, ZeroLatencyModel
 from chatmemory import wiring
 from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 from chatmemory.services.background.forget import forget_user
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy
 from local.dynamodb_local import DynamoDBLocal
@@ -44,11 +44,12 @@ def _turn_costs(world: World, turns: int, policy: ChatPolicy) -> list[Meter]:
         post_message(
             deps,
             policy,
-            user_id="alice",
-            session_id=session.session_id,
-            content=f"message {n}: a sentence of ordinary length about the weather",
-            # Real clients send UUIDs: the session remembers the last 50 of them.
-            client_message_id=str(uuid.uuid4()),
+            Message(
+                user_id="alice",
+                session_id=session.session_id,
+                content=f"message {n}: a sentence of ordinary length about the weather",
+                client_message_id=str(uuid.uuid4()),
+            ),
         )
         meter.detach(client)
         costs.append(meter)

@@ -21,15 +21,18 @@ from chatmemory.services.background.consolidation import ConsolidationPolicy, co
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
 from chatmemory.services.longterm import auto_recall
 from chatmemory.services.longterm.auto_recall import (
-    LINE_WEIGHTS,
     AutoRecallPolicy,
-    LineWeights,
-    build_block,
-    content_terms,
     is_follow_up,
-    piece_features,
     standalone_query,
 )
+from chatmemory.services.longterm.recall_block import (
+    LINE_WEIGHTS,
+    MEMORY_FOOTER,
+    LineWeights,
+    build_block,
+    piece_features,
+)
+from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.prompt import estimate_tokens
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.unit.test_chat_api import Api
@@ -306,7 +309,7 @@ def test_of_a_window_that_fits_in_part_the_lines_with_the_message_s_words_go_fir
 
 def _room_for(line: str) -> int:
     """A budget with room for the header and `line` as a dated excerpt, not for two lines."""
-    empty = estimate_tokens(PROMPT_MEMORY_HEADER) + estimate_tokens(auto_recall.MEMORY_FOOTER)
+    empty = estimate_tokens(PROMPT_MEMORY_HEADER) + estimate_tokens(MEMORY_FOOTER)
     return empty + estimate_tokens(f"[2024-05-01] {line}") + 1
 
 

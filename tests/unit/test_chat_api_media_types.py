@@ -126,6 +126,14 @@ def test_errors_carry_cors_headers_that_vary_by_origin(call: Any) -> None:
         assert headers["Vary"] == ["Origin"], path
 
 
+def test_a_page_of_an_allowed_origin_may_send_and_read_the_session_header(call: Any) -> None:
+    """The OpenAI-compatible route names its session in X-Session-Id, both ways: a page of
+    another origin needs it allowed (sent) and exposed (read)."""
+    _, headers, _ = call("GET", "/sessions", None, {"Origin": ORIGIN})
+    assert "X-Session-Id" in headers["Access-Control-Allow-Headers"][0].split(",")
+    assert headers["Access-Control-Expose-Headers"] == ["X-Session-Id"]
+
+
 def test_no_cors_headers_for_another_origin(call: Any) -> None:
     status, headers, _ = call("GET", "/sessions", None, {"Origin": "https://evil.example"})
     assert status == 200

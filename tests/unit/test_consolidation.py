@@ -12,7 +12,7 @@ from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.background.consolidation import ConsolidationPolicy
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sessions import create_session, end_session
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, indexed
 from tests.streams import StreamReader
@@ -37,7 +37,9 @@ def world(dynamodb: Any, monkeypatch: pytest.MonkeyPatch):
 def _session_with_turns(memory, chat, user: str, texts: list[str]) -> str:
     session = create_session(memory, user)
     for text in texts:
-        post_message(chat, ChatPolicy(), user_id=user, session_id=session.session_id, content=text)
+        post_message(
+            chat, ChatPolicy(), Message(user_id=user, session_id=session.session_id, content=text)
+        )
     return session.session_id
 
 

@@ -17,7 +17,7 @@ from chatmemory import deadline
 from chatmemory.adapters.retry import DeadlineClients
 from chatmemory.errors import DeadlineExceeded, ModelUnavailable
 from chatmemory.ports import Generation, GenerationOptions, Piece, TextGenerator, whole
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sentiment import ModelSentimentAnalyzer
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy
@@ -91,10 +91,12 @@ def _say(deps: ChatDeps, session_id: str, clock: Seconds, left: float, policy: A
         return post_message(
             deps,
             policy or ChatPolicy(stack=StackPolicy(enabled=False)),
-            user_id="alice",
-            session_id=session_id,
-            content="Where did I park?",
-            client_message_id="m-1",
+            Message(
+                user_id="alice",
+                session_id=session_id,
+                content="Where did I park?",
+                client_message_id="m-1",
+            ),
         )
 
 
@@ -183,10 +185,9 @@ def test_a_covered_message_stops_waiting_for_its_answer_at_the_deadline(world: A
         post_message(
             deps,
             policy,
-            user_id="alice",
-            session_id=session_id,
-            content="first",
-            client_message_id="m-1",
+            Message(
+                user_id="alice", session_id=session_id, content="first", client_message_id="m-1"
+            ),
         )
     assert clock.now - started <= 5.0
     assert model.prompts == []

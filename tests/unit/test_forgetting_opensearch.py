@@ -12,7 +12,7 @@ from chatmemory.adapters.opensearch import OpenSearchLongTermIndex
 from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
 from chatmemory.services.background.forget import purge_session
 from chatmemory.services.conversation import sessions
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.longterm import recall
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
 from tests.unit.test_opensearch_adapter import Exchange, make_index
@@ -40,7 +40,7 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
     session = sessions.create_session(memory, "user-a", make_id=lambda: "sess-1")
     deps = ChatDeps(memory=memory, generator=FakeGenerator(), embedder=FakeEmbedder())
     post_message(
-        deps, ChatPolicy(), user_id="user-a", session_id="sess-1", content="trip to Lisbon"
+        deps, ChatPolicy(), Message(user_id="user-a", session_id="sess-1", content="trip to Lisbon")
     )
     sessions.end_session(memory, "user-a", session.session_id)
 

@@ -31,7 +31,13 @@ from chatmemory.schema import (
 from chatmemory.services.background.consolidation import transcript
 from chatmemory.services.background.maintenance import sweep_idle_sessions
 from chatmemory.services.conversation import handoff
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.chat import (
+    ChatDeps,
+    ChatPolicy,
+    Message,
+    TurnResult,
+    post_message,
+)
 from chatmemory.services.conversation.handoff import HUMAN_REPLY, TAKEOVER, HandoffPolicy
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy
@@ -127,10 +133,7 @@ class World:
         return post_message(
             self.deps,
             self.policy,
-            user_id=USER,
-            session_id=self.session_id,
-            content=content,
-            **kwargs,
+            Message(user_id=USER, session_id=self.session_id, content=content, **kwargs),
         )
 
     def ask_for_person(self, note: str | None = None) -> handoff.Outcome:

@@ -18,7 +18,7 @@ from chatmemory.services.background.maintenance import (
     compact_session,
     sweep_idle_sessions,
 )
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sessions import create_session
 from tests.fakes import FakeGenerator, FakeSummarizer, indexed
 from tests.streams import StreamReader
@@ -34,7 +34,9 @@ def _chat(memory, n: int, clock=None) -> str:
     session = create_session(memory, "alice", **({"clock": clock} if clock else {}))
     for i in range(1, n + 1):
         post_message(
-            deps, ChatPolicy(), user_id="alice", session_id=session.session_id, content=f"fact {i}"
+            deps,
+            ChatPolicy(),
+            Message(user_id="alice", session_id=session.session_id, content=f"fact {i}"),
         )
     return session.session_id
 
@@ -58,9 +60,7 @@ def test_the_chat_prompt_uses_the_rolling_summary(memory) -> None:
     post_message(
         ChatDeps(memory=memory, generator=model),
         ChatPolicy(window_turns=2),
-        user_id="alice",
-        session_id=sid,
-        content="what do you know?",
+        Message(user_id="alice", session_id=sid, content="what do you know?"),
     )
     assert "Summary of the earlier conversation: User: fact 1" in model.prompts[0]
 
@@ -131,9 +131,7 @@ def test_a_session_active_again_is_not_ended_by_a_late_sweep(memory) -> None:
     post_message(
         ChatDeps(memory=memory, generator=FakeGenerator()),
         ChatPolicy(),
-        user_id="alice",
-        session_id=sid,
-        content="I'm back",
+        Message(user_id="alice", session_id=sid, content="I'm back"),
     )
     from chatmemory.errors import Conflict
 

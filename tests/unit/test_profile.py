@@ -15,7 +15,7 @@ from chatmemory.ports import ExtractedFact
 from chatmemory.schema import MEMORY_INDEX, RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.background.forget import purge_session
 from chatmemory.services.conversation import sessions
-from chatmemory.services.longterm.auto_recall import live_documents
+from chatmemory.services.longterm.recall_block import live_documents
 from chatmemory.services.profile import profile
 from chatmemory.services.profile.extract import classify
 from tests.fakes import FakeEmbedder

@@ -29,7 +29,7 @@ from chatmemory.adapters.s3vectors import (
     vector_key,
 )
 from chatmemory.errors import ConfigurationError, LongTermMemoryError, LongTermMemoryUnavailable
-from chatmemory.ports import MemoryDoc
+from chatmemory.ports import MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX
 from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
 from chatmemory.services.conversation.chat import ChatDeps
@@ -352,7 +352,7 @@ def test_hybrid_search_is_one_query_of_100_candidates_then_bm25_over_their_text(
     )
 
     vector, lexical = index.hybrid_search(
-        MEMORY_INDEX, [0.6, 0.8, 0.0], "What is the greyhound's name, Biscuit?", 2, "user-a"
+        Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "What is the greyhound's name, Biscuit?", 2, "user-a")
     )
 
     assert [(c.doc.doc_key, c.vector_score) for c in vector] == [
@@ -375,7 +375,7 @@ def test_hybrid_search_of_past_carries_the_session_filter(stubbed: Any) -> None:
     )
 
     assert index.hybrid_search(
-        MEMORY_INDEX, [0.6, 0.8, 0.0], "Lisbon", 5, "user-a", sessions_only=True
+        Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "Lisbon", 5, "user-a", sessions_only=True)
     ) == ([], [])
 
 
@@ -385,7 +385,7 @@ def test_the_filter_goes_over_the_wire_as_a_json_document(faked: Any) -> None:
     index.upsert(MEMORY_INDEX, [summary()])
 
     vector, lexical = index.hybrid_search(
-        MEMORY_INDEX, [0.6, 0.8, 0.0], "Lisbon", 5, "user-a", sessions_only=True
+        Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "Lisbon", 5, "user-a", sessions_only=True)
     )
 
     assert fake.calls[-1] == (
@@ -411,9 +411,12 @@ def test_passages_are_searched_whole_and_memories_never_without_their_owner(stub
     del params["filter"]  # the passage index holds nobody's entries but passages
     stubber.add_response("query_vectors", {"vectors": [], "distanceMetric": "cosine"}, params)
 
-    assert index.hybrid_search(PASSAGE_INDEX, [0.6, 0.8, 0.0], "refunds", 5, None) == ([], [])
+    assert index.hybrid_search(Search(PASSAGE_INDEX, [0.6, 0.8, 0.0], "refunds", 5, None)) == (
+        [],
+        [],
+    )
     with pytest.raises(ValueError, match="must name the owner"):
-        index.hybrid_search(MEMORY_INDEX, [0.6, 0.8, 0.0], "refunds", 5, None)
+        index.hybrid_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "refunds", 5, None))
     with pytest.raises(ValueError, match="must name the owner"):
         index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, None)
 
@@ -657,7 +660,10 @@ def test_owners_are_spread_over_the_buckets_each_in_an_index_of_its_own() -> Non
 def test_an_owner_without_an_index_has_no_memories_and_nothing_to_delete(faked: Any) -> None:
     index, fake = faked
 
-    assert index.hybrid_search(MEMORY_INDEX, [0.6, 0.8, 0.0], "Lisbon", 5, "user-a") == ([], [])
+    assert index.hybrid_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "Lisbon", 5, "user-a")) == (
+        [],
+        [],
+    )
     index.delete_session("user-a", "sess-1", num_turns=3)
     index.delete_documents(MEMORY_INDEX, "user-a", ["record#r-1"])
     index.delete_user("user-a")
@@ -710,7 +716,9 @@ REFUSALS = [
     ("KmsDisabledException", 400),
 ]
 CALLS: dict[str, Callable[[S3VectorsLongTermIndex], Any]] = {
-    "query_vectors": lambda i: i.hybrid_search(MEMORY_INDEX, [0.6, 0.8, 0.0], "x", 5, "user-a"),
+    "query_vectors": lambda i: i.hybrid_search(
+        Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "x", 5, "user-a")
+    ),
     "put_vectors": lambda i: i.upsert(MEMORY_INDEX, [summary()]),
     "delete_vectors": lambda i: i.delete_session("user-a", "sess-1", num_turns=1),
     "get_vectors": lambda i: i.delete_document("handbook"),

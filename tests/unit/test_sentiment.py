@@ -23,7 +23,7 @@ from chatmemory.adapters.offline.sentiment import (
 from chatmemory.domain import Sentiment, Turn
 from chatmemory.errors import ConfigurationError
 from chatmemory.schema import SentimentLabel
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sentiment import (
     SENTIMENT_INSTRUCTION,
     ModelSentimentAnalyzer,
@@ -370,13 +370,17 @@ def _store(deps: ChatDeps, session_id: str, text: str, analyzer: Any) -> Any:
 
 def test_a_chat_turn_carries_the_sentiment_of_its_input(vader: VaderSentimentAnalyzer) -> None:
     deps, sid = _chat(vader)
-    result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
+    result = post_message(
+        deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content=ANGRY)
+    )
     assert result.turn.sentiment == Sentiment(NEGATIVE, -0.6114)
     stored = deps.memory.get_turn(sid, 1)
     assert stored is not None and stored.sentiment == result.turn.sentiment
     # A command asks the service for something: it is not scored (issue 44).
     for content in ("/past the happy trip", "/remember I am allergic to peanuts"):
-        result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=content)
+        result = post_message(
+            deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content=content)
+        )
         assert result.turn.sentiment is None and result.sentiment_error == ""
         assert result.turn.response
 
@@ -416,22 +420,23 @@ def test_a_turn_the_model_failed_keeps_its_sentiment(vader: VaderSentimentAnalyz
         post_message(
             deps,
             ChatPolicy(),
-            user_id="alice",
-            session_id=sid,
-            content=ANGRY,
-            client_message_id="m",
+            Message(user_id="alice", session_id=sid, content=ANGRY, client_message_id="m"),
         )
     pending = deps.memory.get_turn(sid, 1)
     assert pending is not None and pending.pending and pending.sentiment is not None
     retried = post_message(
-        deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY, client_message_id="m"
+        deps,
+        ChatPolicy(),
+        Message(user_id="alice", session_id=sid, content=ANGRY, client_message_id="m"),
     )
     assert not retried.turn.pending and retried.turn.sentiment == pending.sentiment
 
 
 def test_an_analyzer_that_fails_leaves_the_turn_without_sentiment_and_says_why() -> None:
     deps, sid = _chat(Broken())
-    result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
+    result = post_message(
+        deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content=ANGRY)
+    )
     assert result.turn.response and result.turn.sentiment is None
     assert result.sentiment_error == "broken: RuntimeError: lexicon missing"
     stored = _store(deps, sid, ANGRY, Broken())
@@ -440,7 +445,9 @@ def test_an_analyzer_that_fails_leaves_the_turn_without_sentiment_and_says_why()
 
 def test_without_an_analyzer_turns_carry_none() -> None:
     deps, sid = _chat(None)
-    result = post_message(deps, ChatPolicy(), user_id="alice", session_id=sid, content=ANGRY)
+    result = post_message(
+        deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content=ANGRY)
+    )
     assert result.turn.sentiment is None and result.sentiment_error == ""
 
 

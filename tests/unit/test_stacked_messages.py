@@ -16,7 +16,13 @@ from chatmemory.clock import iso
 from chatmemory.domain import Turn
 from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded, SessionNotFound
 from chatmemory.schema import Intent, SessionStatus
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, TurnResult, post_message
+from chatmemory.services.conversation.chat import (
+    ChatDeps,
+    ChatPolicy,
+    Message,
+    TurnResult,
+    post_message,
+)
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy, plan
 from tests.fakes import FixedClock, HookedModel
@@ -47,10 +53,7 @@ class World:
         return post_message(
             self.deps,
             policy or ChatPolicy(),
-            user_id=USER,
-            session_id=self.session_id,
-            content=content,
-            **kwargs,
+            Message(user_id=USER, session_id=self.session_id, content=content, **kwargs),
         )
 
     def turns(self) -> list[Turn]:

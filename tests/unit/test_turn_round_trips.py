@@ -1,18 +1,26 @@
-"""A chat turn costs the same DynamoDB requests at turn 3 as at turn 60."""
+"""A chat turn costs the same DynamoDB requests at turn 3 as at turn 60, and sends the ones that
+do not depend on each other beside each other."""
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
 import pytest
 
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
-from chatmemory.domain import message_key
-from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, post_message
-from chatmemory.services.conversation.sessions import create_session
+from chatmemory.adapters.embedded import EmbeddedLongTermIndex
+from chatmemory.domain import MemoryRecord, Turn, message_key
+from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
+from chatmemory.services.conversation.sessions import (
+    create_session,
+    ensure_session,
+    on_current_session,
+)
 from chatmemory.services.conversation.stacking import StackPolicy
-from tests.fakes import FakeGenerator
+from tests.fakes import FakeEmbedder, FakeGenerator
+from tests.memory_fake import InMemoryShortTermMemory
 
 
 def _count_calls(client: Any) -> Counter[str]:
@@ -48,15 +56,50 @@ def test_each_turn_is_the_same_requests_however_long_the_session(
         post_message(
             deps,
             policy,
-            user_id="alice",
-            session_id=session.session_id,
-            content=f"turn {i}",
-            client_message_id=f"m{i}",
+            Message(
+                user_id="alice",
+                session_id=session.session_id,
+                content=f"turn {i}",
+                client_message_id=f"m{i}",
+            ),
         )
         per_turn.append(Counter(calls))
     # BatchGetItem reads the session and the caller's generation together (forgetting).
     assert per_turn[2] == Counter(expected)
     assert per_turn[59] == Counter(expected)
+
+
+def test_a_message_finds_its_session_reads_it_and_its_callers_state_in_one_request(
+    dynamodb: Any,
+) -> None:
+    """As the message routes do (handlers/messages.py, handlers/stream.py): the alias of the
+    id the caller names, the session and the caller's state come in one BatchGetItem; only an
+    id that is a client id's (PUT /sessions/{id}) has its session read in a second one."""
+    memory = DynamoShortTermMemory(dynamodb, "sessions", "conversations")
+    deps = ChatDeps(memory=memory, generator=FakeGenerator())
+    server = create_session(memory, "alice")
+    ensure_session(memory, "alice", "my-conversation")
+    calls = _count_calls(dynamodb)
+    for name, reads in ((server.session_id, 1), ("my-conversation", 2)):
+        for i in range(3):
+            calls.clear()
+            result = on_current_session(
+                memory,
+                "alice",
+                name,
+                lambda current, text=f"turn {i}": post_message(
+                    deps,
+                    ChatPolicy(),
+                    Message(
+                        user_id="alice",
+                        session_id=current.session_id,
+                        content=text,
+                        found=current.found,
+                    ),
+                ),
+            )
+            assert result.turn.turn == i + 1
+            assert calls == Counter({"BatchGetItem": reads, "Query": 1, "TransactWriteItems": 2})
 
 
 def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
@@ -65,7 +108,9 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
     session = create_session(memory, "alice")
     for i in range(25):
         post_message(
-            deps, ChatPolicy(), user_id="alice", session_id=session.session_id, content=f"t{i}"
+            deps,
+            ChatPolicy(),
+            Message(user_id="alice", session_id=session.session_id, content=f"t{i}"),
         )
     limits: list[int] = []
     dynamodb.meta.events.register(
@@ -75,9 +120,7 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
     post_message(
         deps,
         ChatPolicy(window_turns=3),
-        user_id="alice",
-        session_id=session.session_id,
-        content="last",
+        Message(user_id="alice", session_id=session.session_id, content="last"),
     )
     # The window, the message itself and one more: a message that arrived meanwhile.
     assert limits == [3 + StackPolicy().read_ahead]
@@ -85,9 +128,7 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
     post_message(
         deps,
         ChatPolicy(window_turns=3, stack=StackPolicy(enabled=False)),
-        user_id="alice",
-        session_id=session.session_id,
-        content="last, alone",
+        Message(user_id="alice", session_id=session.session_id, content="last, alone"),
     )
     assert limits == [3]
 
@@ -101,10 +142,12 @@ def test_session_remembers_a_bounded_number_of_message_ids(dynamodb: Any) -> Non
         post_message(
             deps,
             policy,
-            user_id="alice",
-            session_id=session.session_id,
-            content=f"t{i}",
-            client_message_id=f"m{i}",
+            Message(
+                user_id="alice",
+                session_id=session.session_id,
+                content=f"t{i}",
+                client_message_id=f"m{i}",
+            ),
         )
     stored = memory.get_session(session.session_id)
     assert stored is not None
@@ -155,10 +198,55 @@ def test_the_profile_is_one_bounded_query_and_one_consistent_read_whatever_is_st
     for user in ("few", "many"):
         session = create_session(memory, user)
         calls = _count_calls(dynamodb)
-        post_message(deps, policy, user_id=user, session_id=session.session_id, content="hi!")
+        post_message(
+            deps, policy, Message(user_id=user, session_id=session.session_id, content="hi!")
+        )
         counts.append(Counter(calls))
     # The session and the generation; the window and the profile; the profile's liveness.
     assert (
         counts[0] == counts[1] == Counter({"BatchGetItem": 2, "Query": 2, "TransactWriteItems": 1})
     )
     assert limits == [policy.profile.candidates] * 2
+
+
+class _WindowAfterProfile(InMemoryShortTermMemory):
+    """The window read waits (a bounded while) for the profile's candidates read to start:
+    a turn that reads them one after the other never has both at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.profile_started = threading.Event()
+        self.window_saw_it: list[bool] = []
+
+    def profile_records(self, owner: str, limit: int) -> list[MemoryRecord]:
+        self.profile_started.set()
+        return super().profile_records(owner, limit)
+
+    def recent_turns(self, session_id: str, count: int) -> list[Turn]:
+        self.window_saw_it.append(self.profile_started.wait(timeout=10))
+        return super().recent_turns(session_id, count)
+
+
+@pytest.mark.parametrize("stack", [True, False])
+def test_the_profile_is_read_beside_the_turns_write_and_window_not_after_them(
+    stack: bool,
+) -> None:
+    memory = _WindowAfterProfile()
+    deps = ChatDeps(
+        memory=memory,
+        generator=FakeGenerator(),
+        embedder=FakeEmbedder(),
+        long_term=EmbeddedLongTermIndex(),
+    )
+    session = create_session(memory, "alice")
+    result = post_message(
+        deps,
+        ChatPolicy(stack=StackPolicy(enabled=stack)),
+        Message(
+            user_id="alice",
+            session_id=session.session_id,
+            content="What should I pack for the trip to Lisbon?",
+        ),
+    )
+    assert result.turn.response and result.profile is not None
+    assert memory.window_saw_it == [True]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from chatmemory.ports import Candidate, MemoryDoc
+from chatmemory.ports import Candidate, MemoryDoc, Search
 from chatmemory.schema import PASSAGE_INDEX, SHARED_OWNER, TEXT_STOPWORDS, searched_apart
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)
@@ -204,19 +204,11 @@ class EmbeddedLongTermIndex:
             Candidate(doc=found[r[0]], lexical_score=float(r[1])) for r in rows if r[0] in found
         ]
 
-    def hybrid_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        text: str,
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> tuple[list[Candidate], list[Candidate]]:
+    def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
+        index, k, user_id, only = search.index, search.k, search.user_id, search.sessions_only
         return (
-            self.vector_search(index, vector, k, user_id, sessions_only=sessions_only),
-            self.lexical_search(index, text, k, user_id, sessions_only=sessions_only),
+            self.vector_search(index, search.vector, k, user_id, sessions_only=only),
+            self.lexical_search(index, search.text, k, user_id, sessions_only=only),
         )
 
     def delete_session(

@@ -15,7 +15,7 @@ from opensearchpy.exceptions import NotFoundError, RequestError, TransportError
 
 from chatmemory import limits, schema
 from chatmemory.errors import LongTermMemoryError, LongTermMemoryUnavailable
-from chatmemory.ports import Candidate, MemoryDoc
+from chatmemory.ports import Candidate, MemoryDoc, Search
 
 _DOC_FIELDS = frozenset(f.name for f in fields(MemoryDoc))
 # Hits never carry the vector back: it is large and the ranking code only needs the score.
@@ -228,25 +228,17 @@ class OpenSearchLongTermIndex:
         body = _match_body(text, k, user_id, sessions_only)
         return _lexical_hits(self._search(index, user_id, body))
 
-    def hybrid_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        text: str,
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> tuple[list[Candidate], list[Candidate]]:
+    def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
         """Both searches in one _msearch request (the index in the path, as for _bulk)."""
-        name = self._name(index, user_id)
-        routing = self._routing(index, user_id)
+        name = self._name(search.index, search.user_id)
+        routing = self._routing(search.index, search.user_id)
         header = {} if routing is None else {"routing": routing}
+        k, user_id, only = search.k, search.user_id, search.sessions_only
         bodies = [
             header,
-            _knn_body(vector, k, user_id, sessions_only),
+            _knn_body(search.vector, k, user_id, only),
             header,
-            _match_body(text, k, user_id, sessions_only),
+            _match_body(search.text, k, user_id, only),
         ]
         with _translated(f"search {name}"):
             try:

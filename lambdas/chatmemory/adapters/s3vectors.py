@@ -54,7 +54,7 @@ from botocore.exceptions import ConnectionError as SDKConnectionError
 
 from chatmemory import limits, schema
 from chatmemory.errors import ConfigurationError, LongTermMemoryError, LongTermMemoryUnavailable
-from chatmemory.ports import Candidate, MemoryDoc
+from chatmemory.ports import Candidate, MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX, PASSAGE_INDEX
 from chatmemory.services.longterm.lexical import rescore
 
@@ -276,20 +276,14 @@ class S3VectorsLongTermIndex:
         scored over vector candidates in hybrid_search."""
         return []
 
-    def hybrid_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        text: str,
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> tuple[list[Candidate], list[Candidate]]:
+    def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
         """One QueryVectors for the nearest `candidates` (at least k), then BM25 of `text` over
         their stored text: the k nearest, and the k best word matches among the candidates."""
-        found = self._query(index, vector, max(k, self._candidates), user_id, sessions_only)
-        return rescore(found, text, k)
+        depth = max(search.k, self._candidates)
+        found = self._query(
+            search.index, search.vector, depth, search.user_id, search.sessions_only
+        )
+        return rescore(found, search.text, search.k)
 
     def _query(
         self,

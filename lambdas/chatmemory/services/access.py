@@ -16,17 +16,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from chatmemory.domain import Session, Turn, caller_of, is_identifier, visible_to
+from chatmemory.domain import Session, Turn, UserState, caller_of, is_identifier, visible_to
 from chatmemory.errors import SessionNotFound
 from chatmemory.ports import SessionStore, SessionTurns, UserSessions, UserStore
 
+# A session and its caller's state, as a read of the request found them (None: not read yet).
+Found = tuple[Session | None, UserState] | None
 
-def owned_session(memory: SessionStore, user_id: str, session_id: str) -> Session:
-    """The caller's visible session (one read of the session and the caller's state), or
-    SessionNotFound."""
+
+def owned_session(
+    memory: SessionStore, user_id: str, session_id: str, *, found: Found = None
+) -> Session:
+    """The caller's visible session (one read of the session and the caller's state, or
+    `found`: what a read this request made found of them), or SessionNotFound."""
     if not is_identifier(session_id):
         raise SessionNotFound("session not found")
-    session, user = memory.get_owned(session_id, user_id)
+    session, user = found if found is not None else memory.get_owned(session_id, user_id)
     if session is None or not visible_to(user.owner, session.user_id, session.status):
         raise SessionNotFound(f"session {session_id} not found")
     return session

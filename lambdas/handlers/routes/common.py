@@ -4,7 +4,8 @@ an agent)."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Callable
+from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
@@ -13,11 +14,14 @@ from pydantic import BeforeValidator
 from chatmemory import api_models as m
 from chatmemory import wiring
 from chatmemory.errors import LongTermMemoryUnavailable
-from chatmemory.ports import Embedder, LongTermIndex
+from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory
 from chatmemory.schema import ID_MAX_LENGTH, ID_PATTERN
 from chatmemory.services.conversation import chat, sessions
 from handlers import messages
 from handlers.identity import Forbidden, caller_id, is_agent
+
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def digits(value: object) -> object:
@@ -68,6 +72,20 @@ def user(router: Router) -> str:
 def session(router: Router, session_id: str) -> str:
     """The server's id of the session the caller's id names (sessions.resolve)."""
     return sessions.resolve(wiring.chat_deps().memory, user(router), session_id)
+
+
+def on_session(
+    router: Router,
+    session_id: str,
+    call: Callable[Concatenate[ShortTermMemory, str, str, P], T],
+    *args: P.args,
+    **kwargs: P.kwargs,
+) -> T:
+    """CALL (a service function) with the caller's memory, the caller and the server's id of the
+    session the caller's id names, then ARGS: what a route on one session does first."""
+    return call(
+        wiring.chat_deps().memory, user(router), session(router, session_id), *args, **kwargs
+    )
 
 
 def agent(router: Router) -> str:

@@ -16,6 +16,7 @@ from handlers.routes.common import (
     Limit,
     NextToken,
     SessionId,
+    on_session,
     session,
     user,
 )
@@ -121,10 +122,7 @@ def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.Session
     description=("The session's name, status, times and number of turns."),
 )
 def get_session(session_id: SessionId) -> m.SessionEnvelope:
-    found = sessions.get_session(
-        wiring.chat_deps().memory, user(router), session(router, session_id)
-    )
-    return m.SessionEnvelope.of(found)
+    return m.SessionEnvelope.of(on_session(router, session_id, sessions.get_session))
 
 
 @router.post(
@@ -136,10 +134,7 @@ def get_session(session_id: SessionId) -> m.SessionEnvelope:
     ),
 )
 def end_session(session_id: SessionId) -> m.SessionEnvelope:
-    ended = sessions.end_session(
-        wiring.chat_deps().memory, user(router), session(router, session_id)
-    )
-    return m.SessionEnvelope.of(ended)
+    return m.SessionEnvelope.of(on_session(router, session_id, sessions.end_session))
 
 
 @router.delete(
@@ -169,11 +164,7 @@ def delete_session(session_id: SessionId) -> Response[None]:
     ),
 )
 def export_session(session_id: SessionId, next_token: NextToken = None) -> m.ExportDocument:
-    found, stored, token = sessions.export_session(
-        wiring.chat_deps().memory,
-        user(router),
-        session(router, session_id),
-        next_token=next_token,
-        size_of=m.turn_bytes,
+    found, stored, token = on_session(
+        router, session_id, sessions.export_session, next_token=next_token, size_of=m.turn_bytes
     )
     return m.ExportDocument.of(found, stored, token)

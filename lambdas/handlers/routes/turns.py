@@ -121,7 +121,8 @@ def store_turn(
         lambda current: turns.store_turn(
             deps.memory,
             user_id=caller,
-            session_id=current,
+            session_id=current.session_id,
+            found=current.found,
             input=body.input,
             response=body.response,
             client_message_id=body.client_message_id,

@@ -15,7 +15,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import Guarded, is_conditional_failure
+from chatmemory.adapters.dynamodb.client import Guarded, batch_write, is_conditional_failure
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
@@ -26,7 +26,7 @@ from chatmemory.domain import (
     listed_after,
 )
 from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
-from chatmemory.limits import DYNAMODB_BATCH_GET, DYNAMODB_BATCH_WRITE
+from chatmemory.limits import DYNAMODB_BATCH_GET
 from chatmemory.schema import CHECKPOINT_KEY, SESSION_ID
 
 _CHUNK = schema.CHECKPOINT_CHUNK_BYTES
@@ -478,26 +478,8 @@ class DynamoCheckpointStore:
         return found
 
     def _batch_write(self, requests: Iterable[dict[str, Any]]) -> None:
-        """BatchWriteItem in batches of 25 (at most 25 x 350 KB: within its 16 MB), unprocessed
-        items sent again."""
-        batch: list[dict[str, Any]] = []
-        for request in requests:
-            batch.append(request)
-            if len(batch) == DYNAMODB_BATCH_WRITE.count:
-                self._flush(batch)
-                batch = []
-        if batch:
-            self._flush(batch)
-
-    def _flush(self, batch: list[dict[str, Any]]) -> None:
-        pending: dict[str, Any] = {self._table: batch}
-        for attempt in range(8):
-            answer = self._db.batch_write_item(RequestItems=pending)
-            pending = answer.get("UnprocessedItems") or {}
-            if not pending:
-                return
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-        raise ShortTermMemoryUnavailable("DynamoDB kept items unprocessed; retry the request")
+        """BatchWriteItem in batches of 25 (at most 25 x 350 KB: within its 16 MB)."""
+        batch_write(self._db, self._table, requests)
 
 
 def _just_below(checkpoint_id: str) -> str:

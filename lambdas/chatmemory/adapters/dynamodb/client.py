@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -10,6 +11,7 @@ from botocore.exceptions import ClientError, HTTPClientError
 from botocore.exceptions import ConnectionError as BotoConnectionError
 
 from chatmemory.errors import ShortTermMemoryUnavailable
+from chatmemory.limits import DYNAMODB_BATCH_WRITE
 
 # What DynamoDB answers when it cannot serve a request now. botocore's standard retries have
 # already retried these; what is left is an outage to report as such (503), not a bug (500).
@@ -86,6 +88,41 @@ def _pages(pages: Any) -> Iterator[Any]:
 
 def is_conditional_failure(error: ClientError) -> bool:
     return error.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+
+
+def applied(request: Callable[..., object], **params: Any) -> bool:
+    """Whether a conditional write took effect: False when its condition no longer held."""
+    try:
+        request(**params)
+    except ClientError as error:
+        if is_conditional_failure(error):
+            return False
+        raise
+    return True
+
+
+def batch_write(db: Any, table: str, requests: Iterable[dict[str, Any]]) -> None:
+    """BatchWriteItem of `requests` to `table` in batches of 25, unprocessed items sent again
+    (backing off); items DynamoDB keeps unprocessed are an outage to retry, not a conflict."""
+    batch: list[dict[str, Any]] = []
+    for request in requests:
+        batch.append(request)
+        if len(batch) == DYNAMODB_BATCH_WRITE.count:
+            _flush(db, table, batch)
+            batch = []
+    if batch:
+        _flush(db, table, batch)
+
+
+def _flush(db: Any, table: str, batch: list[dict[str, Any]]) -> None:
+    pending: dict[str, Any] = {table: batch}
+    for attempt in range(8):
+        answer = db.batch_write_item(RequestItems=pending)
+        pending = answer.get("UnprocessedItems") or {}
+        if not pending:
+            return
+        time.sleep(min(0.05 * 2**attempt, 1.0))
+    raise ShortTermMemoryUnavailable("DynamoDB kept items unprocessed; retry the request")
 
 
 @contextmanager

@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import is_conditional_failure
+from chatmemory.adapters.dynamodb.client import applied, is_conditional_failure
 from chatmemory.adapters.dynamodb.codec import (
     deserialize,
     record_from_item,
@@ -24,17 +24,12 @@ class DynamoRecordStore(DynamoTables):
     """ports.RecordStore on the records table."""
 
     def put_record(self, record: MemoryRecord) -> bool:
-        try:
-            self._db.put_item(
-                TableName=self._records,
-                Item=serialize(record_to_item(record)),
-                ConditionExpression=f"attribute_not_exists({RECORD_ID})",
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.put_item,
+            TableName=self._records,
+            Item=serialize(record_to_item(record)),
+            ConditionExpression=f"attribute_not_exists({RECORD_ID})",
+        )
 
     def statement_holder(self, owner: str, statement: str) -> str | None:
         answer = self._db.get_item(
@@ -103,22 +98,17 @@ class DynamoRecordStore(DynamoTables):
         return record if record is not None and record.expired(self.clock()) else None
 
     def remove_expired_record(self, owner: str, record_id: str, version: int) -> bool:
-        try:
-            self._db.delete_item(
-                TableName=self._records,
-                Key=_record_key(owner, record_id),
-                ConditionExpression="version = :v AND #e <= :now",
-                ExpressionAttributeNames={"#e": schema.EXPIRES_AT},
-                ExpressionAttributeValues={
-                    ":v": {"N": str(version)},
-                    ":now": {"N": str(int(self.clock().timestamp()))},
-                },
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.delete_item,
+            TableName=self._records,
+            Key=_record_key(owner, record_id),
+            ConditionExpression="version = :v AND #e <= :now",
+            ExpressionAttributeNames={"#e": schema.EXPIRES_AT},
+            ExpressionAttributeValues={
+                ":v": {"N": str(version)},
+                ":now": {"N": str(int(self.clock().timestamp()))},
+            },
+        )
 
     def list_records(
         self,
@@ -222,26 +212,19 @@ class DynamoRecordStore(DynamoTables):
         return True
 
     def mark_record_deleting(self, owner: str, record_id: str) -> bool:
-        try:
-            self._db.update_item(
-                TableName=self._records,
-                Key=_record_key(owner, record_id),
-                # Out of the profile index at once (schema.PROFILE_RECORDS_INDEX).
-                UpdateExpression=(
-                    f"SET #s = :deleting REMOVE {schema.PROFILE_RANK} ADD version :one"
-                ),
-                ConditionExpression=f"attribute_exists({RECORD_ID}) AND #s <> :deleting",
-                ExpressionAttributeNames={"#s": STATUS},
-                ExpressionAttributeValues={
-                    ":deleting": {"S": RecordStatus.DELETING},
-                    ":one": {"N": "1"},
-                },
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.update_item,
+            TableName=self._records,
+            Key=_record_key(owner, record_id),
+            # Out of the profile index at once (schema.PROFILE_RECORDS_INDEX).
+            UpdateExpression=(f"SET #s = :deleting REMOVE {schema.PROFILE_RANK} ADD version :one"),
+            ConditionExpression=f"attribute_exists({RECORD_ID}) AND #s <> :deleting",
+            ExpressionAttributeNames={"#s": STATUS},
+            ExpressionAttributeValues={
+                ":deleting": {"S": RecordStatus.DELETING},
+                ":one": {"N": "1"},
+            },
+        )
 
     def remove_records(self, owner: str, record_ids: Sequence[str]) -> None:
         self._batch_write(
@@ -250,19 +233,14 @@ class DynamoRecordStore(DynamoTables):
         )
 
     def remove_deleted_record(self, owner: str, record_id: str) -> bool:
-        try:
-            self._db.delete_item(
-                TableName=self._records,
-                Key=_record_key(owner, record_id),
-                ConditionExpression="#s = :deleting",
-                ExpressionAttributeNames={"#s": STATUS},
-                ExpressionAttributeValues={":deleting": {"S": RecordStatus.DELETING}},
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.delete_item,
+            TableName=self._records,
+            Key=_record_key(owner, record_id),
+            ConditionExpression="#s = :deleting",
+            ExpressionAttributeNames={"#s": STATUS},
+            ExpressionAttributeValues={":deleting": {"S": RecordStatus.DELETING}},
+        )
 
     def live(
         self, owner: str, session_ids: Sequence[str], record_ids: Sequence[str]

@@ -9,7 +9,11 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import limits, schema
-from chatmemory.adapters.dynamodb.client import is_conditional_failure, suppress_conditional
+from chatmemory.adapters.dynamodb.client import (
+    applied,
+    is_conditional_failure,
+    suppress_conditional,
+)
 from chatmemory.adapters.dynamodb.codec import (
     deserialize,
     idle_bucket,
@@ -28,7 +32,7 @@ from chatmemory.adapters.dynamodb.tables import (
     _user_key,
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
-from chatmemory.domain import ClientAlias, Page, Session, UserState, visible_to
+from chatmemory.domain import ClientAlias, Named, Page, Session, UserState, visible_to
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound
 from chatmemory.schema import (
     IDLE_BUCKET,
@@ -198,6 +202,26 @@ class DynamoSessionStore(DynamoTables):
         users = found.get(self._users) or []
         session = session_from_item(sessions[0]) if sessions else None
         return session, user_from_item(user_id, users[0] if users else None)
+
+    def get_named(self, name: str, user_id: str) -> Named:
+        """One BatchGetItem for the alias of the caller's client id `name`, the session whose
+        server id is `name` and the caller's state (all strongly consistent): a message pays
+        for finding its session, the session and the caller's generation in one round trip."""
+        alias = schema.alias_key(user_id, name)
+        found = self._batch_get(
+            {
+                self._sessions: [_session_key(alias), _session_key(name)],
+                self._users: [_user_key(user_id)],
+            }
+        )
+        target, session = None, None
+        for item in found.get(self._sessions) or []:
+            if item[SESSION_ID]["S"] == alias:
+                target = item[schema.ALIAS_TARGET]["S"]
+            else:
+                session = session_from_item(item)
+        users = found.get(self._users) or []
+        return Named(target, session, user_from_item(user_id, users[0] if users else None))
 
     def live_sessions(self, owner: str, session_ids: Sequence[str]) -> set[str]:
         unique = list(dict.fromkeys(session_ids))
@@ -426,34 +450,29 @@ class DynamoSessionStore(DynamoTables):
     def checkpoint_consolidation(
         self, session_id: str, *, expected_round: int, cursor: int, summary: str
     ) -> bool:
-        try:
-            self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression=(
-                    "SET #state = :continue, consolidation_cursor = :cursor, "
-                    "consolidation_summary = :summary, consolidation_round = :next"
-                ),
-                ConditionExpression=(
-                    "#s IN (:ended, :failed) AND "
-                    "(attribute_not_exists(consolidation_round) OR consolidation_round = :round)"
-                ),
-                ExpressionAttributeNames={"#s": STATUS, "#state": schema.CONSOLIDATION_STATE},
-                ExpressionAttributeValues={
-                    ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
-                    ":cursor": {"N": str(cursor)},
-                    ":summary": {"S": summary},
-                    ":round": {"N": str(expected_round)},
-                    ":next": {"N": str(expected_round + 1)},
-                    ":ended": {"S": SessionStatus.ENDED},
-                    ":failed": {"S": SessionStatus.FAILED},
-                },
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.update_item,
+            TableName=self._sessions,
+            Key=_session_key(session_id),
+            UpdateExpression=(
+                "SET #state = :continue, consolidation_cursor = :cursor, "
+                "consolidation_summary = :summary, consolidation_round = :next"
+            ),
+            ConditionExpression=(
+                "#s IN (:ended, :failed) AND "
+                "(attribute_not_exists(consolidation_round) OR consolidation_round = :round)"
+            ),
+            ExpressionAttributeNames={"#s": STATUS, "#state": schema.CONSOLIDATION_STATE},
+            ExpressionAttributeValues={
+                ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
+                ":cursor": {"N": str(cursor)},
+                ":summary": {"S": summary},
+                ":round": {"N": str(expected_round)},
+                ":next": {"N": str(expected_round + 1)},
+                ":ended": {"S": SessionStatus.ENDED},
+                ":failed": {"S": SessionStatus.FAILED},
+            },
+        )
 
     def failed_sessions(self) -> list[str]:
         """FAILED sessions, for the redrive command (an operator's scan, not a request path)."""
@@ -509,26 +528,21 @@ class DynamoSessionStore(DynamoTables):
     ) -> bool:
         """Advance the rolling summary only if nobody advanced it meanwhile (and the session is
         not being deleted: a write must never bring a purged item back)."""
-        try:
-            self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression="SET running_summary = :s, summary_through_turn = :t",
-                ConditionExpression="#st IN (:open, :ended) AND summary_through_turn = :e",
-                ExpressionAttributeNames={"#st": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":s": {"S": summary},
-                    ":t": {"N": str(through_turn)},
-                    ":e": {"N": str(expected_through)},
-                    ":open": {"S": SessionStatus.OPEN},
-                    ":ended": {"S": SessionStatus.ENDED},
-                },
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.update_item,
+            TableName=self._sessions,
+            Key=_session_key(session_id),
+            UpdateExpression="SET running_summary = :s, summary_through_turn = :t",
+            ConditionExpression="#st IN (:open, :ended) AND summary_through_turn = :e",
+            ExpressionAttributeNames={"#st": schema.STATUS},
+            ExpressionAttributeValues={
+                ":s": {"S": summary},
+                ":t": {"N": str(through_turn)},
+                ":e": {"N": str(expected_through)},
+                ":open": {"S": SessionStatus.OPEN},
+                ":ended": {"S": SessionStatus.ENDED},
+            },
+        )
 
     def _set_status(
         self,
@@ -546,50 +560,41 @@ class DynamoSessionStore(DynamoTables):
             **{f":a{i}": {"S": a} for i, a in enumerate(allowed)},
         }
         allowed_expr = ", ".join(f":a{i}" for i in range(len(allowed)))
-        try:
-            self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression="SET #s = :status, "
-                + ", ".join(f"#{k} = :{k}" for k in extra)
-                + (" REMOVE " + ", ".join(f"#{k}" for k in remove) if remove else ""),
-                ConditionExpression=f"#s IN ({allowed_expr})",
-                ExpressionAttributeNames=names,
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False  # moved on meanwhile (already consolidated, deleted)
-            raise
-        return True
+        # moved on meanwhile (already consolidated, deleted)
+        return applied(
+            self._db.update_item,
+            TableName=self._sessions,
+            Key=_session_key(session_id),
+            UpdateExpression="SET #s = :status, "
+            + ", ".join(f"#{k} = :{k}" for k in extra)
+            + (" REMOVE " + ", ".join(f"#{k}" for k in remove) if remove else ""),
+            ConditionExpression=f"#s IN ({allowed_expr})",
+            ExpressionAttributeNames=names,
+            ExpressionAttributeValues=values,
+        )
 
     # --- deletion ---------------------------------------------------------------------------
 
     def mark_deleting(self, session_id: str, at: str) -> bool:
-        try:
-            self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression=(
-                    f"SET #s = :deleting, deleting_at = :t, {OPEN_SHARD} = :shard, "
-                    f"{IDLE_BUCKET} = :bucket, version = version + :one "
-                    f"REMOVE {_HANDOFF_CLEARED}"  # out of the agents' queue at once
-                ),
-                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
-                ExpressionAttributeNames={"#s": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":deleting": {"S": SessionStatus.DELETING},
-                    ":t": {"S": at},
-                    ":shard": {"S": open_shard(session_id, SessionStatus.DELETING)},
-                    ":bucket": {"S": idle_bucket(at)},
-                    ":one": {"N": "1"},
-                },
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.update_item,
+            TableName=self._sessions,
+            Key=_session_key(session_id),
+            UpdateExpression=(
+                f"SET #s = :deleting, deleting_at = :t, {OPEN_SHARD} = :shard, "
+                f"{IDLE_BUCKET} = :bucket, version = version + :one "
+                f"REMOVE {_HANDOFF_CLEARED}"  # out of the agents' queue at once
+            ),
+            ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
+            ExpressionAttributeNames={"#s": schema.STATUS},
+            ExpressionAttributeValues={
+                ":deleting": {"S": SessionStatus.DELETING},
+                ":t": {"S": at},
+                ":shard": {"S": open_shard(session_id, SessionStatus.DELETING)},
+                ":bucket": {"S": idle_bucket(at)},
+                ":one": {"N": "1"},
+            },
+        )
 
     def continue_purge(self, session_id: str, at: str) -> None:
         with suppress_conditional():  # already purged

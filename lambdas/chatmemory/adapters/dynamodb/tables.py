@@ -4,12 +4,12 @@ reads and writes, pages, and the hand-off conditions of every write that depends
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
 from typing import Any
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import Guarded
+from chatmemory.adapters.dynamodb.client import Guarded, batch_write
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
 from chatmemory.clock import utc_now
 from chatmemory.domain import Handoff, Page
@@ -162,23 +162,5 @@ class DynamoTables:
             for item in page.get("Items", []):
                 yield convert(item)
 
-    def _batch_write(self, table: str, requests: Iterator[dict[str, Any]] | Any) -> None:
-        batch: list[dict[str, Any]] = []
-        for request in requests:
-            batch.append(request)
-            if len(batch) == 25:
-                self._flush(table, batch)
-                batch = []
-        if batch:
-            self._flush(table, batch)
-
-    def _flush(self, table: str, batch: list[dict[str, Any]]) -> None:
-        pending: dict[str, Any] = {table: batch}
-        for attempt in range(8):
-            answer = self._db.batch_write_item(RequestItems=pending)
-            pending = answer.get("UnprocessedItems") or {}
-            if not pending:
-                return
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-        # Unprocessed items are DynamoDB shedding load: an outage to retry, not a conflict.
-        raise ShortTermMemoryUnavailable("DynamoDB kept items unprocessed; retry the request")
+    def _batch_write(self, table: str, requests: Iterable[dict[str, Any]]) -> None:
+        batch_write(self._db, table, requests)

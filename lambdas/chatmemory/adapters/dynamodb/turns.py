@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import is_conditional_failure
+from chatmemory.adapters.dynamodb.client import applied, is_conditional_failure
 from chatmemory.adapters.dynamodb.codec import (
     idle_bucket,
     serialize,
@@ -243,26 +243,21 @@ class DynamoTurnStore(DynamoTables):
             raise
 
     def claim_answer(self, session_id: str, turn: int, *, until: str, now: str) -> bool:
-        try:
-            self._db.update_item(
-                TableName=self._turns,
-                Key=_turn_key(session_id, turn),
-                UpdateExpression="SET answering_until = :until",
-                ConditionExpression=(
-                    "pending = :true AND attribute_not_exists(answered_by) AND "
-                    "(attribute_not_exists(answering_until) OR answering_until < :now)"
-                ),
-                ExpressionAttributeValues={
-                    ":true": {"BOOL": True},
-                    ":until": {"S": until},
-                    ":now": {"S": now},
-                },
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.update_item,
+            TableName=self._turns,
+            Key=_turn_key(session_id, turn),
+            UpdateExpression="SET answering_until = :until",
+            ConditionExpression=(
+                "pending = :true AND attribute_not_exists(answered_by) AND "
+                "(attribute_not_exists(answering_until) OR answering_until < :now)"
+            ),
+            ExpressionAttributeValues={
+                ":true": {"BOOL": True},
+                ":until": {"S": until},
+                ":now": {"S": now},
+            },
+        )
 
     def release_answer(self, session_id: str, turn: int, *, until: str) -> None:
         try:

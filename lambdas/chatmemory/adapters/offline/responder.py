@@ -35,7 +35,7 @@ from chatmemory.schema import (
     PROMPT_PROFILE_HEADER,
     TEXT_STOPWORDS,
 )
-from chatmemory.services.longterm.auto_recall import content_terms
+from chatmemory.services.longterm.terms import content_terms
 
 LABEL = "[offline responder]"
 _SPEAKER = re.compile(r"^([^:\n]{1,40}):\s?(.*)$")

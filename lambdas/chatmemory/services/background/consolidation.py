@@ -124,7 +124,7 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 def _gist(text: str) -> str:
     """The sentences of a message worth a summary (transcript's `gist`)."""
     # Their patterns: not at cold start.
-    from chatmemory.services.longterm.auto_recall import content_terms
+    from chatmemory.services.longterm.terms import content_terms
     from chatmemory.services.profile.traits import passing
 
     kept = [
@@ -156,33 +156,14 @@ def head_documents(
     ordered = sorted(first_turns, key=lambda t: t.turn)
     docs = []
     if summary:
-        docs.append(
-            MemoryDoc(
-                doc_key=summary_doc_key(session.session_id),
-                user_id=session.user_id,
-                session_id=session.session_id,
-                kind=MemoryKind.SUMMARY,
-                text=summary,
-                created_at=session.started_at,
-                title=session.name,
-                turn_from=1 if session.num_turns else None,
-                turn_to=session.num_turns or None,
-            )
-        )
+        first, last = (1, session.num_turns) if session.num_turns else (None, None)
+        key = summary_doc_key(session.session_id)
+        docs.append(_document(session, key, MemoryKind.SUMMARY, summary, first, last))
     if ordered and policy.opening_words > 0:
         words = transcript(ordered, policy.roles).split()[: policy.opening_words]
-        docs.append(
-            MemoryDoc(
-                doc_key=opening_doc_key(session.session_id),
-                user_id=session.user_id,
-                session_id=session.session_id,
-                kind=MemoryKind.OPENING,
-                text=" ".join(words),
-                created_at=session.started_at,
-                title=session.name,
-                turn_from=ordered[0].turn,
-            )
-        )
+        key = opening_doc_key(session.session_id)
+        text = " ".join(words)
+        docs.append(_document(session, key, MemoryKind.OPENING, text, ordered[0].turn))
     return docs
 
 
@@ -197,20 +178,34 @@ def window_documents(
         part = [by_number[n] for n in range(start, start + policy.chunk_turns) if n in by_number]
         if not part:
             continue
-        docs.append(
-            MemoryDoc(
-                doc_key=chunk_doc_key(session.session_id, part[0].turn),
-                user_id=session.user_id,
-                session_id=session.session_id,
-                kind=MemoryKind.CHUNK,
-                text=transcript(part, policy.roles),
-                created_at=part[0].created_at or session.started_at,
-                title=session.name,
-                turn_from=part[0].turn,
-                turn_to=part[-1].turn,
-            )
-        )
+        key = chunk_doc_key(session.session_id, part[0].turn)
+        text = transcript(part, policy.roles)
+        doc = _document(session, key, MemoryKind.CHUNK, text, part[0].turn, part[-1].turn)
+        doc.created_at = part[0].created_at or session.started_at
+        docs.append(doc)
     return docs
+
+
+def _document(
+    session: Session,
+    key: str,
+    kind: MemoryKind,
+    text: str,
+    turn_from: int | None,
+    turn_to: int | None = None,
+) -> MemoryDoc:
+    """An entry of the session: dated when it started, titled with its name."""
+    return MemoryDoc(
+        doc_key=key,
+        user_id=session.user_id,
+        session_id=session.session_id,
+        kind=kind,
+        text=text,
+        created_at=session.started_at,
+        title=session.name,
+        turn_from=turn_from,
+        turn_to=turn_to,
+    )
 
 
 def memory_documents(

@@ -17,6 +17,7 @@ from chatmemory.services.conversation.turn.context import (
     Delta,
     Memory,
     MemoryUsed,
+    Message,
     StopSignal,
     Stored,
     TurnEvent,
@@ -24,7 +25,12 @@ from chatmemory.services.conversation.turn.context import (
     expiry,
 )
 from chatmemory.services.conversation.turn.gather import NO_LONG_TERM_MEMORY, REMEMBERED, gap_note
-from chatmemory.services.conversation.turn.pipeline import collected, open_turn, post_message
+from chatmemory.services.conversation.turn.pipeline import (
+    collected,
+    on_current_session,
+    open_turn,
+    post_message,
+)
 
 __all__ = [
     "NO_LONG_TERM_MEMORY",
@@ -34,6 +40,7 @@ __all__ = [
     "Delta",
     "Memory",
     "MemoryUsed",
+    "Message",
     "StopSignal",
     "Stored",
     "TurnEvent",
@@ -41,6 +48,7 @@ __all__ = [
     "collected",
     "expiry",
     "gap_note",
+    "on_current_session",
     "open_turn",
     "post_message",
 ]

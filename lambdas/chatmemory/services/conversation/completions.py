@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from chatmemory.domain import Session, Turn
@@ -36,11 +37,12 @@ from chatmemory.services.conversation import sessions, turns
 from chatmemory.services.conversation.turn.context import (
     ChatDeps,
     ChatPolicy,
+    Message,
     StopSignal,
     TurnEvent,
     expiry,
 )
-from chatmemory.services.conversation.turn.pipeline import open_turn
+from chatmemory.services.conversation.turn.pipeline import on_current_session, open_turn
 
 # The roles a request's messages may have; "developer" is what newer OpenAI models call the
 # system message.
@@ -128,22 +130,8 @@ def open_completion(
     message_id = conversation.message_id() if conversation.exchanges or not session_id else None
     if conversation.system is not None:
         policy = policy._replace(system_prompt=conversation.system)
-    events = sessions.on_current_session(
-        deps.memory,
-        user_id,
-        client_id,
-        lambda current: open_turn(
-            deps,
-            policy,
-            user_id=user_id,
-            session_id=current,
-            content=conversation.message,
-            client_message_id=message_id,
-            stream=stream,
-            stop=stop,
-        ),
-        clock=deps.clock,
-    )
+    message = Message(user_id, client_id, conversation.message, message_id, None, stream, stop)
+    events = on_current_session(deps, message, partial(open_turn, deps, policy))
     return client_id, events
 
 

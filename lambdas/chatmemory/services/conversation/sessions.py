@@ -11,7 +11,7 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import NamedTuple, TypeVar
 
@@ -45,7 +45,7 @@ from chatmemory.schema import (
     TEXT_STOPWORDS,
     SessionStatus,
 )
-from chatmemory.services.access import owned_session, owner_of
+from chatmemory.services.access import Found, owned_session, owner_of
 from chatmemory.services.pages import fitted_page
 
 # A create or forget that loses a race with a concurrent one reads again and retries.
@@ -135,6 +135,26 @@ def resolve(memory: SessionStore, user_id: str, session_id: str) -> str:
     return memory.get_alias(user_id, session_id) or session_id
 
 
+class Current(NamedTuple):
+    """The session a caller's id names (as `resolve` finds it), and what the same read found
+    of that session and of the caller's state (services/access.owned_session checks it), or
+    None when the read was not of that session (a client id's alias names another)."""
+
+    session_id: str
+    found: Found = None
+
+
+def resolve_current(memory: SessionStore, user_id: str, session_id: str) -> Current:
+    """`resolve`, reading in the same request the session the id would be and the caller's
+    state: for the usual id, a session's own, what the message needs next is read already."""
+    if not is_identifier(session_id):
+        return Current(session_id)  # refused by owned_session as any bad id
+    alias, session, user = memory.get_named(session_id, user_id)
+    if alias is not None and alias != session_id:
+        return Current(alias)
+    return Current(session_id, (session, user))
+
+
 def ensure_session(
     memory: UserSessions,
     user_id: str,
@@ -204,26 +224,65 @@ def on_current_session(
     memory: UserSessions,
     user_id: str,
     session_id: str,
-    write: Callable[[str], T],
+    write: Callable[[Current], T],
     *,
     clock: Clock = utc_now,
     make_id: Callable[[], str] = new_id,
 ) -> T:
-    """Run `write` (a message or a turn) on the session a caller's id names. When a client id
+    """Run `write` (a message or a turn) on the session a caller's id names, with what the read
+    that found it found of it (current_session_attempts)."""
+    for attempt in current_session_attempts(memory, user_id, session_id, clock, make_id):
+        with attempt:
+            return write(attempt.current)
+    raise AssertionError("current_session_attempts raises when the attempts run out")
+
+
+class SessionAttempt:
+    """One try of a write on the session `current` names (resolved from the caller's id
+    `named`, with what the read found of it): the write runs inside it, and a session that
+    ended meanwhile, named by a client id, ends the try so that the next one runs on the
+    conversation's continuation."""
+
+    def __init__(self, current: Current, named: str) -> None:
+        self.current = current
+        self.named = named
+
+    @property
+    def session_id(self) -> str:
+        return self.current.session_id
+
+    @property
+    def found(self) -> Found:
+        return self.current.found
+
+    def __enter__(self) -> SessionAttempt:
+        return self
+
+    def __exit__(self, kind: object, error: BaseException | None, trace: object) -> bool:
+        # A server id (or an id naming none) means the session itself: its end is the answer.
+        return isinstance(error, SessionEnded) and self.session_id != self.named
+
+
+def current_session_attempts(
+    memory: UserSessions,
+    user_id: str,
+    session_id: str,
+    clock: Clock = utc_now,
+    make_id: Callable[[], str] = new_id,
+) -> Iterator[SessionAttempt]:
+    """The tries of a write on the session a caller's id names, for `for attempt in ...: with
+    attempt: return write(attempt.current)`. Each try reads the session the id names, and what
+    it needs next of it and of the caller, in one request (resolve_current). When a client id
     (PUT /sessions/{id}) names a session that has ended (the idle sweeper, an explicit end),
     the conversation is continued on the server in the same request: a new session continues
-    it (continued_from), takes the alias over, and `write` runs on it. A server id keeps its
-    meaning (an ended session answers 409 session_ended): a caller who names the session
+    it (continued_from), takes the alias over, and the next try runs on it. A server id keeps
+    its meaning (an ended session answers 409 session_ended): a caller who names the session
     itself is told; a caller who named a conversation gets the conversation."""
     for _ in range(_ATTEMPTS):
-        target = resolve(memory, user_id, session_id)
-        try:
-            return write(target)
-        except SessionEnded:
-            if target == session_id:
-                raise  # a server id (or an id naming none): the session itself is meant
+        attempt = SessionAttempt(resolve_current(memory, user_id, session_id), session_id)
+        yield attempt
         continue_client_session(
-            memory, user_id, session_id, ended=target, clock=clock, make_id=make_id
+            memory, user_id, session_id, ended=attempt.session_id, clock=clock, make_id=make_id
         )
     raise Conflict("the conversation kept changing; retry the request")
 
@@ -271,7 +330,7 @@ def title_from(message: str) -> str | None:
     sentence with something in it, without the greeting and the "I'm"/"can you", cut to a few
     words ("We are adopting a rescue greyhound named Biscuit next month." -> "Adopting a rescue
     greyhound named Biscuit"). None for small talk and commands: there is nothing to go on."""
-    from chatmemory.services.longterm.auto_recall import content_terms
+    from chatmemory.services.longterm.terms import content_terms
 
     if message.lstrip().startswith("/"):
         return None

@@ -72,6 +72,20 @@ class Transition(NamedTuple):
 
 
 _NEW = None
+
+
+def _covered(state: TurnState) -> Transition:
+    """A stacked message (pending, or claimed by a retry) that a later message's answer covers."""
+    return Transition(
+        state,
+        TurnState.COVERED,
+        "a later message's answer covers it",
+        "the caller's request",
+        "complete_stack",
+        "201 with the answer on the later turn",
+    )
+
+
 TRANSITIONS: tuple[Transition, ...] = (
     Transition(
         _NEW,
@@ -137,14 +151,7 @@ TRANSITIONS: tuple[Transition, ...] = (
         "complete_stack",
         "201 with the answer",
     ),
-    Transition(
-        TurnState.PENDING,
-        TurnState.COVERED,
-        "a later message's answer covers it",
-        "the caller's request",
-        "complete_stack",
-        "201 with the answer on the later turn",
-    ),
+    _covered(TurnState.PENDING),
     Transition(
         TurnState.CLAIMED,
         TurnState.ANSWERED,
@@ -153,14 +160,7 @@ TRANSITIONS: tuple[Transition, ...] = (
         "complete_stack",
         "201 with the answer; a re-send meanwhile waits for it",
     ),
-    Transition(
-        TurnState.CLAIMED,
-        TurnState.COVERED,
-        "a later message's answer covers it",
-        "the caller's request",
-        "complete_stack",
-        "201 with the answer on the later turn",
-    ),
+    _covered(TurnState.CLAIMED),
     Transition(
         TurnState.PENDING,
         TurnState.CLAIMED,

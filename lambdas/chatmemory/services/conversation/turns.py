@@ -29,7 +29,7 @@ from chatmemory.errors import (
 )
 from chatmemory.ports import Clock, SentimentAnalyzer, SessionTurns, TurnStore
 from chatmemory.schema import Intent, Rating, SessionStatus, TurnOrigin
-from chatmemory.services.access import owned_session
+from chatmemory.services.access import Found, owned_session
 from chatmemory.services.conversation.sentiment import analyze_input
 from chatmemory.services.conversation.sessions import title_from
 
@@ -140,18 +140,20 @@ def store_turn(
     sentiment: SentimentAnalyzer | None = None,
     expires_at: int | None = None,
     messages: str | None = None,
+    found: Found = None,
 ) -> Stored:
     """Store a turn as the client sent it (no model call) as the session's next turn, with
-    the sentiment of its input."""
+    the sentiment of its input; `found`: the session and the caller's state as this request
+    read them already (None: read them now)."""
     check_text(input, "input", max_input_chars)
-    session = owned_session(memory, user_id, session_id)
+    session = owned_session(memory, user_id, session_id, found=found)
     stored = earlier_turn(memory, session, client_message_id, input)
     if stored is not None:
         return Stored(stored, replayed=True)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
     now = iso(clock())
-    found, sentiment_error = analyze_input(sentiment, input)
+    scored, sentiment_error = analyze_input(sentiment, input)
     turn = Turn(
         session_id=session_id,
         turn=0,
@@ -163,7 +165,7 @@ def store_turn(
         pending=not response,
         origin=TurnOrigin.CLIENT,
         metadata=dict(metadata),
-        sentiment=found,
+        sentiment=scored,
         expires_at=expires_at,
         messages=messages,
     )

@@ -55,48 +55,24 @@ from chatmemory.ports import (
     LongTermIndex,
     MemoryDoc,
     RecordStore,
+    Search,
     TextGenerator,
     VectorCache,
     embed_queries,
 )
-from chatmemory.schema import (
-    MEMORY_INDEX,
-    PROMPT_MEMORY_FOOTER,
-    PROMPT_MEMORY_HEADER,
-    TEXT_STOPWORDS,
-    Intent,
-    MemoryKind,
-    SourceKind,
+from chatmemory.schema import MEMORY_INDEX, Intent, MemoryKind
+from chatmemory.services.longterm.recall_block import (
+    LINE_WEIGHTS,
+    LineWeights,
+    RecalledItem,
+    build_block,
+    live_documents,
 )
 from chatmemory.services.longterm.scoring import RecallWeights, fuse, with_time
+from chatmemory.services.longterm.terms import content_terms, term_share
 from chatmemory.services.longterm.when import TimeWindow, time_window
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
 
-MEMORY_HEADER = PROMPT_MEMORY_HEADER
-MEMORY_FOOTER = PROMPT_MEMORY_FOOTER
-
-# Function words plus the words small talk is made of: greeting, thanking, agreeing, reacting,
-# apologising, checking the line, leaving. A message made only of these has nothing to recall.
-_PHATIC = frozenset(
-    """hi hello hey heya hiya howdy yo greetings morning afternoon evening night nite day
-    good great fine nice cool awesome amazing wonderful lovely sweet neat perfect excellent
-    fantastic brilliant super wow whoa yay woo ok okay k kk alright right sure yes yeah yep yup
-    yea ya no nope nah not really indeed exactly totally absolutely definitely certainly agreed
-    agree true fair enough course thanks thank thx ty tysm cheers appreciate appreciated
-    welcome np problem worries bye goodbye cya later see soon again take care ttyl farewell
-    tomorrow
-    sorry pardon excuse oops hmm hm hmmm um umm uh uhh er ah ahh oh ooh aha ha haha hahaha
-    hehe heh lol lmao rofl xd wait hold on go ahead continue carry keep going more still
-    there here back hear listening understand understood get got gotcha noted sounds makes
-    sense whatever forget mind nevermind never well anyway anyways so yeah just kind much
-    lot lots bit little one thing stuff doing going how's what's whats sup up new today
-    tonight weekend you're youre thats that's it's its let's lets please pls plz thank-you
-    bot assistant friend buddy mate dude man guys everyone everybody all love happy glad
-    interesting funny hilarious crazy wild true sad shame pity tell repeat say said talk
-    chat ask asking question answer hope hoping wish well-done done bravo congrats""".split()
-)
-_COMMON = frozenset(TEXT_STOPWORDS) | _PHATIC
-_WORD = re.compile(r"[a-z0-9][a-z0-9'-]*")
 # Ways of saying nothing to recall, embedded once per process for gate 2. Written for this
 # module: greetings, thanks, agreement, reactions, checks of the line, leaving, chit-chat.
 SMALL_TALK = (
@@ -167,75 +143,6 @@ _REFERS_BACK = re.compile(
 _NAMES = re.compile(r"(?<=\s)[A-Z][a-z]+")
 
 
-def content_terms(text: str) -> list[str]:
-    """The words of `text` that could name something to recall."""
-    return [w for w in _WORD.findall(text.lower()) if w not in _COMMON and len(w) > 1]
-
-
-class LineWeights(NamedTuple):
-    """A linear score of how likely a piece of memory (a line of a window, or a record) is what
-    the message asks about; the block takes pieces best first while they fit. Each weight
-    multiplies one feature of `piece_features`, all computed from the message and the search's
-    candidates (no model call, no extra request):
-
-    - `window`: the score of the best window holding the line (or of the record), over the
-      best memory's: how the search ranked it.
-    - `second_window`: the score of the other window holding the line (windows overlap by a
-      turn), over the best memory's, 0 when the search did not return it: a line both its
-      windows are close to is likelier the relevant one than the line it shares its best
-      window with.
-    - `words`: the share of the message's content words the line holds, each word weighed by
-      how rare it is among the candidates (a name on every line weighs little);
-      `words_before`, `words_after`: the same for the lines before and after it in the window
-      (an answer follows the line that asks: a match in the line before makes a line likelier
-      to be the answer, a match in the line after makes it likelier to be the question).
-    - `speaker_named`: the line's speaker label ("Melanie:") is named in the message;
-      `other_named`: another speaker of the window is, and not this line's.
-    - `record`: a profile record (a fact, a preference, an open question), short and drawn from
-      what the user said.
-    - `length`: the piece's tokens over 50 (short reactions, "Wow, that's great!", rarely hold
-      what is asked).
-    - `question`: the line ends with a question mark.
-    - `time_for_when`: the message asks when or how long, and the line says when (a date, a
-      weekday, "last week", "yesterday"); `line_for_when`: the message asks when (a line
-      against a record).
-
-    Fitted by `python -m bench.fit_line_weights` (a logistic regression of "the line is a gold
-    evidence turn") on LoCoMo's conv-26 and conv-30 only; measured on the three conversations
-    never used to fit (bench/RESULTS.md).
-    """
-
-    window: float
-    second_window: float
-    words: float
-    words_before: float
-    words_after: float
-    speaker_named: float
-    other_named: float
-    record: float
-    length: float
-    question: float
-    time_for_when: float
-    line_for_when: float
-
-
-# Printed by `python -m bench.fit_line_weights --conversations conv-26,conv-30`.
-LINE_WEIGHTS = LineWeights(
-    window=6.165,
-    second_window=0.706,
-    words=1.882,
-    words_before=0.446,
-    words_after=-1.1,
-    speaker_named=0.833,
-    other_named=-1.33,
-    record=3.055,
-    length=0.738,
-    question=-0.485,
-    time_for_when=1.907,
-    line_for_when=-1.027,
-)
-
-
 # Words weigh twice meaning: all-MiniLM-L6-v2 alone put a gold turn in the prompt for 0.51 of
 # LoCoMo's questions, with BM25 at 0.6 0.64, at 2.0 0.71 (bench.locomo --mode chat). A message
 # that names a time ("in May", "last week") favours memories from then: `time` inside it, halving
@@ -269,14 +176,6 @@ class AutoRecallPolicy(NamedTuple):
     # previous message's words (offline), or is rewritten by the text model.
     follow_up_terms: int = 3
     rewrite_tokens: int = 48
-
-
-@dataclass
-class RecalledItem:
-    text: str
-    source: Source
-    score: float
-    docs: list[MemoryDoc] = field(default_factory=list)
 
 
 @dataclass
@@ -409,27 +308,6 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
 
 
-def _term_share(query: str, text: str) -> float:
-    wanted = _content_stems(query)
-    if not wanted:
-        return 0.0
-    return len(wanted & _stems(text)) / len(wanted)
-
-
-def _stems(text: str) -> set[str]:
-    return {_stem(w) for w in _WORD.findall(text.lower())}
-
-
-def _content_stems(text: str) -> set[str]:
-    """The stems of `text`'s content words (content_terms): what a message asks about, or what
-    a record says."""
-    return {_stem(w) for w in content_terms(text)}
-
-
-def _stem(word: str) -> str:
-    return re.sub(r"(?<=\w\w\w)(ing|ed|es|s)$", "", word.strip("'"))
-
-
 # --- ranking and the block ----------------------------------------------------------------------
 
 
@@ -455,289 +333,40 @@ def rank_memories(
     return ranked
 
 
-def live_documents(memory: RecordStore, owner: str, docs: Sequence[MemoryDoc]) -> list[MemoryDoc]:
-    """The documents whose session and record still exist, in one consistent read. A record
-    drawn from sessions needs one of them alive (see profile.record_document)."""
-    sessions = {d.session_id for d in docs if d.session_id} | {s for d in docs for s in d.sessions}
-    records = {d.record_id for d in docs if d.record_id}
-    if not sessions and not records:
-        return []
-    alive_sessions, alive_records = memory.live(owner, sorted(sessions), sorted(records))
-    return [
-        d
-        for d in docs
-        if d.of_live_record(alive_records)
-        and (d.session_id is None or d.session_id in alive_sessions)
-        and (not d.sessions or any(s in alive_sessions for s in d.sessions))
-    ]
-
-
 def _settled(doc: MemoryDoc) -> bool:
     """An open question a later answer settled (services/profile/placing.py): nothing to pick up."""
     return doc.kind == MemoryKind.OPEN_QUESTION and bool(doc.valid_until)
 
 
-def _label(doc: MemoryDoc) -> str:
-    date = doc.created_at[:10]
-    if doc.kind == MemoryKind.OPEN_QUESTION:
-        return f"[{date}, open question: not settled then]"
-    if doc.kind in (MemoryKind.FACT, MemoryKind.PREFERENCE):
-        until = f" until {doc.valid_until[:10]}" if doc.valid_until else ""
-        return f"[{date}{until}, {doc.kind}]"
-    if doc.kind == MemoryKind.SUMMARY:
-        return f"[{date}, summary]"
-    return f"[{date}]"
-
-
-def _source(doc: MemoryDoc, score: float) -> Source:
-    if doc.record_id and doc.kind != MemoryKind.SUMMARY:
-        return Source(
-            kind=SourceKind.RECORD,
-            id=doc.record_id,
-            title=doc.text[:120],
-            date=doc.created_at,
-            score=round(score, 4),
-        )
-    return Source(
-        kind=SourceKind.SESSION,
-        id=doc.session_id or doc.doc_key,
-        title=doc.title,
-        date=doc.created_at,
-        score=round(score, 4),
-    )
-
-
-@dataclass
-class _Piece:
-    """A line of a window (`session` set) or a record, worth `score` in the block."""
-
-    text: str
-    score: float
-    doc: MemoryDoc
-    session: str | None = None
-    position: float = 0.0
-
-
-# The message asks when or for how long; a line that says when.
-_WHEN = re.compile(r"^\s*(?:when|how long)\b", re.I)
-_TIME = re.compile(
-    r"\b(?:yesterday|today|tonight|last|next|ago|week|weekend|month|year|monday|tuesday|"
-    r"wednesday|thursday|friday|saturday|sunday|january|february|march|april|may|june|july|"
-    r"august|september|october|november|december|\d{4})\b",
-    re.I,
-)
-
-
-def _speaker(line: str) -> str:
-    """The speaker label of a transcript line ("Melanie: ..." -> "melanie"), or ""."""
-    label, colon, _ = line.partition(":")
-    return label.strip().lower() if colon else ""
-
-
-def _window_lines(ranked: Sequence[tuple[MemoryDoc, float]]) -> dict[str, list[str]]:
-    """Each window's non-blank lines, by its key (records and documents are not windows)."""
-    return {
-        doc.doc_key: [ln for ln in doc.text.splitlines() if ln.strip()]
-        for doc, _ in ranked
-        if doc.kind == MemoryKind.CHUNK and doc.session_id
-    }
-
-
-def piece_features(
-    ranked: Sequence[tuple[MemoryDoc, float]],
-    query: str,
-    window_lines: dict[str, list[str]] | None = None,
-) -> list[tuple[_Piece, tuple[float, ...]]]:
-    """The pieces the block is made of, each with its features in `LineWeights`' order: every
-    line of the windows once (with the best window holding it) and every record.
-    `window_lines` is `_window_lines(ranked)`, when the caller has it already."""
-    best = ranked[0][1] if ranked and ranked[0][1] > 0 else 1.0
-    if window_lines is None:
-        window_lines = _window_lines(ranked)
-    # Every window's score for each line it holds, best first (`ranked` is best first).
-    held: dict[str, list[float]] = {}
-    for doc, score in ranked:
-        for line in dict.fromkeys(window_lines.get(doc.doc_key, ())):
-            held.setdefault(line, []).append(score)
-    wanted = _content_stems(query)
-    seen = [_stems(doc.text) for doc, _ in ranked]
-    rarity = {
-        w: math.log((len(ranked) + 1) / (sum(w in words for words in seen) + 0.5)) for w in wanted
-    }
-    total = sum(rarity.values()) or 1.0
-
-    def words(text: str) -> float:
-        return sum(rarity[w] for w in wanted & _stems(text)) / total
-
-    lowered = query.lower()
-    when = 1.0 if _WHEN.match(query) else 0.0
-    out: dict[str, tuple[_Piece, tuple[float, ...]]] = {}
-    for doc, score in ranked:
-        window = score / best
-        if doc.kind != MemoryKind.CHUNK or not doc.session_id:
-            text = f"{_label(doc)} {doc.text}"
-            length = estimate_tokens(text) / 50
-            features = (window, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, length, 0.0, 0.0, 0.0)
-            out.setdefault(f"\x00{doc.doc_key}", (_Piece(text, score, doc), features))
-            continue
-        lines = window_lines[doc.doc_key]
-        speakers = {_speaker(ln) for ln in lines} - {""}
-        matched = [words(ln) for ln in lines]
-        for i, (position, line) in enumerate(_placed(doc, lines)):
-            if line in out:  # `ranked` is best first: the first window holding a line is its best
-                continue
-            speaker = _speaker(line)
-            scores = held[line]
-            features = (
-                window,
-                scores[1] / best if len(scores) > 1 else 0.0,
-                matched[i],
-                matched[i - 1] if i else 0.0,
-                matched[i + 1] if i + 1 < len(lines) else 0.0,
-                1.0 if speaker and speaker in lowered else 0.0,
-                1.0 if any(s in lowered for s in speakers - {speaker}) else 0.0,
-                0.0,
-                estimate_tokens(line) / 50,
-                1.0 if line.rstrip().endswith("?") else 0.0,
-                when if _TIME.search(line) else 0.0,
-                when,
-            )
-            out[line] = (_Piece(line, score, doc, doc.session_id, position), features)
-    return list(out.values())
-
-
-def build_block(
-    ranked: Sequence[tuple[MemoryDoc, float]],
-    budget: int,
-    query: str = "",
-    weights: LineWeights | None = None,
-    known: Sequence[str] = (),
-) -> tuple[str, list[RecalledItem]]:
-    """The memory block within `budget` tokens (header included), filled piece by piece.
-
-    Pieces are the lines of the windows and the records; each is worth the sum of `weights`
-    times its features (`piece_features`), or without weights its window's score, and they go
-    in best first while they fit. So the block holds the lines most likely to answer from several
-    windows rather than the best window whole (windows are about 230 tokens on LoCoMo, the
-    budget 400: whole windows left half of it unused or spent on the second-best window's
-    least useful lines). The lines of one session form one dated excerpt in transcript order,
-    each line once; "…" marks where lines between two of them were left out. A record whose
-    content words a piece already taken holds is left out (a fact drawn from a line there), and
-    so is a piece whose every content word one of the `known` texts holds (the profile block's
-    records, in the prompt already: the line they were drawn from says nothing more)."""
-    left = budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER)
-    window_lines = _window_lines(ranked)
-    scored = piece_features(ranked, query, window_lines)
-    if weights is not None:
-        coefficients = tuple(weights)
-        for piece, features in scored:
-            piece.score = sum(w * f for w, f in zip(coefficients, features, strict=True))
-    adjacent: set[tuple[str, str]] = set()
-    for lines in window_lines.values():
-        adjacent.update(zip(lines, lines[1:], strict=False))
-    items: list[RecalledItem] = []
-    excerpts: dict[str, tuple[RecalledItem, list[_Piece]]] = {}
-    # The words of each piece taken: a record whose every content word one of them already
-    # holds (a fact drawn from a line in the block, or repeated) says nothing new.
-    held: list[set[str]] = []
-    prompted = [words for words in map(_content_stems, known) if words]
-    # Stable: equal scores keep the search's order.
-    for piece in sorted((piece for piece, _ in scored), key=lambda p: -p.score):
-        if left <= 8:
-            break
-        said = _content_stems(_spoken(piece.text))
-        if said and any(said <= words for words in prompted):
-            continue
-        if piece.session is None:
-            said = _content_stems(piece.doc.text)
-            if said and any(said <= words for words in held):
-                continue
-            cost = estimate_tokens(piece.text)
-            if cost <= left:
-                source = _source(piece.doc, piece.score)
-                items.append(RecalledItem(piece.text, source, piece.score, [piece.doc]))
-                left -= cost
-                held.append(said)
-            continue
-        excerpt, chosen = excerpts.get(piece.session, (None, []))
-        text = _excerpt([*chosen, piece], adjacent)
-        cost = estimate_tokens(text) - (estimate_tokens(excerpt.text) if excerpt else 0)
-        if cost > left:
-            continue
-        left -= cost
-        if excerpt is None:
-            excerpt = RecalledItem(text, _source(piece.doc, piece.score), piece.score)
-            items.append(excerpt)
-            excerpts[piece.session] = (excerpt, chosen)
-        excerpt.text = text
-        chosen.append(piece)
-        held.append(_stems(piece.text))
-        if piece.doc not in excerpt.docs:
-            excerpt.docs.append(piece.doc)
-    if not items:
-        return "", []
-    return "\n".join([MEMORY_HEADER, *(item.text for item in items), MEMORY_FOOTER]), items
-
-
-def _spoken(line: str) -> str:
-    """A transcript line without its speaker label, a record's without its label."""
-    if line.startswith("["):
-        return line.partition("] ")[2]
-    return line.partition(":")[2] if _speaker(line) else line
-
-
-def _placed(doc: MemoryDoc, lines: list[str]) -> list[tuple[float, str]]:
-    """Each line of a window with its place in the session: the window's turns spread evenly
-    over its lines (two lines a turn), enough to put lines of overlapping windows in order."""
-    first = doc.turn_from or 0
-    span = (doc.turn_to or first) - first + 1
-    return [(first + i * span / len(lines), line) for i, line in enumerate(lines)]
-
-
-def _excerpt(pieces: Sequence[_Piece], adjacent: set[tuple[str, str]]) -> str:
-    """Lines of one session as one dated excerpt, in transcript order, "…" over a gap."""
-    ordered = sorted(pieces, key=lambda p: p.position)
-    lines = [ordered[0].text]
-    for before, line in zip(ordered, ordered[1:], strict=False):
-        if (before.text, line.text) not in adjacent:
-            lines.append("…")
-        lines.append(line.text)
-    return f"{_label(ordered[0].doc)} " + "\n".join(lines)
-
-
 # --- one turn -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecallSources:
+    """Where a turn's memories come from: the caller's records (`owner`'s), the embedder and
+    the index; `rewriter` makes follow-ups standalone, `cache` keeps the small-talk phrasings'
+    vectors across cold starts (small_talk_similarity)."""
+
+    owner: str
+    memory: RecordStore
+    embedder: Embedder
+    index: LongTermIndex
+    now: datetime
+    rewriter: TextGenerator | None = None
+    cache: VectorCache | None = None
 
 
 def recall_for_turn(
     message: str,
     history: Sequence[Turn],
-    *,
-    owner: str,
-    memory: RecordStore,
-    embedder: Embedder,
-    index: LongTermIndex,
+    sources: RecallSources,
     policy: AutoRecallPolicy,
-    now: datetime,
-    rewriter: TextGenerator | None = None,
-    cache: VectorCache | None = None,
     held: Mapping[str, str] | None = None,
 ) -> Recalled:
     """The long-term memory relevant to `message`, ready for the prompt, or why there is none.
     Records in `held` (id -> text: the profile block's) are in the prompt already: never
     recalled again, nor the lines they were drawn from."""
-    found = memories_for_turn(
-        message,
-        history,
-        owner=owner,
-        memory=memory,
-        embedder=embedder,
-        index=index,
-        policy=policy,
-        now=now,
-        rewriter=rewriter,
-        cache=cache,
-        held=held,
-    )
+    found = memories_for_turn(message, history, sources, policy, held)
     if isinstance(found, Recalled):
         return found
     query, ranked = found
@@ -751,47 +380,43 @@ def recall_for_turn(
 def memories_for_turn(
     message: str,
     history: Sequence[Turn],
-    *,
-    owner: str,
-    memory: RecordStore,
-    embedder: Embedder,
-    index: LongTermIndex,
+    sources: RecallSources,
     policy: AutoRecallPolicy,
-    now: datetime,
-    rewriter: TextGenerator | None = None,
-    cache: VectorCache | None = None,
     held: Mapping[str, str] | None = None,
 ) -> Recalled | tuple[str, list[tuple[MemoryDoc, float]]]:
     """The query and the live memories that passed the gates, best first (what the block is
-    made of), or the `Recalled` that says why there are none. `cache` keeps the small-talk
-    phrasings' vectors across cold starts (small_talk_similarity). The entries of the records
+    made of), or the `Recalled` that says why there are none. The entries of the records
     in `held` (in the prompt's profile block) are left out after the gates: the gates judge
     the message against everything, the block gets what the prompt does not hold yet."""
     if not policy.enabled or policy.token_budget <= 0:
         return Recalled(message, reason="off")
-    query = standalone_query(message, history, policy, rewriter)
+    query = standalone_query(message, history, policy, sources.rewriter)
     if not content_terms(query):
         return Recalled(query, reason="no content")
     try:
-        [vector] = embed_queries(embedder, [query])
-        vector_hits, lexical_hits = index.hybrid_search(
-            MEMORY_INDEX, vector, query, policy.depth, owner
+        [vector] = embed_queries(sources.embedder, [query])
+        vector_hits, lexical_hits = sources.index.hybrid_search(
+            Search(MEMORY_INDEX, vector, query, policy.depth, sources.owner)
         )
         best_vector = max((c.vector_score or 0.0 for c in vector_hits), default=0.0)
-        if small_talk_similarity(embedder, vector, cache) > best_vector - policy.small_talk_margin:
+        small_talk = small_talk_similarity(sources.embedder, vector, sources.cache)
+        if small_talk > best_vector - policy.small_talk_margin:
             return Recalled(query, reason="small talk")
     except ChatMemoryError as failure:
         if failure.status < 500:
             raise
         return Recalled(query, reason="unavailable", degraded=True)
-    ranked = rank_memories(vector_hits, lexical_hits, policy, now, time_window(query, now))
+    ranked = rank_memories(
+        vector_hits, lexical_hits, policy, sources.now, time_window(query, sources.now)
+    )
     if not ranked:
         return Recalled(query, reason="not relevant")
-    best_words = max((_term_share(query, c.doc.text) for c in lexical_hits[:3]), default=0.0)
+    best_words = max((term_share(query, c.doc.text) for c in lexical_hits[:3]), default=0.0)
     if best_vector < policy.min_similarity and best_words < policy.min_term_share:
         return Recalled(query, reason="not relevant")
     floor = ranked[0][1] * policy.relative_floor
     held = held or {}
     ranked = [pair for pair in ranked if pair[1] >= floor and pair[0].record_id not in held]
-    alive = {d.doc_key for d in live_documents(memory, owner, [d for d, _ in ranked])}
+    docs = live_documents(sources.memory, sources.owner, [d for d, _ in ranked])
+    alive = {d.doc_key for d in docs}
     return query, [pair for pair in ranked if pair[0].doc_key in alive]

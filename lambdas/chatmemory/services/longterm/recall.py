@@ -14,6 +14,7 @@ from chatmemory.ports import (
     Embedder,
     LongTermIndex,
     MemoryDoc,
+    Search,
     TextGenerator,
     UserRecords,
     embed_queries,
@@ -127,7 +128,7 @@ def search_sessions(
     # 0.828 without; a separate index would isolate them. See bench/RESULTS.md.) One request:
     # a store without full-text search scores words over its vector candidates.
     vector_hits, lexical_hits = index.hybrid_search(
-        MEMORY_INDEX, vector, query, depth, user_id, sessions_only=True
+        Search(MEMORY_INDEX, vector, query, depth, user_id, sessions_only=True)
     )
     window = time_window(query, now)
     checked: set[str] = set()
@@ -148,19 +149,25 @@ def search_sessions(
         unchecked = {s.session_id for s in ranked} - checked
         if live is None or not unchecked:
             return ranked
-        records = {
-            h.doc.record_id
-            for h in vector_hits + lexical_hits
-            if h.doc.session_id in unchecked and h.doc.record_id
-        }
-        alive_sessions, alive_records = live(sorted(unchecked), sorted(records))
+        alive_sessions, dead_entries = _check(vector_hits + lexical_hits, unchecked, live)
         checked |= unchecked
         gone_sessions |= unchecked - alive_sessions
-        gone_entries |= {
-            h.doc.doc_key
-            for h in vector_hits + lexical_hits
-            if h.doc.session_id in unchecked and not h.doc.of_live_record(alive_records)
-        }
+        gone_entries |= dead_entries
+
+
+def _check(
+    hits: Sequence[Candidate], unchecked: set[str], live: LiveCheck
+) -> tuple[set[str], set[str]]:
+    """One read of the sessions `unchecked` and the records their hits carry: the sessions
+    still there, and the entries whose record is gone."""
+    records = {h.doc.record_id for h in hits if h.doc.session_id in unchecked and h.doc.record_id}
+    alive_sessions, alive_records = live(sorted(unchecked), sorted(records))
+    gone = {
+        h.doc.doc_key
+        for h in hits
+        if h.doc.session_id in unchecked and not h.doc.of_live_record(alive_records)
+    }
+    return alive_sessions, gone
 
 
 def search_passages(
@@ -174,7 +181,7 @@ def search_passages(
 ) -> list[RankedPassage]:
     """Verified passages for `query`; below min_score nothing counts as relevant."""
     vector = embed_queries(embedder, [query])[0]
-    fused = fuse(*index.hybrid_search(PASSAGE_INDEX, vector, query, k * 4, None), weights)
+    fused = fuse(*index.hybrid_search(Search(PASSAGE_INDEX, vector, query, k * 4, None)), weights)
     ranked = sorted(fused.values(), key=lambda pair: -pair[1])
     return [RankedPassage(doc, score) for doc, score in ranked[:k] if score >= min_score]
 

@@ -31,7 +31,6 @@ from concurrent.futures import ThreadPoolExecutor
 from chatmemory.domain import Turn
 from chatmemory.ports import ExtractedFact, TextGenerator
 from chatmemory.schema import TEXT_STOPWORDS, Intent, RecordType, TurnOrigin
-from chatmemory.services.longterm.auto_recall import content_terms
 from chatmemory.services.longterm.lexical import stem
 from chatmemory.services.longterm.summarize import (
     DEFAULT_BUDGET,
@@ -39,6 +38,7 @@ from chatmemory.services.longterm.summarize import (
     select_lines,
     split_lines,
 )
+from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.profile.traits import (
     allergy_subject,
     clauses,

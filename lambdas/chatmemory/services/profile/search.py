@@ -8,7 +8,14 @@ from typing import NamedTuple
 
 from chatmemory.domain import MemoryRecord
 from chatmemory.errors import BadRequest
-from chatmemory.ports import Embedder, LongTermIndex, RecordStore, UserRecords, embed_queries
+from chatmemory.ports import (
+    Embedder,
+    LongTermIndex,
+    RecordStore,
+    Search,
+    UserRecords,
+    embed_queries,
+)
 from chatmemory.schema import (
     AGENT_LABEL,
     MAX_NAMESPACE_DEPTH,
@@ -166,7 +173,9 @@ def _ranked(
 
     vector = embed_queries(embedder, [query])[0]
     depth = max(wanted * 8, 40)
-    fused = fuse(*index.hybrid_search(MEMORY_INDEX, vector, query, depth, owner), RecallWeights())
+    fused = fuse(
+        *index.hybrid_search(Search(MEMORY_INDEX, vector, query, depth, owner)), RecallWeights()
+    )
     found_ids = sorted({doc.record_id for doc, _ in fused.values() if doc.record_id})
     _, live = memory.live(owner, [], found_ids)
     best: dict[str, float] = {}

@@ -15,7 +15,7 @@ from chatmemory.services.access import owned_session
 from chatmemory.services.conversation.turn.context import (
     ChatDeps,
     ChatPolicy,
-    StopSignal,
+    Message,
     TurnContext,
 )
 from chatmemory.services.conversation.turns import check_text, earlier_turn
@@ -29,37 +29,28 @@ class Admitted(NamedTuple):
     stored: Turn | None
 
 
-def admit(
-    deps: ChatDeps,
-    policy: ChatPolicy,
-    *,
-    user_id: str,
-    session_id: str,
-    content: str,
-    client_message_id: str | None = None,
-    window_turns: int | None = None,
-    stream: bool = False,
-    stop: StopSignal | None = None,
-) -> Admitted:
+def admit(deps: ChatDeps, policy: ChatPolicy, message: Message) -> Admitted:
     """The message's turn context once its fields, its session and its id are checked (its
     text as the input transforms leave it)."""
-    content = transformed(policy, content)
-    window = check_request(policy, content, window_turns)
-    session = owned_session(deps.memory, user_id, session_id)
-    stored = earlier_turn(deps.memory, session, client_message_id, content)
+    content = transformed(policy, message.content)
+    window = check_request(policy, content, message.window_turns)
+    session = owned_session(deps.memory, message.user_id, message.session_id, found=message.found)
+    stored = earlier_turn(deps.memory, session, message.client_message_id, content)
     if stored is None and session.status != SessionStatus.OPEN:
-        raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
+        raise SessionEnded(
+            f"session {message.session_id} is {session.status.lower()}; start a new one"
+        )
     context = TurnContext(
         deps,
         policy,
-        user_id,
+        message.user_id,
         session,
         content,
-        client_message_id,
+        message.client_message_id,
         window,
-        window_turns,
-        stream,
-        stop,
+        message.window_turns,
+        message.stream,
+        message.stop,
     )
     return Admitted(context, stored)
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Generator
+from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import NamedTuple
@@ -30,12 +31,13 @@ from chatmemory.ports import (
     VectorCache,
 )
 from chatmemory.schema import MAX_INPUT_CHARS_DEFAULT
+from chatmemory.services.access import Found
 from chatmemory.services.conversation.handoff import HandoffPolicy
 from chatmemory.services.conversation.stacking import StackPolicy
 from chatmemory.services.conversation.turns import AppendPolicy
 from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled
 from chatmemory.services.longterm.recall import RecallWeights
-from chatmemory.services.profile.block import ProfileBlock, ProfileBlockPolicy
+from chatmemory.services.profile.block import Candidates, ProfileBlock, ProfileBlockPolicy
 from chatmemory.services.prompt import OutputFilter, ResponseFilter, Roles
 
 
@@ -47,7 +49,7 @@ class ChatPolicy(NamedTuple):
     prompt_token_budget: int = 512
     max_new_tokens: int = 256
     # A request's own sampling temperature (None: the backend's default) and stop sequences
-    # (beside the roles' own): the OpenAI-compatible route's (handlers/openai_routes.py).
+    # (beside the roles' own): the OpenAI-compatible route's (handlers/routes/openai.py).
     temperature: float | None = None
     stop: tuple[str, ...] = ()
     max_input_chars: int = MAX_INPUT_CHARS_DEFAULT
@@ -188,6 +190,24 @@ class StopSignal:
         return self._event.is_set()
 
 
+@dataclass(frozen=True)
+class Message:
+    """One chat message as its caller sent it: to the session the caller's id names, with what
+    the API takes beside its text. `stream`: answer with the backend's streaming call; `stop`
+    lets a streamed answer's reader stop it. `found`: the session and the caller's state as
+    the read that resolved the session found them (sessions.resolve_current), or None: read
+    them when the message is admitted."""
+
+    user_id: str
+    session_id: str
+    content: str
+    client_message_id: str | None = None
+    window_turns: int | None = None
+    stream: bool = False
+    stop: StopSignal | None = None
+    found: Found = None
+
+
 @dataclass
 class TurnContext:
     """One turn: who asks, in which session, with what, under which settings and with which
@@ -208,6 +228,10 @@ class TurnContext:
     stream: bool = False
     # A streamed answer's reader may stop it (None: a buffered answer runs to its end).
     stop: StopSignal | None = None
+    # The profile block's candidates, read on a thread of their own from when the message is
+    # known to be chat (gather.start_profile_read), beside the turn's own write and window
+    # read; gather takes them (None: gather reads them itself).
+    profile_read: Future[Candidates] | None = None
 
     @property
     def memory(self) -> ShortTermMemory:
@@ -218,6 +242,18 @@ class TurnContext:
 
     def expiry(self) -> int | None:
         return expiry(self.deps, self.policy)
+
+    def message(self) -> Message:
+        """The message again, as admitted (its text as the input transforms left it)."""
+        return Message(
+            self.caller,
+            self.session.session_id,
+            self.content,
+            self.client_message_id,
+            self.window_turns,
+            self.stream,
+            self.stop,
+        )
 
     def before_answer(self) -> AbstractContextManager[deadline.Deadline]:
         """The request's deadline less the answer's reserve, for an optional step before it."""

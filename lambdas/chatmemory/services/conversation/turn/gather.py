@@ -4,13 +4,16 @@ how long ago the user last wrote) and long-term memory (the profile block, auto-
 episodic memory); for a command (/past, /verified, /remember), its own answer from long-term
 memory.
 
-Long-term memory is read in this order: the profile's candidates (one Query), auto-recall's
+Long-term memory is read in this order: the profile's candidates (one Query, started as soon as
+the message is known to be chat, beside the turn's own write and window read), auto-recall's
 search, then the profile's liveness last before the prompt is built, so that a delete that
 returns during the search keeps what it deleted out of the prompt.
 """
 
 from __future__ import annotations
 
+import contextvars
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import NamedTuple
 
@@ -21,7 +24,7 @@ from chatmemory.schema import Intent, SourceKind
 from chatmemory.services.access import continued
 from chatmemory.services.conversation.routing import Routed
 from chatmemory.services.conversation.turn.context import Memory, TurnContext
-from chatmemory.services.longterm.auto_recall import recall_for_turn
+from chatmemory.services.longterm.auto_recall import RecallSources, recall_for_turn
 from chatmemory.services.longterm.recall import (
     Answer,
     answer_from_past,
@@ -29,6 +32,7 @@ from chatmemory.services.longterm.recall import (
     search_passages,
     search_sessions,
 )
+from chatmemory.services.profile.block import Candidates
 from chatmemory.services.profile.block import candidates as profile_candidates
 from chatmemory.services.profile.block import checked as checked_profile
 from chatmemory.services.profile.edits import state_record
@@ -91,32 +95,48 @@ def gather(
     return Gathered(prompt, memory)
 
 
+def start_profile_read(ctx: TurnContext) -> None:
+    """Start the profile's candidates read (the Query gather sends for a chat message) on a
+    thread of its own: it depends on nothing the turn writes or reads before its prompt, so it
+    runs beside them instead of after them. Nothing without long-term memory."""
+    if ctx.deps.long_term is None or ctx.deps.embedder is None or ctx.profile_read is not None:
+        return
+    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="profile-read")
+    # With the request's context (its deadline), as any read of the turn.
+    ctx.profile_read = pool.submit(contextvars.copy_context().run, _profile_candidates, ctx)
+    pool.shutdown(wait=False)
+
+
+def _profile_candidates(ctx: TurnContext) -> Candidates:
+    return profile_candidates(
+        ctx.session.user_id,
+        records=ctx.deps.memory,
+        policy=ctx.policy.profile,
+        budget=min(ctx.policy.profile.token_budget, _context(ctx) // 4),
+    )
+
+
 def _long_term(ctx: TurnContext, routed: Routed, history: list[Turn]) -> Memory:
     """The profile block and auto-recall's memories for an ordinary message."""
     deps, policy = ctx.deps, ctx.policy
     assert deps.long_term is not None and deps.embedder is not None
-    found = profile_candidates(
-        ctx.session.user_id,
-        records=deps.memory,
-        policy=policy.profile,
-        budget=min(policy.profile.token_budget, _context(ctx) // 4),
-    )
+    # Started early (start_profile_read) or read now; taken once: a later prompt of the same
+    # request (a stack answered again after a conflict) reads them again, as it always did.
+    started, ctx.profile_read = ctx.profile_read, None
+    found = started.result() if started is not None else _profile_candidates(ctx)
     with ctx.before_answer():
-        recalled = recall_for_turn(
-            routed.text,
-            history,
+        sources = RecallSources(
             owner=ctx.session.user_id,
             memory=deps.memory,
             embedder=deps.embedder,
             index=deps.long_term,
-            policy=policy.auto_recall._replace(
-                token_budget=min(policy.auto_recall.token_budget, _context(ctx) // 2)
-            ),
             now=deps.clock(),
             rewriter=deps.generator if policy.rewrite_follow_ups else None,
             cache=deps.vector_cache,
-            held=found.held,
         )
+        budget = min(policy.auto_recall.token_budget, _context(ctx) // 2)
+        recall = policy.auto_recall._replace(token_budget=budget)
+        recalled = recall_for_turn(routed.text, history, sources, recall, found.held)
     # Last before the prompt: a delete that returned during the search is seen.
     return Memory(recalled, checked_profile(found, deps.memory))
 

@@ -14,17 +14,19 @@ diagram of the pipeline is made from it (`mermaid()`, by scripts/docs_pages.py).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Generator, Iterator
+from dataclasses import replace
+from typing import NamedTuple, TypeVar
 
 from chatmemory.errors import HandoffChanged
+from chatmemory.services.conversation.sessions import current_session_attempts
 from chatmemory.services.conversation.turn.admit import Admitted, admit
 from chatmemory.services.conversation.turn.context import (
     ChatDeps,
     ChatPolicy,
     Delta,
     MemoryUsed,
-    StopSignal,
+    Message,
     Stored,
     TurnEvent,
     TurnResult,
@@ -32,56 +34,31 @@ from chatmemory.services.conversation.turn.context import (
 from chatmemory.services.conversation.turn.decide import again, for_agent, new_message
 from chatmemory.services.conversation.turn_states import TRANSITIONS, Transition
 
+T = TypeVar("T")
 
-def open_turn(
-    deps: ChatDeps,
-    policy: ChatPolicy,
-    *,
-    user_id: str,
-    session_id: str,
-    content: str,
-    client_message_id: str | None = None,
-    window_turns: int | None = None,
-    stream: bool = False,
-    stop: StopSignal | None = None,
-) -> Iterator[TurnEvent]:
+
+def open_turn(deps: ChatDeps, policy: ChatPolicy, message: Message) -> Iterator[TurnEvent]:
     """The turn of one message, as events (admitted now: its errors are raised here). With
-    `stream`, the model's streaming call; `stop` lets the reader stop the answer."""
-    admitted = admit(
-        deps,
-        policy,
-        user_id=user_id,
-        session_id=session_id,
-        content=content,
-        client_message_id=client_message_id,
-        window_turns=window_turns,
-        stream=stream,
-        stop=stop,
-    )
-    return _events(admitted)
+    `message.stream`, the model's streaming call; `message.stop` lets the reader stop it."""
+    return _events(admit(deps, policy, message))
 
 
-def post_message(
-    deps: ChatDeps,
-    policy: ChatPolicy,
-    *,
-    user_id: str,
-    session_id: str,
-    content: str,
-    client_message_id: str | None = None,
-    window_turns: int | None = None,
-) -> TurnResult:
+def post_message(deps: ChatDeps, policy: ChatPolicy, message: Message) -> TurnResult:
     """Answer one message and store it as the session's next turn: its events, collected."""
-    events = open_turn(
-        deps,
-        policy,
-        user_id=user_id,
-        session_id=session_id,
-        content=content,
-        client_message_id=client_message_id,
-        window_turns=window_turns,
+    return collected(open_turn(deps, policy, message))
+
+
+def on_current_session(deps: ChatDeps, message: Message, run: Callable[[Message], T]) -> T:
+    """`run` (post_message, open_turn) on the session the caller's id names: a client id whose
+    session has ended is continued (sessions.current_session_attempts), in this module so that
+    a message goes from its handler to the stages without another module between."""
+    attempts = current_session_attempts(
+        deps.memory, message.user_id, message.session_id, clock=deps.clock
     )
-    return collected(events)
+    for attempt in attempts:
+        with attempt:
+            return run(replace(message, session_id=attempt.session_id, found=attempt.found))
+    raise AssertionError("current_session_attempts raises when the attempts run out")
 
 
 def collected(events: Iterator[TurnEvent]) -> TurnResult:
@@ -110,17 +87,7 @@ def _decided(admitted: Admitted) -> Generator[Delta | MemoryUsed, None, TurnResu
     if result is None:
         # A concurrent request with the same client_message_id stored it first: this one is
         # its retry.
-        again_admitted = admit(
-            ctx.deps,
-            ctx.policy,
-            user_id=ctx.caller,
-            session_id=ctx.session.session_id,
-            content=ctx.content,
-            client_message_id=ctx.client_message_id,
-            window_turns=ctx.window_turns,
-            stream=ctx.stream,
-            stop=ctx.stop,
-        )
+        again_admitted = admit(ctx.deps, ctx.policy, ctx.message())
         return (yield from _decided(again_admitted))
     return result
 
