@@ -158,6 +158,10 @@ class Config:
     # volumes, shards of at most 50 GiB); each may be set, and a set instance type is given the
     # nodes it needs. The defaults below are only where sizing does not apply.
     search_mode: SearchMode = "domain"
+    # The daily users the domain is sized for (0: planned): `daily_users` in production or when
+    # `daily_users` is set, else a trial's (sizing.TRIAL_DAILY_USERS: one t3.small.search), so
+    # a plain deploy of the development stage is not billed like a cluster (docs/decisions.md).
+    search_daily_users: int = 0
     search_instance_type: str = "t3.small.search"
     search_data_nodes: int = 1
     search_master_nodes: int = 0
@@ -223,8 +227,8 @@ class Config:
     # The load the deployment is planned for (stacks/sizing.py: 20 turns a user a day, sessions
     # of 10 turns, peaks of 5x the average, 12 months of memories): the stage throttle, the S3
     # vector buckets, the OpenSearch domain's size and the capacity model's table follow from
-    # it (docs/cost.md). A trial deployment of the default profile sets it low (a domain for a
-    # million daily users is 60 large data nodes: docs/decisions.md).
+    # it (docs/cost.md). Outside production the domain is sized for a trial unless it is set
+    # (search_daily_users: a domain for a million daily users is 60 large data nodes).
     daily_users: int = 1_000_000
 
     # Quotas. The text and embedding models' requests a minute in the region (Bedrock's
@@ -374,8 +378,8 @@ class Config:
             )
         if self.sweep_minutes < 1 or self.idle_minutes < 1:
             raise ValueError("sweepMinutes and idleMinutes must be at least 1")
-        if self.daily_users < 1:
-            raise ValueError("dailyUsers must be at least 1")
+        if min(self.daily_users, self.search_daily_users) < 1:
+            raise ValueError("dailyUsers and searchDailyUsers must be at least 1")
         if not 0 < self.background_model_share < 1:
             raise ValueError(
                 "backgroundModelShare must be between 0 and 1 (the chat's is the rest)"
@@ -531,10 +535,17 @@ def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
     for name, value in planned.items():
         if name not in raw or not values[name]:  # unset, or 0: the planned value
             values[name] = value
+    # The domain bills by the hour from the first deploy: outside production it is sized for
+    # the load only when one is given, else for a trial. (The rest stays planned for
+    # daily_users: the throttle and the S3 vector buckets cost nothing unused, and a bucket
+    # count that changed would move users' memories out of reach.)
+    if not values["search_daily_users"]:
+        given = values["production"] or "daily_users" in raw
+        values["search_daily_users"] = load.daily_users if given else sizing.TRIAL_DAILY_USERS
     if values["search_mode"] != "domain":
         return
     domain = sizing.search_domain(
-        load,
+        load.at(int(values["search_daily_users"])),
         dimension=int(values["embed_dimension"]),
         on_disk=bool(values["search_on_disk"]),
         production=bool(values["production"]),

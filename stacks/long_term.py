@@ -106,6 +106,39 @@ def physical_name(scope: Construct, suffix: str = "", *, max_length: int) -> str
     return f"{base[: max_length - len(suffix)].rstrip('-')}{suffix}"
 
 
+# More data nodes than the smallest domain in two AZs: a synth says what the domain costs.
+LARGE_DOMAIN_NODES = 2
+
+
+def _domain_cost(config: Config) -> str:
+    """What a domain of `config` bills a month at the price table's list prices, and how to
+    size it (the price table is `make cost`'s: scripts/cost/prices.toml)."""
+    from scripts.cost.estimate import domain_items, domain_of
+    from scripts.cost.prices import table
+
+    prices = table()
+    try:
+        usd = sum(item.usd for item in domain_items(domain_of(config), prices))
+        month = (
+            f"about ${usd:,.0f} a month at {prices.region} list prices of {prices.date} "
+            "(scripts/cost/prices.toml)"
+        )
+    except KeyError as missing:  # an instance type set by hand that the table does not price
+        month = f"a monthly cost the price table cannot tell ({missing})"
+    masters = (
+        f" and {config.search_master_nodes} x {config.search_master_instance_type} masters"
+        if config.search_master_nodes
+        else ""
+    )
+    return (
+        f"The long-term memory domain is {config.search_data_nodes} x "
+        f"{config.search_instance_type} of {config.search_volume_gb:,} GiB{masters} "
+        f"(searchDailyUsers={config.search_daily_users:,}, dailyUsers={config.daily_users:,}): "
+        f"{month}, billed by the hour from the first one, users or not. Set "
+        "chatmemory:dailyUsers to the users you expect (docs/decisions.md, a trial's domain)."
+    )
+
+
 class LongTermMemory(Construct):
     """Where consolidated sessions and verified passages are searched. `environment` holds the
     variables the runtime needs; `grant` gives a function exactly the operations it performs.
@@ -353,17 +386,10 @@ class LongTermMemory(Construct):
             "Statement": Lazy.any(_Later(lambda: self._domain_statements(domain_arn))),
         }
         self.domain = domain
-        if not config.production and config.search_data_nodes > 2:
-            # A development stack billed like a production cluster: said at every synth, so a
-            # deploy of the defaults (a million daily users) is not a surprise on the bill.
-            Annotations.of(domain).add_warning_v2(
-                "chatmemory:domainSize",
-                f"The long-term memory domain is sized for dailyUsers={config.daily_users:,}: "
-                f"{config.search_data_nodes} x {config.search_instance_type} of "
-                f"{config.search_volume_gb:,} GiB and {config.search_master_nodes} dedicated "
-                "masters, billed by the hour from the first one. Set chatmemory:dailyUsers to "
-                "the users you expect (docs/deploy/default.md).",
-            )
+        if config.search_data_nodes > LARGE_DOMAIN_NODES:
+            # A domain billed like a cluster from its first hour, users or not: every synth
+            # says what it costs and which setting sized it, so a deploy is no surprise.
+            Annotations.of(domain).add_warning_v2("chatmemory:domainSize", _domain_cost(config))
         reason_vpc = (
             "Public endpoint on purpose: the Lambdas run outside a VPC (no NAT gateway or "
             "interface endpoints to pay for while idle). Every request must be SigV4-signed by "

@@ -232,6 +232,14 @@ def copies(data_nodes: int) -> int:
     return 2 if data_nodes > 1 else 1
 
 
+# The daily users a domain outside production is sized for unless dailyUsers (or
+# searchDailyUsers) is set: a trial. A domain bills by the hour from its first deploy, users or
+# not, and a million daily users' is 60 r6g.12xlarge.search nodes (docs/decisions.md); ten
+# daily users' year of memories fits the former development domain, one t3.small.search of
+# 10 GiB, so a plain deploy of an earlier version's development stack keeps its domain.
+TRIAL_DAILY_USERS = 10
+
+
 def search_domain(
     load: Load,
     *,

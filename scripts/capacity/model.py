@@ -169,10 +169,20 @@ def _function(name: str) -> Callable[[dict[str, Any]], bool]:
     return lambda r: r["function"] == name
 
 
-def components(profile: str, measured: Measured | None = None) -> list[Component]:
-    """The components of `profile` with its default settings, per daily user at peak."""
+def profile_config(profile: str, *, production: bool = True) -> Config:
+    """A profile's default settings: by default as production deploys them (the target's); a
+    development stage deployed without dailyUsers differs in its domain only, a trial's
+    (stacks/sizing.TRIAL_DAILY_USERS)."""
+    return Config.from_mapping({**PROFILES[profile], "stage": "prod" if production else "dev"})
+
+
+def components(
+    profile: str, measured: Measured | None = None, *, production: bool = True
+) -> list[Component]:
+    """The components of `profile` with its default settings (profile_config), per daily user
+    at peak."""
     measured = measured or Measured.load(profile)
-    config = Config.from_mapping(PROFILES[profile])
+    config = profile_config(profile, production=production)
     one = Load(daily_users=1)
     found: list[Component] = []
 

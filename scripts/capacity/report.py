@@ -14,17 +14,16 @@ from scripts.capacity.model import (
     BYTES_PER_TOKEN,
     HARD,
     LOADS,
-    PROFILES,
     QUOTA,
     Component,
     Measured,
     components,
+    profile_config,
     stored_source_bytes,
     vectors_per_session,
     vectors_per_user,
 )
 from stacks import sizing
-from stacks.config import Config
 from stacks.sizing import Load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -99,6 +98,25 @@ def verdict(profile: str, found: list[Component]) -> str:
     return f"`{profile}`: " + "; ".join(parts) + "."
 
 
+def trial_domain(measured: Measured) -> str:
+    """What a development stage deployed without dailyUsers gets: a trial's domain, and the
+    daily users whose memories it holds (its first limit)."""
+    config = profile_config("default", production=False)
+    domain = [
+        c
+        for c in components("default", measured, production=False)
+        if c.name.startswith("OpenSearch") and c.kind != QUOTA
+    ]
+    first = min(domain, key=lambda c: c.reached_at)
+    return (
+        f"A development stage deployed without `dailyUsers` gets a trial's domain (sized for "
+        f"{config.search_daily_users:,} daily users: {config.search_data_nodes} x "
+        f"{config.search_instance_type} of {config.search_volume_gb:,} GiB), whose "
+        f"{first.name.split(': ', 1)[1]} is met at {number(first.reached_at)} daily users; "
+        "`-c chatmemory:dailyUsers=...` sizes it for a load."
+    )
+
+
 def section() -> str:
     """The capacity section of the docs' pages."""
     load = Load()
@@ -107,7 +125,8 @@ def section() -> str:
         "a session, its ten turns and its consolidation send in the AWS contract scenario, "
         "counted request by request with the DynamoDB capacity units DynamoDB Local reports: "
         "the contract check holds that file to the code), the documented limits in "
-        "`lambdas/chatmemory/limits.py` and each profile's default settings. The load: "
+        "`lambdas/chatmemory/limits.py` and each profile's default settings as production "
+        "(`stage=prod`) deploys them. The load: "
         f"{load.turns_per_user_day:g} turns a daily user a day in sessions of "
         f"{load.turns_per_session:g}, the busiest second {load.peak_to_average:g} times the "
         f"day's average ({number(load.at(10_000).turns_per_second)}, "
@@ -129,13 +148,13 @@ def section() -> str:
             f"after {ASSUMED['months_of_history'][0]:g} months."
         )
         if profile == "default":
-            config = Config.from_mapping(PROFILES[profile])
+            config = profile_config(profile)
             source = stored_source_bytes(measured)
             entry = sizing.entry_bytes(config.embed_dimension, config.search_on_disk, source)
             out[-1] += (
                 f" A domain keeps {number(source)} bytes of an entry's _source (its vector "
                 f"excluded); with its vector and graph on disk, {number(entry)} bytes."
-                f" Deployed for the default `dailyUsers` ({config.daily_users:,}): "
+                f" Deployed in production for the default `dailyUsers` ({config.daily_users:,}): "
                 f"{config.search_data_nodes} x {config.search_instance_type} with "
                 f"{config.search_volume_gb:,} GiB each, {config.search_memory_indexes} memory "
                 f"index{'es' if config.search_memory_indexes > 1 else ''} of "
@@ -143,6 +162,7 @@ def section() -> str:
                 f"{config.search_master_nodes} x {config.search_master_instance_type} "
                 "dedicated masters."
             )
+            out[-1] += " " + trial_domain(measured)
         data = measured.parts.get("query_data")
         if data:
             out[-1] += (

@@ -34,7 +34,7 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration(
         "default",
         "existing SageMaker endpoints (JumpStart FLAN-T5 XL, GPT-J 6B) + OpenSearch domain "
-        "(sized for `dailyUsers`: a million)",
+        "(a trial's unless `dailyUsers` is set: one t3.small.search)",
     ),
     Configuration("bedrock", "Bedrock + OpenSearch domain", {"modelMode": "bedrock"}),
     Configuration(
@@ -50,7 +50,8 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     ),
     Configuration(
         "prod",
-        "production stage with Bedrock: a domain in 2 AZs with 3 masters, WAF, Cognito Plus",
+        "production stage with Bedrock: a domain sized for `dailyUsers` (a million) in 2 AZs "
+        "with 3 masters, WAF, Cognito Plus",
         {"stage": "prod", "modelMode": "bedrock"},
     ),
     Configuration(

@@ -62,12 +62,12 @@ def test_defaults_reference_existing_endpoints_behind_cognito_with_a_domain() ->
     assert (config.text_format, config.embed_format) == ("jumpstart-flan-t5", "jumpstart-gpt-j")
     assert config.embed_dimension == 4096  # GPT-J 6B embeddings
     assert (config.search_mode, config.auth) == ("domain", "cognito")
-    # The domain is sized for the default load (a million daily users): sizing's own plan.
-    planned = sizing.search_domain(
-        sizing.Load(daily_users=config.daily_users), dimension=4096, on_disk=True, production=False
-    )
-    assert (config.search_instance_type, config.search_data_nodes) == planned[:2]
-    assert config.search_data_nodes > 1 and config.search_master_nodes == 3
+    # A plain deploy's domain is a trial's (the former development domain), whatever load the
+    # rest is planned for: one t3.small.search of 10 GiB, one shard, no masters.
+    assert config.daily_users == 1_000_000
+    assert config.search_daily_users == sizing.TRIAL_DAILY_USERS == 10
+    assert (config.search_instance_type, config.search_data_nodes) == ("t3.small.search", 1)
+    assert (config.search_volume_gb, config.search_shards, config.search_master_nodes) == (10, 1, 0)
     assert config.cors_origins == ("*",)
     assert not config.waf and not config.threat_protection
 
@@ -89,6 +89,7 @@ def test_the_prod_stage_turns_on_protection_and_availability() -> None:
     assert config.production
     assert config.log_retention_days == 365
     assert config.search_data_nodes >= 2 and config.search_master_nodes == 3
+    assert config.search_daily_users == config.daily_users == 1_000_000  # the stated load
     small = _from_context(stage="prod", dailyUsers="1")
     assert (small.search_data_nodes, small.search_master_nodes) == (2, 3)
     assert not small.search_instance_type.startswith("t3")  # not for production
@@ -385,7 +386,7 @@ def test_the_domain_grows_with_the_daily_users_it_is_planned_for() -> None:
     # A domain set by hand gets no more shards than its nodes' heaps hold (25 a GiB): the
     # former development domain (one t3.small, a 1 GiB heap) for the default million users.
     former = Config.from_mapping(
-        {"search_instance_type": "t3.small.search", "search_data_nodes": "1"}
+        {"search_instance_type": "t3.small.search", "search_data_nodes": "1", "stage": "prod"}
     )
     assert (former.search_data_nodes, former.search_shards) == (1, 25)
     # Past an index's 1,024 shards the owners are spread over several memory indexes, each of
@@ -398,3 +399,46 @@ def test_the_domain_grows_with_the_daily_users_it_is_planned_for() -> None:
     assert (
         Config.from_mapping({"profile": "serverless"}).search_data_nodes == Config.search_data_nodes
     )
+
+
+def test_a_plain_deploy_sizes_the_domain_for_a_trial_and_production_for_the_stated_load() -> None:
+    """The development stage deployed without dailyUsers gets a trial's domain (it bills by
+    the hour from the first deploy); production, or a dailyUsers given in either stage, gets
+    the domain that holds a year of that load's memories. The rest (the stage throttle, the S3
+    vector buckets) is planned for dailyUsers in every stage: it costs nothing unused, and a
+    bucket count that changed would move users' memories out of reach."""
+    trial, production = _from_context(), _from_context(stage="prod")
+    assert trial.search_daily_users == sizing.TRIAL_DAILY_USERS
+    assert production.search_daily_users == 1_000_000
+    planned = sizing.search_domain(
+        sizing.Load(daily_users=1_000_000), dimension=4096, on_disk=True, production=True
+    )
+    sized = (
+        production.search_instance_type,
+        production.search_data_nodes,
+        production.search_volume_gb,
+        production.search_shards,
+        production.search_master_nodes,
+        production.search_master_instance_type,
+        production.search_memory_indexes,
+    )
+    assert sized == planned
+    for setting in ("throttle_rate", "throttle_burst", "vector_buckets"):
+        assert getattr(trial, setting) == getattr(production, setting), setting
+    # A dailyUsers given sizes the domain in either stage, and searchDailyUsers the domain only.
+    for stage in ("dev", "prod"):
+        given = _from_context(stage=stage, dailyUsers="10000")
+        assert given.search_daily_users == 10_000
+        planned = sizing.search_domain(
+            sizing.Load(daily_users=10_000),
+            dimension=4096,
+            on_disk=True,
+            production=stage == "prod",
+        )
+        assert (given.search_instance_type, given.search_data_nodes) == planned[:2]
+        assert given.throttle_rate < trial.throttle_rate
+    alone = _from_context(searchDailyUsers="1000000")
+    assert (alone.search_data_nodes, alone.search_instance_type) == (60, "r6g.12xlarge.search")
+    assert alone.daily_users == 1_000_000
+    with pytest.raises(ValueError, match="searchDailyUsers"):
+        _from_context(searchDailyUsers="-1")

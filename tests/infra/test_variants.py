@@ -13,6 +13,8 @@ import pytest
 from aws_cdk.assertions import Annotations, Match
 
 from chatmemory import schema
+from scripts.cost import prices
+from scripts.cost.estimate import domain_items, domain_of
 from stacks import sizing
 from stacks.config import Config
 from stacks.models import DEFAULT_MODEL_GEOGRAPHY, DEFAULT_MODELS_RULE
@@ -643,16 +645,16 @@ def _domain_size(synth: Synth) -> tuple[str, int, int, str]:
 
 
 def test_the_domain_in_the_template_grows_with_the_daily_users_it_is_planned_for(
-    default: Synth, synth_cache: Synthesize
+    default: Synth, production: Synth
 ) -> None:
-    """dailyUsers sizes the domain the template deploys (stacks/sizing.search_domain): a trial
-    load gets one small node; the default load (a million daily users) as many large nodes,
-    volume and shards as its memories need."""
-    trial = _domain_size(synth_cache(dailyUsers="10"))
+    """A plain synth's domain is a trial's (one small node, stacks/sizing.TRIAL_DAILY_USERS);
+    production's is sized for the default load (a million daily users: as many large nodes,
+    volume and shards as a year of its memories need, stacks/sizing.search_domain)."""
+    trial = _domain_size(default)
     assert trial == ("t3.small.search", 1, 10, "1")
-    kind, nodes, volume, shards = _domain_size(default)
+    kind, nodes, volume, shards = _domain_size(production)
     planned = sizing.search_domain(
-        sizing.Load(daily_users=1_000_000), dimension=4096, on_disk=True, production=False
+        sizing.Load(daily_users=1_000_000), dimension=4096, on_disk=True, production=True
     )
     assert (kind, nodes, volume, int(shards)) == planned[:4]
     assert nodes > trial[1] and volume > trial[2] and int(shards) > int(trial[3])
@@ -660,16 +662,15 @@ def test_the_domain_in_the_template_grows_with_the_daily_users_it_is_planned_for
     # by the setup, named to the runtime and granted by name (not by a pattern).
     assert planned.memory_indexes > 1
     names = schema.memory_index_names(planned.memory_indexes)
-    chat = _env(default, default.stack.api.handler)
+    chat = _env(production, production.stack.api.handler)
     assert chat[schema.ENV_OPENSEARCH_MEMORY_INDEXES] == str(planned.memory_indexes)
-    granted = json.dumps(default.json)
+    granted = json.dumps(production.json)
     for name in names:
         assert f"/{name}/_msearch" in granted and f"/{name}/_bulk" in granted
-    role = default.stack.long_term.runtime_role_body
+    role = production.stack.long_term.runtime_role_body
     assert role is not None
     assert role["index_permissions"][0]["index_patterns"] == [*names, schema.PASSAGE_INDEX]
-    small = synth_cache(dailyUsers="10")
-    assert schema.ENV_OPENSEARCH_MEMORY_INDEXES not in _env(small, small.stack.api.handler)
+    assert schema.ENV_OPENSEARCH_MEMORY_INDEXES not in _env(default, default.stack.api.handler)
     memory = sizing.instance(kind)
     assert memory is not None and memory.memory_gib > 2  # not a t3.small
 
@@ -691,16 +692,24 @@ def test_the_domain_s_indexes_keep_no_vector_in_their_source_and_serverless_s_do
     assert collection is not None and "_source" not in collection["mappings"]
 
 
-def test_a_development_domain_sized_like_a_cluster_is_a_warning_at_synth(
-    default: Synth, synth_cache: Synthesize
+def test_a_domain_sized_like_a_cluster_says_at_synth_what_it_costs_a_month(
+    default: Synth, production: Synth, synth_cache: Synthesize
 ) -> None:
-    """The defaults deploy a domain for a million daily users: every synth says so, with the
-    setting that sizes it; a trial load's one node says nothing."""
-    Annotations.from_stack(default.stack).has_warning(
-        "*", Match.string_like_regexp(r"sized for dailyUsers=1,000,000: 60 x r6g\.12xlarge")
-    )
-    trial = synth_cache(dailyUsers="10")
-    Annotations.from_stack(trial.stack).has_no_warning("*", Match.string_like_regexp("dailyUsers"))
+    """A domain of more than two data nodes (production's default, or a dailyUsers given in
+    development) is a warning at every synth with its monthly cost at the price table's list
+    prices and the setting that sizes it; a plain synth's trial domain says nothing."""
+    Annotations.from_stack(default.stack).has_no_warning("*", Match.string_like_regexp("domain"))
+    sized = synth_cache(dailyUsers="1000000")
+    for synth in (production, sized):
+        config = synth.stack.config
+        month = sum(item.usd for item in domain_items(domain_of(config), prices.table()))
+        assert month > 200_000  # 60 r6g.12xlarge.search and their volumes
+        Annotations.from_stack(synth.stack).has_warning(
+            "*",
+            Match.string_like_regexp(
+                rf"60 x r6g\.12xlarge\.search .*about \${month:,.0f} a month.*chatmemory:dailyUsers"
+            ),
+        )
 
 
 def test_production_api_has_a_waf_and_users_get_threat_protection(production: Synth) -> None:
@@ -728,9 +737,8 @@ def test_production_keeps_logs_a_year(production: Synth) -> None:
 def test_development_keeps_waf_off_and_cheap_search_for_a_trial_load(
     synth_cache: Synthesize,
 ) -> None:
-    default = synth_cache()
-    default.template.resource_count_is("AWS::WAFv2::WebACL", 0)
-    trial = synth_cache(dailyUsers="10")
+    trial = synth_cache()
+    trial.template.resource_count_is("AWS::WAFv2::WebACL", 0)
     trial.template.has_resource_properties(
         "AWS::OpenSearchService::Domain",
         {

@@ -17,10 +17,11 @@ from scripts.capacity.model import (
     SETTING,
     Measured,
     components,
+    profile_config,
     stored_source_bytes,
     vectors_per_session,
 )
-from scripts.capacity.report import BEGIN, END, PAGES, section, verdict
+from scripts.capacity.report import BEGIN, END, PAGES, number, section, verdict
 from stacks import sizing
 from stacks.sizing import Load
 
@@ -90,10 +91,12 @@ def test_the_models_quotas_are_named_as_service_quotas_names_them_with_the_numbe
 
 
 def test_the_default_domain_holds_a_year_of_the_default_load() -> None:
-    """dailyUsers (a million by default) sizes the domain: its k-NN memory, its volumes and
-    its memory indexes' shards (AWS's 50 GiB a shard, an index's 1,024 at most: owners spread
-    over several) are met at no less than a million daily users, and the domain's instances are
-    within the account's quota there: below it, the default profile meets account quotas only."""
+    """In production dailyUsers (a million by default) sizes the domain: its k-NN memory, its
+    volumes and its memory indexes' shards (AWS's 50 GiB a shard, an index's 1,024 at most:
+    owners spread over several) are met at no less than a million daily users, and the
+    domain's instances are within the account's quota there: below it, the default profile
+    meets account quotas only."""
+    assert profile_config("default").production
     found = {c.name: c for c in components("default")}
     for name in (
         "OpenSearch domain: vectors in k-NN memory",
@@ -108,6 +111,22 @@ def test_the_default_domain_holds_a_year_of_the_default_load() -> None:
     below = [c for c in found.values() if c.reached_at < 1_000_000]
     assert below and {c.kind for c in below} == {QUOTA}
     assert "not quotas" not in verdict("default", list(found.values()))
+
+
+def test_a_development_stage_deployed_without_daily_users_gets_a_trials_domain() -> None:
+    """Without dailyUsers a development stage's domain holds a trial (more than its ten daily
+    users' year of memories, far less than a million: the report says where it ends), and the
+    rest of the profile is what production's is."""
+    trial = {c.name: c for c in components("default", production=False)}
+    production = {c.name: c for c in components("default")}
+    domain = [c for name, c in trial.items() if name.startswith("OpenSearch domain: ")]
+    assert domain and all(c.kind in (SETTING, QUOTA) for c in domain)
+    first = min(c.reached_at for c in domain if c.kind == SETTING)
+    assert sizing.TRIAL_DAILY_USERS <= first < 1_000
+    for name, component in production.items():
+        if not name.startswith("OpenSearch"):
+            assert trial[name].reached_at == component.reached_at, name
+    assert f"met at {number(first)} daily users" in section()
 
 
 def test_the_domain_is_sized_for_no_less_than_the_scenario_measures() -> None:
