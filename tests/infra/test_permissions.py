@@ -794,7 +794,9 @@ def test_s3_vectors_grants_name_index_arns_and_only_the_owners_buckets_by_patter
 def _adapter_calls(module: str, service: str) -> set[str]:
     """The IAM actions of the calls an adapter makes on its boto3 client
     (`self._client.put_events(...)` is "events:PutEvents"), read from its source."""
-    source = Path(schema.__file__).with_name("adapters") / module
+    import chatmemory.adapters
+
+    source = Path(chatmemory.adapters.__file__).with_name(module)
     calls = {
         node.func.attr
         for node in ast.walk(ast.parse(source.read_text()))
