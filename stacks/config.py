@@ -152,8 +152,16 @@ class Config:
     tei_image_tag: str = "2.0.1-tei1.7.0-cpu-py310-ubuntu22.04"
 
     # Long-term memory search: an OpenSearch Service domain, an OpenSearch Serverless collection,
-    # or an S3 vector bucket (stacks/long_term.py).
+    # or an S3 vector bucket (stacks/long_term.py). A domain's instance type, data nodes, volume,
+    # shards and dedicated masters are by default what `daily_users` need
+    # (stacks/sizing.search_domain: the k-NN graphs in the plugin's memory, the entries on the
+    # volumes, shards of at most 50 GiB); each may be set, and a set instance type is given the
+    # nodes it needs. The defaults below are only where sizing does not apply.
     search_mode: SearchMode = "domain"
+    # The daily users the domain is sized for (0: planned): `daily_users` in production or when
+    # `daily_users` is set, else a trial's (sizing.TRIAL_DAILY_USERS: one t3.small.search), so
+    # a plain deploy of the development stage is not billed like a cluster (docs/decisions.md).
+    search_daily_users: int = 0
     search_instance_type: str = "t3.small.search"
     search_data_nodes: int = 1
     search_master_nodes: int = 0
@@ -162,9 +170,12 @@ class Config:
     # The long-term indexes a domain's index setup creates: primary shards (memories are routed
     # by user, so one search reads one shard; AWS's guidance is 10-50 GiB a shard) and vectors
     # on disk (32x quantized in memory), on by default from 1,024 dimensions: an HNSW graph of
-    # 4,096 floats takes about 18 KB of memory a vector, which a t3.small's k-NN memory fills
-    # at about 30,000 vectors. Neither changes an index that exists (docs/operations.md).
+    # 4,096 floats takes about 18 KB of memory a vector, quantized about 0.7 KB. Neither
+    # changes an index that exists (docs/operations.md).
     search_shards: int = 1
+    # How many memory indexes a domain's owners are spread over (an index holds at most 1,024
+    # primary shards): planned with the shards; it must not change once memories are written.
+    search_memory_indexes: int = 1
     search_on_disk: bool = False
     # S3 Vectors: how many vector buckets the users' memory indexes are spread over (10,000
     # indexes a bucket; the buckets are made as their first index is, so an unused one costs
@@ -214,8 +225,10 @@ class Config:
     records_indexes: tuple[str, ...] = ()
 
     # The load the deployment is planned for (stacks/sizing.py: 20 turns a user a day, sessions
-    # of 10 turns, peaks of 5x the average): the stage throttle, the S3 vector buckets and the
-    # capacity model's table follow from it (docs/cost.md).
+    # of 10 turns, peaks of 5x the average, 12 months of memories): the stage throttle, the S3
+    # vector buckets, the OpenSearch domain's size and the capacity model's table follow from
+    # it (docs/cost.md). Outside production the domain is sized for a trial unless it is set
+    # (search_daily_users: a domain for a million daily users is 60 large data nodes).
     daily_users: int = 1_000_000
 
     # Quotas. The text and embedding models' requests a minute in the region (Bedrock's
@@ -292,18 +305,15 @@ class Config:
         chosen = PROFILE_DEFAULTS[profile]
         text, embed, mode = _model_providers(raw, chosen)
         defaults: dict[str, Any] = {
-            # Production: keep logs a year, a search domain that survives an AZ outage, a WAF and
-            # Cognito threat protection; development stays cheap.
+            # Production: keep logs a year, a WAF and Cognito threat protection; development
+            # stays cheap. (The search domain follows the load, and in production survives an
+            # AZ outage: _plan.)
             "log_retention_days": 365 if production else 30,
-            "search_instance_type": "m6g.large.search" if production else "t3.small.search",
-            "search_data_nodes": 2 if production else 1,
-            "search_master_nodes": 3 if production else 0,
             "waf": production,
             "threat_protection": production,
             # A model provider may bring its payload format and embedding size.
             **TEXT_PROVIDERS[text].defaults,
             **EMBED_PROVIDERS[embed].defaults,
-            "search_shards": 2 if production else 1,
             # The profile's choices come last: they override the stage's (no WAF fee in the
             # serverless profile, even in production), and explicit settings override them.
             **chosen,
@@ -349,6 +359,10 @@ class Config:
             raise ValueError("searchDataNodes must be at least 1")
         if not 1 <= self.search_shards <= 1024:
             raise ValueError("searchShards must be between 1 and 1024")
+        if not 1 <= self.search_memory_indexes <= 64:
+            raise ValueError("searchMemoryIndexes must be between 1 and 64")
+        if self.search_memory_indexes > 1 and self.search_mode != "domain":
+            raise ValueError("searchMemoryIndexes above 1 needs searchMode=domain")
         if self.search_master_nodes not in (0, 3, 5):
             raise ValueError("searchMasterNodes must be 0, 3 or 5")
         if not self.cors_origins:
@@ -364,8 +378,8 @@ class Config:
             )
         if self.sweep_minutes < 1 or self.idle_minutes < 1:
             raise ValueError("sweepMinutes and idleMinutes must be at least 1")
-        if self.daily_users < 1:
-            raise ValueError("dailyUsers must be at least 1")
+        if min(self.daily_users, self.search_daily_users) < 1:
+            raise ValueError("dailyUsers and searchDailyUsers must be at least 1")
         if not 0 < self.background_model_share < 1:
             raise ValueError(
                 "backgroundModelShare must be between 0 and 1 (the chat's is the rest)"
@@ -520,6 +534,34 @@ def _plan(values: dict[str, Any], raw: Mapping[str, Any]) -> None:
     }
     for name, value in planned.items():
         if name not in raw or not values[name]:  # unset, or 0: the planned value
+            values[name] = value
+    # The domain bills by the hour from the first deploy: outside production it is sized for
+    # the load only when one is given, else for a trial. (The rest stays planned for
+    # daily_users: the throttle and the S3 vector buckets cost nothing unused, and a bucket
+    # count that changed would move users' memories out of reach.)
+    if not values["search_daily_users"]:
+        given = values["production"] or "daily_users" in raw
+        values["search_daily_users"] = load.daily_users if given else sizing.TRIAL_DAILY_USERS
+    if values["search_mode"] != "domain":
+        return
+    domain = sizing.search_domain(
+        load.at(int(values["search_daily_users"])),
+        dimension=int(values["embed_dimension"]),
+        on_disk=bool(values["search_on_disk"]),
+        production=bool(values["production"]),
+        instance_type=str(raw["search_instance_type"]) if "search_instance_type" in raw else None,
+        data_nodes=int(values["search_data_nodes"]) if "search_data_nodes" in raw else None,
+    )
+    for name, value in {
+        "search_instance_type": domain.instance_type,
+        "search_data_nodes": domain.data_nodes,
+        "search_volume_gb": domain.volume_gb,
+        "search_shards": domain.shards,
+        "search_master_nodes": domain.master_nodes,
+        "search_master_instance_type": domain.master_instance_type,
+        "search_memory_indexes": domain.memory_indexes,
+    }.items():
+        if name not in raw:
             values[name] = value
 
 

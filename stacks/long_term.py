@@ -13,6 +13,7 @@ from typing import Any
 
 import jsii
 from aws_cdk import (
+    Annotations,
     Aws,
     CustomResource,
     Duration,
@@ -105,6 +106,39 @@ def physical_name(scope: Construct, suffix: str = "", *, max_length: int) -> str
     return f"{base[: max_length - len(suffix)].rstrip('-')}{suffix}"
 
 
+# More data nodes than the smallest domain in two AZs: a synth says what the domain costs.
+LARGE_DOMAIN_NODES = 2
+
+
+def _domain_cost(config: Config) -> str:
+    """What a domain of `config` bills a month at the price table's list prices, and how to
+    size it (the price table is `make cost`'s: scripts/cost/prices.toml)."""
+    from scripts.cost.estimate import domain_items, domain_of
+    from scripts.cost.prices import table
+
+    prices = table()
+    try:
+        usd = sum(item.usd for item in domain_items(domain_of(config), prices))
+        month = (
+            f"about ${usd:,.0f} a month at {prices.region} list prices of {prices.date} "
+            "(scripts/cost/prices.toml)"
+        )
+    except KeyError as missing:  # an instance type set by hand that the table does not price
+        month = f"a monthly cost the price table cannot tell ({missing})"
+    masters = (
+        f" and {config.search_master_nodes} x {config.search_master_instance_type} masters"
+        if config.search_master_nodes
+        else ""
+    )
+    return (
+        f"The long-term memory domain is {config.search_data_nodes} x "
+        f"{config.search_instance_type} of {config.search_volume_gb:,} GiB{masters} "
+        f"(searchDailyUsers={config.search_daily_users:,}, dailyUsers={config.daily_users:,}): "
+        f"{month}, billed by the hour from the first one, users or not. Set "
+        "chatmemory:dailyUsers to the users you expect (docs/decisions.md, a trial's domain)."
+    )
+
+
 class LongTermMemory(Construct):
     """Where consolidated sessions and verified passages are searched. `environment` holds the
     variables the runtime needs; `grant` gives a function exactly the operations it performs.
@@ -136,6 +170,12 @@ class LongTermMemory(Construct):
         self.provider: cr.Provider | None = None
         self.provider_function: lambda_.Function | None = None
         self.index_setup: CustomResource | None = None
+        # The body the index setup creates the OpenSearch indexes with (None: S3 Vectors).
+        self.index_body: dict[str, Any] | None = None
+        # The runtime's security role on a domain (what the setup writes with the index body).
+        self.runtime_role_body: dict[str, Any] | None = None
+        # The memory indexes of a domain (S3 Vectors: an index per owner, not these).
+        self.memory_indexes: tuple[str, ...] = (schema.MEMORY_INDEX,)
         if config.search_mode == "s3vectors":
             self.bucket_name = self._vector_bucket()
             self.environment = {
@@ -157,6 +197,10 @@ class LongTermMemory(Construct):
             schema.ENV_OPENSEARCH_SERVERLESS: "true" if self.serverless else "false",
             schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
         }
+        # A domain's owners spread over several memory indexes (an index holds 1,024 shards).
+        self.memory_indexes = schema.memory_index_names(config.search_memory_indexes)
+        if len(self.memory_indexes) > 1:
+            self.environment[schema.ENV_OPENSEARCH_MEMORY_INDEXES] = str(len(self.memory_indexes))
         # How the setup creates the indexes (a domain's shards and vectors on disk).
         on_disk = config.search_on_disk and not self.serverless
         creation = {
@@ -176,15 +220,14 @@ class LongTermMemory(Construct):
         self._grant_setup()
         self.provider = self._provider()
         # What the setup writes: the index bodies and (on a domain) the runtime's security role.
-        body = json.dumps(
-            [
-                schema.long_term_index_body(
-                    config.embed_dimension, shards=config.search_shards, on_disk=on_disk
-                ),
-                schema.OPENSEARCH_RUNTIME_ROLE_BODY,
-            ],
-            sort_keys=True,
+        self.index_body = schema.long_term_index_body(
+            config.embed_dimension,
+            shards=config.search_shards,
+            on_disk=on_disk,
+            serverless=self.serverless,
         )
+        self.runtime_role_body = schema.opensearch_runtime_role_body(len(self.memory_indexes))
+        body = json.dumps([self.index_body, self.runtime_role_body], sort_keys=True)
         # Not "Indexes" as before the Provider: CloudFormation never changes a custom resource's
         # service token, so the resource is replaced (handlers/index_setup.py answers the old
         # one's Delete).
@@ -343,6 +386,10 @@ class LongTermMemory(Construct):
             "Statement": Lazy.any(_Later(lambda: self._domain_statements(domain_arn))),
         }
         self.domain = domain
+        if config.search_data_nodes > LARGE_DOMAIN_NODES:
+            # A domain billed like a cluster from its first hour, users or not: every synth
+            # says what it costs and which setting sized it, so a deploy is no surprise.
+            Annotations.of(domain).add_warning_v2("chatmemory:domainSize", _domain_cost(config))
         reason_vpc = (
             "Public endpoint on purpose: the Lambdas run outside a VPC (no NAT gateway or "
             "interface endpoints to pay for while idle). Every request must be SigV4-signed by "
@@ -645,10 +692,18 @@ class LongTermMemory(Construct):
             return
         self._runtime_roles.arns.append(role.role_arn)
         if self.domain is not None:
-            paths = [f"/{index}/_search" for index in search]
-            paths += [f"/{index}/_msearch" for index in msearch]
-            paths += [f"/{index}/_bulk" for index in bulk]
-            paths += [f"/{index}/_delete_by_query" for index in delete_by_query]
+            # Memories: every memory index the owners are spread over.
+            def named(indexes: Sequence[str]) -> list[str]:
+                return [
+                    name
+                    for index in indexes
+                    for name in (self.memory_indexes if index == schema.MEMORY_INDEX else (index,))
+                ]
+
+            paths = [f"/{index}/_search" for index in named(search)]
+            paths += [f"/{index}/_msearch" for index in named(msearch)]
+            paths += [f"/{index}/_bulk" for index in named(bulk)]
+            paths += [f"/{index}/_delete_by_query" for index in named(delete_by_query)]
             self._allow_http(role, _POST, paths)
             return
         permissions: dict[str, set[str]] = {}
@@ -676,8 +731,9 @@ class LongTermMemory(Construct):
         existing index (GET, then PUT /<index>/_mapping), and on a domain the two security API
         paths of the runtime role, which the setup writes with PUT as the FGAC master user."""
         if self.domain is not None:
-            indexes = [f"/{index}" for index in schema.LONG_TERM_INDEXES]
-            mappings = [f"/{index}/_mapping" for index in schema.LONG_TERM_INDEXES]
+            names = (*self.memory_indexes, schema.PASSAGE_INDEX)
+            indexes = [f"/{index}" for index in names]
+            mappings = [f"/{index}/_mapping" for index in names]
             security = [
                 f"/_plugins/_security/api/{path}/{schema.OPENSEARCH_RUNTIME_ROLE}"
                 for path in ("roles", "rolesmapping")

@@ -70,6 +70,12 @@ OPENSEARCH_LARGE_INSTANCE_BYTES = 100 * MiB
 OPENSEARCH_BULK = BatchLimit(count=500, bytes=OPENSEARCH_SMALL_INSTANCE_BYTES)
 # A document's _id ("_id field": larger values are rejected), counted in UTF-8 bytes.
 OPENSEARCH_ID_BYTES = 512
+# An index's primary shards (index.number_of_shards: at most 1,024), and a domain's instances
+# (OpenSearch Service quotas: 80 a domain; "Petabyte scale": up to 1,000 on a request to AWS
+# Support).
+OPENSEARCH_SHARDS_PER_INDEX = 1024
+OPENSEARCH_INSTANCES_PER_DOMAIN = 80
+OPENSEARCH_INSTANCES_PER_DOMAIN_MAX = 1000
 
 
 def opensearch_payload_limit(instance_type: str) -> int:

@@ -346,6 +346,13 @@ class Settings:
         "routed by user, so a search reads one shard); an existing index keeps its own.",
         _integer(ge=1, le=1024),
     )
+    opensearch_memory_indexes: int = setting(
+        1,
+        "How many memory indexes a domain's owners are spread over (each owner's memories in "
+        "one of them, by a digest of the owner key); 1: conversation-memories alone. It must "
+        "not change once memories are written (docs/operations.md).",
+        _integer(ge=1, le=64),
+    )
     opensearch_on_disk: bool = setting(
         False,
         "Create the indexes' vectors in OpenSearch's on_disk mode (32x quantized in memory, "
@@ -627,6 +634,7 @@ ENV: dict[str, str] = {
     "opensearch_endpoint": s.ENV_OPENSEARCH_ENDPOINT,
     "opensearch_serverless": s.ENV_OPENSEARCH_SERVERLESS,
     "opensearch_shards": s.ENV_OPENSEARCH_SHARDS,
+    "opensearch_memory_indexes": s.ENV_OPENSEARCH_MEMORY_INDEXES,
     "opensearch_on_disk": s.ENV_OPENSEARCH_ON_DISK,
     "vector_bucket": s.ENV_VECTOR_BUCKET,
     "vector_buckets": s.ENV_VECTOR_BUCKETS,

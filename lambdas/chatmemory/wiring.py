@@ -128,6 +128,7 @@ def _opensearch_index(cfg: Settings) -> LongTermIndex:
         serverless=cfg.opensearch_serverless,
         shards=cfg.opensearch_shards,
         on_disk=cfg.opensearch_on_disk,
+        memory_indexes=cfg.opensearch_memory_indexes,
     )
 
 

@@ -52,7 +52,8 @@ def setup(role_arns: Sequence[str], *, region: str) -> None:
         raise ConfigurationError("index setup needs LONG_TERM_BACKEND=opensearch")
     if not settings.opensearch_serverless and role_arns:
         client = opensearch_client(settings.opensearch_endpoint, region, serverless=False)
-        OpenSearchSecurity(client).map_runtime_roles(role_arns)
+        security = OpenSearchSecurity(client, memory_indexes=settings.opensearch_memory_indexes)
+        security.map_runtime_roles(role_arns)
     index.ensure_indexes()
 
 
@@ -99,7 +100,11 @@ def on_event(event: CloudFormationCustomResourceEvent, context: LambdaContext) -
     )
     return {
         "PhysicalResourceId": PHYSICAL_ID,
-        "Data": {"Indexes": ",".join(schema.LONG_TERM_INDEXES)},
+        "Data": {
+            "Indexes": ",".join(
+                schema.long_term_index_names(wiring.settings().opensearch_memory_indexes)
+            )
+        },
     }
 
 

@@ -26,8 +26,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chatmemory import limits
+from chatmemory import limits, schema
+from stacks import sizing
 from stacks.config import Config
+from stacks.models import DEFAULT_TEXT_MODEL
 from stacks.sizing import SECONDS_PER_DAY, Load
 
 MEASURED = Path(__file__).with_name("measured.json")
@@ -37,7 +39,10 @@ PROFILES = {"default": {}, "serverless": {"profile": "serverless"}}
 # Not measured here: each is printed with the table as an assumption.
 ASSUMED = {
     "chat_seconds": (2.0, "a chat turn's Lambda duration with a remote model (the answer's)"),
-    "months_of_history": (12, "months of memories kept (turnTtlDays=0: never expired)"),
+    "months_of_history": (
+        Load().months_of_history,
+        "months of memories kept (turnTtlDays=0: never expired; stacks/sizing.Load)",
+    ),
     "sign_ins_per_daily_user": (1.0, "Cognito sign-ins (or token refreshes) a daily user a day"),
     "turn_interval_seconds": (
         5.0,
@@ -46,21 +51,16 @@ ASSUMED = {
 }
 # Documented elsewhere than limits.py, or not verifiable offline (the report says which).
 COGNITO_USER_AUTHENTICATION_RPS = 120  # recalled, not re-read offline: Service Quotas has yours
-# OpenSearch Service keeps half an instance's memory for the JVM heap and the k-NN plugin's
-# graphs may take half of the rest (knn.memory.circuit_breaker.limit): about a quarter. With
-# 18 KB a vector of 4,096 floats, a t3.small's 2 GiB hold about 30,000 (the issue's figure).
-KNN_MEMORY_SHARE = 0.25
-INSTANCE_MEMORY_GIB = {
-    "t3.small.search": 2,
-    "t3.medium.search": 4,
-    "m6g.large.search": 8,
-    "m6g.xlarge.search": 16,
-    "m6g.2xlarge.search": 32,
-    "c6g.large.search": 4,
-    "r6g.large.search": 16,
-    "r6g.xlarge.search": 32,
+# Tokens of a model request: about 4 bytes of its body a token (the request's JSON counted as
+# text: an upper bound), and a text call's answer counted at its most (Bedrock's token quota
+# reserves a request's max_tokens when it starts).
+BYTES_PER_TOKEN = 4.0
+ANSWER_TOKENS = 256  # chatmemory.settings.Settings.max_new_tokens
+# The models' names in Service Quotas ("... tokens per minute for Amazon Nova Micro").
+QUOTA_MODEL_NAMES = {
+    "amazon.nova-micro-v1:0": "Amazon Nova Micro",
+    "amazon.titan-embed-text-v2:0": "Amazon Titan Text Embeddings V2",
 }
-HNSW_M = 16
 READS = {"GetItem", "BatchGetItem", "Query", "Scan", "TransactGetItems"}
 WRITES = {"PutItem", "UpdateItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 QUOTA = "quota"  # an account quota: raise it (Service Quotas)
@@ -141,6 +141,10 @@ class Component:
     ask_factor: float = 1.0
     ask_base: float = 0.0
     ask_unit: str = ""
+    # A second quota asked for with the first: a model's tokens a minute, `tokens_per_unit`
+    # for each unit of the first (its requests a minute), under its Service Quotas name.
+    tokens_per_unit: float = 0.0
+    tokens_quota: str = ""
 
     def rate(self, daily_users: int) -> float:
         return self.fixed if self.fixed is not None else self.per_daily_user * daily_users
@@ -156,15 +160,29 @@ class Component:
         """A quota to ask for at a load: what its rate needs, with a quarter more for headroom."""
         return math.ceil(self.rate(daily_users) * 1.25 * self.ask_factor + self.ask_base)
 
+    def tokens_for(self, daily_users: int) -> int:
+        """The tokens a minute to ask for with ask_for's requests (0: no token quota)."""
+        return math.ceil(self.ask_for(daily_users) * self.tokens_per_unit)
+
 
 def _function(name: str) -> Callable[[dict[str, Any]], bool]:
     return lambda r: r["function"] == name
 
 
-def components(profile: str, measured: Measured | None = None) -> list[Component]:
-    """The components of `profile` with its default settings, per daily user at peak."""
+def profile_config(profile: str, *, production: bool = True) -> Config:
+    """A profile's default settings: by default as production deploys them (the target's); a
+    development stage deployed without dailyUsers differs in its domain only, a trial's
+    (stacks/sizing.TRIAL_DAILY_USERS)."""
+    return Config.from_mapping({**PROFILES[profile], "stage": "prod" if production else "dev"})
+
+
+def components(
+    profile: str, measured: Measured | None = None, *, production: bool = True
+) -> list[Component]:
+    """The components of `profile` with its default settings (profile_config), per daily user
+    at peak."""
     measured = measured or Measured.load(profile)
-    config = Config.from_mapping(PROFILES[profile])
+    config = profile_config(profile, production=production)
     one = Load(daily_users=1)
     found: list[Component] = []
 
@@ -288,6 +306,12 @@ def _dynamodb(measured: Measured, one: Load) -> list[Component]:
 
 
 def _models(measured: Measured, one: Load, config: Config) -> list[Component]:
+    """The text and embedding models' requests a minute against what the account allows: on
+    Bedrock its per-model quotas (requests and tokens a minute, by their Service Quotas names),
+    on SageMaker endpoints the instances the endpoints run on (what an instance takes is
+    textModelRequestsPerMinute / embedModelRequestsPerMinute; their instance type's quota "for
+    endpoint usage" bounds how many). Either way an account's quota to raise, with the numbers;
+    then set the two settings to the new rate (consolidation's concurrency follows)."""
     text = _is_text_model
     chat_text = measured.per_second(one, lambda r: r["function"] == "chat_api" and text(r))
     chat_embed = measured.per_second(one, lambda r: r["function"] == "chat_api" and _is_embed(r))
@@ -298,34 +322,38 @@ def _models(measured: Measured, one: Load, config: Config) -> list[Component]:
     sessions_per_minute = 60 * one.sessions_per_second / one.peak_to_average  # the day's average
     share = config.background_model_share
     rpm = config.text_model_requests_per_minute
-    endpoint = config.text_provider != "bedrock"
-    kind = SETTING if endpoint else QUOTA
-    what = "the text endpoint's requests a minute (assumed)" if endpoint else "InvokeModel RPM"
+    calls = max(background_text, 1.0)
+    text_quota = _text_quota(config)
+    embed_quota = _embed_quota(config)
+    text_tokens = _tokens_per_request(measured, text) + ANSWER_TOKENS
+    embed_tokens = _tokens_per_request(measured, _is_embed)
     found = [
         Component(
             "Text model: the chat's share of its quota",
             "requests/min",
             60 * chat_text,
             (1 - share) * rpm,
-            kind,
-            f"{what} for the text model ({rpm:,} x {1 - share:g} kept for the chat)",
+            QUOTA,
+            f"{text_quota[0]}: {rpm:,} x {1 - share:g} kept for the chat",
             "textModelRequestsPerMinute, backgroundModelShare",
-            ask_factor=1 / (1 - share),
-            ask_unit="text model requests a minute",
+            ask_factor=1 / (1 - share) / text_quota[2],
+            ask_unit=text_quota[3],
+            tokens_per_unit=text_tokens if text_quota[1] else 0.0,
+            tokens_quota=text_quota[1],
         ),
         Component(
             "Consolidation: sessions a minute (the day's average) within the background share",
             "sessions/min",
             sessions_per_minute,
-            min(
-                share * rpm / max(background_text, 1.0),
-                config.consolidation_concurrency * 60 / (2.0 * max(background_text, 1.0)),
-            ),
-            kind,
-            f"{what} x {share:g} / {background_text:g} text calls a consolidation",
+            min(share * rpm / calls, config.consolidation_concurrency * 60 / (2.0 * calls)),
+            QUOTA,
+            f"{text_quota[0]}: {rpm:,} x {share:g} / {background_text:g} text calls a "
+            "consolidation",
             "backgroundModelShare, consolidationConcurrency (a call every 2 s, assumed)",
-            ask_factor=max(background_text, 1.0) / share,
-            ask_unit="text model requests a minute",
+            ask_factor=calls / share / text_quota[2],
+            ask_unit=text_quota[3],
+            tokens_per_unit=text_tokens if text_quota[1] else 0.0,
+            tokens_quota=text_quota[1],
         ),
     ]
     embed_rpm = 60 * chat_embed + sessions_per_minute * background_embed
@@ -335,15 +363,64 @@ def _models(measured: Measured, one: Load, config: Config) -> list[Component]:
             "requests/min",
             embed_rpm,
             config.embed_model_requests_per_minute,
-            kind,
-            "InvokeModel RPM for the embedding model"
-            if not endpoint
-            else "the embedding endpoint's requests a minute (assumed)",
+            QUOTA,
+            f"{embed_quota[0]}: {config.embed_model_requests_per_minute:,}",
             "embedModelRequestsPerMinute",
-            ask_unit="embedding model requests a minute",
+            ask_factor=1 / embed_quota[2],
+            ask_unit=embed_quota[3],
+            tokens_per_unit=embed_tokens if embed_quota[1] else 0.0,
+            tokens_quota=embed_quota[1],
         )
     )
     return found
+
+
+def _tokens_per_request(measured: Measured, select: Callable[[dict[str, Any]], bool]) -> float:
+    """A model request's input tokens, from the bytes the scenario's requests carried."""
+    rows = [r for r in measured.rows("turns_requests", "consolidation") if select(r)]
+    requests = sum(float(r["count"]) for r in rows)
+    return sum(float(r["bytes"]) for r in rows) / max(requests, 1.0) / BYTES_PER_TOKEN
+
+
+def _bedrock_quotas(model_id: str, kind: str) -> tuple[str, str, float, str]:
+    """(requests quota, tokens quota, requests a unit of the ask, the ask's unit) of a Bedrock
+    model: its Service Quotas names, cross-region for an inference profile."""
+    model = schema.foundation_model(model_id)
+    name = QUOTA_MODEL_NAMES.get(model, model)
+    scope = "Cross-Region" if schema.inference_profile(model_id) else "On-demand"
+    return (
+        f"'{scope} InvokeModel requests per minute for {name}'",
+        f"'{scope} InvokeModel tokens per minute for {name}'",
+        1.0,
+        f"{kind} model requests a minute",
+    )
+
+
+def _endpoint_quotas(requests_per_instance: int, kind: str) -> tuple[str, str, float, str]:
+    """The same for a SageMaker endpoint: its instances, each taking `requests_per_instance`."""
+    from scripts.cost.usage import Usage  # here: the cost model's usage reads this module
+
+    instance = Usage().external_endpoint_instance_type
+    return (
+        f"'{instance} for endpoint usage' (instances of the {kind} endpoint, each taking "
+        f"{requests_per_instance:,} requests a minute, assumed)",
+        "",
+        float(requests_per_instance),
+        f"{instance} instances for the {kind} endpoint ('{instance} for endpoint usage')",
+    )
+
+
+def _text_quota(config: Config) -> tuple[str, str, float, str]:
+    if config.text_provider == "bedrock":
+        # No model set: Nova Micro through the geography's cross-region inference profile.
+        return _bedrock_quotas(config.text_model_id or f"us.{DEFAULT_TEXT_MODEL}", "text")
+    return _endpoint_quotas(config.text_model_requests_per_minute, "text")
+
+
+def _embed_quota(config: Config) -> tuple[str, str, float, str]:
+    if config.embed_provider == "bedrock":
+        return _bedrock_quotas(config.embed_model_id, "embedding")
+    return _endpoint_quotas(config.embed_model_requests_per_minute, "embedding")
 
 
 def _is_text_model(row: dict[str, Any]) -> bool:
@@ -412,39 +489,85 @@ def _s3vectors(measured: Measured, one: Load, config: Config) -> list[Component]
     ]
 
 
+def stored_source_bytes(measured: Measured) -> float:
+    """What a domain keeps of an entry's _source (without the vector), as the scenario wrote."""
+    rows = [
+        r
+        for r in measured.rows("consolidation")
+        if r["service"] == "opensearch" and r["operation"].endswith("/_bulk")
+    ]
+    if any("stored_bytes" not in r for r in rows):
+        raise KeyError(f"{MEASURED} has no stored_bytes: make capacity ARGS=--measure")
+    return sum(r["stored_bytes"] for r in rows) / max(sum(r["items"] for r in rows), 1)
+
+
 def _domain(measured: Measured, one: Load, config: Config) -> list[Component]:
-    dimension = config.embed_dimension
+    """The domain as deployed (sized by stacks/sizing.search_domain for dailyUsers, unless set):
+    the k-NN graphs in the plugin's memory, the entries on the volumes, the primary shards at
+    AWS's size guidance, and the domain's instances within the account's quota."""
+    dimension, on_disk = config.embed_dimension, config.search_on_disk
     nodes = config.search_data_nodes
-    per_daily_user = (
-        one.turns_per_user_day / one.turns_per_session * 30.4 * assumed("months_of_history")
-    ) * vectors_per_session(measured)
-    graph = 1.1 * ((dimension / 8 if config.search_on_disk else 4 * dimension) + 8 * HNSW_M)
-    memory = INSTANCE_MEMORY_GIB.get(config.search_instance_type, 2) * 2**30 * KNN_MEMORY_SHARE
-    bulk_bytes = measured.per_session(
-        lambda r: r["service"] == "opensearch" and r["operation"].endswith("/_bulk"), "bytes"
-    ) / max(vectors_per_session(measured), 1.0)
-    on_disk = bulk_bytes + 4 * dimension  # the source as sent, and the vector's own file
-    replicas = 1 if nodes > 1 else 0
-    mode = "on disk, 32x" if config.search_on_disk else "in memory"
+    kind = sizing.instance(config.search_instance_type)
+    if kind is None:
+        raise ValueError(f"the capacity model knows no {config.search_instance_type}")
+    entries = one.sessions_per_day * 30.4 * one.months_of_history * vectors_per_session(measured)
+    graph = sizing.graph_bytes(dimension, on_disk)
+    entry = sizing.entry_bytes(dimension, on_disk, stored_source_bytes(measured))
+    copies = sizing.copies(nodes)
+    mode = "on disk, 32x" if on_disk else "in memory"
+    shards, indexes = config.search_shards, config.search_memory_indexes
+    largest = sizing.SEARCH_INSTANCES[-1]
+    # Data nodes a daily user needs on the largest instance type (both copies of each shard).
+    nodes_per_daily_user = max(
+        2 * entries * graph / largest.knn_memory_bytes,
+        2 * entries * entry * sizing.STORAGE_OVERHEAD / (largest.max_volume_gib * sizing.GIB),
+    )
+    masters = config.search_master_nodes
     return [
         Component(
             "OpenSearch domain: vectors in k-NN memory",
             "vectors",
-            per_daily_user,
-            nodes * memory / graph,
+            entries,
+            nodes * kind.knn_memory_bytes / (graph * copies),
             SETTING,
-            f"{nodes} x {config.search_instance_type}: a quarter of its memory for graphs of "
-            f"{graph / 1024:.1f} KB a vector ({mode})",
-            "searchInstanceType, searchDataNodes, searchOnDisk",
+            f"{nodes} x {kind.name}: {kind.knn_memory_bytes / sizing.GIB:g} GiB each for graphs "
+            f"of {graph / 1024:.1f} KB a vector ({mode}), {copies} "
+            f"cop{'ies' if copies > 1 else 'y'}",
+            "dailyUsers (searchInstanceType, searchDataNodes, searchOnDisk)",
         ),
         Component(
             "OpenSearch domain: storage",
-            "GB",
-            per_daily_user * on_disk * (1 + replicas) / 1e9,
-            nodes * config.search_volume_gb * 0.8,
+            "GiB",
+            entries * entry * copies * sizing.STORAGE_OVERHEAD / sizing.GIB,
+            nodes * config.search_volume_gb,
             SETTING,
-            f"{nodes} x {config.search_volume_gb} GB, 20% kept free "
-            f"({on_disk / 1024:.0f} KB a vector)",
-            "searchVolumeGb, searchDataNodes",
+            f"{nodes} x {config.search_volume_gb:,} GiB ({entry / 1024:.0f} KB an entry, "
+            f"{copies} cop{'ies' if copies > 1 else 'y'}, x {sizing.STORAGE_OVERHEAD:g} for "
+            "OpenSearch's reserves)",
+            "dailyUsers (searchVolumeGb, searchDataNodes)",
+        ),
+        Component(
+            "OpenSearch memory indexes: primary shards",
+            "GiB",
+            entries * entry / sizing.GIB,
+            indexes * shards * sizing.SHARD_GIB,
+            SETTING,
+            f"{indexes} memory index{'es' if indexes > 1 else ''} of {shards:,} shards of at most "
+            f"{sizing.SHARD_GIB} GiB (AWS's guidance; an index has at most "
+            f"{limits.OPENSEARCH_SHARDS_PER_INDEX:,} shards, fixed when it is made)",
+            "dailyUsers (searchShards, searchMemoryIndexes)",
+        ),
+        Component(
+            "OpenSearch domain: instances (data nodes on the largest type)",
+            "instances",
+            nodes_per_daily_user,
+            limits.OPENSEARCH_INSTANCES_PER_DOMAIN - masters,
+            QUOTA,
+            f"Instances per domain ({limits.OPENSEARCH_INSTANCES_PER_DOMAIN}, up to "
+            f"{limits.OPENSEARCH_INSTANCES_PER_DOMAIN_MAX:,} through AWS Support; {masters} "
+            "dedicated masters)",
+            "OpenSearch Service quotas",
+            ask_base=masters,
+            ask_unit="instances a domain",
         ),
     ]

@@ -9,16 +9,21 @@ import re
 from pathlib import Path
 
 from scripts.capacity.model import (
+    ANSWER_TOKENS,
     ASSUMED,
+    BYTES_PER_TOKEN,
     HARD,
     LOADS,
     QUOTA,
     Component,
     Measured,
     components,
+    profile_config,
+    stored_source_bytes,
     vectors_per_session,
     vectors_per_user,
 )
+from stacks import sizing
 from stacks.sizing import Load
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,26 +64,57 @@ def table(profile: str, found: list[Component]) -> str:
     return "\n".join(lines)
 
 
+def _ask(c: Component) -> str:
+    """What to ask for, at the target and at ten times it."""
+    unit = c.ask_unit or c.unit
+    ask = f"{c.name} ({c.limit_name}): "
+    if c.reached_at < TARGET:
+        ask += f"ask for {c.ask_for(TARGET):,} {unit} at 1,000,000 daily users, "
+    else:
+        ask += f"enough up to {number(c.reached_at)} daily users; ask for "
+    ask += f"{c.ask_for(10 * TARGET):,} at 10,000,000"
+    if c.tokens_quota:
+        ask += (
+            f", with {c.tokens_for(TARGET):,} and {c.tokens_for(10 * TARGET):,} tokens a "
+            f"minute ({c.tokens_quota})"
+        )
+    return ask
+
+
 def verdict(profile: str, found: list[Component]) -> str:
-    """What the target asks: below 1,000,000 daily users, only quotas to raise, with numbers."""
+    """What the target asks: below 1,000,000 daily users, only quotas to raise, with numbers
+    (every quota met below 10,000,000 is named)."""
     below = [c for c in found if c.reached_at < TARGET]
-    quotas = [c for c in below if c.kind == QUOTA]
+    quotas = [c for c in found if c.kind == QUOTA and c.reached_at < 10 * TARGET]
     others = [c for c in below if c.kind != QUOTA]
     parts = []
     if quotas:
-        asks = "; ".join(
-            f"{c.name} ({c.limit_name}): ask for {c.ask_for(TARGET):,} "
-            f"{c.ask_unit or c.unit} at 1,000,000 daily users, {c.ask_for(10 * TARGET):,} at "
-            "10,000,000"
-            for c in quotas
-        )
-        parts.append(f"account quotas to raise: {asks}")
+        parts.append(f"account quotas to raise: {'; '.join(_ask(c) for c in quotas)}")
     if others:
         names = "; ".join(f"{c.name} at {number(c.reached_at)} daily users" for c in others)
-        parts.append(f"**limits of its settings met below 1,000,000 daily users** ({names})")
-    if not parts:
-        return f"`{profile}`: no limit met below 1,000,000 daily users."
+        parts.append(f"**limits met below 1,000,000 daily users that are not quotas** ({names})")
+    else:
+        parts.append("no other limit met below 1,000,000 daily users")
     return f"`{profile}`: " + "; ".join(parts) + "."
+
+
+def trial_domain(measured: Measured) -> str:
+    """What a development stage deployed without dailyUsers gets: a trial's domain, and the
+    daily users whose memories it holds (its first limit)."""
+    config = profile_config("default", production=False)
+    domain = [
+        c
+        for c in components("default", measured, production=False)
+        if c.name.startswith("OpenSearch") and c.kind != QUOTA
+    ]
+    first = min(domain, key=lambda c: c.reached_at)
+    return (
+        f"A development stage deployed without `dailyUsers` gets a trial's domain (sized for "
+        f"{config.search_daily_users:,} daily users: {config.search_data_nodes} x "
+        f"{config.search_instance_type} of {config.search_volume_gb:,} GiB), whose "
+        f"{first.name.split(': ', 1)[1]} is met at {number(first.reached_at)} daily users; "
+        "`-c chatmemory:dailyUsers=...` sizes it for a load."
+    )
 
 
 def section() -> str:
@@ -89,7 +125,8 @@ def section() -> str:
         "a session, its ten turns and its consolidation send in the AWS contract scenario, "
         "counted request by request with the DynamoDB capacity units DynamoDB Local reports: "
         "the contract check holds that file to the code), the documented limits in "
-        "`lambdas/chatmemory/limits.py` and each profile's default settings. The load: "
+        "`lambdas/chatmemory/limits.py` and each profile's default settings as production "
+        "(`stage=prod`) deploys them. The load: "
         f"{load.turns_per_user_day:g} turns a daily user a day in sessions of "
         f"{load.turns_per_session:g}, the busiest second {load.peak_to_average:g} times the "
         f"day's average ({number(load.at(10_000).turns_per_second)}, "
@@ -108,8 +145,24 @@ def section() -> str:
         out.append(
             f"Measured in `{profile}`: {vectors_per_session(measured):g} long-term entries a "
             f"session; a user's own index holds about {number(vectors_per_user(measured, load))} "
-            f"after {ASSUMED['months_of_history'][0]} months."
+            f"after {ASSUMED['months_of_history'][0]:g} months."
         )
+        if profile == "default":
+            config = profile_config(profile)
+            source = stored_source_bytes(measured)
+            entry = sizing.entry_bytes(config.embed_dimension, config.search_on_disk, source)
+            out[-1] += (
+                f" A domain keeps {number(source)} bytes of an entry's _source (its vector "
+                f"excluded); with its vector and graph on disk, {number(entry)} bytes."
+                f" Deployed in production for the default `dailyUsers` ({config.daily_users:,}): "
+                f"{config.search_data_nodes} x {config.search_instance_type} with "
+                f"{config.search_volume_gb:,} GiB each, {config.search_memory_indexes} memory "
+                f"index{'es' if config.search_memory_indexes > 1 else ''} of "
+                f"{config.search_shards:,} shards, "
+                f"{config.search_master_nodes} x {config.search_master_instance_type} "
+                "dedicated masters."
+            )
+            out[-1] += " " + trial_domain(measured)
         data = measured.parts.get("query_data")
         if data:
             out[-1] += (
@@ -130,7 +183,18 @@ def section() -> str:
         "requests a minute (`textModelRequestsPerMinute`, `embedModelRequestsPerMinute`: "
         "2,000 each) are not read from an account here: Bedrock's quotas vary by model, "
         "region and account age (Service Quotas shows yours), and an endpoint's are what its "
-        "instances take."
+        "instances take (2,000 a minute an instance, assumed). A model request's tokens are "
+        f"its measured bytes at {BYTES_PER_TOKEN:g} a token plus, for a text call, its "
+        f"longest answer ({ANSWER_TOKENS} tokens, which Bedrock's token quota reserves). "
+        "Once a model quota is raised, set `textModelRequestsPerMinute` and "
+        "`embedModelRequestsPerMinute` to it: consolidation's concurrency follows. The "
+        "default profile's endpoints are outside the stack: run each on the instances asked "
+        "for."
+    )
+    out.append(
+        "- The domain's instance types, their memory and largest volumes "
+        "(`stacks/sizing.py`), and the dedicated masters' types, are as recalled from AWS's "
+        "pages, not re-read offline."
     )
     return "\n".join(out)
 

@@ -33,7 +33,8 @@ class Configuration:
 CONFIGURATIONS: tuple[Configuration, ...] = (
     Configuration(
         "default",
-        "existing SageMaker endpoints (JumpStart FLAN-T5 XL, GPT-J 6B) + OpenSearch domain",
+        "existing SageMaker endpoints (JumpStart FLAN-T5 XL, GPT-J 6B) + OpenSearch domain "
+        "(a trial's unless `dailyUsers` is set: one t3.small.search)",
     ),
     Configuration("bedrock", "Bedrock + OpenSearch domain", {"modelMode": "bedrock"}),
     Configuration(
@@ -49,7 +50,8 @@ CONFIGURATIONS: tuple[Configuration, ...] = (
     ),
     Configuration(
         "prod",
-        "production stage with Bedrock: 2 data nodes and 3 masters, WAF, Cognito Plus",
+        "production stage with Bedrock: a domain sized for `dailyUsers` (a million) in 2 AZs "
+        "with 3 masters, WAF, Cognito Plus",
         {"stage": "prod", "modelMode": "bedrock"},
     ),
     Configuration(

@@ -7,7 +7,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from chatmemory.schema import (
     EmbedBackend,
@@ -22,6 +22,9 @@ from chatmemory.services.prompt import estimate_tokens
 from chatmemory.settings import Settings
 from scripts.cost.prices import PriceTable
 from scripts.cost.usage import Usage
+
+if TYPE_CHECKING:
+    from stacks.config import Config
 
 GB = 2**30
 TB = 2**40
@@ -243,6 +246,71 @@ def money(usd: float) -> str:
     return f"${usd:,.2f}" if usd >= 0.995 or usd == 0 else f"${usd:.4f}".rstrip("0")
 
 
+def hourly(prices: PriceTable, what: str, count: int, price: str) -> Item:
+    """`count` instances billed by the hour at the price table's `price`, for the month."""
+    rate, hours = prices.usd(price), prices.hours_per_month
+    return Item(what, count * rate * hours, f"{count} x ${rate}/h x {hours:g} h")
+
+
+@dataclass(frozen=True)
+class Domain:
+    """An OpenSearch Service domain as it bills: its instances and their volumes."""
+
+    nodes: int
+    instance_type: str
+    masters: int = 0
+    master_type: str = ""
+    volume_gb: int = 0  # 0: no EBS volume
+    volume_type: str = "gp3"
+    iops: int = 3000
+
+
+def domain_of(config: Config) -> Domain:
+    """The domain a deployment's settings make (stacks/long_term.py)."""
+    return Domain(
+        nodes=config.search_data_nodes,
+        instance_type=config.search_instance_type,
+        masters=config.search_master_nodes,
+        master_type=config.search_master_instance_type,
+        volume_gb=config.search_volume_gb,
+    )
+
+
+def domain_items(domain: Domain, prices: PriceTable) -> list[Item]:
+    """What a domain bills a month at list price, users or not (the stack's synth says it of a
+    large one: stacks/long_term.py)."""
+    nodes, kind, masters = domain.nodes, domain.instance_type, domain.masters
+    items = [
+        hourly(
+            prices, f"OpenSearch domain ({nodes} x {kind})", nodes, f"opensearch.instance.{kind}"
+        )
+    ]
+    if masters:
+        master = domain.master_type
+        items.append(
+            hourly(
+                prices,
+                f"OpenSearch dedicated masters ({masters} x {master})",
+                masters,
+                f"opensearch.instance.{master}",
+            )
+        )
+    if domain.volume_gb:
+        size, volume = domain.volume_gb, domain.volume_type
+        rate = prices.usd(f"opensearch.storage.{volume}")
+        items.append(
+            Item(
+                f"OpenSearch storage ({nodes} x {size} GB {volume})",
+                nodes * size * rate,
+                f"{nodes * size} GB x ${rate}/GB-month",
+            )
+        )
+        if volume == "gp3" and domain.iops > 3000:
+            rate = prices.usd("opensearch.storage.gp3_iops")
+            items.append(Item("OpenSearch IOPS above 3,000", nodes * (domain.iops - 3000) * rate))
+    return items
+
+
 class Pricer:
     """Prices one template with one price table and one set of usage assumptions."""
 
@@ -321,33 +389,19 @@ class Pricer:
     def _domains(self) -> Iterable[Item]:
         for _, props in self.t.of_type("AWS::OpenSearchService::Domain"):
             cluster = props.get("ClusterConfig", {})
-            nodes = int(cluster.get("InstanceCount", 1))
-            kind = cluster.get("InstanceType", "r5.large.search")
-            yield self._hourly(
-                f"OpenSearch domain ({nodes} x {kind})", nodes, f"opensearch.instance.{kind}"
-            )
-            if cluster.get("DedicatedMasterEnabled"):
-                masters = int(cluster.get("DedicatedMasterCount", 3))
-                master_kind = cluster["DedicatedMasterType"]
-                yield self._hourly(
-                    f"OpenSearch dedicated masters ({masters} x {master_kind})",
-                    masters,
-                    f"opensearch.instance.{master_kind}",
-                )
             ebs = props.get("EBSOptions", {})
-            if ebs.get("EBSEnabled"):
-                size = int(ebs.get("VolumeSize", 10))
-                volume = str(ebs.get("VolumeType", "gp2"))
-                rate = self.usd(f"opensearch.storage.{volume}")
-                yield Item(
-                    f"OpenSearch storage ({nodes} x {size} GB {volume})",
-                    nodes * size * rate,
-                    f"{nodes * size} GB x ${rate}/GB-month",
-                )
-                iops = int(ebs.get("Iops", 3000))
-                if volume == "gp3" and iops > 3000:
-                    rate = self.usd("opensearch.storage.gp3_iops")
-                    yield Item("OpenSearch IOPS above 3,000", nodes * (iops - 3000) * rate)
+            domain = Domain(
+                nodes=int(cluster.get("InstanceCount", 1)),
+                instance_type=cluster.get("InstanceType", "r5.large.search"),
+                masters=int(cluster.get("DedicatedMasterCount", 3))
+                if cluster.get("DedicatedMasterEnabled")
+                else 0,
+                master_type=cluster.get("DedicatedMasterType", ""),
+                volume_gb=int(ebs.get("VolumeSize", 10)) if ebs.get("EBSEnabled") else 0,
+                volume_type=str(ebs.get("VolumeType", "gp2")),
+                iops=int(ebs.get("Iops", 3000)),
+            )
+            yield from domain_items(domain, self.prices)
 
     def _collections(self) -> Iterable[Item]:
         collections = self.t.of_type("AWS::OpenSearchServerless::Collection")
@@ -424,9 +478,7 @@ class Pricer:
             )
 
     def _hourly(self, what: str, count: int, price: str) -> Item:
-        """`count` instances billed by the hour at the price table's `price`, for the month."""
-        rate = self.usd(price)
-        return Item(what, count * rate * self.hours, f"{count} x ${rate}/h x {self.hours:g} h")
+        return hourly(self.prices, what, count, price)
 
     def _web_acls(self) -> Iterable[Item]:
         for _, props in self.t.of_type("AWS::WAFv2::WebACL"):
@@ -821,8 +873,11 @@ class Pricer:
         monthly = {users: self.month(users, idle_usd) for users in self.usage.user_counts}
         if self.search_backend == "domain":
             self.notes.append(
-                "the OpenSearch domain is priced at its configured size at every user count; "
-                "many users' vectors need a larger one (the capacity model below says when)"
+                "the OpenSearch domain is priced at its template's size at every user count "
+                "(a development stage's is a trial's unless `dailyUsers` is set: one "
+                "t3.small.search; production's holds a million daily users' year); a load's "
+                "domain is what `-c chatmemory:dailyUsers=<n>` synthesizes, and its synth says "
+                "what it costs a month (the capacity model below says when a domain is full)"
             )
         if TextBackend.SAGEMAKER in (self.settings.text_backend, self.settings.embed_backend):
             self.notes.append(

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from chatmemory import schema
 from tests.aws.recorder import Sent
 
 MEASURED = Path(__file__).resolve().parents[2] / "scripts" / "capacity" / "measured.json"
@@ -61,6 +62,8 @@ def tally(
         row["items"] += items
         row["bytes"] += request.payload_bytes
         row["units"] += units
+        if request.service == "opensearch" and request.operation.endswith("/_bulk"):
+            row["stored_bytes"] = row.get("stored_bytes", 0) + _stored_bytes(request)
 
     for request in sent:
         function = functions.get(request.function, request.function)
@@ -99,6 +102,19 @@ def _items(request: Sent, resource: str, tables: dict[str, str]) -> int:
             if tables.get(name, name) == resource
         )
     return 1
+
+
+def _stored_bytes(request: Sent) -> int:
+    """What a domain keeps of a bulk request's documents in their _source: each document as
+    sent without the fields the mapping excludes (schema.SOURCE_EXCLUDES: the vector)."""
+    lines = [line for line in str(request.params.get("body", "")).splitlines() if line.strip()]
+    stored = 0
+    for line in lines[1::2]:
+        source = json.loads(line)
+        for name in schema.SOURCE_EXCLUDES:
+            source.pop(name, None)
+        stored += len(json.dumps(source, separators=(",", ":")).encode())
+    return stored
 
 
 def _resources(request: Sent, tables: dict[str, str]) -> list[str]:

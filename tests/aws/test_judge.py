@@ -10,6 +10,7 @@ import boto3
 import pytest
 from botocore.exceptions import ParamValidationError
 
+from chatmemory import limits
 from tests.aws.judge import Judge
 from tests.aws.recorder import Recorder, Sent
 from tests.aws.template import deployment_of
@@ -66,12 +67,14 @@ def test_a_bulk_request_over_the_domain_s_limit_is_a_limit_problem(judges: Any) 
     consolidate = _function(judge, "handlers.consolidate.handler")
     (domain,) = judge.deployment.of_type("AWS::OpenSearchService::Domain")
     host = judge.deployment.get_att(domain, "DomainEndpoint")
+    # One byte over what the domain's instance type accepts (10 MiB on t3, 100 MiB others).
+    instance = judge.deployment.resources[domain]["Properties"]["ClusterConfig"]
     sent = Sent(
         consolidate,
         "opensearch",
         "POST /conversation-memories/_bulk",
         {"query": {}, "body": ""},
-        payload_bytes=11 * 1024 * 1024,
+        payload_bytes=limits.opensearch_payload_limit(instance["InstanceType"]) + 1,
         host=host,
     )
     problems = _kinds(judge, sent)

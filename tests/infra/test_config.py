@@ -13,6 +13,7 @@ from chatmemory import schema
 from chatmemory.errors import ConfigurationError
 from chatmemory.schema import EmbedFormat, TextFormat
 from chatmemory.settings import Settings
+from stacks import sizing
 from stacks.config import HANDOFF_MAX_NEGATIVE_TURNS, PREFIX, Config, context_key
 from tests.infra.synth import VARIANTS, Synth
 
@@ -61,7 +62,12 @@ def test_defaults_reference_existing_endpoints_behind_cognito_with_a_domain() ->
     assert (config.text_format, config.embed_format) == ("jumpstart-flan-t5", "jumpstart-gpt-j")
     assert config.embed_dimension == 4096  # GPT-J 6B embeddings
     assert (config.search_mode, config.auth) == ("domain", "cognito")
-    assert (config.search_data_nodes, config.search_master_nodes) == (1, 0)
+    # A plain deploy's domain is a trial's (the former development domain), whatever load the
+    # rest is planned for: one t3.small.search of 10 GiB, one shard, no masters.
+    assert config.daily_users == 1_000_000
+    assert config.search_daily_users == sizing.TRIAL_DAILY_USERS == 10
+    assert (config.search_instance_type, config.search_data_nodes) == ("t3.small.search", 1)
+    assert (config.search_volume_gb, config.search_shards, config.search_master_nodes) == (10, 1, 0)
     assert config.cors_origins == ("*",)
     assert not config.waf and not config.threat_protection
 
@@ -82,7 +88,11 @@ def test_the_prod_stage_turns_on_protection_and_availability() -> None:
     config = _from_context(stage="prod")
     assert config.production
     assert config.log_retention_days == 365
-    assert (config.search_data_nodes, config.search_master_nodes) == (2, 3)
+    assert config.search_data_nodes >= 2 and config.search_master_nodes == 3
+    assert config.search_daily_users == config.daily_users == 1_000_000  # the stated load
+    small = _from_context(stage="prod", dailyUsers="1")
+    assert (small.search_data_nodes, small.search_master_nodes) == (2, 3)
+    assert not small.search_instance_type.startswith("t3")  # not for production
     assert config.zone_awareness
     assert config.waf and config.threat_protection
 
@@ -98,8 +108,8 @@ def test_a_domains_vectors_are_on_disk_from_1024_dimensions_and_production_has_t
     assert Config.from_mapping({"model_mode": "deploy"}).search_on_disk is False  # 384
     assert Config.from_mapping({"embed_dimension": "1024"}).search_on_disk is True
     assert Config.from_mapping({"search_on_disk": "false"}).search_on_disk is False
-    assert Config.from_mapping({}).search_shards == 1
-    assert Config.from_mapping({"stage": "prod"}).search_shards == 2
+    assert Config.from_mapping({"daily_users": "1"}).search_shards == 1
+    assert Config.from_mapping({"stage": "prod", "daily_users": "1"}).search_shards == 2
     with pytest.raises(ValueError, match="searchShards"):
         Config.from_mapping({"search_shards": "0"})
 
@@ -336,3 +346,99 @@ def test_every_function_environment_is_accepted_by_the_runtime_settings(
                 assert settings.agent_group == config.agent_group
             assert bool(settings.agent_role_arn) == (config.auth == "iam")
             assert bool(settings.event_bus_name) == config.handoff_events
+
+
+def test_the_domain_grows_with_the_daily_users_it_is_planned_for() -> None:
+    """dailyUsers sizes the domain: the k-NN graphs fit the plugin's memory, the entries the
+    volumes, the shards AWS's 50 GiB (up to an index's 1,024); a trial load gets one small
+    node, and a setting given explicitly wins."""
+    trial = Config.from_mapping({"daily_users": "10"})
+    assert (trial.search_instance_type, trial.search_data_nodes) == ("t3.small.search", 1)
+    assert (trial.search_master_nodes, trial.search_shards) == (0, 1)
+    sizes = [Config.from_mapping({"daily_users": str(n)}) for n in (10, 1_000, 100_000, 10**6)]
+    memory = [
+        c.search_data_nodes * sizing.instance(c.search_instance_type).knn_memory_bytes
+        for c in sizes
+    ]
+    storage = [c.search_data_nodes * c.search_volume_gb for c in sizes]
+    assert memory == sorted(memory) and len(set(memory)) == len(memory)
+    assert storage == sorted(storage) and len(set(storage)) == len(storage)
+    assert [c.search_shards for c in sizes] == sorted(c.search_shards for c in sizes)
+    for config in sizes:
+        entries = sizing.memory_entries(sizing.Load(daily_users=config.daily_users))
+        copies = sizing.copies(config.search_data_nodes)
+        kind = sizing.instance(config.search_instance_type)
+        assert kind is not None
+        graphs = entries * sizing.graph_bytes(4096, on_disk=True) * copies
+        assert graphs <= config.search_data_nodes * kind.knn_memory_bytes
+        data = entries * sizing.entry_bytes(4096, on_disk=True) * copies * 1.45
+        assert data <= config.search_data_nodes * config.search_volume_gb * sizing.GIB
+        assert config.search_volume_gb <= kind.max_volume_gib
+    chosen = Config.from_mapping(
+        {"daily_users": "100000", "search_instance_type": "r6g.large.search"}
+    )
+    assert chosen.search_instance_type == "r6g.large.search"
+    assert chosen.search_data_nodes > sizes[2].search_data_nodes  # more of the smaller nodes
+    assert (
+        Config.from_mapping({"daily_users": "100000", "search_data_nodes": "3"}).search_data_nodes
+        == 3
+    )
+    # A domain set by hand gets no more shards than its nodes' heaps hold (25 a GiB): the
+    # former development domain (one t3.small, a 1 GiB heap) for the default million users.
+    former = Config.from_mapping(
+        {"search_instance_type": "t3.small.search", "search_data_nodes": "1", "stage": "prod"}
+    )
+    assert (former.search_data_nodes, former.search_shards) == (1, 25)
+    # Past an index's 1,024 shards the owners are spread over several memory indexes, each of
+    # the shards AWS's guidance takes.
+    assert [c.search_memory_indexes for c in sizes] == [1, 1, 1, 3]
+    assert all(c.search_shards <= 1024 for c in sizes)
+    with pytest.raises(ValueError, match="searchMemoryIndexes"):
+        Config.from_mapping({"profile": "serverless", "search_memory_indexes": "2"})
+    # Nothing of a domain is planned where there is none.
+    assert (
+        Config.from_mapping({"profile": "serverless"}).search_data_nodes == Config.search_data_nodes
+    )
+
+
+def test_a_plain_deploy_sizes_the_domain_for_a_trial_and_production_for_the_stated_load() -> None:
+    """The development stage deployed without dailyUsers gets a trial's domain (it bills by
+    the hour from the first deploy); production, or a dailyUsers given in either stage, gets
+    the domain that holds a year of that load's memories. The rest (the stage throttle, the S3
+    vector buckets) is planned for dailyUsers in every stage: it costs nothing unused, and a
+    bucket count that changed would move users' memories out of reach."""
+    trial, production = _from_context(), _from_context(stage="prod")
+    assert trial.search_daily_users == sizing.TRIAL_DAILY_USERS
+    assert production.search_daily_users == 1_000_000
+    planned = sizing.search_domain(
+        sizing.Load(daily_users=1_000_000), dimension=4096, on_disk=True, production=True
+    )
+    sized = (
+        production.search_instance_type,
+        production.search_data_nodes,
+        production.search_volume_gb,
+        production.search_shards,
+        production.search_master_nodes,
+        production.search_master_instance_type,
+        production.search_memory_indexes,
+    )
+    assert sized == planned
+    for setting in ("throttle_rate", "throttle_burst", "vector_buckets"):
+        assert getattr(trial, setting) == getattr(production, setting), setting
+    # A dailyUsers given sizes the domain in either stage, and searchDailyUsers the domain only.
+    for stage in ("dev", "prod"):
+        given = _from_context(stage=stage, dailyUsers="10000")
+        assert given.search_daily_users == 10_000
+        planned = sizing.search_domain(
+            sizing.Load(daily_users=10_000),
+            dimension=4096,
+            on_disk=True,
+            production=stage == "prod",
+        )
+        assert (given.search_instance_type, given.search_data_nodes) == planned[:2]
+        assert given.throttle_rate < trial.throttle_rate
+    alone = _from_context(searchDailyUsers="1000000")
+    assert (alone.search_data_nodes, alone.search_instance_type) == (60, "r6g.12xlarge.search")
+    assert alone.daily_users == 1_000_000
+    with pytest.raises(ValueError, match="searchDailyUsers"):
+        _from_context(searchDailyUsers="-1")

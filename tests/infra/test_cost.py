@@ -18,6 +18,7 @@ from scripts.cost.estimate import Estimate, Pricer, compactions, price, schedule
 from scripts.cost.prices import PRICES_FILE, Fact, Price, PriceTable, load, table
 from scripts.cost.report import json_line, page_current, page_section
 from scripts.cost.usage import BASIS, Usage, described
+from stacks import sizing
 from stacks.config import Config
 from stacks.models import DEFAULT_TEXT_MODEL
 from tests.infra.synth import Synth
@@ -98,10 +99,13 @@ def test_every_default_of_stacks_config_that_bills_has_a_price() -> None:
         assert PRICES.has(f"bedrock.models.{model}.input")
         assert PRICES.has(f"bedrock.models.{model}.output")
     assert PRICES.has(f"bedrock.models.{config.embed_model_id}.input")
+    # Every instance type the domain's sizing may choose for the load (stacks/sizing.py).
     for kind in {
         config.search_instance_type,
         config.search_master_instance_type,
         production.search_instance_type,
+        *(node.name for node in sizing.SEARCH_INSTANCES),
+        *(master for _, master in sizing.MASTER_INSTANCES),
     }:
         assert PRICES.has(f"opensearch.instance.{kind}")
     assert PRICES.has(f"sagemaker.realtime.{config.deploy_text_instance_type}")
@@ -132,6 +136,7 @@ def test_default_prices_the_domain_instances_and_volumes_of_its_template(
     )
     storage = _item(estimate, "OpenSearch storage")
     assert storage.usd == pytest.approx(nodes * size * PRICES.usd("opensearch.storage.gp3"))
+    # A plain deploy's domain is a trial's: one node, no dedicated masters.
     assert not [i for i in estimate.idle if i.what.startswith("OpenSearch dedicated")]
 
 
@@ -148,12 +153,21 @@ def test_alarms_and_dashboards_are_counted_from_the_template(
         assert board.usd == pytest.approx(dashboards * PRICES.usd("cloudwatch.dashboard"))
 
 
-def test_production_prices_two_data_nodes_three_masters_and_the_waf_rules(
+def test_production_prices_its_data_nodes_three_masters_and_the_waf_rules(
     templates: dict[str, dict[str, Any]], estimates: dict[str, Estimate]
 ) -> None:
     estimate = estimates["prod"]
-    assert "2 x m6g.large.search" in _item(estimate, "OpenSearch domain").what
-    assert "3 x m6g.large.search" in _item(estimate, "OpenSearch dedicated masters").what
+    (domain,) = _resources(templates["prod"], "AWS::OpenSearchService::Domain")
+    cluster = domain["ClusterConfig"]
+    nodes = f"{cluster['InstanceCount']} x {cluster['InstanceType']}"
+    assert nodes in _item(estimate, "OpenSearch domain").what
+    masters = _item(estimate, "OpenSearch dedicated masters")
+    assert f"3 x {cluster['DedicatedMasterType']}" in masters.what
+    assert masters.usd == pytest.approx(
+        3
+        * PRICES.usd(f"opensearch.instance.{cluster['DedicatedMasterType']}")
+        * PRICES.hours_per_month
+    )
     (acl,) = _resources(templates["prod"], "AWS::WAFv2::WebACL")
     waf = _item(estimate, "WAF web ACL")
     assert waf.usd == pytest.approx(

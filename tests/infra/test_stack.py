@@ -10,6 +10,7 @@ import pytest
 from aws_cdk.assertions import Capture, Match
 
 from chatmemory import schema
+from stacks import sizing
 from stacks.config import (
     CHAT_TIMEOUT_SECONDS,
     POWERTOOLS_LAYER_ACCOUNT,
@@ -128,6 +129,45 @@ def test_record_age_limits_are_bounded_and_within_the_stream_retention(default: 
         ]
     )
     assert all(age <= 24 * 3600 for age in ages)  # DynamoDB Streams keeps records 24 h
+
+
+def test_consolidation_is_bounded_by_the_model_quota_not_the_shards_and_alarms_when_behind(
+    default: Synth,
+) -> None:
+    """Consolidation runs at most what the text model's background share allows (its reserved
+    concurrency, planned from textModelRequestsPerMinute), each shard of the sessions stream
+    feeds several batches at once (the parallelization factor), and an alarm fires when the
+    oldest ended session has waited unconsolidatedAlarmHours; the chat reserves nothing unless
+    asked."""
+    quota = sizing.ModelQuota(CONFIG.text_model_requests_per_minute, CONFIG.background_model_share)
+    assert CONFIG.consolidation_concurrency == sizing.consolidation_concurrency(quota) > 1
+    resources = default.json["Resources"]
+    consolidate = resources[default.logical_id(default.stack.consolidation.consolidate)]
+    assert (
+        consolidate["Properties"]["ReservedConcurrentExecutions"]
+        == CONFIG.consolidation_concurrency
+    )
+    compact = resources[default.logical_id(default.stack.consolidation.compact)]
+    assert compact["Properties"]["ReservedConcurrentExecutions"] == CONFIG.compaction_concurrency
+    chat = resources[default.logical_id(default.stack.api.handler)]
+    assert "ReservedConcurrentExecutions" not in chat["Properties"]
+    default.template.has_resource_properties(
+        "AWS::Lambda::EventSourceMapping",
+        {
+            "FunctionName": {"Ref": default.logical_id(default.stack.consolidation.consolidate)},
+            "ParallelizationFactor": CONFIG.consolidation_parallelization,
+        },
+    )
+    assert CONFIG.consolidation_parallelization == 10
+    default.template.has_resource_properties(
+        "AWS::CloudWatch::Alarm",
+        {
+            "MetricName": schema.OLDEST_UNCONSOLIDATED_METRIC,
+            "Namespace": schema.METRICS_NAMESPACE,
+            "Statistic": "Maximum",
+            "Threshold": CONFIG.unconsolidated_alarm_hours * 3600,
+        },
+    )
 
 
 def test_purge_waits_longer_than_a_chat_request_can_run_and_fits_its_timeout(

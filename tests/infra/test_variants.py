@@ -4,14 +4,18 @@ test_stack.py: what each option changes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from aws_cdk.assertions import Match
+from aws_cdk.assertions import Annotations, Match
 
 from chatmemory import schema
+from scripts.cost import prices
+from scripts.cost.estimate import domain_items, domain_of
+from stacks import sizing
 from stacks.config import Config
 from stacks.models import DEFAULT_MODEL_GEOGRAPHY, DEFAULT_MODELS_RULE
 from tests.infra.synth import VARIANTS, Synth, render, statements
@@ -613,7 +617,6 @@ def test_production_search_domain_is_highly_available(production: Synth) -> None
         {
             "ClusterConfig": Match.object_like(
                 {
-                    "InstanceCount": 2,
                     "ZoneAwarenessEnabled": True,
                     "DedicatedMasterEnabled": True,
                     "DedicatedMasterCount": 3,
@@ -623,6 +626,90 @@ def test_production_search_domain_is_highly_available(production: Synth) -> None
     )
     (domain,) = production.resources("AWS::OpenSearchService::Domain").values()
     assert domain["DeletionPolicy"] == "Retain"
+    count = domain["Properties"]["ClusterConfig"]["InstanceCount"]
+    assert count >= 2 and count % 2 == 0  # as many in each of the two AZs
+
+
+def _domain_size(synth: Synth) -> tuple[str, int, int, str]:
+    """A domain's instance type and count, its volume (GiB) and the shards its setup creates."""
+    (domain,) = synth.resources("AWS::OpenSearchService::Domain").values()
+    props = domain["Properties"]
+    setup = synth.stack.long_term.setup_function
+    assert setup is not None
+    return (
+        props["ClusterConfig"]["InstanceType"],
+        props["ClusterConfig"]["InstanceCount"],
+        props["EBSOptions"]["VolumeSize"],
+        _env(synth, setup)[schema.ENV_OPENSEARCH_SHARDS],
+    )
+
+
+def test_the_domain_in_the_template_grows_with_the_daily_users_it_is_planned_for(
+    default: Synth, production: Synth
+) -> None:
+    """A plain synth's domain is a trial's (one small node, stacks/sizing.TRIAL_DAILY_USERS);
+    production's is sized for the default load (a million daily users: as many large nodes,
+    volume and shards as a year of its memories need, stacks/sizing.search_domain)."""
+    trial = _domain_size(default)
+    assert trial == ("t3.small.search", 1, 10, "1")
+    kind, nodes, volume, shards = _domain_size(production)
+    planned = sizing.search_domain(
+        sizing.Load(daily_users=1_000_000), dimension=4096, on_disk=True, production=True
+    )
+    assert (kind, nodes, volume, int(shards)) == planned[:4]
+    assert nodes > trial[1] and volume > trial[2] and int(shards) > int(trial[3])
+    # Past an index's 1,024 shards, owners are spread over several memory indexes, each made
+    # by the setup, named to the runtime and granted by name (not by a pattern).
+    assert planned.memory_indexes > 1
+    names = schema.memory_index_names(planned.memory_indexes)
+    chat = _env(production, production.stack.api.handler)
+    assert chat[schema.ENV_OPENSEARCH_MEMORY_INDEXES] == str(planned.memory_indexes)
+    granted = json.dumps(production.json)
+    for name in names:
+        assert f"/{name}/_msearch" in granted and f"/{name}/_bulk" in granted
+    role = production.stack.long_term.runtime_role_body
+    assert role is not None
+    assert role["index_permissions"][0]["index_patterns"] == [*names, schema.PASSAGE_INDEX]
+    assert schema.ENV_OPENSEARCH_MEMORY_INDEXES not in _env(default, default.stack.api.handler)
+    memory = sizing.instance(kind)
+    assert memory is not None and memory.memory_gib > 2  # not a t3.small
+
+
+def test_the_domain_s_indexes_keep_no_vector_in_their_source_and_serverless_s_do(
+    default: Synth, serverless: Synth
+) -> None:
+    """The mapping the index setup creates a domain's indexes with (its digest is the custom
+    resource's IndexBodySha256, so a change re-runs the setup) excludes the vector from the
+    stored _source; a Serverless collection's mapping has no _source setting."""
+    body = default.stack.long_term.index_body
+    assert body is not None and body["mappings"]["_source"] == {"excludes": ["embedding"]}
+    assert body["settings"]["index"]["number_of_shards"] == int(_domain_size(default)[3])
+    role = default.stack.long_term.runtime_role_body
+    assert role is not None
+    digest = hashlib.sha256(json.dumps([body, role], sort_keys=True).encode()).hexdigest()
+    default.template.has_resource_properties("Custom::LongTermIndexes", {"IndexBodySha256": digest})
+    collection = serverless.stack.long_term.index_body
+    assert collection is not None and "_source" not in collection["mappings"]
+
+
+def test_a_domain_sized_like_a_cluster_says_at_synth_what_it_costs_a_month(
+    default: Synth, production: Synth, synth_cache: Synthesize
+) -> None:
+    """A domain of more than two data nodes (production's default, or a dailyUsers given in
+    development) is a warning at every synth with its monthly cost at the price table's list
+    prices and the setting that sizes it; a plain synth's trial domain says nothing."""
+    Annotations.from_stack(default.stack).has_no_warning("*", Match.string_like_regexp("domain"))
+    sized = synth_cache(dailyUsers="1000000")
+    for synth in (production, sized):
+        config = synth.stack.config
+        month = sum(item.usd for item in domain_items(domain_of(config), prices.table()))
+        assert month > 200_000  # 60 r6g.12xlarge.search and their volumes
+        Annotations.from_stack(synth.stack).has_warning(
+            "*",
+            Match.string_like_regexp(
+                rf"60 x r6g\.12xlarge\.search .*about \${month:,.0f} a month.*chatmemory:dailyUsers"
+            ),
+        )
 
 
 def test_production_api_has_a_waf_and_users_get_threat_protection(production: Synth) -> None:
@@ -647,10 +734,12 @@ def test_production_keeps_logs_a_year(production: Synth) -> None:
         assert group["DeletionPolicy"] == "Retain"
 
 
-def test_development_keeps_waf_off_and_cheap_search(synth_cache: Synthesize) -> None:
-    default = synth_cache()
-    default.template.resource_count_is("AWS::WAFv2::WebACL", 0)
-    default.template.has_resource_properties(
+def test_development_keeps_waf_off_and_cheap_search_for_a_trial_load(
+    synth_cache: Synthesize,
+) -> None:
+    trial = synth_cache()
+    trial.template.resource_count_is("AWS::WAFv2::WebACL", 0)
+    trial.template.has_resource_properties(
         "AWS::OpenSearchService::Domain",
         {
             "ClusterConfig": Match.object_like(

@@ -173,6 +173,9 @@ def test_missing_indexes_are_created_with_the_schema_body(exchange: Exchange) ->
     # What the schema promises, spelled out once here: faiss HNSW, 384 dims, keyword user_id.
     assert body["settings"]["index"] == {"knn": True, "number_of_shards": 1}
     assert body["mappings"]["properties"]["user_id"] == {"type": "keyword"}
+    # A domain stores no vector in a document's _source (most of its bytes: 4,096 floats are
+    # about 90 KB of JSON); the k-NN plugin keeps it, and no hit carries it back.
+    assert body["mappings"]["_source"] == {"excludes": ["embedding"]}
     # Stopwords out, Porter stems: what the embedded index's FTS5 query does too.
     assert body["mappings"]["properties"]["text"] == {"type": "text", "analyzer": "memory_text"}
     assert body["settings"]["analysis"]["analyzer"]["memory_text"]["filter"] == [
@@ -364,7 +367,8 @@ def test_serverless_indexes_are_created_without_number_of_shards(exchange: Excha
 
     body = exchange.sent[1].json()
     assert body["settings"]["index"] == {"knn": True}
-    assert body["mappings"] == schema.long_term_index_body(DIMENSION)["mappings"]
+    assert body["mappings"] == schema.long_term_index_body(DIMENSION, serverless=True)["mappings"]
+    assert "_source" not in body["mappings"]  # Serverless manages its documents' storage
 
 
 def test_a_domains_indexes_are_created_with_its_shards_and_vectors_on_disk(
@@ -939,6 +943,62 @@ def test_delete_user_deletes_only_that_users_memories(exchange: Exchange) -> Non
     [sent] = exchange.sent
     assert sent.url == "/conversation-memories/_delete_by_query"
     assert sent.json() == {"query": {"bool": {"filter": [{"term": {"user_id": "user-a"}}]}}}
+
+
+def test_owners_spread_over_memory_indexes_are_written_searched_and_deleted_in_their_own(
+    exchange: Exchange,
+) -> None:
+    """A domain whose owners are spread over several memory indexes (an index holds at most
+    1,024 shards): every request about one owner's memories names that owner's index, routed
+    by the owner as before; the setup creates every memory index and the passages'."""
+    spread = 3
+    owner_a, owner_b = "user-a", "user-b"
+    index_a = schema.memory_index_of(owner_a, spread)
+    index_b = schema.memory_index_of(owner_b, spread)
+    assert index_a != index_b  # these two owners land apart (a digest of the owner key)
+    assert {index_a, index_b} <= set(schema.memory_index_names(spread))
+    exchange.replies.extend(
+        [*[recorded("head_missing"), recorded("create_index")] * (spread + 1)]
+        + [_bulk_reply(2), _bulk_reply(1), recorded("msearch"), recorded("delete_by_query")]
+        + [recorded("delete_by_query"), recorded("delete_by_query")]
+    )
+    client = OpenSearch(hosts=[HOST], connection_class=RecordedConnection, exchange=exchange)
+    index = OpenSearchLongTermIndex(client, dimension=DIMENSION, memory_indexes=spread)
+
+    index.ensure_indexes()
+    docs = summary_and_chunk()
+    other = MemoryDoc(
+        doc_key="sess-9#summary",
+        user_id=owner_b,
+        kind="summary",
+        text="Another owner's summary.",
+        created_at="2024-05-02T10:00:00Z",
+        embedding=[0.8, 0.6],
+        session_id="sess-9",
+    )
+    index.upsert(schema.MEMORY_INDEX, [*docs, other])
+    index.hybrid_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "Lisbon", 5, owner_a))
+    index.delete_user(owner_b)
+    index.delete_session(owner_a, "sess-1")
+    index.delete_documents(schema.MEMORY_INDEX, owner_b, ["sess-9#summary"])
+
+    created = [s.url for s in exchange.sent if s.method == "PUT"]
+    assert created == [f"/{name}" for name in schema.long_term_index_names(spread)]
+    requests = [(s.url, s.params.get("routing")) for s in exchange.sent[2 * (spread + 1) :]]
+    assert requests == [
+        (f"/{index_a}/_bulk", None),
+        (f"/{index_b}/_bulk", None),
+        (f"/{index_a}/_msearch", None),
+        (f"/{index_b}/_delete_by_query", owner_b),
+        (f"/{index_a}/_delete_by_query", owner_a),
+        (f"/{index_b}/_delete_by_query", owner_b),
+    ]
+    bulk_a, bulk_b = exchange.sent[2 * (spread + 1)], exchange.sent[2 * (spread + 1) + 1]
+    assert [line["index"]["routing"] for line in bulk_a.ndjson()[::2]] == [owner_a, owner_a]
+    assert [line["index"]["routing"] for line in bulk_b.ndjson()[::2]] == [owner_b]
+    # A memory request must name its owner once there are several memory indexes.
+    with pytest.raises(LongTermMemoryError, match="owner"):
+        index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, None)
 
 
 def test_delete_from_a_missing_index_is_not_an_error(exchange: Exchange) -> None:

@@ -19,7 +19,7 @@ from chatmemory.ports import Candidate, MemoryDoc, Search
 
 _DOC_FIELDS = frozenset(f.name for f in fields(MemoryDoc))
 # Hits never carry the vector back: it is large and the ranking code only needs the score.
-_NO_VECTOR = {"excludes": ["embedding"]}
+_NO_VECTOR = {"excludes": list(schema.SOURCE_EXCLUDES)}
 
 
 def opensearch_client(
@@ -67,9 +67,11 @@ class OpenSearchLongTermIndex:
 
     On a managed domain every memory is routed by its owner key (`routing`): an owner's entries
     are on one shard, and a search, a deletion or an erasure of one owner reads and writes that
-    shard only, whatever the shard count (`shards`, set when the index is created). Verified
-    passages are nobody's and are not routed. A Serverless collection places documents itself
-    (it takes no shard count) and gets no routing."""
+    shard only, whatever the shard count (`shards`, set when the index is created). Owners may
+    be spread over `memory_indexes` memory indexes (schema.memory_index_of: an index holds at
+    most 1,024 shards), each owner's memories in one of them. Verified passages are nobody's
+    and are not routed. A Serverless collection places documents itself (it takes no shard
+    count) and gets no routing."""
 
     def __init__(
         self,
@@ -80,8 +82,10 @@ class OpenSearchLongTermIndex:
         index_prefix: str = "",
         shards: int = 1,
         on_disk: bool = False,
+        memory_indexes: int = 1,
     ) -> None:
         self._client = client
+        self._memory_indexes = memory_indexes
         self._dimension = dimension
         self._serverless = serverless
         self._prefix = index_prefix
@@ -99,13 +103,16 @@ class OpenSearchLongTermIndex:
         add to an existing index the fields a newer schema.py defines (its shard count and its
         vectors' mode stay as they were created: a change of either needs a new index)."""
         body = schema.long_term_index_body(
-            self._dimension, shards=self._shards, on_disk=self._on_disk and not self._serverless
+            self._dimension,
+            shards=self._shards,
+            on_disk=self._on_disk and not self._serverless,
+            serverless=self._serverless,
         )
         if self._serverless:
             # Serverless manages shards itself and rejects the setting.
             body["settings"]["index"].pop("number_of_shards", None)
-        for logical in schema.LONG_TERM_INDEXES:
-            name = self._name(logical)
+        for logical in schema.long_term_index_names(self._memory_indexes):
+            name = self._prefix + logical
             with _translated(f"create index {name}"):
                 if self._client.indices.exists(index=name):
                     self._add_missing_fields(name, body["mappings"]["properties"])
@@ -143,11 +150,14 @@ class OpenSearchLongTermIndex:
         more than 10 MiB a request with a 413)."""
         if not docs:
             return
-        name = self._name(index)
         serializer = self._client.transport.serializer
-        entries = [(doc, self._bulk_lines(serializer, index, doc)) for doc in docs]
-        for batch in limits.batches(entries, lambda e: len(e[1]), limits.OPENSEARCH_BULK):
-            self._bulk(name, [doc for doc, _ in batch], b"".join(lines for _, lines in batch))
+        by_name: dict[str, list[tuple[MemoryDoc, bytes]]] = {}
+        for doc in docs:  # each owner's memories in their own memory index
+            lines = self._bulk_lines(serializer, index, doc)
+            by_name.setdefault(self._name(index, doc.user_id), []).append((doc, lines))
+        for name, entries in by_name.items():
+            for batch in limits.batches(entries, lambda e: len(e[1]), limits.OPENSEARCH_BULK):
+                self._bulk(name, [doc for doc, _ in batch], b"".join(lines for _, lines in batch))
 
     def _bulk_lines(self, serializer: Any, index: str, doc: MemoryDoc) -> bytes:
         """A document's action and source lines of a bulk body (NDJSON), as sent."""
@@ -209,18 +219,18 @@ class OpenSearchLongTermIndex:
     ) -> list[Candidate]:
         """The k nearest documents of `user_id` (filtered inside HNSW by faiss), cosine-scored."""
         body = _knn_body(vector, k, user_id, sessions_only)
-        return _vector_hits(self._search(index, body, self._routing(index, user_id)))
+        return _vector_hits(self._search(index, user_id, body))
 
     def lexical_search(
         self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
     ) -> list[Candidate]:
         """The k best BM25 matches of `text` among the documents of `user_id`."""
         body = _match_body(text, k, user_id, sessions_only)
-        return _lexical_hits(self._search(index, body, self._routing(index, user_id)))
+        return _lexical_hits(self._search(index, user_id, body))
 
     def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
         """Both searches in one _msearch request (the index in the path, as for _bulk)."""
-        name = self._name(search.index)
+        name = self._name(search.index, search.user_id)
         routing = self._routing(search.index, search.user_id)
         header = {} if routing is None else {"routing": routing}
         k, user_id, only = search.k, search.user_id, search.sessions_only
@@ -261,7 +271,7 @@ class OpenSearchLongTermIndex:
         not needed."""
         with _translated("delete a session's memories"):
             self._delete_where(
-                self._name(schema.MEMORY_INDEX),
+                self._name(schema.MEMORY_INDEX, user_id),
                 _terms(user_id=user_id, session_id=session_id),
                 self._routing(schema.MEMORY_INDEX, user_id),
             )
@@ -271,7 +281,7 @@ class OpenSearchLongTermIndex:
         passages are nobody's and stay."""
         with _translated("delete a user's memories"):
             self._delete_where(
-                self._name(schema.MEMORY_INDEX),
+                self._name(schema.MEMORY_INDEX, user_id),
                 _terms(user_id=user_id),
                 self._routing(schema.MEMORY_INDEX, user_id),
             )
@@ -286,7 +296,7 @@ class OpenSearchLongTermIndex:
             }
         }
         with _translated("delete entries"):
-            self._delete_where(self._name(index), query, self._routing(index, user_id))
+            self._delete_where(self._name(index, user_id), query, self._routing(index, user_id))
 
     def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
         """Remove a verified document's passages, except the doc_keys in `keep` (a re-ingested
@@ -297,13 +307,20 @@ class OpenSearchLongTermIndex:
         with _translated("delete a document's passages"):
             self._delete_where(self._name(schema.PASSAGE_INDEX), query)
 
-    def _name(self, index: str) -> str:
+    def _name(self, index: str, user_id: str | None = None) -> str:
+        """The physical index: for memories, the owner's memory index (which needs the owner
+        once they are spread over several)."""
+        if index == schema.MEMORY_INDEX and self._memory_indexes > 1:
+            if not user_id:
+                raise LongTermMemoryError("a memory index is chosen by its owner: none given")
+            index = schema.memory_index_of(user_id, self._memory_indexes)
         return self._prefix + index
 
     def _search(
-        self, index: str, body: dict[str, Any], routing: str | None
+        self, index: str, user_id: str | None, body: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        name = self._name(index)
+        name = self._name(index, user_id)
+        routing = self._routing(index, user_id)
         params = {} if routing is None else {"routing": routing}
         with _translated(f"search {name}"):
             try:

@@ -11,28 +11,58 @@ from typing import Any
 MEMORY_INDEX = "conversation-memories"
 PASSAGE_INDEX = "verified-passages"
 LONG_TERM_INDEXES = (MEMORY_INDEX, PASSAGE_INDEX)
+
+
+def memory_index_names(count: int = 1) -> tuple[str, ...]:
+    """The memory indexes of a domain whose owners are spread over `count` of them (an index
+    holds at most 1,024 primary shards): MEMORY_INDEX, then MEMORY_INDEX-1 ... -<count-1>."""
+    return (MEMORY_INDEX, *(f"{MEMORY_INDEX}-{n}" for n in range(1, count)))
+
+
+def memory_index_of(owner: str, count: int = 1) -> str:
+    """The memory index of an owner key among `count` (a digest of the key: stable, even)."""
+    if count <= 1:
+        return MEMORY_INDEX
+    digest = hashlib.sha256(owner.encode()).digest()
+    return memory_index_names(count)[int.from_bytes(digest[:8], "big") % count]
+
+
+def long_term_index_names(memory_indexes: int = 1) -> tuple[str, ...]:
+    """Every index of a domain's long-term memory: the memory indexes, then the passages'."""
+    return (*memory_index_names(memory_indexes), PASSAGE_INDEX)
+
+
 # On a managed domain with fine-grained access control, the Lambdas' IAM roles are mapped to this
 # OpenSearch security role (read/write on the indexes above only) by the index-setup resource.
 OPENSEARCH_RUNTIME_ROLE = "chatmemory_runtime"
+
+
 # Document reads and writes (search, bulk, delete-by-query) on the two indexes, and the
 # cluster-level half of bulk and multi-search; no index creation, mapping or admin rights but
 # one: a delete-by-query with refresh=true (the adapter's, so searches stop seeing what was
 # deleted when the request returns) ends with a refresh of its own, indices:admin/refresh,
 # which `crud` does not include (the security plugin refuses it with 403).
-OPENSEARCH_RUNTIME_ROLE_BODY: dict[str, Any] = {
-    "description": "Chat memory Lambdas: read and write long-term memory documents",
-    "cluster_permissions": ["cluster_composite_ops"],
-    "index_permissions": [
-        {
-            "index_patterns": list(LONG_TERM_INDEXES),
-            "allowed_actions": ["crud", "indices:admin/refresh*"],
-        }
-    ],
-}
+def opensearch_runtime_role_body(memory_indexes: int = 1) -> dict[str, Any]:
+    """The runtime's security role on a domain whose owners are spread over `memory_indexes`."""
+    return {
+        "description": "Chat memory Lambdas: read and write long-term memory documents",
+        "cluster_permissions": ["cluster_composite_ops"],
+        "index_permissions": [
+            {
+                "index_patterns": list(long_term_index_names(memory_indexes)),
+                "allowed_actions": ["crud", "indices:admin/refresh*"],
+            }
+        ],
+    }
+
+
+OPENSEARCH_RUNTIME_ROLE_BODY = opensearch_runtime_role_body()
 ENV_OPENSEARCH_ENDPOINT = "OPENSEARCH_ENDPOINT"
 ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
 # How the index setup creates the indexes on a domain: primary shards, and vectors on disk.
 ENV_OPENSEARCH_SHARDS = "OPENSEARCH_SHARDS"
+# How many memory indexes a domain's owners are spread over (memory_index_of).
+ENV_OPENSEARCH_MEMORY_INDEXES = "OPENSEARCH_MEMORY_INDEXES"
 ENV_OPENSEARCH_ON_DISK = "OPENSEARCH_ON_DISK"
 # Amazon S3 Vectors: the stack's vector bucket (the verified passages' index, and the shared
 # memory index of deployments made before memories were indexed per user), and how many buckets
@@ -198,15 +228,25 @@ def _text_analysis() -> dict[str, Any]:
     }
 
 
+# Fields a domain's long-term indexes keep out of each document's stored _source: the vector
+# (4,096 floats are about 90 KB of JSON, most of an entry's bytes) is indexed for k-NN and kept
+# in the k-NN plugin's own files, and nothing reads it back (every search excludes it from its
+# hits; documents are written whole, never updated or reindexed from _source).
+SOURCE_EXCLUDES: tuple[str, ...] = ("embedding",)
+# The HNSW graph's links a vector (faiss `m`): what its memory is sized by (stacks/sizing.py).
+HNSW_M = 16
+
+
 def long_term_index_body(
-    dimension: int, *, shards: int = 1, on_disk: bool = False
+    dimension: int, *, shards: int = 1, on_disk: bool = False, serverless: bool = False
 ) -> dict[str, Any]:
     """Settings and mapping of both long-term indexes: HNSW on faiss (efficient filtered k-NN
     on `user_id`), BM25 on `text` for hybrid scoring, `shards` primary shards (memories are
     routed by owner: adapters/opensearch.py). `on_disk`: the vectors' graph quantized 32x in
     memory (binary quantization) and rescored from the full vectors on disk (OpenSearch 2.17+
     "disk-based vector search"): an HNSW graph of 4,096 float dimensions takes about 18 KB of
-    memory a vector, quantized about 0.7 KB."""
+    memory a vector, quantized about 0.7 KB. A domain keeps the vector out of the stored
+    _source (SOURCE_EXCLUDES); Serverless manages its documents' storage itself."""
     vectors: dict[str, Any] = {
         "type": "knn_vector",
         "dimension": dimension,
@@ -214,18 +254,21 @@ def long_term_index_body(
             "name": "hnsw",
             "engine": "faiss",
             "space_type": "innerproduct",
-            "parameters": {"m": 16, "ef_construction": 128},
+            "parameters": {"m": HNSW_M, "ef_construction": 128},
         },
     }
     if on_disk:
         vectors |= {"data_type": "float", "mode": "on_disk", "compression_level": "32x"}
+    mappings: dict[str, Any] = {"dynamic": "strict"}
+    if not serverless:
+        mappings["_source"] = {"excludes": list(SOURCE_EXCLUDES)}
     return {
         "settings": {
             "index": {"knn": True, "number_of_shards": shards},
             "analysis": _text_analysis(),
         },
-        "mappings": {
-            "dynamic": "strict",
+        "mappings": mappings
+        | {
             "properties": {
                 "doc_key": {"type": "keyword"},
                 "user_id": {"type": "keyword"},
