@@ -19,8 +19,9 @@ Per question: `used` (a word of `expect` is in the answer or in the memories the
 sources, as the page's "Memories used" shows them) and `in_prompt` (in the memory the model's
 prompt held: the profile block or auto-recall's block, read from the stored prompt). Per
 person: passing remarks kept as lasting records (an ACTIVE record without expiry
-holding a word of `transient_expect_absent`: a fact, a preference, an open question or a
-session's summary), compound statements split (no lasting record
+holding a word of `transient_expect_absent`: a fact, a preference or an open question) and,
+apart, in session summaries (episodic memory, what happened in a session, which issue 44 lets
+keep them: they are counted, not held against it), compound statements split (no lasting record
 holds a word only the first fact has together with a word only the second has, and each fact
 is in some record). Memory tokens per turn are reported apart: the profile block's and
 episodic memory's (auto-recall's block).
@@ -230,18 +231,22 @@ def lasting(
     ]
 
 
-# Every kind of record: a passing remark kept in a session's summary counts as kept too.
-EVERY_TYPE = ("fact", "preference", "summary", "open_question")
+# The records of what the user is (the profile): a passing remark must be in none of them.
+LASTING_TYPES = ("fact", "preference", "open_question")
 
 
 def remark_kept(person: Person, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """Where the person's passing remark was kept: the lasting records holding its words."""
+    """Where the person's passing remark was kept: the lasting records holding its words, and
+    apart the session summaries (episodic memory) that do."""
+
+    def holding(types: tuple[str, ...]) -> list[str]:
+        return [t for t in lasting(records, types) if mentions(t, person.transient_absent)]
+
     return {
         "id": person.id,
         "remark": person.transient,
-        "kept_in": [
-            t for t in lasting(records, EVERY_TYPE) if mentions(t, person.transient_absent)
-        ],
+        "kept_in": holding(LASTING_TYPES),
+        "in_summaries": holding(("summary",)),
     }
 
 
@@ -365,6 +370,7 @@ def summary(
         "in_answer": sum(r["in_answer"] for r in rows),
         "remarks": len(kept),
         "remarks_kept": sum(bool(k["kept_in"]) for k in kept),
+        "remarks_in_summaries": sum(bool(k["in_summaries"]) for k in kept),
         "compound": len(compound),
         "compound_split": sum(compound),
         "profile_tokens_p50": int(statistics.median(profile or [0])),
@@ -391,7 +397,8 @@ def _print(mode: str, result: dict[str, Any], show: bool) -> None:
     r = result
     print(
         f"{mode:<6} used {r['used']}/{r['questions']} (in prompt {r['in_prompt']}, in the offline "
-        f"answer {r['in_answer']}); passing remarks kept {r['remarks_kept']}/{r['remarks']}; "
+        f"answer {r['in_answer']}); passing remarks kept {r['remarks_kept']}/{r['remarks']} "
+        f"(in session summaries {r['remarks_in_summaries']}); "
         f"compound split {r['compound_split']}/{r['compound']}; memory tokens per turn: profile "
         f"p50 {r['profile_tokens_p50']} p95 {r['profile_tokens_p95']}, episodic p50 "
         f"{r['episodic_tokens_p50']} p95 {r['episodic_tokens_p95']}"

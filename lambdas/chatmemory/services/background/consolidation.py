@@ -20,7 +20,6 @@ instead of duplicating; a session deleted meanwhile is cleaned up (see consolida
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -95,11 +94,11 @@ class ConsolidationResult:
     concluded: bool | None = None
 
 
-def transcript(turns: Sequence[Turn], roles: Roles, *, gist: bool = False) -> str:
-    """Chronological transcript with speaker labels (pending turns have no answer). With
-    `gist`, what a summary should not keep is left out: the user's passing remarks ("I'm on the
-    train at the moment": services/profile/traits.passing) and sentences with nothing to recall
-    ("Hi!", "Thanks!"), with the answer to a message left with nothing else."""
+def transcript(turns: Sequence[Turn], roles: Roles) -> str:
+    """Chronological transcript with speaker labels (pending turns have no answer). All of it:
+    a summary is episodic memory, what happened in the session, and keeps the user's passing
+    remarks ("I'm on the train at the moment"); only lasting records leave them out
+    (services/profile/extract.py; docs/decisions.md)."""
     lines: list[str] = []
     for turn in sorted(turns, key=lambda t: t.turn):
         if turn.origin == TurnOrigin.AGENT:
@@ -107,32 +106,12 @@ def transcript(turns: Sequence[Turn], roles: Roles, *, gist: bool = False) -> st
             if turn.response:
                 lines.append(f"{roles.agent}: {turn.response}")
             continue
-        said = _gist(turn.input) if gist and turn.input else turn.input
-        if gist and turn.input and not said:
-            continue
-        if said:
-            lines.append(f"{roles.user}: {said}")
+        if turn.input:
+            lines.append(f"{roles.user}: {turn.input}")
         # What no model really said (the offline responder's notes) never becomes memory.
         if turn.response and turn.remember_response:
             lines.append(f"{roles.assistant}: {turn.response}")
     return "\n".join(lines)
-
-
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
-def _gist(text: str) -> str:
-    """The sentences of a message worth a summary (transcript's `gist`)."""
-    # Their patterns: not at cold start.
-    from chatmemory.services.longterm.terms import content_terms
-    from chatmemory.services.profile.traits import passing
-
-    kept = [
-        sentence
-        for sentence in _SENTENCE.split(text)
-        if content_terms(sentence) and not passing(sentence)
-    ]
-    return " ".join(kept)
 
 
 def window_starts(num_turns: int, policy: ConsolidationPolicy) -> list[int]:
@@ -247,7 +226,7 @@ def session_summary(
     uncovered = memory.turns_between(
         session.session_id, session.summary_through_turn, session.num_turns
     )
-    text = transcript(uncovered, policy.roles, gist=True)
+    text = transcript(uncovered, policy.roles)
     if session.running_summary:
         return summarizer.extend(session.running_summary, text) if text else session.running_summary
     return summarizer.summarize(text) if text else ""

@@ -52,7 +52,7 @@ def compact_session(
     turns = memory.turns_between(session_id, session.summary_through_turn, through)
     if not turns:
         return False
-    summary = summarizer.extend(session.running_summary, transcript(turns, policy.roles, gist=True))
+    summary = summarizer.extend(session.running_summary, transcript(turns, policy.roles))
     return memory.update_running_summary(
         session_id, summary, through, expected_through=session.summary_through_turn
     )
