@@ -139,8 +139,10 @@ ingest: venv
 redrive: venv
 	$(PY) -m local.redrive
 
-# S3 Vectors: copy a deployed stack's shared memory index into per-user indexes (your AWS
-# credentials; resumable: run it again after a failure). make migrate-memory STACK=ChatMemory-dev
+# Copy a deployed stack's old memory index into the current ones: S3 Vectors' shared index into
+# per-user indexes, or a domain's previous generation (searchMigrateMemoryFrom) into the new one
+# (your AWS credentials; resumable: run it again after a failure).
+# make migrate-memory STACK=ChatMemory-dev
 migrate-memory: venv
 	$(PY) -m scripts.migrate_memory --stack $(STACK)
 

@@ -1,12 +1,15 @@
-"""Copy a deployed stack's shared S3 Vectors memory index into per-user indexes
-(`python -m scripts.migrate_memory --stack ChatMemory-dev`, or `make migrate-memory`).
+"""Copy a deployed stack's old memory index into its current ones: the shared S3 Vectors memory
+index into per-user indexes, or a domain's memory indexes of the previous generation
+(`searchMigrateMemoryFrom`) into the new one (`python -m scripts.migrate_memory --stack
+ChatMemory-dev`, or `make migrate-memory`).
 
 It invokes the stack's MigrateMemory function (handlers/migrate_memory.py) until the shared
 index has been read to its end. Each invocation runs up to its 15 minutes and answers where
 to continue; the token is kept in a state file (.local/migrate-memory-<stack>.json) after every
 invocation, so a run that fails or is interrupted resumes where it stopped when started again.
 Copies overwrite, so a page done twice is harmless. Then deploy with
-`-c chatmemory:sharedMemoryIndex=false` to drop the shared index (docs/operations.md).
+`-c chatmemory:sharedMemoryIndex=false` to drop the shared index, or without
+`searchMigrateMemoryFrom` once a domain's old indexes are deleted (docs/operations.md).
 """
 
 from __future__ import annotations
@@ -32,8 +35,9 @@ def function_name(cloudformation: Any, stack: str) -> str:
     name = outputs.get("MigrateMemoryFunctionName")
     if not name:
         raise SystemExit(
-            f"{stack} has no MigrateMemory function: it has no shared memory index to migrate "
-            "(searchMode=s3vectors with sharedMemoryIndex=true)"
+            f"{stack} has no MigrateMemory function: it has no memory index to migrate "
+            "(searchMode=s3vectors with sharedMemoryIndex=true, or a domain deployed with "
+            "searchMigrateMemoryFrom)"
         )
     return name
 

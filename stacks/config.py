@@ -177,6 +177,13 @@ class Config:
     # primary shards): planned with the shards; it must not change once memories are written.
     search_memory_indexes: int = 1
     search_on_disk: bool = False
+    # A domain's memory indexes are made anew to change what an index cannot change in place
+    # (shards, vectors on disk, vectors out of `_source`): the generation names the runtime's
+    # (0: conversation-memories; n: conversation-memories-gn), and the previous generation's
+    # names, while set, are migrated into them by the MigrateMemory function (make
+    # migrate-memory; docs/operations.md).
+    search_memory_generation: int = 0
+    search_migrate_memory_from: tuple[str, ...] = ()
     # S3 Vectors: how many vector buckets the users' memory indexes are spread over (10,000
     # indexes a bucket; the buckets are made as their first index is, so an unused one costs
     # nothing), and whether the shared memory index of a deployment made before per-user
@@ -326,6 +333,7 @@ class Config:
             "embed_format": _member(EmbedFormat),
             "cors_origins": _as_list,
             "records_indexes": _as_list,
+            "search_migrate_memory_from": _as_list,
             "end_user_role_arns": _as_list,
         }
         values: dict[str, Any] = {
@@ -363,6 +371,26 @@ class Config:
             raise ValueError("searchMemoryIndexes must be between 1 and 64")
         if self.search_memory_indexes > 1 and self.search_mode != "domain":
             raise ValueError("searchMemoryIndexes above 1 needs searchMode=domain")
+        if not 0 <= self.search_memory_generation <= 999:
+            raise ValueError("searchMemoryGeneration must be between 0 and 999")
+        if (self.search_memory_generation or self.search_migrate_memory_from) and (
+            self.search_mode != "domain"
+        ):
+            raise ValueError("searchMemoryGeneration and searchMigrateMemoryFrom need a domain")
+        current = schema.memory_index_names(
+            self.search_memory_indexes, self.search_memory_generation
+        )
+        moved = set(self.search_migrate_memory_from)
+        named = all(re.fullmatch(schema.OPENSEARCH_INDEX_NAME, name) for name in moved)
+        if (
+            not named
+            or moved & {*current, schema.PASSAGE_INDEX}
+            or len(moved) < len(self.search_migrate_memory_from)
+        ):
+            raise ValueError(
+                "searchMigrateMemoryFrom names the previous generation's memory indexes, once "
+                f"each; the current ones are {', '.join(current)}"
+            )
         if self.search_master_nodes not in (0, 3, 5):
             raise ValueError("searchMasterNodes must be 0, 3 or 5")
         if not self.cors_origins:

@@ -176,6 +176,8 @@ class LongTermMemory(Construct):
         self.runtime_role_body: dict[str, Any] | None = None
         # The memory indexes of a domain (S3 Vectors: an index per owner, not these).
         self.memory_indexes: tuple[str, ...] = (schema.MEMORY_INDEX,)
+        # A domain's memory indexes of the previous generation, while they are migrated.
+        self.previous_memory_indexes: tuple[str, ...] = ()
         if config.search_mode == "s3vectors":
             self.bucket_name = self._vector_bucket()
             self.environment = {
@@ -197,10 +199,20 @@ class LongTermMemory(Construct):
             schema.ENV_OPENSEARCH_SERVERLESS: "true" if self.serverless else "false",
             schema.ENV_EMBED_DIMENSION: str(config.embed_dimension),
         }
-        # A domain's owners spread over several memory indexes (an index holds 1,024 shards).
-        self.memory_indexes = schema.memory_index_names(config.search_memory_indexes)
+        # A domain's owners spread over several memory indexes (an index holds 1,024 shards),
+        # of the configured generation.
+        generation = config.search_memory_generation
+        self.memory_indexes = schema.memory_index_names(config.search_memory_indexes, generation)
         if len(self.memory_indexes) > 1:
             self.environment[schema.ENV_OPENSEARCH_MEMORY_INDEXES] = str(len(self.memory_indexes))
+        if generation:
+            self.environment[schema.ENV_OPENSEARCH_MEMORY_GENERATION] = str(generation)
+        self.previous_memory_indexes = config.search_migrate_memory_from
+        if self.previous_memory_indexes:
+            # Every runtime function: their deletions remove entries there too until the end.
+            self.environment[schema.ENV_OPENSEARCH_PREVIOUS_MEMORY_INDEXES] = ",".join(
+                self.previous_memory_indexes
+            )
         # How the setup creates the indexes (a domain's shards and vectors on disk).
         on_disk = config.search_on_disk and not self.serverless
         creation = {
@@ -226,7 +238,9 @@ class LongTermMemory(Construct):
             on_disk=on_disk,
             serverless=self.serverless,
         )
-        self.runtime_role_body = schema.opensearch_runtime_role_body(len(self.memory_indexes))
+        self.runtime_role_body = schema.opensearch_runtime_role_body(
+            len(self.memory_indexes), generation, self.previous_memory_indexes
+        )
         body = json.dumps([self.index_body, self.runtime_role_body], sort_keys=True)
         # Not "Indexes" as before the Provider: CloudFormation never changes a custom resource's
         # service token, so the resource is replaced (handlers/index_setup.py answers the old
@@ -619,14 +633,21 @@ class LongTermMemory(Construct):
 
     @property
     def shared_index(self) -> bool:
-        """Whether the stack keeps the shared memory index of an older deployment (S3 Vectors)."""
-        return schema.MEMORY_INDEX in self.vector_indexes
+        """Whether the stack keeps memory indexes of an older deployment to migrate: S3
+        Vectors' shared memory index, or a domain's previous generation."""
+        return schema.MEMORY_INDEX in self.vector_indexes or bool(self.previous_memory_indexes)
 
     def grant_shared_listing(self, function: lambda_.Function) -> None:
-        """Read the shared memory index page by page (the migration to owners' indexes)."""
-        shared = self.vector_indexes.get(schema.MEMORY_INDEX)
+        """Read the memory indexes to migrate page by page: S3 Vectors' shared index
+        (ListVectors), a domain's previous generation (POST /<index>/_search)."""
         role = function.role
-        assert shared is not None and role is not None
+        assert role is not None
+        if self.previous_memory_indexes:
+            paths = [f"/{index}/_search" for index in self.previous_memory_indexes]
+            self._allow_http(role, _POST, paths)
+            return
+        shared = self.vector_indexes.get(schema.MEMORY_INDEX)
+        assert shared is not None
         role.add_to_principal_policy(
             iam.PolicyStatement(actions=sorted(_LIST), resources=[shared.attr_index_arn])
         )
@@ -704,6 +725,9 @@ class LongTermMemory(Construct):
             paths += [f"/{index}/_msearch" for index in named(msearch)]
             paths += [f"/{index}/_bulk" for index in named(bulk)]
             paths += [f"/{index}/_delete_by_query" for index in named(delete_by_query)]
+            if schema.MEMORY_INDEX in delete_by_query:
+                # While a previous generation is migrated, deletions remove entries there too.
+                paths += [f"/{index}/_delete_by_query" for index in self.previous_memory_indexes]
             self._allow_http(role, _POST, paths)
             return
         permissions: dict[str, set[str]] = {}

@@ -79,25 +79,35 @@ class OperatorTools(Construct):
             self.redrive, storage.users, "dynamodb:Scan", "dynamodb:GetItem", "dynamodb:UpdateItem"
         )
 
-        # S3 Vectors with the shared memory index of a deployment made before per-user indexes:
+        # S3 Vectors with the shared memory index of a deployment made before per-user indexes,
+        # or a domain with memory indexes of a previous generation (searchMigrateMemoryFrom):
         # the migration (services/background/migrate.py) lists it page by page, checks each
         # page's owner keys current (the users table) and its sessions and records live (one
         # BatchGetItem over both tables), copies the live entries into their owners' indexes
-        # (creating them) and deletes a copy whose session or record died meanwhile.
+        # (creating them on S3 Vectors) and deletes a copy whose session or record died
+        # meanwhile. A domain's old index may have kept no vectors: those are embedded again.
         self.migrate: Function | None = None
         if long_term.shared_index:
+            domain = bool(long_term.previous_memory_indexes)
             self.migrate = factory.function(
                 self,
                 "MigrateMemory",
                 handler="handlers.migrate_memory.handler",
-                description="Operator tool: copy the shared memory index into per-user indexes",
+                description=(
+                    "Operator tool: copy the previous memory indexes into the current ones"
+                    if domain
+                    else "Operator tool: copy the shared memory index into per-user indexes"
+                ),
                 environment={
                     **storage.environment(storage.sessions, storage.records, storage.users),
                     **long_term.environment,
+                    **(models.environment if domain else {}),
                 },
                 timeout=OPERATOR_TIMEOUT,
                 memory_mb=1024,
             )
+            if domain:
+                models.grant_embed(self.migrate)
             long_term.grant_shared_listing(self.migrate)
             long_term.grant(
                 self.migrate,

@@ -180,6 +180,17 @@ def _role_arns(value: Any) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _index_names(value: Any) -> tuple[str, ...]:
+    """OPENSEARCH_PREVIOUS_MEMORY_INDEXES: index names, comma-separated."""
+    if isinstance(value, str):
+        value = [name.strip() for name in value.split(",") if name.strip()]
+    if not isinstance(value, tuple | list) or not all(
+        isinstance(name, str) and re.fullmatch(s.OPENSEARCH_INDEX_NAME, name) for name in value
+    ):
+        raise ValueError("should be comma-separated OpenSearch index names")
+    return tuple(value)
+
+
 # A module and an attribute of it: "package.module:Name" or "package.module.Name".
 _DOTTED = re.compile(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*(:[A-Za-z_]\w*)?")
 
@@ -352,6 +363,20 @@ class Settings:
         "one of them, by a digest of the owner key); 1: conversation-memories alone. It must "
         "not change once memories are written (docs/operations.md).",
         _integer(ge=1, le=64),
+    )
+    opensearch_memory_generation: int = setting(
+        0,
+        "Which generation of memory indexes a domain's runtime uses: 0, conversation-memories; "
+        "n, conversation-memories-gn (a new index, made to change its shards or vectors' mode; "
+        "docs/operations.md).",
+        _integer(ge=0, le=999),
+    )
+    opensearch_previous_memory_indexes: tuple[str, ...] = setting(
+        (),
+        "The memory indexes of an earlier generation while they are migrated into the current "
+        "one (comma-separated): the migration reads them, and deletions remove entries there "
+        "too.",
+        _index_names,
     )
     opensearch_on_disk: bool = setting(
         False,
@@ -636,6 +661,8 @@ ENV: dict[str, str] = {
     "opensearch_shards": s.ENV_OPENSEARCH_SHARDS,
     "opensearch_memory_indexes": s.ENV_OPENSEARCH_MEMORY_INDEXES,
     "opensearch_on_disk": s.ENV_OPENSEARCH_ON_DISK,
+    "opensearch_memory_generation": s.ENV_OPENSEARCH_MEMORY_GENERATION,
+    "opensearch_previous_memory_indexes": s.ENV_OPENSEARCH_PREVIOUS_MEMORY_INDEXES,
     "vector_bucket": s.ENV_VECTOR_BUCKET,
     "vector_buckets": s.ENV_VECTOR_BUCKETS,
     "vector_shared_index": s.ENV_VECTOR_SHARED_INDEX,

@@ -129,6 +129,8 @@ def _opensearch_index(cfg: Settings) -> LongTermIndex:
         shards=cfg.opensearch_shards,
         on_disk=cfg.opensearch_on_disk,
         memory_indexes=cfg.opensearch_memory_indexes,
+        memory_generation=cfg.opensearch_memory_generation,
+        previous_memory_indexes=cfg.opensearch_previous_memory_indexes,
     )
 
 
@@ -162,19 +164,36 @@ def _s3vectors_index(cfg: Settings) -> LongTermIndex:
 
 
 def shared_memory_index(cfg: Settings | None = None) -> SharedIndex:
-    """The S3 Vectors index with the shared memory index of an older deployment to migrate
-    (services/background/migrate.py)."""
+    """The index with what an older deployment's memory indexes hold, to migrate
+    (services/background/migrate.py): S3 Vectors' shared memory index, or a domain's memory
+    indexes of the previous generation."""
     cfg = cfg or settings()
-    if cfg.long_term_backend != LongTermBackend.S3VECTORS or not cfg.vector_shared_index:
-        raise ConfigurationError(
-            "the migration of a shared memory index needs LONG_TERM_BACKEND=s3vectors and "
-            "VECTOR_SHARED_INDEX=true"
-        )
-    from chatmemory.adapters.s3vectors import S3VectorsLongTermIndex
+    if cfg.long_term_backend == LongTermBackend.S3VECTORS and cfg.vector_shared_index:
+        from chatmemory.adapters.s3vectors import S3VectorsLongTermIndex
 
-    index = _s3vectors_index(cfg)
-    assert isinstance(index, S3VectorsLongTermIndex)
-    return index
+        index = _s3vectors_index(cfg)
+        assert isinstance(index, S3VectorsLongTermIndex)
+        return index
+    if cfg.long_term_backend == LongTermBackend.OPENSEARCH and (
+        cfg.opensearch_previous_memory_indexes and not cfg.opensearch_serverless
+    ):
+        from chatmemory.adapters.opensearch import OpenSearchLongTermIndex
+
+        domain = _opensearch_index(cfg)
+        assert isinstance(domain, OpenSearchLongTermIndex)
+        return domain
+    raise ConfigurationError(
+        "the migration of memory indexes needs LONG_TERM_BACKEND=s3vectors with "
+        "VECTOR_SHARED_INDEX=true, or LONG_TERM_BACKEND=opensearch (a domain) with "
+        "OPENSEARCH_PREVIOUS_MEMORY_INDEXES"
+    )
+
+
+def migration_embedder(cfg: Settings | None = None) -> Embedder | None:
+    """The embedder the migration fills missing vectors with: a domain's previous memory
+    index may have kept none in `_source` (S3 Vectors lists every vector with its data)."""
+    cfg = cfg or settings()
+    return embedder(cfg) if cfg.long_term_backend == LongTermBackend.OPENSEARCH else None
 
 
 LONG_TERM_INDEXES: dict[LongTermBackend, Callable[[Settings], LongTermIndex]] = {

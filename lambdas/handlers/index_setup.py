@@ -52,7 +52,12 @@ def setup(role_arns: Sequence[str], *, region: str) -> None:
         raise ConfigurationError("index setup needs LONG_TERM_BACKEND=opensearch")
     if not settings.opensearch_serverless and role_arns:
         client = opensearch_client(settings.opensearch_endpoint, region, serverless=False)
-        security = OpenSearchSecurity(client, memory_indexes=settings.opensearch_memory_indexes)
+        security = OpenSearchSecurity(
+            client,
+            memory_indexes=settings.opensearch_memory_indexes,
+            generation=settings.opensearch_memory_generation,
+            previous=settings.opensearch_previous_memory_indexes,
+        )
         security.map_runtime_roles(role_arns)
     index.ensure_indexes()
 
@@ -98,14 +103,11 @@ def on_event(event: CloudFormationCustomResourceEvent, context: LambdaContext) -
         pause=PAUSE_SECONDS,
         seconds_left=lambda: context.get_remaining_time_in_millis() / 1000,
     )
-    return {
-        "PhysicalResourceId": PHYSICAL_ID,
-        "Data": {
-            "Indexes": ",".join(
-                schema.long_term_index_names(wiring.settings().opensearch_memory_indexes)
-            )
-        },
-    }
+    settings = wiring.settings()
+    names = schema.long_term_index_names(
+        settings.opensearch_memory_indexes, settings.opensearch_memory_generation
+    )
+    return {"PhysicalResourceId": PHYSICAL_ID, "Data": {"Indexes": ",".join(names)}}
 
 
 def _answer_retired_resource(event: CloudFormationCustomResourceEvent) -> None:

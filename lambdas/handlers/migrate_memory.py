@@ -1,5 +1,7 @@
-"""Migration Lambda (an operator's tool, S3 Vectors): copy the shared memory index of a deployment
-made before per-user indexes into each owner's own index, until its time runs short.
+"""Migration Lambda (an operator's tool): copy the shared memory index of an S3 Vectors
+deployment made before per-user indexes into each owner's own index, or a domain's memory
+indexes of the previous generation into the current one (their vectors embedded again where the
+old index kept none), until its time runs short.
 
 Event: {"token": <the next_token of the previous run>, absent or null for the first}. The answer
 says what was copied and skipped and where to continue (`next_token`, null once done);
@@ -32,17 +34,18 @@ def handler(event: dict[str, Any], context: LambdaContext) -> dict[str, Any]:
         wiring.short_term_memory(),
         token=token or None,
         time_left=remaining_seconds(context),
+        embedder=wiring.migration_embedder(),
     )
-    answer = {
-        "copied": progress.copied,
-        "skipped": progress.skipped,
-        "pages": progress.pages,
-        "next_token": progress.next_token,
-        "done": progress.done,
-    }
+    answer = progress.answer()
     logger.info("migration", extra=answer)
     return answer
 
 
 # The end of init: build what invocations use, then resume collection (handlers/__init__.py).
-init_done(lambda: (wiring.shared_memory_index(), wiring.short_term_memory()))
+init_done(
+    lambda: (
+        wiring.shared_memory_index(),
+        wiring.short_term_memory(),
+        wiring.migration_embedder(),
+    )
+)

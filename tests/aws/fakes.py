@@ -288,7 +288,16 @@ class FakeOpenSearch:
     def _search(self, docs: dict[str, Any], search: dict[str, Any]) -> dict[str, Any]:
         query = search["query"]
         size = int(search.get("size", 10))
-        if "knn" in query:
+        if "sort" in search:  # a page in a keyword's order (the migration's search_after)
+            ((field_name, order),) = search["sort"][0].items()
+            assert order == "asc", search["sort"]
+            after = (search.get("search_after") or [None])[0]
+            keys = sorted(
+                (k for k, doc in docs.items() if _matches(query, doc)),
+                key=lambda k: docs[k][field_name],
+            )
+            scored = [(1.0, k) for k in keys if after is None or docs[k][field_name] > after][:size]
+        elif "knn" in query:
             spec = query["knn"]["embedding"]
             vector, k = spec["vector"], int(spec["k"])
             scored = [

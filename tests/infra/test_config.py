@@ -442,3 +442,22 @@ def test_a_plain_deploy_sizes_the_domain_for_a_trial_and_production_for_the_stat
     assert alone.daily_users == 1_000_000
     with pytest.raises(ValueError, match="searchDailyUsers"):
         _from_context(searchDailyUsers="-1")
+
+
+def test_a_new_generation_of_memory_indexes_migrates_from_named_old_ones_on_a_domain_only() -> None:
+    migrating = Config.from_mapping(
+        {"search_memory_generation": "1", "search_migrate_memory_from": "conversation-memories"}
+    )
+    assert migrating.search_memory_generation == 1
+    assert migrating.search_migrate_memory_from == ("conversation-memories",)
+    for refused in (
+        # The old indexes cannot be the new ones, the passages' index, nor named twice.
+        {"search_migrate_memory_from": "conversation-memories"},
+        {"search_memory_generation": "1", "search_migrate_memory_from": "verified-passages"},
+        {"search_memory_generation": "2", "search_migrate_memory_from": "a,a"},
+        {"search_memory_generation": "1", "search_migrate_memory_from": "Old Index"},
+        {"search_memory_generation": "1000"},
+        {"profile": "serverless", "search_memory_generation": "1"},
+    ):
+        with pytest.raises(ValueError, match="searchM"):
+            Config.from_mapping(refused)

@@ -449,9 +449,13 @@ def _http_grants(synth: Synth) -> dict[str, set[tuple[str, str]]]:
     return grants
 
 
-def test_domain_access_policy_allows_each_role_exactly_its_iam_requests(default: Synth) -> None:
+@pytest.mark.parametrize(("stack", "roles"), [("default", 7), ("migrating", 8)])
+def test_domain_access_policy_allows_each_role_exactly_its_iam_requests(
+    request: pytest.FixtureRequest, stack: str, roles: int
+) -> None:
     """Within one account either the role's policy or the domain's would allow a request on
     its own, so the domain's must not allow more than the role's."""
+    default: Synth = request.getfixturevalue(stack)
     functions = default.stack.functions.functions
     domain = f"${{{default.logical_id(default.stack.long_term.domain)}.Arn}}"
     expected: dict[str, set[tuple[str, str]]] = {}
@@ -466,7 +470,83 @@ def test_domain_access_policy_allows_each_role_exactly_its_iam_requests(default:
         if iam:
             expected[f"${{{_role_id(default, function)}.Arn}}"] = iam
     assert _http_grants(default) == expected
-    assert len(expected) == 7  # the index setup and six runtime roles
+    assert len(expected) == roles  # the index setup and six runtime roles (and the migration)
+
+
+# --- a domain migrating its memory index to a new generation (docs/operations.md) --------------
+
+NEW_MEMORIES = schema.memory_index_base(1)
+# handlers.migrate_memory on a domain (services/background/migrate.py): pages through the old
+# index (_search), checks each page's owner keys (users GetItem) and sessions and records (one
+# BatchGetItem over both tables), embeds the entries the old index kept no vector of, writes
+# them into the new index (_bulk) and deletes a copy whose session or record died meanwhile
+# (delete_documents, delete_user: delete by query, in the old index too).
+MIGRATE_ON_DOMAIN = runtime(
+    **{
+        "sessions": dynamodb("BatchGetItem"),
+        "records": dynamodb("BatchGetItem"),
+        "users": dynamodb("GetItem"),
+        "embed endpoint": INVOKE,
+        f"domain/{MEMORIES}/_search": POST,
+        f"domain/{MEMORIES}/_delete_by_query": POST,
+        f"domain/{NEW_MEMORIES}/_bulk": POST,
+        f"domain/{NEW_MEMORIES}/_delete_by_query": POST,
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def migrating(synth_cache: Callable[..., Synth]) -> Synth:
+    return synth_cache(searchMemoryGeneration="1", searchMigrateMemoryFrom=MEMORIES)
+
+
+def _on_new_generation(expected: dict[str, set[str]]) -> dict[str, set[str]]:
+    """A default role's grants with its memory index the new generation's, and its deletions
+    of memories sent to the old index too (until the migration is done)."""
+    out = {
+        label.replace(f"domain/{MEMORIES}", f"domain/{NEW_MEMORIES}", 1): actions
+        for label, actions in expected.items()
+    }
+    if f"domain/{MEMORIES}/_delete_by_query" in expected:
+        out[f"domain/{MEMORIES}/_delete_by_query"] = POST
+    return out
+
+
+@pytest.mark.parametrize("name", [*EXPECTED, "MigrateMemory"])
+def test_a_migrating_domain_grants_each_role_exactly_its_calls_on_both_generations(
+    migrating: Synth, name: str
+) -> None:
+    """Only the migration reads the old index; every role that deletes memories deletes there
+    too; nothing else touches it, and the index setup makes only the new one."""
+    function = migrating.stack.functions.functions[name]
+    expected = MIGRATE_ON_DOMAIN if name == "MigrateMemory" else _on_new_generation(EXPECTED[name])
+    assert permissions(migrating, function) == expected
+
+
+def test_a_migrating_domain_names_both_generations_to_the_runtime_and_its_security_role(
+    migrating: Synth, default: Synth
+) -> None:
+    functions = migrating.stack.functions.functions
+    assert set(functions) == set(EXPECTED) | {"MigrateMemory"}
+    assert "MigrateMemory" not in default.stack.functions.functions
+    outputs = migrating.json["Outputs"]
+    assert outputs["MigrateMemoryFunctionName"]["Value"] == {
+        "Ref": migrating.logical_id(functions["MigrateMemory"])
+    }
+    for name in ("Chat", "Consolidate", "Purge", "Redrive", "MigrateMemory", "IndexSetup"):
+        variables = migrating.json["Resources"][migrating.logical_id(functions[name])][
+            "Properties"
+        ]["Environment"]["Variables"]
+        assert variables[schema.ENV_OPENSEARCH_MEMORY_GENERATION] == "1", name
+        assert variables[schema.ENV_OPENSEARCH_PREVIOUS_MEMORY_INDEXES] == MEMORIES, name
+    role = migrating.stack.long_term.runtime_role_body
+    assert role is not None
+    assert role["index_permissions"][0]["index_patterns"] == [NEW_MEMORIES, PASSAGES, MEMORIES]
+    migration = migrating.json["Resources"][migrating.logical_id(functions["MigrateMemory"])]
+    role_arn = f"${{{_role_id(migrating, functions['MigrateMemory'])}.Arn}}"
+    (indexes,) = migrating.resources("Custom::LongTermIndexes").values()
+    assert role_arn in render(indexes["Properties"]["RuntimeRoleArns"])
+    assert migration["Properties"]["Timeout"] == 15 * 60
 
 
 @pytest.mark.parametrize(

@@ -3,10 +3,11 @@ faiss HNSW plus BM25, behind the LongTermIndex port."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, fields
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import urlsplit
 
 from opensearchpy import OpenSearch, Urllib3AWSV4SignerAuth, Urllib3HttpConnection
@@ -71,7 +72,13 @@ class OpenSearchLongTermIndex:
     be spread over `memory_indexes` memory indexes (schema.memory_index_of: an index holds at
     most 1,024 shards), each owner's memories in one of them. Verified passages are nobody's
     and are not routed. A Serverless collection places documents itself (it takes no shard
-    count) and gets no routing."""
+    count) and gets no routing.
+
+    `memory_generation` names the memory indexes (schema.memory_index_base): a new generation
+    is a new set of indexes, made with the current body. `previous_memory_indexes`, those of an
+    earlier generation while they are migrated into it (services/background/migrate.py): the
+    migration reads them, and every deletion removes the owner's entries there too (without
+    routing: an index made before routing spread owners over its shards by _id)."""
 
     def __init__(
         self,
@@ -83,9 +90,13 @@ class OpenSearchLongTermIndex:
         shards: int = 1,
         on_disk: bool = False,
         memory_indexes: int = 1,
+        memory_generation: int = 0,
+        previous_memory_indexes: Sequence[str] = (),
     ) -> None:
         self._client = client
         self._memory_indexes = memory_indexes
+        self._generation = memory_generation
+        self._previous = tuple(previous_memory_indexes)
         self._dimension = dimension
         self._serverless = serverless
         self._prefix = index_prefix
@@ -111,7 +122,7 @@ class OpenSearchLongTermIndex:
         if self._serverless:
             # Serverless manages shards itself and rejects the setting.
             body["settings"]["index"].pop("number_of_shards", None)
-        for logical in schema.long_term_index_names(self._memory_indexes):
+        for logical in schema.long_term_index_names(self._memory_indexes, self._generation):
             name = self._prefix + logical
             with _translated(f"create index {name}"):
                 if self._client.indices.exists(index=name):
@@ -269,12 +280,14 @@ class OpenSearchLongTermIndex:
     ) -> None:
         """Forget every memory of one session (summary and chunks), by query: `num_turns` is
         not needed."""
+        query = _terms(user_id=user_id, session_id=session_id)
         with _translated("delete a session's memories"):
             self._delete_where(
                 self._name(schema.MEMORY_INDEX, user_id),
-                _terms(user_id=user_id, session_id=session_id),
+                query,
                 self._routing(schema.MEMORY_INDEX, user_id),
             )
+            self._delete_previous(schema.MEMORY_INDEX, query)
 
     def delete_user(self, user_id: str, *, doc_keys: Sequence[str] = ()) -> None:
         """Forget every memory of one user (by query: `doc_keys` are among them); shared
@@ -285,6 +298,7 @@ class OpenSearchLongTermIndex:
                 _terms(user_id=user_id),
                 self._routing(schema.MEMORY_INDEX, user_id),
             )
+            self._delete_previous(schema.MEMORY_INDEX, _terms(user_id=user_id))
 
     def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None:
         """Forget entries by key, only among the owner's (a record's entry)."""
@@ -297,6 +311,14 @@ class OpenSearchLongTermIndex:
         }
         with _translated("delete entries"):
             self._delete_where(self._name(index, user_id), query, self._routing(index, user_id))
+            self._delete_previous(index, query)
+
+    def _delete_previous(self, index: str, query: dict[str, Any]) -> None:
+        """The same deletion in the previous generation's memory indexes (all of them: their
+        owners may have been spread by another count), while they are migrated."""
+        if index == schema.MEMORY_INDEX:
+            for name in self._previous:
+                self._delete_where(name, query)
 
     def delete_document(self, doc_id: str, *, keep: Sequence[str] = ()) -> None:
         """Remove a verified document's passages, except the doc_keys in `keep` (a re-ingested
@@ -307,13 +329,55 @@ class OpenSearchLongTermIndex:
         with _translated("delete a document's passages"):
             self._delete_where(self._name(schema.PASSAGE_INDEX), query)
 
+    # --- the previous generation's memory indexes, while they are migrated ------------------
+
+    def shared_page(
+        self, token: str | None, limit: int = 500
+    ) -> tuple[list[PreviousEntry], str | None]:
+        """One page of the previous generation's memory indexes, read one after the other in
+        doc_key order (search_after: doc_key is each entry's _id there, so the order is total
+        and a page read again is the same), and the token of the next page (None after the
+        last). An entry has its vector where the index kept it in `_source` (an index made
+        before SOURCE_EXCLUDES), else none. A missing index has nothing."""
+        position, after = _position(token)
+        if position >= len(self._previous):
+            return [], None
+        name = self._previous[position]
+        body: dict[str, Any] = {
+            "size": limit,
+            "query": {"match_all": {}},
+            "sort": [{"doc_key": "asc"}],
+        }
+        if after is not None:
+            body["search_after"] = [after]
+        hits: list[dict[str, Any]] = []
+        with _translated(f"read {name}"):
+            try:
+                hits = self._client.search(index=name, body=body)["hits"]["hits"]
+            except NotFoundError as error:
+                if not _missing_index(error):
+                    raise
+        entries = [PreviousEntry(_doc(hit["_source"])) for hit in hits]
+        if len(hits) == limit:
+            return entries, _token(position, entries[-1].doc.doc_key)
+        if position + 1 < len(self._previous):
+            return entries, _token(position + 1, None)
+        return entries, None
+
+    def put_vectors(self, index: str, owner: str, vectors: Sequence[MemoryDoc]) -> None:
+        """Write entries read by shared_page (their vectors filled in) as the runtime writes
+        them: into the owner's memory index of the current generation, routed by the owner."""
+        self.upsert(index, vectors)
+
     def _name(self, index: str, user_id: str | None = None) -> str:
         """The physical index: for memories, the owner's memory index (which needs the owner
         once they are spread over several)."""
         if index == schema.MEMORY_INDEX and self._memory_indexes > 1:
             if not user_id:
                 raise LongTermMemoryError("a memory index is chosen by its owner: none given")
-            index = schema.memory_index_of(user_id, self._memory_indexes)
+            index = schema.memory_index_of(user_id, self._memory_indexes, self._generation)
+        elif index == schema.MEMORY_INDEX:
+            index = schema.memory_index_base(self._generation)
         return self._prefix + index
 
     def _search(
@@ -416,6 +480,34 @@ def _doc(source: dict[str, Any]) -> MemoryDoc:
     if schema.RECORD_TEXT_FIELD in source:
         fields["text"] = source[schema.RECORD_TEXT_FIELD]
     return MemoryDoc(**fields)
+
+
+class PreviousEntry(NamedTuple):
+    """An entry of a previous generation's memory index; it is written as the doc itself."""
+
+    doc: MemoryDoc
+
+    @property
+    def vector(self) -> MemoryDoc:
+        return self.doc
+
+
+def _token(position: int, after: str | None) -> str:
+    """Where a migration continues: the previous index's position and the last doc_key read."""
+    return json.dumps({"index": position, "after": after}, separators=(",", ":"))
+
+
+def _position(token: str | None) -> tuple[int, str | None]:
+    if token is None:
+        return 0, None
+    try:
+        where = json.loads(token)
+        position, after = where["index"], where["after"]
+    except (ValueError, TypeError, KeyError) as error:
+        raise ValueError(f"not a token of this migration: {token!r}") from error
+    if not isinstance(position, int) or position < 0 or not isinstance(after, str | None):
+        raise ValueError(f"not a token of this migration: {token!r}")
+    return position, after
 
 
 def _terms(**values: str) -> dict[str, Any]:

@@ -17,9 +17,16 @@ RUNTIME_ROLE_BODY = schema.OPENSEARCH_RUNTIME_ROLE_BODY
 class OpenSearchSecurity:
     """The security plugin's API of one domain, called as its master user."""
 
-    def __init__(self, client: Any, *, memory_indexes: int = 1) -> None:
+    def __init__(
+        self,
+        client: Any,
+        *,
+        memory_indexes: int = 1,
+        generation: int = 0,
+        previous: tuple[str, ...] = (),
+    ) -> None:
         self._client = client
-        self._role_body = schema.opensearch_runtime_role_body(memory_indexes)
+        self._role_body = schema.opensearch_runtime_role_body(memory_indexes, generation, previous)
 
     def map_runtime_roles(self, role_arns: Sequence[str]) -> None:
         """Create (or overwrite) the runtime security role and map exactly `role_arns` to it."""

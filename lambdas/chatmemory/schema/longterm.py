@@ -13,23 +13,36 @@ PASSAGE_INDEX = "verified-passages"
 LONG_TERM_INDEXES = (MEMORY_INDEX, PASSAGE_INDEX)
 
 
-def memory_index_names(count: int = 1) -> tuple[str, ...]:
+# What an OpenSearch index may be named here: lowercase, no spaces, commas, wildcards or paths.
+OPENSEARCH_INDEX_NAME = r"[a-z0-9][a-z0-9_.-]{0,254}"
+
+
+def memory_index_base(generation: int = 0) -> str:
+    """The name of a domain's first memory index of `generation`: MEMORY_INDEX, then
+    MEMORY_INDEX-g1, -g2 ... (a new generation is a new index, made to change what an index
+    cannot change in place: its shards, its vectors' mode, its `_source`)."""
+    return MEMORY_INDEX if generation == 0 else f"{MEMORY_INDEX}-g{generation}"
+
+
+def memory_index_names(count: int = 1, generation: int = 0) -> tuple[str, ...]:
     """The memory indexes of a domain whose owners are spread over `count` of them (an index
-    holds at most 1,024 primary shards): MEMORY_INDEX, then MEMORY_INDEX-1 ... -<count-1>."""
-    return (MEMORY_INDEX, *(f"{MEMORY_INDEX}-{n}" for n in range(1, count)))
+    holds at most 1,024 primary shards): the generation's base name, then <base>-1 ...
+    -<count-1>."""
+    base = memory_index_base(generation)
+    return (base, *(f"{base}-{n}" for n in range(1, count)))
 
 
-def memory_index_of(owner: str, count: int = 1) -> str:
+def memory_index_of(owner: str, count: int = 1, generation: int = 0) -> str:
     """The memory index of an owner key among `count` (a digest of the key: stable, even)."""
     if count <= 1:
-        return MEMORY_INDEX
+        return memory_index_base(generation)
     digest = hashlib.sha256(owner.encode()).digest()
-    return memory_index_names(count)[int.from_bytes(digest[:8], "big") % count]
+    return memory_index_names(count, generation)[int.from_bytes(digest[:8], "big") % count]
 
 
-def long_term_index_names(memory_indexes: int = 1) -> tuple[str, ...]:
+def long_term_index_names(memory_indexes: int = 1, generation: int = 0) -> tuple[str, ...]:
     """Every index of a domain's long-term memory: the memory indexes, then the passages'."""
-    return (*memory_index_names(memory_indexes), PASSAGE_INDEX)
+    return (*memory_index_names(memory_indexes, generation), PASSAGE_INDEX)
 
 
 # On a managed domain with fine-grained access control, the Lambdas' IAM roles are mapped to this
@@ -42,14 +55,21 @@ OPENSEARCH_RUNTIME_ROLE = "chatmemory_runtime"
 # one: a delete-by-query with refresh=true (the adapter's, so searches stop seeing what was
 # deleted when the request returns) ends with a refresh of its own, indices:admin/refresh,
 # which `crud` does not include (the security plugin refuses it with 403).
-def opensearch_runtime_role_body(memory_indexes: int = 1) -> dict[str, Any]:
-    """The runtime's security role on a domain whose owners are spread over `memory_indexes`."""
+def opensearch_runtime_role_body(
+    memory_indexes: int = 1, generation: int = 0, previous: tuple[str, ...] = ()
+) -> dict[str, Any]:
+    """The runtime's security role on a domain whose owners are spread over `memory_indexes`
+    of `generation`; `previous`, the memory indexes of an earlier generation still being
+    migrated (read by the migration, deleted from by erasures until it is done)."""
     return {
         "description": "Chat memory Lambdas: read and write long-term memory documents",
         "cluster_permissions": ["cluster_composite_ops"],
         "index_permissions": [
             {
-                "index_patterns": list(long_term_index_names(memory_indexes)),
+                "index_patterns": [
+                    *long_term_index_names(memory_indexes, generation),
+                    *previous,
+                ],
                 "allowed_actions": ["crud", "indices:admin/refresh*"],
             }
         ],
@@ -63,6 +83,10 @@ ENV_OPENSEARCH_SERVERLESS = "OPENSEARCH_SERVERLESS"
 ENV_OPENSEARCH_SHARDS = "OPENSEARCH_SHARDS"
 # How many memory indexes a domain's owners are spread over (memory_index_of).
 ENV_OPENSEARCH_MEMORY_INDEXES = "OPENSEARCH_MEMORY_INDEXES"
+# Which generation of memory indexes the runtime uses (memory_index_base), and the memory
+# indexes of an earlier one while they are migrated into it (docs/operations.md).
+ENV_OPENSEARCH_MEMORY_GENERATION = "OPENSEARCH_MEMORY_GENERATION"
+ENV_OPENSEARCH_PREVIOUS_MEMORY_INDEXES = "OPENSEARCH_PREVIOUS_MEMORY_INDEXES"
 ENV_OPENSEARCH_ON_DISK = "OPENSEARCH_ON_DISK"
 # Amazon S3 Vectors: the stack's vector bucket (the verified passages' index, and the shared
 # memory index of deployments made before memories were indexed per user), and how many buckets

@@ -1,6 +1,8 @@
-"""The migration of a deployment's shared memory index to one index per owner (S3 Vectors): page
-by page, each live entry copied as it is into its owner's index, resumable from the token of the
-page it stopped before.
+"""The migration of a deployment's shared memory index to one index per owner (S3 Vectors), or
+of a domain's memory indexes to a new generation of them (OpenSearch: more shards, vectors on
+disk): page by page, each live entry copied as it is into its owner's index, resumable from the
+token of the page it stopped before. An entry read without its vector (an OpenSearch index that
+kept no vector in `_source`) is embedded again from its text, as consolidation embedded it.
 
 An entry is copied only while what it belongs to is visible (its owner key still the caller's
 current one, its session, its record): what was deleted or forgotten before the migration
@@ -19,28 +21,31 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from chatmemory.domain import caller_of
-from chatmemory.ports import MemoryDoc, UserRecords, UserStore
+from chatmemory.ports import Embedder, MemoryDoc, UserRecords, UserStore
 from chatmemory.schema import MEMORY_INDEX
+from chatmemory.services.background.consolidation import embed_documents
 
 
 class SharedEntry(Protocol):
-    """A vector of the shared index: the entry it holds and the vector as listed."""
+    """An entry of the index migrated from: what it holds, and what put_vectors writes (S3
+    Vectors: the vector as listed; OpenSearch: the doc itself, so an embedding filled in on
+    `doc` is written)."""
 
     @property
     def doc(self) -> MemoryDoc: ...
 
     @property
-    def vector(self) -> dict[str, Any]: ...
+    def vector(self) -> Any: ...
 
 
 class SharedIndex(Protocol):
-    """What the migration needs of the index (adapters/s3vectors.py)."""
+    """What the migration needs of the index (adapters/s3vectors.py, adapters/opensearch.py)."""
 
     def shared_page(
         self, token: str | None, limit: int = ...
     ) -> tuple[Sequence[SharedEntry], str | None]: ...
 
-    def put_vectors(self, index: str, owner: str, vectors: Sequence[dict[str, Any]]) -> None: ...
+    def put_vectors(self, index: str, owner: str, vectors: Sequence[Any]) -> None: ...
 
     def delete_documents(self, index: str, user_id: str, doc_keys: Sequence[str]) -> None: ...
 
@@ -61,6 +66,16 @@ class MigrationProgress:
     def done(self) -> bool:
         return self.next_token is None
 
+    def answer(self) -> dict[str, Any]:
+        """What the migration function answers (scripts/migrate_memory.py reads it)."""
+        return {
+            "copied": self.copied,
+            "skipped": self.skipped,
+            "pages": self.pages,
+            "next_token": self.next_token,
+            "done": self.done,
+        }
+
 
 def migrate_shared_index(
     index: SharedIndex,
@@ -70,10 +85,14 @@ def migrate_shared_index(
     time_left: Callable[[], float],
     reserve_seconds: float = 30.0,
     page_size: int = 500,
+    embedder: Embedder | None = None,
+    embed_concurrency: int = 8,
 ) -> MigrationProgress:
     """Copy the shared index's live entries into their owners' indexes from `token` (None: the
     first page), a page at a time, until the last page or until less than `reserve_seconds`
-    are left; the progress says where to continue."""
+    are left; the progress says where to continue. With an `embedder`, live entries read
+    without a vector are embedded from their text first (`embed_concurrency` requests at
+    once)."""
     progress = MigrationProgress(next_token=token)
     while True:
         entries, following = index.shared_page(progress.next_token, page_size)
@@ -85,6 +104,9 @@ def migrate_shared_index(
             progress.skipped += len(group) - len(kept)
             if not kept:
                 continue
+            unembedded = [e.doc for e in kept if not e.doc.embedding]
+            if embedder is not None and unembedded:
+                embed_documents(embedder, unembedded, concurrency=embed_concurrency)
             index.put_vectors(MEMORY_INDEX, owner, [e.vector for e in kept])
             # Deleted while it was copied: its purge may have run before the copy.
             alive = _live(memory, owner, kept)
