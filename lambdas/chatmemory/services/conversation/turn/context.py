@@ -36,7 +36,7 @@ from chatmemory.services.conversation.handoff import HandoffPolicy
 from chatmemory.services.conversation.stacking import StackPolicy
 from chatmemory.services.conversation.turns import AppendPolicy
 from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled
-from chatmemory.services.longterm.recall import RecallWeights
+from chatmemory.services.longterm.scoring import RecallWeights
 from chatmemory.services.profile.block import Candidates, ProfileBlock, ProfileBlockPolicy
 from chatmemory.services.prompt import OutputFilter, ResponseFilter, Roles
 
