@@ -190,8 +190,7 @@ class StopSignal:
         return self._event.is_set()
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     """One chat message as its caller sent it: to the session the caller's id names, with what
     the API takes beside its text. `stream`: answer with the backend's streaming call; `stop`
     lets a streamed answer's reader stop it. `found`: the session and the caller's state as
