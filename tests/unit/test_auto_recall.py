@@ -21,17 +21,13 @@ from chatmemory.services.background.consolidation import ConsolidationPolicy, co
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
 from chatmemory.services.longterm import auto_recall
 from chatmemory.services.longterm.auto_recall import (
+    LINE_WEIGHTS,
     AutoRecallPolicy,
+    LineWeights,
     is_follow_up,
     standalone_query,
 )
-from chatmemory.services.longterm.recall_block import (
-    LINE_WEIGHTS,
-    MEMORY_FOOTER,
-    LineWeights,
-    build_block,
-    piece_features,
-)
+from chatmemory.services.longterm.recall_block import MEMORY_FOOTER, build_block, piece_features
 from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.prompt import estimate_tokens
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
