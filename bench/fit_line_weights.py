@@ -1,4 +1,4 @@
-"""Fit auto-recall's line weights (services/longterm/recall_block.LineWeights) on LoCoMo
+"""Fit auto-recall's line weights (services/longterm/auto_recall.LineWeights) on LoCoMo
 conversations.
 
 Builds the LoCoMo world as `bench.locomo` does (import, end, consolidate with the offline
@@ -7,7 +7,7 @@ candidates (`memories_for_turn`: the gates, the ranking, the floor) and takes ea
 block could hold (a line of a window, or a record) with its features (`piece_features`). A
 piece is positive when it is a gold evidence turn (its text is the turn's) or a record drawn
 from one. A logistic regression (scikit-learn, L2, C=1) on the `--conversations` given is
-printed as the `LineWeights` to paste into services/longterm/recall_block.py, with
+printed as the `LineWeights` to paste into services/longterm/auto_recall.py, with
 evidence_in_prompt at the configured budget on the conversations it was fitted on and on the
 others (`--loco` adds leave-one-conversation-out: each conversation scored with weights fitted
 on the other four).

@@ -253,7 +253,7 @@ def chat_policy(cfg: Settings | None = None) -> ChatPolicy:
     from chatmemory.services.conversation.handoff import HandoffPolicy
     from chatmemory.services.conversation.stacking import StackPolicy
     from chatmemory.services.longterm.auto_recall import AUTO_RECALL_WEIGHTS, AutoRecallPolicy
-    from chatmemory.services.longterm.recall import RecallWeights
+    from chatmemory.services.longterm.scoring import RecallWeights
     from chatmemory.services.profile.block import ProfileBlockPolicy
 
     cfg = cfg or settings()

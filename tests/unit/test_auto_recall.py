@@ -21,17 +21,13 @@ from chatmemory.services.background.consolidation import ConsolidationPolicy, co
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
 from chatmemory.services.longterm import auto_recall
 from chatmemory.services.longterm.auto_recall import (
+    LINE_WEIGHTS,
     AutoRecallPolicy,
+    LineWeights,
     is_follow_up,
     standalone_query,
 )
-from chatmemory.services.longterm.recall_block import (
-    LINE_WEIGHTS,
-    MEMORY_FOOTER,
-    LineWeights,
-    build_block,
-    piece_features,
-)
+from chatmemory.services.longterm.recall_block import MEMORY_FOOTER, build_block, piece_features
 from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.prompt import estimate_tokens
 from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer
@@ -567,3 +563,17 @@ def test_what_the_offline_responder_said_never_becomes_memory(setup: Any) -> Non
     indexed = [hit.doc.text for hit in index.vector_search(MEMORY_INDEX, [1.0] * 4096, 50, "alice")]
     assert any("greyhound named Biscuit" in text for text in indexed)
     assert not any(LABEL in text or "You said" in text for text in indexed)  # ...never memory
+
+
+def test_the_small_talk_gates_dot_product_is_the_generators_sum_to_the_bit() -> None:
+    """The gate compares the message with 50 vectors at every message; its dot product runs its
+    products in C and must give exactly what a generator's sum gave, and refuse two dimensions."""
+    import random
+
+    rng = random.Random(7)
+    for dimension in (1, 3, 384, 1024):
+        a = [rng.uniform(-1, 1) for _ in range(dimension)]
+        b = [rng.uniform(-1, 1) for _ in range(dimension)]
+        assert auto_recall.dot(a, b) == sum(x * y for x, y in zip(a, b, strict=True))
+    with pytest.raises(ValueError):
+        auto_recall.dot([1.0, 2.0], [1.0])

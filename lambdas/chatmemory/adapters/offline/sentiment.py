@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
+from pathlib import Path
 from typing import Any
 
 from chatmemory.domain import Sentiment
@@ -32,13 +33,60 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 @lru_cache(maxsize=1)
 def _analyzer() -> Any:
+    """VADER's analyzer (the package's own class and rules), its tables read as below."""
     try:
-        from vaderSentiment.vaderSentiment import SentimentIntensityAnalyzer
+        from vaderSentiment import vaderSentiment
     except ImportError as error:
         raise ModelUnavailable(
             f"VADER sentiment needs `pip install vaderSentiment==3.3.2` ({error})"
         ) from error
-    return SentimentIntensityAnalyzer()
+
+    class Vader(vaderSentiment.SentimentIntensityAnalyzer):  # type: ignore[misc]
+        """VADER, which reads its two tables line by line in Python when it is made (56 M
+        instructions, the largest cost of a chat function's first message; 28 M here): the
+        lexicon is split in one pass, and the emoji table (by VADER's loop) is read only for a
+        text that is not all ASCII (no emoji is), which most chat messages are. Its tables and
+        scores are VADER's (tests/unit/test_sentiment.py holds them to the package's own)."""
+
+        def __init__(self) -> None:
+            folder = Path(vaderSentiment.__file__).parent
+            self.emoji_file = folder / "emoji_utf8_lexicon.txt"
+            self.emojis: dict[str, str] = {}
+            self.lexicon_full_filepath = _read(folder / "vader_lexicon.txt")  # VADER's name
+            split = _split_lexicon(self.lexicon_full_filepath)
+            if split is None:
+                self.lexicon = self.make_lex_dict()
+            else:
+                self.lexicon = dict(zip(split[0], map(float, split[1]), strict=True))
+
+        def emojis_for(self, text: str) -> dict[str, str]:
+            """The emoji table, read the first time a text may hold an emoji."""
+            if not self.emojis and not text.isascii():
+                self.emoji_full_filepath = _read(self.emoji_file)  # VADER's name
+                self.emojis = self.make_emoji_dict()
+            return self.emojis
+
+        def polarity_scores(self, text: str) -> dict[str, float]:
+            self.emojis_for(text)
+            scores: dict[str, float] = super().polarity_scores(text)
+            return scores
+
+    return Vader()
+
+
+def _read(path: Path) -> str:
+    return path.read_bytes().decode("utf-8")  # as VADER's codecs.open: no newline translation
+
+
+def _split_lexicon(text: str) -> tuple[list[str], list[str]] | None:
+    """The words and valences of VADER's lexicon (four fields a line), split in one pass (a
+    word's last line wins, as in VADER's loop), or None when a line has not four fields: VADER's
+    own loop reads such a lexicon."""
+    text = text.rstrip("\n")
+    cells = text.replace("\n", "\t").split("\t")
+    if len(cells) != 4 * (text.count("\n") + 1):
+        return None
+    return cells[0::4], cells[1::4]
 
 
 def _without_emoji(text: str, emojis: dict[str, str]) -> str:
@@ -88,7 +136,7 @@ class VaderSentimentAnalyzer:
 
     def analyze(self, text: str) -> Sentiment:
         vader = _analyzer()
-        plain = _without_emoji(text, vader.emojis)
+        plain = _without_emoji(text, vader.emojis_for(text))
         if len(plain.split()) <= PIECE_WORDS:
             found = sentiment_of_score(float(vader.polarity_scores(plain)["compound"]))
             # A question about something negative is not a negative message (issue 44).

@@ -59,7 +59,6 @@ from chatmemory.services.access import owned_session, visible_to_its_user
 from chatmemory.services.conversation.routing import parse_prefix
 from chatmemory.services.conversation.sentiment import analyze_input
 from chatmemory.services.conversation.turns import AppendPolicy, Stored, append_next, check_text
-from chatmemory.services.longterm.recall import NOTHING_VERIFIED
 from chatmemory.services.pages import fitted_page
 
 # The reply to `/human`: fixed, no model writes it (and it is not made into memory).
@@ -251,13 +250,17 @@ def give_to_agent(memory: HandoffStore, session: Session, numbers: Sequence[int]
 def nothing_verified(policy: HandoffPolicy, intent: str, turn: Turn) -> bool:
     """HANDOFF_ON_NOTHING_VERIFIED: a /verified question whose search ran and found nothing
     relevant (not one that could not search: no long-term memory, or an outage)."""
-    return (
+    if not (
         policy.on_nothing_verified
         and intent == Intent.VERIFIED
         and not turn.degraded
         and not turn.sources
-        and turn.response == NOTHING_VERIFIED
-    )
+    ):
+        return False
+    # /verified's module, imported by the first /verified question rather than at cold start
+    from chatmemory.services.longterm.recall import NOTHING_VERIFIED
+
+    return turn.response == NOTHING_VERIFIED
 
 
 def is_negative(policy: HandoffPolicy, turn: Turn) -> bool:

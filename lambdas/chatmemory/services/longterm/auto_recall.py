@@ -38,6 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import operator
 import re
 import threading
 from array import array
@@ -45,7 +46,7 @@ from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from chatmemory.domain import Source, Turn
 from chatmemory.errors import ChatMemoryError
@@ -61,17 +62,13 @@ from chatmemory.ports import (
     embed_queries,
 )
 from chatmemory.schema import MEMORY_INDEX, Intent, MemoryKind
-from chatmemory.services.longterm.recall_block import (
-    LINE_WEIGHTS,
-    LineWeights,
-    RecalledItem,
-    build_block,
-    live_documents,
-)
 from chatmemory.services.longterm.scoring import RecallWeights, fuse, with_time
 from chatmemory.services.longterm.terms import content_terms, term_share
 from chatmemory.services.longterm.when import TimeWindow, time_window
 from chatmemory.services.prompt import clip_to_tokens, estimate_tokens
+
+if TYPE_CHECKING:
+    from chatmemory.services.longterm.recall_block import RecalledItem
 
 # Ways of saying nothing to recall, embedded once per process for gate 2. Written for this
 # module: greetings, thanks, agreement, reactions, checks of the line, leaving, chit-chat.
@@ -150,6 +147,70 @@ _NAMES = re.compile(r"(?<=\s)[A-Z][a-z]+")
 # 0.5-10; /past's is 1.5 on its scale of 2, this one's is 3).
 AUTO_RECALL_WEIGHTS = RecallWeights(
     vector=1.0, lexical=2.0, recency=0.05, half_life_days=30.0, time=3.0, time_half_life_days=7.0
+)
+
+
+class LineWeights(NamedTuple):
+    """A linear score of how likely a piece of memory (a line of a window, or a record) is what
+    the message asks about; the block takes pieces best first while they fit. Each weight
+    multiplies one feature of `piece_features`, all computed from the message and the search's
+    candidates (no model call, no extra request):
+
+    - `window`: the score of the best window holding the line (or of the record), over the
+      best memory's: how the search ranked it.
+    - `second_window`: the score of the other window holding the line (windows overlap by a
+      turn), over the best memory's, 0 when the search did not return it: a line both its
+      windows are close to is likelier the relevant one than the line it shares its best
+      window with.
+    - `words`: the share of the message's content words the line holds, each word weighed by
+      how rare it is among the candidates (a name on every line weighs little);
+      `words_before`, `words_after`: the same for the lines before and after it in the window
+      (an answer follows the line that asks: a match in the line before makes a line likelier
+      to be the answer, a match in the line after makes it likelier to be the question).
+    - `speaker_named`: the line's speaker label ("Melanie:") is named in the message;
+      `other_named`: another speaker of the window is, and not this line's.
+    - `record`: a profile record (a fact, a preference, an open question), short and drawn from
+      what the user said.
+    - `length`: the piece's tokens over 50 (short reactions, "Wow, that's great!", rarely hold
+      what is asked).
+    - `question`: the line ends with a question mark.
+    - `time_for_when`: the message asks when or how long, and the line says when (a date, a
+      weekday, "last week", "yesterday"); `line_for_when`: the message asks when (a line
+      against a record).
+
+    Fitted by `python -m bench.fit_line_weights` (a logistic regression of "the line is a gold
+    evidence turn") on LoCoMo's conv-26 and conv-30 only; measured on the three conversations
+    never used to fit (bench/RESULTS.md).
+    """
+
+    window: float
+    second_window: float
+    words: float
+    words_before: float
+    words_after: float
+    speaker_named: float
+    other_named: float
+    record: float
+    length: float
+    question: float
+    time_for_when: float
+    line_for_when: float
+
+
+# Printed by `python -m bench.fit_line_weights --conversations conv-26,conv-30`.
+LINE_WEIGHTS = LineWeights(
+    window=6.165,
+    second_window=0.706,
+    words=1.882,
+    words_before=0.446,
+    words_after=-1.1,
+    speaker_named=0.833,
+    other_named=-1.33,
+    record=3.055,
+    length=0.738,
+    question=-0.485,
+    time_for_when=1.907,
+    line_for_when=-1.027,
 )
 
 
@@ -267,7 +328,16 @@ def small_talk_similarity(
         vectors = _small_talk_vectors.get(key)
         if vectors is None:
             vectors = _small_talk_vectors[key] = _small_talk_phrasings(embedder, cache)
-    return max(sum(a * b for a, b in zip(v, vector, strict=True)) for v in vectors)
+    return max(dot(v, vector) for v in vectors)
+
+
+def dot(a: Sequence[float], b: Sequence[float]) -> float:
+    """The dot product of two vectors of one dimension (ValueError for two). The products run
+    in C (map with operator.mul), in the order and with the sum a generator's would have: 40%
+    fewer instructions for the small-talk gate's 50 vectors at every message (10 M of them)."""
+    if len(a) != len(b):
+        raise ValueError(f"vectors of {len(a)} and {len(b)} dimensions")
+    return sum(map(operator.mul, a, b))
 
 
 def small_talk_cache_key(embedder: Embedder) -> str:
@@ -305,7 +375,7 @@ def _small_talk_phrasings(embedder: Embedder, cache: VectorCache | None) -> list
 
 def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     norms = math.sqrt(sum(x * x for x in a)) * math.sqrt(sum(y * y for y in b))
-    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
+    return dot(a, b) / norms if norms else 0.0
 
 
 # --- ranking and the block ----------------------------------------------------------------------
@@ -370,6 +440,9 @@ def recall_for_turn(
     if isinstance(found, Recalled):
         return found
     query, ranked = found
+    # The block's module is imported by the first turn that has memories to put in it.
+    from chatmemory.services.longterm.recall_block import build_block
+
     known = list(held.values()) if held else []
     block, items = build_block(ranked, policy.token_budget, query, policy.line_weights, known)
     if not items:
@@ -417,6 +490,8 @@ def memories_for_turn(
     floor = ranked[0][1] * policy.relative_floor
     held = held or {}
     ranked = [pair for pair in ranked if pair[1] >= floor and pair[0].record_id not in held]
+    from chatmemory.services.longterm.recall_block import live_documents
+
     docs = live_documents(sources.memory, sources.owner, [d for d, _ in ranked])
     alive = {d.doc_key for d in docs}
     return query, [pair for pair in ranked if pair[0].doc_key in alive]

@@ -8,80 +8,16 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import NamedTuple
 
 from chatmemory.domain import Source
 from chatmemory.ports import MemoryDoc, RecordStore
 from chatmemory.schema import PROMPT_MEMORY_FOOTER, PROMPT_MEMORY_HEADER, MemoryKind, SourceKind
+from chatmemory.services.longterm.auto_recall import LineWeights
 from chatmemory.services.longterm.terms import content_stems, stems
 from chatmemory.services.prompt import estimate_tokens
 
 MEMORY_HEADER = PROMPT_MEMORY_HEADER
 MEMORY_FOOTER = PROMPT_MEMORY_FOOTER
-
-
-class LineWeights(NamedTuple):
-    """A linear score of how likely a piece of memory (a line of a window, or a record) is what
-    the message asks about; the block takes pieces best first while they fit. Each weight
-    multiplies one feature of `piece_features`, all computed from the message and the search's
-    candidates (no model call, no extra request):
-
-    - `window`: the score of the best window holding the line (or of the record), over the
-      best memory's: how the search ranked it.
-    - `second_window`: the score of the other window holding the line (windows overlap by a
-      turn), over the best memory's, 0 when the search did not return it: a line both its
-      windows are close to is likelier the relevant one than the line it shares its best
-      window with.
-    - `words`: the share of the message's content words the line holds, each word weighed by
-      how rare it is among the candidates (a name on every line weighs little);
-      `words_before`, `words_after`: the same for the lines before and after it in the window
-      (an answer follows the line that asks: a match in the line before makes a line likelier
-      to be the answer, a match in the line after makes it likelier to be the question).
-    - `speaker_named`: the line's speaker label ("Melanie:") is named in the message;
-      `other_named`: another speaker of the window is, and not this line's.
-    - `record`: a profile record (a fact, a preference, an open question), short and drawn from
-      what the user said.
-    - `length`: the piece's tokens over 50 (short reactions, "Wow, that's great!", rarely hold
-      what is asked).
-    - `question`: the line ends with a question mark.
-    - `time_for_when`: the message asks when or how long, and the line says when (a date, a
-      weekday, "last week", "yesterday"); `line_for_when`: the message asks when (a line
-      against a record).
-
-    Fitted by `python -m bench.fit_line_weights` (a logistic regression of "the line is a gold
-    evidence turn") on LoCoMo's conv-26 and conv-30 only; measured on the three conversations
-    never used to fit (bench/RESULTS.md).
-    """
-
-    window: float
-    second_window: float
-    words: float
-    words_before: float
-    words_after: float
-    speaker_named: float
-    other_named: float
-    record: float
-    length: float
-    question: float
-    time_for_when: float
-    line_for_when: float
-
-
-# Printed by `python -m bench.fit_line_weights --conversations conv-26,conv-30`.
-LINE_WEIGHTS = LineWeights(
-    window=6.165,
-    second_window=0.706,
-    words=1.882,
-    words_before=0.446,
-    words_after=-1.1,
-    speaker_named=0.833,
-    other_named=-1.33,
-    record=3.055,
-    length=0.738,
-    question=-0.485,
-    time_for_when=1.907,
-    line_for_when=-1.027,
-)
 
 
 @dataclass

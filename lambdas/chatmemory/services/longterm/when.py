@@ -8,6 +8,7 @@ import calendar
 import math
 import re
 from datetime import UTC, date, datetime, timedelta
+from functools import cache
 from typing import NamedTuple
 
 from chatmemory.clock import parse_time
@@ -20,17 +21,25 @@ _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 # A month name alone is a time only after one of these ("in May", not "May I ask").
 _LEAD = r"(?:in|during|since|before|after|of|last|this|early|late|mid)"
-# Most specific first: the first pattern that matches decides the window.
-_PATTERNS = [
-    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I),  # 3 June, 2023
-    re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I),  # June 3, 2023
-    re.compile(rf"\b{_YEAR}-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),  # 2023-06-03
-    re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I),  # June 2023
-    re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I),  # 3 June
-    re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:am|pm|:))", re.I),  # June 3
-    re.compile(rf"\b{_LEAD}[\s-]+{_MONTH}\b", re.I),  # in June, early June
-    re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.I),  # in 2022
-]
+
+
+@cache
+def _patterns() -> tuple[re.Pattern[str], ...]:
+    """Most specific first: the first pattern that matches decides the window. Compiled on
+    first use (a message whose memories are ranked, a /past question), not at every chat
+    function's cold start."""
+    return (
+        re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I),  # 3 June, 2023
+        re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I),  # June 3, 2023
+        re.compile(rf"\b{_YEAR}-(?P<month>[01]\d)-(?P<day>[0-3]\d)\b"),  # 2023-06-03
+        re.compile(rf"\b{_MONTH},?\s+{_YEAR}\b", re.I),  # June 2023
+        re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b", re.I),  # 3 June
+        re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:am|pm|:))", re.I),  # June 3
+        re.compile(rf"\b{_LEAD}[\s-]+{_MONTH}\b", re.I),  # in June, early June
+        re.compile(rf"\b(?:in|during|of|since)\s+{_YEAR}\b", re.I),  # in 2022
+    )
+
+
 _RELATIVE = {
     "today": (0, 1),
     "yesterday": (1, 1),
@@ -99,7 +108,7 @@ def time_window(question: str, now: datetime) -> TimeWindow | None:
             start = datetime.combine(now.date() - timedelta(days=back), datetime.min.time())
             start = start.replace(tzinfo=UTC)
             return TimeWindow(start, start + timedelta(days=days))
-    for pattern in _PATTERNS:
+    for pattern in _patterns():
         match = pattern.search(question)
         if match is None:
             continue

@@ -36,7 +36,7 @@ from chatmemory.services.conversation.handoff import HandoffPolicy
 from chatmemory.services.conversation.stacking import StackPolicy
 from chatmemory.services.conversation.turns import AppendPolicy
 from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled
-from chatmemory.services.longterm.recall import RecallWeights
+from chatmemory.services.longterm.scoring import RecallWeights
 from chatmemory.services.profile.block import Candidates, ProfileBlock, ProfileBlockPolicy
 from chatmemory.services.prompt import OutputFilter, ResponseFilter, Roles
 
@@ -190,8 +190,7 @@ class StopSignal:
         return self._event.is_set()
 
 
-@dataclass(frozen=True)
-class Message:
+class Message(NamedTuple):
     """One chat message as its caller sent it: to the session the caller's id names, with what
     the API takes beside its text. `stream`: answer with the backend's streaming call; `stop`
     lets a streamed answer's reader stop it. `found`: the session and the caller's state as

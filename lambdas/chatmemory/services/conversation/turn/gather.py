@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from chatmemory.clock import parse_time
 from chatmemory.domain import Source, Turn
@@ -25,19 +25,13 @@ from chatmemory.services.access import continued
 from chatmemory.services.conversation.routing import Routed
 from chatmemory.services.conversation.turn.context import Memory, TurnContext
 from chatmemory.services.longterm.auto_recall import RecallSources, recall_for_turn
-from chatmemory.services.longterm.recall import (
-    Answer,
-    answer_grounded,
-    past_grounding,
-    search_passages,
-    search_sessions,
-    verified_grounding,
-)
 from chatmemory.services.profile.block import Candidates
 from chatmemory.services.profile.block import candidates as profile_candidates
 from chatmemory.services.profile.block import checked as checked_profile
-from chatmemory.services.profile.edits import state_record
 from chatmemory.services.prompt import BuiltPrompt, build_chat_prompt
+
+if TYPE_CHECKING:
+    from chatmemory.services.longterm.recall import Answer
 
 NO_LONG_TERM_MEMORY = (
     "No long-term memory is configured for this deployment, so past conversations and "
@@ -211,6 +205,11 @@ def answer_command(ctx: TurnContext, routed: Routed, turn: Turn) -> bool:
 
 
 def _command(ctx: TurnContext, routed: Routed) -> Answer:
+    # A command's modules (the profile's edits, /past's and /verified's search) are imported by
+    # the first command, not at every chat function's cold start.
+    from chatmemory.services.longterm.recall import Answer
+    from chatmemory.services.profile.edits import state_record
+
     deps = ctx.deps
     if routed.intent == Intent.REMEMBER:
         assert deps.long_term is not None and deps.embedder is not None
@@ -231,6 +230,14 @@ def _command(ctx: TurnContext, routed: Routed) -> Answer:
 
 
 def _recall(ctx: TurnContext, routed: Routed) -> Answer:
+    from chatmemory.services.longterm.recall import (
+        answer_grounded,
+        past_grounding,
+        search_passages,
+        search_sessions,
+        verified_grounding,
+    )
+
     deps, policy, user_id = ctx.deps, ctx.policy, ctx.session.user_id
     assert deps.long_term is not None and deps.embedder is not None
     budget = min(policy.prompt_token_budget, _context(ctx))

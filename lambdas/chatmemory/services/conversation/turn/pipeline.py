@@ -15,7 +15,6 @@ diagram of the pipeline is made from it (`mermaid()`, by scripts/docs_pages.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import replace
 from typing import NamedTuple, TypeVar
 
 from chatmemory.errors import HandoffChanged
@@ -57,7 +56,7 @@ def on_current_session(deps: ChatDeps, message: Message, run: Callable[[Message]
     )
     for attempt in attempts:
         with attempt:
-            return run(replace(message, session_id=attempt.session_id, found=attempt.found))
+            return run(message._replace(session_id=attempt.session_id, found=attempt.found))
     raise AssertionError("current_session_attempts raises when the attempts run out")
 
 
