@@ -112,7 +112,8 @@ def evidence_in_prompt(
     world: World, conversation: Conversation, rows: list[Example], weights: Any
 ) -> list[bool]:
     from chatmemory import wiring
-    from chatmemory.services.longterm.auto_recall import Recalled, build_block
+    from chatmemory.services.longterm.auto_recall import Recalled
+    from chatmemory.services.longterm.recall_block import build_block
 
     budget = wiring.chat_policy(world.settings).auto_recall.token_budget
     hits = []
