@@ -250,3 +250,76 @@ def test_the_profile_is_read_beside_the_turns_write_and_window_not_after_them(
     )
     assert result.turn.response and result.profile is not None
     assert memory.window_saw_it == [True]
+
+
+class _EmbedderSeen(FakeEmbedder):
+    """Records every text it embeds, and when the message itself starts being embedded."""
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+        self.embedding_started = threading.Event()
+        self.texts: list[str] = []
+
+    def embed(self, texts: Any) -> list[list[float]]:
+        self.texts += texts
+        if self.message in texts:
+            self.embedding_started.set()
+        return super().embed(texts)
+
+
+class _WindowAfterEmbedding(InMemoryShortTermMemory):
+    """The turn's write and its window read wait (a bounded while) for the message's embedding
+    to start: a turn that embeds it after them never has both at once."""
+
+    def __init__(self, embedder: _EmbedderSeen) -> None:
+        super().__init__()
+        self.embedder = embedder
+        self.saw_it: list[bool] = []
+
+    def recent_turns(self, session_id: str, count: int) -> list[Turn]:
+        self.saw_it.append(self.embedder.embedding_started.wait(timeout=10))
+        return super().recent_turns(session_id, count)
+
+
+@pytest.mark.parametrize("stack", [True, False])
+def test_auto_recall_embeds_the_message_beside_the_turns_write_and_window_not_after_them(
+    stack: bool,
+) -> None:
+    message = "What should I pack for the trip to Lisbon?"
+    embedder = _EmbedderSeen(message)
+    memory = _WindowAfterEmbedding(embedder)
+    index = EmbeddedLongTermIndex()
+    deps = ChatDeps(memory=memory, generator=FakeGenerator(), embedder=embedder, long_term=index)
+    session = create_session(memory, "alice")
+    result = post_message(
+        deps,
+        ChatPolicy(stack=StackPolicy(enabled=stack)),
+        Message(user_id="alice", session_id=session.session_id, content=message),
+    )
+    assert result.recalled is not None and result.recalled.query == message
+    assert memory.saw_it == [True]
+    assert embedder.texts.count(message) == 1  # searched once, not again with the prompt
+
+
+def test_a_follow_up_is_searched_after_the_window_with_the_words_it_borrows() -> None:
+    """A follow-up's query needs the previous message: its search is not started before the
+    window is read, and borrows from it as before."""
+    memory = InMemoryShortTermMemory()
+    embedder = _EmbedderSeen("what about May?")
+    deps = ChatDeps(
+        memory=memory,
+        generator=FakeGenerator(),
+        embedder=embedder,
+        long_term=EmbeddedLongTermIndex(),
+    )
+    session = create_session(memory, "alice")
+    for text in ("Tell me about the trip to Lisbon we planned", "what about May?"):
+        result = post_message(
+            deps,
+            ChatPolicy(),
+            Message(user_id="alice", session_id=session.session_id, content=text),
+        )
+    assert result.recalled is not None
+    assert result.recalled.query.startswith("Tell me about the trip to Lisbon")
+    assert result.recalled.query.endswith("what about May?")
+    assert "what about May?" not in embedder.texts  # never searched as it stands

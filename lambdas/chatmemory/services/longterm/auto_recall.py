@@ -426,17 +426,31 @@ class RecallSources:
     cache: VectorCache | None = None
 
 
+# What a search of the message found: the memories past the gates, best first, or why none.
+SearchFound = Recalled | list[tuple[MemoryDoc, float]]
+
+
+class Searched(NamedTuple):
+    """What `search_memories` found for `query`: a search a turn started before its window was
+    read (its query is the message's own text), taken by `recall_for_turn` when the query it
+    makes is the same."""
+
+    query: str
+    found: SearchFound
+
+
 def recall_for_turn(
     message: str,
     history: Sequence[Turn],
     sources: RecallSources,
     policy: AutoRecallPolicy,
     held: Mapping[str, str] | None = None,
+    searched: Searched | None = None,
 ) -> Recalled:
     """The long-term memory relevant to `message`, ready for the prompt, or why there is none.
     Records in `held` (id -> text: the profile block's) are in the prompt already: never
     recalled again, nor the lines they were drawn from."""
-    found = memories_for_turn(message, history, sources, policy, held)
+    found = memories_for_turn(message, history, sources, policy, held, searched)
     if isinstance(found, Recalled):
         return found
     query, ranked = found
@@ -456,6 +470,7 @@ def memories_for_turn(
     sources: RecallSources,
     policy: AutoRecallPolicy,
     held: Mapping[str, str] | None = None,
+    searched: Searched | None = None,
 ) -> Recalled | tuple[str, list[tuple[MemoryDoc, float]]]:
     """The query and the live memories that passed the gates, best first (what the block is
     made of), or the `Recalled` that says why there are none. The entries of the records
@@ -464,6 +479,33 @@ def memories_for_turn(
     if not policy.enabled or policy.token_budget <= 0:
         return Recalled(message, reason="off")
     query = standalone_query(message, history, policy, sources.rewriter)
+    if searched is not None and searched.query == query:
+        found = searched.found
+    else:
+        found = search_memories(query, sources, policy)
+    if isinstance(found, Recalled):
+        return found
+    held = held or {}
+    ranked = [pair for pair in found if pair[0].record_id not in held]
+    from chatmemory.services.longterm.recall_block import live_documents
+
+    docs = live_documents(sources.memory, sources.owner, [d for d, _ in ranked])
+    alive = {d.doc_key for d in docs}
+    return query, [pair for pair in ranked if pair[0].doc_key in alive]
+
+
+def query_without_history(message: str, policy: AutoRecallPolicy) -> str | None:
+    """The search query of `message` whatever the window holds (the message itself, when it
+    does not read as a follow-up), or None: its query needs the window (standalone_query)."""
+    if not policy.enabled or policy.token_budget <= 0 or is_follow_up(message, policy):
+        return None
+    return message
+
+
+def search_memories(query: str, sources: RecallSources, policy: AutoRecallPolicy) -> SearchFound:
+    """The memories that pass the gates for `query`, best first, down to the relative floor
+    (before the profile block's records and the deleted ones are left out), or the `Recalled`
+    that says why there are none. Reads nothing of the session: the embedding and the search."""
     if not content_terms(query):
         return Recalled(query, reason="no content")
     try:
@@ -488,10 +530,4 @@ def memories_for_turn(
     if best_vector < policy.min_similarity and best_words < policy.min_term_share:
         return Recalled(query, reason="not relevant")
     floor = ranked[0][1] * policy.relative_floor
-    held = held or {}
-    ranked = [pair for pair in ranked if pair[1] >= floor and pair[0].record_id not in held]
-    from chatmemory.services.longterm.recall_block import live_documents
-
-    docs = live_documents(sources.memory, sources.owner, [d for d, _ in ranked])
-    alive = {d.doc_key for d in docs}
-    return query, [pair for pair in ranked if pair[0].doc_key in alive]
+    return [pair for pair in ranked if pair[1] >= floor]

@@ -35,7 +35,7 @@ from chatmemory.services.access import Found
 from chatmemory.services.conversation.handoff import HandoffPolicy
 from chatmemory.services.conversation.stacking import StackPolicy
 from chatmemory.services.conversation.turns import AppendPolicy
-from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled
+from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled, SearchFound
 from chatmemory.services.longterm.scoring import RecallWeights
 from chatmemory.services.profile.block import Candidates, ProfileBlock, ProfileBlockPolicy
 from chatmemory.services.prompt import OutputFilter, ResponseFilter, Roles
@@ -227,10 +227,12 @@ class TurnContext:
     stream: bool = False
     # A streamed answer's reader may stop it (None: a buffered answer runs to its end).
     stop: StopSignal | None = None
-    # The profile block's candidates, read on a thread of their own from when the message is
-    # known to be chat (gather.start_profile_read), beside the turn's own write and window
-    # read; gather takes them (None: gather reads them itself).
+    # The profile block's candidates and auto-recall's search of the message (its query, what
+    # it found), started from when the message is known to be chat
+    # (gather.start_long_term_reads), beside the turn's own write and window read; gather
+    # takes them (None: gather reads and searches itself).
     profile_read: Future[Candidates] | None = None
+    recall_search: tuple[str, Future[SearchFound]] | None = None
 
     @property
     def memory(self) -> ShortTermMemory:

@@ -23,7 +23,7 @@ from chatmemory.services.conversation.turn.context import (
     TurnContext,
     TurnResult,
 )
-from chatmemory.services.conversation.turn.gather import start_profile_read
+from chatmemory.services.conversation.turn.gather import start_long_term_reads
 from chatmemory.services.conversation.turn.settle import append, replayed, store_answer, unanswered
 from chatmemory.services.conversation.turn.stacked import retry, stack_then_answer, stacks
 from chatmemory.services.conversation.turn_states import SETTLED, TurnState, state_of
@@ -72,7 +72,8 @@ def new_message(ctx: TurnContext) -> Generator[Delta | MemoryUsed, None, TurnRes
     classifier = ctx.deps.generator if ctx.policy.use_classifier else None
     routed = route(ctx.content, generator=classifier)
     if routed.intent == Intent.CHAT:
-        start_profile_read(ctx)  # its prompt's profile block, read beside what comes first
+        # Its prompt's profile block and auto-recall's search, beside what comes first.
+        start_long_term_reads(ctx, routed)
     # Of what the user said (a command is not scored), before the model answers: a turn kept
     # pending because the model failed carries it too.
     with ctx.before_answer():

@@ -4,19 +4,20 @@ how long ago the user last wrote) and long-term memory (the profile block, auto-
 episodic memory); for a command (/past, /verified, /remember), its own answer from long-term
 memory.
 
-Long-term memory is read in this order: the profile's candidates (one Query, started as soon as
-the message is known to be chat, beside the turn's own write and window read), auto-recall's
-search, then the profile's liveness last before the prompt is built, so that a delete that
-returns during the search keeps what it deleted out of the prompt.
+Long-term memory is read in this order: the profile's candidates (one Query) and auto-recall's
+embedding and search of the message, both started as soon as the message is known to be chat,
+beside the turn's own write and window read (a follow-up, whose query needs the window, is
+searched after it); then the liveness of what the search found and of the profile's records,
+last before the prompt is built, so that a delete that returns during the search keeps what it
+deleted out of the prompt.
 """
 
 from __future__ import annotations
 
-import contextvars
-from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
+from chatmemory.beside import run_beside
 from chatmemory.clock import parse_time
 from chatmemory.domain import Source, Turn
 from chatmemory.errors import LongTermMemoryUnavailable
@@ -24,7 +25,14 @@ from chatmemory.schema import Intent, SourceKind
 from chatmemory.services.access import continued
 from chatmemory.services.conversation.routing import Routed
 from chatmemory.services.conversation.turn.context import Memory, TurnContext
-from chatmemory.services.longterm.auto_recall import RecallSources, recall_for_turn
+from chatmemory.services.longterm.auto_recall import (
+    AutoRecallPolicy,
+    RecallSources,
+    Searched,
+    query_without_history,
+    recall_for_turn,
+    search_memories,
+)
 from chatmemory.services.profile.block import Candidates
 from chatmemory.services.profile.block import candidates as profile_candidates
 from chatmemory.services.profile.block import checked as checked_profile
@@ -90,16 +98,21 @@ def gather(
     return Gathered(prompt, memory)
 
 
-def start_profile_read(ctx: TurnContext) -> None:
-    """Start the profile's candidates read (the Query gather sends for a chat message) on a
-    thread of its own: it depends on nothing the turn writes or reads before its prompt, so it
-    runs beside them instead of after them. Nothing without long-term memory."""
-    if ctx.deps.long_term is None or ctx.deps.embedder is None or ctx.profile_read is not None:
+def start_long_term_reads(ctx: TurnContext, routed: Routed) -> None:
+    """Start what long-term memory gives a chat message's prompt on threads beside the turn
+    (chatmemory.beside): the profile's candidates, and auto-recall's embedding and search of
+    the message when its query does not need the window. They depend on nothing the turn writes
+    or reads before its prompt, so they run beside the turn's own write and window read instead
+    of after them. Nothing without long-term memory."""
+    deps = ctx.deps
+    if deps.long_term is None or deps.embedder is None or ctx.profile_read is not None:
         return
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="profile-read")
     # With the request's context (its deadline), as any read of the turn.
-    ctx.profile_read = pool.submit(contextvars.copy_context().run, _profile_candidates, ctx)
-    pool.shutdown(wait=False)
+    ctx.profile_read = run_beside(_profile_candidates, ctx)
+    query = query_without_history(routed.text, _recall_policy(ctx))
+    if query is not None:
+        with ctx.before_answer():  # as when the search is made with the prompt
+            ctx.recall_search = (query, run_beside(search_memories, query, *_recall_with(ctx)))
 
 
 def _profile_candidates(ctx: TurnContext) -> Candidates:
@@ -113,27 +126,47 @@ def _profile_candidates(ctx: TurnContext) -> Candidates:
 
 def _long_term(ctx: TurnContext, routed: Routed, history: list[Turn]) -> Memory:
     """The profile block and auto-recall's memories for an ordinary message."""
-    deps, policy = ctx.deps, ctx.policy
-    assert deps.long_term is not None and deps.embedder is not None
-    # Started early (start_profile_read) or read now; taken once: a later prompt of the same
+    # Started early (start_long_term_reads) or read now; taken once: a later prompt of the same
     # request (a stack answered again after a conflict) reads them again, as it always did.
     started, ctx.profile_read = ctx.profile_read, None
     found = started.result() if started is not None else _profile_candidates(ctx)
     with ctx.before_answer():
-        sources = RecallSources(
-            owner=ctx.session.user_id,
-            memory=deps.memory,
-            embedder=deps.embedder,
-            index=deps.long_term,
-            now=deps.clock(),
-            rewriter=deps.generator if policy.rewrite_follow_ups else None,
-            cache=deps.vector_cache,
+        sources, recall = _recall_with(ctx)
+        recalled = recall_for_turn(
+            routed.text, history, sources, recall, found.held, _searched(ctx, routed.text)
         )
-        budget = min(policy.auto_recall.token_budget, _context(ctx) // 2)
-        recall = policy.auto_recall._replace(token_budget=budget)
-        recalled = recall_for_turn(routed.text, history, sources, recall, found.held)
     # Last before the prompt: a delete that returned during the search is seen.
-    return Memory(recalled, checked_profile(found, deps.memory))
+    return Memory(recalled, checked_profile(found, ctx.deps.memory))
+
+
+def _recall_policy(ctx: TurnContext) -> AutoRecallPolicy:
+    budget = min(ctx.policy.auto_recall.token_budget, _context(ctx) // 2)
+    return ctx.policy.auto_recall._replace(token_budget=budget)
+
+
+def _recall_with(ctx: TurnContext) -> tuple[RecallSources, AutoRecallPolicy]:
+    """Where auto-recall searches for this turn, and its policy within the model's context."""
+    deps = ctx.deps
+    assert deps.long_term is not None and deps.embedder is not None
+    sources = RecallSources(
+        owner=ctx.session.user_id,
+        memory=deps.memory,
+        embedder=deps.embedder,
+        index=deps.long_term,
+        now=deps.clock(),
+        rewriter=deps.generator if ctx.policy.rewrite_follow_ups else None,
+        cache=deps.vector_cache,
+    )
+    return sources, _recall_policy(ctx)
+
+
+def _searched(ctx: TurnContext, message: str) -> Searched | None:
+    """The search started beside the turn, when it was of this message (a stack of several
+    messages is searched for all of them, with the prompt); taken once, as the profile's."""
+    started, ctx.recall_search = ctx.recall_search, None
+    if started is None or started[0] != message:
+        return None
+    return Searched(started[0], started[1].result())
 
 
 def _context(ctx: TurnContext) -> int:
