@@ -80,10 +80,10 @@ def _missing(name: str) -> _Answer:
     return _Answer(404, {"error": error, "status": 404})
 
 
-class InMemoryConnection(Connection):
-    def __init__(self, *, domain: Domain, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.domain = domain
+class AnsweringConnection(Connection):
+    """A connection that answers in this process, as Urllib3HttpConnection would (no socket):
+    `answer` says what, given the request with its parameters and body decoded; an answer that
+    is not 2xx (and not in `ignore`) raises through this very method, as the real classes do."""
 
     def perform_request(
         self,
@@ -96,21 +96,39 @@ class InMemoryConnection(Connection):
         headers: Any = None,
     ) -> Any:
         decoded = {k: v.decode() if isinstance(v, bytes) else v for k, v in (params or {}).items()}
+        text = body.decode() if isinstance(body, bytes) else body
+        status, answered_headers, answer = self.answer(method, url, decoded, text)
+        raw = "" if answer is None else json.dumps(answer)
+        if not 200 <= status < 300 and status not in ignore:
+            self._raise_error(status, raw, answered_headers.get("content-type"))
+        return status, answered_headers, raw
+
+    def answer(
+        self, method: str, url: str, params: dict[str, Any], body: str | None
+    ) -> tuple[int, dict[str, str], Any]:
+        """(status, headers, the body as JSON data: None for none)."""
+        raise NotImplementedError
+
+
+class InMemoryConnection(AnsweringConnection):
+    def __init__(self, *, domain: Domain, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.domain = domain
+
+    def answer(
+        self, method: str, url: str, params: dict[str, Any], body: str | None
+    ) -> tuple[int, dict[str, str], Any]:
         path = url.split("?")[0]
-        self.domain.requests.append((method, path, decoded))
+        self.domain.requests.append((method, path, params))
         for hook in self.domain.hooks:
             hook(method, path)
-        text = body.decode() if isinstance(body, bytes) else body
         try:
-            status, answer = 200, self._serve(method, path, decoded, text)
+            status, answer = 200, self._serve(method, path, params, body)
         except _Answer as refused:
             status, answer = refused.status, refused.body
         for hook in self.domain.after:
             hook(method, path)
-        raw = "" if answer is None else json.dumps(answer)
-        if not 200 <= status < 300 and status not in ignore:
-            self._raise_error(status, raw, "application/json")
-        return status, {"content-type": "application/json"}, raw
+        return status, {"content-type": "application/json"}, answer
 
     def _serve(self, method: str, path: str, params: dict[str, str], body: str | None) -> Any:
         parts = [p for p in path.split("/") if p]

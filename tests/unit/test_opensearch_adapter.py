@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from opensearchpy import Connection, OpenSearch
+from opensearchpy import OpenSearch
 from opensearchpy.exceptions import ConnectionTimeout
 
 from chatmemory import schema
@@ -22,6 +22,7 @@ from chatmemory.adapters.opensearch import (
 )
 from chatmemory.errors import LongTermMemoryError, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, MemoryDoc, Search
+from tests.opensearch_fake import AnsweringConnection
 
 RECORDED = Path(__file__).parent / "recorded" / "opensearch"
 HOST = "search-chat-memory-abc123.eu-west-1.es.amazonaws.com"
@@ -55,33 +56,21 @@ class Exchange:
     sent: list[Sent] = field(default_factory=list)
 
 
-class RecordedConnection(Connection):
-    """Answers like Urllib3HttpConnection would, from the exchange's queue; no socket."""
+class RecordedConnection(AnsweringConnection):
+    """Answers from the exchange's queue."""
 
     def __init__(self, *, exchange: Exchange, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.exchange = exchange
 
-    def perform_request(
-        self,
-        method: str,
-        url: str,
-        params: Any = None,
-        body: bytes | None = None,
-        timeout: float | None = None,
-        ignore: Any = (),
-        headers: Any = None,
-    ) -> Any:
-        decoded = {k: v.decode() if isinstance(v, bytes) else v for k, v in (params or {}).items()}
-        self.exchange.sent.append(Sent(method, url, decoded, body.decode() if body else None))
+    def answer(
+        self, method: str, url: str, params: dict[str, Any], body: str | None
+    ) -> tuple[int, dict[str, str], Any]:
+        self.exchange.sent.append(Sent(method, url, params, body or None))
         reply = self.exchange.replies.popleft()
         if isinstance(reply, Exception):
             raise reply
-        raw = "" if reply["body"] is None else json.dumps(reply["body"])
-        if not 200 <= reply["status"] < 300 and reply["status"] not in ignore:
-            # The real connection classes raise through this very method.
-            self._raise_error(reply["status"], raw, reply["headers"].get("content-type"))
-        return reply["status"], reply["headers"], raw
+        return reply["status"], reply["headers"], reply["body"]
 
 
 @pytest.fixture
