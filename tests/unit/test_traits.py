@@ -217,6 +217,24 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             ["I'm a nurse.", "I'm training for a marathon."],
         ),
         ("I have coeliac disease and two dogs.", ["I have coeliac disease.", "I have two dogs."]),
+        # An aside before what is said is no fact of its own; two people are one subject.
+        (
+            "For the record, I'm a Quaker and I don't drink.",
+            ["I'm a Quaker.", "I don't drink."],
+        ),
+        (
+            "My cousin Priya and I run a bakery together.",
+            ["My cousin Priya and I run a bakery together."],
+        ),
+        # A clause that opens with when, then who, is a clause of its own.
+        (
+            "I'm a night nurse, and right now I'm stuck at a red light.",
+            ["I'm a night nurse.", "Right now I'm stuck at a red light."],
+        ),
+        (
+            "I ran a pub for years and these days I grow vegetables.",
+            ["I ran a pub for years.", "These days I grow vegetables."],
+        ),
     ],
 )
 def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[str]) -> None:

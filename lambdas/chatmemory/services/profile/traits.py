@@ -436,16 +436,32 @@ _NOT_A_THING = re.compile(
     re.I,
 )
 _LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
+# A clause that opens with when or where, then who: "... and right now I'm parked outside",
+# "... and nowadays I tutor", "... and on Tuesday evenings I play bridge".
+_SET_THEN_SUBJECT = re.compile(
+    r"^(?:(?:right\s+)?now|nowadays|these days|today|tonight|currently|lately|also|then|"
+    r"at the moment|since [\w']+|(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
+    r"(?:\s+[\w']+)?)\s*,?\s+(?=(?:i|i'm|im|we|we're|my|our)\b)",
+    re.I,
+)
+# Who, named before "and I": "My brother Luis and I co-own a shop" has one subject of two people.
+_WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 
 
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
-    text = sentence.strip()
+    text = _OPENER.sub("", sentence.strip())
     parts = [p.strip() for p in _AND.split(text) if p.strip()]
+    if len(parts) > 1 and _WHO_AND_I.match(parts[0]) and re.match(r"^(?:i|we)\s", parts[1], re.I):
+        parts[:2] = [f"{parts[0]} and {parts[1]}"]
+    if _aside(parts):
+        parts = parts[1:]  # an aside before what is said: "For what it's worth, I'm ..."
     out: list[str] = []
     for part in parts:
         owner = _OWN_SUBJECT.match(out[0]) if out else None
-        if owner and (pronoun := _POSSESSIVE.match(part)):
+        if out and _SET_THEN_SUBJECT.match(part):
+            out.append(part)
+        elif owner and (pronoun := _POSSESSIVE.match(part)):
             # "My sister Hannah lives in Melbourne and her birthday's 3 March": whose it is.
             out.append(f"{owner.group('subject')}'s {part[pronoun.end() :]}")
         elif not out or _SUBJECT_START.match(part):
@@ -464,6 +480,19 @@ def clauses(sentence: str) -> list[str]:
     for clause in out:
         facts += _allergens(clause)
     return [_sentence(c) for c in facts]
+
+
+def _aside(parts: list[str]) -> bool:
+    """The first of several parts says nothing of anyone: a few words before a clause that
+    names who it is about."""
+    first = parts[0]
+    return (
+        len(parts) > 1
+        and len(first.split()) <= 5
+        and not _FIRST_WORD.match(first)
+        and not _SUBJECT_START.match(first)
+        and bool(_SUBJECT_START.match(parts[1]))
+    )
 
 
 def _allergens(clause: str) -> list[str]:
