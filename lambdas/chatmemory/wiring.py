@@ -366,12 +366,14 @@ def event_publisher(cfg: Settings | None = None) -> EventPublisher | None:
 
 
 def extractor(cfg: Settings | None = None) -> Extractor:
-    """Offline: first-person statements by pattern. Otherwise the text model, bounded."""
+    """Offline: first-person statements by pattern, judged again by meaning where the embedder
+    has fitted weights (services/profile/lasting.py). Otherwise the text model, bounded."""
     from chatmemory.services.profile.extract import ModelExtractor, PatternExtractor
+    from chatmemory.services.profile.lasting import judge_for
 
     cfg = cfg or settings()
     if cfg.text_backend == TextBackend.OFFLINE:
-        return PatternExtractor()
+        return PatternExtractor(judge=judge_for(embedder(cfg)))
     return ModelExtractor(text_generator(cfg))
 
 

@@ -89,6 +89,45 @@ def test_classify_names_what_a_stated_record_is_about() -> None:
     assert classify("Biscuit is our greyhound") == (RecordType.FACT, "")
 
 
+def test_only_a_statement_of_the_one_value_of_a_subject_has_that_subject() -> None:
+    """A newer record of the same subject replaces the older one (services/profile/placing):
+    facts that only speak of the partner, a past home or who one lives with are held beside
+    the others, not in place of them."""
+    said = [
+        "My wife is vegetarian.",
+        "My wife and I go hiking every Sunday.",
+        "I lived in Spain as a kid.",
+        "I live with my parents.",
+        "My job is mostly remote.",
+    ]
+    found = PatternExtractor().extract(_turns([[n, text] for n, text in enumerate(said, 1)]))
+    assert [(f.turn, f.subject) for f in found] == [(n, "") for n in range(1, 6)]
+    assert classify("My husband is called Raj") == (RecordType.FACT, "partner")
+    assert classify("We moved from Lisbon to Porto") == (RecordType.FACT, "residence")
+    assert classify("I work as a paramedic") == (RecordType.FACT, "job")
+
+
+class _MarksWords:
+    """A judge that calls passing what holds one of its words."""
+
+    def __init__(self, *words: str) -> None:
+        self.words = words
+        self.asked: list[list[str]] = []
+
+    def passing(self, texts: list[str]) -> list[bool]:
+        self.asked.append(list(texts))
+        return [any(w in t for w in self.words) for t in texts]
+
+
+def test_what_the_rules_keep_is_judged_again_and_what_the_judge_calls_passing_is_left_out() -> None:
+    judge = _MarksWords("in-laws")
+    lines = [[1, "We have the in-laws over until Sunday."], [2, "I'm a paramedic in Leeds."]]
+    found = PatternExtractor(judge=judge).extract(_turns(lines))  # type: ignore[arg-type]
+    assert [f.text for f in found] == ["I'm a paramedic in Leeds."]
+    # The judge reads what the rules kept, once for the session.
+    assert judge.asked == [["We have the in-laws over until Sunday.", "I'm a paramedic in Leeds."]]
+
+
 # --- with a model: the prompt and the parser ----------------------------------------------------
 
 

@@ -37,6 +37,7 @@ from chatmemory.services.longterm.summarize import (
     split_lines,
 )
 from chatmemory.services.longterm.terms import content_terms
+from chatmemory.services.profile.lasting import LastingJudge
 from chatmemory.services.profile.traits import (
     allergy_subject,
     clauses,
@@ -67,7 +68,8 @@ _PREFERENCE = re.compile(
     re.I,
 )
 _FAVOURITE = re.compile(r"\bmy\s+favou?rite\s+([a-z]+)\s+(?:is|are)\b", re.I)
-# What some facts are about: one value at a time (a newer one replaces the older).
+# What a statement or an open question is about, by topic ("not sure my job will last" is about
+# the job).
 _SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "residence",
@@ -91,6 +93,40 @@ _SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ),
     ("name", re.compile(r"\bmy name is\b|\bcall me\b", re.I)),
 )
+_PARTNER = r"(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?)"
+# What a fact states the one value of, so that a newer statement of it replaces the older: where
+# the user lives now, their work, who their partner is, their name. A fact that only speaks of
+# the topic holds beside the others ("My wife is vegetarian" and "My wife and I hike on Sundays"
+# are both true; "I lived in Spain as a child" is no move; "I live with my parents" does not say
+# where).
+_ONE_VALUE: tuple[tuple[str, re.Pattern[str]], ...] = (
+    (
+        "residence",
+        re.compile(
+            r"\b(?:i|we)(?:'m|'re|\s+am|\s+are|'ve|\s+have)?\s+(?:now\s+|currently\s+|just\s+)?"
+            r"(?:live|living|moved|moving|relocated|relocating)\s+(?:from\s+[\w' -]{1,30}?\s+)?"
+            r"(?:back\s+|over\s+|out\s+)?(?:in|to|into)\b",
+            re.I,
+        ),
+    ),
+    (
+        "job",
+        re.compile(
+            r"\bi\s+(?:now\s+)?(?:work|am working|started working)\s+(?:as|at|for)\b|"
+            r"\bmy (?:new )?job (?:is )?(?:as|at|with)\b|\bi'm an? [a-z]+ (?:at|for)\b",
+            re.I,
+        ),
+    ),
+    (
+        "partner",
+        re.compile(
+            rf"\bmy {_PARTNER}(?:'s name is|\s+is\s+(?:called|named))\b|"
+            r"\b(?:i'm|i am|we're|we are)\s+(?:married|engaged)\s+to\b",
+            re.I,
+        ),
+    ),
+    ("name", re.compile(r"\bmy name is\b|\bcall me\b", re.I)),
+)
 MAX_PER_SESSION = 24
 
 
@@ -98,7 +134,7 @@ def classify(text: str) -> tuple[RecordType, str]:
     """The type and subject of a statement (a record the user states: /remember)."""
     fact = PatternExtractor(min_content_words=1)._fact(text, 0)
     if fact is None:
-        return RecordType.FACT, _subject(text)
+        return RecordType.FACT, held_subject(text)
     return fact.type, fact.subject
 
 
@@ -106,31 +142,53 @@ def _subject(text: str) -> str:
     return next((name for name, pattern in _SUBJECTS if pattern.search(text)), "")
 
 
+def held_subject(text: str) -> str:
+    """The subject whose one value `text` states (_ONE_VALUE), else ""."""
+    return next((name for name, pattern in _ONE_VALUE if pattern.search(text)), "")
+
+
 class PatternExtractor:
     """Extractor: first-person statements of the user's turns, a few at most per session."""
 
     name = "patterns"
 
-    def __init__(self, max_per_session: int = MAX_PER_SESSION, min_content_words: int = 1) -> None:
+    def __init__(
+        self,
+        max_per_session: int = MAX_PER_SESSION,
+        min_content_words: int = 1,
+        judge: LastingJudge | None = None,
+    ) -> None:
         self.max_per_session = max_per_session
         self.min_content_words = min_content_words
+        # What the rules kept, judged again by meaning (services/profile/lasting.py).
+        self.judge = judge
 
     def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
         """The session's facts and preferences, one per clause (traits.clauses), then what it
         left open (open_questions)."""
         found: list[tuple[float, int, ExtractedFact]] = []
         for turn in said(turns):
-            for sentence in _sentences(turn.input):
-                # A clause split off is about the user when its sentence is ("... and her
-                # birthday's 3 March").
-                about = about_the_user(implied(sentence))
-                for clause in clauses(sentence):
-                    fact = self._fact(clause, turn.turn, about=about)
-                    if fact is not None:
-                        found.append((len(_content(clause)), len(found), fact))
+            for fact in self.statements(turn.input, turn.turn):
+                found.append((len(_content(fact.text)), len(found), fact))
+        if self.judge is not None:
+            passing = self.judge.passing([fact.text for _, _, fact in found])
+            found = [f for f, gone in zip(found, passing, strict=True) if not gone]
         # The most informative statements when a session has many, in their order.
         kept = sorted(found, key=lambda f: (-f[0], f[1]))[: self.max_per_session]
         return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])] + open_questions(turns)
+
+    def statements(self, text: str, turn: int = 0) -> list[ExtractedFact]:
+        """The facts and preferences the rules find in one message, one per clause."""
+        found = []
+        for sentence in _sentences(text):
+            # A clause split off is about the user when its sentence is ("... and her
+            # birthday's 3 March").
+            about = about_the_user(implied(sentence))
+            for clause in clauses(sentence):
+                fact = self._fact(clause, turn, about=about)
+                if fact is not None:
+                    found.append(fact)
+        return found
 
     def _fact(self, sentence: str, turn: int, *, about: bool | None = None) -> ExtractedFact | None:
         """The fact `sentence` states, or None; `about`: whether it is about the user, when
@@ -157,7 +215,9 @@ class PatternExtractor:
         if preference or favourite:
             thing = favourite.group(1) if favourite else _head(preference.group(2))  # type: ignore[union-attr]
             return ExtractedFact(RecordType.PREFERENCE, text, f"likes:{thing}", turn)
-        return ExtractedFact(RecordType.FACT, text, allergy_subject(text) or _subject(text), turn)
+        return ExtractedFact(
+            RecordType.FACT, text, allergy_subject(text) or held_subject(text), turn
+        )
 
 
 # Words that open a clause the sentence depends on: a first person after one ("Quick question
