@@ -107,6 +107,14 @@ def test_only_a_statement_of_the_one_value_of_a_subject_has_that_subject() -> No
     assert classify("I work as a paramedic") == (RecordType.FACT, "job")
 
 
+def test_a_message_that_leaves_out_its_i_is_split_as_if_it_said_it() -> None:
+    found = PatternExtractor().statements("allergic to shellfish and don't eat red meat either")
+    assert [f.text for f in found] == [
+        "I'm allergic to shellfish.",
+        "I don't eat red meat either.",
+    ]
+
+
 class _MarksWords:
     """A judge that calls passing what holds one of its words."""
 

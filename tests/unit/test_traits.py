@@ -235,6 +235,13 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I ran a pub for years and these days I grow vegetables.",
             ["I ran a pub for years.", "These days I grow vegetables."],
         ),
+        # "so" before who; what "I'm" goes on to do or not do.
+        ("I have asthma so I carry an inhaler.", ["I have asthma.", "I carry an inhaler."]),
+        ("I'm a vegan and don't eat honey.", ["I'm a vegan.", "I don't eat honey."]),
+        (
+            "I sing in a choir and coach netball on Saturdays.",
+            ["I sing in a choir.", "I coach netball on Saturdays."],
+        ),
     ],
 )
 def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[str]) -> None:

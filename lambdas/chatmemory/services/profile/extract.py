@@ -183,8 +183,9 @@ class PatternExtractor:
         for sentence in _sentences(text):
             # A clause split off is about the user when its sentence is ("... and her
             # birthday's 3 March").
-            about = about_the_user(implied(sentence))
-            for clause in clauses(sentence):
+            whole = implied(sentence)
+            about = about_the_user(whole)
+            for clause in clauses(whole):
                 fact = self._fact(clause, turn, about=about)
                 if fact is not None:
                     found.append(fact)

@@ -387,6 +387,8 @@ def reaction(text: str, content_words: int) -> bool:
 
 _AND = re.compile(
     r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
+    # "so" before who: "I've got high blood pressure so I'm on amlodipine".
+    r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
     r",\s+(?:so\s+|and so\s+)?(?=(?:i|we)\s+[a-z]|(?:i'm|i've|we're|we've|i'd)\b|"
     r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?(?:is|are|was|has|have|lives|works|"
@@ -399,10 +401,13 @@ _GOES_ON = re.compile(
     r"drive|ride|paint|draw|read|walk|go|do|have|own|love|like|hate|enjoy|prefer|support|help|"
     r"care|look|train|practise|practice|attend|belong|dance|knit|hike|climb|surf|ski|eat|drink|"
     r"sleep|keep|use|wear|take|make|build|fix|manage|lead|act|collect|grow|raise|foster|"
-    r"commute|travel|visit|need|rent|share|sell|run|deliver|serve|care|look)\s+"
-    r"(?:in|at|for|with|on|to|the|a|an|my|our|every|two|three|\d+)\s+\S",
+    r"commute|travel|visit|need|rent|share|sell|run|deliver|serve|care|look)\s+\S+\s+\S|"
+    # ... or says what one does not: "I'm vegan and don't eat honey".
+    r"^(?:don't|dont|do not|never|can't|cannot|won't)\s+[a-z]+\s+\S",
     re.I,
 )
+# Who the first clause is about, for a clause that goes on without saying: "I'm ..." -> "I".
+_WHO = re.compile(r"^(?P<who>i|we)(?:'m|'re|'ve|\s)", re.I)
 # Who said "I'm" of the first clause goes on being it: "I'm a nurse and training for a marathon".
 _BEING = re.compile(r"^(?P<subject>i'm|i am|we're|we are)\s", re.I)
 # What one has, listed: "I have coeliac disease and two dogs" is two facts; "I have three cats,
@@ -468,8 +473,8 @@ def clauses(sentence: str) -> list[str]:
             out.append(part)
         elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
             out.append(f"{subject.group('subject')} {part}")
-        elif _GOES_ON.match(part) and re.match(r"^(?:i|we)\s", out[0], re.I):
-            out.append(f"{out[0].split()[0]} {part}")  # "I work as a plumber and play in a band"
+        elif _GOES_ON.match(part) and (who := _WHO.match(out[0])):
+            out.append(f"{who.group('who')} {part}")  # "I work as a plumber and play in a band"
         elif re.match(r"^[a-z]+ing\s+\S", part) and (being := _BEING.match(out[0])):
             out.append(f"{being.group('subject')} {part}")
         elif _COUNTED.match(part) and (having := _HAVING.match(out[-1])):
