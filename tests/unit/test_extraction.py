@@ -115,6 +115,10 @@ def test_a_message_that_leaves_out_its_i_is_split_as_if_it_said_it() -> None:
     ]
 
 
+def test_a_message_of_fillers_only_has_no_fact() -> None:
+    assert PatternExtractor().statements("Haha. OK! Honestly,") == []
+
+
 class _MarksWords:
     """A judge that calls passing what holds one of its words."""
 

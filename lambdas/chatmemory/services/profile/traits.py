@@ -490,10 +490,11 @@ def clauses(sentence: str) -> list[str]:
 def _aside(parts: list[str]) -> bool:
     """The first of several parts says nothing of anyone: a few words before a clause that
     names who it is about."""
+    if len(parts) < 2:
+        return False
     first = parts[0]
     return (
-        len(parts) > 1
-        and len(first.split()) <= 5
+        len(first.split()) <= 5
         and not _FIRST_WORD.match(first)
         and not _SUBJECT_START.match(first)
         and bool(_SUBJECT_START.match(parts[1]))
