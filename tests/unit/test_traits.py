@@ -107,6 +107,12 @@ LASTING = [
         ("Never been a fan of coriander.", "coriander"),
         ("Can't stand mushrooms.", "mushrooms"),
         ("Work nights at the bakery.", "bakery"),
+        ("Haven't touched sugar since March.", "sugar"),
+        ("Coeliac, so no bread for me.", "coeliac"),
+        ("Drive a battered old Volvo.", "Volvo"),
+        # Now, said of what has lasted a while.
+        ("At the moment I'm living in Hull, we've been here since 2020.", "Hull"),
+        ("For ten years now I've kept pigeons, right now nine of them.", "pigeons"),
         # The main clause after an opening one.
         ("Since last year I live in Oslo.", "Oslo"),
         ("Since 2019, I've lived in Porto.", "Porto"),
@@ -129,6 +135,8 @@ def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> Non
         "Love it!",
         "Before we start, I have a question.",
         "Anyway, enough about us.",
+        "Drive safe!",
+        "Single malt or blended, which is better?",
     ],
 )
 def test_small_talk_without_its_i_is_no_fact(text: str) -> None:

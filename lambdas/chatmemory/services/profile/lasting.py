@@ -4,9 +4,10 @@ from a benchmark's data).
 
 The pattern rules (traits.passing) know the forms their authors thought of; a new writer's
 remarks ("eating a massive bowl of pho rn", "the grandchildren are with us until Tuesday") pass
-them. Leaving one writer out at a time, the rules kept 28% of the other writer's passing remarks
-as lasting facts, the rules and this model together 3-5% (bench/RESULTS.md). The model only
-takes out what the rules kept: what they leave out stays out.
+them. Fitted on three writers and tried on the fourth, in turn, the rules kept 27% of the
+passing remarks as lasting facts, the rules and this model together 6%, for 3.5% of lasting
+statements lost instead of 3% (`python -m scripts.lasting`). The model only takes out what the
+rules kept: what they leave out stays out.
 
 Weights exist for the embedders they were fitted for (`lasting_weights.json`, by the embedder's
 `name`); for any other embedder (Bedrock, SageMaker, a served model, the tests' hashing one)

@@ -182,6 +182,12 @@ _ABOUT_TO = re.compile(
 # A trip to a place named: a plan ("We're going to Japan"), not a walk to the shop.
 _TRIP = re.compile(r"\b(?:going|travell?ing|flying|heading|driving|moving) to [A-Z]")
 # Activities that are a standing part of a life when said in the progressive.
+# What one is doing that is a way of life even when said of now.
+_WAY_OF_LIFE = re.compile(
+    rf"\b{_FIRST}\s+(?:currently\s+|now\s+|still\s+)?(?:living|renting|dating|expecting|"
+    r"fostering|homeschooling|raising)\b",
+    re.I,
+)
 _STANDING = frozenset(
     """living working studying learning training teaching raising running attending dating
     seeing volunteering practicing practising preparing prepping saving renting expecting
@@ -207,6 +213,15 @@ _PLAN = re.compile(
     re.I,
 )
 # A while, not a moment: "I've been feeling low lately".
+# Said over a span of time: "since 2019", "for many years now", "ever since I was bitten".
+_OVER_TIME = re.compile(
+    r"\b(?:since (?:i|we|my|our|\d{4}|forever|childhood|birth|school|uni|university|college|"
+    r"the|last|(?:january|february|march|april|may|june|july|august|september|october|"
+    r"november|december))|for (?:many|several|a few|a couple of|\d+|two|three|four|five|six|"
+    r"seven|eight|nine|ten|twenty|thirty|forty|fifty) (?:years|decades)|permanently|"
+    r"(?:many|several|\d+|two|three|four|five|ten) years now)\b",
+    re.I,
+)
 _LATELY = re.compile(
     r"\b(?:lately|recently|these days|for (?:weeks|months|years|a while|ages)|"
     r"all (?:year|month))\b",
@@ -251,6 +266,13 @@ _ELIDED = re.compile(
 )
 
 
+# What one is for good, said without "I'm": "Vegetarian since I was fourteen", "Lactose
+# intolerant, for what it's worth", "Type 1 diabetic".
+_WHAT_ONE_IS = frozenset(
+    """vegetarian vegan pescatarian diabetic coeliac celiac lactose gluten type deaf blind
+    sober teetotal single widowed widower separated pregnant asthmatic epileptic autistic
+    dyslexic disabled left-handed right-handed colourblind colorblind""".split()
+)
 # A chat sentence that leaves out its "I" before a verb of how one lives: "Been vegetarian since
 # 2015", "Can't stand mushrooms", "Never been a fan of jazz", "Work nights at a bakery". The verb
 # must be followed by what it says ("Can't complain", "Don't worry" say nothing of the user).
@@ -258,8 +280,10 @@ _ELIDED_VERB = re.compile(
     r"^(?P<adverb>(?:never|always|usually|still|also|only|rarely|mostly)\s+)?"
     r"(?P<verb>been|(?:can't|cannot|don't|do not|won't|never)\s+(?:eat|drink|drive|stand|"
     r"own|have|smoke|cook|swim|fly|handle|tolerate|digest|bear|be|been|ride|sleep|touch|use)|"
+    r"(?:haven't|havent|have not)\s+(?:eaten|had|drunk|touched|smoked|driven|been|worked)|"
     r"live|lived|work|worked|love|hate|adore|enjoy|prefer|speak|play|grew up|moved|used to|"
-    r"own|eat|drink|teach|study|studied|run|cycle|swim|volunteer|support)\b(?P<rest>(?:\s+\S+)+)$",
+    r"own|eat|drink|teach|study|studied|run|cycle|swim|volunteer|support|commute|drive|bank|"
+    r"carry|attend|rent|smoke|coach|foster|homeschool|am)\b(?P<rest>(?:\s+\S+)+)$",
     re.I,
 )
 
@@ -278,7 +302,7 @@ def implied(text: str) -> str:
     if found is None:
         return said
     state = found.group("state")
-    if state is not None and state.lower() not in _MOMENTARY:
+    if state is not None and state.lower() not in _MOMENTARY | _WHAT_ONE_IS:
         return said  # a noun, a verb of its own: no "I" left out
     if re.match(r"^(?:just\s+)*got\b", said, re.I):
         return f"I {said[0].lower()}{said[1:]}"
@@ -312,10 +336,14 @@ def passing(text: str) -> bool:
     """A remark about what the user is doing or feeling now, or about what is around them
     now, not a lasting fact."""
     said = implied(text)
-    if _NOW.search(said) or _ABOUT_TO.match(said) or _AROUND.match(said):
+    if _ABOUT_TO.match(said) or _AROUND.match(said):
         return True
-    if _LATELY.search(said) or _HABIT.search(said):
-        return False
+    if _LATELY.search(said) or _HABIT.search(said) or _OVER_TIME.search(said):
+        return False  # "Right now I'm living in Tucson, we've been here three years"
+    if _WAY_OF_LIFE.search(said):
+        return False  # "At the moment I'm living in Hull": where one lives, for now
+    if _NOW.search(said):
+        return True
     if _MINUTES.search(said):
         return True
     felt = _FELT.match(said)
