@@ -243,6 +243,16 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I ran a pub for years and these days I grow vegetables.",
             ["I ran a pub for years.", "These days I grow vegetables."],
         ),
+        # "he" or "she" after someone of the user's is that someone; a name in capitals.
+        (
+            "My son Leo is nine and he plays chess.",
+            ["My son Leo is nine.", "My son Leo plays chess."],
+        ),
+        ("I'm Deaf and BSL is my first language.", ["I'm Deaf.", "BSL is my first language."]),
+        (
+            "I keep bees, my partner only eats honey from our hives.",
+            ["I keep bees.", "My partner only eats honey from our hives."],
+        ),
         # "so" before who; what "I'm" goes on to do or not do.
         ("I have asthma so I carry an inhaler.", ["I have asthma.", "I carry an inhaler."]),
         ("I'm a vegan and don't eat honey.", ["I'm a vegan.", "I don't eat honey."]),

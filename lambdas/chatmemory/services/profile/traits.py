@@ -419,8 +419,9 @@ _AND = re.compile(
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
     r",\s+(?:so\s+|and so\s+)?(?=(?:i|we)\s+[a-z]|(?:i'm|i've|we're|we've|i'd)\b|"
-    r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?(?:is|are|was|has|have|lives|works|"
-    r"'s|loves|likes|hates|can|can't)\b)",
+    r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?"
+    r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
+    r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)",
     re.I,
 )
 # A verb going on with the first clause's "I": a word, then a preposition or an article and more.
@@ -446,7 +447,7 @@ _HAVING = re.compile(
 _COUNTED = re.compile(r"^(?:a|an|two|three|four|five|six|some|several|\d+)\s+[a-z]", re.I)
 # A clause of its own: it names who or what it is about.
 _SUBJECT_START = re.compile(
-    r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|[A-Z][a-z]+\s+"
+    r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|[A-Z][A-Za-z]+\s+"
     r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't))\b"
 )
 # A clause that goes on with the first one's subject, a verb and what follows it: "... and
@@ -461,6 +462,9 @@ _OWN_SUBJECT = re.compile(
     r"doesn't|[a-z]+(?<!s)s)\b"
 )
 _POSSESSIVE = re.compile(r"^(?:his|her|their)\s+", re.I)
+_PRONOUN = re.compile(
+    r"^(?:he|she)(?=\s+(?:is|was|has|can|can't|will|does|doesn't|[a-z]+(?<!s)s)\b)\s+", re.I
+)
 _ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.!]?)$", re.I)
 # What a list of allergens is not made of: a hedge, an aside, "and everything".
 _NOT_A_THING = re.compile(
@@ -497,6 +501,9 @@ def clauses(sentence: str) -> list[str]:
         elif owner and (pronoun := _POSSESSIVE.match(part)):
             # "My sister Hannah lives in Melbourne and her birthday's 3 March": whose it is.
             out.append(f"{owner.group('subject')}'s {part[pronoun.end() :]}")
+        elif owner and (pronoun := _PRONOUN.match(part)):
+            # "My daughter Ines is 6 and she goes to school in Porto": who it is.
+            out.append(f"{owner.group('subject')} {part[pronoun.end() :]}")
         elif not out or _SUBJECT_START.match(part):
             out.append(part)
         elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
