@@ -110,6 +110,14 @@ LASTING = [
         ("Haven't touched sugar since March.", "sugar"),
         ("Coeliac, so no bread for me.", "coeliac"),
         ("Drive a battered old Volvo.", "Volvo"),
+        # What one does as a sentence's subject; who one is, "here"; a few words set first.
+        ("Baking sourdough is how I relax.", "sourdough"),
+        ("Anything spicy is a hard no for me.", "spicy"),
+        ("Crowded trains make me anxious.", "trains"),
+        ("Coeliac here.", "coeliac"),
+        ("Lifelong Leeds fan over here!", "Leeds"),
+        ("Ten a day, been vaping since uni.", "vaping"),
+        ("The Tom I keep mentioning is my brother.", "Tom"),
         # Now, said of what has lasted a while.
         ("At the moment I'm living in Hull, we've been here since 2020.", "Hull"),
         ("For ten years now I've kept pigeons, right now nine of them.", "pigeons"),
@@ -136,6 +144,7 @@ def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> Non
         "Before we start, I have a question.",
         "Anyway, enough about us.",
         "Drive safe!",
+        "Sunny here.",
         "Single malt or blended, which is better?",
     ],
 )
@@ -280,6 +289,9 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
         ("I love jazz.", RecordType.PREFERENCE, RecordCategory.PREFERENCE),
         ("My bike is a red road bike.", RecordType.FACT, RecordCategory.OTHER),
         ("I went to a jazz concert yesterday.", RecordType.FACT, RecordCategory.EVENT),
+        # An event whose result lasts is what it left: a dog, a home, a marriage.
+        ("We adopted a rescue dog last month.", RecordType.FACT, RecordCategory.PEOPLE),
+        ("I retired from teaching last year.", RecordType.FACT, RecordCategory.IDENTITY),
         ("We painted the kitchen last weekend.", RecordType.FACT, RecordCategory.EVENT),
     ],
 )

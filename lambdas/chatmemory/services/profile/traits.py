@@ -105,7 +105,14 @@ _GOT_LIFE = re.compile(
     r"\bhad\s+(?:a|our|my)\s+(?:baby|son|daughter|twins|boy|girl)\b",
     re.I,
 )
-_KEEPS = re.compile(r"\b(?:keeps|keep)\s+[a-z]+ing\b", re.I)
+# "My phone keeps dying", "I keep sneezing": the main clause's subject, then "keep(s) ...ing"
+# ("the Ingrid I keep mentioning is my wife" says who Ingrid is).
+_KEEPS = re.compile(
+    r"^(?:i|we|it|they|he|she|(?:my|our|the)\s+(?:(?!(?:i|we|you|they|he|she)\s)[a-z'-]+\s+)"
+    r"{0,2}?(?!(?:i|we|you|they|he|she)\s)[a-z'-]+)\s+"
+    r"(?:still\s+|just\s+)?(?:keeps|keep)\s+[a-z]+ing\b",
+    re.I,
+)
 _FEEL = re.compile(
     r"^(?:i|we)(?:\s+feel|'m feeling|\s+am feeling|'ve been feeling|\s+have been feeling)\b", re.I
 )
@@ -266,6 +273,30 @@ _ELIDED = re.compile(
 )
 
 
+# A sentence whose subject is what one does: "Knitting socks is basically my whole
+# personality", "Restoring old Vespas is how I unwind"; and "anything", "something"...
+_GERUND_SUBJECT = re.compile(
+    r"^(?:[a-z]*thing\b|[a-z]+ing\b[^,;:.!?]*?\s(?:is|was|are|were|'s|makes?|made|keeps?|"
+    r"helps?|gives?|has|have)\b)",
+    re.I,
+)
+# "T1 diabetic here", "Lifelong Spurs fan over here": who one is, said as where one stands.
+_HERE = re.compile(r"^(?P<what>(?:[\w'-]+\s+){0,4}[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*)$", re.I)
+_ONE_WHO = re.compile(
+    r"\b(?:fan|mum|mom|dad|parent|mother|father|grandma|grandad|grandparent|child|kid|owner|"
+    r"lover|person|student|grad|veteran|nurse|teacher|doctor|engineer|developer|carer|"
+    r"introvert|extrovert|insomniac|vegan|vegetarian|diabetic|coeliac|celiac|smoker|"
+    r"non-smoker|runner|cyclist|gamer|musician|lefty|southpaw|twin|widow|widower)s?\b",
+    re.I,
+)
+
+
+def _what_one_is(what: str) -> bool:
+    return bool(_ONE_WHO.search(what) or health_related(what) or _IDENTITY.search(what)) or any(
+        w.lower() in _WHAT_ONE_IS for w in what.split()
+    )
+
+
 # What one is for good, said without "I'm": "Vegetarian since I was fourteen", "Lactose
 # intolerant, for what it's worth", "Type 1 diabetic".
 _WHAT_ONE_IS = frozenset(
@@ -293,20 +324,33 @@ def implied(text: str) -> str:
     tired", "Just got back" -> "I just got back", "Been vegan for years" -> "I've been vegan
     for years"), its opening filler set aside; else as it is."""
     said = _OPENER.sub("", _plain(text))
-    if not said or _FIRST_WORD.match(said):
+    if not said or _FIRST_WORD.match(said) or _GERUND_SUBJECT.match(said):
         return said
     with_i = _elided_verb(said)
     if with_i is not None:
         return with_i
+    here = _HERE.match(said)
+    if here is not None and _what_one_is(here.group("what")):
+        what = here.group("what")
+        first = what[0].lower() if what[1:2].islower() else what[0]  # "T1 diabetic" stays
+        return f"I'm {first}{what[1:]}{here.group('end')}"
     found = _ELIDED.match(said)
-    if found is None:
-        return said
-    state = found.group("state")
-    if state is not None and state.lower() not in _MOMENTARY | _WHAT_ONE_IS:
-        return said  # a noun, a verb of its own: no "I" left out
+    state = found.group("state") if found is not None else None
+    if found is None or (state is not None and state.lower() not in _MOMENTARY | _WHAT_ONE_IS):
+        return _after_a_few_words(said)  # a noun, a verb of its own: no "I" left out
     if re.match(r"^(?:just\s+)*got\b", said, re.I):
         return f"I {said[0].lower()}{said[1:]}"
     return f"I'm {said[0].lower()}{said[1:]}"
+
+
+def _after_a_few_words(said: str) -> str:
+    """ "Twenty a day, been smoking since I was a teenager": a few words set first, then a
+    sentence that leaves out its "I"."""
+    head, comma, rest = said.partition(", ")
+    if not comma or len(head.split()) > 4 or not rest or _FIRST_WORD.match(rest):
+        return said
+    inner = implied(rest)
+    return f"{head}, {inner}" if inner != rest else said
 
 
 def _elided_verb(said: str) -> str | None:
@@ -606,6 +650,13 @@ _PAST = re.compile(
     r"earlier today|this past)\b",
     re.I,
 )
+# An event whose result lasts: "We adopted a greyhound last year" says the user has a dog.
+_LASTING_EVENT = re.compile(
+    r"\b(?:adopted|married|moved|bought|emigrated|retired|graduated|divorced|diagnosed|"
+    r"got (?:a|an|our|my) (?:dog|cat|puppy|kitten|pet)|had (?:a|our|my) (?:baby|son|daughter|"
+    r"twins))\b",
+    re.I,
+)
 _NAMED = ("residence", "job", "name")
 # How old they are: who they are, whenever it was said ("I turned 67 last spring").
 _AGE = re.compile(
@@ -627,7 +678,7 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
         return RecordCategory.IDENTITY
     if subject == "partner":
         return RecordCategory.PEOPLE
-    if _PAST.search(text):
+    if _PAST.search(text) and not _LASTING_EVENT.search(text):
         return RecordCategory.EVENT
     if record_type == RecordType.PREFERENCE or subject.startswith("likes:"):
         return RecordCategory.PREFERENCE
