@@ -12,7 +12,7 @@ import pytest
 
 from chatmemory.domain import MemoryRecord
 from chatmemory.errors import ModelUnavailable
-from chatmemory.ports import MemoryDoc
+from chatmemory.ports import MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX, MemoryKind, RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.background.consolidation import ConsolidationResult
 from chatmemory.services.background.forget import purge_session
@@ -94,7 +94,7 @@ def _open(memory: Any) -> list[MemoryRecord]:
 def _docs(index: Any, owner: str = "alice") -> dict[str, MemoryDoc]:
     """The owner's entries that belong to a record, by record id, as search returns them."""
     vector = FakeEmbedder().embed(["x"])[0]
-    hits = index.vector_search(MEMORY_INDEX, vector, 1000, owner)
+    hits = index.vector_search(Search(MEMORY_INDEX, vector, "", 1000, owner))
     return {c.doc.record_id: c.doc for c in hits if c.doc.record_id}
 
 

@@ -11,7 +11,7 @@ import pytest
 
 from chatmemory.domain import MemoryRecord, Provenance
 from chatmemory.errors import LongTermMemoryUnavailable, RecordNotFound, ShortTermMemoryUnavailable
-from chatmemory.ports import ExtractedFact
+from chatmemory.ports import ExtractedFact, Search
 from chatmemory.schema import MEMORY_INDEX, RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.background.forget import purge_session
 from chatmemory.services.conversation import sessions
@@ -72,7 +72,9 @@ def _recallable(memory: Any, index: Any, owner: str = "alice") -> set[str]:
     """Record ids whose index entry recall would still use (the liveness check of every turn)."""
     docs = [
         c.doc
-        for c in index.vector_search(MEMORY_INDEX, FakeEmbedder().embed(["x"])[0], 1000, owner)
+        for c in index.vector_search(
+            Search(MEMORY_INDEX, FakeEmbedder().embed(["x"])[0], "", 1000, owner)
+        )
     ]
     return {d.record_id for d in live_documents(memory, owner, docs) if d.record_id}
 
@@ -377,7 +379,7 @@ def test_a_correction_replaces_the_text_and_re_embeds_the_entry(memory, index) -
     assert entry["text"] == corrected.text and entry["sessions"] == []
     # Embedded again: the new words find it first, with the score of the new text.
     [best] = index.vector_search(
-        MEMORY_INDEX, FakeEmbedder().embed([corrected.text])[0], 1, "alice"
+        Search(MEMORY_INDEX, FakeEmbedder().embed([corrected.text])[0], "", 1, "alice")
     )
     assert best.doc.record_id == job.record_id and best.vector_score == pytest.approx(1.0)
     assert _search(memory, index, "chef Tasca")[0] == job.record_id
