@@ -16,6 +16,7 @@ from chatmemory import wiring
 from chatmemory.errors import LongTermMemoryUnavailable
 from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory
 from chatmemory.services.conversation import chat, sessions
+from chatmemory.services.pages import TurnPage
 from handlers import messages
 from handlers.identity import Forbidden, caller_id, is_agent
 
@@ -109,3 +110,8 @@ def long_term(deps: chat.ChatDeps) -> tuple[LongTermIndex, Embedder]:
     if deps.long_term is None or deps.embedder is None:
         raise LongTermMemoryUnavailable("no long-term memory is configured")
     return deps.long_term, deps.embedder
+
+
+def answer_page(limit: int, next_token: str | None, order: str) -> TurnPage:
+    """A page of a session's turns in `order` ("asc" or "desc") that fits one answer."""
+    return TurnPage(limit, next_token, order == "asc", m.turn_bytes, m.ANSWER_ITEMS_BYTES)
