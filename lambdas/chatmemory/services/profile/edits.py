@@ -87,7 +87,7 @@ def _stated(
     record_type: RecordType | None,
     *,
     now: datetime,
-    make_id: Callable[[], str],
+    make_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     record_id: str | None,
     namespace: tuple[str, ...] = (),
     generation: str = "",
@@ -123,7 +123,7 @@ def _placed(
     memory: RecordStore,
     embedder: Embedder,
     index: LongTermIndex,
-    policy: ProfilePolicy,
+    policy: ProfilePolicy = ProfilePolicy(),
     merge: bool,
 ) -> tuple[str, MemoryRecord]:
     """A stated record placed (merged into what it repeats only with `merge`), with how."""
@@ -164,19 +164,13 @@ def put_keyed_record(
             text,
             record_type,
             now=now,
-            make_id=lambda: str(uuid.uuid4()),
             record_id=record_id,
             namespace=tuple(namespace),
             generation=uuid.uuid4().hex[:16],
             expires_at=expires_at,
         )
         outcome, record = _placed(
-            record,
-            memory=memory,
-            embedder=embedder,
-            index=index,
-            policy=ProfilePolicy(),
-            merge=False,
+            record, memory=memory, embedder=embedder, index=index, merge=False
         )
         if outcome != "exists":
             return record, True
