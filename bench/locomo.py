@@ -51,7 +51,7 @@ import statistics
 import time
 from collections import defaultdict
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from functools import cache
 from pathlib import Path
@@ -204,13 +204,7 @@ def s3vectors_ranking(candidates: int = 100) -> Any:
 
         def hybrid_search(self, search: Any) -> tuple[list[Any], list[Any]]:
             depth = max(search.k, candidates)
-            found = self.vector_search(
-                search.index,
-                search.vector,
-                depth,
-                search.user_id,
-                sessions_only=search.sessions_only,
-            )
+            found = self.vector_search(replace(search, k=depth))
             return rescore(found, search.text, search.k)
 
     return S3VectorsRanking()

@@ -70,11 +70,7 @@ class HookedIndex(EmbeddedLongTermIndex):
         return found
 
     def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
-        index, k, user_id, only = search.index, search.k, search.user_id, search.sessions_only
-        found = (
-            super().vector_search(index, search.vector, k, user_id, sessions_only=only),
-            super().lexical_search(index, search.text, k, user_id, sessions_only=only),
-        )
+        found = super().vector_search(search), super().lexical_search(search)
         self._fire("after_search")
         return found
 

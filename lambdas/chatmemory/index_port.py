@@ -62,9 +62,10 @@ class Candidate:
 
 @dataclass(frozen=True)
 class Search:
-    """One search of a long-term index (hybrid_search): the `k` best documents of `index` for
-    `vector` and for the words of `text`, among `user_id`'s (None: the shared passages);
-    `sessions_only`: only documents of a session (not profile records), as /past asks."""
+    """One search of a long-term index: the `k` best documents of `index` for `vector` and for
+    the words of `text`, among `user_id`'s (None: the shared passages); `sessions_only`: only
+    documents of a session (not profile records), as /past asks. vector_search reads only its
+    vector, lexical_search only its text, hybrid_search both."""
 
     index: str
     vector: Sequence[float]
@@ -82,23 +83,14 @@ class LongTermIndex(Protocol):
 
     def upsert(self, index: str, docs: Sequence[MemoryDoc]) -> None: ...
 
-    def vector_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> list[Candidate]:
-        """`sessions_only`: only documents of a session (not profile records): /past's."""
+    def vector_search(self, search: Search) -> list[Candidate]:
+        """The `search.k` documents nearest `search.vector` (its text unused)."""
         ...
 
-    def lexical_search(
-        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
-    ) -> list[Candidate]:
-        """BM25 matches of `text`. A store without full-text search (S3 Vectors) cannot
-        search by words alone and returns none: services search through hybrid_search."""
+    def lexical_search(self, search: Search) -> list[Candidate]:
+        """BM25 matches of `search.text` (its vector unused). A store without full-text search
+        (S3 Vectors) cannot search by words alone and returns none: services search through
+        hybrid_search."""
         ...
 
     def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:

@@ -172,9 +172,13 @@ class Records:
         from chatmemory.services.profile import profile
 
         return profile.put_keyed_record(
-            "alice", record_id, text, record_type=None, memory=self.memory,
-            embedder=self.embedder, index=self.index, now=utc_now(), namespace=namespace,
-        )  # fmt: skip
+            "alice",
+            record_id,
+            text,
+            profile.Editing(self.memory, self.embedder, self.index, utc_now()),
+            record_type=None,
+            namespace=namespace,
+        )
 
 
 @pytest.fixture(params=BACKENDS)

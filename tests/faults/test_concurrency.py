@@ -300,9 +300,11 @@ def test_ten_identical_statements_at_once_leave_one_active_record(store: Store) 
 
     def state() -> str:
         return profile.state_record(
-            owner, text, record_type=None, memory=store.memory, embedder=FakeEmbedder(),
-            index=index, now=utc_now(),
-        ).record_id  # fmt: skip
+            owner,
+            text,
+            profile.Editing(store.memory, FakeEmbedder(), index, utc_now()),
+            record_type=None,
+        ).record_id
 
     ids = _in_parallel(10, [state] * 10)
 

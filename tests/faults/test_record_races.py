@@ -406,11 +406,8 @@ def test_two_upserts_of_one_record_id_create_it_once_and_each_text_is_applied(
                 "alice",
                 "home",
                 "I live in Porto",
+                profile.Editing(memory, world.deps.embedder, world.index, world.deps.clock()),
                 record_type=None,
-                memory=memory,
-                embedder=world.deps.embedder,  # type: ignore[arg-type]
-                index=world.index,
-                now=world.deps.clock(),
             )
         )
         return real(record)

@@ -15,7 +15,7 @@ from chatmemory import wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import Turn
 from chatmemory.errors import LongTermMemoryUnavailable
-from chatmemory.ports import MemoryDoc
+from chatmemory.ports import MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX, PROMPT_MEMORY_HEADER, Intent
 from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
@@ -170,7 +170,8 @@ def test_a_deleted_session_is_not_injected_even_while_the_index_still_holds_it(
     api, deps, index, model = setup
     sid = _told(api, deps, "alice", ["My sister lives in Porto and teaches piano"])
     assert api.call("DELETE", f"/sessions/{sid}", user="alice")[0] == 204
-    assert index.vector_search(MEMORY_INDEX, [0.1] * 4096, 50, "alice")  # not purged yet
+    everything = Search(MEMORY_INDEX, [0.1] * 4096, "", 50, "alice")
+    assert index.vector_search(everything)  # not purged yet
 
     turn = api.say(api.new_session(user="alice"), "where does my sister live?", user="alice")
 
@@ -560,7 +561,10 @@ def test_what_the_offline_responder_said_never_becomes_memory(setup: Any) -> Non
     sid = _told(api, deps, "alice", ["We are adopting a rescue greyhound named Biscuit"])
     [turn] = api.call("GET", f"/sessions/{sid}/messages", user="alice")[1]["messages"]
     assert turn["response"].startswith(LABEL)  # shown to the caller as it was...
-    indexed = [hit.doc.text for hit in index.vector_search(MEMORY_INDEX, [1.0] * 4096, 50, "alice")]
+    indexed = [
+        hit.doc.text
+        for hit in index.vector_search(Search(MEMORY_INDEX, [1.0] * 4096, "", 50, "alice"))
+    ]
     assert any("greyhound named Biscuit" in text for text in indexed)
     assert not any(LABEL in text or "You said" in text for text in indexed)  # ...never memory
 

@@ -17,6 +17,7 @@ import pytest
 
 from chatmemory.errors import SessionNotFound
 from chatmemory.services.conversation import handoff
+from chatmemory.services.pages import TurnPage
 from tests.records_helpers import World, chat_world, consolidate
 
 SECRET = "vault pin 88231"
@@ -106,7 +107,7 @@ def test_an_agent_cannot_read_it(world: World, what: str) -> None:
     assert _call(world, "POST", f"/sessions/{sid}/handoff", {})[0] == 200
     _delete(world, sid, what)
     with pytest.raises(SessionNotFound):
-        handoff.read_session_for_agent(world.memory, sid, limit=10, next_token=None, ascending=True)
+        handoff.read_session_for_agent(world.memory, sid, TurnPage(10, None, True))
     queue = handoff.list_queue(world.memory, state="WAITING", limit=10, next_token=None)
     assert sid not in [s.session_id for s in queue.items]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from chatmemory.adapters.embedded import _FTS_TABLES, EmbeddedLongTermIndex
-from chatmemory.ports import MemoryDoc
+from chatmemory.ports import MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX
 
 
@@ -28,14 +28,15 @@ def test_a_write_by_another_connection_is_seen_by_vector_search(tmp_path: Path) 
     reader = EmbeddedLongTermIndex(path)
     writer = EmbeddedLongTermIndex(path)
     writer.upsert(MEMORY_INDEX, [_doc("old", [1.0, 0.0])])
-    assert [c.doc.doc_key for c in reader.vector_search(MEMORY_INDEX, [0.0, 1.0], 5, "alice")] == [
-        "old"
-    ]
+    assert [
+        c.doc.doc_key
+        for c in reader.vector_search(Search(MEMORY_INDEX, [0.0, 1.0], "", 5, "alice"))
+    ] == ["old"]
     writer.upsert(MEMORY_INDEX, [_doc("new", [0.0, 1.0])])
-    found = reader.vector_search(MEMORY_INDEX, [0.0, 1.0], 5, "alice")
+    found = reader.vector_search(Search(MEMORY_INDEX, [0.0, 1.0], "", 5, "alice"))
     assert [c.doc.doc_key for c in found] == ["new", "old"]
     writer.delete_session("alice", "new")
-    found = reader.vector_search(MEMORY_INDEX, [0.0, 1.0], 5, "alice")
+    found = reader.vector_search(Search(MEMORY_INDEX, [0.0, 1.0], "", 5, "alice"))
     assert [c.doc.doc_key for c in found] == ["old"]
 
 
@@ -52,9 +53,9 @@ def test_an_index_file_of_the_first_format_is_migrated_when_opened(tmp_path: Pat
         db.execute("INSERT INTO docs_fts (rowid, text) SELECT id, text FROM docs")
         db.execute("PRAGMA user_version = 0")
     reopened = EmbeddedLongTermIndex(path)
-    [hit] = reopened.lexical_search(MEMORY_INDEX, "about sailing", 5, "alice")
+    [hit] = reopened.lexical_search(Search(MEMORY_INDEX, (), "about sailing", 5, "alice"))
     assert hit.doc.doc_key == "sailing"
-    assert reopened.lexical_search(MEMORY_INDEX, "about sailing", 5, "bob") == []
+    assert reopened.lexical_search(Search(MEMORY_INDEX, (), "about sailing", 5, "bob")) == []
 
 
 def test_a_file_with_records_among_the_sessions_words_is_migrated_when_opened(
@@ -83,7 +84,7 @@ def test_a_file_with_records_among_the_sessions_words_is_migrated_when_opened(
     with sqlite3.connect(path) as db:
         counts = [db.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in _FTS_TABLES]
     assert counts == [1, 1]
-    found = reopened.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice")
+    found = reopened.lexical_search(Search(MEMORY_INDEX, (), "Lisbon", 5, "alice"))
     assert sorted(c.doc.doc_key for c in found) == ["record#r1", "s1"]
 
 
@@ -92,8 +93,11 @@ def test_lexical_search_ignores_stopwords_and_other_users(tmp_path: Path) -> Non
     bob = _doc("bob-sailing", [1.0, 0.0])
     bob.user_id = "bob"
     index.upsert(MEMORY_INDEX, [_doc("sailing", [1.0, 0.0]), bob])
-    assert index.lexical_search(MEMORY_INDEX, "what did you say about the", 5, "alice") == []
-    found = index.lexical_search(MEMORY_INDEX, "what about sailing?", 5, "alice")
+    assert (
+        index.lexical_search(Search(MEMORY_INDEX, (), "what did you say about the", 5, "alice"))
+        == []
+    )
+    found = index.lexical_search(Search(MEMORY_INDEX, (), "what about sailing?", 5, "alice"))
     assert [c.doc.doc_key for c in found] == ["sailing"]
 
 
@@ -106,13 +110,13 @@ def test_sessions_only_leaves_out_profile_records() -> None:
     fact = replace(window, doc_key="record#r1", session_id=None, kind="fact")
     index.upsert(MEMORY_INDEX, [window, fact])
 
-    both = index.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice")
+    both = index.vector_search(Search(MEMORY_INDEX, [1.0, 0.0], "", 5, "alice"))
     assert {c.doc.doc_key for c in both} == {"s1", "record#r1"}
-    only = index.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice", sessions_only=True)
+    only = index.vector_search(Search(MEMORY_INDEX, [1.0, 0.0], "", 5, "alice", sessions_only=True))
     assert [c.doc.doc_key for c in only] == ["s1"]
-    words = index.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice", sessions_only=True)
+    words = index.lexical_search(Search(MEMORY_INDEX, (), "Lisbon", 5, "alice", sessions_only=True))
     assert [c.doc.doc_key for c in words] == ["s1"]
-    assert len(index.lexical_search(MEMORY_INDEX, "Lisbon", 5, "alice")) == 2
+    assert len(index.lexical_search(Search(MEMORY_INDEX, (), "Lisbon", 5, "alice"))) == 2
 
 
 class _DeletedBeforeFetch(EmbeddedLongTermIndex):
@@ -134,8 +138,8 @@ def test_a_document_deleted_between_match_and_fetch_is_left_out_of_both_searches
     reader = _DeletedBeforeFetch(path)
     reader.writer = EmbeddedLongTermIndex(path)
     for search in (
-        lambda: reader.lexical_search(MEMORY_INDEX, "gone or kept", 5, "alice"),
-        lambda: reader.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice"),
+        lambda: reader.lexical_search(Search(MEMORY_INDEX, (), "gone or kept", 5, "alice")),
+        lambda: reader.vector_search(Search(MEMORY_INDEX, [1.0, 0.0], "", 5, "alice")),
     ):
         reader.writer.upsert(MEMORY_INDEX, [_doc("gone", [1.0, 0.0]), _doc("kept", [0.9, 0.1])])
 

@@ -43,6 +43,7 @@ from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy
 from chatmemory.services.conversation.turns import AppendPolicy
 from chatmemory.services.longterm.recall import NOTHING_VERIFIED
+from chatmemory.services.pages import TurnPage
 from chatmemory.services.profile.extract import PatternExtractor, open_questions
 from chatmemory.services.prompt import Roles, build_chat_prompt
 from handlers.identity import cognito_groups, is_agent, is_session_of
@@ -283,7 +284,7 @@ def test_an_agent_lists_the_queue_reads_replies_and_the_session_becomes_active(
     waiting = handoff.list_queue(world.memory, state="WAITING", limit=10, next_token=None)
     assert [s.session_id for s in waiting.items] == [world.session_id, other.session_id]
     session, page = handoff.read_session_for_agent(
-        world.memory, world.session_id, limit=10, next_token=None, ascending=False
+        world.memory, world.session_id, TurnPage(10, None, False)
     )
     assert session.handoff_state == "WAITING"
     assert [(t.turn, t.for_agent) for t in page.items] == [(2, True), (1, False)]
@@ -306,17 +307,13 @@ def test_an_agent_lists_the_queue_reads_replies_and_the_session_becomes_active(
 
 def test_an_agent_reads_and_answers_only_sessions_handed_to_a_person(world: World) -> None:
     with pytest.raises(SessionNotFound):
-        handoff.read_session_for_agent(
-            world.memory, world.session_id, limit=10, next_token=None, ascending=True
-        )
+        handoff.read_session_for_agent(world.memory, world.session_id, TurnPage(10, None, True))
     with pytest.raises(Conflict):
         world.reply("unsolicited")
     with pytest.raises(Conflict):
         world.hand_back()
     with pytest.raises(SessionNotFound):
-        handoff.read_session_for_agent(
-            world.memory, "missing", limit=10, next_token=None, ascending=True
-        )
+        handoff.read_session_for_agent(world.memory, "missing", TurnPage(10, None, True))
     assert world.turns() == [] and world.events.published == []
 
 
@@ -899,9 +896,7 @@ def test_an_agent_cannot_read_what_the_user_forgot(world: World) -> None:
     world.ask_for_person()
     world.memory.forget_user(world.memory.get_user(USER), "2026-11-23T11:00:00.000Z")
     with pytest.raises(SessionNotFound):
-        handoff.read_session_for_agent(
-            world.memory, world.session_id, limit=10, next_token=None, ascending=True
-        )
+        handoff.read_session_for_agent(world.memory, world.session_id, TurnPage(10, None, True))
     with pytest.raises(SessionNotFound):
         world.reply("I can see your address")
     assert handoff.list_queue(world.memory, state="WAITING", limit=10, next_token=None).items == []

@@ -10,7 +10,7 @@ import pytest
 from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
-from chatmemory.ports import MemoryDoc
+from chatmemory.ports import MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.background.ingest import chunk_text
 from chatmemory.services.background.maintenance import (
@@ -189,11 +189,11 @@ def test_embedded_index_persists_on_disk(tmp_path) -> None:
     )
     EmbeddedLongTermIndex(path).upsert(MEMORY_INDEX, [doc])
     reopened = EmbeddedLongTermIndex(path)
-    [hit] = reopened.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "alice")
+    [hit] = reopened.vector_search(Search(MEMORY_INDEX, [1.0, 0.0], "", 5, "alice"))
     assert hit.doc.text == "sailing trip" and hit.vector_score == pytest.approx(1.0)
-    [lexical] = reopened.lexical_search(MEMORY_INDEX, "sailing", 5, "alice")
+    [lexical] = reopened.lexical_search(Search(MEMORY_INDEX, (), "sailing", 5, "alice"))
     assert lexical.doc.doc_key == "s1#summary" and lexical.lexical_score > 0
-    assert reopened.vector_search(MEMORY_INDEX, [1.0, 0.0], 5, "bob") == []
+    assert reopened.vector_search(Search(MEMORY_INDEX, [1.0, 0.0], "", 5, "bob")) == []
 
 
 def test_the_ingest_command_indexes_every_text_and_markdown_file(tmp_path, monkeypatch) -> None:
@@ -230,7 +230,7 @@ def test_the_ingest_lambda_indexes_documents_of_its_event(tmp_path, monkeypatch,
     event = {"documents": [{"doc_id": "manual.md", "text": "# Reset\n\nHold the button 5 s."}]}
     assert ingest.handler(event, lambda_context) == {"documents": 1, "passages": 1}
     index = EmbeddedLongTermIndex(tmp_path / "memory.sqlite3")
-    [hit] = index.lexical_search(PASSAGE_INDEX, "button", 5, None)
+    [hit] = index.lexical_search(Search(PASSAGE_INDEX, (), "button", 5, None))
     assert (hit.doc.doc_id, hit.doc.passage_id, hit.doc.title) == ("manual.md", "p1", "Reset")
     with pytest.raises(pydantic.ValidationError):
         ingest.handler({"documents": [{"doc_id": "", "text": "x"}]}, lambda_context)

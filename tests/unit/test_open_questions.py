@@ -12,7 +12,7 @@ import pytest
 
 from chatmemory.domain import MemoryRecord
 from chatmemory.errors import ModelUnavailable
-from chatmemory.ports import MemoryDoc
+from chatmemory.ports import MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX, MemoryKind, RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.background.consolidation import ConsolidationResult
 from chatmemory.services.background.forget import purge_session
@@ -94,7 +94,7 @@ def _open(memory: Any) -> list[MemoryRecord]:
 def _docs(index: Any, owner: str = "alice") -> dict[str, MemoryDoc]:
     """The owner's entries that belong to a record, by record id, as search returns them."""
     vector = FakeEmbedder().embed(["x"])[0]
-    hits = index.vector_search(MEMORY_INDEX, vector, 1000, owner)
+    hits = index.vector_search(Search(MEMORY_INDEX, vector, "", 1000, owner))
     return {c.doc.record_id: c.doc for c in hits if c.doc.record_id}
 
 
@@ -206,13 +206,7 @@ def test_a_later_session_leaving_the_same_thing_open_replaces_the_older_question
 def test_a_statement_the_caller_makes_settles_an_open_question_too(memory, index) -> None:
     _consolidated(memory, index, at(1), (UNDECIDED, "Sure."))
     stated = profile.state_record(
-        "alice",
-        SETTLED,
-        record_type=None,
-        memory=memory,
-        embedder=FakeEmbedder(),
-        index=index,
-        now=at(3),
+        "alice", SETTLED, profile.Editing(memory, FakeEmbedder(), index, at(3)), record_type=None
     )
     assert _open(memory)[0].superseded_by == stated.record_id
 
@@ -227,10 +221,7 @@ def test_deleting_the_session_deletes_its_open_questions_even_corrected(memory, 
         "alice",
         question.record_id,
         "We have not settled the dates of the trip yet.",
-        memory=memory,
-        embedder=FakeEmbedder(),
-        index=index,
-        now=at(2),
+        profile.Editing(memory, FakeEmbedder(), index, at(2)),
     )
     assert _open(memory)[0].origin == RecordOrigin.CORRECTED
 

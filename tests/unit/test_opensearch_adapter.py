@@ -629,7 +629,7 @@ def test_bulk_item_rejected_under_load_is_unavailable(exchange: Exchange) -> Non
 def test_vector_search_sends_knn_query_filtered_to_the_user(exchange: Exchange) -> None:
     index = make_index(exchange, "knn_search")
 
-    index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+    index.vector_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "", 5, "user-a"))
 
     [sent] = exchange.sent
     assert (sent.method, sent.url) == ("POST", "/conversation-memories/_search")
@@ -653,8 +653,12 @@ def test_past_searches_only_documents_of_sessions(exchange: Exchange) -> None:
     session's documents only, so records never take its candidates."""
     index = make_index(exchange, "knn_search", "match_search")
 
-    index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a", sessions_only=True)
-    index.lexical_search(schema.MEMORY_INDEX, "Lisbon trip", 4, "user-a", sessions_only=True)
+    index.vector_search(
+        Search(schema.MEMORY_INDEX, [0.6, 0.8], "", 5, "user-a", sessions_only=True)
+    )
+    index.lexical_search(
+        Search(schema.MEMORY_INDEX, (), "Lisbon trip", 4, "user-a", sessions_only=True)
+    )
 
     knn, match = (sent.json()["query"] for sent in exchange.sent)
     assert knn["knn"]["embedding"]["filter"] == {
@@ -671,7 +675,7 @@ def test_past_searches_only_documents_of_sessions(exchange: Exchange) -> None:
 def test_vector_search_of_shared_passages_has_no_user_filter(exchange: Exchange) -> None:
     index = make_index(exchange, "knn_search")
 
-    index.vector_search(schema.PASSAGE_INDEX, [0.6, 0.8], 3, None)
+    index.vector_search(Search(schema.PASSAGE_INDEX, [0.6, 0.8], "", 3, None))
 
     sent = exchange.sent[0]
     assert sent.url == "/verified-passages/_search"
@@ -683,7 +687,7 @@ def test_vector_search_hits_become_candidates_with_the_raw_inner_product(
 ) -> None:
     index = make_index(exchange, "knn_search")
 
-    found = index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+    found = index.vector_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "", 5, "user-a"))
 
     assert found == [
         Candidate(
@@ -727,7 +731,7 @@ def test_score_translation_is_the_exact_inverse_of_the_knn_plugin(ip: float) -> 
 def test_search_of_a_missing_index_finds_nothing(exchange: Exchange) -> None:
     index = make_index(exchange, "index_not_found")
 
-    assert index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a") == []
+    assert index.vector_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "", 5, "user-a")) == []
 
 
 # --- lexical_search --------------------------------------------------------------------------
@@ -736,7 +740,7 @@ def test_search_of_a_missing_index_finds_nothing(exchange: Exchange) -> None:
 def test_lexical_search_sends_match_query_filtered_to_the_user(exchange: Exchange) -> None:
     index = make_index(exchange, "match_search")
 
-    index.lexical_search(schema.MEMORY_INDEX, "Lisbon trip", 4, "user-a")
+    index.lexical_search(Search(schema.MEMORY_INDEX, (), "Lisbon trip", 4, "user-a"))
 
     # A user's memories: the sessions' entries (`text`) and the profile records, whose words
     # are in a field of their own with its own BM25 statistics.
@@ -757,7 +761,7 @@ def test_lexical_search_sends_match_query_filtered_to_the_user(exchange: Exchang
 def test_lexical_search_hits_carry_the_bm25_score(exchange: Exchange) -> None:
     index = make_index(exchange, "match_search")
 
-    [hit] = index.lexical_search(schema.PASSAGE_INDEX, "refund", 4, None)
+    [hit] = index.lexical_search(Search(schema.PASSAGE_INDEX, (), "refund", 4, None))
 
     assert "filter" not in exchange.sent[0].json()["query"]["bool"]
     assert hit.lexical_score == pytest.approx(2.7725887)
@@ -987,7 +991,7 @@ def test_owners_spread_over_memory_indexes_are_written_searched_and_deleted_in_t
     assert [line["index"]["routing"] for line in bulk_b.ndjson()[::2]] == [owner_b]
     # A memory request must name its owner once there are several memory indexes.
     with pytest.raises(LongTermMemoryError, match="owner"):
-        index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, None)
+        index.vector_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "", 5, None))
 
 
 def test_delete_from_a_missing_index_is_not_an_error(exchange: Exchange) -> None:
@@ -1004,7 +1008,7 @@ def test_throttling_429_is_unavailable(exchange: Exchange) -> None:
     index = make_index(exchange, "too_many_requests")
 
     with pytest.raises(LongTermMemoryUnavailable, match="429") as raised:
-        index.lexical_search(schema.MEMORY_INDEX, "Lisbon", 4, "user-a")
+        index.lexical_search(Search(schema.MEMORY_INDEX, (), "Lisbon", 4, "user-a"))
 
     assert raised.value.status == 503
 
@@ -1013,7 +1017,7 @@ def test_503_after_the_clients_retries_is_unavailable(exchange: Exchange) -> Non
     index = make_index(exchange, *["all_shards_failed"] * 3)
 
     with pytest.raises(LongTermMemoryUnavailable, match="search_phase_execution_exception"):
-        index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+        index.vector_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "", 5, "user-a"))
 
     assert len(exchange.sent) == 3  # one try and max_retries=2
 
@@ -1032,7 +1036,7 @@ def test_parsing_exception_400_is_long_term_memory_error_with_type_and_reason(
     index = make_index(exchange, "parsing_exception")
 
     with pytest.raises(LongTermMemoryError) as raised:
-        index.vector_search(schema.MEMORY_INDEX, [0.6, 0.8], 5, "user-a")
+        index.vector_search(Search(schema.MEMORY_INDEX, [0.6, 0.8], "", 5, "user-a"))
 
     assert "(400): parsing_exception: [knn] requires 'vector' to be non-null" in str(raised.value)
     assert raised.value.code == "long_term_memory_error"

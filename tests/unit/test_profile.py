@@ -11,7 +11,7 @@ import pytest
 
 from chatmemory.domain import MemoryRecord, Provenance
 from chatmemory.errors import LongTermMemoryUnavailable, RecordNotFound, ShortTermMemoryUnavailable
-from chatmemory.ports import ExtractedFact
+from chatmemory.ports import ExtractedFact, Search
 from chatmemory.schema import MEMORY_INDEX, RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.background.forget import purge_session
 from chatmemory.services.conversation import sessions
@@ -72,7 +72,9 @@ def _recallable(memory: Any, index: Any, owner: str = "alice") -> set[str]:
     """Record ids whose index entry recall would still use (the liveness check of every turn)."""
     docs = [
         c.doc
-        for c in index.vector_search(MEMORY_INDEX, FakeEmbedder().embed(["x"])[0], 1000, owner)
+        for c in index.vector_search(
+            Search(MEMORY_INDEX, FakeEmbedder().embed(["x"])[0], "", 1000, owner)
+        )
     ]
     return {d.record_id for d in live_documents(memory, owner, docs) if d.record_id}
 
@@ -128,9 +130,11 @@ def test_a_session_consolidated_late_becomes_history_at_once(memory, index) -> N
 def test_a_stated_record_supersedes_an_extracted_one_about_the_same_thing(memory, index) -> None:
     _remembered(memory, index, "alice", at(1), "I live in Lisbon")
     stated = profile.state_record(
-        "alice", "I moved to Braga", record_type=None, memory=memory,
-        embedder=FakeEmbedder(), index=index, now=at(90),
-    )  # fmt: skip
+        "alice",
+        "I moved to Braga",
+        profile.Editing(memory, FakeEmbedder(), index, at(90)),
+        record_type=None,
+    )
     lisbon = by_text(_facts(memory), "I live in Lisbon")
     assert stated.origin == RecordOrigin.STATED and stated.status == RecordStatus.ACTIVE
     assert (lisbon.status, lisbon.superseded_by) == (RecordStatus.SUPERSEDED, stated.record_id)
@@ -330,9 +334,12 @@ def test_a_retry_after_dying_between_the_history_and_the_new_record_dates_the_hi
 
 def _state(memory: Any, index: Any, text: str, when: Any = None, **kw: Any) -> MemoryRecord:
     return profile.state_record(
-        "alice", text, record_type=kw.pop("record_type", None), memory=memory,
-        embedder=FakeEmbedder(), index=index, now=when or at(30), **kw,
-    )  # fmt: skip
+        "alice",
+        text,
+        profile.Editing(memory, FakeEmbedder(), index, when or at(30)),
+        record_type=kw.pop("record_type", None),
+        **kw,
+    )
 
 
 def test_stating_what_is_already_remembered_answers_the_record_it_merged_into(
@@ -367,9 +374,11 @@ def test_a_correction_replaces_the_text_and_re_embeds_the_entry(memory, index) -
     [job] = _facts(memory)
 
     corrected = profile.correct_record(
-        "alice", job.record_id, " I work as a chef at Tasca do Chico ", memory=memory,
-        embedder=FakeEmbedder(), index=index, now=at(2),
-    )  # fmt: skip
+        "alice",
+        job.record_id,
+        " I work as a chef at Tasca do Chico ",
+        profile.Editing(memory, FakeEmbedder(), index, at(2)),
+    )
     assert corrected.text == "I work as a chef at Tasca do Chico"
     assert corrected.origin == RecordOrigin.CORRECTED and corrected.updated_at != job.updated_at
     assert corrected.subject == "job" and corrected.provenance == job.provenance
@@ -377,7 +386,7 @@ def test_a_correction_replaces_the_text_and_re_embeds_the_entry(memory, index) -
     assert entry["text"] == corrected.text and entry["sessions"] == []
     # Embedded again: the new words find it first, with the score of the new text.
     [best] = index.vector_search(
-        MEMORY_INDEX, FakeEmbedder().embed([corrected.text])[0], 1, "alice"
+        Search(MEMORY_INDEX, FakeEmbedder().embed([corrected.text])[0], "", 1, "alice")
     )
     assert best.doc.record_id == job.record_id and best.vector_score == pytest.approx(1.0)
     assert _search(memory, index, "chef Tasca")[0] == job.record_id
@@ -387,9 +396,11 @@ def test_a_corrected_record_survives_the_deletion_of_its_session(memory, index) 
     sid = _remembered(memory, index, "alice", at(1), "I work as a baker", CATS)
     job = by_text(_facts(memory), "I work as a baker")
     profile.correct_record(
-        "alice", job.record_id, "I work as a baker at Pao Quente", memory=memory,
-        embedder=FakeEmbedder(), index=index, now=at(2),
-    )  # fmt: skip
+        "alice",
+        job.record_id,
+        "I work as a baker at Pao Quente",
+        profile.Editing(memory, FakeEmbedder(), index, at(2)),
+    )
     _delete_session(memory, index, sid)
 
     [kept] = _records(memory)
@@ -404,9 +415,11 @@ def test_a_record_being_deleted_cannot_be_corrected(memory, index) -> None:
     profile.delete_record(memory, "alice", record.record_id)
     with pytest.raises(RecordNotFound):
         profile.correct_record(
-            "alice", record.record_id, "We have three cats", memory=memory,
-            embedder=FakeEmbedder(), index=index, now=at(31),
-        )  # fmt: skip
+            "alice",
+            record.record_id,
+            "We have three cats",
+            profile.Editing(memory, FakeEmbedder(), index, at(31)),
+        )
     assert record_entries(index, "alice")[record.record_id]["text"] == CATS  # until the purge
     assert profile.purge_record("alice", record.record_id, memory=memory, index=index)
     assert (
@@ -427,9 +440,11 @@ def test_a_correction_losing_to_a_delete_answers_not_found(memory, index) -> Non
     memory.save_record = deleted_first  # type: ignore[method-assign]
     with pytest.raises(RecordNotFound):
         profile.correct_record(
-            "alice", record.record_id, "We have three cats", memory=memory,
-            embedder=FakeEmbedder(), index=index, now=at(31),
-        )  # fmt: skip
+            "alice",
+            record.record_id,
+            "We have three cats",
+            profile.Editing(memory, FakeEmbedder(), index, at(31)),
+        )
 
 
 # --- index entries (record_document) ------------------------------------------------------------
@@ -526,10 +541,7 @@ def test_records_of_a_deleted_session_are_hidden_before_its_purge_runs(memory, i
     assert lisbon.record_id not in _recallable(memory, index)
     for act in (
         lambda: profile.delete_record(memory, "alice", lisbon.record_id),
-        lambda: profile.correct_record(
-            "alice", lisbon.record_id, "I live in Lisbon's Alfama", memory=memory,
-            embedder=FakeEmbedder(), index=index, now=at(6),
-        ),
+        lambda: profile.correct_record("alice", lisbon.record_id, "I live in Lisbon's Alfama", profile.Editing(memory, FakeEmbedder(), index, at(6))),
     ):  # fmt: skip
         with pytest.raises(RecordNotFound):
             act()
@@ -577,9 +589,11 @@ def test_a_corrected_summary_goes_with_its_session(memory, index) -> None:
     sid = _remembered(memory, index, "alice", at(1), CATS)
     [summary] = _records(memory, kind=RecordType.SUMMARY)
     profile.correct_record(
-        "alice", summary.record_id, "We talked about our cats", memory=memory,
-        embedder=FakeEmbedder(), index=index, now=at(2),
-    )  # fmt: skip
+        "alice",
+        summary.record_id,
+        "We talked about our cats",
+        profile.Editing(memory, FakeEmbedder(), index, at(2)),
+    )
     entry = entries(index, "alice")[f"{sid}#summary"]
     assert entry["text"] == "We talked about our cats"
     assert (entry["session_id"], entry["title"]) == (sid, memory.get_session(sid).name)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
-from chatmemory.ports import Candidate, MemoryDoc
+from chatmemory.ports import Candidate, MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.longterm.lexical import rescore
 from chatmemory.services.longterm.recall import (
@@ -170,7 +170,7 @@ def test_adding_records_to_a_fixed_world_leaves_the_past_ranking_of_sessions_unc
 
     assert ranking() == before
     # The records are still there for auto-recall, which searches every memory.
-    found = index.lexical_search(MEMORY_INDEX, "sailing hobby", 50, "alice")
+    found = index.lexical_search(Search(MEMORY_INDEX, (), "sailing hobby", 50, "alice"))
     assert sum(1 for c in found if c.doc.kind == "fact") == 30
 
 

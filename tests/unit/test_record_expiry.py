@@ -179,13 +179,18 @@ def test_an_expiring_profile_record_neither_merges_nor_supersedes() -> None:
     memory.clock = lambda: now
     owner = "alice"
     home = profile.state_record(
-        owner, "I live in Porto", record_type=None, memory=memory,
-        embedder=FakeEmbedder(), index=index, now=now,
-    )  # fmt: skip
+        owner,
+        "I live in Porto",
+        profile.Editing(memory, FakeEmbedder(), index, now),
+        record_type=None,
+    )
     brief = profile.state_record(
-        owner, "I live in Porto", record_type=None, memory=memory, embedder=FakeEmbedder(),
-        index=index, now=now, expires_at=int(now.timestamp()) + 60,
-    )  # fmt: skip
+        owner,
+        "I live in Porto",
+        profile.Editing(memory, FakeEmbedder(), index, now),
+        record_type=None,
+        expires_at=int(now.timestamp()) + 60,
+    )
     assert brief.record_id != home.record_id
     current = memory.get_record(owner, home.record_id)
     assert isinstance(current, MemoryRecord) and current.status == RecordStatus.ACTIVE
@@ -211,9 +216,12 @@ def test_a_lasting_statement_is_never_absorbed_by_an_expiring_record(world: Worl
 
 def _stated_at(memory: Any, index: Any, text: str, when: Any, **kw: Any) -> MemoryRecord:
     return profile.state_record(
-        "alice", text, record_type=kw.pop("record_type", None), memory=memory,
-        embedder=FakeEmbedder(), index=index, now=when, **kw,
-    )  # fmt: skip
+        "alice",
+        text,
+        profile.Editing(memory, FakeEmbedder(), index, when),
+        record_type=kw.pop("record_type", None),
+        **kw,
+    )
 
 
 def test_a_lasting_record_is_never_superseded_or_settled_by_an_expiring_one() -> None:

@@ -28,9 +28,13 @@ def index() -> HookedIndex:
 
 def _put(memory: Any, index: Any, key: str, text: str, namespace: tuple[str, ...]) -> Any:
     record, _ = profile.put_keyed_record(
-        "alice", key, text, record_type=None, memory=memory, embedder=FakeEmbedder(),
-        index=index, now=at(1), namespace=profile.stored_namespace(namespace),
-    )  # fmt: skip
+        "alice",
+        key,
+        text,
+        profile.Editing(memory, FakeEmbedder(), index, at(1)),
+        record_type=None,
+        namespace=profile.stored_namespace(namespace),
+    )
     return record
 
 

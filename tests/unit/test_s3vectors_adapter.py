@@ -312,7 +312,7 @@ def test_vector_search_filters_to_the_owner_and_answers_cosine_similarity(stubbe
         query_params(),
     )
 
-    found = index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, "user-a")
+    found = index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, "user-a"))
 
     assert [(c.doc.doc_key, c.vector_score, c.lexical_score) for c in found] == [
         ("sess-1#summary", 0.75, None),
@@ -330,7 +330,12 @@ def test_past_asks_for_the_owners_session_documents_only(stubbed: Any) -> None:
         query_params(filter=only_sessions),
     )
 
-    assert index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, "user-a", sessions_only=True) == []
+    assert (
+        index.vector_search(
+            Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, "user-a", sessions_only=True)
+        )
+        == []
+    )
 
 
 def test_hybrid_search_is_one_query_of_100_candidates_then_bm25_over_their_text(
@@ -418,12 +423,12 @@ def test_passages_are_searched_whole_and_memories_never_without_their_owner(stub
     with pytest.raises(ValueError, match="must name the owner"):
         index.hybrid_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "refunds", 5, None))
     with pytest.raises(ValueError, match="must name the owner"):
-        index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, None)
+        index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, None))
 
 
 def test_lexical_search_alone_sends_nothing(stubbed: Any) -> None:
     index, _ = stubbed
-    assert index.lexical_search(MEMORY_INDEX, "Lisbon", 5, "user-a") == []
+    assert index.lexical_search(Search(MEMORY_INDEX, (), "Lisbon", 5, "user-a")) == []
 
 
 def test_a_top_k_above_the_page_size_is_read_page_by_page(stubbed: Any) -> None:
@@ -441,7 +446,7 @@ def test_a_top_k_above_the_page_size_is_read_page_by_page(stubbed: Any) -> None:
         query_params(nextToken="page-2"),
     )
 
-    found = index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, "user-a")
+    found = index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, "user-a"))
 
     assert [c.doc.doc_key for c in found] == [f"sess-1#chunk-{n}" for n in range(1, 6)]
 
@@ -454,7 +459,7 @@ def test_an_index_measuring_another_distance_is_refused(stubbed: Any) -> None:
         query_params(),
     )
     with pytest.raises(LongTermMemoryError, match="euclidean"):
-        index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, "user-a")
+        index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, "user-a"))
 
 
 # --- deletion by key -------------------------------------------------------------------------
@@ -653,7 +658,7 @@ def test_owners_are_spread_over_the_buckets_each_in_an_index_of_its_own() -> Non
         bucket, name = index.location(MEMORY_INDEX, owner)
         assert set(placed[bucket, name].vectors) == {vector_key(owner, "sess-1#summary")}
     # A search reads the owner's index only: what it is billed for is that owner's entries.
-    found = index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 100, "user-7")
+    found = index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 100, "user-7"))
     assert [c.doc.user_id for c in found] == ["user-7"]
 
 
@@ -757,7 +762,7 @@ def test_an_unreachable_service_is_an_outage() -> None:
     index = S3VectorsLongTermIndex(s3vectors, BUCKET, dimension=DIMENSION)
 
     with pytest.raises(LongTermMemoryUnavailable, match="unreachable"):
-        index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, "user-a")
+        index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, "user-a"))
 
 
 def test_the_wired_client_retries_throttling_before_giving_up(
@@ -777,13 +782,13 @@ def test_the_wired_client_retries_throttling_before_giving_up(
     for _ in range(2):
         fake.fail_next("QueryVectors", "TooManyRequestsException", 429)
 
-    assert index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, "user-a") == []
+    assert index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, "user-a")) == []
     assert [op for op, _ in fake.calls].count("QueryVectors") == 3
 
     for _ in range(6):
         fake.fail_next("QueryVectors", "TooManyRequestsException", 429)
     with pytest.raises(LongTermMemoryUnavailable, match="TooManyRequestsException"):
-        index.vector_search(MEMORY_INDEX, [0.6, 0.8, 0.0], 5, "user-a")
+        index.vector_search(Search(MEMORY_INDEX, [0.6, 0.8, 0.0], "", 5, "user-a"))
 
 
 def test_the_vector_bucket_is_required_with_s3vectors_only() -> None:

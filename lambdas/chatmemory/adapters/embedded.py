@@ -145,23 +145,16 @@ class EmbeddedLongTermIndex:
             for user in {doc.user_id for doc in docs}:
                 self._matrices.pop((index, user), None)
 
-    def vector_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> list[Candidate]:
+    def vector_search(self, search: Search) -> list[Candidate]:
+        user_id, k = search.user_id, search.k
         with self._lock:
             ids, matrix, of_session = self._matrix(
-                index, SHARED_OWNER if user_id is None else user_id
+                search.index, SHARED_OWNER if user_id is None else user_id
             )
         if not len(ids):
             return []
-        scores = matrix @ np.asarray(vector, dtype=np.float32)
-        if sessions_only:  # masked, not copied: the matrix can be 100,000 rows
+        scores = matrix @ np.asarray(search.vector, dtype=np.float32)
+        if search.sessions_only:  # masked, not copied: the matrix can be 100,000 rows
             scores[~of_session] = -np.inf
             k = min(k, int(of_session.sum()))
             if not k:
@@ -174,13 +167,12 @@ class EmbeddedLongTermIndex:
             if int(ids[i]) in found
         ]
 
-    def lexical_search(
-        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
-    ) -> list[Candidate]:
-        query = fts_query(text)
+    def lexical_search(self, search: Search) -> list[Candidate]:
+        query = fts_query(search.text)
         if query is None:
             return []
-        owner = owner_token(index, SHARED_OWNER if user_id is None else user_id)
+        user_id, k, sessions_only = search.user_id, search.k, search.sessions_only
+        owner = owner_token(search.index, SHARED_OWNER if user_id is None else user_id)
         # Sessions' entries, and unless only they are asked for, profile records: each table
         # scores with its own statistics (see _FTS_TABLES), and the best k of both are kept.
         tables = _FTS_TABLES[:1] if sessions_only else _FTS_TABLES
@@ -205,11 +197,7 @@ class EmbeddedLongTermIndex:
         ]
 
     def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
-        index, k, user_id, only = search.index, search.k, search.user_id, search.sessions_only
-        return (
-            self.vector_search(index, search.vector, k, user_id, sessions_only=only),
-            self.lexical_search(index, search.text, k, user_id, sessions_only=only),
-        )
+        return self.vector_search(search), self.lexical_search(search)
 
     def delete_session(
         self, user_id: str, session_id: str, *, num_turns: int | None = None

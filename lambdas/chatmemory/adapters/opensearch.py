@@ -219,25 +219,15 @@ class OpenSearchLongTermIndex:
                 raise LongTermMemoryUnavailable(message)
             raise LongTermMemoryError(message)
 
-    def vector_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> list[Candidate]:
+    def vector_search(self, search: Search) -> list[Candidate]:
         """The k nearest documents of `user_id` (filtered inside HNSW by faiss), cosine-scored."""
-        body = _knn_body(vector, k, user_id, sessions_only)
-        return _vector_hits(self._search(index, user_id, body))
+        body = _knn_body(search.vector, search.k, search.user_id, search.sessions_only)
+        return _vector_hits(self._search(search.index, search.user_id, body))
 
-    def lexical_search(
-        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
-    ) -> list[Candidate]:
+    def lexical_search(self, search: Search) -> list[Candidate]:
         """The k best BM25 matches of `text` among the documents of `user_id`."""
-        body = _match_body(text, k, user_id, sessions_only)
-        return _lexical_hits(self._search(index, user_id, body))
+        body = _match_body(search.text, search.k, search.user_id, search.sessions_only)
+        return _lexical_hits(self._search(search.index, search.user_id, body))
 
     def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
         """Both searches in one _msearch request (the index in the path, as for _bulk)."""

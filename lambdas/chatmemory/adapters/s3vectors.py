@@ -46,7 +46,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any, NamedTuple
 
 from botocore.exceptions import BotoCoreError, ClientError, HTTPClientError
@@ -257,21 +257,11 @@ class S3VectorsLongTermIndex:
 
     # --- searches ------------------------------------------------------------------------------
 
-    def vector_search(
-        self,
-        index: str,
-        vector: Sequence[float],
-        k: int,
-        user_id: str | None,
-        *,
-        sessions_only: bool = False,
-    ) -> list[Candidate]:
+    def vector_search(self, search: Search) -> list[Candidate]:
         """The k nearest entries of `user_id` (k up to 100), cosine-scored."""
-        return self._query(index, vector, k, user_id, sessions_only)
+        return self._query(search)
 
-    def lexical_search(
-        self, index: str, text: str, k: int, user_id: str | None, *, sessions_only: bool = False
-    ) -> list[Candidate]:
+    def lexical_search(self, search: Search) -> list[Candidate]:
         """Nothing: S3 Vectors searches by vector, and there is no vector here. Words are
         scored over vector candidates in hybrid_search."""
         return []
@@ -280,19 +270,12 @@ class S3VectorsLongTermIndex:
         """One QueryVectors for the nearest `candidates` (at least k), then BM25 of `text` over
         their stored text: the k nearest, and the k best word matches among the candidates."""
         depth = max(search.k, self._candidates)
-        found = self._query(
-            search.index, search.vector, depth, search.user_id, search.sessions_only
-        )
+        found = self._query(replace(search, k=depth))
         return rescore(found, search.text, search.k)
 
-    def _query(
-        self,
-        index: str,
-        vector: Sequence[float],
-        k: int,
-        user_id: str | None,
-        sessions_only: bool,
-    ) -> list[Candidate]:
+    def _query(self, search: Search) -> list[Candidate]:
+        index, vector, k, user_id = search.index, search.vector, search.k, search.user_id
+        sessions_only = search.sessions_only
         if k <= 0:
             return []
         query_filter = _filter(index, user_id, sessions_only)

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from chatmemory import limits
-from chatmemory.domain import Page
+from chatmemory.domain import Page, Turn
+from chatmemory.ports import TurnStore
 
 T = TypeVar("T")
 
@@ -28,3 +29,24 @@ def fitted_page(
     while (count := limits.fitting(page.items, size_of, page_bytes)) < len(page.items):
         page = read(count)
     return page
+
+
+class TurnPage(NamedTuple):
+    """A page of a session's turns asked for: at most `limit` after `next_token`, oldest first
+    when `ascending`, and as many as fit `page_bytes` by `size_of` when given (at least one)."""
+
+    limit: int
+    next_token: str | None
+    ascending: bool
+    size_of: Callable[[Turn], int] | None = None
+    page_bytes: int = 0
+
+
+def turn_page(memory: TurnStore, session_id: str, asked: TurnPage) -> Page[Turn]:
+    """The page of the session's turns `asked` for (fitted_page of list_turns)."""
+    return fitted_page(
+        lambda count: memory.list_turns(session_id, count, asked.next_token, asked.ascending),
+        asked.limit,
+        asked.size_of,
+        asked.page_bytes,
+    )

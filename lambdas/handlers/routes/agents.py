@@ -20,6 +20,7 @@ from handlers.routes.common import (
     NextToken,
     SessionId,
     agent,
+    answer_page,
     session,
     user,
 )
@@ -96,15 +97,8 @@ def read_handoff(
     order: Annotated[Literal["asc", "desc"], Query()] = "desc",
 ) -> m.AgentSessionView:
     agent(router)
-    session, page = handoff.read_session_for_agent(
-        wiring.chat_deps().memory,
-        session_id,
-        limit=limit,
-        next_token=next_token,
-        ascending=order == "asc",
-        size_of=m.turn_bytes,
-        page_bytes=m.ANSWER_ITEMS_BYTES,
-    )
+    asked = answer_page(limit, next_token, order)
+    session, page = handoff.read_session_for_agent(wiring.chat_deps().memory, session_id, asked)
     return m.AgentSessionView.of(session, page)
 
 

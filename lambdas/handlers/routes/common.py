@@ -5,7 +5,7 @@ an agent)."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Annotated, Any, Concatenate, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Path, Query
@@ -16,8 +16,12 @@ from chatmemory import wiring
 from chatmemory.errors import LongTermMemoryUnavailable
 from chatmemory.ports import Embedder, LongTermIndex, ShortTermMemory
 from chatmemory.services.conversation import chat, sessions
+from chatmemory.services.pages import TurnPage
 from handlers import messages
 from handlers.identity import Forbidden, caller_id, is_agent
+
+if TYPE_CHECKING:
+    from chatmemory.services.profile.edits import Editing
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -109,3 +113,17 @@ def long_term(deps: chat.ChatDeps) -> tuple[LongTermIndex, Embedder]:
     if deps.long_term is None or deps.embedder is None:
         raise LongTermMemoryUnavailable("no long-term memory is configured")
     return deps.long_term, deps.embedder
+
+
+def editing(deps: chat.ChatDeps) -> Editing:
+    """An edit of the caller's profile, now, or 503 when the deployment has no long-term
+    memory."""
+    from chatmemory.services.profile.edits import Editing  # not at the chat's cold start
+
+    index, embedder = long_term(deps)
+    return Editing(deps.memory, embedder, index, deps.clock())
+
+
+def answer_page(limit: int, next_token: str | None, order: str) -> TurnPage:
+    """A page of a session's turns in `order` ("asc" or "desc") that fits one answer."""
+    return TurnPage(limit, next_token, order == "asc", m.turn_bytes, m.ANSWER_ITEMS_BYTES)

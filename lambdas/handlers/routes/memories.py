@@ -20,6 +20,7 @@ from handlers.routes.common import (
     Limit,
     NextToken,
     digits,
+    editing,
     id_path,
     long_term,
     user,
@@ -150,8 +151,6 @@ def list_records(
     responses={201: {"description": "Remembered"}, 200: {"description": "Replaced"}},
 )
 def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.RecordEnvelope, int]:
-    deps = wiring.chat_deps()
-    index, embedder = long_term(deps)
     new = records.NewRecord(
         body.text,
         record_type=RecordType(body.type) if body.type else None,
@@ -161,9 +160,7 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
         namespace=body.namespace,
         ttl_seconds=body.ttl_seconds,
     )
-    record, created = records.create_record(
-        user(router), new, memory=deps.memory, embedder=embedder, index=index, now=deps.clock()
-    )
+    record, created = records.create_record(user(router), new, editing(wiring.chat_deps()))
     return m.RecordEnvelope.of(record), 201 if created else 200
 
 
@@ -186,17 +183,8 @@ def get_record(record_id: RecordId) -> m.RecordEnvelope:
 def correct_record(
     record_id: RecordId, body: Annotated[m.UpdateRecordRequest, Body()]
 ) -> m.RecordEnvelope:
-    deps = wiring.chat_deps()
-    index, embedder = long_term(deps)
-    record = profile.correct_record(
-        user(router),
-        record_id,
-        body.text,
-        memory=deps.memory,
-        embedder=embedder,
-        index=index,
-        now=deps.clock(),
-    )
+    edit = editing(wiring.chat_deps())
+    record = profile.correct_record(user(router), record_id, body.text, edit)
     return m.RecordEnvelope.of(record)
 
 

@@ -22,6 +22,7 @@ from handlers.routes.common import (
     Limit,
     NextToken,
     SessionId,
+    answer_page,
     digits,
     session,
     user,
@@ -71,16 +72,9 @@ def list_messages(
     next_token: NextToken = None,
     order: Annotated[Literal["asc", "desc"], Query()] = "asc",
 ) -> m.MessageList:
-    page = sessions.list_messages(
-        wiring.chat_deps().memory,
-        user(router),
-        session(router, session_id),
-        limit=limit,
-        next_token=next_token,
-        ascending=order == "asc",
-        size_of=m.turn_bytes,
-        page_bytes=m.ANSWER_ITEMS_BYTES,
-    )
+    memory = wiring.chat_deps().memory
+    asked = answer_page(limit, next_token, order)
+    page = sessions.list_messages(memory, user(router), session(router, session_id), asked)
     return m.MessageList.of(page)
 
 

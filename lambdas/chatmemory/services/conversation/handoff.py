@@ -59,7 +59,7 @@ from chatmemory.services.access import owned_session, visible_to_its_user
 from chatmemory.services.conversation.routing import parse_prefix
 from chatmemory.services.conversation.sentiment import analyze_input
 from chatmemory.services.conversation.turns import AppendPolicy, Stored, append_next, check_text
-from chatmemory.services.pages import fitted_page
+from chatmemory.services.pages import TurnPage, turn_page
 
 # The reply to `/human`: fixed, no model writes it (and it is not made into memory).
 HUMAN_REPLY = (
@@ -318,25 +318,11 @@ def list_queue(
 
 
 def read_session_for_agent(
-    memory: ShortTermMemory,
-    session_id: str,
-    *,
-    limit: int,
-    next_token: str | None,
-    ascending: bool,
-    size_of: Callable[[Turn], int] | None = None,
-    page_bytes: int = 0,
+    memory: ShortTermMemory, session_id: str, asked: TurnPage
 ) -> tuple[Session, Page[Turn]]:
-    """GET /agent/sessions/{id}: the handed-off session and a page of its turns (as many as
-    fit `page_bytes` by `size_of`, when given)."""
+    """GET /agent/sessions/{id}: the handed-off session and the page of its turns `asked`."""
     session = handed_off_session(memory, session_id)
-    page = fitted_page(
-        lambda count: memory.list_turns(session_id, count, next_token, ascending),
-        limit,
-        size_of,
-        page_bytes,
-    )
-    return session, page
+    return session, turn_page(memory, session_id, asked)
 
 
 def agent_reply(

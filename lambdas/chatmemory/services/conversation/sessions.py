@@ -46,7 +46,7 @@ from chatmemory.schema import (
     SessionStatus,
 )
 from chatmemory.services.access import Found, owned_session, owner_of
-from chatmemory.services.pages import fitted_page
+from chatmemory.services.pages import TurnPage, turn_page
 
 # A create or forget that loses a race with a concurrent one reads again and retries.
 _ATTEMPTS = 5
@@ -458,25 +458,11 @@ def _root(session: Session) -> str:
 
 
 def list_messages(
-    memory: SessionTurns,
-    user_id: str,
-    session_id: str,
-    *,
-    limit: int,
-    next_token: str | None,
-    ascending: bool,
-    size_of: Callable[[Turn], int] | None = None,
-    page_bytes: int = 0,
+    memory: SessionTurns, user_id: str, session_id: str, asked: TurnPage
 ) -> Page[Turn]:
-    """A page of the session's turns: at most `limit`, and as many as fit `page_bytes` by
-    `size_of` when given (at least one)."""
+    """The page of the caller's session's turns `asked` for."""
     owned_session(memory, user_id, session_id)
-    return fitted_page(
-        lambda count: memory.list_turns(session_id, count, next_token, ascending),
-        limit,
-        size_of,
-        page_bytes,
-    )
+    return turn_page(memory, session_id, asked)
 
 
 # A page of an export: its messages take at most this many bytes as Lambda's runtime sends

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from chatmemory.clock import iso
@@ -34,6 +34,17 @@ from chatmemory.services.profile.placing import place
 from chatmemory.services.profile.purge import purge_record
 
 
+@dataclass(frozen=True)
+class Editing:
+    """What an edit of a caller's profile needs: the store of its records, the embedder and the
+    long-term index their entries go to, and the time of the edit."""
+
+    memory: ShortTermMemory
+    embedder: Embedder
+    index: LongTermIndex
+    now: datetime
+
+
 def owned_record(memory: UserRecords, user_id: str, record_id: str) -> MemoryRecord:
     """The caller's record (not being deleted), or RecordNotFound: another caller's record, or
     one of a forgotten generation, looks like no record."""
@@ -50,12 +61,9 @@ def owned_record(memory: UserRecords, user_id: str, record_id: str) -> MemoryRec
 def state_record(
     owner: str,
     text: str,
+    edit: Editing,
     *,
     record_type: RecordType | None,
-    memory: RecordStore,
-    embedder: Embedder,
-    index: LongTermIndex,
-    now: datetime,
     make_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     policy: ProfilePolicy = ProfilePolicy(),
     record_id: str | None = None,
@@ -69,16 +77,13 @@ def state_record(
         owner,
         text,
         record_type,
-        now=now,
+        now=edit.now,
         make_id=make_id,
         record_id=record_id,
         expires_at=expires_at,
     )
     merge = record_id is None and expires_at is None
-    placed = _placed(
-        record, memory=memory, embedder=embedder, index=index, policy=policy, merge=merge
-    )
-    return placed[1]
+    return _placed(record, edit, policy=policy, merge=merge)[1]
 
 
 def _stated(
@@ -87,7 +92,7 @@ def _stated(
     record_type: RecordType | None,
     *,
     now: datetime,
-    make_id: Callable[[], str],
+    make_id: Callable[[], str] = lambda: str(uuid.uuid4()),
     record_id: str | None,
     namespace: tuple[str, ...] = (),
     generation: str = "",
@@ -118,15 +123,10 @@ def _stated(
 
 
 def _placed(
-    record: MemoryRecord,
-    *,
-    memory: RecordStore,
-    embedder: Embedder,
-    index: LongTermIndex,
-    policy: ProfilePolicy,
-    merge: bool,
+    record: MemoryRecord, edit: Editing, *, policy: ProfilePolicy = ProfilePolicy(), merge: bool
 ) -> tuple[str, MemoryRecord]:
     """A stated record placed (merged into what it repeats only with `merge`), with how."""
+    memory, embedder, index = edit.memory, edit.embedder, edit.index
     [vector] = embedder.embed([record.text[:MAX_RECORD_ENTRY_CHARS]])
     return place(
         record, vector, memory=memory, embedder=embedder, index=index, policy=policy, merge=merge
@@ -137,12 +137,9 @@ def put_keyed_record(
     user_id: str,
     record_id: str,
     text: str,
+    edit: Editing,
     *,
     record_type: RecordType | None,
-    memory: ShortTermMemory,
-    embedder: Embedder,
-    index: LongTermIndex,
-    now: datetime,
     namespace: tuple[str, ...] = (),
     expires_at: int | None = None,
 ) -> tuple[MemoryRecord, bool]:
@@ -154,8 +151,9 @@ def put_keyed_record(
     one id, one creates it and the others replace its text, as one after another would.
     A key whose record is being deleted or expired is free at once (_freed_key). `expires_at`
     (epoch seconds, None: never) is the record's expiry from now on, as a put replaces an item."""
+    memory = edit.memory
     owner = owner_of(memory, user_id)
-    existing = _freed_key(owner, record_id, memory=memory, index=index)
+    existing = _freed_key(owner, record_id, memory=memory, index=edit.index)
     if existing is not None and existing.namespace != tuple(namespace):
         raise Conflict(f"record {record_id} belongs to another namespace")
     if existing is None:
@@ -163,21 +161,13 @@ def put_keyed_record(
             owner,
             text,
             record_type,
-            now=now,
-            make_id=lambda: str(uuid.uuid4()),
+            now=edit.now,
             record_id=record_id,
             namespace=tuple(namespace),
             generation=uuid.uuid4().hex[:16],
             expires_at=expires_at,
         )
-        outcome, record = _placed(
-            record,
-            memory=memory,
-            embedder=embedder,
-            index=index,
-            policy=ProfilePolicy(),
-            merge=False,
-        )
+        outcome, record = _placed(record, edit, merge=False)
         if outcome != "exists":
             return record, True
         existing = record  # a concurrent upsert of this id created it first
@@ -185,17 +175,7 @@ def put_keyed_record(
         raise Conflict(f"record {record_id} was deleted meanwhile; retry")
     if existing.text == text.strip():
         return _expiring(existing, expires_at, memory), False
-    corrected = correct_record(
-        user_id,
-        record_id,
-        text,
-        memory=memory,
-        embedder=embedder,
-        index=index,
-        now=now,
-        expires_at=expires_at,
-    )
-    return corrected, False
+    return correct_record(user_id, record_id, text, edit, expires_at=expires_at), False
 
 
 def _freed_key(
@@ -237,16 +217,14 @@ def correct_record(
     user_id: str,
     record_id: str,
     text: str,
+    edit: Editing,
     *,
-    memory: ShortTermMemory,
-    embedder: Embedder,
-    index: LongTermIndex,
-    now: datetime,
     expires_at: int | None | object = KEEP_EXPIRY,
 ) -> MemoryRecord:
     """The caller corrects a record's text: saved (conditional on its version), embedded again
     and indexed again; if it was deleted meanwhile, the entry just written is removed.
     `expires_at`: the record's new expiry (epoch seconds or None); by default it keeps its own."""
+    memory, index, now = edit.memory, edit.index, edit.now
     record = owned_record(memory, user_id, record_id)
     record.text, record.origin, record.updated_at = text.strip(), RecordOrigin.CORRECTED, iso(now)
     if expires_at is not KEEP_EXPIRY:
@@ -273,7 +251,7 @@ def correct_record(
             doc = replace(
                 record_document(record, title=session.name), turn_to=session.num_turns or None
             )
-    [doc.embedding] = embedder.embed([doc.text])
+    [doc.embedding] = edit.embedder.embed([doc.text])
     index.upsert(MEMORY_INDEX, [doc])
     current = memory.get_record(record.user_id, record.record_id)
     if (

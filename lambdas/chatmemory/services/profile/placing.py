@@ -12,7 +12,14 @@ from typing import NamedTuple
 from chatmemory.clock import iso
 from chatmemory.domain import MemoryRecord, Provenance, Session, Turn
 from chatmemory.errors import Conflict
-from chatmemory.ports import Embedder, ExtractedFact, LongTermIndex, RecordStore, ShortTermMemory
+from chatmemory.ports import (
+    Embedder,
+    ExtractedFact,
+    LongTermIndex,
+    RecordStore,
+    Search,
+    ShortTermMemory,
+)
 from chatmemory.schema import (
     MEMORY_INDEX,
     RecordOrigin,
@@ -458,7 +465,7 @@ def _duplicate(
             return other
     if record.subject:
         return None  # about a named thing: the same subject supersedes instead
-    hits = index.vector_search(MEMORY_INDEX, vector, 8, record.user_id)
+    hits = index.vector_search(Search(MEMORY_INDEX, vector, "", 8, record.user_id))
     for hit in hits:
         similar = active.get(hit.doc.record_id or "")
         if (

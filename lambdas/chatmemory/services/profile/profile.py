@@ -43,6 +43,7 @@ profile's public API as the routes and the rest import it.
 
 from chatmemory.services.profile.edits import (
     KEEP_EXPIRY,
+    Editing,
     correct_record,
     delete_record,
     delete_record_now,
@@ -85,6 +86,7 @@ from chatmemory.services.profile.search import (
 
 __all__ = [
     "KEEP_EXPIRY",
+    "Editing",
     "MAX_SEARCH_SCAN",
     "ProfilePolicy",
     "ProfileResult",

@@ -5,7 +5,6 @@ filter on their values (services/profile/record_filter.py)."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any, NamedTuple
 
 from chatmemory.domain import MemoryRecord
@@ -29,21 +28,14 @@ class NewRecord(NamedTuple):
     ttl_seconds: int | None = None
 
 
-def create_record(
-    user_id: str,
-    new: NewRecord,
-    *,
-    memory: ShortTermMemory,
-    embedder: Embedder,
-    index: LongTermIndex,
-    now: datetime,
-) -> tuple[MemoryRecord, bool]:
+def create_record(user_id: str, new: NewRecord, edit: profile.Editing) -> tuple[MemoryRecord, bool]:
     """The record kept, and whether it is new (else a keyed record's text was replaced).
 
     An agent's or a run's record without an id of its own gets one (its store keys every
     memory); a keyed record is created or replaced under its key in its namespace; a record in
     a namespace needs its key there; any other is stated into the caller's profile, placed like
-    an extracted one. With ttl_seconds, it expires that many seconds from `now`."""
+    an extracted one. With ttl_seconds, it expires that many seconds from the edit's time."""
+    now = edit.now
     namespace = profile.stored_namespace(
         profile.scoped_namespace(new.agent_id, new.run_id, new.namespace)
     )
@@ -56,25 +48,16 @@ def create_record(
             user_id,
             record_id,
             new.text,
+            edit,
             record_type=new.record_type,
-            memory=memory,
-            embedder=embedder,
-            index=index,
-            now=now,
             namespace=namespace,
             expires_at=expires_at,
         )
     if namespace:
         raise BadRequest("a record in a namespace needs its record_id (its key there)")
+    owner = owner_of(edit.memory, user_id)
     record = profile.state_record(
-        owner_of(memory, user_id),
-        new.text,
-        record_type=new.record_type,
-        memory=memory,
-        embedder=embedder,
-        index=index,
-        now=now,
-        expires_at=expires_at,
+        owner, new.text, edit, record_type=new.record_type, expires_at=expires_at
     )
     return record, True
 

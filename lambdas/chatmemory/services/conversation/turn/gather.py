@@ -241,20 +241,13 @@ def _command(ctx: TurnContext, routed: Routed) -> Answer:
     # A command's modules (the profile's edits, /past's and /verified's search) are imported by
     # the first command, not at every chat function's cold start.
     from chatmemory.services.longterm.recall import Answer
-    from chatmemory.services.profile.edits import state_record
+    from chatmemory.services.profile.edits import Editing, state_record
 
     deps = ctx.deps
     if routed.intent == Intent.REMEMBER:
         assert deps.long_term is not None and deps.embedder is not None
-        record = state_record(
-            ctx.session.user_id,
-            routed.text,
-            record_type=None,
-            memory=deps.memory,
-            embedder=deps.embedder,
-            index=deps.long_term,
-            now=deps.clock(),
-        )
+        edit = Editing(deps.memory, deps.embedder, deps.long_term, deps.clock())
+        record = state_record(ctx.session.user_id, routed.text, edit, record_type=None)
         source = Source(
             kind=SourceKind.RECORD, id=record.record_id, title=record.text, date=record.created_at
         )
