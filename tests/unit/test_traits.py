@@ -262,6 +262,11 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I keep bees, my partner only eats honey from our hives.",
             ["I keep bees.", "My partner only eats honey from our hives."],
         ),
+        # What says nothing of the fact is left out of it; what "I'm" also is, with its object.
+        ("For the record, I'm a Quaker, to be honest.", ["I'm a Quaker."]),
+        ("I'm 34 btw", ["I'm 34."]),
+        ("I'm vegan and lactose intolerant.", ["I'm vegan.", "I'm lactose intolerant."]),
+        ("I'm allergic to latex, please note.", ["I'm allergic to latex, please note."]),
         # "so" before who; what "I'm" goes on to do or not do.
         ("I have asthma so I carry an inhaler.", ["I have asthma.", "I carry an inhaler."]),
         ("I'm a vegan and don't eat honey.", ["I'm a vegan.", "I don't eat honey."]),

@@ -481,6 +481,13 @@ _GOES_ON = re.compile(
 )
 # Who the first clause is about, for a clause that goes on without saying: "I'm ..." -> "I".
 _WHO = re.compile(r"^(?P<who>i|we)(?:'m|'re|'ve|\s)", re.I)
+# What one also is, said after "and" with what it is of: "allergic to soy", "lactose intolerant".
+_IS_ALSO = re.compile(
+    r"^(?:allergic|intolerant|lactose|gluten|sensitive|addicted|deaf|blind|married|engaged|"
+    r"vegan|vegetarian|diabetic|coeliac|celiac|asthmatic|epileptic|pregnant|retired|"
+    r"originally|terrified|afraid|scared)\s+\S",
+    re.I,
+)
 # Who said "I'm" of the first clause goes on being it: "I'm a nurse and training for a marathon".
 _BEING = re.compile(r"^(?P<subject>i'm|i am|we're|we are)\s", re.I)
 # What one has, listed: "I have coeliac disease and two dogs" is two facts; "I have three cats,
@@ -513,7 +520,7 @@ _ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.
 # What a list of allergens is not made of: a hedge, an aside, "and everything".
 _NOT_A_THING = re.compile(
     r"\b(?:like|properly|really|very|seriously|badly|super|so|everything|anything|stuff|etc|"
-    r"epipen|allergic|always|too)\b",
+    r"epipen|allergic|always|too|please|remember|thanks|thank|note)\b",
     re.I,
 )
 _LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
@@ -554,7 +561,10 @@ def clauses(sentence: str) -> list[str]:
             out.append(f"{subject.group('subject')} {part}")
         elif _GOES_ON.match(part) and (who := _WHO.match(out[0])):
             out.append(f"{who.group('who')} {part}")  # "I work as a plumber and play in a band"
-        elif re.match(r"^[a-z]+ing\s+\S", part) and (being := _BEING.match(out[0])):
+        elif (
+            re.match(r"^[a-z]+ing\s+\S", part) or _IS_ALSO.match(part)
+        ) and (being := _BEING.match(out[0])):
+            # "I'm a nurse and training for a marathon", "I'm diabetic and allergic to soy"
             out.append(f"{being.group('subject')} {part}")
         elif _COUNTED.match(part) and (having := _HAVING.match(out[-1])):
             out.append(f"{having.group('head')}{part}")
@@ -591,8 +601,27 @@ def _allergens(clause: str) -> list[str]:
     return [f"{found.group('head')}{thing}" for thing in things]
 
 
+# Words that say nothing of the fact, set apart by commas or at either end: "For the record,
+# ...", "..., to be honest, ...", "... lol".
+_FILLER = re.compile(
+    r"(?:^|(?<=,)|(?<=\s))\s*(?:for the record|for context|to be honest|honestly|no joke|"
+    r"no exaggeration|no kidding|lol|lmao|haha|tbh|tbf|btw|by the way|just so you know|"
+    r"for what it's worth|fwiw|i should mention that|i should say that|fun fact)\s*"
+    r"(?:,|(?=[.!?]*$))",
+    re.I,
+)
+
+
+_LEAD_IN = re.compile(
+    r"^(?:i should (?:mention|say|add|tell you) that|just so you know|fun fact:?|"
+    r"for the record|for context)\s+(?=\S)",
+    re.I,
+)
+
+
 def _sentence(clause: str) -> str:
-    clause = clause.strip().rstrip(",;")
+    clause = _LEAD_IN.sub("", _FILLER.sub("", clause).strip()).strip().rstrip(",;")
+    clause = re.sub(r"\s*[,;:]?\s*([.!?]*)$", r"\1", clause)  # what a filler left behind
     if not clause:
         return clause
     clause = clause[0].upper() + clause[1:]
