@@ -452,7 +452,7 @@ class Settings:
     )
     # The user's lasting facts and preferences in every chat prompt (services/profile/block.py).
     profile_token_budget: int = setting(
-        600,
+        1000,
         "The profile block every chat prompt holds (the user's lasting facts and preferences, "
         "health and safety first), in tokens (at most a quarter of the context; 0: none).",
         _integer(ge=0),

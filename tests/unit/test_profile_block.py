@@ -158,6 +158,24 @@ def test_under_a_small_budget_health_and_safety_survive_first(
     ]
 
 
+def test_a_fact_said_at_length_is_cut_short_in_the_prompt_and_kept_whole(setup: Any) -> None:
+    api, deps = setup
+    said = (
+        "I've used a wheelchair ever since the car accident when I was twenty-three, which "
+        "I've made my peace with, it's just part of how I get around now."
+    )
+    _told(api, deps, [said])
+
+    api.say(api.new_session(), "Where should we go on Saturday?")
+
+    (line,) = _block(deps.generator.prompts[-1])
+    assert line.startswith("I've used a wheelchair ever since the car accident") and line.endswith(
+        "…"
+    )
+    assert len(line.split()) < len(said.split())
+    assert [r["text"] for r in _records(api) if r["type"] == "fact"] == [said]
+
+
 def test_saying_a_fact_again_makes_it_the_newest_of_its_kind(setup: Any) -> None:
     api, deps = setup
     _told(api, deps, ["I love jazz."])

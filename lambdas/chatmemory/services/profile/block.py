@@ -45,7 +45,7 @@ TITLE_CHARS = 80
 class ProfileBlockPolicy(NamedTuple):
     """The knobs of the profile block (PROFILE_TOKEN_BUDGET; 0 turns it off)."""
 
-    token_budget: int = 600
+    token_budget: int = 1000
     # Records read from the profile index per turn: more than the largest budget can hold
     # (a line is 6 tokens at least).
     candidates: int = 80
@@ -76,8 +76,20 @@ class ProfileBlock:
         ]
 
 
+# A line of the block at most: a record in the user's words can run on ("I've been a wheelchair
+# user ever since the car accident when I was twenty-three, which honestly I've made my peace
+# with, it's just part of how I get around now": 44 tokens); its first words say the fact, the
+# whole record stays on the page and in search, and the budget holds more of the user's facts.
+LINE_TOKENS = 24
+
+
 def line(record: MemoryRecord) -> str:
-    return f"- {' '.join(record.text.split())}"
+    words = record.text.split()
+    text = f"- {' '.join(words)}"
+    while estimate_tokens(text) > LINE_TOKENS and len(words) > 1:
+        words.pop()
+        text = f"- {' '.join(words).rstrip(',;:')}…"
+    return text
 
 
 class Candidates(NamedTuple):
