@@ -561,9 +561,9 @@ def clauses(sentence: str) -> list[str]:
             out.append(f"{subject.group('subject')} {part}")
         elif _GOES_ON.match(part) and (who := _WHO.match(out[0])):
             out.append(f"{who.group('who')} {part}")  # "I work as a plumber and play in a band"
-        elif (
-            re.match(r"^[a-z]+ing\s+\S", part) or _IS_ALSO.match(part)
-        ) and (being := _BEING.match(out[0])):
+        elif (re.match(r"^[a-z]+ing\s+\S", part) or _IS_ALSO.match(part)) and (
+            being := _BEING.match(out[0])
+        ):
             # "I'm a nurse and training for a marathon", "I'm diabetic and allergic to soy"
             out.append(f"{being.group('subject')} {part}")
         elif _COUNTED.match(part) and (having := _HAVING.match(out[-1])):
