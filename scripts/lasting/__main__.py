@@ -22,6 +22,7 @@ import numpy as np
 
 from chatmemory.services.profile.extract import PatternExtractor
 from chatmemory.services.profile.lasting import WEIGHTS
+from chatmemory.services.profile.traits import said_to_last
 
 SENTENCES = Path(__file__).with_name("sentences.jsonl")
 STRENGTHS = (0.3, 1.0, 3.0, 10.0)
@@ -42,9 +43,13 @@ def examples(path: Path = SENTENCES) -> list[tuple[str, int, str]]:
     return rows
 
 
-def kept_by_rules(texts: list[str]) -> np.ndarray:
+def kept_by_rules(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Whether the rules keep each text, and whether they are sure of it (it says it lasts:
+    the judge does not read it)."""
     extractor = PatternExtractor()
-    return np.array([bool(extractor.statements(t)) for t in texts])
+    kept = [extractor.statements(t) for t in texts]
+    sure = [bool(found) and all(said_to_last(f.text) for f in found) for found in kept]
+    return np.array([bool(found) for found in kept]), np.array(sure)
 
 
 def _fit(x: np.ndarray, y: np.ndarray, strength: float):  # type: ignore[no-untyped-def]
@@ -54,7 +59,7 @@ def _fit(x: np.ndarray, y: np.ndarray, strength: float):  # type: ignore[no-unty
 
 
 def leave_one_writer_out(
-    x: np.ndarray, y: np.ndarray, writers: np.ndarray, rules: np.ndarray
+    x: np.ndarray, y: np.ndarray, writers: np.ndarray, rules: np.ndarray, sure: np.ndarray
 ) -> dict[tuple[float, float], tuple[int, int]]:
     """(strength, threshold) -> (passing remarks kept, lasting statements lost) over the writers
     each left out."""
@@ -68,7 +73,7 @@ def leave_one_writer_out(
     table = {}
     for strength, chance in chances.items():
         for threshold in THRESHOLDS:
-            kept = rules & (chance <= threshold)
+            kept = rules & (sure | (chance <= threshold))
             table[strength, threshold] = (
                 int((kept & (y == 1)).sum()),
                 int((~kept & (y == 0)).sum()),
@@ -88,7 +93,7 @@ def main() -> None:
     y = np.array([label for _, label, _ in rows])
     writers = np.array([w for _, _, w in rows])
     x = np.array(embedder.embed(texts))
-    rules = kept_by_rules(texts)
+    rules, sure = kept_by_rules(texts)
     passing, lasting = int((y == 1).sum()), int((y == 0).sum())
     print(
         f"{len(rows)} statements of {len(set(writers))} writers: "
@@ -98,7 +103,7 @@ def main() -> None:
         f"rules alone: passing kept {int((rules & (y == 1)).sum())}/{passing}, "
         f"lasting lost {int((~rules & (y == 0)).sum())}/{lasting}"
     )
-    table = leave_one_writer_out(x, y, writers, rules)
+    table = leave_one_writer_out(x, y, writers, rules, sure)
     for (strength, threshold), (kept, lost) in table.items():
         print(
             f"C={strength:<5} threshold={threshold:.2f}: "

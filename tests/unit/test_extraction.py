@@ -140,6 +140,17 @@ def test_what_the_rules_keep_is_judged_again_and_what_the_judge_calls_passing_is
     assert judge.asked == [["We have the in-laws over until Sunday.", "I'm a paramedic in Leeds."]]
 
 
+def test_what_says_it_lasts_is_not_judged_again() -> None:
+    judge = _MarksWords("quiz", "in-laws")
+    lines = [
+        [1, "Friday nights I'm at the pub quiz."],
+        [2, "We have the in-laws over until Sunday."],
+    ]
+    found = PatternExtractor(judge=judge).extract(_turns(lines))  # type: ignore[arg-type]
+    assert [f.text for f in found] == ["Friday nights I'm at the pub quiz."]
+    assert judge.asked == [["We have the in-laws over until Sunday."]]
+
+
 # --- with a model: the prompt and the parser ----------------------------------------------------
 
 

@@ -55,6 +55,7 @@ PASSING = [
     "My coffee's gone cold.",
     "My train is delayed again.",
     "My laptop keeps crashing.",
+    "I'm absolutely shattered.",
     # A day's ailment, a mood, a place of the moment.
     "I have a headache.",
     "I've got a bit of a cold.",
@@ -118,6 +119,9 @@ LASTING = [
         ("Lifelong Leeds fan over here!", "Leeds"),
         ("Ten a day, been vaping since uni.", "vaping"),
         ("The Tom I keep mentioning is my brother.", "Tom"),
+        ("Petrified of deep water.", "water"),
+        ("Mum only speaks Welsh, so I go with her to the bank.", "Welsh"),
+        ("Call me Bea.", "Bea"),
         # Now, said of what has lasted a while.
         ("At the moment I'm living in Hull, we've been here since 2020.", "Hull"),
         ("For ten years now I've kept pigeons, right now nine of them.", "pigeons"),
@@ -145,6 +149,7 @@ def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> Non
         "Anyway, enough about us.",
         "Drive safe!",
         "Sunny here.",
+        "Call me when you can.",
         "Single malt or blended, which is better?",
     ],
 )
@@ -297,6 +302,8 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
         # An event whose result lasts is what it left: a dog, a home, a marriage.
         ("We adopted a rescue dog last month.", RecordType.FACT, RecordCategory.PEOPLE),
         ("I retired from teaching last year.", RecordType.FACT, RecordCategory.IDENTITY),
+        # How long something has been so is no event.
+        ("My son lives in Oslo since last year.", RecordType.FACT, RecordCategory.PEOPLE),
         ("We painted the kitchen last weekend.", RecordType.FACT, RecordCategory.EVENT),
     ],
 )

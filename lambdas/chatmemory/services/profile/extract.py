@@ -44,6 +44,7 @@ from chatmemory.services.profile.traits import (
     implied,
     passing,
     reaction,
+    said_to_last,
 )
 from chatmemory.services.prompt import clip_to_tokens
 
@@ -171,8 +172,11 @@ class PatternExtractor:
             for fact in self.statements(turn.input, turn.turn):
                 found.append((len(_content(fact.text)), len(found), fact))
         if self.judge is not None:
-            passing = self.judge.passing([fact.text for _, _, fact in found])
-            found = [f for f, gone in zip(found, passing, strict=True) if not gone]
+            # What says it lasts ("every Friday", "since 2019") the rules are sure of.
+            doubted = [f for f in found if not said_to_last(f[2].text)]
+            passing = self.judge.passing([fact.text for _, _, fact in doubted])
+            gone = {id(f) for f, out in zip(doubted, passing, strict=True) if out}
+            found = [f for f in found if id(f) not in gone]
         # The most informative statements when a session has many, in their order.
         kept = sorted(found, key=lambda f: (-f[0], f[1]))[: self.max_per_session]
         return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])] + open_questions(turns)
@@ -230,6 +234,7 @@ _SUBORDINATE = re.compile(
 
 
 # A request ("Tell me when I should leave"): the user asks, and says nothing of themselves.
+_CALL_ME = re.compile(r"^(?i:(?:you can |just |please )?call me) [A-Z]")
 _REQUEST = re.compile(
     r"^(?:please\s+|can you\s+|could you\s+)?(?:tell|give|show|help|let|remind|send|find|list|"
     r"explain|suggest|recommend|write|make|check|book|call|read|translate)\b",
@@ -262,6 +267,8 @@ _ASKED = re.compile(
 def about_the_user(text: str) -> bool:
     """A statement (not a question, not a request) whose main clause speaks of the user: a
     first person before any subordinate clause, or in the main clause after an opening one."""
+    if _CALL_ME.match(text):
+        return True  # "Call me Mags": what to call them, not a request
     if text.endswith("?") or _REQUEST.match(text) or _META.search(text):
         return False
     opening = _OPENING.match(text)

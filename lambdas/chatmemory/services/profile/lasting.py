@@ -5,9 +5,10 @@ from a benchmark's data).
 The pattern rules (traits.passing) know the forms their authors thought of; a new writer's
 remarks ("eating a massive bowl of pho rn", "the grandchildren are with us until Tuesday") pass
 them. Fitted on three writers and tried on the fourth, in turn, the rules kept 27% of the
-passing remarks as lasting facts, the rules and this model together 6%, for 3.5% of lasting
-statements lost instead of 3% (`python -m scripts.lasting`). The model only takes out what the
-rules kept: what they leave out stays out.
+passing remarks as lasting facts, the rules and this model together 4%, for 4.3% of lasting
+statements lost instead of 2.7% (`python -m scripts.lasting`). The model only takes out what the
+rules kept and are not sure of (extract.PatternExtractor: what says it lasts is not judged):
+what they leave out stays out.
 
 Weights exist for the embedders they were fitted for (`lasting_weights.json`, by the embedder's
 `name`); for any other embedder (Bedrock, SageMaker, a served model, the tests' hashing one)

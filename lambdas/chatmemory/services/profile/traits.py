@@ -63,7 +63,7 @@ _MOMENTARY = frozenset(
     blue grumpy cranky restless calm relaxed chilled comfortable uncomfortable cosy cozy
     wet soaked sunburnt sunburned jetlagged jet-lagged online offline around nearby outside
     inside downstairs upstairs asleep half-asleep dead flat delayed cancelled packed crashing
-    frozen slow""".split()
+    frozen slow shattered zonked pooped whacked beat""".split()
 )
 # Who or what is in that state: the user ("I'm", "I've been", "I got") or something of theirs
 # ("My coffee's gone cold", "My phone is dead", "My kids are finally asleep").
@@ -144,7 +144,8 @@ _HABIT = re.compile(
     r"\b(?:every|each|usually|always|normally|typically|generally|often|never|rarely|"
     r"on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends|weekdays)|"
     r"(?:once|twice|\w+ times) a|a (?:day|week|month|year)|per (?:day|week|month)|daily|weekly|"
-    r"monthly|yearly|most (?:days|nights|mornings|evenings|weekends))\b",
+    r"monthly|yearly|most (?:days|nights|mornings|evenings|weekends)|"
+    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day (?:nights|mornings|evenings|afternoons))\b",
     re.I,
 )
 # A few minutes: "I've got five minutes before my next call", "My bus is ten minutes late".
@@ -273,6 +274,8 @@ _ELIDED = re.compile(
 )
 
 
+# Who is the user's without "my": "Mum only speaks Cantonese", "Grandad was a miner".
+_KIN = re.compile(r"^(?:Mum|Mom|Mam|Dad|Nan|Nana|Gran|Granny|Grandma|Grandad|Grandpa)\b(?!')")
 # A sentence whose subject is what one does: "Knitting socks is basically my whole
 # personality", "Restoring old Vespas is how I unwind"; and "anything", "something"...
 _GERUND_SUBJECT = re.compile(
@@ -302,7 +305,8 @@ def _what_one_is(what: str) -> bool:
 _WHAT_ONE_IS = frozenset(
     """vegetarian vegan pescatarian diabetic coeliac celiac lactose gluten type deaf blind
     sober teetotal single widowed widower separated pregnant asthmatic epileptic autistic
-    dyslexic disabled left-handed right-handed colourblind colorblind""".split()
+    dyslexic disabled left-handed right-handed colourblind colorblind terrified petrified
+    scared afraid frightened""".split()
 )
 # A chat sentence that leaves out its "I" before a verb of how one lives: "Been vegetarian since
 # 2015", "Can't stand mushrooms", "Never been a fan of jazz", "Work nights at a bakery". The verb
@@ -324,6 +328,8 @@ def implied(text: str) -> str:
     tired", "Just got back" -> "I just got back", "Been vegan for years" -> "I've been vegan
     for years"), its opening filler set aside; else as it is."""
     said = _OPENER.sub("", _plain(text))
+    if _KIN.match(said):
+        return f"My {said[0].lower()}{said[1:]}"  # "Mum only speaks Cantonese": the user's mum
     if not said or _FIRST_WORD.match(said) or _GERUND_SUBJECT.match(said):
         return said
     with_i = _elided_verb(said)
@@ -419,6 +425,13 @@ def passing(text: str) -> bool:
     # "I'm planning meals for the week" is an activity of the moment; "I'm going to Spain in
     # May" is a plan (the time to come said).
     return not health_related(said)
+
+
+def said_to_last(text: str) -> bool:
+    """The statement says it lasts: a habit ("every", "on Sundays", "Friday nights"), a while
+    ("lately", "for years"), a span ("since 2019")."""
+    said = implied(text)
+    return bool(_HABIT.search(said) or _LATELY.search(said) or _OVER_TIME.search(said))
 
 
 def _just_done(said: str) -> bool:
@@ -679,6 +692,8 @@ _PAST = re.compile(
     r"earlier today|this past)\b",
     re.I,
 )
+# "... from last year", "since last spring": how long something has been so, not an event.
+_SINCE = re.compile(r"\b(?:since|from|as of)\s+(?:the\s+)?$|\b(?:since|from|as of)\s+\S*$", re.I)
 # An event whose result lasts: "We adopted a greyhound last year" says the user has a dog.
 _LASTING_EVENT = re.compile(
     r"\b(?:adopted|married|moved|bought|emigrated|retired|graduated|divorced|diagnosed|"
@@ -707,7 +722,8 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
         return RecordCategory.IDENTITY
     if subject == "partner":
         return RecordCategory.PEOPLE
-    if _PAST.search(text) and not _LASTING_EVENT.search(text):
+    past = _PAST.search(text)
+    if past and not _LASTING_EVENT.search(text) and not _SINCE.search(text, 0, past.start() + 1):
         return RecordCategory.EVENT
     if record_type == RecordType.PREFERENCE or subject.startswith("likes:"):
         return RecordCategory.PREFERENCE
