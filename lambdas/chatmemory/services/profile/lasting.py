@@ -5,7 +5,7 @@ from a benchmark's data).
 The pattern rules (traits.passing) know the forms their authors thought of; a new writer's
 remarks ("eating a massive bowl of pho rn", "the grandchildren are with us until Tuesday") pass
 them. Fitted on three writers and tried on the fourth, in turn, the rules kept 27% of the
-passing remarks as lasting facts, the rules and this model together 4%, for 4.3% of lasting
+passing remarks as lasting facts, the rules and this model together 6%, for 3.1% of lasting
 statements lost instead of 2.7% (`python -m scripts.lasting`). The model only takes out what the
 rules kept and are not sure of (extract.PatternExtractor: what says it lasts is not judged):
 what they leave out stays out.
