@@ -281,3 +281,20 @@ def test_a_restatement_supersedes_the_extracted_record_of_the_same_allergen(setu
     assert old["valid_until"] == stated["created_at"]
     api.say(sid, "hi!")
     assert sorted(_block(deps.generator.prompts[-1])) == active
+
+
+def test_what_the_block_holds_is_the_line_the_prompt_has() -> None:
+    """Auto-recall leaves out what the block holds: a record cut short holds only its start, so
+    a transcript line with the rest of it can still be recalled."""
+    from chatmemory.domain import MemoryRecord
+    from chatmemory.schema import RecordOrigin, RecordType
+    from chatmemory.services.profile.block import Candidates
+
+    said = (
+        "I've used a wheelchair ever since the car accident when I was twenty-three, which "
+        "I've made my peace with, it's just part of how I get around now."
+    )
+    at = "2026-01-01T10:00:00.000Z"
+    long = MemoryRecord("r1", "alice", RecordType.FACT, said, at, at, RecordOrigin.EXTRACTED)
+    held = Candidates("alice", [long]).held["r1"]
+    assert held.endswith("…") and "get around" not in held

@@ -103,8 +103,9 @@ class Candidates(NamedTuple):
 
     @property
     def held(self) -> dict[str, str]:
-        """What the block will hold: record id -> text (auto-recall leaves them out)."""
-        return {r.record_id: r.text for r in self.chosen}
+        """What the block will hold: record id -> its text as the prompt has it (cut short at
+        LINE_TOKENS): auto-recall leaves those records out, and the lines that say only that."""
+        return {r.record_id: line(r).removeprefix("- ") for r in self.chosen}
 
 
 def candidates(
