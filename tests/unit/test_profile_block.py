@@ -288,7 +288,7 @@ def test_what_the_block_holds_is_the_line_the_prompt_has() -> None:
     a transcript line with the rest of it can still be recalled."""
     from chatmemory.domain import MemoryRecord
     from chatmemory.schema import RecordOrigin, RecordType
-    from chatmemory.services.profile.block import Candidates
+    from chatmemory.services.profile.block import candidates
 
     said = (
         "I've used a wheelchair ever since the car accident when I was twenty-three, which "
@@ -296,5 +296,11 @@ def test_what_the_block_holds_is_the_line_the_prompt_has() -> None:
     )
     at = "2026-01-01T10:00:00.000Z"
     long = MemoryRecord("r1", "alice", RecordType.FACT, said, at, at, RecordOrigin.EXTRACTED)
-    held = Candidates("alice", [long]).held["r1"]
+
+    class OneRecord:
+        def profile_records(self, owner: str, limit: int) -> list[MemoryRecord]:
+            return [long]
+
+    found = candidates("alice", records=OneRecord(), policy=ProfileBlockPolicy(), budget=1000)  # type: ignore[arg-type]
+    held = found.held["r1"]
     assert held.endswith("…") and "get around" not in held

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
@@ -213,6 +213,24 @@ def _fit_end(text: str, tokens: int) -> int:
     return lo
 
 
+def longest_prefix(count: int, fits: Callable[[int], bool]) -> int:
+    """The largest n of 0..count for which `fits(n)` (which holds up to some n and not after:
+    the words of a text that fit a budget), in log2(count) calls; 0 when none does."""
+    lo, hi = 0, count
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _words_within(words: Sequence[str], tokens: int) -> int:
+    """How many of the first `words` fit `tokens`."""
+    return longest_prefix(len(words), lambda n: estimate_tokens(" ".join(words[:n])) <= tokens)
+
+
 def clip_to_tokens(text: str, tokens: int) -> str:
     """Keep the beginning of `text` within about `tokens` tokens: whole lines while they fit
     (a transcript keeps one speaker per line), then the words of the next line that fit."""
@@ -227,13 +245,7 @@ def clip_to_tokens(text: str, tokens: int) -> str:
             left -= cost
             continue
         words = line.split()
-        lo, hi = 0, len(words)
-        while lo < hi:
-            mid = (lo + hi + 1) // 2
-            if estimate_tokens(" ".join(words[:mid])) <= left:
-                lo = mid
-            else:
-                hi = mid - 1
+        lo = _words_within(words, left)
         if lo:
             kept.append(" ".join(words[:lo]))
         elif words:  # a first word over what is left: text written without spaces

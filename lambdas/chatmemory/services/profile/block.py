@@ -36,7 +36,7 @@ from chatmemory.schema import (
     RecordOrigin,
     SourceKind,
 )
-from chatmemory.services.prompt import estimate_tokens
+from chatmemory.services.prompt import estimate_tokens, longest_prefix
 
 # A profile source's title: enough to recognise the record; every turn stores its sources.
 TITLE_CHARS = 80
@@ -84,12 +84,18 @@ LINE_TOKENS = 24
 
 
 def line(record: MemoryRecord) -> str:
+    """The record's line in the block: its words, or as many of its first words as fit
+    LINE_TOKENS with "…" (one word at least; a record of one word is as it is)."""
     words = record.text.split()
-    text = f"- {' '.join(words)}"
-    while estimate_tokens(text) > LINE_TOKENS and len(words) > 1:
-        words.pop()
-        text = f"- {' '.join(words).rstrip(',;:')}…"
-    return text
+    whole = f"- {' '.join(words)}"
+    if len(words) < 2 or estimate_tokens(whole) <= LINE_TOKENS:
+        return whole
+
+    def cut(n: int) -> str:
+        return f"- {' '.join(words[:n]).rstrip(',;:')}…"
+
+    fits = longest_prefix(len(words) - 1, lambda n: estimate_tokens(cut(n)) <= LINE_TOKENS)
+    return cut(max(fits, 1))
 
 
 class Candidates(NamedTuple):
@@ -100,12 +106,17 @@ class Candidates(NamedTuple):
     chosen: list[MemoryRecord]
     overflow: int = 0
     degraded: bool = False
+    # Each chosen record's line (`line`), made once for the turn.
+    lines: tuple[str, ...] = ()
 
     @property
     def held(self) -> dict[str, str]:
         """What the block will hold: record id -> its text as the prompt has it (cut short at
         LINE_TOKENS): auto-recall leaves those records out, and the lines that say only that."""
-        return {r.record_id: line(r).removeprefix("- ") for r in self.chosen}
+        return {
+            r.record_id: text.removeprefix("- ")
+            for r, text in zip(self.chosen, self.lines, strict=True)
+        }
 
 
 def candidates(
@@ -120,8 +131,9 @@ def candidates(
         if failure.status < 500:
             raise
         return Candidates(owner, [], degraded=True)
-    chosen = _fitting(found, budget)
-    return Candidates(owner, chosen, len(found) - len(chosen))
+    fitting = _fitting(found, budget)
+    chosen = [record for record, _ in fitting]
+    return Candidates(owner, chosen, len(found) - len(chosen), lines=tuple(t for _, t in fitting))
 
 
 def checked(found: Candidates, records: RecordStore) -> ProfileBlock:
@@ -136,25 +148,29 @@ def checked(found: Candidates, records: RecordStore) -> ProfileBlock:
         if failure.status < 500:
             raise
         return ProfileBlock(degraded=True)
-    kept = [r for r in found.chosen if r.record_id in alive]
+    pairs = zip(found.chosen, found.lines, strict=True)
+    kept = [(r, text) for r, text in pairs if r.record_id in alive]
     if not kept:
         return ProfileBlock(overflow=found.overflow)
-    text = "\n".join([PROMPT_PROFILE_HEADER, *map(line, kept), PROMPT_PROFILE_FOOTER])
-    return ProfileBlock(text, kept, estimate_tokens(text), found.overflow)
+    text = "\n".join([PROMPT_PROFILE_HEADER, *(t for _, t in kept), PROMPT_PROFILE_FOOTER])
+    return ProfileBlock(text, [r for r, _ in kept], estimate_tokens(text), found.overflow)
 
 
-def _fitting(candidates: Sequence[MemoryRecord], budget: int) -> list[MemoryRecord]:
+def _fitting(candidates: Sequence[MemoryRecord], budget: int) -> list[tuple[MemoryRecord, str]]:
     """The candidates, best first, that fit the budget (a long one that does not fit leaves
-    room for shorter ones after it)."""
+    room for shorter ones after it), each with its line."""
     left = budget - estimate_tokens(PROMPT_PROFILE_HEADER) - estimate_tokens(PROMPT_PROFILE_FOOTER)
-    chosen: list[MemoryRecord] = []
+    chosen: list[tuple[MemoryRecord, str]] = []
     seen: set[str] = set()
     for record in candidates:
         said = " ".join(record.text.lower().split())
-        cost = estimate_tokens(line(record))
-        if said in seen or cost > left:
+        if said in seen:
             continue
-        chosen.append(record)
+        text = line(record)
+        cost = estimate_tokens(text)
+        if cost > left:
+            continue
+        chosen.append((record, text))
         seen.add(said)
         left -= cost
     return chosen

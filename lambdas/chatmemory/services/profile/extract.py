@@ -69,6 +69,8 @@ _PREFERENCE = re.compile(
     re.I,
 )
 _FAVOURITE = re.compile(r"\bmy\s+favou?rite\s+([a-z]+)\s+(?:is|are)\b", re.I)
+_PARTNER = r"(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?)"
+_NAME = re.compile(r"\bmy name is\b|\bcall me\b", re.I)
 # What a statement or an open question is about, by topic ("not sure my job will last" is about
 # the job).
 _SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -88,13 +90,9 @@ _SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    (
-        "partner",
-        re.compile(r"\bmy (wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?)\b", re.I),
-    ),
-    ("name", re.compile(r"\bmy name is\b|\bcall me\b", re.I)),
+    ("partner", re.compile(rf"\bmy {_PARTNER}\b", re.I)),
+    ("name", _NAME),
 )
-_PARTNER = r"(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?)"
 # What a fact states the one value of, so that a newer statement of it replaces the older: where
 # the user lives now, their work, who their partner is, their name. A fact that only speaks of
 # the topic holds beside the others ("My wife is vegetarian" and "My wife and I hike on Sundays"
@@ -126,7 +124,7 @@ _ONE_VALUE: tuple[tuple[str, re.Pattern[str]], ...] = (
             re.I,
         ),
     ),
-    ("name", re.compile(r"\bmy name is\b|\bcall me\b", re.I)),
+    ("name", _NAME),
 )
 MAX_PER_SESSION = 24
 
@@ -175,8 +173,8 @@ class PatternExtractor:
             # What says it lasts ("every Friday", "since 2019") the rules are sure of.
             doubted = [f for f in found if not said_to_last(f[2].text)]
             passing = self.judge.passing([fact.text for _, _, fact in doubted])
-            gone = {id(f) for f, out in zip(doubted, passing, strict=True) if out}
-            found = [f for f in found if id(f) not in gone]
+            gone = {f[1] for f, out in zip(doubted, passing, strict=True) if out}
+            found = [f for f in found if f[1] not in gone]
         # The most informative statements when a session has many, in their order.
         kept = sorted(found, key=lambda f: (-f[0], f[1]))[: self.max_per_session]
         return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])] + open_questions(turns)
