@@ -304,6 +304,11 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
         ("I retired from teaching last year.", RecordType.FACT, RecordCategory.IDENTITY),
         # How long something has been so is no event.
         ("My son lives in Oslo since last year.", RecordType.FACT, RecordCategory.PEOPLE),
+        (
+            "My son lives in Oslo since the last week of May.",
+            RecordType.FACT,
+            RecordCategory.PEOPLE,
+        ),
         ("We painted the kitchen last weekend.", RecordType.FACT, RecordCategory.EVENT),
     ],
 )

@@ -693,7 +693,7 @@ _PAST = re.compile(
     re.I,
 )
 # "... from last year", "since last spring": how long something has been so, not an event.
-_SINCE = re.compile(r"\b(?:since|from|as of)\s+(?:the\s+)?$|\b(?:since|from|as of)\s+\S*$", re.I)
+_SINCE = re.compile(r"\b(?:since|from|as of)\s+(?:the\s+)?$", re.I)
 # An event whose result lasts: "We adopted a greyhound last year" says the user has a dog.
 _LASTING_EVENT = re.compile(
     r"\b(?:adopted|married|moved|bought|emigrated|retired|graduated|divorced|diagnosed|"
@@ -723,7 +723,7 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
     if subject == "partner":
         return RecordCategory.PEOPLE
     past = _PAST.search(text)
-    if past and not _LASTING_EVENT.search(text) and not _SINCE.search(text, 0, past.start() + 1):
+    if past and not _LASTING_EVENT.search(text) and not _SINCE.search(text[: past.start()]):
         return RecordCategory.EVENT
     if record_type == RecordType.PREFERENCE or subject.startswith("likes:"):
         return RecordCategory.PREFERENCE
