@@ -279,6 +279,29 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I sing in a choir and coach netball on Saturdays.",
             ["I sing in a choir.", "I coach netball on Saturdays."],
         ),
+        # "but" before who; "she's" after someone of the user's; a day or a time of day first;
+        # a lead-in before "I'm ... and" leaves what "I'm" carries on.
+        (
+            "I grew up in Leeds, but I've lived in Bristol since uni.",
+            ["I grew up in Leeds.", "I've lived in Bristol since uni."],
+        ),
+        ("I eat fish but I never eat red meat.", ["I eat fish.", "I never eat red meat."]),
+        (
+            "My aunt Rosa runs a cafe and she's coeliac.",
+            ["My aunt Rosa runs a cafe.", "My aunt Rosa's coeliac."],
+        ),
+        (
+            "My dad lives with us, he's 88.",
+            ["My dad lives with us.", "My dad's 88."],
+        ),
+        (
+            "I teach maths and evenings I tutor online.",
+            ["I teach maths.", "Evenings I tutor online."],
+        ),
+        (
+            "I should mention that I'm asthmatic and also allergic to cats.",
+            ["I'm asthmatic.", "I'm allergic to cats."],
+        ),
     ],
 )
 def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[str]) -> None:

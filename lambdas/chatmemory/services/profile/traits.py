@@ -472,10 +472,12 @@ def reaction(text: str, content_words: int) -> bool:
 
 _AND = re.compile(
     r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
+    # "but" before who: "I'm from Puerto Rico, but I've lived in Chicago for fifteen years".
+    r",?\s+but\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # "so" before who: "I've got high blood pressure so I'm on amlodipine".
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
-    r",\s+(?:so\s+|and so\s+)?(?=(?:i|we)\s+[a-z]|(?:i'm|i've|we're|we've|i'd)\b|"
+    r",\s+(?:so\s+|and so\s+)?(?=(?:i|we)\s+[a-z]|(?:i'm|i've|we're|we've|i'd|he's|she's)\b|"
     r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?"
     r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
     r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)",
@@ -527,7 +529,9 @@ _OWN_SUBJECT = re.compile(
 )
 _POSSESSIVE = re.compile(r"^(?:his|her|their)\s+", re.I)
 _PRONOUN = re.compile(
-    r"^(?:he|she)(?=\s+(?:is|was|has|can|can't|will|does|doesn't|[a-z]+(?<!s)s)\b)\s+", re.I
+    r"^(?:he|she)(?:(?P<is>'s)\s+|(?=\s+(?:is|was|has|can|can't|will|does|doesn't|"
+    r"[a-z]+(?<!s)s)\b)\s+)",
+    re.I,
 )
 _ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.!]?)$", re.I)
 # What a list of allergens is not made of: a hedge, an aside, "and everything".
@@ -541,7 +545,8 @@ _LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
 # "... and nowadays I tutor", "... and on Tuesday evenings I play bridge".
 _SET_THEN_SUBJECT = re.compile(
     r"^(?:(?:right\s+)?now|nowadays|these days|today|tonight|currently|lately|also|then|"
-    r"at the moment|since [\w']+|(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
+    r"at the moment|since [\w']+|(?:week(?:end|day)|evening|morning|night|(?:mon|tues|"
+    r"wednes|thurs|fri|satur|sun)day)s|(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
     r"(?:\s+[\w']+)?)\s*,?\s+(?=(?:i|i'm|im|we|we're|my|our)\b)",
     re.I,
 )
@@ -551,7 +556,7 @@ _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
-    text = _OPENER.sub("", sentence.strip())
+    text = _LEAD_IN.sub("", _OPENER.sub("", sentence.strip()))
     parts = [p.strip() for p in _AND.split(text) if p.strip()]
     if len(parts) > 1 and _WHO_AND_I.match(parts[0]) and re.match(r"^(?:i|we)\s", parts[1], re.I):
         parts[:2] = [f"{parts[0]} and {parts[1]}"]
@@ -567,7 +572,8 @@ def clauses(sentence: str) -> list[str]:
             out.append(f"{owner.group('subject')}'s {part[pronoun.end() :]}")
         elif owner and (pronoun := _PRONOUN.match(part)):
             # "My daughter Ines is 6 and she goes to school in Porto": who it is.
-            out.append(f"{owner.group('subject')} {part[pronoun.end() :]}")
+            joint = "'s " if pronoun.group("is") else " "  # "... and she's allergic to peanuts"
+            out.append(f"{owner.group('subject')}{joint}{part[pronoun.end() :]}")
         elif not out or _SUBJECT_START.match(part):
             out.append(part)
         elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
