@@ -132,6 +132,12 @@ LASTING = [
         ("When I was twelve I broke my hip, so stairs are hard for me.", "hip"),
         # A passing clause beside a lasting one.
         ("Money's tight for us at the moment, we're saving for a house.", "house"),
+        # Who one is "here", then more; a state after an adverb; who lives with one, counted;
+        # someone of the user's far away.
+        ("Night nurse here, so mornings are my evenings.", "nurse"),
+        ("Mildly claustrophobic.", "claustrophobic"),
+        ("Two dogs at home, both rescues.", "dogs"),
+        ("My mum's still down in Cornwall.", "Cornwall"),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
@@ -299,6 +305,27 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             ["I teach maths.", "Evenings I tutor online."],
         ),
         (
+            "I love the sea, but my husband gets seasick.",
+            ["I love the sea.", "My husband gets seasick."],
+        ),
+        (
+            "My son lives in Perth, my daughter's in Oslo.",
+            ["My son lives in Perth.", "My daughter's in Oslo."],
+        ),
+        (
+            "My hometown is Cork but I work in Dublin.",
+            ["My hometown is Cork.", "I work in Dublin."],
+        ),
+        # Whose "she" is not sure after a possessive: one fact, in the user's words.
+        (
+            "My wife's name is Ana, and she's a pilot.",
+            ["My wife's name is Ana, and she's a pilot."],
+        ),
+        (
+            "I cannot abide coriander; to me it tastes of soap.",
+            ["I cannot abide coriander; to me it tastes of soap."],
+        ),
+        (
             "I should mention that I'm asthmatic and also allergic to cats.",
             ["I'm asthmatic.", "I'm allergic to cats."],
         ),
@@ -333,6 +360,9 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
             RecordCategory.PEOPLE,
         ),
         ("We painted the kitchen last weekend.", RecordType.FACT, RecordCategory.EVENT),
+        # What changed for good, and someone's age, whenever it was said.
+        ("We switched to solar panels last year.", RecordType.FACT, RecordCategory.OTHER),
+        ("My son Leo turned nine last month.", RecordType.FACT, RecordCategory.IDENTITY),
     ],
 )
 def test_each_fact_has_its_place_in_the_profile(

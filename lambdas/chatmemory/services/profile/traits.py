@@ -74,6 +74,9 @@ _STATE = re.compile(
     rf"\s+{_DEGREE}(?P<word>[a-z'-]+)\b",
     re.I,
 )
+# Where someone is, far from the user: "My dad's still up in Leeds", "out in Arizona".
+_LIVES_OUT = re.compile(r"\s+(?:in|near)\s+[A-Z]")
+_FAR = frozenset({"up", "down", "out", "over"})
 # A fear of something is a trait, not a feeling of the moment ("I'm scared of heights").
 _PHOBIA = re.compile(r"\b(?:scared|afraid|frightened|terrified|petrified)\s+of\b", re.I)
 # What ails one for a day or two: "I've got a headache", "I have a bit of a cold".
@@ -266,7 +269,7 @@ _OPENER = re.compile(
 # A chat sentence whose "I" goes without saying: "Feeling pretty stressed", "Sitting in the
 # library", "Born and raised in Winnipeg", "Big fan of horror films", "Just got back from a jog".
 _ELIDED = re.compile(
-    r"^(?:(?:just|currently|still|been|now|bit|a bit|kinda|pretty|so|really)\s+)*"
+    r"^(?:(?:just|currently|still|been|now|bit|a bit|kinda|pretty|so|really|[a-z]+ly)\s+)*"
     r"(?:[a-z]+ing\b|born\b|raised\b|based\b|married\b|divorced\b|engaged\b|retired\b|"
     r"allergic\b|(?:a\s+)?(?:big|huge|massive|lifelong|die-hard|total)\s+fan\b|got\b|"
     r"(?P<state>[a-z'-]+)\b)",
@@ -284,7 +287,17 @@ _GERUND_SUBJECT = re.compile(
     re.I,
 )
 # "T1 diabetic here", "Lifelong Spurs fan over here": who one is, said as where one stands.
-_HERE = re.compile(r"^(?P<what>(?:[\w'-]+\s+){0,4}[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*)$", re.I)
+_HERE = re.compile(
+    r"^(?P<what>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*$|,\s.+$)", re.I
+)
+# Who lives with the user, counted, without "we have": "Three teenagers in this house", "two kids
+# under 5 here", "4 cats at home".
+_HOUSEHOLD = re.compile(
+    r"^(?:\d{1,2}|two|three|four|five|six|seven|eight|nine|ten)\s+(?:[\w'-]+\s+)?(?:kids|"
+    r"children|teenagers|teens|boys|girls|sons|daughters|dogs|cats|pets|rabbits|birds|horses)"
+    r"\b(?:\s+[\w'-]+){0,3}?\s+(?:here|at home|in (?:this|the|our|my) (?:house|home|flat))\b",
+    re.I,
+)
 _ONE_WHO = re.compile(
     r"\b(?:fan|mum|mom|dad|parent|mother|father|grandma|grandad|grandparent|child|kid|owner|"
     r"lover|person|student|grad|veteran|nurse|teacher|doctor|engineer|developer|carer|"
@@ -335,6 +348,8 @@ def implied(text: str) -> str:
     with_i = _elided_verb(said)
     if with_i is not None:
         return with_i
+    if _HOUSEHOLD.match(said):
+        return f"We have {said[0].lower()}{said[1:]}"  # "Three teenagers in this house"
     here = _HERE.match(said)
     if here is not None and _what_one_is(here.group("what")):
         what = here.group("what")
@@ -342,7 +357,17 @@ def implied(text: str) -> str:
         return f"I'm {first}{what[1:]}{here.group('end')}"
     found = _ELIDED.match(said)
     state = found.group("state") if found is not None else None
-    if found is None or (state is not None and state.lower() not in _MOMENTARY | _WHAT_ONE_IS):
+    if (
+        found is not None
+        and state is None
+        and re.match(r"^(?!really\b|currently\b)\w+ly\s", said, re.I)
+    ):
+        found = None  # an adverb in -ly before a state only: "Severely claustrophobic"
+    if found is None or (
+        state is not None
+        and state.lower() not in _MOMENTARY | _WHAT_ONE_IS
+        and not state.lower().endswith("phobic")  # "Severely claustrophobic"
+    ):
         return _after_a_few_words(said)  # a noun, a verb of its own: no "I" left out
     if re.match(r"^(?:just\s+)*got\b", said, re.I):
         return f"I {said[0].lower()}{said[1:]}"
@@ -406,7 +431,12 @@ def passing(text: str) -> bool:
     if _just_done(said) or (_KEEPS.search(said) and not health_related(said)):
         return True
     state = _STATE.match(said)
-    if state and state.group("word").lower() in _MOMENTARY and not _PHOBIA.search(said):
+    if (
+        state
+        and state.group("word").lower() in _MOMENTARY
+        and not _PHOBIA.search(said)
+        and not (state.group("word").lower() in _FAR and _LIVES_OUT.match(said, state.end()))
+    ):
         return True
     place = _PLACE.match(said)
     if place and place.group("place").lower() in _WHERE_NOW:
@@ -470,19 +500,24 @@ def reaction(text: str, content_words: int) -> bool:
 
 # --- one fact per clause ------------------------------------------------------------------------
 
+# What opens a clause of its own: who, then a verb ("I've", "my wife is", "my dad's").
+_CLAUSE = (
+    r"(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd|he's|she's)\b|"
+    r"(?:my|our)\s+(?:[a-z-]+'s\s|(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?"
+    r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
+    r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)"
+)
 _AND = re.compile(
     r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
     # "but" before who: "I'm from Puerto Rico, but I've lived in Chicago for fifteen years".
-    r",?\s+but\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
+    rf",?\s+but\s+(?={_CLAUSE})|"
     # "so" before who: "I've got high blood pressure so I'm on amlodipine".
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
-    r",\s+(?:so\s+|and so\s+)?(?=(?:i|we)\s+[a-z]|(?:i'm|i've|we're|we've|i'd|he's|she's)\b|"
-    r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?"
-    r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
-    r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)",
+    rf",\s+(?:so\s+|and so\s+)?(?={_CLAUSE})",
     re.I,
 )
+_AND_KEPT = re.compile(f"({_AND.pattern})", re.I)
 # A verb going on with the first clause's "I": a word, then a preposition or an article and more.
 _GOES_ON = re.compile(
     r"^(?:play|work|teach|run|swim|cycle|write|sing|live|study|speak|cook|volunteer|coach|"
@@ -557,20 +592,30 @@ _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
     text = _LEAD_IN.sub("", _OPENER.sub("", sentence.strip()))
-    parts = [p.strip() for p in _AND.split(text) if p.strip()]
-    if len(parts) > 1 and _WHO_AND_I.match(parts[0]) and re.match(r"^(?:i|we)\s", parts[1], re.I):
-        parts[:2] = [f"{parts[0]} and {parts[1]}"]
-    if _aside(parts):
-        parts = parts[1:]  # an aside before what is said: "For what it's worth, I'm ..."
+    pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
+    joined = [
+        (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
+    ]
+    joined = [(sep, part) for sep, part in joined if part]
+    parts = [part for _, part in joined]
+    if (
+        len(parts) > 1
+        and joined[1][0].strip() == "and"
+        and _WHO_AND_I.match(parts[0])
+        and re.match(r"^(?:i|we)\s", parts[1], re.I)
+    ):
+        joined[:2] = [("", f"{parts[0]} and {parts[1]}")]
+    if _aside([part for _, part in joined]):
+        joined = joined[1:]  # an aside before what is said: "For what it's worth, I'm ..."
     out: list[str] = []
-    for part in parts:
+    for sep, part in joined:
         owner = _OWN_SUBJECT.match(out[0]) if out else None
         if out and _SET_THEN_SUBJECT.match(part):
             out.append(part)
         elif owner and (pronoun := _POSSESSIVE.match(part)):
             # "My sister Hannah lives in Melbourne and her birthday's 3 March": whose it is.
             out.append(f"{owner.group('subject')}'s {part[pronoun.end() :]}")
-        elif owner and (pronoun := _PRONOUN.match(part)):
+        elif owner and "'s " not in owner.group("subject") and (pronoun := _PRONOUN.match(part)):
             # "My daughter Ines is 6 and she goes to school in Porto": who it is.
             joint = "'s " if pronoun.group("is") else " "  # "... and she's allergic to peanuts"
             out.append(f"{owner.group('subject')}{joint}{part[pronoun.end() :]}")
@@ -588,7 +633,7 @@ def clauses(sentence: str) -> list[str]:
         elif _COUNTED.match(part) and (having := _HAVING.match(out[-1])):
             out.append(f"{having.group('head')}{part}")
         else:
-            out[-1] = f"{out[-1]} and {part}"  # a list, an object, a phrase: one fact
+            out[-1] = f"{out[-1]}{sep}{part}"  # a list, an object, a phrase: one fact
     facts: list[str] = []
     for clause in out:
         facts += _allergens(clause)
@@ -703,6 +748,7 @@ _SINCE = re.compile(r"\b(?:since|from|as of)\s+(?:the\s+)?$", re.I)
 # An event whose result lasts: "We adopted a greyhound last year" says the user has a dog.
 _LASTING_EVENT = re.compile(
     r"\b(?:adopted|married|moved|bought|emigrated|retired|graduated|divorced|diagnosed|"
+    r"switched to|converted to|took up|"
     r"got (?:a|an|our|my) (?:dog|cat|puppy|kitten|pet)|had (?:a|our|my) (?:baby|son|daughter|"
     r"twins))\b",
     re.I,
@@ -710,7 +756,10 @@ _LASTING_EVENT = re.compile(
 _NAMED = ("residence", "job", "name")
 # How old they are: who they are, whenever it was said ("I turned 67 last spring").
 _AGE = re.compile(
-    r"\b(?:i'm|i am|im|i turned|i'll be|i will be)\s+\d{1,3}\b|\b\d{1,3} years old\b", re.I
+    r"\b(?:i'm|i am|im|turned|i'll be|i will be)\s+(?:\d{1,3}|(?:twenty|thirty|forty|fifty|"
+    r"sixty|seventy|eighty|ninety)(?:-\w+)?|one|two|three|four|five|six|seven|eight|nine|ten|"
+    r"eleven|twelve|\w+teen)\b|\b\d{1,3} years old\b",
+    re.I,
 )
 # Someone or something with a name of its own: a person or a pet ("a collie called Finn").
 _NAMED_BEING = re.compile(r"\b(?:called|named)\s+[A-Z][a-z]+")
