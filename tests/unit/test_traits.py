@@ -157,6 +157,8 @@ def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> Non
         "Sunny here.",
         "Call me when you can.",
         "Single malt or blended, which is better?",
+        # A doing as the subject, before "can" or "will": what anyone may do, not the user.
+        "Setting an example at work can really inspire people.",
     ],
 )
 def test_small_talk_without_its_i_is_no_fact(text: str) -> None:
@@ -178,7 +180,17 @@ def test_a_lasting_fact_is_no_passing_remark(text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["I agree.", "I hope so!", "I love that!", "I can't wait!", "I'm so happy for you!"]
+    "text",
+    [
+        "I agree.",
+        "I hope so!",
+        "I love that!",
+        "I can't wait!",
+        "I'm so happy for you!",
+        # A liking of what the other side does or has, however long.
+        "I love the way you always find time for your garden.",
+        "I really like your taste in music and old films.",
+    ],
 )
 def test_a_reaction_to_the_other_side_is_no_fact(text: str) -> None:
     from chatmemory.services.profile.extract import _content
@@ -377,3 +389,11 @@ def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:
     assert allergy_subject("I have a shellfish allergy.") == "allergy:shellfish"
     assert allergy_subject("I'm severely allergic to bee stings.") == "allergy:sting"
     assert allergy_subject("My son is allergic to eggs.") == ""
+
+
+def test_a_doing_said_as_the_subject_before_a_modal_gets_no_i() -> None:
+    texts = [
+        f.text
+        for f in PatternExtractor().extract([_turn("Cooking for friends will always cheer me up.")])
+    ]
+    assert texts == ["Cooking for friends will always cheer me up."]

@@ -283,7 +283,7 @@ _KIN = re.compile(r"^(?:Mum|Mom|Mam|Dad|Nan|Nana|Gran|Granny|Grandma|Grandad|Gra
 # personality", "Restoring old Vespas is how I unwind"; and "anything", "something"...
 _GERUND_SUBJECT = re.compile(
     r"^(?:[a-z]*thing\b|[a-z]+ing\b[^,;:.!?]*?\s(?:is|was|are|were|'s|makes?|made|keeps?|"
-    r"helps?|gives?|has|have)\b)",
+    r"helps?|gives?|has|have|can|could|will|would|may|might|should|must)\b)",
     re.I,
 )
 # "T1 diabetic here", "Lifelong Spurs fan over here": who one is, said as where one stands.
@@ -485,15 +485,22 @@ _REACTION = re.compile(
     re.I,
 )
 _YOU = re.compile(r"\b(?:you|your|you're|yours|u)\b", re.I)
+# A liking of the other side's: "I love the way you go for it", "I really like your idea".
+_LIKING_YOURS = re.compile(
+    r"^(?:i|we)\s+(?:really\s+|just\s+|so\s+|totally\s+)?(?:love|like|admire|adore|enjoy|"
+    r"appreciate)d?\s+(?:(?:the way|how|what|that|when)\s+(?:you|u)\b|your\b)",
+    re.I,
+)
 _CONTENT = re.compile(r"[a-z0-9][a-z0-9'-]*")
 
 
 def reaction(text: str, content_words: int) -> bool:
     """A reply to the other side rather than a fact about the user: a mental or discourse verb
     with little after it ("I agree", "I hope so", "I can't wait!"), a liking of "it"/"that",
-    or a short sentence about "you"."""
+    a liking of what the other side does or has ("I love the way you ..."), or a short sentence
+    about "you"."""
     said = _plain(text)
-    if _REACTION.match(said) and content_words < 3:
+    if (_REACTION.match(said) and content_words < 3) or _LIKING_YOURS.match(said):
         return True
     return bool(_YOU.search(said)) and content_words < 3
 
