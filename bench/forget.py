@@ -24,7 +24,7 @@ from chatmemory import wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import Turn
 from chatmemory.errors import SessionNotFound
-from chatmemory.services.background.forget import forget_user, purge_session, purge_user
+from chatmemory.services.background.forget import Purging, forget_user, purge_session, purge_user
 from chatmemory.services.conversation import sessions
 from chatmemory.settings import Settings
 from local.dynamodb_local import DynamoDBLocal, ensure_tables, free_port, table_names
@@ -97,13 +97,11 @@ def run(*, session_count: int, turns: int, long_session: int) -> dict[str, Any]:
         result["reachable_after_forget"] = len(ids) - unreachable
 
         started = time.perf_counter()
-        purge_user(
-            "heavy", memory=memory, index=None, time_left=lambda: 900.0, sleep=lambda s: None
-        )
+        purge_user("heavy", Purging(memory, None), time_left=lambda: 900.0, sleep=lambda s: None)
         marked = time.perf_counter()
         deleted = 0
         for sid in ids:  # one stream shard: one session after another
-            deleted += purge_session(sid, memory=memory, index=None, time_left=lambda: 900).deleted
+            deleted += purge_session(sid, Purging(memory, None), time_left=lambda: 900).deleted
         finished = time.perf_counter()
         result["purge_mark_seconds"] = round(marked - started, 2)
         result["purge_seconds"] = round(finished - started, 1)
@@ -126,8 +124,7 @@ def run(*, session_count: int, turns: int, long_session: int) -> dict[str, Any]:
                 rounds += 1
                 outcome = purge_session(
                     sid,
-                    memory=memory,
-                    index=None,
+                    Purging(memory, None),
                     time_left=lambda deadline=deadline: deadline - time.monotonic(),
                 ).outcome
                 if outcome != "continued":

@@ -8,7 +8,7 @@ import pytest
 
 from chatmemory import schema, wiring
 from chatmemory.ports import LongTermIndex, ShortTermMemory
-from chatmemory.services.background.forget import PurgePolicy
+from chatmemory.services.background.forget import PurgePolicy, Purging
 from tests.fakes import FakeEmbedder
 from tests.streams import StreamReader
 
@@ -30,7 +30,7 @@ class Purger:
             StreamReader(dynamodb, schema.USERS.logical_name),
         ]
         self._context = context
-        deps = wiring.PurgeDeps(memory, index, PurgePolicy(settle_seconds=0), embedder=FakeEmbedder)
+        deps = Purging(memory, index, PurgePolicy(settle_seconds=0), embedder=FakeEmbedder)
         monkeypatch.setattr(wiring, "purge_deps", lambda: deps)
 
     def drain(self, rounds: int = 20) -> int:

@@ -35,7 +35,7 @@ if TYPE_CHECKING:
         ConsolidationPolicy,
         ConsolidationResult,
     )
-    from chatmemory.services.background.forget import PurgePolicy
+    from chatmemory.services.background.forget import Purging
     from chatmemory.services.background.maintenance import CompactionPolicy
     from chatmemory.services.background.migrate import SharedIndex
     from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy
@@ -453,23 +453,12 @@ def compaction_deps() -> CompactionDeps:
     )
 
 
-@dataclass
-class PurgeDeps:
-    memory: ShortTermMemory
-    index: LongTermIndex | None
-    policy: PurgePolicy
-    checkpoints: CheckpointStore | None = None
-    # Made only when a session's purge must write a record's entry again (its words or dates
-    # were the deleted session's): most purges never build a model client.
-    embedder: Callable[[], Embedder] | None = None
-
-
 @lru_cache(maxsize=1)
-def purge_deps() -> PurgeDeps:
-    from chatmemory.services.background.forget import PurgePolicy
+def purge_deps() -> Purging:
+    from chatmemory.services.background.forget import PurgePolicy, Purging
 
     cfg = settings()
-    return PurgeDeps(
+    return Purging(
         memory=short_term_memory(cfg),
         index=long_term_index(cfg),
         policy=PurgePolicy(settle_seconds=cfg.purge_settle_seconds),

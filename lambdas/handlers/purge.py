@@ -5,16 +5,13 @@ See services/background/forget.py for why it is safe."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from aws_lambda_powertools import Logger
 from aws_lambda_powertools.metrics import MetricUnit
 from aws_lambda_powertools.utilities.data_classes.dynamo_db_stream_event import DynamoDBRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from chatmemory import schema, wiring
-from chatmemory.services.background.forget import PurgeResult, purge_session, purge_user
+from chatmemory.services.background.forget import purge_session, purge_user
 from chatmemory.services.profile.purge import purge_expired_record, purge_record
 from chatmemory.streams import key_of, matches
 from handlers import init_done
@@ -50,21 +47,13 @@ def record_handler(record: DynamoDBRecord, lambda_context: LambdaContext | None 
     else:
         # A session marked DELETING, or a forget: purged in rounds as far as time allows.
         if schema.SESSION_ID in keys:
-            wanted, key = schema.SESSION_DELETING_FILTER, schema.SESSION_ID
-            purge: Callable[..., PurgeResult] = purge_session
-            more: dict[str, Any] = {"checkpoints": deps.checkpoints, "embedder": deps.embedder}
+            if not matches(schema.SESSION_DELETING_FILTER, event):
+                return
+            result = purge_session(key_of(event, schema.SESSION_ID), deps, time_left=time_left)
         else:
-            wanted, key, purge, more = schema.USER_PURGE_FILTER, schema.USER_ID, purge_user, {}
-        if not matches(wanted, event):
-            return
-        result = purge(
-            key_of(event, key),
-            memory=deps.memory,
-            index=deps.index,
-            time_left=time_left,
-            policy=deps.policy,
-            **more,
-        )
+            if not matches(schema.USER_PURGE_FILTER, event):
+                return
+            result = purge_user(key_of(event, schema.USER_ID), deps, time_left=time_left)
         outcome = result.outcome
         logger.info("purge", extra={"result": result.__dict__})
     metrics.add_metric(name=f"Purge{outcome.title()}", unit=MetricUnit.Count, value=1)

@@ -15,7 +15,7 @@ import pytest
 from chatmemory.api_models import ImportDocument
 from chatmemory.domain import ImportedSession
 from chatmemory.errors import ModelUnavailable, SessionNotFound, ShortTermMemoryUnavailable
-from chatmemory.services.background.forget import forget_user, purge_session, purge_user
+from chatmemory.services.background.forget import Purging, forget_user, purge_session, purge_user
 from chatmemory.services.background.maintenance import sweep_stale_work
 from chatmemory.services.conversation import sessions
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
@@ -28,7 +28,7 @@ pytestmark = pytest.mark.integration
 
 def _purge_all(store: Store, *session_ids: str) -> None:
     for sid in session_ids:
-        purge_session(sid, memory=store.memory, index=None, time_left=lambda: 60)
+        purge_session(sid, Purging(store.memory, None), time_left=lambda: 60)
 
 
 def _nothing_left(store: Store, session_id: str) -> None:
@@ -75,7 +75,7 @@ def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how:
         post_message(deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content="second"))
         with pytest.raises(SessionNotFound):
             sessions.get_session(memory, "alice", sid)
-        purge_user("alice", memory=memory, index=None, time_left=lambda: 60, sleep=lambda s: None)
+        purge_user("alice", Purging(memory, None), time_left=lambda: 60, sleep=lambda s: None)
     _purge_all(store, sid)
     _nothing_left(store, sid)
 

@@ -197,7 +197,7 @@ def test_a_write_racing_the_threads_delete_and_purge_leaves_nothing_behind(
 ) -> None:
     """Found by an audit: the checkpoint (a LangGraph state, usually the whole conversation)
     written after the thread's purge stayed in the purged partition for good."""
-    from chatmemory.services.background.forget import purge_session
+    from chatmemory.services.background.forget import Purging, purge_session
 
     store = _RacedStore()
     sid = sessions.create_session(memory, "alice").session_id
@@ -205,9 +205,7 @@ def test_a_write_racing_the_threads_delete_and_purge_leaves_nothing_behind(
 
     def delete_and_purge() -> None:
         sessions.delete_session(memory, "alice", sid)
-        purge = purge_session(
-            sid, memory=memory, index=None, time_left=lambda: 60, checkpoints=store
-        )
+        purge = purge_session(sid, Purging(memory, None, checkpoints=store), time_left=lambda: 60)
         assert purge.outcome == "purged"
 
     store.before_write = delete_and_purge

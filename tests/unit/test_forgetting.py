@@ -143,7 +143,7 @@ def test_a_redelivered_record_of_a_purged_session_deletes_what_a_crashed_attempt
 def test_a_purge_that_runs_out_of_time_hands_over_and_finishes(world: Any) -> None:
     """A very long session is purged in several invocations (each touches the item, which the
     stream turns into the next invocation), never leaving its turns behind."""
-    from chatmemory.services.background.forget import PurgePolicy, purge_session
+    from chatmemory.services.background.forget import PurgePolicy, Purging, purge_session
 
     api, deps, index, purger = world
     sid = api.new_session(user="alice")
@@ -152,10 +152,8 @@ def test_a_purge_that_runs_out_of_time_hands_over_and_finishes(world: Any) -> No
     assert api.call("DELETE", f"/sessions/{sid}", user="alice")[0] == 204
     result = purge_session(
         sid,
-        memory=deps.memory,
-        index=index,
+        Purging(deps.memory, index, PurgePolicy(turns_per_round=5, reserve_seconds=10)),
         time_left=lambda: 1.0,  # seconds left in this invocation: below the reserve at once
-        policy=PurgePolicy(turns_per_round=5, reserve_seconds=10),
     )
     assert (result.outcome, result.deleted) == ("continued", 5)
     assert len(list(deps.memory.all_turns(sid))) == 7

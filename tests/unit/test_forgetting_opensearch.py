@@ -10,7 +10,7 @@ from typing import Any
 from chatmemory import wiring
 from chatmemory.adapters.opensearch import OpenSearchLongTermIndex
 from chatmemory.services.background.consolidation import ConsolidationPolicy, consolidate_session
-from chatmemory.services.background.forget import purge_session
+from chatmemory.services.background.forget import Purging, purge_session
 from chatmemory.services.conversation import sessions
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.longterm import recall
@@ -48,7 +48,7 @@ def test_a_session_deleted_and_purged_before_consolidation_writes_is_deleted_aga
         def summarize(self, text: str) -> str:
             # The user deletes the session while the model summarizes it; the purge runs.
             sessions.delete_session(memory, "user-a", "sess-1")
-            purge = purge_session("sess-1", memory=memory, index=index, time_left=lambda: 60)
+            purge = purge_session("sess-1", Purging(memory, index), time_left=lambda: 60)
             assert purge.outcome == "purged"
             return super().summarize(text)
 

@@ -15,6 +15,7 @@ from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.background.ingest import chunk_text
 from chatmemory.services.background.maintenance import (
     CompactionPolicy,
+    SweepPass,
     compact_session,
     sweep_idle_sessions,
 )
@@ -279,8 +280,7 @@ def test_a_sweep_short_of_time_stops_and_the_next_one_finds_the_rest() -> None:
         memory,
         now=long_ago + timedelta(hours=1),
         idle_minutes=30,
-        per_shard=5,
-        time_left=lambda: next(budget, 0.0),
+        run=SweepPass(page_size=5, time_left=lambda: next(budget, 0.0)),
     )
     rest = sweep_idle_sessions(memory, now=long_ago + timedelta(hours=1), idle_minutes=30)
 

@@ -15,7 +15,7 @@ from chatmemory.errors import ModelUnavailable
 from chatmemory.ports import MemoryDoc, Search
 from chatmemory.schema import MEMORY_INDEX, MemoryKind, RecordOrigin, RecordStatus, RecordType
 from chatmemory.services.background.consolidation import ConsolidationResult
-from chatmemory.services.background.forget import purge_session
+from chatmemory.services.background.forget import Purging, purge_session
 from chatmemory.services.conversation import sessions
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.longterm.recall import RecallWeights, search_sessions
@@ -227,7 +227,7 @@ def test_deleting_the_session_deletes_its_open_questions_even_corrected(memory, 
 
     sessions.delete_session(memory, "alice", sid)
     assert _open(memory) == []  # at once, before the purge
-    assert purge_session(sid, memory=memory, index=index, time_left=lambda: 60).outcome == "purged"
+    assert purge_session(sid, Purging(memory, index), time_left=lambda: 60).outcome == "purged"
     assert memory.get_record("alice", question.record_id) is None
     assert question.record_id not in record_entries(index, "alice")
 

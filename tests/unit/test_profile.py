@@ -13,7 +13,7 @@ from chatmemory.domain import MemoryRecord, Provenance
 from chatmemory.errors import LongTermMemoryUnavailable, RecordNotFound, ShortTermMemoryUnavailable
 from chatmemory.ports import ExtractedFact, Search
 from chatmemory.schema import MEMORY_INDEX, RecordOrigin, RecordStatus, RecordType
-from chatmemory.services.background.forget import purge_session
+from chatmemory.services.background.forget import Purging, purge_session
 from chatmemory.services.conversation import sessions
 from chatmemory.services.longterm.recall_block import live_documents
 from chatmemory.services.profile import profile
@@ -84,7 +84,7 @@ def _delete_session(memory: Any, index: Any, sid: str, user: str = "alice") -> N
     sessions.delete_session(memory, user, sid)
     assert (
         purge_session(
-            sid, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+            sid, Purging(memory, index, embedder=FakeEmbedder), time_left=lambda: 60
         ).outcome
         == "purged"
     )
@@ -616,7 +616,7 @@ def test_a_consolidation_after_a_session_was_deleted_does_not_merge_into_its_hid
     sessions.delete_session(memory, "alice", gone)  # the purge has not run yet
     kept = _remembered(memory, index, "alice", at(5), CATS)
     assert purge_session(
-        gone, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+        gone, Purging(memory, index, embedder=FakeEmbedder), time_left=lambda: 60
     ).outcome == ("purged")
     [cats] = _facts(memory)
     assert cats.text == CATS and cats.sessions == [kept]
@@ -633,7 +633,7 @@ def test_an_older_session_consolidated_after_a_newer_one_was_deleted_is_not_its_
     late = told(memory, "alice", at(1), "I live in Lisbon")
     assert consolidate(memory, index, late, now=at(11)).outcome == "consolidated"
     assert purge_session(
-        gone, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+        gone, Purging(memory, index, embedder=FakeEmbedder), time_left=lambda: 60
     ).outcome == ("purged")
     lisbon = by_text(_facts(memory), "I live in Lisbon")
     assert lisbon.status == RecordStatus.ACTIVE
@@ -689,7 +689,7 @@ def test_a_merged_record_holding_a_deleted_sessions_words_takes_the_words_that_s
     assert merged.record_id not in _recallable(memory, index)
 
     assert purge_session(
-        gone, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+        gone, Purging(memory, index, embedder=FakeEmbedder), time_left=lambda: 60
     ).outcome == "purged"  # fmt: skip
     [cats] = _facts(memory)
     assert (cats.record_id, cats.text, cats.sessions) == (merged.record_id, CATS, [kept])
@@ -729,7 +729,7 @@ def test_history_a_deleted_session_ended_is_current_again_after_its_purge(memory
 
 def _purge(memory: Any, index: Any, sid: str) -> None:
     assert purge_session(
-        sid, memory=memory, index=index, time_left=lambda: 60, embedder=FakeEmbedder
+        sid, Purging(memory, index, embedder=FakeEmbedder), time_left=lambda: 60
     ).outcome == "purged"  # fmt: skip
 
 

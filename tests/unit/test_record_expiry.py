@@ -69,10 +69,10 @@ def _ttl_removal(record: dict[str, Any]) -> dict[str, Any]:
 
 def _purge(world: World, event_record: dict[str, Any], monkeypatch: pytest.MonkeyPatch) -> Any:
     from chatmemory import wiring
-    from chatmemory.services.background.forget import PurgePolicy
+    from chatmemory.services.background.forget import Purging
     from handlers import purge
 
-    deps = wiring.PurgeDeps(memory=world.deps.memory, index=world.index, policy=PurgePolicy())
+    deps = Purging(memory=world.deps.memory, index=world.index)
     monkeypatch.setattr(wiring, "purge_deps", lambda: deps)
     return purge.handler({"Records": [event_record]}, world.api._context)
 

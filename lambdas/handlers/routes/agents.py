@@ -21,6 +21,7 @@ from handlers.routes.common import (
     SessionId,
     agent,
     answer_page,
+    route,
     session,
     user,
 )
@@ -28,20 +29,17 @@ from handlers.routes.common import (
 router = APIGatewayRouter()
 
 
-@router.post(
-    "/sessions/<session_id>/handoff",
-    summary="Ask for a person",
-    description=(
-        "Hands the caller's open session to a human agent (the chat command /human does the "
-        "same): until an agent hands it back, messages are stored for the agent and not "
-        "answered by the model, and the agent's replies appear among the session's messages "
-        "(origin agent). Publishes a hand-off event. Asking again while it is handed off "
-        "answers the session unchanged."
-    ),
-)
+@route(router.post, "/sessions/<session_id>/handoff")
 def request_handoff(
     session_id: SessionId, body: Annotated[m.HandoffRequest | None, Body()] = None
 ) -> m.SessionEnvelope:
+    """Ask for a person.
+
+    Hands the caller's open session to a human agent (the chat command /human does the same): until
+    an agent hands it back, messages are stored for the agent and not answered by the model, and the
+    agent's replies appear among the session's messages (origin agent). Publishes a hand-off event.
+    Asking again while it is handed off answers the session unchanged.
+    """
     deps = wiring.chat_deps()
     outcome = handoff.request_handoff(
         deps.memory,
@@ -61,19 +59,17 @@ HandoffStateQuery = Annotated[
 ]
 
 
-@router.get(
-    "/agent/sessions",
-    summary="Sessions waiting for a person",
-    description=(
-        "Agents only (403 for anyone else): the sessions handed to a person in the given "
-        "state, longest waiting first, one page at a time."
-    ),
-)
+@route(router.get, "/agent/sessions")
 def list_handoffs(
     state: HandoffStateQuery = HandoffState.WAITING,
     limit: Limit = 20,
     next_token: NextToken = None,
 ) -> m.AgentSessionList:
+    """Sessions waiting for a person.
+
+    Agents only (403 for anyone else): the sessions handed to a person in the given state, longest
+    waiting first, one page at a time.
+    """
     agent(router)
     page = handoff.list_queue(
         wiring.chat_deps().memory, state=state, limit=limit, next_token=next_token
@@ -81,39 +77,35 @@ def list_handoffs(
     return m.AgentSessionList.of(page)
 
 
-@router.get(
-    "/agent/sessions/<session_id>",
-    summary="Read a handed-off session",
-    description=(
-        "Agents only: a session handed to a person and its turns, newest first by default "
-        "(next_token pages back), the user's messages stored for the agent among them. A "
-        "session not handed off answers 404."
-    ),
-)
+@route(router.get, "/agent/sessions/<session_id>")
 def read_handoff(
     session_id: AgentSessionId,
     limit: Limit = 50,
     next_token: NextToken = None,
     order: Annotated[Literal["asc", "desc"], Query()] = "desc",
 ) -> m.AgentSessionView:
+    """Read a handed-off session.
+
+    Agents only: a session handed to a person and its turns, newest first by default (next_token
+    pages back), the user's messages stored for the agent among them. A session not handed off
+    answers 404.
+    """
     agent(router)
     asked = answer_page(limit, next_token, order)
     session, page = handoff.read_session_for_agent(wiring.chat_deps().memory, session_id, asked)
     return m.AgentSessionView.of(session, page)
 
 
-@router.post(
-    "/agent/sessions/<session_id>/messages",
-    summary="Reply as an agent",
-    description=(
-        "Agents only: stores the agent's reply as the session's next turn (origin agent); the "
-        "session becomes ACTIVE with this agent. 409 when it is not handed off (handed back, "
-        "or never). A retry with the same client_message_id returns the stored turn."
-    ),
-)
+@route(router.post, "/agent/sessions/<session_id>/messages")
 def agent_reply(
     session_id: AgentSessionId, body: Annotated[m.AgentReplyRequest, Body()]
 ) -> m.TurnEnvelope:
+    """Reply as an agent.
+
+    Agents only: stores the agent's reply as the session's next turn (origin agent); the session
+    becomes ACTIVE with this agent. 409 when it is not handed off (handed back, or never). A retry
+    with the same client_message_id returns the stored turn.
+    """
     deps = wiring.chat_deps()
     policy = wiring.chat_policy()
     reply = handoff.agent_reply(
@@ -132,16 +124,14 @@ def agent_reply(
     return m.TurnEnvelope.of(reply.turn)
 
 
-@router.post(
-    "/agent/sessions/<session_id>/handback",
-    summary="Hand a session back",
-    description=(
-        "Agents only: the bot answers the session's next message again, with the whole "
-        "conversation (the agent's replies too) in its prompt. Publishes a hand-back event. "
-        "409 when the session is not handed off."
-    ),
-)
+@route(router.post, "/agent/sessions/<session_id>/handback")
 def hand_back(session_id: AgentSessionId) -> m.AgentSessionEnvelope:
+    """Hand a session back.
+
+    Agents only: the bot answers the session's next message again, with the whole conversation (the
+    agent's replies too) in its prompt. Publishes a hand-back event. 409 when the session is not
+    handed off.
+    """
     deps = wiring.chat_deps()
     outcome = handoff.hand_back(
         deps.memory, deps.events, agent_id=agent(router), session_id=session_id, clock=deps.clock

@@ -22,6 +22,7 @@ from handlers.routes.common import (
     NextToken,
     SessionId,
     id_path,
+    route,
     session,
     user,
 )
@@ -43,6 +44,16 @@ def _on_thread(
     return call(memory, store, user(router), session(router, session_id), *args, **kwargs)
 
 
+# The limits the routes' docstrings name ({NAME}: schema.NAME).
+_LIMITS = {
+    name: getattr(schema, name)
+    for name in (
+        "MAX_CHECKPOINT_BYTES",
+        "MAX_CHECKPOINT_ITEM_BYTES",
+        "MAX_CHECKPOINT_JSON_DEPTH",
+        "MAX_CHECKPOINT_WRITES_BYTES",
+    )
+}
 CheckpointId = Annotated[str, id_path("A checkpoint id (LangGraph's)")]
 CheckpointNsQuery = Annotated[
     str | None,
@@ -54,27 +65,24 @@ CheckpointNsQuery = Annotated[
 ]
 
 
-@router.put(
-    "/sessions/<session_id>/checkpoints/<checkpoint_id>",
-    summary="Store a checkpoint",
-    description=(
-        "Stores a LangGraph checkpoint of the session (the thread) in its namespace, with the "
-        "values of the channels that changed; unchanged channels keep the values stored with "
-        "earlier checkpoints. Storing the same id again replaces it. A channel's value at a "
-        "version, once stored, never changes: the same bytes again are a retry, other bytes "
-        "answer 409 conflict and nothing of the checkpoint is stored (give a changed value a "
-        "new version, as LangGraph's savers do). A checkpoint's channel "
-        f"values may hold {schema.MAX_CHECKPOINT_BYTES} bytes in all, and the checkpoint "
-        "without them, with its metadata (serde bytes and JSON) and its channel_versions, "
-        f"{schema.MAX_CHECKPOINT_ITEM_BYTES} bytes (413 above either); metadata_json nests "
-        f"at most {schema.MAX_CHECKPOINT_JSON_DEPTH} levels deep (400 deeper)."
-    ),
-)
+@route(router.put, "/sessions/<session_id>/checkpoints/<checkpoint_id>", values=_LIMITS)
 def put_checkpoint(
     session_id: SessionId,
     checkpoint_id: CheckpointId,
     body: Annotated[m.PutCheckpointRequest, Body()],
 ) -> m.CheckpointRef:
+    """Store a checkpoint.
+
+    Stores a LangGraph checkpoint of the session (the thread) in its namespace, with the values of
+    the channels that changed; unchanged channels keep the values stored with earlier checkpoints.
+    Storing the same id again replaces it. A channel's value at a version, once stored, never
+    changes: the same bytes again are a retry, other bytes answer 409 conflict and nothing of the
+    checkpoint is stored (give a changed value a new version, as LangGraph's savers do). A
+    checkpoint's channel values may hold {MAX_CHECKPOINT_BYTES} bytes in all, and the checkpoint
+    without them, with its metadata (serde bytes and JSON) and its channel_versions,
+    {MAX_CHECKPOINT_ITEM_BYTES} bytes (413 above either); metadata_json nests at most
+    {MAX_CHECKPOINT_JSON_DEPTH} levels deep (400 deeper).
+    """
     stored = _on_thread(
         session_id,
         checkpoints.put_checkpoint,
@@ -95,17 +103,15 @@ def put_checkpoint(
     )
 
 
-@router.get(
-    "/sessions/<session_id>/checkpoints/<checkpoint_id>",
-    summary="Get a checkpoint",
-    description=(
-        "One checkpoint of the session in a namespace, with the values of its channels and its "
-        "pending writes. 404 checkpoint_not_found when there is none of that id."
-    ),
-)
+@route(router.get, "/sessions/<session_id>/checkpoints/<checkpoint_id>")
 def get_checkpoint(
     session_id: SessionId, checkpoint_id: CheckpointId, checkpoint_ns: CheckpointNsQuery = None
 ) -> m.CheckpointEnvelope:
+    """Get a checkpoint.
+
+    One checkpoint of the session in a namespace, with the values of its channels and its pending
+    writes. 404 checkpoint_not_found when there is none of that id.
+    """
     found = _on_thread(
         session_id,
         checkpoints.get_checkpoint,
@@ -115,20 +121,7 @@ def get_checkpoint(
     return m.CheckpointEnvelope(checkpoint=m.CheckpointOut.of(found))
 
 
-@router.get(
-    "/sessions/<session_id>/checkpoints",
-    summary="List checkpoints",
-    description=(
-        "The session's checkpoints, newest first, each with its channel values and pending "
-        "writes: of one namespace (checkpoint_ns) or all, below `before` (a checkpoint id), "
-        "whose metadata has every key of `filter` (a JSON object) with its value. Ordered by "
-        "id, then namespace. A page holds at most `limit` checkpoints and what fits one answer "
-        "(at most 6 MB; at least one checkpoint): while next_token is set, more may follow "
-        "(ask again with it). limit=1 is the newest checkpoint. A `before` that is not a "
-        f"checkpoint id, or a filter nested deeper than {schema.MAX_CHECKPOINT_JSON_DEPTH} "
-        "levels, is a 400."
-    ),
-)
+@route(router.get, "/sessions/<session_id>/checkpoints", values=_LIMITS)
 def list_checkpoints(
     session_id: SessionId,
     checkpoint_ns: CheckpointNsQuery = None,
@@ -150,6 +143,16 @@ def list_checkpoints(
     ] = None,
     next_token: NextToken = None,
 ) -> m.CheckpointList:
+    """List checkpoints.
+
+    The session's checkpoints, newest first, each with its channel values and pending writes: of one
+    namespace (checkpoint_ns) or all, below `before` (a checkpoint id), whose metadata has every key
+    of `filter` (a JSON object) with its value. Ordered by id, then namespace. A page holds at most
+    `limit` checkpoints and what fits one answer (at most 6 MB; at least one checkpoint): while
+    next_token is set, more may follow (ask again with it). limit=1 is the newest checkpoint. A
+    `before` that is not a checkpoint id, or a filter nested deeper than {MAX_CHECKPOINT_JSON_DEPTH}
+    levels, is a 400.
+    """
     found, next_position = _on_thread(
         session_id,
         checkpoints.list_checkpoints,
@@ -164,20 +167,22 @@ def list_checkpoints(
     return m.CheckpointList.page(found, next_position)
 
 
-@router.put(
+@route(
+    router.put,
     "/sessions/<session_id>/checkpoints/<checkpoint_id>/writes",
-    summary="Store pending writes",
-    description=(
-        "Stores a task's writes for a checkpoint (LangGraph's put_writes). A write is "
-        "identified by (task_id, idx): stored again, it is kept as first stored, but a special "
-        "channel's (negative idx) is replaced. A checkpoint's writes may hold "
-        f"{schema.MAX_CHECKPOINT_WRITES_BYTES} bytes in all (413 above)."
-    ),
+    values=_LIMITS,
     responses={204: {"description": "Stored"}},
 )
 def put_writes(
     session_id: SessionId, checkpoint_id: CheckpointId, body: Annotated[m.PutWritesRequest, Body()]
 ) -> Response[None]:
+    """Store pending writes.
+
+    Stores a task's writes for a checkpoint (LangGraph's put_writes). A write is identified by
+    (task_id, idx): stored again, it is kept as first stored, but a special channel's (negative idx)
+    is replaced. A checkpoint's writes may hold {MAX_CHECKPOINT_WRITES_BYTES} bytes in all (413
+    above).
+    """
     _on_thread(
         session_id,
         checkpoints.put_writes,

@@ -4,7 +4,7 @@ an agent)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Concatenate, ParamSpec, TypeVar
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -25,6 +25,30 @@ if TYPE_CHECKING:
 
 P = ParamSpec("P")
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def route(
+    method: Callable[..., Callable[[F], F]],
+    rule: str,
+    values: Mapping[str, object] | None = None,
+    **options: Any,
+) -> Callable[[F], F]:
+    """The route of METHOD (a router's get, post, put, patch or delete) at RULE, documented by its
+    function's docstring: the first paragraph is the operation's OpenAPI summary (without its
+    full stop), the rest its description, its {NAME}s VALUES' (a limit of the schema), so that
+    what the code's reader sees is what the API's reader sees. OPTIONS are METHOD's."""
+
+    def register(func: F) -> F:
+        doc = func.__doc__ or ""
+        summary, _, description = (doc.format_map(values) if values else doc).partition("\n\n")
+        documented = {
+            "summary": " ".join(summary.split()).removesuffix(".") or None,
+            "description": " ".join(description.split()) or None,
+        }
+        return method(rule, **documented, **options)(func)
+
+    return register
 
 
 def digits(value: object) -> object:

@@ -43,6 +43,7 @@ from handlers.cors import cors_headers
 from handlers.http import error_response, validation_message
 from handlers.identity import caller_id, end_user, header
 from handlers.json_body import strict_json
+from handlers.routes.common import route
 
 router = APIGatewayRouter()
 
@@ -406,17 +407,9 @@ ModelId = Annotated[
 ]
 
 
-@router.post(
+@route(
+    router.post,
     OPENAI_CHAT_PATH,
-    summary="Chat completion (OpenAI-compatible)",
-    description=(
-        "OpenAI's chat completions API, answered by the stack's model with memory: the "
-        "conversation is stored as an ordinary session (X-Session-Id names it by the caller's "
-        "id; without it the conversation is recognised from the messages sent back), the "
-        "client's system message and earlier turns are honoured, and auto-recall and the "
-        "profile are added to the prompt. With stream, server-sent chat.completion.chunk "
-        "events ending with `data: [DONE]`. Errors are OpenAI's."
-    ),
     responses={
         200: {
             "description": "The answer (a chat.completion, or with stream an event stream)",
@@ -430,6 +423,14 @@ ModelId = Annotated[
     tags=["OpenAI-compatible"],
 )
 def chat_completions(body: Annotated[o.ChatCompletionRequest, Body()]) -> Response[Any]:
+    """Chat completion (OpenAI-compatible).
+
+    OpenAI's chat completions API, answered by the stack's model with memory: the conversation is
+    stored as an ordinary session (X-Session-Id names it by the caller's id; without it the
+    conversation is recognised from the messages sent back), the client's system message and earlier
+    turns are honoured, and auto-recall and the profile are added to the prompt. With stream,
+    server-sent chat.completion.chunk events ending with `data: [DONE]`. Errors are OpenAI's.
+    """
     event = router.current_event.raw_event
     try:
         prepared = prepare(event, body)
@@ -448,10 +449,10 @@ def chat_completions(body: Annotated[o.ChatCompletionRequest, Body()]) -> Respon
     return Response(200, "application/json", json.dumps(completion_json(prepared, result)), session)
 
 
-@router.get(
+@route(
+    router.get,
     MODELS_PATH,
-    summary="List models (OpenAI-compatible)",
-    description=f"The one model the stack serves, `{o.MODEL_ID}`: its text model with memory.",
+    values={"MODEL_ID": o.MODEL_ID},
     responses={
         200: {"description": "The models", "content": {"application/json": {"model": o.ModelList}}},
         **_MODEL_ERRORS,
@@ -459,6 +460,10 @@ def chat_completions(body: Annotated[o.ChatCompletionRequest, Body()]) -> Respon
     tags=["OpenAI-compatible"],
 )
 def list_models() -> Response[Any]:
+    """List models (OpenAI-compatible).
+
+    The one model the stack serves, `{MODEL_ID}`: its text model with memory.
+    """
     try:
         caller_id(router.current_event.raw_event)  # any authenticated caller
     except ChatMemoryError as error:
@@ -466,10 +471,10 @@ def list_models() -> Response[Any]:
     return Response(200, "application/json", json.dumps(models_json()))
 
 
-@router.get(
+@route(
+    router.get,
     f"{MODELS_PATH}/<model>",
-    summary="Get a model (OpenAI-compatible)",
-    description=f"`{o.MODEL_ID}`, the one model the stack serves; any other id answers 404.",
+    values={"MODEL_ID": o.MODEL_ID},
     responses={
         200: {"description": "The model", "content": {"application/json": {"model": o.ModelCard}}},
         **_MODEL_ERRORS,
@@ -477,6 +482,10 @@ def list_models() -> Response[Any]:
     tags=["OpenAI-compatible"],
 )
 def get_model(model: ModelId) -> Response[Any]:
+    """Get a model (OpenAI-compatible).
+
+    `{MODEL_ID}`, the one model the stack serves; any other id answers 404.
+    """
     try:
         caller_id(router.current_event.raw_event)
     except ChatMemoryError as error:

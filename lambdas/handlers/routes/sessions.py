@@ -17,6 +17,7 @@ from handlers.routes.common import (
     NextToken,
     SessionId,
     on_session,
+    route,
     session,
     user,
 )
@@ -24,20 +25,17 @@ from handlers.routes.common import (
 router = APIGatewayRouter()
 
 
-@router.post(
-    "/sessions",
-    summary="Start a session",
-    description=(
-        "Creates an OPEN session for the caller, optionally named. With end_previous, "
-        "the caller's open sessions are ended first (their consolidation into long-term "
-        "memory follows). With continue_from, it continues one of the caller's sessions "
-        "(after the idle sweeper ended it, a message to it answers 409 session_ended)."
-    ),
-    responses={201: {"description": "Created"}},
-)
+@route(router.post, "/sessions", responses={201: {"description": "Created"}})
 def create_session(
     body: Annotated[m.CreateSessionRequest | None, Body()] = None,
 ) -> tuple[m.SessionEnvelope, int]:
+    """Start a session.
+
+    Creates an OPEN session for the caller, optionally named. With end_previous, the caller's open
+    sessions are ended first (their consolidation into long-term memory follows). With
+    continue_from, it continues one of the caller's sessions (after the idle sweeper ended it, a
+    message to it answers 409 session_ended).
+    """
     body = body or m.CreateSessionRequest()
     memory = wiring.chat_deps().memory
     created = sessions.create_session(
@@ -50,24 +48,25 @@ def create_session(
     return m.SessionEnvelope.of(created), 201
 
 
-@router.put(
+@route(
+    router.put,
     "/sessions/<session_id>",
-    summary="Create or get a session by the caller's id",
-    description=(
-        "The caller's session named by the caller's own id (a framework's thread id), created "
-        "OPEN if there is none (201), else answered as it is (200; the body is then ignored). "
-        "The id is the caller's alone: two callers' same id are two sessions. Every "
-        "/sessions/{session_id} route takes it. A message or a turn sent to it after its "
-        "session ended (the idle sweeper) continues the conversation in a new session that "
-        "takes the id over (continued_from names the ended one). DELETE deletes the whole "
-        "conversation (every session the id named), and the id is free again at once."
-    ),
     responses={201: {"description": "Created"}, 200: {"description": "It exists"}},
 )
 def put_session(
     session_id: ClientSessionId,
     body: Annotated[m.CreateSessionRequest | None, Body()] = None,
 ) -> tuple[m.SessionEnvelope, int]:
+    """Create or get a session by the caller's id.
+
+    The caller's session named by the caller's own id (a framework's thread id), created OPEN if
+    there is none (201), else answered as it is (200; the body is then ignored). The id is the
+    caller's alone: two callers' same id are two sessions. Every /sessions/{session_id} route takes
+    it. A message or a turn sent to it after its session ended (the idle sweeper) continues the
+    conversation in a new session that takes the id over (continued_from names the ended one).
+    DELETE deletes the whole conversation (every session the id named), and the id is free again at
+    once.
+    """
     body = body or m.CreateSessionRequest()
     session, created = sessions.ensure_session(
         wiring.chat_deps().memory,
@@ -80,32 +79,27 @@ def put_session(
     return m.SessionEnvelope.of(session), 201 if created else 200
 
 
-@router.get(
-    "/sessions",
-    summary="List sessions",
-    description=(
-        "The caller's sessions, newest first, one page at a time: pass the next_token "
-        "of a page to read the next one."
-    ),
-)
+@route(router.get, "/sessions")
 def list_sessions(limit: Limit = 20, next_token: NextToken = None) -> m.SessionList:
+    """List sessions.
+
+    The caller's sessions, newest first, one page at a time: pass the next_token of a page to read
+    the next one.
+    """
     page = sessions.list_sessions(
         wiring.chat_deps().memory, user(router), limit=limit, next_token=next_token
     )
     return m.SessionList.of(page)
 
 
-@router.post(
-    "/sessions/import",
-    summary="Import a session",
-    description=(
-        "Creates a new OPEN session of the caller from an export document (GET "
-        "/sessions/{session_id}/export), with every message, answer and time. The whole "
-        "document is checked before anything is stored."
-    ),
-    responses={201: {"description": "Imported"}},
-)
+@route(router.post, "/sessions/import", responses={201: {"description": "Imported"}})
 def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.SessionEnvelope, int]:
+    """Import a session.
+
+    Creates a new OPEN session of the caller from an export document (GET
+    /sessions/{session_id}/export), with every message, answer and time. The whole document is
+    checked before anything is stored.
+    """
     settings = wiring.settings()
     created = sessions.import_session(
         wiring.chat_deps().memory,
@@ -116,54 +110,46 @@ def import_session(body: Annotated[m.ImportDocument, Body()]) -> tuple[m.Session
     return m.SessionEnvelope.of(created), 201
 
 
-@router.get(
-    "/sessions/<session_id>",
-    summary="Get a session",
-    description=("The session's name, status, times and number of turns."),
-)
+@route(router.get, "/sessions/<session_id>")
 def get_session(session_id: SessionId) -> m.SessionEnvelope:
+    """Get a session.
+
+    The session's name, status, times and number of turns.
+    """
     return m.SessionEnvelope.of(on_session(router, session_id, sessions.get_session))
 
 
-@router.post(
-    "/sessions/<session_id>/end",
-    summary="End a session",
-    description=(
-        "Ends an open session; its consolidation into long-term memory follows and no "
-        "message can be added. Ending an ended session answers it unchanged."
-    ),
-)
+@route(router.post, "/sessions/<session_id>/end")
 def end_session(session_id: SessionId) -> m.SessionEnvelope:
+    """End a session.
+
+    Ends an open session; its consolidation into long-term memory follows and no message can be
+    added. Ending an ended session answers it unchanged.
+    """
     return m.SessionEnvelope.of(on_session(router, session_id, sessions.end_session))
 
 
-@router.delete(
-    "/sessions/<session_id>",
-    summary="Delete a session",
-    description=(
-        "Hides the session from every route at once; its turns, its long-term memory "
-        "and the session itself are removed in the background (GET /deletions tells "
-        "when). A conversation under a client id (PUT /sessions/{id}) is deleted whole, "
-        "whether named by its client id or by the server id of any of its sessions: they "
-        "share one LangGraph thread, and the id then starts a new one."
-    ),
-    responses={204: {"description": "Deleted"}},
-)
+@route(router.delete, "/sessions/<session_id>", responses={204: {"description": "Deleted"}})
 def delete_session(session_id: SessionId) -> Response[None]:
+    """Delete a session.
+
+    Hides the session from every route at once; its turns, its long-term memory and the session
+    itself are removed in the background (GET /deletions tells when). A conversation under a client
+    id (PUT /sessions/{id}) is deleted whole, whether named by its client id or by the server id of
+    any of its sessions: they share one LangGraph thread, and the id then starts a new one.
+    """
     sessions.delete_session(wiring.chat_deps().memory, user(router), session_id)
     return Response(status_code=204, body=None)
 
 
-@router.get(
-    "/sessions/<session_id>/export",
-    summary="Export a session",
-    description=(
-        "The session and its turns as a document that POST /sessions/import accepts. A long "
-        "session comes in pages of at most 4 MB (a Lambda answer is at most 6 MB): while "
-        "next_token is set, ask again with it and append the page's messages."
-    ),
-)
+@route(router.get, "/sessions/<session_id>/export")
 def export_session(session_id: SessionId, next_token: NextToken = None) -> m.ExportDocument:
+    """Export a session.
+
+    The session and its turns as a document that POST /sessions/import accepts. A long session comes
+    in pages of at most 4 MB (a Lambda answer is at most 6 MB): while next_token is set, ask again
+    with it and append the page's messages.
+    """
     found, stored, token = on_session(
         router, session_id, sessions.export_session, next_token=next_token, size_of=m.turn_bytes
     )

@@ -13,6 +13,7 @@ from handlers import stream
 from handlers.routes import common
 from handlers.routes.common import (
     SessionId,
+    route,
 )
 
 router = APIGatewayRouter()
@@ -31,21 +32,9 @@ SSE_EVENT_SCHEMA = {
 }
 
 
-@router.post(
+@route(
+    router.post,
     "/sessions/<session_id>/messages/stream",
-    summary="Send a message, its answer streamed",
-    description=(
-        "The message answered as POST /sessions/{session_id}/messages answers it (the same "
-        "turn is stored), its answer sent as server-sent events while the model writes it: "
-        "`memory` (data: {sources}: what long-term memory put in the prompt), `delta` (data: "
-        "{text}: the answer's text, after the output filters), `turn` (data: the envelope the "
-        "buffered route answers), `error` (data: {status, error: {code, message}}: as the "
-        "buffered route's errors), and a `: ping` comment every 15 s while the model is quiet; "
-        "`turn` or `error` is last. A bad request is refused before the stream starts, with the "
-        "buffered route's JSON error. A retry with the same client_message_id replays the "
-        "stored answer; a reader that goes away stops the model, and what it was sent is "
-        "stored, marked stopped."
-    ),
     responses={
         200: {
             "description": "The answer's events",
@@ -57,6 +46,18 @@ SSE_EVENT_SCHEMA = {
 def stream_message(
     session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
 ) -> Response[str]:
+    """Send a message, its answer streamed.
+
+    The message answered as POST /sessions/{session_id}/messages answers it (the same turn is
+    stored), its answer sent as server-sent events while the model writes it: `memory` (data:
+    {sources}: what long-term memory put in the prompt), `delta` (data: {text}: the answer's text,
+    after the output filters), `turn` (data: the envelope the buffered route answers), `error`
+    (data: {status, error: {code, message}}: as the buffered route's errors), and a `: ping` comment
+    every 15 s while the model is quiet; `turn` or `error` is last. A bad request is refused before
+    the stream starts, with the buffered route's JSON error. A retry with the same client_message_id
+    replays the stored answer; a reader that goes away stops the model, and what it was sent is
+    stored, marked stopped.
+    """
     message = common.message(router, session_id, body)
     # Reached when the stream's own path did not take the request as it is: its events in one.
     return Response(

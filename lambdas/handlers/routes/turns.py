@@ -24,6 +24,7 @@ from handlers.routes.common import (
     SessionId,
     answer_page,
     digits,
+    route,
     session,
     user,
 )
@@ -31,18 +32,9 @@ from handlers.routes.common import (
 router = APIGatewayRouter()
 
 
-@router.post(
+@route(
+    router.post,
     "/sessions/<session_id>/messages",
-    summary="Send a message",
-    description=(
-        "Stores the message, answers it with the model from the session's last "
-        "window_turns turns (/past and /verified messages: from long-term memory or "
-        "verified passages) and returns the stored turn. A retry with the same "
-        "client_message_id returns that turn without a second model call, and completes "
-        "a turn whose model call failed. Messages sent before the bot answered are answered "
-        "together, once: the newest one's turn holds the answer, and the requests of the "
-        "earlier ones return their turn (answered_by) with that answer."
-    ),
     responses={
         200: {
             "description": "The message's turn, answered",
@@ -53,25 +45,32 @@ router = APIGatewayRouter()
 def post_message(
     session_id: SessionId, body: Annotated[m.PostMessageRequest, Body()]
 ) -> Response[str]:
+    """Send a message.
+
+    Stores the message, answers it with the model from the session's last window_turns turns (/past
+    and /verified messages: from long-term memory or verified passages) and returns the stored turn.
+    A retry with the same client_message_id returns that turn without a second model call, and
+    completes a turn whose model call failed. Messages sent before the bot answered are answered
+    together, once: the newest one's turn holds the answer, and the requests of the earlier ones
+    return their turn (answered_by) with that answer.
+    """
     message = common.message(router, session_id, body)
     status, envelope = messages.reply(message)
     return Response(status_code=status, content_type="application/json", body=envelope)
 
 
-@router.get(
-    "/sessions/<session_id>/messages",
-    summary="List messages",
-    description=(
-        "The session's turns in order (asc by default, or desc), one page at a time: at most "
-        "limit, fewer when they would not fit one answer (at most 6 MB)."
-    ),
-)
+@route(router.get, "/sessions/<session_id>/messages")
 def list_messages(
     session_id: SessionId,
     limit: Limit = 50,
     next_token: NextToken = None,
     order: Annotated[Literal["asc", "desc"], Query()] = "asc",
 ) -> m.MessageList:
+    """List messages.
+
+    The session's turns in order (asc by default, or desc), one page at a time: at most limit, fewer
+    when they would not fit one answer (at most 6 MB).
+    """
     memory = wiring.chat_deps().memory
     asked = answer_page(limit, next_token, order)
     page = sessions.list_messages(memory, user(router), session(router, session_id), asked)
@@ -89,22 +88,22 @@ TurnNumber = Annotated[
 ]
 
 
-@router.post(
+@route(
+    router.post,
     "/sessions/<session_id>/turns",
-    summary="Store a turn",
-    description=(
-        "Stores what the user said and, if there is one yet, the answer, as the session's next "
-        "turn, without calling this service's model: for an agent that answers with its own "
-        "model and keeps its memory here. A turn stored without a response waits for one "
-        "(pending) until PATCH gives it. Consolidation, the rolling summary and recall treat "
-        "these turns like any other. A retry with the same client_message_id returns the "
-        "stored turn (200)."
-    ),
     responses={201: {"description": "Stored"}, 200: {"description": "Stored earlier"}},
 )
 def store_turn(
     session_id: SessionId, body: Annotated[m.StoreTurnRequest, Body()]
 ) -> tuple[m.TurnEnvelope, int]:
+    """Store a turn.
+
+    Stores what the user said and, if there is one yet, the answer, as the session's next turn,
+    without calling this service's model: for an agent that answers with its own model and keeps its
+    memory here. A turn stored without a response waits for one (pending) until PATCH gives it.
+    Consolidation, the rolling summary and recall treat these turns like any other. A retry with the
+    same client_message_id returns the stored turn (200).
+    """
     deps = wiring.chat_deps()
     policy = wiring.chat_policy()
     caller = user(router)
@@ -139,29 +138,27 @@ def store_turn(
     return m.TurnEnvelope.of(result.turn), 201
 
 
-@router.get(
-    "/sessions/<session_id>/turns/<turn>",
-    summary="Get a turn",
-    description="One turn of the session, with its metadata and feedback.",
-)
+@route(router.get, "/sessions/<session_id>/turns/<turn>")
 def get_turn(session_id: SessionId, turn: TurnNumber) -> m.TurnEnvelope:
+    """Get a turn.
+
+    One turn of the session, with its metadata and feedback.
+    """
     found = turns.get_turn(
         wiring.chat_deps().memory, user(router), session(router, session_id), turn
     )
     return m.TurnEnvelope.of(found)
 
 
-@router.patch(
-    "/sessions/<session_id>/turns/<turn>",
-    summary="Complete a turn",
-    description=(
-        "Gives a turn stored without a response its response (once, while the session is "
-        "open; the same response again is a no-op), and/or replaces its metadata."
-    ),
-)
+@route(router.patch, "/sessions/<session_id>/turns/<turn>")
 def update_turn(
     session_id: SessionId, turn: TurnNumber, body: Annotated[m.UpdateTurnRequest, Body()]
 ) -> m.TurnEnvelope:
+    """Complete a turn.
+
+    Gives a turn stored without a response its response (once, while the session is open; the same
+    response again is a no-op), and/or replaces its metadata.
+    """
     updated = turns.update_turn(
         wiring.chat_deps().memory,
         user_id=user(router),
@@ -174,17 +171,15 @@ def update_turn(
     return m.TurnEnvelope.of(updated)
 
 
-@router.put(
-    "/sessions/<session_id>/turns/<turn>/feedback",
-    summary="Rate a turn",
-    description=(
-        "The caller's rating of the turn's answer (up or down) with an optional comment, "
-        "kept with the turn and exported with it; a new rating replaces the previous one."
-    ),
-)
+@route(router.put, "/sessions/<session_id>/turns/<turn>/feedback")
 def rate_turn(
     session_id: SessionId, turn: TurnNumber, body: Annotated[m.FeedbackRequest, Body()]
 ) -> m.TurnEnvelope:
+    """Rate a turn.
+
+    The caller's rating of the turn's answer (up or down) with an optional comment, kept with the
+    turn and exported with it; a new rating replaces the previous one.
+    """
     deps = wiring.chat_deps()
     rated = turns.rate_turn(
         deps.memory,

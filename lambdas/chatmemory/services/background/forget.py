@@ -66,6 +66,21 @@ class PurgePolicy:
     settle_seconds: float = 30.0
 
 
+@dataclass(frozen=True)
+class Purging:
+    """What a purge works with: the stores, the long-term index (None: the deployment has
+    none), the policy, and for a session's purge its LangGraph checkpoints and what makes the
+    embedder that writes again the entries of records that stay without the session's words or
+    dates (profile.drop_session_records; made only then: most purges never build a model
+    client)."""
+
+    memory: ShortTermMemory
+    index: LongTermIndex | None
+    policy: PurgePolicy = PurgePolicy()
+    checkpoints: CheckpointStore | None = None
+    embedder: Callable[[], Embedder] | None = None
+
+
 @dataclass
 class PurgeResult:
     target: str
@@ -87,19 +102,11 @@ def forget_user(memory: UserStore, user_id: str, *, clock: Clock = utc_now) -> N
 
 
 def purge_session(
-    session_id: str,
-    *,
-    memory: ShortTermMemory,
-    index: LongTermIndex | None,
-    time_left: Callable[[], float],
-    clock: Clock = utc_now,
-    policy: PurgePolicy = PurgePolicy(),
-    checkpoints: CheckpointStore | None = None,
-    embedder: Callable[[], Embedder] | None = None,
+    session_id: str, purging: Purging, *, time_left: Callable[[], float], clock: Clock = utc_now
 ) -> PurgeResult:
     """Delete a DELETING session's long-term entries, turns, LangGraph checkpoints and item,
-    as far as time allows. `embedder` makes the embedder that writes again the entries of
-    records that stay without the session's words or dates (profile.drop_session_records)."""
+    as far as time allows."""
+    memory, index, policy = purging.memory, purging.index, purging.policy
     session = memory.get_session(session_id)
     if session is None:
         return PurgeResult(session_id, "gone")
@@ -107,12 +114,14 @@ def purge_session(
         return PurgeResult(session_id, "skipped")
     if index is not None:
         index.delete_session(session.user_id, session_id, num_turns=session.num_turns)
-    drop_session_records(session.user_id, session_id, memory=memory, index=index, embedder=embedder)
+    drop_session_records(
+        session.user_id, session_id, memory=memory, index=index, embedder=purging.embedder
+    )
     deleted = 0
     while True:
         count = memory.delete_turns(session_id, policy.turns_per_round)
-        if checkpoints is not None:
-            count += checkpoints.delete_checkpoints(session_id, policy.turns_per_round)
+        if purging.checkpoints is not None:
+            count += purging.checkpoints.delete_checkpoints(session_id, policy.turns_per_round)
         deleted += count
         if count == 0:
             break
@@ -128,16 +137,15 @@ def purge_session(
 
 def purge_user(
     user_id: str,
+    purging: Purging,
     *,
-    memory: ShortTermMemory,
-    index: LongTermIndex | None,
     time_left: Callable[[], float],
     clock: Clock = utc_now,
     sleep: Callable[[float], None] = time.sleep,
-    policy: PurgePolicy = PurgePolicy(),
 ) -> PurgeResult:
     """Mark every session under the caller's forgotten owner keys DELETING (each then purges
     itself) and delete those keys' long-term entries."""
+    memory, index, policy = purging.memory, purging.index, purging.policy
     user = memory.get_user(user_id)
     purges = [PurgeEntry(p.owner, p.requested_at, p.state) for p in user.purges]
     marked = 0

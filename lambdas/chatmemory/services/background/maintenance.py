@@ -7,9 +7,9 @@ import math
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol
+from typing import Protocol
 
 from chatmemory import schema
 from chatmemory.clock import iso
@@ -62,38 +62,45 @@ def _forever() -> float:
     return math.inf
 
 
+@dataclass(frozen=True)
+class SweepPass:
+    """How a pass of the sweep reads the sparse index: `page_size` sessions a page, `workers`
+    shards side by side, while more than `reserve_seconds` of `time_left()` are left."""
+
+    page_size: int = 100
+    time_left: Callable[[], float] = _forever
+    reserve_seconds: float = 5.0
+    workers: int = 1
+
+
 def each_stale(
     memory: SessionStore,
     state: str,
     before: str,
     act: Callable[[list[str]], None],
-    *,
-    page_size: int = 100,
-    time_left: Callable[[], float] = _forever,
-    reserve_seconds: float = 5.0,
-    workers: int = OPEN_SHARDS,
+    run: SweepPass,
 ) -> bool:
     """Page through every shard of the sparse index for the sessions in `state` whose bucket is
-    before `before`, oldest first, `act` on each page, the shards side by side (`workers` at a
-    time), until every shard is read to its end (True) or less than `reserve_seconds` are left
-    (False: what is left is found by the next sweep, since every action here moves a session
-    out of the stale range or out of the index)."""
+    before `before`, oldest first, `act` on each page, the shards side by side, until every
+    shard is read to its end (True) or the pass's time is up (False: what is left is found by
+    the next sweep, since every action here moves a session out of the stale range or out of
+    the index)."""
 
     def shard_done(shard: int) -> bool:
         token: str | None = None
         while True:
-            if time_left() < reserve_seconds:
+            if run.time_left() < run.reserve_seconds:
                 return False
-            page = memory.stale_page(state, shard, before, page_size, token)
+            page = memory.stale_page(state, shard, before, run.page_size, token)
             if page.items:
                 act(page.items)
             token = page.next_token
             if token is None:
                 return True
 
-    if workers <= 1:
+    if run.workers <= 1:
         return all([shard_done(shard) for shard in range(OPEN_SHARDS)])
-    with ThreadPoolExecutor(min(workers, OPEN_SHARDS), thread_name_prefix="sweep") as pool:
+    with ThreadPoolExecutor(min(run.workers, OPEN_SHARDS), thread_name_prefix="sweep") as pool:
         return all(pool.map(shard_done, range(OPEN_SHARDS)))
 
 
@@ -102,13 +109,11 @@ def sweep_idle_sessions(
     *,
     now: datetime,
     idle_minutes: int,
-    per_shard: int = 100,
-    time_left: Callable[[], float] = _forever,
-    workers: int = 1,
+    run: SweepPass = SweepPass(),
 ) -> list[str]:
     """End sessions idle longer than idle_minutes (their consolidation follows from the
-    stream), every shard page by page (`per_shard` sessions a page) while time is left. Reads
-    the sparse, write-sharded open-sessions index: no scan, no hot partition."""
+    stream), every shard page by page while time is left. Reads the sparse, write-sharded
+    open-sessions index: no scan, no hot partition."""
     before = iso(now - timedelta(minutes=idle_minutes))
     ended: list[str] = []
     lock = threading.Lock()
@@ -122,15 +127,7 @@ def sweep_idle_sessions(
             with lock:
                 ended.append(session_id)
 
-    each_stale(
-        memory,
-        SessionStatus.OPEN,
-        before,
-        end,
-        page_size=per_shard,
-        time_left=time_left,
-        workers=workers,
-    )
+    each_stale(memory, SessionStatus.OPEN, before, end, run)
     return ended
 
 
@@ -140,9 +137,7 @@ def retry_lost_consolidations(
     now: datetime,
     retry_minutes: int,
     limit: int,
-    per_shard: int = 100,
-    time_left: Callable[[], float] = _forever,
-    workers: int = 1,
+    run: SweepPass = SweepPass(),
 ) -> list[str]:
     """Start again the consolidation of sessions ENDED longer than `retry_minutes` ago and not
     started again for as long: their stream record expired, went to the dead letters, or its
@@ -156,6 +151,10 @@ def retry_lost_consolidations(
     lock = threading.Lock()
     share = math.ceil(limit / OPEN_SHARDS)
     rounds = [share, limit]  # each shard its share, then whatever is left
+    # The pass ends once `limit` are retried.
+    until_limit = replace(
+        run, time_left=lambda: run.time_left() if len(retried) < limit else -math.inf
+    )
 
     for cap in rounds:
         taken: dict[str, int] = {}
@@ -171,15 +170,7 @@ def retry_lost_consolidations(
                 retried.extend(done)
                 taken[shard] = taken.get(shard, 0) + len(done)
 
-        each_stale(
-            memory,
-            SessionStatus.ENDED,
-            before,
-            retry,
-            page_size=per_shard,
-            time_left=lambda: time_left() if len(retried) < limit else -math.inf,
-            workers=workers,
-        )
+        each_stale(memory, SessionStatus.ENDED, before, retry, until_limit)
         if len(retried) >= limit:
             break
     return retried
@@ -204,9 +195,7 @@ def sweep_stale_work(
     *,
     now: datetime,
     stale_minutes: int = 15,
-    per_shard: int = 100,
-    time_left: Callable[[], float] = _forever,
-    workers: int = 1,
+    run: SweepPass = SweepPass(),
 ) -> StaleWork:
     """Collect what a crash left behind, from the same sparse index: an import still
     IMPORTING long after the API's time limit is marked DELETING (the purge removes what it
@@ -230,9 +219,7 @@ def sweep_stale_work(
                 found.stalled_purges.append(session_id)
 
     for state, act in ((SessionStatus.IMPORTING, abandon), (SessionStatus.DELETING, rekick)):
-        each_stale(
-            memory, state, before, act, page_size=per_shard, time_left=time_left, workers=workers
-        )
+        each_stale(memory, state, before, act, run)
     return found
 
 
@@ -271,15 +258,14 @@ def sweep(
     and stalled purges, each through every shard while time is left (what is left waits for
     the next sweep); then how long the oldest unconsolidated session has waited."""
     # Each pass pages every shard in parallel, while time is left.
-    passes: dict[str, Any] = {
-        "now": now,
-        "per_shard": policy.page_size,
-        "time_left": time_left,
-        "workers": policy.workers,
-    }
-    ended = sweep_idle_sessions(memory, idle_minutes=policy.idle_minutes, **passes)
+    run = SweepPass(policy.page_size, time_left, policy.reserve_seconds, policy.workers)
+    ended = sweep_idle_sessions(memory, now=now, idle_minutes=policy.idle_minutes, run=run)
     retried = retry_lost_consolidations(
-        memory, retry_minutes=policy.retry_minutes, limit=policy.retries_per_sweep, **passes
+        memory,
+        now=now,
+        retry_minutes=policy.retry_minutes,
+        limit=policy.retries_per_sweep,
+        run=run,
     )
-    stale = sweep_stale_work(memory, stale_minutes=policy.stale_minutes, **passes)
+    stale = sweep_stale_work(memory, now=now, stale_minutes=policy.stale_minutes, run=run)
     return SweepResult(ended, retried, stale, oldest_unconsolidated(memory))
