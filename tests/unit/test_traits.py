@@ -375,6 +375,9 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
         # What changed for good, and someone's age, whenever it was said.
         ("We switched to solar panels last year.", RecordType.FACT, RecordCategory.OTHER),
         ("My son Leo turned nine last month.", RecordType.FACT, RecordCategory.IDENTITY),
+        # Smoking is health; a place named smoky is not.
+        ("I quit smoking in 2019.", RecordType.FACT, RecordCategory.HEALTH),
+        ("We hiked in the Smoky Mountains last year.", RecordType.FACT, RecordCategory.EVENT),
     ],
 )
 def test_each_fact_has_its_place_in_the_profile(

@@ -714,7 +714,8 @@ _HEALTH = re.compile(
     r"panic attacks?|depress\w*|adhd|autis\w*|dyslexi\w*|ptsd|phobi\w*|afraid of|scared of|"
     r"fear of|terrified of|can't swim|cannot swim|vegan|vegetarian|pescatarian|kosher|halal|"
     r"(?:don't|do not|can't|cannot|never|won't) (?:eat|drink|have)|teetotal|sober|alcohol|"
-    r"caffeine|decaf|keto|low-carb|low-sodium|low-salt|sugar-free|diet|smok\w*|sleep apnoea|"
+    r"caffeine|decaf|keto|low-carb|low-sodium|low-salt|sugar-free|diet|smok(?:e[drs]?|ing)|"
+    r"sleep apnoea|"
     r"sleep apnea|insomnia|chronic|condition|therap\w*|hiv|covid|immun\w*|vaccin\w*|"
     r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease)\b",
     re.I,
