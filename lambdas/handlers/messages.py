@@ -17,7 +17,6 @@ import json
 import re
 from collections.abc import Mapping
 from enum import Enum
-from functools import partial
 from typing import Any, NamedTuple
 
 from chatmemory import wiring
@@ -122,8 +121,7 @@ def post_message(
     reaching the route)."""
     deps = wiring.chat_deps()
     message = chat.Message(user, session_id, content, client_message_id, window_turns)
-    answer = partial(chat.post_message, deps, wiring.chat_policy())
-    result = chat.on_current_session(deps, message, answer)
+    result = chat.on_current_session(deps, wiring.chat_policy(), message, chat.post_message)
     chat_shared.settled(result)
     return result
 

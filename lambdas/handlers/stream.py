@@ -28,7 +28,6 @@ import json
 import queue
 import threading
 from collections.abc import Iterator
-from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from chatmemory import deadline, wiring
@@ -95,7 +94,7 @@ def _open(message: messages.Message, stop: chat.StopSignal) -> Iterator[chat.Tur
         stop=stop,
     )
     deps = wiring.chat_deps()
-    return chat.on_current_session(deps, turn, partial(chat.open_turn, deps, wiring.chat_policy()))
+    return chat.on_current_session(deps, wiring.chat_policy(), turn, chat.open_turn)
 
 
 class Form(Protocol):

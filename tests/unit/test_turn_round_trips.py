@@ -12,6 +12,8 @@ import pytest
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import MemoryRecord, Turn, message_key
+from chatmemory.index_port import MemoryDoc
+from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sessions import (
     create_session,
@@ -19,6 +21,9 @@ from chatmemory.services.conversation.sessions import (
     on_current_session,
 )
 from chatmemory.services.conversation.stacking import StackPolicy
+from chatmemory.services.conversation.turn.gather import start_embedding
+from chatmemory.services.conversation.turn.pipeline import collected, open_turn
+from chatmemory.services.conversation.turn.pipeline import on_current_session as current_session
 from tests.fakes import FakeEmbedder, FakeGenerator
 from tests.memory_fake import InMemoryShortTermMemory
 
@@ -323,3 +328,126 @@ def test_a_follow_up_is_searched_after_the_window_with_the_words_it_borrows() ->
     assert result.recalled.query.startswith("Tell me about the trip to Lisbon")
     assert result.recalled.query.endswith("what about May?")
     assert "what about May?" not in embedder.texts  # never searched as it stands
+
+
+class _SessionReadAfterEmbedding(InMemoryShortTermMemory):
+    """The read of the session the caller names waits (a bounded while) for the message's
+    embedding to start: a turn that embeds the message after it never has both at once."""
+
+    def __init__(self, embedder: _EmbedderSeen) -> None:
+        super().__init__()
+        self.embedder = embedder
+        self.saw_it: list[bool] = []
+
+    def get_named(self, session_id: str, user_id: str) -> Any:
+        self.saw_it.append(self.embedder.embedding_started.wait(timeout=10))
+        return super().get_named(session_id, user_id)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+def test_auto_recall_embeds_the_message_beside_the_read_of_its_session(stream: bool) -> None:
+    """As the message routes do (handlers/messages.py, handlers/stream.py): the embedding needs
+    only the message's text, so it starts before the session is read, and is made once."""
+    message = "What should I pack for the trip to Lisbon?"
+    embedder = _EmbedderSeen(message)
+    memory = _SessionReadAfterEmbedding(embedder)
+    deps = ChatDeps(
+        memory=memory,
+        generator=FakeGenerator(),
+        embedder=embedder,
+        long_term=EmbeddedLongTermIndex(),
+    )
+    session = create_session(memory, "alice")
+    sent = Message(user_id="alice", session_id=session.session_id, content=message, stream=stream)
+    result = collected(current_session(deps, ChatPolicy(), sent, open_turn))
+    assert result.recalled is not None and result.recalled.query == message
+    assert memory.saw_it == [True]
+    assert embedder.texts.count(message) == 1
+
+
+@pytest.mark.parametrize(
+    ("content", "policy"),
+    [
+        ("what about May?", ChatPolicy()),  # a follow-up: its query borrows from the window
+        ("/past the trip to Lisbon", ChatPolicy()),  # a command: searched its own way
+        ("What should I pack?", ChatPolicy(input_transforms=(str.upper,))),  # text decided later
+    ],
+)
+def test_a_message_whose_query_is_not_its_text_yet_is_not_embedded_before_its_session(
+    content: str, policy: ChatPolicy
+) -> None:
+    embedder = _EmbedderSeen(content)
+    memory = InMemoryShortTermMemory()
+    deps = ChatDeps(
+        memory=memory,
+        generator=FakeGenerator(),
+        embedder=embedder,
+        long_term=EmbeddedLongTermIndex(),
+    )
+    session = create_session(memory, "alice")
+    sent = Message(user_id="alice", session_id=session.session_id, content=content)
+    assert start_embedding(deps, policy, sent).embedding is None
+    result = current_session(deps, policy, sent, post_message)
+    assert result.turn.response  # answered as before, searched (or not) as before
+
+
+class _WindowAfterLiveness(InMemoryShortTermMemory):
+    """The turn's window read waits (a bounded while) for the liveness read of what auto-recall
+    found to start: a turn that reads it after the window never has both at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.live_started = threading.Event()
+        self.saw_it: list[bool] = []
+
+    def live(self, owner: str, session_ids: Any, record_ids: Any) -> Any:
+        self.live_started.set()
+        return super().live(owner, session_ids, record_ids)
+
+    def recent_turns(self, session_id: str, count: int) -> list[Turn]:
+        if count:  # the turn's own window (not the hand-off rule's or a test's)
+            self.saw_it.append(self.live_started.wait(timeout=10))
+        return super().recent_turns(session_id, count)
+
+
+def test_what_auto_recall_found_is_checked_alive_beside_the_window_read() -> None:
+    """The liveness read follows the search at once, on the search's thread: a delete that
+    returns while the index is searched still keeps what it deleted out (tests/faults/
+    test_record_races.py), and the read is no longer one more round trip after the window."""
+    memory = _WindowAfterLiveness()
+    embedder = FakeEmbedder(dimension=4096)  # only shared words make texts close
+    index = EmbeddedLongTermIndex()
+    deps = ChatDeps(memory=memory, generator=FakeGenerator(), embedder=embedder, long_term=index)
+    earlier = create_session(memory, "alice")
+    said = "User: we pack sandals and sunscreen for the Lisbon trip in May"
+    [vector] = embedder.embed([said])
+    index.upsert(
+        MEMORY_INDEX,
+        [
+            MemoryDoc(
+                doc_key=f"{earlier.session_id}#chunk-1",
+                user_id=earlier.user_id,
+                kind="chunk",
+                text=said,
+                created_at="2024-05-01T10:00:00Z",
+                embedding=vector,
+                session_id=earlier.session_id,
+                turn_from=1,
+                turn_to=1,
+            )
+        ],
+    )
+    session = create_session(memory, "alice")
+    memory.saw_it.clear()
+    result = post_message(
+        deps,
+        ChatPolicy(),
+        Message(
+            user_id="alice",
+            session_id=session.session_id,
+            content="What do we pack for the Lisbon trip in May?",
+        ),
+    )
+    assert result.recalled is not None and result.recalled.items, result.recalled
+    assert earlier.session_id in {s.id for s in result.turn.sources}
+    assert memory.saw_it == [True]
