@@ -12,8 +12,6 @@ import pytest
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.domain import MemoryRecord, Turn, message_key
-from chatmemory.index_port import MemoryDoc
-from chatmemory.schema import MEMORY_INDEX
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
 from chatmemory.services.conversation.sessions import (
     create_session,
@@ -389,65 +387,3 @@ def test_a_message_whose_query_is_not_its_text_yet_is_not_embedded_before_its_se
     assert start_embedding(deps, policy, sent).embedding is None
     result = current_session(deps, policy, sent, post_message)
     assert result.turn.response  # answered as before, searched (or not) as before
-
-
-class _WindowAfterLiveness(InMemoryShortTermMemory):
-    """The turn's window read waits (a bounded while) for the liveness read of what auto-recall
-    found to start: a turn that reads it after the window never has both at once."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.live_started = threading.Event()
-        self.saw_it: list[bool] = []
-
-    def live(self, owner: str, session_ids: Any, record_ids: Any) -> Any:
-        self.live_started.set()
-        return super().live(owner, session_ids, record_ids)
-
-    def recent_turns(self, session_id: str, count: int) -> list[Turn]:
-        if count:  # the turn's own window (not the hand-off rule's or a test's)
-            self.saw_it.append(self.live_started.wait(timeout=10))
-        return super().recent_turns(session_id, count)
-
-
-def test_what_auto_recall_found_is_checked_alive_beside_the_window_read() -> None:
-    """The liveness read follows the search at once, on the search's thread: a delete that
-    returns while the index is searched still keeps what it deleted out (tests/faults/
-    test_record_races.py), and the read is no longer one more round trip after the window."""
-    memory = _WindowAfterLiveness()
-    embedder = FakeEmbedder(dimension=4096)  # only shared words make texts close
-    index = EmbeddedLongTermIndex()
-    deps = ChatDeps(memory=memory, generator=FakeGenerator(), embedder=embedder, long_term=index)
-    earlier = create_session(memory, "alice")
-    said = "User: we pack sandals and sunscreen for the Lisbon trip in May"
-    [vector] = embedder.embed([said])
-    index.upsert(
-        MEMORY_INDEX,
-        [
-            MemoryDoc(
-                doc_key=f"{earlier.session_id}#chunk-1",
-                user_id=earlier.user_id,
-                kind="chunk",
-                text=said,
-                created_at="2024-05-01T10:00:00Z",
-                embedding=vector,
-                session_id=earlier.session_id,
-                turn_from=1,
-                turn_to=1,
-            )
-        ],
-    )
-    session = create_session(memory, "alice")
-    memory.saw_it.clear()
-    result = post_message(
-        deps,
-        ChatPolicy(),
-        Message(
-            user_id="alice",
-            session_id=session.session_id,
-            content="What do we pack for the Lisbon trip in May?",
-        ),
-    )
-    assert result.recalled is not None and result.recalled.items, result.recalled
-    assert earlier.session_id in {s.id for s in result.turn.sources}
-    assert memory.saw_it == [True]

@@ -431,7 +431,7 @@ SearchFound = Recalled | list[tuple[MemoryDoc, float]]
 
 
 class Searched(NamedTuple):
-    """What `search_live` found for `query`: a search a turn started before its window was
+    """What `search_memories` found for `query`: a search a turn started before its window was
     read (its query is the message's own text), taken by `recall_for_turn` when the query it
     makes is the same."""
 
@@ -482,11 +482,16 @@ def memories_for_turn(
     if searched is not None and searched.query == query:
         found = searched.found
     else:
-        found = search_live(query, sources, policy)
+        found = search_memories(query, sources, policy)
     if isinstance(found, Recalled):
         return found
     held = held or {}
-    return query, [pair for pair in found if pair[0].record_id not in held]
+    ranked = [pair for pair in found if pair[0].record_id not in held]
+    from chatmemory.services.longterm.recall_block import live_documents
+
+    docs = live_documents(sources.memory, sources.owner, [d for d, _ in ranked])
+    alive = {d.doc_key for d in docs}
+    return query, [pair for pair in ranked if pair[0].doc_key in alive]
 
 
 def query_without_history(message: str, policy: AutoRecallPolicy) -> str | None:
@@ -495,27 +500,6 @@ def query_without_history(message: str, policy: AutoRecallPolicy) -> str | None:
     if not policy.enabled or policy.token_budget <= 0 or is_follow_up(message, policy):
         return None
     return message
-
-
-def search_live(
-    query: str,
-    sources: RecallSources,
-    policy: AutoRecallPolicy,
-    embedded: Callable[[], list[float]] | None = None,
-) -> SearchFound:
-    """`search_memories`, then of what it found only what still exists: the liveness read (one
-    consistent read) follows the search at once, so a delete that returned while the index was
-    searched keeps what it deleted out (the index may still hold it: it is purged after the
-    delete returns). A turn makes it beside its write and window read, with the search, not
-    after them; it also reads the records the profile block holds (left out afterwards)."""
-    found = search_memories(query, sources, policy, embedded)
-    if isinstance(found, Recalled) or not found:
-        return found
-    from chatmemory.services.longterm.recall_block import live_documents
-
-    docs = live_documents(sources.memory, sources.owner, [d for d, _ in found])
-    alive = {d.doc_key for d in docs}
-    return [pair for pair in found if pair[0].doc_key in alive]
 
 
 def search_memories(

@@ -8,10 +8,9 @@ Long-term memory is read in this order: auto-recall's embedding of the message, 
 soon as its text is known, before its session is read (start_embedding); the profile's
 candidates (one Query) and auto-recall's search of the message, both started as soon as the
 message is known to be chat, beside the turn's own write and window read (a follow-up, whose
-query needs the window, is searched after it). The liveness of what the search found is read
-right after the search, on its thread (auto_recall.search_live), and that of the profile's
-records last before the prompt is built: each after what it checks was read, so that a delete
-that returns during the search keeps what it deleted out of the prompt.
+query needs the window, is searched after it); then the liveness of what the search found and
+of the profile's records, last before the prompt is built, so that a delete that returns during
+the search keeps what it deleted out of the prompt.
 """
 
 from __future__ import annotations
@@ -42,7 +41,7 @@ from chatmemory.services.longterm.auto_recall import (
     Searched,
     query_without_history,
     recall_for_turn,
-    search_live,
+    search_memories,
 )
 from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.profile.block import Candidates
@@ -162,7 +161,7 @@ def start_long_term_reads(ctx: TurnContext, routed: Routed) -> None:
         with ctx.before_answer():  # as when the search is made with the prompt
             ctx.recall_search = (
                 query,
-                run_beside(search_live, query, *_recall_with(ctx), embedded),
+                run_beside(search_memories, query, *_recall_with(ctx), embedded),
             )
 
 
