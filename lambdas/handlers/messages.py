@@ -17,6 +17,7 @@ import json
 import re
 from collections.abc import Mapping
 from enum import Enum
+from functools import partial
 from typing import Any, NamedTuple
 
 from chatmemory import wiring
@@ -121,7 +122,8 @@ def post_message(
     reaching the route)."""
     deps = wiring.chat_deps()
     message = chat.Message(user, session_id, content, client_message_id, window_turns)
-    result = chat.on_current_session(deps, wiring.chat_policy(), message, chat.post_message)
+    answer = partial(chat.post_message, deps, wiring.chat_policy())
+    result = chat.on_current_session(deps, message, answer)
     chat_shared.settled(result)
     return result
 

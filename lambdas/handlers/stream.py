@@ -28,6 +28,7 @@ import json
 import queue
 import threading
 from collections.abc import Iterator
+from functools import partial
 from typing import Any, NamedTuple, Protocol
 
 from chatmemory import deadline, wiring
@@ -94,7 +95,7 @@ def _open(message: messages.Message, stop: chat.StopSignal) -> Iterator[chat.Tur
         stop=stop,
     )
     deps = wiring.chat_deps()
-    return chat.on_current_session(deps, wiring.chat_policy(), turn, chat.open_turn)
+    return chat.on_current_session(deps, turn, partial(chat.open_turn, deps, wiring.chat_policy()))
 
 
 class Form(Protocol):

@@ -19,9 +19,6 @@ from chatmemory.services.conversation.sessions import (
     on_current_session,
 )
 from chatmemory.services.conversation.stacking import StackPolicy
-from chatmemory.services.conversation.turn.gather import start_embedding
-from chatmemory.services.conversation.turn.pipeline import collected, open_turn
-from chatmemory.services.conversation.turn.pipeline import on_current_session as current_session
 from tests.fakes import FakeEmbedder, FakeGenerator
 from tests.memory_fake import InMemoryShortTermMemory
 
@@ -326,64 +323,3 @@ def test_a_follow_up_is_searched_after_the_window_with_the_words_it_borrows() ->
     assert result.recalled.query.startswith("Tell me about the trip to Lisbon")
     assert result.recalled.query.endswith("what about May?")
     assert "what about May?" not in embedder.texts  # never searched as it stands
-
-
-class _SessionReadAfterEmbedding(InMemoryShortTermMemory):
-    """The read of the session the caller names waits (a bounded while) for the message's
-    embedding to start: a turn that embeds the message after it never has both at once."""
-
-    def __init__(self, embedder: _EmbedderSeen) -> None:
-        super().__init__()
-        self.embedder = embedder
-        self.saw_it: list[bool] = []
-
-    def get_named(self, session_id: str, user_id: str) -> Any:
-        self.saw_it.append(self.embedder.embedding_started.wait(timeout=10))
-        return super().get_named(session_id, user_id)
-
-
-@pytest.mark.parametrize("stream", [True, False])
-def test_auto_recall_embeds_the_message_beside_the_read_of_its_session(stream: bool) -> None:
-    """As the message routes do (handlers/messages.py, handlers/stream.py): the embedding needs
-    only the message's text, so it starts before the session is read, and is made once."""
-    message = "What should I pack for the trip to Lisbon?"
-    embedder = _EmbedderSeen(message)
-    memory = _SessionReadAfterEmbedding(embedder)
-    deps = ChatDeps(
-        memory=memory,
-        generator=FakeGenerator(),
-        embedder=embedder,
-        long_term=EmbeddedLongTermIndex(),
-    )
-    session = create_session(memory, "alice")
-    sent = Message(user_id="alice", session_id=session.session_id, content=message, stream=stream)
-    result = collected(current_session(deps, ChatPolicy(), sent, open_turn))
-    assert result.recalled is not None and result.recalled.query == message
-    assert memory.saw_it == [True]
-    assert embedder.texts.count(message) == 1
-
-
-@pytest.mark.parametrize(
-    ("content", "policy"),
-    [
-        ("what about May?", ChatPolicy()),  # a follow-up: its query borrows from the window
-        ("/past the trip to Lisbon", ChatPolicy()),  # a command: searched its own way
-        ("What should I pack?", ChatPolicy(input_transforms=(str.upper,))),  # text decided later
-    ],
-)
-def test_a_message_whose_query_is_not_its_text_yet_is_not_embedded_before_its_session(
-    content: str, policy: ChatPolicy
-) -> None:
-    embedder = _EmbedderSeen(content)
-    memory = InMemoryShortTermMemory()
-    deps = ChatDeps(
-        memory=memory,
-        generator=FakeGenerator(),
-        embedder=embedder,
-        long_term=EmbeddedLongTermIndex(),
-    )
-    session = create_session(memory, "alice")
-    sent = Message(user_id="alice", session_id=session.session_id, content=content)
-    assert start_embedding(deps, policy, sent).embedding is None
-    result = current_session(deps, policy, sent, post_message)
-    assert result.turn.response  # answered as before, searched (or not) as before

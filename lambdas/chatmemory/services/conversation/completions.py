@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import NamedTuple
 
 from chatmemory.domain import Session, Turn
@@ -130,7 +131,7 @@ def open_completion(
     if conversation.system is not None:
         policy = policy._replace(system_prompt=conversation.system)
     message = Message(user_id, client_id, conversation.message, message_id, None, stream, stop)
-    events = on_current_session(deps, policy, message, open_turn)
+    events = on_current_session(deps, message, partial(open_turn, deps, policy))
     return client_id, events
 
 

@@ -42,7 +42,7 @@ import operator
 import re
 import threading
 from array import array
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -502,20 +502,14 @@ def query_without_history(message: str, policy: AutoRecallPolicy) -> str | None:
     return message
 
 
-def search_memories(
-    query: str,
-    sources: RecallSources,
-    policy: AutoRecallPolicy,
-    embedded: Callable[[], list[float]] | None = None,
-) -> SearchFound:
+def search_memories(query: str, sources: RecallSources, policy: AutoRecallPolicy) -> SearchFound:
     """The memories that pass the gates for `query`, best first, down to the relative floor
     (before the profile block's records and the deleted ones are left out), or the `Recalled`
-    that says why there are none. Reads nothing of the session: the embedding and the search.
-    `embedded`: the query's vector, embedded already (or being embedded) beside the caller."""
+    that says why there are none. Reads nothing of the session: the embedding and the search."""
     if not content_terms(query):
         return Recalled(query, reason="no content")
     try:
-        [vector] = embed_queries(sources.embedder, [query]) if embedded is None else [embedded()]
+        [vector] = embed_queries(sources.embedder, [query])
         vector_hits, lexical_hits = sources.index.hybrid_search(
             Search(MEMORY_INDEX, vector, query, policy.depth, sources.owner)
         )

@@ -51,7 +51,6 @@ def admit(deps: ChatDeps, policy: ChatPolicy, message: Message) -> Admitted:
         message.window_turns,
         message.stream,
         message.stop,
-        embedding=message.embedding,
     )
     return Admitted(context, stored)
 

@@ -190,21 +190,12 @@ class StopSignal:
         return self._event.is_set()
 
 
-class Embedding(NamedTuple):
-    """Auto-recall's query vector of a message, started before its session is read
-    (gather.start_embedding): `query` is the text embedded, `vector` its vector when ready."""
-
-    query: str
-    vector: Future[list[float]]
-
-
 class Message(NamedTuple):
     """One chat message as its caller sent it: to the session the caller's id names, with what
     the API takes beside its text. `stream`: answer with the backend's streaming call; `stop`
     lets a streamed answer's reader stop it. `found`: the session and the caller's state as
     the read that resolved the session found them (sessions.resolve_current), or None: read
-    them when the message is admitted. `embedding`: its search's vector, started as soon as its
-    text was known (None: embedded with its search)."""
+    them when the message is admitted."""
 
     user_id: str
     session_id: str
@@ -214,7 +205,6 @@ class Message(NamedTuple):
     stream: bool = False
     stop: StopSignal | None = None
     found: Found = None
-    embedding: Embedding | None = None
 
 
 @dataclass
@@ -243,8 +233,6 @@ class TurnContext:
     # takes them (None: gather reads and searches itself).
     profile_read: Future[Candidates] | None = None
     recall_search: tuple[str, Future[SearchFound]] | None = None
-    # The message's query vector, started before its session was read (Message.embedding).
-    embedding: Embedding | None = None
 
     @property
     def memory(self) -> ShortTermMemory:
@@ -266,7 +254,6 @@ class TurnContext:
             self.window_turns,
             self.stream,
             self.stop,
-            embedding=self.embedding,
         )
 
     def before_answer(self) -> AbstractContextManager[deadline.Deadline]:

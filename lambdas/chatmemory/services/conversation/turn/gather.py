@@ -4,13 +4,12 @@ how long ago the user last wrote) and long-term memory (the profile block, auto-
 episodic memory); for a command (/past, /verified, /remember), its own answer from long-term
 memory.
 
-Long-term memory is read in this order: auto-recall's embedding of the message, started as
-soon as its text is known, before its session is read (start_embedding); the profile's
-candidates (one Query) and auto-recall's search of the message, both started as soon as the
-message is known to be chat, beside the turn's own write and window read (a follow-up, whose
-query needs the window, is searched after it); then the liveness of what the search found and
-of the profile's records, last before the prompt is built, so that a delete that returns during
-the search keeps what it deleted out of the prompt.
+Long-term memory is read in this order: the profile's candidates (one Query) and auto-recall's
+embedding and search of the message, both started as soon as the message is known to be chat,
+beside the turn's own write and window read (a follow-up, whose query needs the window, is
+searched after it); then the liveness of what the search found and of the profile's records,
+last before the prompt is built, so that a delete that returns during the search keeps what it
+deleted out of the prompt.
 """
 
 from __future__ import annotations
@@ -18,23 +17,14 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
-from chatmemory import deadline
 from chatmemory.beside import run_beside
 from chatmemory.clock import parse_time
 from chatmemory.domain import Source, Turn
 from chatmemory.errors import LongTermMemoryUnavailable
-from chatmemory.ports import Embedder, embed_queries
 from chatmemory.schema import Intent, SourceKind
 from chatmemory.services.access import continued
-from chatmemory.services.conversation.routing import Routed, route
-from chatmemory.services.conversation.turn.context import (
-    ChatDeps,
-    ChatPolicy,
-    Embedding,
-    Memory,
-    Message,
-    TurnContext,
-)
+from chatmemory.services.conversation.routing import Routed
+from chatmemory.services.conversation.turn.context import Memory, TurnContext
 from chatmemory.services.longterm.auto_recall import (
     AutoRecallPolicy,
     RecallSources,
@@ -43,7 +33,6 @@ from chatmemory.services.longterm.auto_recall import (
     recall_for_turn,
     search_memories,
 )
-from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.profile.block import Candidates
 from chatmemory.services.profile.block import candidates as profile_candidates
 from chatmemory.services.profile.block import checked as checked_profile
@@ -109,39 +98,6 @@ def gather(
     return Gathered(prompt, memory)
 
 
-def start_embedding(deps: ChatDeps, policy: ChatPolicy, message: Message) -> Message:
-    """`message` with auto-recall's embedding of it started on a thread beside the request
-    (chatmemory.beside), as soon as its text is known: it needs nothing of the session, so it
-    runs beside the read of the session too, not only beside the turn's write and window read
-    (start_long_term_reads takes it when the message's query is that text). The message as it is
-    when its query is not known yet: a command or a follow-up (their queries are made later),
-    a text the deployer's input transforms or the classifier decide on, no long-term memory. A
-    message refused when it is admitted has been embedded for nothing."""
-    if (
-        deps.long_term is None
-        or deps.embedder is None
-        or policy.input_transforms
-        or policy.use_classifier
-        or len(message.content) > policy.max_input_chars
-    ):
-        return message
-    routed = route(message.content)
-    if routed.intent != Intent.CHAT:
-        return message
-    query = query_without_history(routed.text, recall_policy(policy, deps.generator.context_tokens))
-    if query is None or not content_terms(query):
-        return message
-    # Within the request's deadline less the answer's reserve, as the search that takes it.
-    with deadline.within(deadline.current().less(policy.answer_reserve_seconds)):
-        vector = run_beside(_query_vector, deps.embedder, query)
-    return message._replace(embedding=Embedding(query, vector))
-
-
-def _query_vector(embedder: Embedder, query: str) -> list[float]:
-    [vector] = embed_queries(embedder, [query])
-    return vector
-
-
 def start_long_term_reads(ctx: TurnContext, routed: Routed) -> None:
     """Start what long-term memory gives a chat message's prompt on threads beside the turn
     (chatmemory.beside): the profile's candidates, and auto-recall's embedding and search of
@@ -155,14 +111,8 @@ def start_long_term_reads(ctx: TurnContext, routed: Routed) -> None:
     ctx.profile_read = run_beside(_profile_candidates, ctx)
     query = query_without_history(routed.text, _recall_policy(ctx))
     if query is not None:
-        # The message's vector when it was started before the session was read, for this query.
-        early = ctx.embedding
-        embedded = early.vector.result if early is not None and early.query == query else None
         with ctx.before_answer():  # as when the search is made with the prompt
-            ctx.recall_search = (
-                query,
-                run_beside(search_memories, query, *_recall_with(ctx), embedded),
-            )
+            ctx.recall_search = (query, run_beside(search_memories, query, *_recall_with(ctx)))
 
 
 def _profile_candidates(ctx: TurnContext) -> Candidates:
@@ -190,13 +140,8 @@ def _long_term(ctx: TurnContext, routed: Routed, history: list[Turn]) -> Memory:
 
 
 def _recall_policy(ctx: TurnContext) -> AutoRecallPolicy:
-    return recall_policy(ctx.policy, _context(ctx))
-
-
-def recall_policy(policy: ChatPolicy, context_tokens: int) -> AutoRecallPolicy:
-    """Auto-recall's policy within the model's context (half of it at most)."""
-    budget = min(policy.auto_recall.token_budget, context_tokens // 2)
-    return policy.auto_recall._replace(token_budget=budget)
+    budget = min(ctx.policy.auto_recall.token_budget, _context(ctx) // 2)
+    return ctx.policy.auto_recall._replace(token_budget=budget)
 
 
 def _recall_with(ctx: TurnContext) -> tuple[RecallSources, AutoRecallPolicy]:

@@ -31,7 +31,6 @@ from chatmemory.services.conversation.turn.context import (
     TurnResult,
 )
 from chatmemory.services.conversation.turn.decide import again, for_agent, new_message
-from chatmemory.services.conversation.turn.gather import start_embedding
 from chatmemory.services.conversation.turn_states import TRANSITIONS, Transition
 
 T = TypeVar("T")
@@ -48,24 +47,16 @@ def post_message(deps: ChatDeps, policy: ChatPolicy, message: Message) -> TurnRe
     return collected(open_turn(deps, policy, message))
 
 
-def on_current_session(
-    deps: ChatDeps,
-    policy: ChatPolicy,
-    message: Message,
-    run: Callable[[ChatDeps, ChatPolicy, Message], T],
-) -> T:
+def on_current_session(deps: ChatDeps, message: Message, run: Callable[[Message], T]) -> T:
     """`run` (post_message, open_turn) on the session the caller's id names: a client id whose
     session has ended is continued (sessions.current_session_attempts), in this module so that
-    a message goes from its handler to the stages without another module between. Auto-recall's
-    embedding of the message starts first, beside the session's read (gather.start_embedding)."""
-    message = start_embedding(deps, policy, message)
+    a message goes from its handler to the stages without another module between."""
     attempts = current_session_attempts(
         deps.memory, message.user_id, message.session_id, clock=deps.clock
     )
     for attempt in attempts:
         with attempt:
-            found = message._replace(session_id=attempt.session_id, found=attempt.found)
-            return run(deps, policy, found)
+            return run(message._replace(session_id=attempt.session_id, found=attempt.found))
     raise AssertionError("current_session_attempts raises when the attempts run out")
 
 
