@@ -56,6 +56,9 @@ PASSING = [
     "My train is delayed again.",
     "My laptop keeps crashing.",
     "I'm absolutely shattered.",
+    "I'm utterly wiped after that hike.",
+    "I'm properly knackered.",
+    "Finally got a spare minute.",
     # A day's ailment, a mood, a place of the moment.
     "I have a headache.",
     "I've got a bit of a cold.",
@@ -337,6 +340,30 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I cannot abide coriander; to me it tastes of soap.",
             ["I cannot abide coriander; to me it tastes of soap."],
         ),
+        # "while" or "whereas" after a comma sets another's clause against the user's; a
+        # "while" of time stays with its clause.
+        (
+            "I'm a morning person, whereas my partner is a night owl.",
+            ["I'm a morning person.", "My partner is a night owl."],
+        ),
+        (
+            "I drive a hybrid, while my husband still has the old diesel.",
+            ["I drive a hybrid.", "My husband still has the old diesel."],
+        ),
+        (
+            "I listen to audiobooks while I knit.",
+            ["I listen to audiobooks while I knit."],
+        ),
+        # "Right now" is a time, not the "Right, ..." that opens a chat message.
+        (
+            "I'm a paramedic, and right now I'm on my break.",
+            ["I'm a paramedic.", "Right now I'm on my break."],
+        ),
+        # A lasting state before "so" keeps its consequence apart.
+        (
+            "I'm diabetic so I always carry snacks.",
+            ["I'm diabetic.", "I always carry snacks."],
+        ),
         (
             "I should mention that I'm asthmatic and also allergic to cats.",
             ["I'm asthmatic.", "I'm allergic to cats."],
@@ -400,3 +427,12 @@ def test_a_doing_said_as_the_subject_before_a_modal_gets_no_i() -> None:
         for f in PatternExtractor().extract([_turn("Cooking for friends will always cheer me up.")])
     ]
     assert texts == ["Cooking for friends will always cheer me up."]
+
+
+def test_what_follows_from_a_state_of_the_moment_passes_with_it() -> None:
+    extract = PatternExtractor().statements
+    assert extract("The twins are at a party tonight so I finally have a quiet house.") == []
+    assert [f.text for f in extract("I'm coeliac so I bake my own bread.")] == [
+        "I'm coeliac.",
+        "I bake my own bread.",
+    ]

@@ -48,7 +48,8 @@ _FIRST = r"(?:i'm|i am|im|we're|we are|the user is|user is)"
 _DEGREE = (
     r"(?:(?:so|really|very|a bit|bit|a little|a tad|quite|kind of|kinda|sort of|pretty|super|"
     r"totally|extremely|rather|too|just|still|getting|all|absolutely|feeling|now|half|finally|"
-    r"(?:a\s+)?bit\s+of\s+a)\s+)*"
+    r"completely|utterly|thoroughly|properly|proper|well|dead|bloody|fully|incredibly|"
+    r"seriously|massively|mega|hella|(?:a\s+)?bit\s+of\s+a)\s+)*"
 )
 # States and feelings that last a moment, not a trait.
 _MOMENTARY = frozenset(
@@ -155,6 +156,9 @@ _HABIT = re.compile(
 _FEW = r"(?:a few|a couple of|\d+|one|two|three|five|ten|fifteen|twenty|thirty)"
 _MINUTES = re.compile(
     rf"\b(?:(?:got|have|in|only|just)\s+{_FEW}\s+(?:minutes?|mins?)\b|"
+    # A moment free: "I finally have a sec", "Got a spare minute".
+    r"(?:got|have)\s+(?:a|one)\s+(?:spare\s+|free\s+|quick\s+)?(?:sec|second|minute|min|"
+    r"moment)\b|"
     rf"{_FEW}\s+(?:minutes?|mins?)\s+(?:late|left|before|till|until|ago|to go|to spare|behind)\b)",
     re.I,
 )
@@ -263,7 +267,8 @@ _AROUND = re.compile(
 # sentence is read.
 _OPENER = re.compile(
     r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|"
-    r"actually|right|yeah|yep|hey|hi|ah|um|erm|just fyi)\b[,!.]?\s*)+",
+    r"actually|right(?!\s+(?:now|away|here|there))|yeah|yep|hey|hi|ah|um|erm|"
+    r"just fyi)\b[,!.]?\s*)+",
     re.I,
 )
 # A chat sentence whose "I" goes without saying: "Feeling pretty stressed", "Sitting in the
@@ -518,6 +523,8 @@ _AND = re.compile(
     r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
     # "but" before who: "I'm from Puerto Rico, but I've lived in Chicago for fifteen years".
     rf",?\s+but\s+(?={_CLAUSE})|"
+    # "while" or "whereas" set against who: "I work nights, while my wife works days".
+    rf",\s+(?:while|whereas)\s+(?={_CLAUSE})|"
     # "so" before who: "I've got high blood pressure so I'm on amlodipine".
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
@@ -593,6 +600,7 @@ _SET_THEN_SUBJECT = re.compile(
     re.I,
 )
 # Who, named before "and I": "My brother Luis and I co-own a shop" has one subject of two people.
+_SO = re.compile(r",?\s*(?:and\s+)?so\s*", re.I)
 _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 
 
@@ -617,7 +625,11 @@ def clauses(sentence: str) -> list[str]:
     out: list[str] = []
     for sep, part in joined:
         owner = _OWN_SUBJECT.match(out[0]) if out else None
-        if out and _SET_THEN_SUBJECT.match(part):
+        if out and _SO.fullmatch(sep) and passing(out[-1]):
+            # What follows from a state of the moment passes with it: "She's napping right now
+            # so I finally have a sec".
+            out[-1] = f"{out[-1]}{sep}{part}"
+        elif out and _SET_THEN_SUBJECT.match(part):
             out.append(part)
         elif owner and (pronoun := _POSSESSIVE.match(part)):
             # "My sister Hannah lives in Melbourne and her birthday's 3 March": whose it is.
