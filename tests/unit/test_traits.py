@@ -59,6 +59,9 @@ PASSING = [
     "I'm utterly wiped after that hike.",
     "I'm properly knackered.",
     "Finally got a spare minute.",
+    "The dog's fast asleep on my feet.",
+    "My flat's a total tip.",
+    "I've got maybe fifteen minutes before the school run.",
     # A day's ailment, a mood, a place of the moment.
     "I have a headache.",
     "I've got a bit of a cold.",
@@ -436,3 +439,30 @@ def test_what_follows_from_a_state_of_the_moment_passes_with_it() -> None:
         "I'm coeliac.",
         "I bake my own bread.",
     ]
+
+
+def test_what_the_user_says_after_a_request_for_a_choice_is_a_statement() -> None:
+    extract = PatternExtractor().statements
+    assert [f.text for f in extract("Recommend a board game, my nephew is colourblind.")] == [
+        "My nephew is colourblind."
+    ]
+    # A request about the talk itself, or to stop, says nothing lasting.
+    assert extract("Can you explain that again, I lost you at step two.") == []
+    assert extract("Call me Dot.") != []
+
+
+def test_a_run_on_message_keeps_the_users_facts_apart_from_its_things() -> None:
+    said = (
+        "Quick bit of context: we bought a narrowboat in spring, the engine is ancient and "
+        "the roof leaks, but the real issue is I'm partially sighted so the locks scare me."
+    )
+    assert [f.text for f in PatternExtractor().statements(said)] == [
+        "We bought a narrowboat in spring.",
+        "I'm partially sighted so the locks scare me.",
+    ]
+
+
+def test_shift_work_said_without_its_i_is_a_fact_of_the_user() -> None:
+    assert [
+        f.text for f in PatternExtractor().statements("Early shifts at the bakery, 4am starts.")
+    ] == ["I work early shifts at the bakery, 4am starts."]

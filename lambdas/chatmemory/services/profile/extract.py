@@ -45,6 +45,7 @@ from chatmemory.services.profile.traits import (
     passing,
     reaction,
     said_to_last,
+    told_after,
 )
 from chatmemory.services.prompt import clip_to_tokens
 
@@ -183,12 +184,18 @@ class PatternExtractor:
         """The facts and preferences the rules find in one message, one per clause."""
         found = []
         for sentence in _sentences(text):
+            if _REQUEST.match(sentence) and not _CALL_ME.match(sentence):
+                # "Suggest a film, my husband hates horror": what the choice must fit.
+                sentence = told_after(sentence) if _ASKS_TO_CHOOSE.match(sentence) else ""
             # A clause split off is about the user when its sentence is ("... and her
             # birthday's 3 March").
             whole = implied(sentence)
             about = about_the_user(whole)
             for clause in clauses(whole):
-                fact = self._fact(clause, turn, about=about)
+                # "..., the house is from 1920": a thing named with "the" is the user's only
+                # when its clause says so.
+                own = None if clause.lower().startswith("the ") else about
+                fact = self._fact(clause, turn, about=own)
                 if fact is not None:
                     found.append(fact)
         return found
@@ -236,6 +243,14 @@ _CALL_ME = re.compile(r"^(?i:(?:you can |just |please )?call me) [A-Z]")
 _REQUEST = re.compile(
     r"^(?:please\s+|can you\s+|could you\s+)?(?:tell|give|show|help|let|remind|send|find|list|"
     r"explain|suggest|recommend|write|make|check|book|call|read|translate)\b",
+    re.I,
+)
+
+
+# A request for a choice, which what the user says after it may decide.
+_ASKS_TO_CHOOSE = re.compile(
+    r"^(?:please\s+|can you\s+|could you\s+)?(?:suggest|recommend|find|give|book|make|help|"
+    r"write|list|show|plan|pick|choose)\b",
     re.I,
 )
 

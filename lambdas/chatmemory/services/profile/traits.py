@@ -49,7 +49,7 @@ _DEGREE = (
     r"(?:(?:so|really|very|a bit|bit|a little|a tad|quite|kind of|kinda|sort of|pretty|super|"
     r"totally|extremely|rather|too|just|still|getting|all|absolutely|feeling|now|half|finally|"
     r"completely|utterly|thoroughly|properly|proper|well|dead|bloody|fully|incredibly|"
-    r"seriously|massively|mega|hella|(?:a\s+)?bit\s+of\s+a)\s+)*"
+    r"seriously|massively|mega|hella|fast|sound|wide|(?:a\s+)?bit\s+of\s+a)\s+)*"
 )
 # States and feelings that last a moment, not a trait.
 _MOMENTARY = frozenset(
@@ -70,7 +70,7 @@ _MOMENTARY = frozenset(
 # ("My coffee's gone cold", "My phone is dead", "My kids are finally asleep").
 _STATE = re.compile(
     rf"^(?:{_FIRST}|i've been|i have been|we've been|i got|i was|"
-    r"(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:'s|'re|\s+is|\s+are|\s+was|\s+were)"
+    r"(?:my|our|the)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:'s|'re|\s+is|\s+are|\s+was|\s+were)"
     r"(?:\s+(?:gone|going|getting|got|still|all|finally|already|just|now|so|really))*)"
     rf"\s+{_DEGREE}(?P<word>[a-z'-]+)\b",
     re.I,
@@ -155,7 +155,8 @@ _HABIT = re.compile(
 # A few minutes: "I've got five minutes before my next call", "My bus is ten minutes late".
 _FEW = r"(?:a few|a couple of|\d+|one|two|three|five|ten|fifteen|twenty|thirty)"
 _MINUTES = re.compile(
-    rf"\b(?:(?:got|have|in|only|just)\s+{_FEW}\s+(?:minutes?|mins?)\b|"
+    rf"\b(?:(?:got|have|in|only|just)\s+(?:maybe\s+|about\s+|around\s+|like\s+)?{_FEW}\s+"
+    r"(?:minutes?|mins?)\b|"
     # A moment free: "I finally have a sec", "Got a spare minute".
     r"(?:got|have)\s+(?:a|one)\s+(?:spare\s+|free\s+|quick\s+)?(?:sec|second|minute|min|"
     r"moment)\b|"
@@ -257,6 +258,10 @@ _AROUND = re.compile(
     r"^(?:(?:it's|it is|its)\s+(?:(?:so|really|very|a bit|quite|pretty|getting|still|just)\s+)*"
     r"(?:raining|snowing|pouring|drizzling|sunny|cloudy|windy|foggy|stormy|hot|cold|freezing|"
     r"warm|humid|chilly|dark|late|early|noisy|quiet|busy|crowded|lovely out|nice out)|"
+    # A room or a thing in disarray: "the kitchen is a mess", "my desk's a disaster zone".
+    r"(?:the|my|our)\s+(?:[a-z-]+\s+){0,2}?[a-z-]+(?:'s|\s+is|\s+are)\s+(?:still\s+|such\s+|"
+    r"an?\s+|complete\s+|total\s+|absolute\s+|bit of a\s+)*(?:mess|tip|disaster|chaos|"
+    r"shambles|bombsite|pigsty)\b|"
     r"there's (?:an? |some )?(?:\w+ )?(?:storm|thunderstorm|rain|snow|hail|fog|heatwave|"
     r"power cut|blackout|queue|traffic jam|fire alarm)|the (?:weather|sun|rain|wifi|signal)\b)",
     re.I,
@@ -294,6 +299,12 @@ _GERUND_SUBJECT = re.compile(
 # "T1 diabetic here", "Lifelong Spurs fan over here": who one is, said as where one stands.
 _HERE = re.compile(
     r"^(?P<what>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*$|,\s.+$)", re.I
+)
+# Shift work said without "I work": "Night shifts at the hospital", "Twelve-hour shifts mostly".
+_SHIFTS = re.compile(
+    r"^(?:(?:night|day|early|late|double|weekend|evening|rotating|split|long|\d{1,2}-hour|"
+    r"twelve-hour|ten-hour|eight-hour)\s+)+shifts\b",
+    re.I,
 )
 # Who lives with the user, counted, without "we have": "Three teenagers in this house", "two kids
 # under 5 here", "4 cats at home".
@@ -353,6 +364,8 @@ def implied(text: str) -> str:
     with_i = _elided_verb(said)
     if with_i is not None:
         return with_i
+    if _SHIFTS.match(said):
+        return f"I work {said[0].lower()}{said[1:]}"  # "Night shifts at the hospital"
     if _HOUSEHOLD.match(said):
         return f"We have {said[0].lower()}{said[1:]}"  # "Three teenagers in this house"
     here = _HERE.match(said)
@@ -515,6 +528,8 @@ def reaction(text: str, content_words: int) -> bool:
 # What opens a clause of its own: who, then a verb ("I've", "my wife is", "my dad's").
 _CLAUSE = (
     r"(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd|he's|she's)\b|"
+    # A thing of theirs named with "the": "..., the house is from 1920 and ...".
+    r"the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs)\b|"
     r"(?:my|our)\s+(?:[a-z-]+'s\s|(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?"
     r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
     r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)"
@@ -562,7 +577,9 @@ _HAVING = re.compile(
 _COUNTED = re.compile(r"^(?:a|an|two|three|four|five|six|some|several|\d+)\s+[a-z]", re.I)
 # A clause of its own: it names who or what it is about.
 _SUBJECT_START = re.compile(
-    r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|[A-Z][A-Za-z]+\s+"
+    r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|"
+    r"(?i:the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs))|"
+    r"[A-Z][A-Za-z]+\s+"
     r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't))\b"
 )
 # A clause that goes on with the first one's subject, a verb and what follows it: "... and
@@ -659,6 +676,16 @@ def clauses(sentence: str) -> list[str]:
     return [_sentence(c) for c in facts]
 
 
+def told_after(request: str) -> str:
+    """What the user says of themselves after a request and a comma ("Suggest a film for
+    tonight, my husband hates horror" -> "my husband hates horror"), or ""."""
+    found = _TOLD_AFTER.search(request)
+    return request[found.end() :] if found else ""
+
+
+_TOLD_AFTER = re.compile(rf",\s+(?=(?:{_CLAUSE}))", re.I)
+
+
 def _aside(parts: list[str]) -> bool:
     """The first of several parts says nothing of anyone: a few words before a clause that
     names who it is about."""
@@ -697,7 +724,10 @@ _FILLER = re.compile(
 
 _LEAD_IN = re.compile(
     r"^(?:i should (?:mention|say|add|tell you) that|just so you know|fun fact:?|"
-    r"for the record|for context)\s+(?=\S)",
+    r"for the record|for context|(?:(?:some|quick|a|bit|little|of|for)\s+)*(?:background|context)"
+    r"(?:\s+info)?:|"
+    r"the (?:main |big |important |only |real )?(?:thing|point|issue|catch) is(?: that)?)"
+    r"\s+(?=\S)",
     re.I,
 )
 
