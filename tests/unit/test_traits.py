@@ -362,6 +362,20 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I'm a paramedic, and right now I'm on my break.",
             ["I'm a paramedic.", "Right now I'm on my break."],
         ),
+        # ", where" before the user's own clause; ", who" after someone of the user's named
+        # after a verb (not at the start: "My uncle, who ..., is ..." stays one).
+        (
+            "We moved to Galway, where we run a small B&B.",
+            ["We moved to Galway.", "We run a small B&B."],
+        ),
+        (
+            "I look after my grandson Leo, who is autistic.",
+            ["I look after my grandson Leo.", "My grandson Leo is autistic."],
+        ),
+        (
+            "My uncle, who lives in Perth, is a geologist.",
+            ["My uncle, who lives in Perth, is a geologist."],
+        ),
         # A lasting state before "so" keeps its consequence apart.
         (
             "I'm diabetic so I always carry snacks.",
@@ -460,6 +474,12 @@ def test_a_run_on_message_keeps_the_users_facts_apart_from_its_things() -> None:
         "We bought a narrowboat in spring.",
         "I'm partially sighted so the locks scare me.",
     ]
+
+
+def test_what_ones_passion_or_job_is_named_as_a_doing_is_lasting() -> None:
+    assert not passing("My real love is birdwatching.")
+    assert not passing("My day job is nursing, nights I paint.")
+    assert passing("My sister is visiting.")
 
 
 def test_shift_work_said_without_its_i_is_a_fact_of_the_user() -> None:

@@ -143,6 +143,14 @@ _PROGRESSIVE = re.compile(
     r"(?:just\s+|currently\s+|still\s+|now\s+|busy\s+|being\s+)?(?P<verb>[a-z]+ing)\b",
     re.I,
 )
+# What one's passion, hobby or job is, a doing named: "My real passion is woodworking".
+_NAMES_A_DOING = re.compile(
+    r"^(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?(?:passion|hobby|hobbies|job|work|career|thing|"
+    r"favourite|favorite|love|dream|goal|weakness|specialty|speciality|profession|field|"
+    r"background|interest|obsession|escape|therapy|outlet|side hustle|day job)"
+    r"(?:'s|\s+is|\s+are)\b",
+    re.I,
+)
 # Done by habit: "every morning", "usually", "on Sundays", "twice a week".
 _HABIT = re.compile(
     r"\b(?:every|each|usually|always|normally|typically|generally|often|never|rarely|"
@@ -460,7 +468,7 @@ def passing(text: str) -> bool:
     if place and place.group("place").lower() in _WHERE_NOW:
         return True
     progressive = _PROGRESSIVE.match(said)
-    if progressive is None:
+    if progressive is None or _NAMES_A_DOING.match(said):
         return False
     if _FROM_HERE.search(said) and not _LONG_RUNNING.search(said):
         return True
@@ -540,6 +548,8 @@ _AND = re.compile(
     rf",?\s+but\s+(?={_CLAUSE})|"
     # "while" or "whereas" set against who: "I work nights, while my wife works days".
     rf",\s+(?:while|whereas)\s+(?={_CLAUSE})|"
+    # ", where" before who: "I live in Oslo, where I cycle everywhere".
+    r",\s+where\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've)\b)|"
     # "so" before who: "I've got high blood pressure so I'm on amlodipine".
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
@@ -624,6 +634,7 @@ _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
     text = _LEAD_IN.sub("", _OPENER.sub("", sentence.strip()))
+    text = _WHO_RELATIVE.sub(_who_is, text)
     pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
     joined = [
         (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
@@ -684,6 +695,18 @@ def told_after(request: str) -> str:
 
 
 _TOLD_AFTER = re.compile(rf",\s+(?=(?:{_CLAUSE}))", re.I)
+
+
+# Someone of the user's after a verb, then what they are or do: "I care for my wife, who has
+# MS" -> "I care for my wife; my wife has MS".
+_WHO_RELATIVE = re.compile(
+    r"(?<=\s)(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?),\s+who\s+"
+    r"(?=(?:is|are|was|has|have|had|lives|works|can|can't|does|doesn't|[a-z]+(?<!s)s)\b)",
+)
+
+
+def _who_is(found: re.Match[str]) -> str:
+    return f"{found.group('who')}; {found.group('who')} "
 
 
 def _aside(parts: list[str]) -> bool:
