@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Generator
 from datetime import timedelta
 
 from chatmemory import deadline
@@ -29,10 +28,9 @@ from chatmemory.services.conversation.stacking import (
 )
 from chatmemory.services.conversation.turn.answer import answer, complete_pending
 from chatmemory.services.conversation.turn.context import (
-    Delta,
     Flow,
     Memory,
-    MemoryUsed,
+    Part,
     TurnContext,
     TurnResult,
 )
@@ -55,9 +53,7 @@ def stacks(ctx: TurnContext, turn: Turn) -> bool:
     )
 
 
-def stack_then_answer(
-    ctx: TurnContext, turn: Turn
-) -> Generator[Delta | MemoryUsed, None, TurnResult | None]:
+def stack_then_answer(ctx: TurnContext, turn: Turn) -> Part[TurnResult | None]:
     """A stacked message: written first (pending), answered with whatever else the user sends
     before the answer, by this request or a later one. It is written claimed by this request
     (answering_until, as a retry claims it): a re-send of it while this request answers (a
@@ -133,7 +129,7 @@ def _own(ctx: TurnContext, tail: list[Turn], number: int) -> Turn:
 
 def _answer_batch(
     ctx: TurnContext, batch: list[Turn], tail: list[Turn]
-) -> Generator[Delta | MemoryUsed, None, tuple[Turn, Memory]]:
+) -> Part[tuple[Turn, Memory]]:
     """One model call for the messages of the batch, into its last turn."""
     answer_turn = batch[-1]
     numbers = {t.turn for t in batch}
