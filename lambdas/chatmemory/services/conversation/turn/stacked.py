@@ -20,6 +20,7 @@ from chatmemory.services.conversation import handoff
 from chatmemory.services.conversation.routing import Routed
 from chatmemory.services.conversation.sessions import title_from
 from chatmemory.services.conversation.stacking import (
+    Waiting,
     joined_input,
     plan,
     settled,
@@ -96,13 +97,7 @@ def settle_stack(ctx: TurnContext, number: int) -> Flow:
             raise unanswered(ctx, number)
         chosen = plan(tail, mine, now=ctx.deps.clock(), policy=ctx.policy.stack, takeover=takeover)
         if chosen.wait:
-            answered = wait_for_answer(
-                ctx.memory,
-                ctx.session.session_id,
-                number,
-                policy=ctx.policy.stack,
-                sleep=ctx.deps.sleep,
-            )
+            answered = wait_for_answer(_waiting(ctx, number))
             takeover = answered is None  # the head's request is gone: answer them ourselves
             continue
         batch = list(chosen.batch)
@@ -201,14 +196,7 @@ def retry(ctx: TurnContext, stored: Turn) -> Flow:
                 with contextlib.suppress(Exception):
                     ctx.memory.release_answer(ctx.session.session_id, number, until=until)
                 raise
-        current = wait_while_claimed(
-            ctx.memory,
-            ctx.session.session_id,
-            number,
-            policy=ctx.policy.stack,
-            sleep=ctx.deps.sleep,
-            now=ctx.now,
-        )
+        current = wait_while_claimed(_waiting(ctx, number), now=ctx.now)
         if current is None:  # deleted meanwhile
             raise SessionNotFound(f"session {ctx.session.session_id} not found")
         if settled(current):
@@ -217,3 +205,8 @@ def retry(ctx: TurnContext, stored: Turn) -> Flow:
     raise Conflict(
         "another request is answering this message; retry with the same client_message_id"
     )
+
+
+def _waiting(ctx: TurnContext, number: int) -> Waiting:
+    """This request waiting on its message `number` (for another request's answer or claim)."""
+    return Waiting(ctx.memory, ctx.session.session_id, number, ctx.policy.stack, ctx.deps.sleep)
