@@ -63,7 +63,9 @@ def examples(world: World) -> dict[str, list[Example]]:
                 index=world.index,
                 now=conversation.asked_at,
             )
-            found = auto_recall.memories_for_turn(str(qa["question"]), [], sources, policy)
+            found = auto_recall.memories_for_turn(
+                auto_recall.Asked(str(qa["question"])), sources, policy
+            )
             if isinstance(found, auto_recall.Recalled):
                 rows.append((found.query, [], [], gold))
                 continue

@@ -35,15 +35,13 @@ class Thread:
         self.store, self.meter, self.table = store, meter, table
         self.memory = InMemoryShortTermMemory()
         self.sid = sessions.create_session(self.memory, "alice").session_id
+        self.thread = checkpoints.Thread(self.memory, self.store, "alice", self.sid)
 
     def put(self, n: int, ns: str = "", **metadata: Any) -> None:
         cid = f"1ef-{n:04d}"
         version = str(n)
         checkpoints.put_checkpoint(
-            self.memory,
-            self.store,
-            "alice",
-            self.sid,
+            self.thread,
             checkpoint_ns=ns,
             checkpoint_id=cid,
             parent_checkpoint_id=None,
@@ -54,10 +52,7 @@ class Thread:
             blobs=[ChannelBlob("messages", version, Blob("msgpack", bytes([n % 251]) * VALUE))],
         )
         checkpoints.put_writes(
-            self.memory,
-            self.store,
-            "alice",
-            self.sid,
+            self.thread,
             checkpoint_ns=ns,
             checkpoint_id=cid,
             writes=[PendingWrite("task", 0, "messages", Blob("msgpack", b"w" * 100))],
@@ -66,10 +61,7 @@ class Thread:
     def listing(self, **ask: Any) -> list[CheckpointTuple]:
         self.meter.reset()
         found, _ = checkpoints.list_checkpoints(
-            self.memory,
-            self.store,
-            "alice",
-            self.sid,
+            self.thread,
             **{"checkpoint_ns": "", "before": None, "limit": 10, "filter": {}, **ask},
         )
         return found
@@ -110,7 +102,9 @@ def test_the_newest_checkpoint_reads_one_checkpoint(filled: Thread) -> None:
 
     filled.meter.reset()
     got = checkpoints.get_checkpoint(
-        filled.memory, filled.store, "alice", filled.sid, checkpoint_ns="", checkpoint_id=None
+        filled.thread,
+        checkpoint_ns="",
+        checkpoint_id=None,
     )
     assert got.checkpoint.checkpoint_id == "1ef-0023"
     filled.assert_bounded_by([got])

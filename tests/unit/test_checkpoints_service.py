@@ -12,6 +12,7 @@ from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
 from chatmemory.services.conversation import checkpoints, sessions
+from chatmemory.services.conversation.checkpoints import Thread
 from tests.checkpoints_fake import InMemoryCheckpointStore
 from tests.memory_fake import InMemoryShortTermMemory
 
@@ -33,10 +34,7 @@ def _put(
     versions: dict[str, str], *, user: str = "alice", parent: str | None = None, **meta: Any,
 ) -> Any:  # fmt: skip
     return checkpoints.put_checkpoint(
-        memory,
-        store,
-        user,
-        sid,
+        Thread(memory, store, user, sid),
         checkpoint_ns="",
         checkpoint_id=cid,
         parent_checkpoint_id=parent,
@@ -49,7 +47,9 @@ def _put(
 
 
 def _get(memory: Any, store: Any, sid: str, cid: str | None, user: str = "alice") -> Any:
-    return checkpoints.get_checkpoint(memory, store, user, sid, checkpoint_ns="", checkpoint_id=cid)
+    return checkpoints.get_checkpoint(
+        Thread(memory, store, user, sid), checkpoint_ns="", checkpoint_id=cid
+    )
 
 
 def test_a_checkpoint_over_the_limit_with_its_carried_values_is_refused_and_not_stored(
@@ -73,7 +73,7 @@ def test_pending_writes_over_the_limit_are_refused(
 
     def write(task: str, size: int) -> None:
         checkpoints.put_writes(
-            memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+            Thread(memory, store, "alice", sid), checkpoint_ns="", checkpoint_id="1",
             writes=[PendingWrite(task, 0, "ch", Blob("bytes", b"w" * size))],
         )  # fmt: skip
 
@@ -90,7 +90,7 @@ def test_a_value_of_a_version_the_checkpoint_does_not_name_is_a_bad_request(
 
     def put(versions: dict[str, str], *blobs: ChannelBlob) -> None:
         checkpoints.put_checkpoint(
-            memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+            Thread(memory, store, "alice", sid), checkpoint_ns="", checkpoint_id="1",
             parent_checkpoint_id=None, checkpoint=Blob("m", b""), metadata=Blob("m", b""),
             metadata_json={}, channel_versions=versions, blobs=list(blobs),
         )  # fmt: skip
@@ -118,7 +118,7 @@ def test_a_listing_filters_by_metadata_and_pages_by_size(
 
     def listed(**kw: Any) -> tuple[list[str], str | None]:
         found, nxt = checkpoints.list_checkpoints(
-            memory, store, "alice", sid, checkpoint_ns="",
+            Thread(memory, store, "alice", sid), checkpoint_ns="",
             **{"before": None, "limit": 10, "filter": {}, **kw},
         )  # fmt: skip
         return [t.checkpoint.checkpoint_id for t in found], nxt
@@ -214,7 +214,7 @@ def test_a_write_racing_the_threads_delete_and_purge_leaves_nothing_behind(
             _put(memory, store, sid, "2", {"messages": b"my vault pin 88231"}, {"messages": "2"})
         else:
             checkpoints.put_writes(
-                memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+                Thread(memory, store, "alice", sid), checkpoint_ns="", checkpoint_id="1",
                 writes=[PendingWrite("t1", 0, "messages", Blob("bytes", b"my vault pin 88231"))],
             )  # fmt: skip
     assert store.get_checkpoint(sid, "", None) is None
@@ -231,7 +231,7 @@ def test_pages_of_every_namespace_skip_no_checkpoint_whose_id_another_namespace_
     for ns in ("", "child:1", "child:2"):
         for cid in ("01", "02", "03"):
             checkpoints.put_checkpoint(
-                memory, store, "alice", sid, checkpoint_ns=ns, checkpoint_id=cid,
+                Thread(memory, store, "alice", sid), checkpoint_ns=ns, checkpoint_id=cid,
                 parent_checkpoint_id=None, checkpoint=Blob("msgpack", b"c"),
                 metadata=Blob("msgpack", b"m"), metadata_json={}, channel_versions={}, blobs=[],
             )  # fmt: skip
@@ -239,7 +239,7 @@ def test_pages_of_every_namespace_skip_no_checkpoint_whose_id_another_namespace_
     position = None
     while True:
         found, position = checkpoints.list_checkpoints(
-            memory, store, "alice", sid, checkpoint_ns=None, before=None, limit=2, filter={},
+            Thread(memory, store, "alice", sid), checkpoint_ns=None, before=None, limit=2, filter={},
             after=position,
         )  # fmt: skip
         seen += [(t.checkpoint.checkpoint_id, t.checkpoint.checkpoint_ns) for t in found]
@@ -251,7 +251,7 @@ def test_pages_of_every_namespace_skip_no_checkpoint_whose_id_another_namespace_
     )
     # LangGraph's before: below that id, in every namespace.
     found, _ = checkpoints.list_checkpoints(
-        memory, store, "alice", sid, checkpoint_ns=None, before="02", limit=10, filter={}
+        Thread(memory, store, "alice", sid), checkpoint_ns=None, before="02", limit=10, filter={}
     )
     assert {t.checkpoint.checkpoint_id for t in found} == {"01"} and len(found) == 3
 
@@ -317,7 +317,7 @@ def test_a_special_channel_written_twice_in_one_call_keeps_the_later_write(
     sid = sessions.create_session(memory, "alice").session_id
     _put(memory, store, sid, "1", {}, {})
     checkpoints.put_writes(
-        memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+        Thread(memory, store, "alice", sid), checkpoint_ns="", checkpoint_id="1",
         writes=[
             PendingWrite("t", 0, "messages", Blob("json", b"0")),
             PendingWrite("t", -1, "__error__", Blob("json", b"first")),
@@ -328,6 +328,6 @@ def test_a_special_channel_written_twice_in_one_call_keeps_the_later_write(
     assert [(w.idx, w.value.data) for w in found.writes] == [(-1, b"second"), (0, b"0")]
     with pytest.raises(BadRequest, match="two writes"):
         checkpoints.put_writes(
-            memory, store, "alice", sid, checkpoint_ns="", checkpoint_id="1",
+            Thread(memory, store, "alice", sid), checkpoint_ns="", checkpoint_id="1",
             writes=[PendingWrite("t", 3, "a", Blob("json", b"1"))] * 2,
         )  # fmt: skip

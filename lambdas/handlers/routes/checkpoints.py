@@ -13,7 +13,6 @@ from chatmemory import api_models as m
 from chatmemory import schema, wiring
 from chatmemory.domain import ChannelBlob, PendingWrite
 from chatmemory.errors import BadRequest
-from chatmemory.ports import CheckpointStore, ShortTermMemory
 from chatmemory.schema import ID_MAX_LENGTH
 from chatmemory.services.conversation import checkpoints
 from handlers.json_body import strict_json
@@ -34,14 +33,15 @@ T = TypeVar("T")
 
 def _on_thread(
     session_id: str,
-    call: Callable[Concatenate[ShortTermMemory, CheckpointStore, str, str, P], T],
+    call: Callable[Concatenate[checkpoints.Thread, P], T],
     *args: P.args,
     **kwargs: P.kwargs,
 ) -> T:
-    """CALL (a checkpoint service) with the caller's memory, the checkpoint store, the caller
-    and the server's id of the session the caller's id names, then ARGS."""
+    """CALL (a checkpoint service) on the caller's thread: the caller's memory, the checkpoint
+    store, the caller and the server's id of the session the caller's id names; then ARGS."""
     memory, store = wiring.chat_deps().memory, wiring.checkpoint_store()
-    return call(memory, store, user(router), session(router, session_id), *args, **kwargs)
+    thread = checkpoints.Thread(memory, store, user(router), session(router, session_id))
+    return call(thread, *args, **kwargs)
 
 
 # The limits the routes' docstrings name ({NAME}: schema.NAME).

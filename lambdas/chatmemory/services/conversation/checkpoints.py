@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
@@ -72,11 +72,21 @@ def thread_partition(memory: SessionStore, user_id: str, session_id: str) -> str
     return session.thread_root or session.session_id
 
 
+class Thread(NamedTuple):
+    """A caller's session as a LangGraph thread: what every checkpoint service starts from."""
+
+    memory: SessionStore
+    store: CheckpointStore
+    user_id: str
+    session_id: str
+
+    def partition(self) -> str:
+        """Where the thread's checkpoints are (thread_partition)."""
+        return thread_partition(self.memory, self.user_id, self.session_id)
+
+
 def put_checkpoint(
-    memory: SessionStore,
-    store: CheckpointStore,
-    user_id: str,
-    session_id: str,
+    thread: Thread,
     *,
     checkpoint_ns: str,
     checkpoint_id: str,
@@ -91,12 +101,12 @@ def put_checkpoint(
     """Store a checkpoint and the values of its channels that changed (`blobs`); the others
     are the values stored with earlier checkpoints at the versions `channel_versions` names.
     PayloadTooLarge when all its values together exceed MAX_CHECKPOINT_BYTES."""
-    partition = thread_partition(memory, user_id, session_id)
+    partition = thread.partition()
     new = _new_values(blobs, channel_versions)
     _shallow(metadata_json, "metadata_json")
     _check_own_size(checkpoint, metadata, metadata_json, channel_versions)
     carried = {c: v for c, v in channel_versions.items() if c not in new}
-    sizes = store.blob_sizes(partition, checkpoint_ns, carried) if carried else {}
+    sizes = thread.store.blob_sizes(partition, checkpoint_ns, carried) if carried else {}
     total = sum(new.values()) + sum(sizes.values())
     if total > MAX_CHECKPOINT_BYTES:
         raise PayloadTooLarge(
@@ -115,8 +125,8 @@ def put_checkpoint(
         created_at=iso(clock()),
         size=total,
     )
-    store.put_checkpoint(stored, blobs)
-    _still_there(memory, store, user_id, session_id, partition)
+    thread.store.put_checkpoint(stored, blobs)
+    _still_there(thread, partition)
     return stored
 
 
@@ -160,47 +170,39 @@ def _check_own_size(
         )
 
 
-def _still_there(
-    memory: SessionStore, store: CheckpointStore, user_id: str, session_id: str, partition: str
-) -> None:
+def _still_there(thread: Thread, partition: str) -> None:
     """After a write: the thread read again. Deleted meanwhile (its delete and its purge ran
     between the first read and the write), what was written is deleted here, with whatever
     else the partition still holds, and the request answers as for a deleted thread: no
     checkpoint outlives the thread's purge."""
     try:
-        thread_partition(memory, user_id, session_id)
+        thread.partition()
     except SessionNotFound:
-        while store.delete_checkpoints(partition, _UNDO_BATCH):
+        while thread.store.delete_checkpoints(partition, _UNDO_BATCH):
             pass
         raise
 
 
 def get_checkpoint(
-    memory: SessionStore,
-    store: CheckpointStore,
-    user_id: str,
-    session_id: str,
+    thread: Thread,
     *,
     checkpoint_ns: str,
     checkpoint_id: str | None,
 ) -> CheckpointTuple:
     """The checkpoint of that id (None: the newest of the namespace) with its values and
     writes; CheckpointNotFound when there is none."""
-    partition = thread_partition(memory, user_id, session_id)
-    found = store.get_checkpoint(partition, checkpoint_ns, checkpoint_id)
+    partition = thread.partition()
+    found = thread.store.get_checkpoint(partition, checkpoint_ns, checkpoint_id)
     if found is None:
         raise CheckpointNotFound(
             f"no checkpoint {checkpoint_id or '(latest)'} in namespace {checkpoint_ns!r} of "
-            f"session {session_id}"
+            f"session {thread.session_id}"
         )
-    return _tuple(store, found)
+    return _tuple(thread.store, found)
 
 
 def list_checkpoints(
-    memory: SessionStore,
-    store: CheckpointStore,
-    user_id: str,
-    session_id: str,
+    thread: Thread,
     *,
     checkpoint_ns: str | None,
     before: str | None,
@@ -218,7 +220,7 @@ def list_checkpoints(
     if before is not None and not is_identifier(before):
         raise BadRequest("before must be a checkpoint id")
     _shallow(filter, "filter")
-    partition = thread_partition(memory, user_id, session_id)
+    partition, store = thread.partition(), thread.store
     found: list[CheckpointTuple] = []
     used = 0
     position = after
@@ -248,10 +250,7 @@ def list_checkpoints(
 
 
 def put_writes(
-    memory: SessionStore,
-    store: CheckpointStore,
-    user_id: str,
-    session_id: str,
+    thread: Thread,
     *,
     checkpoint_ns: str,
     checkpoint_id: str,
@@ -259,7 +258,7 @@ def put_writes(
 ) -> None:
     """Store a task's pending writes for a checkpoint (idempotent by (task_id, idx)).
     PayloadTooLarge when the checkpoint's writes would exceed MAX_CHECKPOINT_WRITES_BYTES."""
-    partition = thread_partition(memory, user_id, session_id)
+    partition = thread.partition()
     kept: dict[tuple[str, int], PendingWrite] = {}
     for write in writes:
         key = (write.task_id, write.idx)
@@ -272,15 +271,15 @@ def put_writes(
     writes = list(kept.values())
     adding = sum(len(w.value.data) for w in writes)
     if adding > MAX_CHECKPOINT_WRITES_BYTES or (
-        adding + store.writes_size(partition, checkpoint_ns, checkpoint_id)
+        adding + thread.store.writes_size(partition, checkpoint_ns, checkpoint_id)
         > MAX_CHECKPOINT_WRITES_BYTES
     ):
         raise PayloadTooLarge(
             f"a checkpoint's pending writes may hold at most {MAX_CHECKPOINT_WRITES_BYTES} "
             "bytes serialized"
         )
-    store.put_writes(partition, checkpoint_ns, checkpoint_id, writes)
-    _still_there(memory, store, user_id, session_id, partition)
+    thread.store.put_writes(partition, checkpoint_ns, checkpoint_id, writes)
+    _still_there(thread, partition)
 
 
 def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTuple:

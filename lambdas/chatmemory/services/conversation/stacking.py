@@ -30,7 +30,7 @@ whose model call failed stays pending; a retry with its client_message_id runs t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -125,44 +125,43 @@ def _age(turn: Turn, head_at: datetime) -> float:
     return 0.0 if at is None else (head_at - at).total_seconds()
 
 
-def wait_for_answer(
-    memory: TurnStore,
-    session_id: str,
-    number: int,
-    *,
-    policy: StackPolicy,
-    sleep: Callable[[float], None],
-) -> Turn | None:
+class Waiting(NamedTuple):
+    """A stored message a request waits on (turn `number` of the session), polled every
+    `policy.poll_seconds` for at most `policy.patience_seconds`."""
+
+    memory: TurnStore
+    session_id: str
+    number: int
+    policy: StackPolicy
+    sleep: Callable[[float], None]
+
+    def polled(self, *, within_deadline: bool = False) -> Iterator[Turn | None]:
+        """The message as read after each poll's sleep (None: it is gone); `within_deadline`:
+        no poll starts that the request's deadline cannot wait for (DeadlineExceeded)."""
+        poll = self.policy.poll_seconds
+        for _ in range(max(1, round(self.policy.patience_seconds / poll))):
+            if within_deadline:
+                deadline.current().require(poll, "wait for the answer to this message")
+            self.sleep(poll)
+            yield self.memory.get_turn(self.session_id, self.number)
+
+
+def wait_for_answer(waiting: Waiting) -> Turn | None:
     """Poll a waiting message until another request answered it; None after `patience_seconds`
     (or if the turn is gone: a deleted session). Polling stops at the request's deadline
     (DeadlineExceeded): the message keeps waiting, and a retry of it returns its answer."""
-    polls = max(1, round(policy.patience_seconds / policy.poll_seconds))
-    for _ in range(polls):
-        deadline.current().require(policy.poll_seconds, "wait for the answer to this message")
-        sleep(policy.poll_seconds)
-        turn = memory.get_turn(session_id, number)
+    for turn in waiting.polled(within_deadline=True):
         if turn is None or settled(turn):
             return turn
     return None
 
 
-def wait_while_claimed(
-    memory: TurnStore,
-    session_id: str,
-    number: int,
-    *,
-    policy: StackPolicy,
-    sleep: Callable[[float], None],
-    now: Callable[[], str],
-) -> Turn | None:
+def wait_while_claimed(waiting: Waiting, now: Callable[[], str]) -> Turn | None:
     """Poll a message another retry claimed (Turn.answering_until) until it is answered or no
     longer claimed (that retry's model call failed, or its claim ran out at `now()`); at most
     `patience_seconds`. The turn as last read; None if it is gone (a deleted session)."""
     turn = None
-    polls = max(1, round(policy.patience_seconds / policy.poll_seconds))
-    for _ in range(polls):
-        sleep(policy.poll_seconds)
-        turn = memory.get_turn(session_id, number)
+    for turn in waiting.polled():
         if turn is None or settled(turn) or not claimed(turn, now()):
             return turn
     return turn

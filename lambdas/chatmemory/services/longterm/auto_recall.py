@@ -439,25 +439,28 @@ class Searched(NamedTuple):
     found: SearchFound
 
 
-def recall_for_turn(
-    message: str,
-    history: Sequence[Turn],
-    sources: RecallSources,
-    policy: AutoRecallPolicy,
-    held: Mapping[str, str] | None = None,
-    searched: Searched | None = None,
-) -> Recalled:
-    """The long-term memory relevant to `message`, ready for the prompt, or why there is none.
-    Records in `held` (id -> text: the profile block's) are in the prompt already: never
-    recalled again, nor the lines they were drawn from."""
-    found = memories_for_turn(message, history, sources, policy, held, searched)
+class Asked(NamedTuple):
+    """What a turn asks auto-recall: its message, the window before it, the records the prompt
+    holds already (`held`, id -> text: the profile block's) and a search started early."""
+
+    message: str
+    history: Sequence[Turn] = ()
+    held: Mapping[str, str] | None = None
+    searched: Searched | None = None
+
+
+def recall_for_turn(asked: Asked, sources: RecallSources, policy: AutoRecallPolicy) -> Recalled:
+    """The long-term memory relevant to the message, ready for the prompt, or why there is none.
+    Records `asked.held` are in the prompt already: never recalled again, nor the lines they
+    were drawn from."""
+    found = memories_for_turn(asked, sources, policy)
     if isinstance(found, Recalled):
         return found
     query, ranked = found
     # The block's module is imported by the first turn that has memories to put in it.
     from chatmemory.services.longterm.recall_block import build_block
 
-    known = list(held.values()) if held else []
+    known = list(asked.held.values()) if asked.held else []
     block, items = build_block(ranked, policy.token_budget, query, policy.line_weights, known)
     if not items:
         return Recalled(query, reason="not relevant")
@@ -465,27 +468,23 @@ def recall_for_turn(
 
 
 def memories_for_turn(
-    message: str,
-    history: Sequence[Turn],
-    sources: RecallSources,
-    policy: AutoRecallPolicy,
-    held: Mapping[str, str] | None = None,
-    searched: Searched | None = None,
+    asked: Asked, sources: RecallSources, policy: AutoRecallPolicy
 ) -> Recalled | tuple[str, list[tuple[MemoryDoc, float]]]:
     """The query and the live memories that passed the gates, best first (what the block is
     made of), or the `Recalled` that says why there are none. The entries of the records
-    in `held` (in the prompt's profile block) are left out after the gates: the gates judge
+    `asked.held` (in the prompt's profile block) are left out after the gates: the gates judge
     the message against everything, the block gets what the prompt does not hold yet."""
     if not policy.enabled or policy.token_budget <= 0:
-        return Recalled(message, reason="off")
-    query = standalone_query(message, history, policy, sources.rewriter)
+        return Recalled(asked.message, reason="off")
+    query = standalone_query(asked.message, asked.history, policy, sources.rewriter)
+    searched = asked.searched
     if searched is not None and searched.query == query:
         found = searched.found
     else:
         found = search_memories(query, sources, policy)
     if isinstance(found, Recalled):
         return found
-    held = held or {}
+    held = asked.held or {}
     ranked = [pair for pair in found if pair[0].record_id not in held]
     from chatmemory.services.longterm.recall_block import live_documents
 

@@ -37,15 +37,14 @@ from chatmemory.services.longterm.summarize import (
     split_lines,
 )
 from chatmemory.services.longterm.terms import content_terms
+from chatmemory.services.profile.clauses import clauses, told_after
 from chatmemory.services.profile.lasting import LastingJudge
 from chatmemory.services.profile.traits import (
     allergy_subject,
-    clauses,
     implied,
     passing,
     reaction,
     said_to_last,
-    told_after,
 )
 from chatmemory.services.prompt import clip_to_tokens
 
@@ -164,7 +163,7 @@ class PatternExtractor:
         self.judge = judge
 
     def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
-        """The session's facts and preferences, one per clause (traits.clauses), then what it
+        """The session's facts and preferences, one per clause (clauses.clauses), then what it
         left open (open_questions)."""
         found: list[tuple[float, int, ExtractedFact]] = []
         for turn in said(turns):

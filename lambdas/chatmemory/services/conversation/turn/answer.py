@@ -6,7 +6,6 @@ pending when the model failed), and a stored message completed by the retry that
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
 
 from chatmemory.domain import Turn
 from chatmemory.errors import ChatMemoryError, Conflict, SessionEnded
@@ -18,6 +17,7 @@ from chatmemory.services.conversation.turn.context import (
     Flow,
     Memory,
     MemoryUsed,
+    Part,
     TurnContext,
     TurnResult,
 )
@@ -25,7 +25,7 @@ from chatmemory.services.conversation.turn.gather import answer_command, gather
 from chatmemory.services.conversation.turn.generate import generate
 from chatmemory.services.conversation.turn.settle import append, store_answer, unanswered
 
-Answering = Generator[Delta | MemoryUsed, None, Memory]
+Answering = Part[Memory]
 
 
 def answer(

@@ -15,7 +15,7 @@ from collections.abc import Callable, Generator
 from concurrent.futures import Future
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from chatmemory import deadline
 from chatmemory.clock import iso, utc_now
@@ -170,8 +170,10 @@ class Stored(NamedTuple):
 
 
 TurnEvent = Delta | MemoryUsed | Stored
-# A part of a turn: yields deltas and memory as they come, returns what it settled.
-Flow = Generator[Delta | MemoryUsed, None, TurnResult]
+R = TypeVar("R")
+# A part of a turn: yields deltas and memory as they come, returns R (what it settled: Flow).
+Part = Generator[Delta | MemoryUsed, None, R]
+Flow = Part[TurnResult]
 
 
 class StopSignal:

@@ -7,7 +7,6 @@ negative-sentiment rule), stacked with the messages waiting with it, or answered
 from __future__ import annotations
 
 import time
-from collections.abc import Generator
 
 from chatmemory.domain import Turn
 from chatmemory.errors import Conflict
@@ -17,9 +16,8 @@ from chatmemory.services.conversation.routing import Routed, route
 from chatmemory.services.conversation.sentiment import analyze_input
 from chatmemory.services.conversation.turn.answer import answer, answer_now
 from chatmemory.services.conversation.turn.context import (
-    Delta,
     Flow,
-    MemoryUsed,
+    Part,
     TurnContext,
     TurnResult,
 )
@@ -65,7 +63,7 @@ def for_agent(ctx: TurnContext) -> TurnResult:
     return result
 
 
-def new_message(ctx: TurnContext) -> Generator[Delta | MemoryUsed, None, TurnResult | None]:
+def new_message(ctx: TurnContext) -> Part[TurnResult | None]:
     """A message not seen before, in an open session with the bot: routed, its sentiment read,
     then handed off, stacked or answered. None of the flows: a concurrent request with the same
     client_message_id wrote it first (the pipeline takes it as a retry)."""
@@ -103,9 +101,7 @@ def new_message(ctx: TurnContext) -> Generator[Delta | MemoryUsed, None, TurnRes
     return result
 
 
-def _handed_off(
-    ctx: TurnContext, routed: Routed, turn: Turn
-) -> Generator[Delta | MemoryUsed, None, TurnResult | None]:
+def _handed_off(ctx: TurnContext, routed: Routed, turn: Turn) -> Part[TurnResult | None]:
     """`/human`, or a message that makes the negative-sentiment rule hand the session off:
     answered alone (not stacked) and stored with the hand-off in one write. None otherwise."""
     if routed.intent == Intent.HUMAN:

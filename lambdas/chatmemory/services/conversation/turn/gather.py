@@ -26,6 +26,7 @@ from chatmemory.services.access import continued
 from chatmemory.services.conversation.routing import Routed
 from chatmemory.services.conversation.turn.context import Memory, TurnContext
 from chatmemory.services.longterm.auto_recall import (
+    Asked,
     AutoRecallPolicy,
     RecallSources,
     Searched,
@@ -132,9 +133,8 @@ def _long_term(ctx: TurnContext, routed: Routed, history: list[Turn]) -> Memory:
     found = started.result() if started is not None else _profile_candidates(ctx)
     with ctx.before_answer():
         sources, recall = _recall_with(ctx)
-        recalled = recall_for_turn(
-            routed.text, history, sources, recall, found.held, _searched(ctx, routed.text)
-        )
+        asked = Asked(routed.text, history, found.held, _searched(ctx, routed.text))
+        recalled = recall_for_turn(asked, sources, recall)
     # Last before the prompt: a delete that returned during the search is seen.
     return Memory(recalled, checked_profile(found, ctx.deps.memory))
 

@@ -14,7 +14,7 @@ diagram of the pipeline is made from it (`mermaid()`, by scripts/docs_pages.py).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple, TypeVar
 
 from chatmemory.errors import HandoffChanged
@@ -23,8 +23,7 @@ from chatmemory.services.conversation.turn.admit import Admitted, admit
 from chatmemory.services.conversation.turn.context import (
     ChatDeps,
     ChatPolicy,
-    Delta,
-    MemoryUsed,
+    Flow,
     Message,
     Stored,
     TurnEvent,
@@ -73,7 +72,7 @@ def _events(admitted: Admitted) -> Iterator[TurnEvent]:
     yield Stored(result)
 
 
-def _decided(admitted: Admitted) -> Generator[Delta | MemoryUsed, None, TurnResult]:
+def _decided(admitted: Admitted) -> Flow:
     ctx, stored = admitted
     if stored is not None:
         return (yield from again(ctx, stored))

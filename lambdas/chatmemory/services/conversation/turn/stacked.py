@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Generator
 from datetime import timedelta
 
 from chatmemory import deadline
@@ -21,6 +20,7 @@ from chatmemory.services.conversation import handoff
 from chatmemory.services.conversation.routing import Routed
 from chatmemory.services.conversation.sessions import title_from
 from chatmemory.services.conversation.stacking import (
+    Waiting,
     joined_input,
     plan,
     settled,
@@ -29,10 +29,9 @@ from chatmemory.services.conversation.stacking import (
 )
 from chatmemory.services.conversation.turn.answer import answer, complete_pending
 from chatmemory.services.conversation.turn.context import (
-    Delta,
     Flow,
     Memory,
-    MemoryUsed,
+    Part,
     TurnContext,
     TurnResult,
 )
@@ -55,9 +54,7 @@ def stacks(ctx: TurnContext, turn: Turn) -> bool:
     )
 
 
-def stack_then_answer(
-    ctx: TurnContext, turn: Turn
-) -> Generator[Delta | MemoryUsed, None, TurnResult | None]:
+def stack_then_answer(ctx: TurnContext, turn: Turn) -> Part[TurnResult | None]:
     """A stacked message: written first (pending), answered with whatever else the user sends
     before the answer, by this request or a later one. It is written claimed by this request
     (answering_until, as a retry claims it): a re-send of it while this request answers (a
@@ -100,13 +97,7 @@ def settle_stack(ctx: TurnContext, number: int) -> Flow:
             raise unanswered(ctx, number)
         chosen = plan(tail, mine, now=ctx.deps.clock(), policy=ctx.policy.stack, takeover=takeover)
         if chosen.wait:
-            answered = wait_for_answer(
-                ctx.memory,
-                ctx.session.session_id,
-                number,
-                policy=ctx.policy.stack,
-                sleep=ctx.deps.sleep,
-            )
+            answered = wait_for_answer(_waiting(ctx, number))
             takeover = answered is None  # the head's request is gone: answer them ourselves
             continue
         batch = list(chosen.batch)
@@ -133,7 +124,7 @@ def _own(ctx: TurnContext, tail: list[Turn], number: int) -> Turn:
 
 def _answer_batch(
     ctx: TurnContext, batch: list[Turn], tail: list[Turn]
-) -> Generator[Delta | MemoryUsed, None, tuple[Turn, Memory]]:
+) -> Part[tuple[Turn, Memory]]:
     """One model call for the messages of the batch, into its last turn."""
     answer_turn = batch[-1]
     numbers = {t.turn for t in batch}
@@ -205,14 +196,7 @@ def retry(ctx: TurnContext, stored: Turn) -> Flow:
                 with contextlib.suppress(Exception):
                     ctx.memory.release_answer(ctx.session.session_id, number, until=until)
                 raise
-        current = wait_while_claimed(
-            ctx.memory,
-            ctx.session.session_id,
-            number,
-            policy=ctx.policy.stack,
-            sleep=ctx.deps.sleep,
-            now=ctx.now,
-        )
+        current = wait_while_claimed(_waiting(ctx, number), now=ctx.now)
         if current is None:  # deleted meanwhile
             raise SessionNotFound(f"session {ctx.session.session_id} not found")
         if settled(current):
@@ -221,3 +205,8 @@ def retry(ctx: TurnContext, stored: Turn) -> Flow:
     raise Conflict(
         "another request is answering this message; retry with the same client_message_id"
     )
+
+
+def _waiting(ctx: TurnContext, number: int) -> Waiting:
+    """This request waiting on its message `number` (for another request's answer or claim)."""
+    return Waiting(ctx.memory, ctx.session.session_id, number, ctx.policy.stack, ctx.deps.sleep)

@@ -1,0 +1,246 @@
+"""One fact per clause: a compound statement ("I'm allergic to penicillin and my dentist is Dr
+Okafor") is one fact per clause; a clause that shares the first one's subject gets it ("My
+daughter Maya has a nut allergy and loves chocolate" -> "... Maya loves chocolate"); allergens
+listed together are one fact each ("allergic to peanuts and cashews"). "But" keeps its clauses
+together: the second qualifies the first ("vegetarian but I still eat fish"). The rest of what
+a statement is (passing or lasting, its category) is services/profile/traits.py.
+"""
+
+from __future__ import annotations
+
+import re
+
+from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing
+
+# What opens a clause of its own: who, then a verb ("I've", "my wife is", "my dad's").
+_CLAUSE = (
+    r"(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd|he's|she's)\b|"
+    # A thing of theirs named with "the": "..., the house is from 1920 and ...".
+    r"the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs)\b|"
+    r"(?:my|our)\s+(?:[a-z-]+'s\s|(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?"
+    r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
+    r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)"
+)
+_AND = re.compile(
+    r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
+    # "but" before who: "I'm from Puerto Rico, but I've lived in Chicago for fifteen years".
+    rf",?\s+but\s+(?={_CLAUSE})|"
+    # "while" or "whereas" set against who: "I work nights, while my wife works days".
+    rf",\s+(?:while|whereas)\s+(?={_CLAUSE})|"
+    # ", where" before who: "I live in Oslo, where I cycle everywhere".
+    r",\s+where\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've)\b)|"
+    # "so" before who: "I've got high blood pressure so I'm on amlodipine".
+    r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
+    # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
+    rf",\s+(?:so\s+|and so\s+)?(?={_CLAUSE})",
+    re.I,
+)
+_AND_KEPT = re.compile(f"({_AND.pattern})", re.I)
+# A verb going on with the first clause's "I": a word, then a preposition or an article and more.
+_GOES_ON = re.compile(
+    r"^(?:play|work|teach|run|swim|cycle|write|sing|live|study|speak|cook|volunteer|coach|"
+    r"drive|ride|paint|draw|read|walk|go|do|have|own|love|like|hate|enjoy|prefer|support|help|"
+    r"care|look|train|practise|practice|attend|belong|dance|knit|hike|climb|surf|ski|eat|drink|"
+    r"sleep|keep|use|wear|take|make|build|fix|manage|lead|act|collect|grow|raise|foster|"
+    r"commute|travel|visit|need|rent|share|sell|run|deliver|serve|care|look)\s+\S+\s+\S|"
+    # ... or says what one does not: "I'm vegan and don't eat honey".
+    r"^(?:don't|dont|do not|never|can't|cannot|won't)\s+[a-z]+\s+\S",
+    re.I,
+)
+# Who the first clause is about, for a clause that goes on without saying: "I'm ..." -> "I".
+_WHO = re.compile(r"^(?P<who>i|we)(?:'m|'re|'ve|\s)", re.I)
+# What one also is, said after "and" with what it is of: "allergic to soy", "lactose intolerant".
+_IS_ALSO = re.compile(
+    r"^(?:allergic|intolerant|lactose|gluten|sensitive|addicted|deaf|blind|married|engaged|"
+    r"vegan|vegetarian|diabetic|coeliac|celiac|asthmatic|epileptic|pregnant|retired|"
+    r"originally|terrified|afraid|scared)\s+\S",
+    re.I,
+)
+# Who said "I'm" of the first clause goes on being it: "I'm a nurse and training for a marathon".
+_BEING = re.compile(r"^(?P<subject>i'm|i am|we're|we are)\s", re.I)
+# What one has, listed: "I have coeliac disease and two dogs" is two facts; "I have three cats,
+# Bo and Lu" one (names of what was had).
+_HAVING = re.compile(
+    r"^(?P<head>(?:i|we)(?:\s+have|'ve got|\s+have got|\s+own|\s+got)\s+)(?P<first>.+)$", re.I
+)
+_COUNTED = re.compile(r"^(?:a|an|two|three|four|five|six|some|several|\d+)\s+[a-z]", re.I)
+# A clause of its own: it names who or what it is about.
+_SUBJECT_START = re.compile(
+    r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|"
+    r"(?i:the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs))|"
+    r"[A-Z][A-Za-z]+\s+"
+    r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't))\b"
+)
+# A clause that goes on with the first one's subject, a verb and what follows it: "... and
+# loves chocolate" (a single word after "and" is a list: "football and tennis").
+_VERB_START = re.compile(
+    r"^(?:is|are|was|were|has|have|had|can|can't|cannot|will|won't|does|doesn't|did|didn't|"
+    r"used to|[a-z]+(?<!s)s)\s+\S"
+)
+_OWN_SUBJECT = re.compile(
+    r"^(?P<subject>(?:[Mm]y|[Oo]ur)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?)\s+"
+    r"(?:is|are|was|has|have|had|lives|works|loves|likes|hates|plays|can|can't|will|does|"
+    r"doesn't|[a-z]+(?<!s)s)\b"
+)
+_POSSESSIVE = re.compile(r"^(?:his|her|their)\s+", re.I)
+_PRONOUN = re.compile(
+    r"^(?:he|she)(?:(?P<is>'s)\s+|(?=\s+(?:is|was|has|can|can't|will|does|doesn't|"
+    r"[a-z]+(?<!s)s)\b)\s+)",
+    re.I,
+)
+_ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.!]?)$", re.I)
+# What a list of allergens is not made of: a hedge, an aside, "and everything".
+_NOT_A_THING = re.compile(
+    r"\b(?:like|properly|really|very|seriously|badly|super|so|everything|anything|stuff|etc|"
+    r"epipen|allergic|always|too|please|remember|thanks|thank|note)\b",
+    re.I,
+)
+_LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
+# A clause that opens with when or where, then who: "... and right now I'm parked outside",
+# "... and nowadays I tutor", "... and on Tuesday evenings I play bridge".
+_SET_THEN_SUBJECT = re.compile(
+    r"^(?:(?:right\s+)?now|nowadays|these days|today|tonight|currently|lately|also|then|"
+    r"at the moment|since [\w']+|(?:week(?:end|day)|evening|morning|night|(?:mon|tues|"
+    r"wednes|thurs|fri|satur|sun)day)s|(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
+    r"(?:\s+[\w']+)?)\s*,?\s+(?=(?:i|i'm|im|we|we're|my|our)\b)",
+    re.I,
+)
+# Who, named before "and I": "My brother Luis and I co-own a shop" has one subject of two people.
+_SO = re.compile(r",?\s*(?:and\s+)?so\s*", re.I)
+_WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
+
+
+def clauses(sentence: str) -> list[str]:
+    """The facts of one sentence, each a sentence of its own in the user's words."""
+    text = _LEAD_IN.sub("", OPENER.sub("", sentence.strip()))
+    text = _WHO_RELATIVE.sub(_who_is, text)
+    pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
+    joined = [
+        (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
+    ]
+    joined = [(sep, part) for sep, part in joined if part]
+    parts = [part for _, part in joined]
+    if (
+        len(parts) > 1
+        and joined[1][0].strip() == "and"
+        and _WHO_AND_I.match(parts[0])
+        and re.match(r"^(?:i|we)\s", parts[1], re.I)
+    ):
+        joined[:2] = [("", f"{parts[0]} and {parts[1]}")]
+    if _aside([part for _, part in joined]):
+        joined = joined[1:]  # an aside before what is said: "For what it's worth, I'm ..."
+    out: list[str] = []
+    for sep, part in joined:
+        owner = _OWN_SUBJECT.match(out[0]) if out else None
+        if out and _SO.fullmatch(sep) and passing(out[-1]):
+            # What follows from a state of the moment passes with it: "She's napping right now
+            # so I finally have a sec".
+            out[-1] = f"{out[-1]}{sep}{part}"
+        elif out and _SET_THEN_SUBJECT.match(part):
+            out.append(part)
+        elif owner and (pronoun := _POSSESSIVE.match(part)):
+            # "My sister Hannah lives in Melbourne and her birthday's 3 March": whose it is.
+            out.append(f"{owner.group('subject')}'s {part[pronoun.end() :]}")
+        elif owner and "'s " not in owner.group("subject") and (pronoun := _PRONOUN.match(part)):
+            # "My daughter Ines is 6 and she goes to school in Porto": who it is.
+            joint = "'s " if pronoun.group("is") else " "  # "... and she's allergic to peanuts"
+            out.append(f"{owner.group('subject')}{joint}{part[pronoun.end() :]}")
+        elif not out or _SUBJECT_START.match(part):
+            out.append(part)
+        elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
+            out.append(f"{subject.group('subject')} {part}")
+        elif _GOES_ON.match(part) and (who := _WHO.match(out[0])):
+            out.append(f"{who.group('who')} {part}")  # "I work as a plumber and play in a band"
+        elif (re.match(r"^[a-z]+ing\s+\S", part) or _IS_ALSO.match(part)) and (
+            being := _BEING.match(out[0])
+        ):
+            # "I'm a nurse and training for a marathon", "I'm diabetic and allergic to soy"
+            out.append(f"{being.group('subject')} {part}")
+        elif _COUNTED.match(part) and (having := _HAVING.match(out[-1])):
+            out.append(f"{having.group('head')}{part}")
+        else:
+            out[-1] = f"{out[-1]}{sep}{part}"  # a list, an object, a phrase: one fact
+    facts: list[str] = []
+    for clause in out:
+        facts += _allergens(clause)
+    return [_sentence(c) for c in facts]
+
+
+def told_after(request: str) -> str:
+    """What the user says of themselves after a request and a comma ("Suggest a film for
+    tonight, my husband hates horror" -> "my husband hates horror"), or ""."""
+    found = _TOLD_AFTER.search(request)
+    return request[found.end() :] if found else ""
+
+
+_TOLD_AFTER = re.compile(rf",\s+(?=(?:{_CLAUSE}))", re.I)
+
+
+# Someone of the user's after a verb, then what they are or do: "I care for my wife, who has
+# MS" -> "I care for my wife; my wife has MS".
+_WHO_RELATIVE = re.compile(
+    r"(?<=\s)(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?),\s+who\s+"
+    r"(?=(?:is|are|was|has|have|had|lives|works|can|can't|does|doesn't|[a-z]+(?<!s)s)\b)",
+)
+
+
+def _who_is(found: re.Match[str]) -> str:
+    return f"{found.group('who')}; {found.group('who')} "
+
+
+def _aside(parts: list[str]) -> bool:
+    """The first of several parts says nothing of anyone: a few words before a clause that
+    names who it is about."""
+    if len(parts) < 2:
+        return False
+    first = parts[0]
+    return (
+        len(first.split()) <= 5
+        and not FIRST_WORD.match(first)
+        and not _SUBJECT_START.match(first)
+        and bool(_SUBJECT_START.match(parts[1]))
+    )
+
+
+def _allergens(clause: str) -> list[str]:
+    """ "I'm allergic to peanuts and cashews" -> one fact per allergen (each a word or three)."""
+    found = _ALLERGIC.match(clause.rstrip("."))
+    if found is None:
+        return [clause]
+    things = [t.strip() for t in _LIST.split(found.group("things")) if t.strip()]
+    if len(things) < 2 or any(len(t.split()) > 3 or _NOT_A_THING.search(t) for t in things):
+        return [clause]  # "peanuts, like properly allergic, EpiPen and everything": one fact
+    return [f"{found.group('head')}{thing}" for thing in things]
+
+
+# Words that say nothing of the fact, set apart by commas or at either end: "For the record,
+# ...", "..., to be honest, ...", "... lol".
+_FILLER = re.compile(
+    r"(?:^|(?<=,)|(?<=\s))\s*(?:for the record|for context|to be honest|honestly|no joke|"
+    r"no exaggeration|no kidding|lol|lmao|haha|tbh|tbf|btw|by the way|just so you know|"
+    r"for what it's worth|fwiw|i should mention that|i should say that|fun fact)\s*"
+    r"(?:,|(?=[.!?]*$))",
+    re.I,
+)
+
+
+_LEAD_IN = re.compile(
+    r"^(?:i should (?:mention|say|add|tell you) that|just so you know|fun fact:?|"
+    r"for the record|for context|(?:(?:some|quick|a|bit|little|of|for)\s+)*(?:background|context)"
+    r"(?:\s+info)?:|"
+    r"the (?:main |big |important |only |real )?(?:thing|point|issue|catch) is(?: that)?)"
+    r"\s+(?=\S)",
+    re.I,
+)
+
+
+def _sentence(clause: str) -> str:
+    clause = _LEAD_IN.sub("", _FILLER.sub("", clause).strip()).strip().rstrip(",;")
+    clause = re.sub(r"\s*[,;:]?\s*([.!?]*)$", r"\1", clause)  # what a filler left behind
+    if not clause:
+        return clause
+    clause = clause[0].upper() + clause[1:]
+    return clause if clause[-1] in ".!?" else f"{clause}."
+
+
+# --- what it is about ---------------------------------------------------------------------------
