@@ -62,6 +62,8 @@ PASSING = [
     "The dog's fast asleep on my feet.",
     "My flat's a total tip.",
     "I've got maybe fifteen minutes before the school run.",
+    "brb the delivery guy's here",
+    "just knocked my coffee over",
     # A day's ailment, a mood, a place of the moment.
     "I have a headache.",
     "I've got a bit of a cold.",
@@ -480,6 +482,19 @@ def test_what_ones_passion_or_job_is_named_as_a_doing_is_lasting() -> None:
     assert not passing("My real love is birdwatching.")
     assert not passing("My day job is nursing, nights I paint.")
     assert passing("My sister is visiting.")
+
+
+def test_a_lasting_consequence_of_a_passing_state_is_kept() -> None:
+    said = "Just got out of the clinic, so I'm on insulin for life now."
+    assert [f.text for f in PatternExtractor().statements(said)] == ["I'm on insulin for life now."]
+
+
+def test_just_done_said_without_its_i_passes_only_when_nothing_follows() -> None:
+    extract = PatternExtractor().statements
+    assert extract("just scraped the car on a bollard") == []
+    assert [f.text for f in extract("Just moved to Dundee for work.")] == [
+        "I just moved to Dundee for work."
+    ]
 
 
 def test_shift_work_said_without_its_i_is_a_fact_of_the_user() -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing
+from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
 
 # What opens a clause of its own: who, then a verb ("I've", "my wife is", "my dad's").
 _CLAUSE = (
@@ -132,7 +132,7 @@ def clauses(sentence: str) -> list[str]:
     out: list[str] = []
     for sep, part in joined:
         owner = _OWN_SUBJECT.match(out[0]) if out else None
-        if out and _SO.fullmatch(sep) and passing(out[-1]):
+        if out and _SO.fullmatch(sep) and passing(out[-1]) and not said_to_last(part):
             # What follows from a state of the moment passes with it: "She's napping right now
             # so I finally have a sec".
             out[-1] = f"{out[-1]}{sep}{part}"

@@ -238,7 +238,7 @@ _OVER_TIME = re.compile(
     r"\b(?:since (?:i|we|my|our|\d{4}|forever|childhood|birth|school|uni|university|college|"
     r"the|last|(?:january|february|march|april|may|june|july|august|september|october|"
     r"november|december))|for (?:many|several|a few|a couple of|\d+|two|three|four|five|six|"
-    r"seven|eight|nine|ten|twenty|thirty|forty|fifty) (?:years|decades)|permanently|"
+    r"seven|eight|nine|ten|twenty|thirty|forty|fifty) (?:years|decades)|permanently|for life|"
     r"(?:many|several|\d+|two|three|four|five|ten) years now)\b",
     re.I,
 )
@@ -275,7 +275,7 @@ _AROUND = re.compile(
 # Words that open a chat message and say nothing ("honestly", "tbh", "so"): set aside before a
 # sentence is read.
 OPENER = re.compile(
-    r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|"
+    r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|brb|afk|"
     r"actually|right(?!\s+(?:now|away|here|there))|yeah|yep|hey|hi|ah|um|erm|"
     r"just fyi)\b[,!.]?\s*)+",
     re.I,
@@ -303,6 +303,13 @@ _GERUND_SUBJECT = re.compile(
 # "T1 diabetic here", "Lifelong Spurs fan over here": who one is, said as where one stands.
 _HERE = re.compile(
     r"^(?P<what>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*$|,\s.+$)", re.I
+)
+# Done a moment ago, without its "I", said alone: "Just burned my thumb", "just spilt coffee
+# everywhere" (not "Just came back from the doctor, he confirmed ...": more follows).
+_JUST_DID = re.compile(
+    r"^just\s+(?:[a-z]+ed|ate|woke|got|made|had|came|went|saw|ran|broke|spilt|burnt|lost|found|"
+    r"took|bought|finished|dropped|cut|hit|fell|left|sat|stood|threw|tore|wore|won)\b[^,;]*$",
+    re.I,
 )
 # Shift work said without "I work": "Night shifts at the hospital", "Twelve-hour shifts mostly".
 _SHIFTS = re.compile(
@@ -368,6 +375,8 @@ def implied(text: str) -> str:
     with_i = _elided_verb(said)
     if with_i is not None:
         return with_i
+    if _JUST_DID.match(said):
+        return f"I {said[0].lower()}{said[1:]}"  # "Just burned my thumb on the kettle"
     if _SHIFTS.match(said):
         return f"I work {said[0].lower()}{said[1:]}"  # "Night shifts at the hospital"
     if _HOUSEHOLD.match(said):
