@@ -64,6 +64,8 @@ PASSING = [
     "I've got maybe fifteen minutes before the school run.",
     "brb the delivery guy's here",
     "just knocked my coffee over",
+    "on the night bus rn",
+    "Now I'm sitting in the waiting room at the vet.",
     # A day's ailment, a mood, a place of the moment.
     "I have a headache.",
     "I've got a bit of a cold.",

@@ -30,7 +30,7 @@ from chatmemory.schema import RecordCategory, RecordType
 
 # Now, today, tonight: what is said of them is over soon.
 _NOW = re.compile(
-    r"\b(?:right now|at the moment|at the minute|just now|for now|at present|as we speak|"
+    r"\b(?:right now|rn|at the moment|at the minute|just now|for now|at present|as we speak|"
     r"today|tonight|this (?:morning|afternoon|evening|week|weekend)|"
     r"for the (?:day|night|evening|afternoon|morning|weekend|week)|"
     r"in (?:a|an|one|two|three|five|ten|fifteen|twenty|thirty|a few|a couple of|\d+)\s*"
@@ -275,7 +275,7 @@ _AROUND = re.compile(
 # Words that open a chat message and say nothing ("honestly", "tbh", "so"): set aside before a
 # sentence is read.
 OPENER = re.compile(
-    r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|brb|afk|"
+    r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|brb|afk|now|"
     r"actually|right(?!\s+(?:now|away|here|there))|yeah|yep|hey|hi|ah|um|erm|"
     r"just fyi)\b[,!.]?\s*)+",
     re.I,
