@@ -1,9 +1,10 @@
 """One fact per clause: a compound statement ("I'm allergic to penicillin and my dentist is Dr
 Okafor") is one fact per clause; a clause that shares the first one's subject gets it ("My
 daughter Maya has a nut allergy and loves chocolate" -> "... Maya loves chocolate"); allergens
-listed together are one fact each ("allergic to peanuts and cashews"). "But" keeps its clauses
-together: the second qualifies the first ("vegetarian but I still eat fish"). The rest of what
-a statement is (passing or lasting, its category) is services/profile/traits.py.
+listed together are one fact each ("allergic to peanuts and cashews"). "But" keeps a
+qualification with what it qualifies ("I eat meat but only chicken") and splits before a clause
+with its own subject; what follows a passing state by "so" passes with it. The rest of what a
+statement is (passing or lasting, its category) is services/profile/traits.py.
 """
 
 from __future__ import annotations
