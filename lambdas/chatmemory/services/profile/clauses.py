@@ -13,11 +13,12 @@ import re
 
 from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
 
+# A thing named with "the", then a verb: "..., the house is from 1920 and ...".
+_THE_THING = r"the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs)\b"
 # What opens a clause of its own: who, then a verb ("I've", "my wife is", "my dad's").
 _CLAUSE = (
     r"(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd|he's|she's)\b|"
-    # A thing of theirs named with "the": "..., the house is from 1920 and ...".
-    r"the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs)\b|"
+    rf"{_THE_THING}|"
     r"(?:my|our)\s+(?:[a-z-]+'s\s|(?:[a-z'-]+\s+){0,2}?(?:[A-Z][a-z]+\s+)?"
     r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
     r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)"
@@ -68,7 +69,7 @@ _COUNTED = re.compile(r"^(?:a|an|two|three|four|five|six|some|several|\d+)\s+[a-
 # A clause of its own: it names who or what it is about.
 _SUBJECT_START = re.compile(
     r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|"
-    r"(?i:the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs))|"
+    rf"(?i:{_THE_THING})|"
     r"[A-Z][A-Za-z]+\s+"
     r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't))\b"
 )
