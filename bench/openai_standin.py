@@ -97,6 +97,8 @@ class ScriptedServer:
                     self.send_response(reply.status)
                     self.send_header("Content-Type", reply.content_type)
                     self.send_header("Transfer-Encoding", "chunked")
+                    if self.close_connection:  # say so: a client must not send on this socket
+                        self.send_header("Connection", "close")
                     for name, value in reply.headers.items():
                         self.send_header(name, value)
                     self.end_headers()

@@ -12,6 +12,7 @@ ModelUnavailable (503, worth retrying) or ModelError (502) as the buffered calls
 
 from __future__ import annotations
 
+import http.client
 import itertools
 import json
 import os
@@ -79,6 +80,23 @@ def _client(service: str, url: str, *, timeout: float = 5, attempts: int = 1) ->
 
 def _text(pieces: list[Piece]) -> str:
     return "".join(p for p in pieces if isinstance(p, str))
+
+
+def test_a_stream_the_server_ends_by_closing_its_connection_says_so(server: ScriptedServer) -> None:
+    """The stand-in closes the connection after a streamed answer (unless told to keep it). If
+    it did not say so, a client could send its next request on the socket being closed, and the
+    request would fail ("Connection was closed before we received a valid response")."""
+    server.script(Reply(chunks=[b"one"]), Reply(chunks=[b"two"], keep_alive=True))
+    connection = http.client.HTTPConnection(server.url.removeprefix("http://"), timeout=5)
+    try:
+        for expected, closes in ((b"one", True), (b"two", False)):
+            connection.request("POST", "/", body=b"{}")
+            response = connection.getresponse()
+            assert response.read() == expected
+            assert response.will_close is closes
+            connection.close()
+    finally:
+        connection.close()
 
 
 # --- Bedrock ConverseStream -------------------------------------------------------------------
