@@ -148,6 +148,14 @@ LASTING = [
         ("Mildly claustrophobic.", "claustrophobic"),
         ("Two dogs at home, both rescues.", "dogs"),
         ("My mum's still down in Cornwall.", "Cornwall"),
+        # Who one is, named alone; a time said before an opening phrase; a hedge on whether
+        # it matters, before the fact.
+        ("Native Portuguese speaker.", "I'm a native Portuguese speaker"),
+        ("Retired schoolteacher", "I'm a retired schoolteacher"),
+        ("Every morning before work I swim laps at the pool.", "swim"),
+        ("Most evenings after dinner I walk the dog.", "walk"),
+        ("Not sure if it matters, but I'm pregnant.", "I'm pregnant"),
+        ("idk if this is relevant but I have epilepsy", "I have epilepsy"),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
@@ -167,6 +175,9 @@ def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> Non
         "Sunny here.",
         "Call me when you can.",
         "Single malt or blended, which is better?",
+        # A few words of praise or of a question are no one the user is.
+        "Great answer.",
+        "Good question!",
         # A doing as the subject, before "can" or "will": what anyone may do, not the user.
         "Setting an example at work can really inspire people.",
     ],
@@ -347,8 +358,12 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I cannot abide coriander; to me it tastes of soap.",
             ["I cannot abide coriander; to me it tastes of soap."],
         ),
-        # "while" or "whereas" after a comma sets another's clause against the user's; a
-        # "while" of time stays with its clause.
+        # "while", "whereas" or "though" after a comma sets another's clause against the
+        # user's; a "while" of time stays with its clause.
+        (
+            "I'm vegetarian, though my husband is a proper carnivore.",
+            ["I'm vegetarian.", "My husband is a proper carnivore."],
+        ),
         (
             "I'm a morning person, whereas my partner is a night owl.",
             ["I'm a morning person.", "My partner is a night owl."],
@@ -366,8 +381,8 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I'm a paramedic, and right now I'm on my break.",
             ["I'm a paramedic.", "Right now I'm on my break."],
         ),
-        # ", where" before the user's own clause; ", who" after someone of the user's named
-        # after a verb (not at the start: "My uncle, who ..., is ..." stays one).
+        # ", where" before the user's own clause; ", who" after someone of the user's, named
+        # after a verb or first, with what they do after the clause.
         (
             "We moved to Galway, where we run a small B&B.",
             ["We moved to Galway.", "We run a small B&B."],
@@ -378,7 +393,11 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
         ),
         (
             "My uncle, who lives in Perth, is a geologist.",
-            ["My uncle, who lives in Perth, is a geologist."],
+            ["My uncle lives in Perth.", "My uncle is a geologist."],
+        ),
+        (
+            "My grandson Tomas, who lives in Valencia, turns ten in April.",
+            ["My grandson Tomas lives in Valencia.", "My grandson Tomas turns ten in April."],
         ),
         # A lasting state before "so" keeps its consequence apart.
         (

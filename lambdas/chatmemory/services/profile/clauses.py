@@ -27,8 +27,8 @@ _AND = re.compile(
     r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
     # "but" before who: "I'm from Puerto Rico, but I've lived in Chicago for fifteen years".
     rf",?\s+but\s+(?={_CLAUSE})|"
-    # "while" or "whereas" set against who: "I work nights, while my wife works days".
-    rf",\s+(?:while|whereas)\s+(?={_CLAUSE})|"
+    # "while", "whereas" or "though" set against who: "I work nights, while my wife works days".
+    rf",\s+(?:while|whereas|though|although)\s+(?={_CLAUSE})|"
     # ", where" before who: "I live in Oslo, where I cycle everywhere".
     r",\s+where\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've)\b)|"
     # "so" before who: "I've got high blood pressure so I'm on amlodipine".
@@ -114,8 +114,7 @@ _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
-    text = _LEAD_IN.sub("", OPENER.sub("", sentence.strip()))
-    text = _WHO_RELATIVE.sub(_who_is, text)
+    text = _WHO_RELATIVE.sub(_who_is, _WHO_WITHIN.sub(_who_within, plainly(sentence)))
     pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
     joined = [
         (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
@@ -168,6 +167,12 @@ def clauses(sentence: str) -> list[str]:
     return [_sentence(c) for c in facts]
 
 
+def plainly(sentence: str) -> str:
+    """The sentence without its opener or lead-in ("Just so you know, ...", "Not sure if it
+    matters, but ...")."""
+    return _LEAD_IN.sub("", OPENER.sub("", sentence.strip()))
+
+
 def told_after(request: str) -> str:
     """What the user says of themselves after a request and a comma ("Suggest a film for
     tonight, my husband hates horror" -> "my husband hates horror"), or ""."""
@@ -188,6 +193,22 @@ _WHO_RELATIVE = re.compile(
 
 def _who_is(found: re.Match[str]) -> str:
     return f"{found.group('who')}; {found.group('who')} "
+
+
+# Someone of the user's, what they are or do between commas, then what they do: "My grandson
+# Tomas, who lives in Valencia, turns ten in April" -> "My grandson Tomas lives in Valencia; my
+# grandson Tomas turns ten in April".
+_WHO_WITHIN = re.compile(
+    r"^(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?),\s+(?:who|which)\s+"
+    r"(?P<is>[^,;]+?),\s+(?=(?:is|are|was|has|have|had|lives|works|can|can't|will|does|doesn't|"
+    r"[a-z]+(?<!s)s)\s)",
+    re.I,
+)
+
+
+def _who_within(found: re.Match[str]) -> str:
+    who = found.group("who")
+    return f"{who} {found.group('is')}; {who[0].lower()}{who[1:]} "
 
 
 def _aside(parts: list[str]) -> bool:
@@ -230,7 +251,10 @@ _LEAD_IN = re.compile(
     r"^(?:i should (?:mention|say|add|tell you) that|just so you know|fun fact:?|"
     r"for the record|for context|(?:(?:some|quick|a|bit|little|of|for)\s+)*(?:background|context)"
     r"(?:\s+info)?:|"
-    r"the (?:main |big |important |only |real )?(?:thing|point|issue|catch) is(?: that)?)"
+    r"the (?:main |big |important |only |real )?(?:thing|point|issue|catch) is(?: that)?|"
+    # A hedge on whether it matters: "Not sure if it matters, but I'm pregnant".
+    r"(?:(?:i'm\s+|im\s+)?not sure|no idea|dunno|idk)\s+(?:if|whether)\s+(?:it|this|that)\s+"
+    r"(?:matters|is relevant|helps|counts),?(?:\s+but)?)"
     r"\s+(?=\S)",
     re.I,
 )

@@ -37,7 +37,7 @@ from chatmemory.services.longterm.summarize import (
     split_lines,
 )
 from chatmemory.services.longterm.terms import content_terms
-from chatmemory.services.profile.clauses import clauses, told_after
+from chatmemory.services.profile.clauses import clauses, plainly, told_after
 from chatmemory.services.profile.lasting import LastingJudge
 from chatmemory.services.profile.traits import (
     allergy_subject,
@@ -188,7 +188,7 @@ class PatternExtractor:
                 sentence = told_after(sentence) if _ASKS_TO_CHOOSE.match(sentence) else ""
             # A clause split off is about the user when its sentence is ("... and her
             # birthday's 3 March").
-            whole = implied(sentence)
+            whole = implied(plainly(sentence))
             about = about_the_user(whole)
             for clause in clauses(whole):
                 # "..., the house is from 1920": a thing named with "the" is the user's only
@@ -258,8 +258,10 @@ _ASKS_TO_CHOOSE = re.compile(
 # in Oslo", "When I was twelve, I broke my hip", "After ten years in London, we moved"): the main
 # clause follows the comma, or the first person that starts a clause after the opening.
 _OPENING = re.compile(
-    r"^(?:before|after|when|whenever|if|unless|until|while|since|because|as soon as|once|"
-    r"for|ever since)\b[^,]*?(?:,\s*|\s+(?=(?:i|i'm|i've|i'd|we|we're|we've|my|our)\s))",
+    # "Every morning before work I swim": a time said first, then an opening clause or phrase.
+    r"^(?:(?:every|each|most)\s+[\w']+\s+)?(?:before|after|when|whenever|if|unless|until|"
+    r"while|since|because|as soon as|once|for|ever since)\b"
+    r"[^,]*?(?:,\s*|\s+(?=(?:i|i'm|i've|i'd|we|we're|we've|my|our)\s))",
     re.I,
 )
 # Talk about the talk ("I have a quick question", "I've got a favour to ask", "Enough about

@@ -304,6 +304,12 @@ _GERUND_SUBJECT = re.compile(
 _HERE = re.compile(
     r"^(?P<what>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*$|,\s.+$)", re.I
 )
+# Who one is, named alone: "Native Portuguese speaker.", "Retired schoolteacher".
+_ONE_NAMED = re.compile(
+    r"^(?P<what>(?!(?:a|an|the|my|your|our|his|her|their|this|that)\s)(?:[\w'-]+\s+){0,3}"
+    r"[a-z-]+(?:er|or|ist|ian|ant|ent))(?P<end>[.!]*)$",
+    re.I,
+)
 # Done a moment ago, without its "I", said alone: "Just burned my thumb", "just spilt coffee
 # everywhere" (not "Just came back from the doctor, he confirmed ...": more follows).
 _JUST_DID = re.compile(
@@ -386,6 +392,11 @@ def implied(text: str) -> str:
         what = here.group("what")
         first = what[0].lower() if what[1:2].islower() else what[0]  # "T1 diabetic" stays
         return f"I'm {first}{what[1:]}{here.group('end')}"
+    one = _ONE_NAMED.match(said)
+    if one is not None and _what_one_is(one.group("what")):
+        what = one.group("what")
+        article = "an" if what[0].lower() in "aeiou" else "a"
+        return f"I'm {article} {what[0].lower()}{what[1:]}{one.group('end')}"
     found = _ELIDED.match(said)
     state = found.group("state") if found is not None else None
     if (
