@@ -47,7 +47,7 @@ WEB_ADAPTER_LAYER = {"arm64": "LambdaAdapterLayerArm64", "x86_64": "LambdaAdapte
 WEB_ADAPTER_LAYER_VERSION = 26
 # The purge hands over to a next invocation when it runs short; it may first sleep for
 # purgeSettleSeconds after a forget.
-PURGE_TIMEOUT_SECONDS = schema.SESSION_PURGE_TRIGGER.timeout_seconds
+PURGE_TIMEOUT_SECONDS = schema.PURGE_TIMEOUT_SECONDS
 # The largest vector an S3 Vectors index accepts (AWS::S3Vectors::Index Dimension: 1 to 4096).
 S3VECTORS_MAX_DIMENSION = 4096
 

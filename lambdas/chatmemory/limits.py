@@ -13,11 +13,19 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Generic, NamedTuple, TypeVar
 
 T = TypeVar("T")
 
 MiB = 1024 * 1024
+
+
+class Room(NamedTuple, Generic[T]):
+    """What one answer may carry of a listing: its items as `size_of` measures them, `bytes`
+    of them in all (at least one item: see fitting)."""
+
+    size_of: Callable[[T], int]
+    bytes: int
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from chatmemory.services.conversation.chat import (
     post_message,
 )
 from chatmemory.services.conversation.sessions import create_session, end_session
-from chatmemory.services.conversation.turns import Stored, store_turn
+from chatmemory.services.conversation.turns import ClientTurn, Stored, TurnWriting, store_turn
 from tests.fakes import FakeGenerator
 from tests.faults.conftest import Store
 
@@ -237,16 +237,11 @@ def _store(store: Store, session_id: str, content: str, cmid: str) -> Stored:
         try:
             return store_turn(
                 store.memory,
+                ClientTurn(content, f"answer to {content}", cmid),
+                TurnWriting(utc_now, lambda _: None),
                 user_id="alice",
                 session_id=session_id,
-                input=content,
-                response=f"answer to {content}",
-                client_message_id=cmid,
-                created_at=None,
-                metadata={},
                 max_input_chars=4000,
-                clock=utc_now,
-                sleep=lambda _: None,
             )
         except Conflict:
             continue

@@ -12,7 +12,7 @@ from chatmemory import wiring
 from chatmemory.adapters.offline.sentiment import VaderSentimentAnalyzer
 from chatmemory.services.background.forget import forget_user
 from chatmemory.services.conversation.sessions import create_session
-from chatmemory.services.conversation.turns import store_turn, update_turn
+from chatmemory.services.conversation.turns import ClientTurn, TurnWriting, store_turn, update_turn
 from tests.integration.helpers import World
 
 NOW = datetime(2026, 11, 23, 12, 1, tzinfo=UTC)
@@ -32,16 +32,15 @@ def test_a_stored_turn_costs_two_requests_and_its_response_three_at_any_length(
         meter.attach(client)
         stored = store_turn(
             memory,
+            ClientTurn(
+                f"message {n}: {WORDS}",
+                client_message_id=str(uuid.uuid4()),
+                metadata={"agent": "planner"},
+            ),
+            TurnWriting(lambda: NOW, lambda _: None),
             user_id="alice",
             session_id=session.session_id,
-            input=f"message {n}: {WORDS}",
-            response=None,
-            client_message_id=str(uuid.uuid4()),
-            created_at=None,
-            metadata={"agent": "planner"},
             max_input_chars=4000,
-            clock=lambda: NOW,
-            sleep=lambda _: None,
             sentiment=VaderSentimentAnalyzer(),  # as by default (SENTIMENT=vader)
         )
         meter.detach(client)

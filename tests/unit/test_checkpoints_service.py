@@ -10,6 +10,7 @@ import pytest
 
 from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
+from chatmemory.limits import Room
 from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
 from chatmemory.services.conversation import checkpoints, sessions
 from chatmemory.services.conversation.checkpoints import Thread
@@ -128,9 +129,10 @@ def test_a_listing_filters_by_metadata_and_pages_by_size(
     assert listed(filter={"source": "loop", "step": 4})[0] == ["04"]
     assert listed(filter={"missing": None})[0] == []
     assert listed(before="04", limit=1) == (["03"], ListPosition("03", ""))
-    page, nxt = listed(page_bytes=250)  # two values of 100 bytes fit
+    room = Room(checkpoints.stored_size, 250)  # two values of 100 bytes fit
+    page, nxt = listed(room=room)
     assert (page, nxt) == (["06", "05"], ListPosition("05", ""))
-    assert listed(after=nxt, page_bytes=250)[0] == ["04", "03"]
+    assert listed(after=nxt, room=room)[0] == ["04", "03"]
 
 
 def test_only_the_caller_reads_a_thread_and_a_deleted_thread_is_gone(

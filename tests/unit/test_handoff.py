@@ -41,7 +41,7 @@ from chatmemory.services.conversation.chat import (
 from chatmemory.services.conversation.handoff import HUMAN_REPLY, TAKEOVER, HandoffPolicy
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy
-from chatmemory.services.conversation.turns import AppendPolicy
+from chatmemory.services.conversation.turns import AppendPolicy, TurnWriting
 from chatmemory.services.longterm.recall import NOTHING_VERIFIED
 from chatmemory.services.pages import TurnPage
 from chatmemory.services.profile.extract import PatternExtractor, open_questions
@@ -150,12 +150,10 @@ class World:
     def reply(self, content: str, agent: str = AGENT, **kwargs: Any) -> handoff.AgentReply:
         return handoff.agent_reply(
             self.memory,
+            TurnWriting(self.clock, lambda _: None, AppendPolicy()),
             agent_id=agent,
             session_id=self.session_id,
             content=content,
-            clock=self.clock,
-            sleep=lambda _: None,
-            policy=AppendPolicy(),
             client_message_id=kwargs.pop("client_message_id", None),
         )
 

@@ -34,7 +34,7 @@ from chatmemory.services.conversation.sentiment import (
     sentiment_prompt,
 )
 from chatmemory.services.conversation.sessions import create_session
-from chatmemory.services.conversation.turns import store_turn
+from chatmemory.services.conversation.turns import ClientTurn, TurnWriting, store_turn
 from chatmemory.settings import Settings
 from tests.fakes import FakeGenerator
 from tests.memory_fake import InMemoryShortTermMemory
@@ -374,16 +374,11 @@ def _store(deps: ChatDeps, session_id: str, text: str, analyzer: Any) -> Any:
     """POST /turns's service: a turn stored as the client gives it, with an answer."""
     return store_turn(
         deps.memory,
+        ClientTurn(text, "noted"),
+        TurnWriting(deps.clock, lambda _: None),
         user_id="alice",
         session_id=session_id,
-        input=text,
-        response="noted",
-        client_message_id=None,
-        created_at=None,
-        metadata={},
         max_input_chars=4000,
-        clock=deps.clock,
-        sleep=lambda _: None,
         sentiment=analyzer,
     )
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import (
@@ -28,6 +29,11 @@ if TYPE_CHECKING:
 
 # What the items of one answer may take as sent (answer_bytes).
 ANSWER_ITEMS_BYTES = limits.LAMBDA_ANSWER_ITEMS_BYTES
+
+
+def answer_room(size_of: Callable[[Any], int]) -> limits.Room[Any]:
+    """What one answer's items may take (ANSWER_ITEMS_BYTES), each measured by `size_of`."""
+    return limits.Room(size_of, ANSWER_ITEMS_BYTES)
 
 
 def answer_bytes(item: Any) -> int:

@@ -53,11 +53,22 @@ if TYPE_CHECKING:
 
 class MemoryOut(_Model):
     session_id: str
-    score: float
-    similarity: float
-    recency: float
-    date: str
-    title: str
+    score: float = Field(
+        description=(
+            "How it ranks, higher first: its best part's similarity, plus its weighted "
+            "recency and closeness to a time q names (RECALL_WEIGHTS)."
+        )
+    )
+    similarity: float = Field(
+        description="How close its best matching part is to q: meaning and words fused."
+    )
+    recency: float = Field(
+        description="1 for a session from now, 0.5 one half-life ago (RECENCY_HALF_LIFE_DAYS)."
+    )
+    date: str = Field(description="The time of its earliest matching part (ISO 8601).")
+    title: str = Field(
+        description="The title of its summary when that matches q, else of its best part."
+    )
     snippets: list[str] = Field(description="The session's best matching parts, best first.")
 
     @classmethod

@@ -19,7 +19,7 @@ from chatmemory.api_models.base import (
     answer_bytes,
 )
 from chatmemory.api_models.sessions import SessionOut
-from chatmemory.api_models.turns import Metadata, TurnMessages, TurnOut, compact_json
+from chatmemory.api_models.turns import Metadata, TurnMessages, TurnOut, stored_messages
 from chatmemory.domain import (
     Feedback,
     ImportedSession,
@@ -145,7 +145,7 @@ class ImportMessage(_Exported):
             # as a turn a client stored.
             origin=TurnOrigin.CLIENT if self.origin == TurnOrigin.AGENT else self.origin,
             metadata=dict(self.metadata),
-            messages=compact_json(self.messages) if self.messages is not None else None,
+            messages=stored_messages(self.messages),
             feedback=Feedback(**self.feedback.model_dump()) if self.feedback else None,
             sentiment=self.sentiment.domain() if self.sentiment else None,
         )

@@ -32,6 +32,7 @@ from chatmemory.schema import (
     SentimentLabel,
     TurnOrigin,
 )
+from chatmemory.services.conversation.turns import ClientTurn
 
 if TYPE_CHECKING:
     pass
@@ -90,6 +91,11 @@ def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def stored_messages(value: list[dict[str, Any]] | None) -> str | None:
+    """A request's messages as a turn stores them (None: the request has none)."""
+    return compact_json(value) if value is not None else None
+
+
 # The client framework's own messages a turn stands for, kept verbatim (schema.py).
 TurnMessages = Annotated[
     list[dict[str, Any]],
@@ -124,6 +130,11 @@ class StoreTurnRequest(_Strict):
     )
     metadata: Metadata = {}
     messages: TurnMessages | None = None
+
+    def said(self) -> ClientTurn:
+        """The turn as the service stores it (its messages as compact JSON)."""
+        said = self.model_dump(exclude={"messages"})
+        return ClientTurn(**said, messages=stored_messages(self.messages))
 
 
 class UpdateTurnRequest(_Strict):

@@ -107,29 +107,24 @@ COMPACTION_TRIGGER = StreamTrigger(
     timeout_seconds=120,  # an extension of the rolling summary: at most 2 rounds of calls
     batch_size=20,  # most records only find the session below the threshold
 )
-SESSION_PURGE_TRIGGER = StreamTrigger(
-    name="purge-session",
-    table=SESSIONS,
-    handler="handlers.purge.handler",
-    filters=(SESSION_DELETING_FILTER,),
-    timeout_seconds=300,
-    batch_size=10,
-)
-USER_PURGE_TRIGGER = StreamTrigger(
-    name="purge-user",
-    table=USERS,
-    handler="handlers.purge.handler",
-    filters=(USER_PURGE_FILTER,),
-    timeout_seconds=300,
-    batch_size=1,  # one forget request can mean thousands of sessions to mark
-)
-RECORD_PURGE_TRIGGER = StreamTrigger(
-    name="purge-record",
-    table=RECORDS,
-    handler="handlers.purge.handler",
-    filters=(RECORD_DELETING_FILTER, RECORD_EXPIRED_FILTER),
-    batch_size=10,
-    timeout_seconds=300,
+# One purge function serves the three purge triggers (deleted sessions, forget requests,
+# deleted or expired records): its handler and its timeout are that function's.
+PURGE_HANDLER = "handlers.purge.handler"
+PURGE_TIMEOUT_SECONDS = 300
+
+
+def _purge_trigger(
+    name: str, table: TableSpec, filters: tuple[dict[str, Any], ...], batch_size: int
+) -> StreamTrigger:
+    """A trigger of the purge function, on TABLE's records that match FILTERS."""
+    return StreamTrigger(name, table, PURGE_HANDLER, filters, batch_size, PURGE_TIMEOUT_SECONDS)
+
+
+SESSION_PURGE_TRIGGER = _purge_trigger("purge-session", SESSIONS, (SESSION_DELETING_FILTER,), 10)
+# One forget request can mean thousands of sessions to mark: one at a time.
+USER_PURGE_TRIGGER = _purge_trigger("purge-user", USERS, (USER_PURGE_FILTER,), 1)
+RECORD_PURGE_TRIGGER = _purge_trigger(
+    "purge-record", RECORDS, (RECORD_DELETING_FILTER, RECORD_EXPIRED_FILTER), 10
 )
 STREAM_TRIGGERS: tuple[StreamTrigger, ...] = (
     CONSOLIDATION_TRIGGER,

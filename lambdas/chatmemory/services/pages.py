@@ -7,6 +7,7 @@ from typing import NamedTuple, TypeVar
 
 from chatmemory import limits
 from chatmemory.domain import Page, Turn
+from chatmemory.limits import Room
 from chatmemory.ports import TurnStore
 
 T = TypeVar("T")
@@ -33,20 +34,20 @@ def fitted_page(
 
 class TurnPage(NamedTuple):
     """A page of a session's turns asked for: at most `limit` after `next_token`, oldest first
-    when `ascending`, and as many as fit `page_bytes` by `size_of` when given (at least one)."""
+    when `ascending`, and as many as fit `room` when given (at least one)."""
 
     limit: int
     next_token: str | None
     ascending: bool
-    size_of: Callable[[Turn], int] | None = None
-    page_bytes: int = 0
+    room: Room[Turn] | None = None
 
 
 def turn_page(memory: TurnStore, session_id: str, asked: TurnPage) -> Page[Turn]:
     """The page of the session's turns `asked` for (fitted_page of list_turns)."""
+    room = asked.room
     return fitted_page(
         lambda count: memory.list_turns(session_id, count, asked.next_token, asked.ascending),
         asked.limit,
-        asked.size_of,
-        asked.page_bytes,
+        room.size_of if room else None,
+        room.bytes if room else 0,
     )

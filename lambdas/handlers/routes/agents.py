@@ -107,17 +107,13 @@ def agent_reply(
     with the same client_message_id returns the stored turn.
     """
     deps = wiring.chat_deps()
-    policy = wiring.chat_policy()
     reply = handoff.agent_reply(
         deps.memory,
+        chat.writing(deps, wiring.chat_policy()),
         agent_id=agent(router),
         session_id=session_id,
         content=body.content,
         client_message_id=body.client_message_id,
-        clock=deps.clock,
-        sleep=deps.sleep,
-        policy=policy.append,
-        expires_at=chat.expiry(deps, policy),
     )
     if not reply.replayed:
         metrics.add_metric(name="AgentReplies", unit=MetricUnit.Count, value=1)

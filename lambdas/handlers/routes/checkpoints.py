@@ -161,8 +161,7 @@ def list_checkpoints(
         after=m.list_position(next_token),
         limit=limit,
         filter=_json_object(filter, "filter"),
-        page_bytes=m.ANSWER_ITEMS_BYTES,
-        size_of=m.checkpoint_bytes,
+        room=m.answer_room(m.checkpoint_bytes),
     )
     return m.CheckpointList.page(found, next_position)
 

@@ -150,4 +150,4 @@ def editing(deps: chat.ChatDeps) -> Editing:
 
 def answer_page(limit: int, next_token: str | None, order: str) -> TurnPage:
     """A page of a session's turns in `order` ("asc" or "desc") that fits one answer."""
-    return TurnPage(limit, next_token, order == "asc", m.turn_bytes, m.ANSWER_ITEMS_BYTES)
+    return TurnPage(limit, next_token, order == "asc", m.answer_room(m.turn_bytes))

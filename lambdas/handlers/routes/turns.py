@@ -111,23 +111,8 @@ def store_turn(
         deps.memory,
         caller,
         session_id,
-        lambda current: turns.store_turn(
-            deps.memory,
-            user_id=caller,
-            session_id=current.session_id,
-            found=current.found,
-            input=body.input,
-            response=body.response,
-            client_message_id=body.client_message_id,
-            created_at=body.created_at,
-            metadata=body.metadata,
-            max_input_chars=wiring.settings().max_input_chars,
-            clock=deps.clock,
-            sleep=deps.sleep,
-            policy=policy.append,
-            sentiment=deps.stored_sentiment,
-            expires_at=chat.expiry(deps, policy),
-            messages=m.compact_json(body.messages) if body.messages is not None else None,
+        lambda current: chat.store_client_turn(
+            deps, policy, caller, current.session_id, body.said(), current.found
         ),
         clock=deps.clock,
     )
@@ -166,7 +151,7 @@ def update_turn(
         number=turn,
         response=body.response,
         metadata=body.metadata,
-        messages=m.compact_json(body.messages) if body.messages is not None else None,
+        messages=m.stored_messages(body.messages),
     )
     return m.TurnEnvelope.of(updated)
 

@@ -23,6 +23,8 @@ from chatmemory.services.conversation.turn.context import (
     TurnEvent,
     TurnResult,
     expiry,
+    store_client_turn,
+    writing,
 )
 from chatmemory.services.conversation.turn.gather import NO_LONG_TERM_MEMORY, REMEMBERED, gap_note
 from chatmemory.services.conversation.turn.pipeline import (
@@ -51,4 +53,6 @@ __all__ = [
     "on_current_session",
     "open_turn",
     "post_message",
+    "store_client_turn",
+    "writing",
 ]

@@ -12,7 +12,7 @@ schema.py: what one checkpoint may hold, so that reading it back fits one Lambda
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -26,6 +26,7 @@ from chatmemory.domain import (
     is_identifier,
 )
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
+from chatmemory.limits import Room
 from chatmemory.ports import CheckpointStore, Clock, SessionStore
 from chatmemory.schema import (
     MAX_CHECKPOINT_BYTES,
@@ -209,14 +210,14 @@ def list_checkpoints(
     limit: int,
     filter: Mapping[str, Any],  # noqa: A002 - LangGraph's name
     after: ListPosition | None = None,
-    page_bytes: int = LIST_PAGE_BYTES,
-    size_of: Callable[[CheckpointTuple], int] = lambda found: found.size,
+    room: Room[CheckpointTuple] | None = None,
 ) -> tuple[list[CheckpointTuple], ListPosition | None]:
     """Up to `limit` checkpoints newest first (by id, then namespace), below `before` if
     given, after `after` (where an earlier page ended) if given, whose metadata has every key
-    of `filter` with that value; as many as fit `page_bytes` by `size_of` (their values and
-    writes unless the caller measures them as it sends them; at least one). The second value
-    is where the next page starts, None when none can follow."""
+    of `filter` with that value; as many as fit `room` (by default their stored values and
+    writes, LIST_PAGE_BYTES of them; at least one). The second value is where the next page
+    starts, None when none can follow."""
+    room = room or Room(stored_size, LIST_PAGE_BYTES)
     if before is not None and not is_identifier(before):
         raise BadRequest("before must be a checkpoint id")
     _shallow(filter, "filter")
@@ -237,8 +238,8 @@ def list_checkpoints(
             if checkpoint is None:
                 continue
             entry = _tuple(store, checkpoint)
-            size = size_of(entry)
-            if found and used + size > page_bytes:
+            size = room.size_of(entry)
+            if found and used + size > room.bytes:
                 last = found[-1].checkpoint
                 return found, ListPosition(last.checkpoint_id, last.checkpoint_ns)
             found.append(entry)
@@ -247,6 +248,11 @@ def list_checkpoints(
                 return found, position
         if len(read) < wanted:
             return found, None
+
+
+def stored_size(found: CheckpointTuple) -> int:
+    """The bytes of a checkpoint's values and writes as stored."""
+    return found.size
 
 
 def put_writes(

@@ -40,7 +40,7 @@ from chatmemory.services.conversation.turn.context import (
     Message,
     StopSignal,
     TurnEvent,
-    expiry,
+    store_client_turn,
 )
 from chatmemory.services.conversation.turn.pipeline import on_current_session, open_turn
 
@@ -187,21 +187,12 @@ def _bring(
     first = max(len(conversation.exchanges) - policy.max_window_turns, 0)
     for index in range(first, len(conversation.exchanges)):
         said = conversation.exchanges[index]
-        turns.store_turn(
-            deps.memory,
-            user_id=user_id,
-            session_id=session.session_id,
-            input=said.user,
-            response=said.assistant,
-            client_message_id=conversation.exchange_id(index),
-            created_at=None,
-            metadata={},
-            max_input_chars=policy.max_input_chars,
-            clock=deps.clock,
-            sleep=deps.sleep,
-            policy=policy.append,
-            sentiment=deps.stored_sentiment,
-            expires_at=expiry(deps, policy),
+        store_client_turn(
+            deps,
+            policy,
+            user_id,
+            session.session_id,
+            turns.ClientTurn(said.user, said.assistant, conversation.exchange_id(index)),
         )
 
 

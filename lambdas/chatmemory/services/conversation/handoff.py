@@ -24,7 +24,7 @@ bot before the hand-off, or stored for the agent, never both and never lost:
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -58,7 +58,12 @@ from chatmemory.schema import (
 from chatmemory.services.access import owned_session, visible_to_its_user
 from chatmemory.services.conversation.routing import parse_prefix
 from chatmemory.services.conversation.sentiment import analyze_input
-from chatmemory.services.conversation.turns import AppendPolicy, Stored, append_next, check_text
+from chatmemory.services.conversation.turns import (
+    Stored,
+    TurnWriting,
+    append_next,
+    check_text,
+)
 from chatmemory.services.pages import TurnPage, turn_page
 
 # The reply to `/human`: fixed, no model writes it (and it is not made into memory).
@@ -327,15 +332,12 @@ def read_session_for_agent(
 
 def agent_reply(
     memory: ShortTermMemory,
+    writing: TurnWriting,
     *,
     agent_id: str,
     session_id: str,
     content: str,
     client_message_id: str | None,
-    clock: Clock,
-    sleep: Callable[[float], None],
-    policy: AppendPolicy,
-    expires_at: int | None = None,
 ) -> AgentReply:
     """POST /agent/sessions/{id}/messages: the agent's reply, the session's next turn (origin
     agent, no input), written with the state ACTIVE and the agent as the one who answers. A
@@ -362,9 +364,9 @@ def agent_reply(
         user_id=session.user_id,
         input="",
         response=content,
-        created_at=iso(clock()),
+        created_at=iso(writing.clock()),
         client_message_id=client_message_id,
-        expires_at=expires_at,
+        expires_at=writing.expires_at,
         origin=TurnOrigin.AGENT,
         agent_id=agent_id,
     )
@@ -374,8 +376,8 @@ def agent_reply(
             caller_of(session.user_id),  # re-reads resolve the owner's current key
             session,
             turn,
-            policy=policy,
-            sleep=sleep,
+            policy=writing.policy,
+            sleep=writing.sleep,
             handoff=Handoff(HandoffState.ACTIVE, agent=agent_id),
         )
     except HandoffChanged:

@@ -13,8 +13,9 @@ turn is memory like any other (consolidation and the rolling summary take its in
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import asdict, dataclass
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from chatmemory.clock import iso
@@ -123,53 +124,70 @@ def check_text(text: str, name: str, max_chars: int) -> None:
         raise PayloadTooLarge(f"{name} is longer than {max_chars} characters")
 
 
+class TurnWriting(NamedTuple):
+    """How a turn is written now: the clock, the append's retries (`policy`, `sleep` between
+    them) and when the turn expires (None: kept)."""
+
+    clock: Clock
+    sleep: Callable[[float], None]
+    policy: AppendPolicy = AppendPolicy()
+    expires_at: int | None = None
+
+
+class ClientTurn(NamedTuple):
+    """A turn as a client hands it over to be stored (POST /turns, the earlier exchanges of a
+    chat completion): what the user said and, if there is one yet, the answer; `messages`: the
+    client framework's own messages it stands for, as compact JSON."""
+
+    input: str
+    response: str | None = None
+    client_message_id: str | None = None
+    created_at: str | None = None
+    metadata: Mapping[str, Any] = MappingProxyType({})
+    messages: str | None = None
+
+
 def store_turn(
     memory: SessionTurns,
+    said: ClientTurn,
+    writing: TurnWriting,
     *,
     user_id: str,
     session_id: str,
-    input: str,  # noqa: A002 - the API's name for what the user said
-    response: str | None,
-    client_message_id: str | None,
-    created_at: str | None,
-    metadata: dict[str, Any],
     max_input_chars: int,
-    clock: Clock,
-    sleep: Callable[[float], None],
-    policy: AppendPolicy = AppendPolicy(),
     sentiment: SentimentAnalyzer | None = None,
-    expires_at: int | None = None,
-    messages: str | None = None,
     found: Found = None,
 ) -> Stored:
-    """Store a turn as the client sent it (no model call) as the session's next turn, with
+    """Store the turn a client `said` (no model call) as the session's next turn, with
     the sentiment of its input; `found`: the session and the caller's state as this request
     read them already (None: read them now)."""
-    check_text(input, "input", max_input_chars)
+    check_text(said.input, "input", max_input_chars)
     session = owned_session(memory, user_id, session_id, found=found)
-    stored = earlier_turn(memory, session, client_message_id, input)
+    stored = earlier_turn(memory, session, said.client_message_id, said.input)
     if stored is not None:
         return Stored(stored, replayed=True)
     if session.status != SessionStatus.OPEN:
         raise SessionEnded(f"session {session_id} is {session.status.lower()}; start a new one")
-    now = iso(clock())
-    scored, sentiment_error = analyze_input(sentiment, input)
+    now = iso(writing.clock())
+    scored, sentiment_error = analyze_input(sentiment, said.input)
     turn = Turn(
         session_id=session_id,
         turn=0,
         user_id=session.user_id,
-        input=input,
-        response=response or None,
-        created_at=created_at or now,
-        client_message_id=client_message_id,
-        pending=not response,
+        input=said.input,
+        response=said.response or None,
+        created_at=said.created_at or now,
+        client_message_id=said.client_message_id,
+        pending=not said.response,
         origin=TurnOrigin.CLIENT,
-        metadata=dict(metadata),
+        metadata=dict(said.metadata),
         sentiment=scored,
-        expires_at=expires_at,
-        messages=messages,
+        expires_at=writing.expires_at,
+        messages=said.messages,
     )
-    appended = append_next(memory, user_id, session, turn, policy=policy, sleep=sleep, at=now)
+    appended = append_next(
+        memory, user_id, session, turn, policy=writing.policy, sleep=writing.sleep, at=now
+    )
     if not appended.replayed:
         appended.sentiment_error = sentiment_error
     return appended

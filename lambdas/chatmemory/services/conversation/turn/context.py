@@ -32,9 +32,10 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import MAX_INPUT_CHARS_DEFAULT
 from chatmemory.services.access import Found
+from chatmemory.services.conversation import turns
 from chatmemory.services.conversation.handoff import HandoffPolicy
 from chatmemory.services.conversation.stacking import StackPolicy
-from chatmemory.services.conversation.turns import AppendPolicy
+from chatmemory.services.conversation.turns import AppendPolicy, ClientTurn, TurnWriting
 from chatmemory.services.longterm.auto_recall import AutoRecallPolicy, Recalled, SearchFound
 from chatmemory.services.longterm.scoring import RecallWeights
 from chatmemory.services.profile.block import Candidates, ProfileBlock, ProfileBlockPolicy
@@ -268,3 +269,31 @@ def expiry(deps: ChatDeps, policy: ChatPolicy) -> int | None:
     if policy.turn_ttl_days <= 0:
         return None
     return int(deps.clock().timestamp()) + policy.turn_ttl_days * 86_400
+
+
+def writing(deps: ChatDeps, policy: ChatPolicy) -> TurnWriting:
+    """How a turn is written now under the chat's settings (its clock, retries and expiry)."""
+    return TurnWriting(deps.clock, deps.sleep, policy.append, expiry(deps, policy))
+
+
+def store_client_turn(
+    deps: ChatDeps,
+    policy: ChatPolicy,
+    user_id: str,
+    session_id: str,
+    said: ClientTurn,
+    found: Found = None,
+) -> turns.Stored:
+    """The turn a client `said` stored as the session's next, under the chat's settings and
+    without a model call (services/conversation/turns.store_turn): POST /turns, and the earlier
+    exchanges a chat completion brings along."""
+    return turns.store_turn(
+        deps.memory,
+        said,
+        writing(deps, policy),
+        user_id=user_id,
+        session_id=session_id,
+        max_input_chars=policy.max_input_chars,
+        sentiment=deps.stored_sentiment,
+        found=found,
+    )
