@@ -16,10 +16,9 @@ from chatmemory.domain import (
     Blob,
     ChannelBlob,
     CheckpointEntry,
-    ListPosition,
+    CheckpointRange,
     PendingWrite,
     StoredCheckpoint,
-    listed_after,
 )
 from chatmemory.errors import Conflict
 from chatmemory.schema import CHECKPOINT_CHUNK_BYTES
@@ -59,7 +58,7 @@ class InMemoryCheckpointStore:
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
         if checkpoint_id is None:
-            newest = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
+            newest = self.list_checkpoints(session_id, CheckpointRange(checkpoint_ns), 1)
             if not newest:
                 return None
             checkpoint_id = newest[0].checkpoint_id
@@ -73,12 +72,7 @@ class InMemoryCheckpointStore:
             return copy.deepcopy(checkpoint)
 
     def list_checkpoints(
-        self,
-        session_id: str,
-        checkpoint_ns: str | None,
-        before: str | None,
-        limit: int,
-        after: ListPosition | None = None,
+        self, session_id: str, which: CheckpointRange, limit: int
     ) -> list[CheckpointEntry]:
         with self._lock:
             every = [
@@ -91,10 +85,9 @@ class InMemoryCheckpointStore:
                     c.created_at,
                     c.size,
                 )
-                for (ns, _), c in self._checkpoints.get(session_id, {}).items()
-                if checkpoint_ns is None or ns == checkpoint_ns
+                for c in self._checkpoints.get(session_id, {}).values()
             ]
-            found = listed_after(every, before, after)[:limit]
+            found = which.select(every)[:limit]
             for c in found:
                 self.meter.record(TABLE, 1, _ENTRY_BYTES + len(json.dumps(c.metadata_json)))
             return found

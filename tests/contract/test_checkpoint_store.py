@@ -5,12 +5,20 @@ that service tests use keep the same promises, values past one item's size inclu
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
-from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite, StoredCheckpoint
+from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
+    CheckpointRange,
+    ListPosition,
+    PendingWrite,
+    StoredCheckpoint,
+)
 from chatmemory.errors import Conflict
 from chatmemory.ports import CheckpointStore
 from tests.checkpoints_fake import InMemoryCheckpointStore
@@ -104,10 +112,10 @@ def test_namespaces_keep_their_own_checkpoints_and_values(store: CheckpointStore
             [ChannelBlob("a", "1", Blob("json", ns.encode()))],
         )
     for ns in ("", "child:1", "weird#ns%|x"):
-        (only,) = store.list_checkpoints("s1", ns, None, 10)
+        (only,) = store.list_checkpoints("s1", CheckpointRange(ns), 10)
         assert only.checkpoint_ns == ns
         assert store.get_blobs("s1", ns, {"a": "1"})["a"].data == ns.encode()
-    assert len(store.list_checkpoints("s1", None, None, 10)) == 3
+    assert len(store.list_checkpoints("s1", CheckpointRange(None), 10)) == 3
 
 
 def test_a_listing_is_newest_first_below_before_and_limited(store: CheckpointStore) -> None:
@@ -116,15 +124,17 @@ def test_a_listing_is_newest_first_below_before_and_limited(store: CheckpointSto
         store.put_checkpoint(_checkpoint(cid), [])
     store.put_checkpoint(_checkpoint("1ef-9999", ns="child"), [])
 
-    listed = [c.checkpoint_id for c in store.list_checkpoints("s1", "", None, 100)]
+    listed = [c.checkpoint_id for c in store.list_checkpoints("s1", CheckpointRange(""), 100)]
     assert listed == ids[::-1]
-    assert [c.checkpoint_id for c in store.list_checkpoints("s1", "", ids[5], 3)] == [
+    assert [
+        c.checkpoint_id for c in store.list_checkpoints("s1", CheckpointRange("", ids[5]), 3)
+    ] == [
         ids[4],
         ids[3],
         ids[2],
     ]
-    assert store.list_checkpoints("s1", "", ids[0], 10) == []
-    every = [c.checkpoint_id for c in store.list_checkpoints("s1", None, None, 2)]
+    assert store.list_checkpoints("s1", CheckpointRange("", ids[0]), 10) == []
+    every = [c.checkpoint_id for c in store.list_checkpoints("s1", CheckpointRange(None), 2)]
     assert every == ["1ef-9999", ids[-1]]
 
 
@@ -180,12 +190,12 @@ def test_names_of_any_length_fit_a_sort_key(store: CheckpointStore) -> None:
         )
         store.put_writes("s1", space, f"id-{n}", [_write(task, 0, channel, space[-1].encode())])
     for n, space in enumerate((ns, other_ns)):
-        (found,) = store.list_checkpoints("s1", space, None, 10)
+        (found,) = store.list_checkpoints("s1", CheckpointRange(space), 10)
         assert (found.checkpoint_id, found.checkpoint_ns) == (f"id-{n}", space)
         assert store.get_blobs("s1", space, {channel: version})[channel].data == space[-1].encode()
         (write,) = store.get_writes("s1", space, f"id-{n}")
         assert (write.task_id, write.channel) == (task, channel)
-        assert store.list_checkpoints("s1", space, f"id-{n}", 10) == []
+        assert store.list_checkpoints("s1", CheckpointRange(space, f"id-{n}"), 10) == []
 
 
 def test_a_write_retried_with_other_data_over_several_chunks_leaves_the_first_whole(
@@ -276,7 +286,8 @@ def test_a_checkpoint_stored_as_one_item_before_reads_as_before(dynamodb: object
     )
     store.put_checkpoint(_checkpoint("1ef-2", versions={"a": "1"}, step=2), [])
     assert [
-        (c.checkpoint_id, c.metadata_json) for c in store.list_checkpoints("s1", "", None, 9)
+        (c.checkpoint_id, c.metadata_json)
+        for c in store.list_checkpoints("s1", CheckpointRange(""), 9)
     ] == [
         ("1ef-2", {"step": 2}),
         ("1ef-1", {"step": 1}),
@@ -293,13 +304,16 @@ def test_a_listing_of_every_namespace_goes_on_after_a_position(store: Checkpoint
         for cid in ("1", "2"):
             store.put_checkpoint(_checkpoint(cid, ns=ns), [])
 
-    def listed(**kw: object) -> list[tuple[str, str]]:
-        ask = {"checkpoint_ns": None, "before": None, "limit": 10, **kw}
-        return [(c.checkpoint_id, c.checkpoint_ns) for c in store.list_checkpoints("s1", **ask)]  # type: ignore[arg-type]
+    def listed(limit: int = 10, **kw: Any) -> list[tuple[str, str]]:
+        which = CheckpointRange(None, **kw)
+        return [
+            (c.checkpoint_id, c.checkpoint_ns) for c in store.list_checkpoints("s1", which, limit)
+        ]
 
     assert listed() == [("2", "b"), ("2", "a"), ("2", ""), ("1", "b"), ("1", "a"), ("1", "")]
     assert listed(after=ListPosition("2", "a"), limit=2) == [("2", ""), ("1", "b")]
     assert listed(before="2", after=ListPosition("1", "b")) == [("1", "a"), ("1", "")]
     assert [
-        c.checkpoint_id for c in store.list_checkpoints("s1", "a", None, 5, ListPosition("2", "a"))
+        c.checkpoint_id
+        for c in store.list_checkpoints("s1", CheckpointRange("a", after=ListPosition("2", "a")), 5)
     ] == ["1"]

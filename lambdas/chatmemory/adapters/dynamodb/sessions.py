@@ -34,7 +34,15 @@ from chatmemory.adapters.dynamodb.tables import (
     _user_key,
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
-from chatmemory.domain import ClientAlias, Named, Page, Session, UserState, visible_to
+from chatmemory.domain import (
+    ClientAlias,
+    Named,
+    Page,
+    Session,
+    SessionCreation,
+    UserState,
+    visible_to,
+)
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound
 from chatmemory.schema import (
     IDLE_BUCKET,
@@ -52,15 +60,9 @@ from chatmemory.schema import (
 class DynamoSessionStore(DynamoTables):
     """ports.SessionStore on the sessions table (the users part is DynamoUserStore)."""
 
-    def create_session(
-        self,
-        session: Session,
-        *,
-        user: UserState,
-        end: Sequence[str] = (),
-        ended_at: str = "",
-        alias: ClientAlias | None = None,
-    ) -> None:
+    def create_session(self, session: Session, creation: SessionCreation) -> None:
+        """One TransactWriteItems: the put, the check of the caller's generation, the ends it
+        holds room for (those beyond are written first, one by one) and the alias."""
         actions: list[dict[str, Any]] = [
             {
                 "Put": {
@@ -74,16 +76,17 @@ class DynamoSessionStore(DynamoTables):
                 # no session can be born into a namespace that is being purged.
                 "ConditionCheck": {
                     "TableName": self._users,
-                    "Key": _user_key(user.user_id),
+                    "Key": _user_key(creation.user.user_id),
                     "ConditionExpression": f"attribute_not_exists({USER_ID}) OR #g = :g",
                     "ExpressionAttributeNames": {"#g": schema.GENERATION},
-                    "ExpressionAttributeValues": {":g": {"N": str(user.generation)}},
+                    "ExpressionAttributeValues": {":g": {"N": str(creation.user.generation)}},
                 }
             },
         ]
+        alias = creation.alias
         tail = [self._alias_action(alias, session.session_id)] if alias is not None else []
         previous = session.continued_from
-        if previous is not None and previous not in end:
+        if previous is not None and previous not in creation.end:
             # A continuation only of a session that is not being deleted: a delete that wrote
             # its tombstone after the continuation read it fails this, so nothing written to
             # the continuation outlives a delete that answered (an open one is ended below, on
@@ -93,10 +96,10 @@ class DynamoSessionStore(DynamoTables):
         # ends beyond it are written first, one by one (one ended or deleted meanwhile is
         # no longer the caller's to end).
         room = limits.DYNAMODB_TRANSACTION.count - len(actions) - len(tail)
-        for extra in end[room:]:
+        for extra in creation.end[room:]:
             with contextlib.suppress(Conflict, SessionNotFound):
-                self.end_session(extra, ended_at)
-        actions += [self._end_action(session_id, ended_at) for session_id in end[:room]]
+                self.end_session(extra, creation.ended_at)
+        actions += [self._end_action(ended, creation.ended_at) for ended in creation.end[:room]]
         actions += tail
         transact(
             self._db, actions, "the caller's sessions changed while this one was created; retry"

@@ -20,6 +20,7 @@ from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
+    CheckpointRange,
     ListPosition,
     PendingWrite,
     StoredCheckpoint,
@@ -228,7 +229,9 @@ def list_checkpoints(
         # Keys and metadata to filter and page; a checkpoint and its values only for what the
         # page answers. Without a filter every one read is answered: read no more than asked.
         wanted = _LIST_READ if filter else limit - len(found)
-        read = store.list_checkpoints(partition, checkpoint_ns, before, wanted, position)
+        read = store.list_checkpoints(
+            partition, CheckpointRange(checkpoint_ns, before, position), wanted
+        )
         for listed in read:
             position = ListPosition(listed.checkpoint_id, listed.checkpoint_ns)
             if not _matches(listed.metadata_json, filter):
