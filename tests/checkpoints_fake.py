@@ -17,6 +17,7 @@ from chatmemory.domain import (
     ChannelBlob,
     CheckpointEntry,
     CheckpointRange,
+    CheckpointRef,
     PendingWrite,
     StoredCheckpoint,
 )
@@ -119,13 +120,8 @@ class InMemoryCheckpointStore:
                 if (checkpoint_ns, channel, version) in stored
             }
 
-    def put_writes(
-        self,
-        session_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        writes: Sequence[PendingWrite],
-    ) -> None:
+    def put_writes(self, checkpoint: CheckpointRef, writes: Sequence[PendingWrite]) -> None:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         with self._lock:
             stored = self._writes.setdefault(session_id, {}).setdefault(
                 (checkpoint_ns, checkpoint_id), {}
@@ -135,19 +131,16 @@ class InMemoryCheckpointStore:
                     continue
                 stored[(write.task_id, write.idx)] = write
 
-    def get_writes(
-        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> list[PendingWrite]:
+    def get_writes(self, checkpoint: CheckpointRef) -> list[PendingWrite]:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         with self._lock:
             stored = self._writes.get(session_id, {}).get((checkpoint_ns, checkpoint_id), {})
             for write in stored.values():
                 self.meter.record(TABLE, _chunks(write.value), _ENTRY_BYTES + len(write.value.data))
             return sorted(stored.values(), key=lambda w: (w.task_path, w.task_id, w.idx))
 
-    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
-        return sum(
-            len(w.value.data) for w in self.get_writes(session_id, checkpoint_ns, checkpoint_id)
-        )
+    def writes_size(self, checkpoint: CheckpointRef) -> int:
+        return sum(len(w.value.data) for w in self.get_writes(checkpoint))
 
     def delete_checkpoints(self, session_id: str, limit: int) -> int:
         with self._lock:

@@ -509,6 +509,14 @@ class CheckpointEntry(NamedTuple):
     size: int = 0
 
 
+class CheckpointRef(NamedTuple):
+    """A checkpoint by its keys: the session whose partition holds it, its namespace and id."""
+
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+
+
 class ListPosition(NamedTuple):
     """Where a listing of checkpoints stopped: the last one it answered. A listing is ordered
     by id, then namespace, both descending, so a page of every namespace goes on after the

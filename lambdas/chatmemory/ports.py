@@ -15,6 +15,7 @@ from chatmemory.domain import (
     ChannelBlob,
     CheckpointEntry,
     CheckpointRange,
+    CheckpointRef,
     CoveredTurns,
     MemoryRecord,
     Named,
@@ -503,24 +504,16 @@ class CheckpointStore(Protocol):
         out)."""
         ...
 
-    def put_writes(
-        self,
-        session_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        writes: Sequence[PendingWrite],
-    ) -> None:
+    def put_writes(self, checkpoint: CheckpointRef, writes: Sequence[PendingWrite]) -> None:
         """Store pending writes of a checkpoint: a (task_id, idx) already stored is kept as it
         is, unless idx is negative (LangGraph's special channels), which replaces it."""
         ...
 
-    def get_writes(
-        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> list[PendingWrite]:
+    def get_writes(self, checkpoint: CheckpointRef) -> list[PendingWrite]:
         """The checkpoint's pending writes, by task path, task id and index."""
         ...
 
-    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
+    def writes_size(self, checkpoint: CheckpointRef) -> int:
         """The bytes of the checkpoint's pending writes' values."""
         ...
 

@@ -15,6 +15,7 @@ from chatmemory.domain import (
     Blob,
     ChannelBlob,
     CheckpointRange,
+    CheckpointRef,
     ListPosition,
     PendingWrite,
     StoredCheckpoint,
@@ -94,15 +95,15 @@ def test_a_value_larger_than_an_item_is_stored_whole(store: CheckpointStore) -> 
             ChannelBlob("empty", "1", Blob("empty", b"")),
         ],
     )
-    store.put_writes("s1", "", "1", [_write("t", 0, "messages", big)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "messages", big)])
 
     values = store.get_blobs("s1", "", {"messages": "1", "empty": "1"})
     assert values["messages"] == Blob("msgpack", big)
     assert values["empty"] == Blob("empty", b"")
     assert store.blob_sizes("s1", "", {"messages": "1"}) == {"messages": len(big)}
-    (write,) = store.get_writes("s1", "", "1")
+    (write,) = store.get_writes(CheckpointRef("s1", "", "1"))
     assert write.value.data == big
-    assert store.writes_size("s1", "", "1") == len(big)
+    assert store.writes_size(CheckpointRef("s1", "", "1")) == len(big)
 
 
 def test_namespaces_keep_their_own_checkpoints_and_values(store: CheckpointStore) -> None:
@@ -142,22 +143,24 @@ def test_a_write_stored_again_is_kept_as_first_stored_unless_special(
     store: CheckpointStore,
 ) -> None:
     store.put_writes(
-        "s1", "", "1", [_write("t1", 0, "ch", b"first"), _write("t1", -1, "__error__", b"e1")]
+        CheckpointRef("s1", "", "1"),
+        [_write("t1", 0, "ch", b"first"), _write("t1", -1, "__error__", b"e1")],
     )
     store.put_writes(
-        "s1", "", "1", [_write("t1", 0, "ch", b"again"), _write("t1", -1, "__error__", b"e2")]
+        CheckpointRef("s1", "", "1"),
+        [_write("t1", 0, "ch", b"again"), _write("t1", -1, "__error__", b"e2")],
     )
-    store.put_writes("s1", "", "1", [_write("t0", 1, "ch", b"other", path="a")])
-    store.put_writes("s1", "child", "1", [_write("t1", 0, "ch", b"child")])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t0", 1, "ch", b"other", path="a")])
+    store.put_writes(CheckpointRef("s1", "child", "1"), [_write("t1", 0, "ch", b"child")])
 
-    writes = store.get_writes("s1", "", "1")
+    writes = store.get_writes(CheckpointRef("s1", "", "1"))
     assert [(w.task_id, w.idx, w.value.data) for w in writes] == [
         ("t1", -1, b"e2"),
         ("t1", 0, b"first"),
         ("t0", 1, b"other"),
     ]
-    assert [w.value.data for w in store.get_writes("s1", "child", "1")] == [b"child"]
-    assert store.get_writes("s1", "", "2") == []
+    assert [w.value.data for w in store.get_writes(CheckpointRef("s1", "child", "1"))] == [b"child"]
+    assert store.get_writes(CheckpointRef("s1", "", "2")) == []
 
 
 def test_deleting_a_sessions_checkpoints_removes_every_item(store: CheckpointStore) -> None:
@@ -165,14 +168,14 @@ def test_deleting_a_sessions_checkpoints_removes_every_item(store: CheckpointSto
     store.put_checkpoint(
         _checkpoint("1", versions={"a": "1"}), [ChannelBlob("a", "1", Blob("b", big))]
     )
-    store.put_writes("s1", "", "1", [_write("t", 0, "ch", big)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "ch", big)])
     store.put_checkpoint(_checkpoint("1", sid="s2"), [])
 
     while store.delete_checkpoints("s1", 2):
         pass
     assert store.get_checkpoint("s1", "", None) is None
     assert store.get_blobs("s1", "", {"a": "1"}) == {}
-    assert store.get_writes("s1", "", "1") == []
+    assert store.get_writes(CheckpointRef("s1", "", "1")) == []
     assert store.get_checkpoint("s2", "", "1") is not None
 
 
@@ -188,12 +191,14 @@ def test_names_of_any_length_fit_a_sort_key(store: CheckpointStore) -> None:
             _checkpoint(f"id-{n}", ns=space, versions={channel: version}),
             [ChannelBlob(channel, version, Blob("json", space[-1].encode()))],
         )
-        store.put_writes("s1", space, f"id-{n}", [_write(task, 0, channel, space[-1].encode())])
+        store.put_writes(
+            CheckpointRef("s1", space, f"id-{n}"), [_write(task, 0, channel, space[-1].encode())]
+        )
     for n, space in enumerate((ns, other_ns)):
         (found,) = store.list_checkpoints("s1", CheckpointRange(space), 10)
         assert (found.checkpoint_id, found.checkpoint_ns) == (f"id-{n}", space)
         assert store.get_blobs("s1", space, {channel: version})[channel].data == space[-1].encode()
-        (write,) = store.get_writes("s1", space, f"id-{n}")
+        (write,) = store.get_writes(CheckpointRef("s1", space, f"id-{n}"))
         assert (write.task_id, write.channel) == (task, channel)
         assert store.list_checkpoints("s1", CheckpointRange(space, f"id-{n}"), 10) == []
 
@@ -205,23 +210,23 @@ def test_a_write_retried_with_other_data_over_several_chunks_leaves_the_first_wh
     write reads back byte for byte (its further chunks are not overwritten by the retry's)."""
     size = 2 * schema.CHECKPOINT_CHUNK_BYTES + 10
     first, other = b"a" * size, b"b" * (size + 5)
-    store.put_writes("s1", "", "1", [_write("t", 0, "ch", first)])
-    store.put_writes("s1", "", "1", [_write("t", 0, "ch", other)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "ch", first)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "ch", other)])
 
-    (write,) = store.get_writes("s1", "", "1")
+    (write,) = store.get_writes(CheckpointRef("s1", "", "1"))
     assert write.value.data == first
-    assert store.writes_size("s1", "", "1") == len(first)
+    assert store.writes_size(CheckpointRef("s1", "", "1")) == len(first)
 
 
 def test_a_special_write_replaced_by_a_shorter_one_reads_back_as_the_new_one(
     store: CheckpointStore,
 ) -> None:
     long, short = b"x" * (2 * schema.CHECKPOINT_CHUNK_BYTES + 1), b"short"
-    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", long)])
-    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", short)])
-    (write,) = store.get_writes("s1", "", "1")
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", -1, "__error__", long)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", -1, "__error__", short)])
+    (write,) = store.get_writes(CheckpointRef("s1", "", "1"))
     assert write.value.data == short
-    assert store.writes_size("s1", "", "1") == len(short)
+    assert store.writes_size(CheckpointRef("s1", "", "1")) == len(short)
 
 
 def test_a_stored_version_keeps_its_bytes_and_a_refused_put_stores_nothing(

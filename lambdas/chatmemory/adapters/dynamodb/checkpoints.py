@@ -26,6 +26,7 @@ from chatmemory.domain import (
     ChannelBlob,
     CheckpointEntry,
     CheckpointRange,
+    CheckpointRef,
     PendingWrite,
     StoredCheckpoint,
 )
@@ -303,13 +304,8 @@ class DynamoCheckpointStore:
 
     # --- pending writes -----------------------------------------------------------------------
 
-    def put_writes(
-        self,
-        session_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        writes: Sequence[PendingWrite],
-    ) -> None:
+    def put_writes(self, checkpoint: CheckpointRef, writes: Sequence[PendingWrite]) -> None:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         for write in writes:
 
             def key_of(n: int, digest: str, w: PendingWrite = write) -> str:
@@ -365,9 +361,8 @@ class DynamoCheckpointStore:
     def _delete_keys(self, session_id: str, keys: Sequence[str]) -> None:
         self._batch_write({"DeleteRequest": {"Key": _key(session_id, k)}} for k in keys)
 
-    def get_writes(
-        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> list[PendingWrite]:
+    def get_writes(self, checkpoint: CheckpointRef) -> list[PendingWrite]:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         items = self._query(
             session_id, schema.writes_prefix(checkpoint_ns, checkpoint_id), limit=None
         )
@@ -398,7 +393,8 @@ class DynamoCheckpointStore:
         writes.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
         return writes
 
-    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
+    def writes_size(self, checkpoint: CheckpointRef) -> int:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         items = self._query(
             session_id,
             schema.writes_prefix(checkpoint_ns, checkpoint_id),

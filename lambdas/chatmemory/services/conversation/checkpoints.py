@@ -21,6 +21,7 @@ from chatmemory.domain import (
     Blob,
     ChannelBlob,
     CheckpointRange,
+    CheckpointRef,
     ListPosition,
     PendingWrite,
     StoredCheckpoint,
@@ -273,22 +274,22 @@ def put_writes(
         kept[key] = write
     writes = list(kept.values())
     adding = sum(len(w.value.data) for w in writes)
+    checkpoint = CheckpointRef(partition, checkpoint_ns, checkpoint_id)
     if adding > MAX_CHECKPOINT_WRITES_BYTES or (
-        adding + thread.store.writes_size(partition, checkpoint_ns, checkpoint_id)
-        > MAX_CHECKPOINT_WRITES_BYTES
+        adding + thread.store.writes_size(checkpoint) > MAX_CHECKPOINT_WRITES_BYTES
     ):
         raise PayloadTooLarge(
             f"a checkpoint's pending writes may hold at most {MAX_CHECKPOINT_WRITES_BYTES} "
             "bytes serialized"
         )
-    thread.store.put_writes(partition, checkpoint_ns, checkpoint_id, writes)
+    thread.store.put_writes(checkpoint, writes)
     _still_there(thread, partition)
 
 
 def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTuple:
     sid, ns = checkpoint.session_id, checkpoint.checkpoint_ns
     values = store.get_blobs(sid, ns, checkpoint.channel_versions)
-    writes = store.get_writes(sid, ns, checkpoint.checkpoint_id)
+    writes = store.get_writes(CheckpointRef(sid, ns, checkpoint.checkpoint_id))
     return CheckpointTuple(checkpoint, values, writes)
 
 
