@@ -16,10 +16,10 @@ from chatmemory.domain import (
     Blob,
     ChannelBlob,
     CheckpointEntry,
-    ListPosition,
+    CheckpointRange,
+    CheckpointRef,
     PendingWrite,
     StoredCheckpoint,
-    listed_after,
 )
 from chatmemory.errors import Conflict
 from chatmemory.schema import CHECKPOINT_CHUNK_BYTES
@@ -59,7 +59,7 @@ class InMemoryCheckpointStore:
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
         if checkpoint_id is None:
-            newest = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
+            newest = self.list_checkpoints(session_id, CheckpointRange(checkpoint_ns), 1)
             if not newest:
                 return None
             checkpoint_id = newest[0].checkpoint_id
@@ -73,12 +73,7 @@ class InMemoryCheckpointStore:
             return copy.deepcopy(checkpoint)
 
     def list_checkpoints(
-        self,
-        session_id: str,
-        checkpoint_ns: str | None,
-        before: str | None,
-        limit: int,
-        after: ListPosition | None = None,
+        self, session_id: str, which: CheckpointRange, limit: int
     ) -> list[CheckpointEntry]:
         with self._lock:
             every = [
@@ -91,10 +86,9 @@ class InMemoryCheckpointStore:
                     c.created_at,
                     c.size,
                 )
-                for (ns, _), c in self._checkpoints.get(session_id, {}).items()
-                if checkpoint_ns is None or ns == checkpoint_ns
+                for c in self._checkpoints.get(session_id, {}).values()
             ]
-            found = listed_after(every, before, after)[:limit]
+            found = which.select(every)[:limit]
             for c in found:
                 self.meter.record(TABLE, 1, _ENTRY_BYTES + len(json.dumps(c.metadata_json)))
             return found
@@ -126,13 +120,8 @@ class InMemoryCheckpointStore:
                 if (checkpoint_ns, channel, version) in stored
             }
 
-    def put_writes(
-        self,
-        session_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        writes: Sequence[PendingWrite],
-    ) -> None:
+    def put_writes(self, checkpoint: CheckpointRef, writes: Sequence[PendingWrite]) -> None:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         with self._lock:
             stored = self._writes.setdefault(session_id, {}).setdefault(
                 (checkpoint_ns, checkpoint_id), {}
@@ -142,19 +131,16 @@ class InMemoryCheckpointStore:
                     continue
                 stored[(write.task_id, write.idx)] = write
 
-    def get_writes(
-        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> list[PendingWrite]:
+    def get_writes(self, checkpoint: CheckpointRef) -> list[PendingWrite]:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         with self._lock:
             stored = self._writes.get(session_id, {}).get((checkpoint_ns, checkpoint_id), {})
             for write in stored.values():
                 self.meter.record(TABLE, _chunks(write.value), _ENTRY_BYTES + len(write.value.data))
             return sorted(stored.values(), key=lambda w: (w.task_path, w.task_id, w.idx))
 
-    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
-        return sum(
-            len(w.value.data) for w in self.get_writes(session_id, checkpoint_ns, checkpoint_id)
-        )
+    def writes_size(self, checkpoint: CheckpointRef) -> int:
+        return sum(len(w.value.data) for w in self.get_writes(checkpoint))
 
     def delete_checkpoints(self, session_id: str, limit: int) -> int:
         with self._lock:

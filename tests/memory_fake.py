@@ -20,15 +20,17 @@ from typing import Any
 from chatmemory import schema
 from chatmemory.clock import utc_now
 from chatmemory.domain import (
-    ClientAlias,
+    CoveredTurns,
     Feedback,
-    Handoff,
     MemoryRecord,
     Named,
     Page,
     PurgeEntry,
+    RecordFilter,
     Session,
+    SessionCreation,
     Turn,
+    TurnWrite,
     UserState,
     caller_of,
     message_key,
@@ -179,15 +181,8 @@ class InMemoryShortTermMemory:
 
     # --- sessions ---------------------------------------------------------------------------
 
-    def create_session(
-        self,
-        session: Session,
-        *,
-        user: UserState,
-        end: Sequence[str] = (),
-        ended_at: str = "",
-        alias: ClientAlias | None = None,
-    ) -> None:
+    def create_session(self, session: Session, creation: SessionCreation) -> None:
+        user, end, alias = creation.user, creation.end, creation.alias
         with self._lock:
             current = self._users.get(user.user_id)
             generation = current.user.generation if current else 0
@@ -210,7 +205,7 @@ class InMemoryShortTermMemory:
             self._sessions[session.session_id] = self._row(copy.deepcopy(session))
             for row in ends:
                 assert row is not None
-                self._end(row, ended_at)
+                self._end(row, creation.ended_at)
             if alias_key is not None:
                 self._aliases[alias_key] = session.session_id
 
@@ -489,23 +484,13 @@ class InMemoryShortTermMemory:
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]:
         return [t for t in self._ordered(session_id) if after < t.turn <= through]
 
-    def append_turn(
-        self,
-        session: Session,
-        turn: Turn,
-        *,
-        keep_message_ids: int,
-        rename: str | None = None,
-        at: str | None = None,
-        stack: bool = False,
-        handoff: Handoff | None = None,
-    ) -> Session:
-        at = at or turn.created_at
+    def append_turn(self, session: Session, turn: Turn, write: TurnWrite) -> Session:
+        at = write.at or turn.created_at
         number = session.num_turns + 1
         turn.turn = number
         with self._lock:
             row = self._sessions.get(session.session_id)
-            failed_answer = turn.pending and turn.origin == TurnOrigin.CHAT and not stack
+            failed_answer = turn.pending and turn.origin == TurnOrigin.CHAT and not write.stack
             allowed = VISIBLE_STATUSES if failed_answer else (SessionStatus.OPEN,)
             turns = self._turns.setdefault(session.session_id, {})
             if (
@@ -523,19 +508,19 @@ class InMemoryShortTermMemory:
             if turn.client_message_id:
                 stored.recent_messages[message_key(turn.client_message_id)] = number
                 oldest = sorted(stored.recent_messages, key=stored.recent_messages.__getitem__)
-                for key in oldest[: max(0, len(oldest) - keep_message_ids)]:
+                for key in oldest[: max(0, len(oldest) - write.keep_message_ids)]:
                     del stored.recent_messages[key]
             if stored.status == SessionStatus.OPEN and not stored.handoff_state:
                 row.sweep_bucket = schema.idle_bucket(at)
-            if handoff is not None:
-                handoff.apply(stored, number)
-                handoff.apply(session, number)
-                if handoff.reason is not None:
+            if write.handoff is not None:
+                write.handoff.apply(stored, number)
+                write.handoff.apply(session, number)
+                if write.handoff.reason is not None:
                     row.sweep_bucket = None  # out of the sweeper's index
-            if rename:
-                stored.name, stored.auto_named, stored.titled = rename, False, True
-                session.name, session.auto_named, session.titled = rename, False, True
-            if stack:
+            if write.rename:
+                stored.name, stored.auto_named, stored.titled = write.rename, False, True
+                session.name, session.auto_named, session.titled = write.rename, False, True
+            if write.stack:
                 stored.stack_head = session.stack_head = number
             turns[number] = copy.deepcopy(turn)
             session.num_turns = number
@@ -570,21 +555,16 @@ class InMemoryShortTermMemory:
                 stored.answering_until = None
 
     def complete_stack(
-        self,
-        answer: Turn,
-        covered: Sequence[int],
-        *,
-        head: int | None,
-        rename: str | None = None,
+        self, answer: Turn, covered: CoveredTurns, rename: str | None = None
     ) -> None:
         with self._lock:
             row = self._sessions.get(answer.session_id)
             turns = self._turns.get(answer.session_id, {})
-            waiting = [turns.get(n) for n in (answer.turn, *covered)]
+            waiting = [turns.get(n) for n in (answer.turn, *covered.turns)]
             if (
                 row is None
                 or row.session.status != SessionStatus.OPEN
-                or (head is not None and row.session.stack_head != head)
+                or (covered.head is not None and row.session.stack_head != covered.head)
                 or row.session.handoff_state is not None
                 or (rename and not row.session.auto_named)
                 or any(t is None or not t.pending or t.answered_by is not None for t in waiting)
@@ -593,7 +573,7 @@ class InMemoryShortTermMemory:
             done = copy.deepcopy(answer)
             done.pending = False
             turns[answer.turn] = done
-            for number in covered:
+            for number in covered.turns:
                 turns[number].pending = False
                 turns[number].answered_by = answer.turn
             if rename:
@@ -737,13 +717,9 @@ class InMemoryShortTermMemory:
             return True
 
     def list_records(
-        self,
-        owner: str,
-        record_type: str | None,
-        limit: int,
-        next_token: str | None,
-        namespace_prefix: tuple[str, ...] | None = None,
+        self, owner: str, which: RecordFilter, limit: int, next_token: str | None
     ) -> Page[MemoryRecord]:
+        record_type, namespace_prefix = which
         with self._lock:
             ordered = sorted(
                 (r for (o, _), r in self._records.items() if o == owner),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, NamedTuple, TypeVar
@@ -170,6 +171,19 @@ class ClientAlias:
     caller: str
     client_id: str
     replaces: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionCreation:
+    """What a new session is written with (SessionStore.create_session), in one transaction."""
+
+    # The caller's state as read: a forget that bumped its generation since fails the write.
+    user: UserState
+    # The caller's OPEN sessions the new one ends (at `ended_at`).
+    end: Sequence[str] = ()
+    ended_at: str = ""
+    # The caller's client id made to name the new session (None: no alias is written).
+    alias: ClientAlias | None = None
 
 
 class Named(NamedTuple):
@@ -357,6 +371,15 @@ class MemoryRecord:
         return list(dict.fromkeys(p.session_id for p in self.provenance if p.text is None))
 
 
+class RecordFilter(NamedTuple):
+    """Which of an owner's records a listing keeps (RecordStore.list_records): those of one
+    type (None: of every type), of the namespaces `namespace_prefix` begins (None or (): of
+    every namespace; the profile's own records are of schema.PROFILE_NAMESPACE)."""
+
+    record_type: str | None = None
+    namespace_prefix: tuple[str, ...] | None = None
+
+
 @dataclass
 class Page(Generic[T]):
     """One page of a listing; `next_token` is opaque to clients."""
@@ -401,6 +424,34 @@ def needs_handoff(turn: Turn) -> bool | None:
     if turn.origin == TurnOrigin.CHAT and not turn.pending:
         return False
     return None
+
+
+class CoveredTurns(NamedTuple):
+    """The earlier pending messages an answer covers too (TurnStore.complete_stack), and the
+    session's stack head they were read at: the answer is written only while the head is
+    still that one (None: whatever the head, as for a stack of one or a forced answer)."""
+
+    turns: Sequence[int] = ()
+    head: int | None = None
+
+
+@dataclass(frozen=True)
+class TurnWrite:
+    """How a turn is written with its session (TurnStore.append_turn): what the write changes
+    on the session besides its counters, and which sessions accept it."""
+
+    # How many recent client message ids the session keeps (the oldest beyond give way).
+    keep_message_ids: int
+    # The session's new name (auto_named goes False), written with the turn; None: unchanged.
+    rename: str | None = None
+    # The session's last activity (None: the turn's created_at).
+    at: str | None = None
+    # A chat message written before it is answered (pending): only into an OPEN session, and
+    # the session's `stack_head` becomes its number (services/conversation/stacking.py).
+    stack: bool = False
+    # A change of the session's hand-off state written with the turn (a hand-off also leaves
+    # the sweeper's index, see HandoffStore.hand_off).
+    handoff: Handoff | None = None
 
 
 # --- LangGraph checkpoints (services/conversation/checkpoints.py) ---------------------------------
@@ -458,6 +509,14 @@ class CheckpointEntry(NamedTuple):
     size: int = 0
 
 
+class CheckpointRef(NamedTuple):
+    """A checkpoint by its keys: the session whose partition holds it, its namespace and id."""
+
+    session_id: str
+    checkpoint_ns: str
+    checkpoint_id: str
+
+
 class ListPosition(NamedTuple):
     """Where a listing of checkpoints stopped: the last one it answered. A listing is ordered
     by id, then namespace, both descending, so a page of every namespace goes on after the
@@ -467,18 +526,25 @@ class ListPosition(NamedTuple):
     checkpoint_ns: str
 
 
-def listed_after(
-    entries: list[CheckpointEntry], before: str | None, after: ListPosition | None
-) -> list[CheckpointEntry]:
-    """`entries` in a listing's order (ListPosition), those below `before` (an id: LangGraph's
-    `before`, of any namespace) and after `after`."""
-    ordered = sorted(entries, key=lambda c: (c.checkpoint_id, c.checkpoint_ns), reverse=True)
-    return [
-        c
-        for c in ordered
-        if (before is None or c.checkpoint_id < before)
-        and (after is None or (c.checkpoint_id, c.checkpoint_ns) < after)
-    ]
+class CheckpointRange(NamedTuple):
+    """Which checkpoints of a session a listing reads (CheckpointStore.list_checkpoints): those
+    of a namespace (None: of every namespace), below the id `before` (LangGraph's `before`, of
+    any namespace) and after `after`, where an earlier page ended."""
+
+    checkpoint_ns: str | None
+    before: str | None = None
+    after: ListPosition | None = None
+
+    def select(self, entries: list[CheckpointEntry]) -> list[CheckpointEntry]:
+        """`entries` in a listing's order (ListPosition), those in this range."""
+        ordered = sorted(entries, key=lambda c: (c.checkpoint_id, c.checkpoint_ns), reverse=True)
+        return [
+            c
+            for c in ordered
+            if (self.checkpoint_ns is None or c.checkpoint_ns == self.checkpoint_ns)
+            and (self.before is None or c.checkpoint_id < self.before)
+            and (self.after is None or (c.checkpoint_id, c.checkpoint_ns) < self.after)
+        ]
 
 
 @dataclass(frozen=True)

@@ -14,17 +14,20 @@ from chatmemory.domain import (
     Blob,
     ChannelBlob,
     CheckpointEntry,
-    ClientAlias,
-    Handoff,
-    ListPosition,
+    CheckpointRange,
+    CheckpointRef,
+    CoveredTurns,
     MemoryRecord,
     Named,
     Page,
     PendingWrite,
     PurgeEntry,
+    RecordFilter,
     Session,
+    SessionCreation,
     StoredCheckpoint,
     Turn,
+    TurnWrite,
     UserState,
 )
 from chatmemory.index_port import Candidate as Candidate
@@ -122,19 +125,11 @@ class UserStore(Protocol):
 
 
 class SessionStore(Protocol):
-    def create_session(
-        self,
-        session: Session,
-        *,
-        user: UserState,
-        end: Sequence[str] = (),
-        ended_at: str = "",
-        alias: ClientAlias | None = None,
-    ) -> None:
+    def create_session(self, session: Session, creation: SessionCreation) -> None:
         """Put a new session, in one transaction with a check that the caller's memory is
-        still at `user.generation` (a forget meanwhile fails it) and with ending the OPEN
-        sessions `end` (at `ended_at`); with `alias`, the caller's client id is made to name
-        it (conditional on the alias being unwritten, or still naming `alias.replaces`).
+        still at `creation.user.generation` (a forget meanwhile fails it) and with ending the
+        OPEN sessions `creation.end`; with an alias, the caller's client id is made to name it
+        (conditional on the alias being unwritten, or still naming `alias.replaces`).
         Raises Conflict when a condition fails: nothing is written then, except the ends a
         store whose transactions are bounded (DynamoDB: 100 actions) wrote one by one before
         it, those beyond what its transaction holds."""
@@ -280,25 +275,11 @@ class TurnStore(Protocol):
 
     def turns_between(self, session_id: str, after: int, through: int) -> list[Turn]: ...
 
-    def append_turn(
-        self,
-        session: Session,
-        turn: Turn,
-        *,
-        keep_message_ids: int,
-        rename: str | None = None,
-        at: str | None = None,
-        stack: bool = False,
-        handoff: Handoff | None = None,
-    ) -> Session:
-        """Write `turn` as number num_turns + 1 together with the session counters, atomically;
-        with `rename`, the session takes that name in the same write (auto_named goes False).
-        The session's last activity is `at` (default: the turn's created_at). With `stack`, the
-        turn is a chat message written before it is answered (pending): only into an OPEN
-        session, and the session's `stack_head` becomes its number
-        (services/conversation/stacking.py). The write is also conditional on the session's hand-off
-        state as domain.needs_handoff says for the turn; with `handoff`, it changes that state in
-        the same write (a hand-off leaves the sweeper's index, see hand_off).
+    def append_turn(self, session: Session, turn: Turn, write: TurnWrite) -> Session:
+        """Write `turn` as number num_turns + 1 together with the session counters and what
+        `write` changes (its name, its stack head, its hand-off state), atomically. The write
+        is also conditional on the session's hand-off state as domain.needs_handoff says for
+        the turn.
 
         Raises Conflict when the session changed since it was read (another turn won the race,
         or it is being deleted), SessionEnded when it is no longer OPEN. Returns the updated
@@ -322,19 +303,14 @@ class TurnStore(Protocol):
         ...
 
     def complete_stack(
-        self,
-        answer: Turn,
-        covered: Sequence[int],
-        *,
-        head: int | None,
-        rename: str | None = None,
+        self, answer: Turn, covered: CoveredTurns, rename: str | None = None
     ) -> None:
         """In one transaction: fill in the response of the pending turn `answer`, mark the
-        pending turns `covered` (earlier messages it answers too) `answered_by` it, and, with
-        `rename`, name the session. Conditional on every one of these turns still being pending
-        and unanswered, on the session being OPEN and, unless `head` is None, on its
-        `stack_head` still being `head` (no newer message arrived to be answered with them).
-        Raises Conflict when a condition fails: nothing is written then."""
+        `covered` turns `answered_by` it, and, with `rename`, name the session. Conditional on
+        every one of these turns still being pending and unanswered, on the session being OPEN
+        and, unless `covered.head` is None, on its `stack_head` still being that head (no newer
+        message arrived to be answered with them). Raises Conflict when a condition fails:
+        nothing is written then."""
         ...
 
     def update_turn(self, session_id: str, turn: int, values: dict[str, Any]) -> None:
@@ -374,17 +350,11 @@ class RecordStore(Protocol):
         ...
 
     def list_records(
-        self,
-        owner: str,
-        record_type: str | None,
-        limit: int,
-        next_token: str | None,
-        namespace_prefix: tuple[str, ...] | None = None,
+        self, owner: str, which: RecordFilter, limit: int, next_token: str | None
     ) -> Page[MemoryRecord]:
-        """The owner's records (active and superseded, not deleting), newest first; with
-        `namespace_prefix`, those of the namespaces it begins (() is every namespace). Like a
-        DynamoDB Query, a page holds what `limit` items read kept: it may be short, even empty,
-        with a next_token."""
+        """The owner's records that `which` keeps (active and superseded, not deleting), newest
+        first. Like a DynamoDB Query, a page holds what `limit` items read kept: it may be
+        short, even empty, with a next_token."""
         ...
 
     def records_of_owner(
@@ -513,17 +483,11 @@ class CheckpointStore(Protocol):
         ...
 
     def list_checkpoints(
-        self,
-        session_id: str,
-        checkpoint_ns: str | None,
-        before: str | None,
-        limit: int,
-        after: ListPosition | None = None,
+        self, session_id: str, which: CheckpointRange, limit: int
     ) -> list[CheckpointEntry]:
-        """Up to `limit` checkpoints of the namespace (None: of every namespace), newest
-        (highest id, then namespace) first, only those whose id is below `before` and that
-        come after `after` when given: their keys and metadata only (get_checkpoint reads a
-        checkpoint itself), so a listing reads values only for what it answers."""
+        """Up to `limit` checkpoints of the range, newest (highest id, then namespace) first:
+        their keys and metadata only (get_checkpoint reads a checkpoint itself), so a listing
+        reads values only for what it answers."""
         ...
 
     def blob_sizes(
@@ -540,24 +504,16 @@ class CheckpointStore(Protocol):
         out)."""
         ...
 
-    def put_writes(
-        self,
-        session_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        writes: Sequence[PendingWrite],
-    ) -> None:
+    def put_writes(self, checkpoint: CheckpointRef, writes: Sequence[PendingWrite]) -> None:
         """Store pending writes of a checkpoint: a (task_id, idx) already stored is kept as it
         is, unless idx is negative (LangGraph's special channels), which replaces it."""
         ...
 
-    def get_writes(
-        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> list[PendingWrite]:
+    def get_writes(self, checkpoint: CheckpointRef) -> list[PendingWrite]:
         """The checkpoint's pending writes, by task path, task id and index."""
         ...
 
-    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
+    def writes_size(self, checkpoint: CheckpointRef) -> int:
         """The bytes of the checkpoint's pending writes' values."""
         ...
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from chatmemory.schema import EmbedBackend, TextBackend
 
 if TYPE_CHECKING:
+    from chatmemory.adapters.openai_compat import ServerOptions
     from chatmemory.ports import Embedder, TextGenerator
     from chatmemory.settings import Settings
 
@@ -57,16 +58,20 @@ def _bedrock_text(cfg: Settings) -> TextGenerator:
     return BedrockTextGenerator(model_client("bedrock-runtime", cfg), cfg.text_model_id)
 
 
+def _openai_server(cfg: Settings) -> ServerOptions:
+    """How the OpenAI-compatible server is reached, by its text and embedding adapters alike."""
+    return {
+        "api_key": cfg.openai_api_key,
+        "timeout": cfg.model_timeout_seconds,
+        "attempts": cfg.model_max_attempts,
+    }
+
+
 def _openai_text(cfg: Settings) -> TextGenerator:
     from chatmemory.adapters.openai_compat import OpenAICompatTextGenerator
 
-    return OpenAICompatTextGenerator(
-        cfg.openai_base_url,
-        cfg.text_model_id,
-        api_key=cfg.openai_api_key,
-        timeout=cfg.model_timeout_seconds,
-        attempts=cfg.model_max_attempts,
-    )
+    server = _openai_server(cfg)
+    return OpenAICompatTextGenerator(cfg.openai_base_url, cfg.text_model_id, **server)
 
 
 def _minilm(cfg: Settings) -> Embedder:
@@ -130,13 +135,9 @@ def _bedrock_embedder(cfg: Settings) -> Embedder:
 def _openai_embedder(cfg: Settings) -> Embedder:
     from chatmemory.adapters.openai_compat import OpenAICompatEmbedder
 
+    server = _openai_server(cfg)
     return OpenAICompatEmbedder(
-        cfg.openai_base_url,
-        cfg.embed_model_id,
-        dimension=cfg.embed_dimension,
-        api_key=cfg.openai_api_key,
-        timeout=cfg.model_timeout_seconds,
-        attempts=cfg.model_max_attempts,
+        cfg.openai_base_url, cfg.embed_model_id, dimension=cfg.embed_dimension, **server
     )
 
 

@@ -5,12 +5,21 @@ that service tests use keep the same promises, values past one item's size inclu
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb.checkpoints import DynamoCheckpointStore
-from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite, StoredCheckpoint
+from chatmemory.domain import (
+    Blob,
+    ChannelBlob,
+    CheckpointRange,
+    CheckpointRef,
+    ListPosition,
+    PendingWrite,
+    StoredCheckpoint,
+)
 from chatmemory.errors import Conflict
 from chatmemory.ports import CheckpointStore
 from tests.checkpoints_fake import InMemoryCheckpointStore
@@ -86,15 +95,15 @@ def test_a_value_larger_than_an_item_is_stored_whole(store: CheckpointStore) -> 
             ChannelBlob("empty", "1", Blob("empty", b"")),
         ],
     )
-    store.put_writes("s1", "", "1", [_write("t", 0, "messages", big)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "messages", big)])
 
     values = store.get_blobs("s1", "", {"messages": "1", "empty": "1"})
     assert values["messages"] == Blob("msgpack", big)
     assert values["empty"] == Blob("empty", b"")
     assert store.blob_sizes("s1", "", {"messages": "1"}) == {"messages": len(big)}
-    (write,) = store.get_writes("s1", "", "1")
+    (write,) = store.get_writes(CheckpointRef("s1", "", "1"))
     assert write.value.data == big
-    assert store.writes_size("s1", "", "1") == len(big)
+    assert store.writes_size(CheckpointRef("s1", "", "1")) == len(big)
 
 
 def test_namespaces_keep_their_own_checkpoints_and_values(store: CheckpointStore) -> None:
@@ -104,10 +113,10 @@ def test_namespaces_keep_their_own_checkpoints_and_values(store: CheckpointStore
             [ChannelBlob("a", "1", Blob("json", ns.encode()))],
         )
     for ns in ("", "child:1", "weird#ns%|x"):
-        (only,) = store.list_checkpoints("s1", ns, None, 10)
+        (only,) = store.list_checkpoints("s1", CheckpointRange(ns), 10)
         assert only.checkpoint_ns == ns
         assert store.get_blobs("s1", ns, {"a": "1"})["a"].data == ns.encode()
-    assert len(store.list_checkpoints("s1", None, None, 10)) == 3
+    assert len(store.list_checkpoints("s1", CheckpointRange(None), 10)) == 3
 
 
 def test_a_listing_is_newest_first_below_before_and_limited(store: CheckpointStore) -> None:
@@ -116,15 +125,17 @@ def test_a_listing_is_newest_first_below_before_and_limited(store: CheckpointSto
         store.put_checkpoint(_checkpoint(cid), [])
     store.put_checkpoint(_checkpoint("1ef-9999", ns="child"), [])
 
-    listed = [c.checkpoint_id for c in store.list_checkpoints("s1", "", None, 100)]
+    listed = [c.checkpoint_id for c in store.list_checkpoints("s1", CheckpointRange(""), 100)]
     assert listed == ids[::-1]
-    assert [c.checkpoint_id for c in store.list_checkpoints("s1", "", ids[5], 3)] == [
+    assert [
+        c.checkpoint_id for c in store.list_checkpoints("s1", CheckpointRange("", ids[5]), 3)
+    ] == [
         ids[4],
         ids[3],
         ids[2],
     ]
-    assert store.list_checkpoints("s1", "", ids[0], 10) == []
-    every = [c.checkpoint_id for c in store.list_checkpoints("s1", None, None, 2)]
+    assert store.list_checkpoints("s1", CheckpointRange("", ids[0]), 10) == []
+    every = [c.checkpoint_id for c in store.list_checkpoints("s1", CheckpointRange(None), 2)]
     assert every == ["1ef-9999", ids[-1]]
 
 
@@ -132,22 +143,24 @@ def test_a_write_stored_again_is_kept_as_first_stored_unless_special(
     store: CheckpointStore,
 ) -> None:
     store.put_writes(
-        "s1", "", "1", [_write("t1", 0, "ch", b"first"), _write("t1", -1, "__error__", b"e1")]
+        CheckpointRef("s1", "", "1"),
+        [_write("t1", 0, "ch", b"first"), _write("t1", -1, "__error__", b"e1")],
     )
     store.put_writes(
-        "s1", "", "1", [_write("t1", 0, "ch", b"again"), _write("t1", -1, "__error__", b"e2")]
+        CheckpointRef("s1", "", "1"),
+        [_write("t1", 0, "ch", b"again"), _write("t1", -1, "__error__", b"e2")],
     )
-    store.put_writes("s1", "", "1", [_write("t0", 1, "ch", b"other", path="a")])
-    store.put_writes("s1", "child", "1", [_write("t1", 0, "ch", b"child")])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t0", 1, "ch", b"other", path="a")])
+    store.put_writes(CheckpointRef("s1", "child", "1"), [_write("t1", 0, "ch", b"child")])
 
-    writes = store.get_writes("s1", "", "1")
+    writes = store.get_writes(CheckpointRef("s1", "", "1"))
     assert [(w.task_id, w.idx, w.value.data) for w in writes] == [
         ("t1", -1, b"e2"),
         ("t1", 0, b"first"),
         ("t0", 1, b"other"),
     ]
-    assert [w.value.data for w in store.get_writes("s1", "child", "1")] == [b"child"]
-    assert store.get_writes("s1", "", "2") == []
+    assert [w.value.data for w in store.get_writes(CheckpointRef("s1", "child", "1"))] == [b"child"]
+    assert store.get_writes(CheckpointRef("s1", "", "2")) == []
 
 
 def test_deleting_a_sessions_checkpoints_removes_every_item(store: CheckpointStore) -> None:
@@ -155,14 +168,14 @@ def test_deleting_a_sessions_checkpoints_removes_every_item(store: CheckpointSto
     store.put_checkpoint(
         _checkpoint("1", versions={"a": "1"}), [ChannelBlob("a", "1", Blob("b", big))]
     )
-    store.put_writes("s1", "", "1", [_write("t", 0, "ch", big)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "ch", big)])
     store.put_checkpoint(_checkpoint("1", sid="s2"), [])
 
     while store.delete_checkpoints("s1", 2):
         pass
     assert store.get_checkpoint("s1", "", None) is None
     assert store.get_blobs("s1", "", {"a": "1"}) == {}
-    assert store.get_writes("s1", "", "1") == []
+    assert store.get_writes(CheckpointRef("s1", "", "1")) == []
     assert store.get_checkpoint("s2", "", "1") is not None
 
 
@@ -178,14 +191,16 @@ def test_names_of_any_length_fit_a_sort_key(store: CheckpointStore) -> None:
             _checkpoint(f"id-{n}", ns=space, versions={channel: version}),
             [ChannelBlob(channel, version, Blob("json", space[-1].encode()))],
         )
-        store.put_writes("s1", space, f"id-{n}", [_write(task, 0, channel, space[-1].encode())])
+        store.put_writes(
+            CheckpointRef("s1", space, f"id-{n}"), [_write(task, 0, channel, space[-1].encode())]
+        )
     for n, space in enumerate((ns, other_ns)):
-        (found,) = store.list_checkpoints("s1", space, None, 10)
+        (found,) = store.list_checkpoints("s1", CheckpointRange(space), 10)
         assert (found.checkpoint_id, found.checkpoint_ns) == (f"id-{n}", space)
         assert store.get_blobs("s1", space, {channel: version})[channel].data == space[-1].encode()
-        (write,) = store.get_writes("s1", space, f"id-{n}")
+        (write,) = store.get_writes(CheckpointRef("s1", space, f"id-{n}"))
         assert (write.task_id, write.channel) == (task, channel)
-        assert store.list_checkpoints("s1", space, f"id-{n}", 10) == []
+        assert store.list_checkpoints("s1", CheckpointRange(space, f"id-{n}"), 10) == []
 
 
 def test_a_write_retried_with_other_data_over_several_chunks_leaves_the_first_whole(
@@ -195,23 +210,23 @@ def test_a_write_retried_with_other_data_over_several_chunks_leaves_the_first_wh
     write reads back byte for byte (its further chunks are not overwritten by the retry's)."""
     size = 2 * schema.CHECKPOINT_CHUNK_BYTES + 10
     first, other = b"a" * size, b"b" * (size + 5)
-    store.put_writes("s1", "", "1", [_write("t", 0, "ch", first)])
-    store.put_writes("s1", "", "1", [_write("t", 0, "ch", other)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "ch", first)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", 0, "ch", other)])
 
-    (write,) = store.get_writes("s1", "", "1")
+    (write,) = store.get_writes(CheckpointRef("s1", "", "1"))
     assert write.value.data == first
-    assert store.writes_size("s1", "", "1") == len(first)
+    assert store.writes_size(CheckpointRef("s1", "", "1")) == len(first)
 
 
 def test_a_special_write_replaced_by_a_shorter_one_reads_back_as_the_new_one(
     store: CheckpointStore,
 ) -> None:
     long, short = b"x" * (2 * schema.CHECKPOINT_CHUNK_BYTES + 1), b"short"
-    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", long)])
-    store.put_writes("s1", "", "1", [_write("t", -1, "__error__", short)])
-    (write,) = store.get_writes("s1", "", "1")
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", -1, "__error__", long)])
+    store.put_writes(CheckpointRef("s1", "", "1"), [_write("t", -1, "__error__", short)])
+    (write,) = store.get_writes(CheckpointRef("s1", "", "1"))
     assert write.value.data == short
-    assert store.writes_size("s1", "", "1") == len(short)
+    assert store.writes_size(CheckpointRef("s1", "", "1")) == len(short)
 
 
 def test_a_stored_version_keeps_its_bytes_and_a_refused_put_stores_nothing(
@@ -276,7 +291,8 @@ def test_a_checkpoint_stored_as_one_item_before_reads_as_before(dynamodb: object
     )
     store.put_checkpoint(_checkpoint("1ef-2", versions={"a": "1"}, step=2), [])
     assert [
-        (c.checkpoint_id, c.metadata_json) for c in store.list_checkpoints("s1", "", None, 9)
+        (c.checkpoint_id, c.metadata_json)
+        for c in store.list_checkpoints("s1", CheckpointRange(""), 9)
     ] == [
         ("1ef-2", {"step": 2}),
         ("1ef-1", {"step": 1}),
@@ -293,13 +309,16 @@ def test_a_listing_of_every_namespace_goes_on_after_a_position(store: Checkpoint
         for cid in ("1", "2"):
             store.put_checkpoint(_checkpoint(cid, ns=ns), [])
 
-    def listed(**kw: object) -> list[tuple[str, str]]:
-        ask = {"checkpoint_ns": None, "before": None, "limit": 10, **kw}
-        return [(c.checkpoint_id, c.checkpoint_ns) for c in store.list_checkpoints("s1", **ask)]  # type: ignore[arg-type]
+    def listed(limit: int = 10, **kw: Any) -> list[tuple[str, str]]:
+        which = CheckpointRange(None, **kw)
+        return [
+            (c.checkpoint_id, c.checkpoint_ns) for c in store.list_checkpoints("s1", which, limit)
+        ]
 
     assert listed() == [("2", "b"), ("2", "a"), ("2", ""), ("1", "b"), ("1", "a"), ("1", "")]
     assert listed(after=ListPosition("2", "a"), limit=2) == [("2", ""), ("1", "b")]
     assert listed(before="2", after=ListPosition("1", "b")) == [("1", "a"), ("1", "")]
     assert [
-        c.checkpoint_id for c in store.list_checkpoints("s1", "a", None, 5, ListPosition("2", "a"))
+        c.checkpoint_id
+        for c in store.list_checkpoints("s1", CheckpointRange("a", after=ListPosition("2", "a")), 5)
     ] == ["1"]

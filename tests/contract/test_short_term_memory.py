@@ -14,12 +14,16 @@ from chatmemory import schema, wiring
 from chatmemory.adapters.dynamodb import DynamoShortTermMemory
 from chatmemory.domain import (
     ClientAlias,
+    CoveredTurns,
     Handoff,
     MemoryRecord,
     Provenance,
     PurgeEntry,
+    RecordFilter,
     Session,
+    SessionCreation,
     Turn,
+    TurnWrite,
     UserState,
 )
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound, TurnNotFound
@@ -69,7 +73,7 @@ def _session(
 
 def _create(memory: ShortTermMemory, sid: str, owner: str = "alice", **kw: Any) -> Session:
     session = _session(sid, owner, **kw)
-    memory.create_session(session, user=UserState(owner.split("#")[0]))
+    memory.create_session(session, SessionCreation(UserState(owner.split("#")[0])))
     return session
 
 
@@ -94,7 +98,7 @@ def test_creating_under_a_forgotten_generation_writes_nothing(memory: ShortTermM
     stale = memory.get_user("alice")
     memory.forget_user(stale, T1)
     with pytest.raises(Conflict):
-        memory.create_session(_session("new"), user=stale, end=["old"], ended_at=T1)
+        memory.create_session(_session("new"), SessionCreation(stale, end=["old"], ended_at=T1))
     assert memory.get_session("new") is None
     assert memory.get_session("old").status == "OPEN"  # type: ignore[union-attr]
 
@@ -105,7 +109,7 @@ def test_creating_under_a_forgotten_generation_writes_nothing(memory: ShortTermM
 def test_a_client_id_names_the_session_written_with_it(memory: ShortTermMemory) -> None:
     session = _session("s1", client_id="user42-conv")
     memory.create_session(
-        session, user=UserState("alice"), alias=ClientAlias("alice", "user42-conv")
+        session, SessionCreation(UserState("alice"), alias=ClientAlias("alice", "user42-conv"))
     )
     assert memory.get_alias("alice", "user42-conv") == "s1"
     assert memory.get_session("s1").client_id == "user42-conv"  # type: ignore[union-attr]
@@ -120,8 +124,7 @@ def test_an_id_is_read_as_a_client_id_a_server_id_and_with_the_callers_state_at_
     memory.forget_user(memory.get_user("alice"), T1)  # a caller with a generation
     memory.create_session(
         _session("s1", client_id="conv"),
-        user=memory.get_user("alice"),
-        alias=ClientAlias("alice", "conv"),
+        SessionCreation(memory.get_user("alice"), alias=ClientAlias("alice", "conv")),
     )
     alias, session, user = memory.get_named("conv", "alice")
     assert (alias, session, user.generation) == ("s1", None, 1)
@@ -138,11 +141,11 @@ def test_a_second_create_with_the_same_new_client_id_writes_nothing(
     memory: ShortTermMemory,
 ) -> None:
     memory.create_session(
-        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+        _session("s1"), SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv"))
     )
     with pytest.raises(Conflict):
         memory.create_session(
-            _session("s2"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+            _session("s2"), SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv"))
         )
     assert memory.get_session("s2") is None
     assert memory.get_alias("alice", "conv") == "s1"
@@ -150,15 +153,17 @@ def test_a_second_create_with_the_same_new_client_id_writes_nothing(
 
 def test_an_alias_moves_only_from_the_session_it_still_names(memory: ShortTermMemory) -> None:
     memory.create_session(
-        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+        _session("s1"), SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv"))
     )
     memory.create_session(
-        _session("s2"), user=UserState("alice"), alias=ClientAlias("alice", "conv", "s1")
+        _session("s2"),
+        SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv", "s1")),
     )
     assert memory.get_alias("alice", "conv") == "s2"
     with pytest.raises(Conflict):  # a request that read s1 lost the race
         memory.create_session(
-            _session("s3"), user=UserState("alice"), alias=ClientAlias("alice", "conv", "s1")
+            _session("s3"),
+            SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv", "s1")),
         )
     assert memory.get_session("s3") is None
     assert memory.get_alias("alice", "conv") == "s2"
@@ -168,15 +173,14 @@ def test_a_session_being_deleted_is_never_continued(memory: ShortTermMemory) -> 
     """A continuation's transaction checks the session it continues: a delete whose tombstone
     came after the continuation read it makes it write nothing (issue 46)."""
     memory.create_session(
-        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+        _session("s1"), SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv"))
     )
     memory.end_session("s1", T1)
     assert memory.mark_deleting("s1", T1) is True
     with pytest.raises(Conflict):
         memory.create_session(
             _session("s2", continued_from="s1", client_id="conv"),
-            user=UserState("alice"),
-            alias=ClientAlias("alice", "conv", "s1"),
+            SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv", "s1")),
         )
     assert memory.get_session("s2") is None
     assert memory.get_alias("alice", "conv") == "s1"
@@ -190,10 +194,11 @@ def test_an_alias_is_dropped_only_while_it_names_the_purged_session(
     memory: ShortTermMemory,
 ) -> None:
     memory.create_session(
-        _session("s1"), user=UserState("alice"), alias=ClientAlias("alice", "conv")
+        _session("s1"), SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv"))
     )
     memory.create_session(
-        _session("s2"), user=UserState("alice"), alias=ClientAlias("alice", "conv", "s1")
+        _session("s2"),
+        SessionCreation(UserState("alice"), alias=ClientAlias("alice", "conv", "s1")),
     )
     memory.drop_alias("alice", "conv", "s1")
     assert memory.get_alias("alice", "conv") == "s2"
@@ -207,9 +212,13 @@ def test_ending_the_previous_sessions_is_part_of_the_create(memory: ShortTermMem
     _create(memory, "b")
     memory.end_session("b", T1)
     with pytest.raises(Conflict):  # "b" is no longer open: nothing happens
-        memory.create_session(_session("c"), user=UserState("alice"), end=["a", "b"], ended_at=T1)
+        memory.create_session(
+            _session("c"), SessionCreation(UserState("alice"), end=["a", "b"], ended_at=T1)
+        )
     assert memory.get_session("c") is None and memory.get_session("a").status == "OPEN"  # type: ignore[union-attr]
-    memory.create_session(_session("c"), user=UserState("alice"), end=["a"], ended_at=T1)
+    memory.create_session(
+        _session("c"), SessionCreation(UserState("alice"), end=["a"], ended_at=T1)
+    )
     ended = memory.get_session("a")
     assert ended is not None and (ended.status, ended.ended_at) == ("ENDED", T1)
 
@@ -357,7 +366,7 @@ def test_a_lost_consolidation_is_started_again_once_per_period(memory: ShortTerm
 def test_turns_are_numbered_and_written_with_their_session(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1")
     for text in ("one", "two", "three"):
-        memory.append_turn(session, _turn("s1", text), keep_message_ids=50)
+        memory.append_turn(session, _turn("s1", text), TurnWrite(50))
     stored = memory.get_session("s1")
     assert stored is not None and stored.num_turns == 3 and stored.last_active_at == T1
     assert [t.input for t in memory.all_turns("s1")] == ["one", "two", "three"]
@@ -373,7 +382,7 @@ def test_one_retry_at_a_time_claims_a_waiting_turn(memory: ShortTermMemory) -> N
         return f"2026-11-23T10:0{1 + seconds // 60}:{seconds % 60:02d}.000Z"  # T1 + seconds
 
     session = _create(memory, "s1")
-    memory.append_turn(session, _turn("s1", "where is it?", pending=True), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "where is it?", pending=True), TurnWrite(50))
     assert memory.claim_answer("s1", 1, until=at(20), now=T1)
     # Held: another claim fails until it runs out; a release by someone else's claim is no-op.
     assert not memory.claim_answer("s1", 1, until=at(21), now=at(1))
@@ -395,13 +404,13 @@ def test_one_retry_at_a_time_claims_a_waiting_turn(memory: ShortTermMemory) -> N
 def test_a_turn_can_name_its_session_in_the_same_write(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1", auto_named=True)
     renamed = memory.append_turn(
-        session, _turn("s1", "we adopt a greyhound"), keep_message_ids=50, rename="Adopting a dog"
+        session, _turn("s1", "we adopt a greyhound"), TurnWrite(50, rename="Adopting a dog")
     )
     stored = memory.get_session("s1")
     assert stored is not None and stored.num_turns == 1
     assert (stored.name, stored.auto_named, stored.titled) == ("Adopting a dog", False, True)
     assert (renamed.name, renamed.auto_named, renamed.titled) == ("Adopting a dog", False, True)
-    memory.append_turn(renamed, _turn("s1", "more"), keep_message_ids=50)
+    memory.append_turn(renamed, _turn("s1", "more"), TurnWrite(50))
     assert memory.get_session("s1").name == "Adopting a dog"  # type: ignore[union-attr]
 
 
@@ -423,7 +432,7 @@ def test_forgotten_facts_are_added_to_their_session_for_good(memory: ShortTermMe
     stored = memory.get_session("s1")
     assert stored is not None
     assert stored.forgotten_facts == {"aaaaaaaaaaaa", "bbbbbbbbbbbb", "cccccccccccc"}
-    memory.append_turn(stored, _turn("s1", "more"), keep_message_ids=50)  # kept by other writes
+    memory.append_turn(stored, _turn("s1", "more"), TurnWrite(50))  # kept by other writes
     assert len(memory.get_session("s1").forgotten_facts) == 3  # type: ignore[union-attr]
     memory.forget_facts("missing", ["aaaaaaaaaaaa"])  # gone meanwhile: nothing marked, no error
     assert memory.get_session("missing") is None
@@ -435,9 +444,9 @@ def test_a_turn_of_a_stale_session_read_is_a_conflict_and_writes_nothing(
     session = _create(memory, "s1")
     stale = memory.get_session("s1")
     assert stale is not None
-    memory.append_turn(session, _turn("s1", "first"), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "first"), TurnWrite(50))
     with pytest.raises(Conflict):
-        memory.append_turn(stale, _turn("s1", "racing"), keep_message_ids=50)
+        memory.append_turn(stale, _turn("s1", "racing"), TurnWrite(50))
     assert [t.input for t in memory.all_turns("s1")] == ["first"]
 
 
@@ -449,20 +458,20 @@ def test_answers_go_into_open_sessions_only_and_nothing_into_a_deleted_one(
     ended = memory.get_session("s1")
     assert ended is not None
     with pytest.raises(Conflict):
-        memory.append_turn(ended, _turn("s1", "answered"), keep_message_ids=50)
-    memory.append_turn(ended, _turn("s1", "kept", pending=True), keep_message_ids=50)
+        memory.append_turn(ended, _turn("s1", "answered"), TurnWrite(50))
+    memory.append_turn(ended, _turn("s1", "kept", pending=True), TurnWrite(50))
     memory.mark_deleting("s1", T1)
     deleting = memory.get_session("s1")
     assert deleting is not None
     with pytest.raises(Conflict):
-        memory.append_turn(deleting, _turn("s1", "late", pending=True), keep_message_ids=50)
+        memory.append_turn(deleting, _turn("s1", "late", pending=True), TurnWrite(50))
     assert [t.input for t in memory.all_turns("s1")] == ["kept"]
 
 
 def test_the_session_remembers_the_last_message_ids(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1")
     for i in range(4):
-        memory.append_turn(session, _turn("s1", f"m{i}", cmid=f"id-{i}"), keep_message_ids=2)
+        memory.append_turn(session, _turn("s1", f"m{i}", cmid=f"id-{i}"), TurnWrite(2))
     stored = memory.get_session("s1")
     assert stored is not None
     assert [stored.turn_of(f"id-{i}") for i in range(4)] == [None, None, 3, 4]
@@ -470,7 +479,7 @@ def test_the_session_remembers_the_last_message_ids(memory: ShortTermMemory) -> 
 
 def test_a_pending_turn_is_completed_once(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1")
-    memory.append_turn(session, _turn("s1", "q", pending=True), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "q", pending=True), TurnWrite(50))
     pending = memory.get_turn("s1", 1)
     assert pending is not None and pending.pending
     pending.response, pending.pending = "an answer", False
@@ -485,7 +494,7 @@ def test_a_pending_turn_completed_by_a_stopped_answer_stays_marked_stopped(
     memory: ShortTermMemory,
 ) -> None:
     session = _create(memory, "s1")
-    memory.append_turn(session, _turn("s1", "q", pending=True), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "q", pending=True), TurnWrite(50))
     pending = memory.get_turn("s1", 1)
     assert pending is not None
     memory.complete_turn(replace(pending, response="what was shown", stopped=True))
@@ -496,16 +505,14 @@ def test_a_pending_turn_completed_by_a_stopped_answer_stays_marked_stopped(
 def test_stacked_messages_are_answered_in_one_conditional_write(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1", auto_named=True)
     for text in ("first", "second", "third"):
-        memory.append_turn(
-            session, _turn("s1", text, pending=True), keep_message_ids=50, stack=True
-        )
+        memory.append_turn(session, _turn("s1", text, pending=True), TurnWrite(50, stack=True))
     stored = memory.get_session("s1")
     assert stored is not None and stored.stack_head == 3
     answer = replace(_turn("s1", "third"), turn=3, response="one answer")
     # A head that moved since (a fourth message), or a turn already answered: nothing written.
     with pytest.raises(Conflict):
-        memory.complete_stack(answer, [1, 2], head=2)
-    memory.complete_stack(answer, [1, 2], head=3, rename="About three things")
+        memory.complete_stack(answer, CoveredTurns([1, 2], 2))
+    memory.complete_stack(answer, CoveredTurns([1, 2], 3), "About three things")
     turns = memory.recent_turns("s1", 10)
     assert [(t.pending, t.answered_by, t.response) for t in turns] == [
         (False, 3, None),
@@ -516,7 +523,7 @@ def test_stacked_messages_are_answered_in_one_conditional_write(memory: ShortTer
     assert named is not None and named.titled
     assert (named.name, named.auto_named) == ("About three things", False)
     with pytest.raises(Conflict):  # answered once
-        memory.complete_stack(replace(answer, response="again"), [1, 2], head=None)
+        memory.complete_stack(replace(answer, response="again"), CoveredTurns([1, 2]))
     with pytest.raises(Conflict):
         memory.complete_turn(replace(turns[0], response="late", pending=True))
     assert memory.recent_turns("s1", 10) == turns
@@ -524,15 +531,13 @@ def test_stacked_messages_are_answered_in_one_conditional_write(memory: ShortTer
 
 def test_a_stack_is_answered_only_in_an_open_session(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1")
-    memory.append_turn(session, _turn("s1", "first", pending=True), keep_message_ids=50, stack=True)
+    memory.append_turn(session, _turn("s1", "first", pending=True), TurnWrite(50, stack=True))
     memory.end_session("s1", LATER)
     with pytest.raises(Conflict):  # a stacked message is written into an open session only
-        memory.append_turn(
-            session, _turn("s1", "second", pending=True), keep_message_ids=50, stack=True
-        )
+        memory.append_turn(session, _turn("s1", "second", pending=True), TurnWrite(50, stack=True))
     answer = replace(_turn("s1", "first"), turn=1, response="too late")
     with pytest.raises(Conflict):
-        memory.complete_stack(answer, [], head=None)
+        memory.complete_stack(answer, CoveredTurns())
     [turn] = memory.recent_turns("s1", 10)
     assert (turn.pending, turn.response) == (True, None)
 
@@ -543,7 +548,7 @@ def test_a_clients_turn_waits_for_its_response_in_an_open_session_only(
     session = _create(memory, "s1")
     waiting = replace(_turn("s1", "asked", pending=True), origin=TurnOrigin.CLIENT)
     waiting.metadata = {"agent": "planner", "step": 3, "ok": True, "cost": 0.25}
-    memory.append_turn(session, waiting, keep_message_ids=50, at=LATER)
+    memory.append_turn(session, waiting, TurnWrite(50, at=LATER))
     stored = memory.get_turn("s1", 1)
     assert stored is not None and stored.pending and stored.origin == TurnOrigin.CLIENT
     assert stored.metadata == {"agent": "planner", "step": 3, "ok": True, "cost": 0.25}
@@ -557,7 +562,7 @@ def test_a_clients_turn_waits_for_its_response_in_an_open_session_only(
     # an ended session: nothing would ever answer it.
     late = replace(_turn("s1", "late", pending=True), origin=TurnOrigin.CLIENT)
     with pytest.raises(Conflict):
-        memory.append_turn(ended, late, keep_message_ids=50)
+        memory.append_turn(ended, late, TurnWrite(50))
     assert [t.input for t in memory.all_turns("s1")] == ["asked"]
 
 
@@ -565,7 +570,7 @@ def test_a_turns_metadata_and_feedback_are_set_on_the_stored_turn_only(
     memory: ShortTermMemory,
 ) -> None:
     session = _create(memory, "s1")
-    memory.append_turn(session, _turn("s1", "q"), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "q"), TurnWrite(50))
     memory.update_turn("s1", 1, {"feedback": {"rating": "down", "at": LATER, "comment": None}})
     memory.update_turn("s1", 1, {"metadata": {"channel": "web"}})
     turn = memory.get_turn("s1", 1)
@@ -580,7 +585,7 @@ def test_a_turns_metadata_and_feedback_are_set_on_the_stored_turn_only(
 def test_turns_are_listed_both_ways_across_pages(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1")
     for i in range(5):
-        memory.append_turn(session, _turn("s1", f"m{i}"), keep_message_ids=50)
+        memory.append_turn(session, _turn("s1", f"m{i}"), TurnWrite(50))
     for ascending, expected in ((True, [1, 2, 3, 4, 5]), (False, [5, 4, 3, 2, 1])):
         seen: list[int] = []
         token = None
@@ -601,7 +606,7 @@ def test_a_tombstone_is_written_once_and_removes_only_a_deleting_session(
 ) -> None:
     session = _create(memory, "s1")
     for i in range(7):
-        memory.append_turn(session, _turn("s1", f"m{i}"), keep_message_ids=50)
+        memory.append_turn(session, _turn("s1", f"m{i}"), TurnWrite(50))
     memory.remove_session("s1")  # not deleting: nothing happens
     assert memory.get_session("s1") is not None
     assert memory.mark_deleting("s1", T1) is True
@@ -727,13 +732,13 @@ def test_records_are_listed_newest_first_by_type_without_deleting_ones(
     seen: list[str] = []
     token = None
     while True:
-        page = memory.list_records("alice", None, 2, token)
+        page = memory.list_records("alice", RecordFilter(), 2, token)
         seen += [r.record_id for r in page.items]
         token = page.next_token
         if not token:
             break
     assert seen == ["2026-01-03", "2026-01-02", "2026-01-01"]
-    facts = memory.list_records("alice", RecordType.FACT, 10, None).items
+    facts = memory.list_records("alice", RecordFilter(RecordType.FACT), 10, None).items
     assert [r.record_id for r in facts] == ["2026-01-03", "2026-01-01"]
     assert {r.record_id for r in memory.records_of_owner("alice")} == {
         "2026-01-01", "2026-01-02", "2026-01-03", "2026-01-05"
@@ -759,7 +764,7 @@ def test_a_statement_is_claimed_by_one_record_at_a_time(memory: ShortTermMemory)
     assert {r.record_id for r in memory.records_of_owner("alice", include_expired=True)} == {
         "2026-01-01-a", "2026-01-01-b"
     }  # fmt: skip
-    assert [r.record_id for r in memory.list_records("alice", None, 10, None).items] == [
+    assert [r.record_id for r in memory.list_records("alice", RecordFilter(), 10, None).items] == [
         "2026-01-01-b", "2026-01-01-a"
     ]  # fmt: skip
 
@@ -859,7 +864,7 @@ def test_a_records_namespace_and_generation_read_back_and_list_by_prefix(
         seen: list[str] = []
         token = None
         while True:
-            page = memory.list_records("alice", None, 2, token, prefix)
+            page = memory.list_records("alice", RecordFilter(namespace_prefix=prefix), 2, token)
             seen += [r.record_id for r in page.items]
             token = page.next_token
             if not token:
@@ -928,7 +933,7 @@ def test_a_hand_off_is_one_conditional_write_that_leaves_the_sweepers_index(
     memory: ShortTermMemory,
 ) -> None:
     session = _create(memory, "s1")
-    memory.append_turn(session, _turn("s1", "hello"), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "hello"), TurnWrite(50))
     assert _stale_open(memory) == {"s1"}
     handed = memory.hand_off("s1", reason="user_request", at=T1)
     assert handed is not None
@@ -955,21 +960,20 @@ def test_a_hand_off_is_one_conditional_write_that_leaves_the_sweepers_index(
 def test_each_turn_is_written_only_in_the_hand_off_state_it_needs(memory: ShortTermMemory) -> None:
     bot = _create(memory, "bot")
     with pytest.raises(Conflict):  # no person has this session
-        memory.append_turn(bot, _for_agent("bot", "for a person"), keep_message_ids=50)
+        memory.append_turn(bot, _for_agent("bot", "for a person"), TurnWrite(50))
     with pytest.raises(Conflict):
-        memory.append_turn(bot, _agent_turn("bot", "hi, I am Ana"), keep_message_ids=50)
+        memory.append_turn(bot, _agent_turn("bot", "hi, I am Ana"), TurnWrite(50))
     _create(memory, "person")
     assert memory.hand_off("person", reason="user_request", at=T1) is not None
     stale = memory.get_session("person")
     assert stale is not None
     with pytest.raises(Conflict):  # the bot does not answer while a person has it
-        memory.append_turn(stale, _turn("person", "answered by the bot"), keep_message_ids=50)
-    memory.append_turn(stale, _for_agent("person", "is anyone there?"), keep_message_ids=50)
+        memory.append_turn(stale, _turn("person", "answered by the bot"), TurnWrite(50))
+    memory.append_turn(stale, _for_agent("person", "is anyone there?"), TurnWrite(50))
     replied = memory.append_turn(
         stale,
         _agent_turn("person", "Hi, I am Ana."),
-        keep_message_ids=50,
-        handoff=Handoff("ACTIVE", agent="agent-1"),
+        TurnWrite(50, handoff=Handoff("ACTIVE", agent="agent-1")),
     )
     assert (replied.handoff_state, replied.handoff_agent) == ("ACTIVE", "agent-1")
     stored = memory.get_session("person")
@@ -987,15 +991,15 @@ def test_each_turn_is_written_only_in_the_hand_off_state_it_needs(memory: ShortT
     ]
     # A client's own turn (POST /turns) needs neither.
     client = replace(_turn("person", "stored by my agent"), origin=TurnOrigin.CLIENT)
-    memory.append_turn(stored, client, keep_message_ids=50)
+    memory.append_turn(stored, client, TurnWrite(50))
 
 
 def test_a_turn_hands_its_session_off_in_its_own_write(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1")
-    memory.append_turn(session, _turn("s1", "hello"), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "hello"), TurnWrite(50))
     change = Handoff("WAITING", reason="negative_sentiment", at=T1)
     handed = memory.append_turn(
-        session, _turn("s1", "this is awful"), keep_message_ids=50, handoff=change
+        session, _turn("s1", "this is awful"), TurnWrite(50, handoff=change)
     )
     assert (handed.handoff_state, handed.handoff_turn) == ("WAITING", 2)
     stored = memory.get_session("s1")
@@ -1013,7 +1017,7 @@ def test_a_turn_hands_its_session_off_in_its_own_write(memory: ShortTermMemory) 
     )
     assert _stale_open(memory) == set() and _queue(memory, "WAITING") == ["s1"]
     with pytest.raises(Conflict):  # already handed off: nothing written
-        memory.append_turn(stored, _turn("s1", "again"), keep_message_ids=50, handoff=change)
+        memory.append_turn(stored, _turn("s1", "again"), TurnWrite(50, handoff=change))
     assert memory.get_session("s1").num_turns == 2  # type: ignore[union-attr]
 
 
@@ -1022,7 +1026,7 @@ def test_a_hand_back_clears_the_state_and_returns_to_the_sweepers_index(
 ) -> None:
     session = _create(memory, "s1")
     assert memory.hand_back("s1", at=T1) is None  # not handed off
-    memory.append_turn(session, _turn("s1", "hello"), keep_message_ids=50)
+    memory.append_turn(session, _turn("s1", "hello"), TurnWrite(50))
     memory.hand_off("s1", reason="user_request", at=T1)
     back = memory.hand_back("s1", at=LATER)
     assert back is not None
@@ -1037,7 +1041,7 @@ def test_a_hand_back_clears_the_state_and_returns_to_the_sweepers_index(
     assert _queue(memory, "WAITING") == []
     assert _stale_open(memory, LATER) == set()  # active at the hand-back...
     assert _stale_open(memory, LATEST) == {"s1"}  # ...and swept when idle after it
-    memory.append_turn(back, _turn("s1", "the bot again"), keep_message_ids=50)
+    memory.append_turn(back, _turn("s1", "the bot again"), TurnWrite(50))
 
 
 def test_the_queue_is_longest_waiting_first_paged_and_only_open_handed_off_sessions(
@@ -1059,15 +1063,13 @@ def test_the_queue_is_longest_waiting_first_paged_and_only_open_handed_off_sessi
 def test_waiting_messages_become_the_agents_only_while_handed_off(memory: ShortTermMemory) -> None:
     session = _create(memory, "s1")
     for text in ("first", "second"):
-        memory.append_turn(
-            session, _turn("s1", text, pending=True), keep_message_ids=50, stack=True
-        )
+        memory.append_turn(session, _turn("s1", text, pending=True), TurnWrite(50, stack=True))
     with pytest.raises(Conflict):  # with the bot: they wait for its answer
         memory.mark_for_agent("s1", [1, 2])
     memory.hand_off("s1", reason="user_request", at=T1)
     answer = replace(_turn("s1", "second"), turn=2, response="the bot, too late")
     with pytest.raises(Conflict):  # the bot's answer lost to the hand-off
-        memory.complete_stack(answer, [1], head=2)
+        memory.complete_stack(answer, CoveredTurns([1], 2))
     memory.mark_for_agent("s1", [1, 2])
     turns = memory.recent_turns("s1", 5)
     assert [(t.pending, t.for_agent, t.response) for t in turns] == [
@@ -1109,7 +1111,7 @@ def test_an_expired_record_is_gone_for_every_read_from_its_expiry_on(
 
     memory.clock = lambda: now + timedelta(seconds=60)  # type: ignore[attr-defined]
     assert memory.get_record("alice", "2026-01-01-a") is None
-    page = memory.list_records("alice", None, 10, None)
+    page = memory.list_records("alice", RecordFilter(), 10, None)
     assert [r.record_id for r in page.items] == ["2026-01-01-b"]
     assert [r.record_id for r in memory.records_of_owner("alice")] == ["2026-01-01-b"]
     assert {r.record_id for r in memory.records_of_owner("alice", include_expired=True)} == {

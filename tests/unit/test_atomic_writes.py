@@ -12,7 +12,7 @@ import pytest
 
 from chatmemory import wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
-from chatmemory.domain import Session, UserState
+from chatmemory.domain import Session, SessionCreation, UserState
 from chatmemory.errors import Conflict
 from chatmemory.schema import PASSAGE_INDEX, SessionStatus
 from chatmemory.services.background.forget import forget_user
@@ -40,7 +40,7 @@ def test_a_new_session_and_the_ends_of_the_previous_ones_are_one_transaction(
     new = Session("new-1", stale.owner, "n", SessionStatus.OPEN, T, T)
 
     with pytest.raises(Conflict):
-        memory.create_session(new, user=stale, end=[first, second], ended_at=T)
+        memory.create_session(new, SessionCreation(stale, end=[first, second], ended_at=T))
 
     assert memory.get_session("new-1") is None
     assert (_status(memory, first), _status(memory, second)) == ("OPEN", "OPEN")
@@ -53,7 +53,7 @@ def test_a_session_cannot_be_born_under_a_forgotten_owner_key(dynamodb: Any) -> 
     assert created.user_id == "alice#1"
     stale = UserState("alice", generation=0)
     with pytest.raises(Conflict):
-        memory.create_session(Session("s", "alice", "n", "OPEN", T, T), user=stale)
+        memory.create_session(Session("s", "alice", "n", "OPEN", T, T), SessionCreation(stale))
 
 
 def test_reingesting_a_shorter_document_removes_its_old_passages() -> None:

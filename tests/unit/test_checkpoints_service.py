@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from chatmemory.domain import Blob, ChannelBlob, ListPosition, PendingWrite
+from chatmemory.domain import Blob, ChannelBlob, CheckpointRef, ListPosition, PendingWrite
 from chatmemory.errors import BadRequest, CheckpointNotFound, PayloadTooLarge, SessionNotFound
 from chatmemory.limits import Room
 from chatmemory.schema import MAX_CHECKPOINT_BYTES, MAX_CHECKPOINT_WRITES_BYTES
@@ -220,7 +220,7 @@ def test_a_write_racing_the_threads_delete_and_purge_leaves_nothing_behind(
                 writes=[PendingWrite("t1", 0, "messages", Blob("bytes", b"my vault pin 88231"))],
             )  # fmt: skip
     assert store.get_checkpoint(sid, "", None) is None
-    assert store.get_writes(sid, "", "1") == []
+    assert store.get_writes(CheckpointRef(sid, "", "1")) == []
     assert store.delete_checkpoints(sid, 100) == 0  # nothing at all left in the partition
 
 

@@ -241,10 +241,10 @@ def test_a_delete_between_a_messages_read_and_its_continuation_wins(
     real = memory.create_session
     deletes: list[int] = []
 
-    def delete_first(session: Any, **kw: Any) -> None:
+    def delete_first(session: Any, creation: Any) -> None:
         monkeypatch.setattr(memory, "create_session", real)
         deletes.append(world.api.call("DELETE", "/sessions/conv")[0])
-        real(session, **kw)
+        real(session, creation)
 
     monkeypatch.setattr(memory, "create_session", delete_first)
     status, data = world.api.call("POST", "/sessions/conv/messages", {"content": "raced words"})

@@ -15,6 +15,7 @@ import pytest
 
 from chatmemory import deadline
 from chatmemory.adapters.retry import DeadlineClients
+from chatmemory.domain import TurnWrite
 from chatmemory.errors import DeadlineExceeded, ModelUnavailable
 from chatmemory.ports import Generation, GenerationOptions, Piece, TextGenerator, whole
 from chatmemory.services.conversation.chat import ChatDeps, ChatPolicy, Message, post_message
@@ -178,7 +179,7 @@ def test_a_covered_message_stops_waiting_for_its_answer_at_the_deadline(world: A
         turn = Turn(session_id, 0, "alice", text, None, created_at="2026-11-23T10:00:00.000Z")
         turn.pending = True
         turn.client_message_id = f"m-{number}"
-        memory.append_turn(session, turn, keep_message_ids=50, stack=True)
+        memory.append_turn(session, turn, TurnWrite(50, stack=True))
 
     started = clock.now
     with pytest.raises(DeadlineExceeded), deadline.within(deadline.Deadline(clock.now + 5, clock)):

@@ -19,7 +19,7 @@ from chatmemory import wiring
 from chatmemory.adapters.embedded import EmbeddedLongTermIndex
 from chatmemory.adapters.eventbridge import EventBridgePublisher
 from chatmemory.adapters.events_file import JsonLinesEventPublisher, read_events
-from chatmemory.domain import Page, Sentiment, Session, Turn
+from chatmemory.domain import Page, Sentiment, Session, Turn, TurnWrite
 from chatmemory.errors import Conflict, EventsUnavailable, ModelUnavailable, SessionNotFound
 from chatmemory.limits import LAMBDA_PAYLOAD_BYTES
 from chatmemory.schema import (
@@ -91,10 +91,10 @@ class HookedMemory(InMemoryShortTermMemory):
         self.before_append: list[Callable[[], None]] = []
         self.after_sweep: list[Callable[[], None]] = []
 
-    def append_turn(self, session: Session, turn: Turn, **kwargs: Any) -> Session:
+    def append_turn(self, session: Session, turn: Turn, write: TurnWrite) -> Session:
         if self.before_append:
             self.before_append.pop(0)()
-        return super().append_turn(session, turn, **kwargs)
+        return super().append_turn(session, turn, write)
 
     def stale_page(
         self, state: str, shard: int, before: str, limit: int, next_token: str | None

@@ -241,14 +241,15 @@ def test_the_ingest_lambda_indexes_documents_of_its_event(tmp_path, monkeypatch,
 
 
 def _ended_long_ago(memory: Any, count: int, *, at: datetime) -> list[str]:
-    from chatmemory.domain import Session, UserState
+    from chatmemory.domain import Session, SessionCreation, UserState
 
     sids = []
     for n in range(count):
         sid = f"s-{n:04d}"
         started = at.isoformat()
         memory.create_session(
-            Session(sid, "alice", sid, "OPEN", started, started), user=UserState("alice")
+            Session(sid, "alice", sid, "OPEN", started, started),
+            SessionCreation(UserState("alice")),
         )
         sids.append(sid)
     return sids

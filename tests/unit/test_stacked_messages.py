@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from chatmemory.clock import iso
-from chatmemory.domain import Turn
+from chatmemory.domain import Turn, TurnWrite
 from chatmemory.errors import Conflict, ModelUnavailable, SessionEnded, SessionNotFound
 from chatmemory.schema import Intent, SessionStatus
 from chatmemory.services.conversation.chat import (
@@ -126,7 +126,7 @@ def _write_waiting(world: World, content: str, message_id: str) -> None:
         client_message_id=message_id,
         pending=True,
     )
-    world.memory.append_turn(session, waiting, keep_message_ids=50, stack=True)
+    world.memory.append_turn(session, waiting, TurnWrite(50, stack=True))
 
 
 def test_an_answer_computed_before_a_newer_message_arrived_is_not_written(world: World) -> None:
@@ -221,7 +221,7 @@ def test_a_message_whose_answering_request_died_is_answered_by_the_waiting_one(
             client_message_id="b",
             pending=True,
         )
-        world.memory.append_turn(session, doomed, keep_message_ids=50, stack=True)
+        world.memory.append_turn(session, doomed, TurnWrite(50, stack=True))
 
     world.sleeps.append(crashed_second)
     first = world.say("first", policy, client_message_id="a")

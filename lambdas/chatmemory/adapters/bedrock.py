@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from chatmemory.adapters.model_io import (
+    JsonApi,
     clip_to_token_bound,
     cut_at_stop,
     embed_in_batches,
@@ -28,7 +29,9 @@ from chatmemory.ports import (
 )
 from chatmemory.schema import foundation_model
 
+# InvokeModel's names for a request's parts (and its answer's body).
 _MISSING = "is not available: check the model id, the region and that model access is enabled"
+_INVOKE_MODEL = JsonApi("body", content_type="contentType", accept="accept", missing=_MISSING)
 # Bedrock chat models read far more than this, but a prompt is also clipped to
 # PROMPT_TOKEN_BUDGET, and cost and latency grow with it; 4096 is a safe floor for every
 # current Converse model.
@@ -204,15 +207,9 @@ class BedrockEmbedder:
         )
 
     def _invoke(self, payload: dict[str, Any]) -> Any:
-        def send(body: bytes) -> Any:
-            return self._client.invoke_model(
-                modelId=self.name,
-                contentType="application/json",
-                accept="application/json",
-                body=body,
-            )["body"]
-
-        return invoke_json(send, payload, target=self._target, missing=_MISSING)
+        """InvokeModel with `payload` as JSON, its answer parsed."""
+        call = self._client.invoke_model
+        return invoke_json(call, _INVOKE_MODEL, payload, self._target, modelId=self.name)
 
     def _embed_titan(self, texts: list[str]) -> list[Any]:
         (text,) = texts

@@ -8,7 +8,7 @@ import math
 import sys
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from chatmemory.adapters.retry import model_errors
 from chatmemory.errors import ModelError
@@ -23,11 +23,28 @@ T = TypeVar("T")
 MAX_SERVER_STOPS = 4
 
 
-def invoke_json(send: Callable[[bytes], Any], payload: Any, *, target: str, missing: str) -> Any:
-    """Send `payload` as JSON through `send` (which returns a readable body) and parse the
-    answer; every failure becomes ModelUnavailable or ModelError naming `target`."""
-    with model_errors(target, missing=missing):
-        raw = send(json.dumps(payload).encode("utf-8")).read()
+class JsonApi(NamedTuple):
+    """How a runtime API names a request's body, its content type and what it accepts (its
+    answer's body goes by the request's body name), and what its model's absence means (the
+    end of ModelUnavailable's message)."""
+
+    body: str
+    content_type: str
+    accept: str
+    missing: str
+
+
+def invoke_json(
+    call: Callable[..., Any], api: JsonApi, payload: Any, target: str, **params: Any
+) -> Any:
+    """Send `payload` as JSON through `call`, a runtime API that names a request's parts as
+    `api` says (`params`: the rest of the request), and parse the answer; every failure becomes
+    ModelUnavailable or ModelError naming `target`."""
+    json_type = "application/json"
+    params.update({api.content_type: json_type, api.accept: json_type})
+    params[api.body] = json.dumps(payload).encode("utf-8")
+    with model_errors(target, missing=api.missing):
+        raw = call(**params)[api.body].read()
     return parse_json(raw, target)
 
 

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from chatmemory import limits
 from chatmemory.adapters.model_io import (
+    JsonApi,
     cut_at_stop,
     embed_in_batches,
     invoke_json,
@@ -40,7 +41,9 @@ from chatmemory.schema import EmbedFormat, TextFormat
 
 F = TypeVar("F", TextFormat, EmbedFormat)
 
+# InvokeEndpoint's names for a request's parts (and its answer's body).
 _MISSING = "does not exist or is not InService"
+_INVOKE = JsonApi("Body", content_type="ContentType", accept="Accept", missing=_MISSING)
 FLAN_T5_CONTEXT_TOKENS = 512
 # Requests per call: the GPT-J container takes a list, and 16 vectors of 4096 floats keep the
 # answer far below SageMaker's 6 MB payload limit; TEI refuses more than its default
@@ -93,15 +96,9 @@ class _Endpoint:
                 events.close()
 
     def invoke(self, payload: Any) -> Any:
-        def send(body: bytes) -> Any:
-            return self._client.invoke_endpoint(
-                EndpointName=self.endpoint_name,
-                ContentType="application/json",
-                Accept="application/json",
-                Body=body,
-            )["Body"]
-
-        return invoke_json(send, payload, target=self.target, missing=_MISSING)
+        """InvokeEndpoint with `payload` as JSON, its answer parsed."""
+        call = self._client.invoke_endpoint
+        return invoke_json(call, _INVOKE, payload, self.target, EndpointName=self.endpoint_name)
 
 
 def _check_format(payload_format: str, allowed: type[F]) -> F:

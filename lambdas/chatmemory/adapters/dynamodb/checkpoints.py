@@ -25,10 +25,10 @@ from chatmemory.domain import (
     Blob,
     ChannelBlob,
     CheckpointEntry,
-    ListPosition,
+    CheckpointRange,
+    CheckpointRef,
     PendingWrite,
     StoredCheckpoint,
-    listed_after,
 )
 from chatmemory.errors import Conflict, ShortTermMemoryUnavailable
 from chatmemory.limits import DYNAMODB_BATCH_GET
@@ -206,7 +206,7 @@ class DynamoCheckpointStore:
         self, session_id: str, checkpoint_ns: str, checkpoint_id: str | None
     ) -> StoredCheckpoint | None:
         if checkpoint_id is None:
-            newest = self.list_checkpoints(session_id, checkpoint_ns, None, 1)
+            newest = self.list_checkpoints(session_id, CheckpointRange(checkpoint_ns), 1)
             if not newest:
                 return None
             checkpoint_id = newest[0].checkpoint_id
@@ -223,24 +223,21 @@ class DynamoCheckpointStore:
         return None
 
     def list_checkpoints(
-        self,
-        session_id: str,
-        checkpoint_ns: str | None,
-        before: str | None,
-        limit: int,
-        after: ListPosition | None = None,
+        self, session_id: str, which: CheckpointRange, limit: int
     ) -> list[CheckpointEntry]:
-        if checkpoint_ns is None:
-            # Every namespace: the session's listed items (keys and metadata, no values),
-            # ordered here (a listing across namespaces is rare: LangGraph lists one).
+        """One namespace: a Query of its listed items below `before` (or below `after`, where
+        that is lower); every namespace: all the session's listed items, ordered here."""
+        if which.checkpoint_ns is None:
+            # A listing across namespaces is rare: LangGraph lists one.
             every = [
                 _entry_of(item)
                 for item in self._query(session_id, "c#", newest_first=True, limit=None)
             ]
-            return listed_after(every, before, after)[:limit]
+            return which.select(every)[:limit]
+        before, after = which.before, which.after
         if after is not None and (before is None or after.checkpoint_id < before):
             before = after.checkpoint_id
-        prefix = schema.checkpoint_prefix(checkpoint_ns)
+        prefix = schema.checkpoint_prefix(which.checkpoint_ns)
         names = {"#k": CHECKPOINT_KEY}
         values: dict[str, Any] = {":s": {"S": session_id}, ":p": {"S": prefix}}
         if before is None:
@@ -307,13 +304,8 @@ class DynamoCheckpointStore:
 
     # --- pending writes -----------------------------------------------------------------------
 
-    def put_writes(
-        self,
-        session_id: str,
-        checkpoint_ns: str,
-        checkpoint_id: str,
-        writes: Sequence[PendingWrite],
-    ) -> None:
+    def put_writes(self, checkpoint: CheckpointRef, writes: Sequence[PendingWrite]) -> None:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         for write in writes:
 
             def key_of(n: int, digest: str, w: PendingWrite = write) -> str:
@@ -369,9 +361,8 @@ class DynamoCheckpointStore:
     def _delete_keys(self, session_id: str, keys: Sequence[str]) -> None:
         self._batch_write({"DeleteRequest": {"Key": _key(session_id, k)}} for k in keys)
 
-    def get_writes(
-        self, session_id: str, checkpoint_ns: str, checkpoint_id: str
-    ) -> list[PendingWrite]:
+    def get_writes(self, checkpoint: CheckpointRef) -> list[PendingWrite]:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         items = self._query(
             session_id, schema.writes_prefix(checkpoint_ns, checkpoint_id), limit=None
         )
@@ -402,7 +393,8 @@ class DynamoCheckpointStore:
         writes.sort(key=lambda w: (w.task_path, w.task_id, w.idx))
         return writes
 
-    def writes_size(self, session_id: str, checkpoint_ns: str, checkpoint_id: str) -> int:
+    def writes_size(self, checkpoint: CheckpointRef) -> int:
+        session_id, checkpoint_ns, checkpoint_id = checkpoint
         items = self._query(
             session_id,
             schema.writes_prefix(checkpoint_ns, checkpoint_id),

@@ -31,7 +31,6 @@ from chatmemory.schema import (
     LAST_ACTIVE_AT,
     OPEN_SHARD,
     SESSION_ID,
-    STATUS,
     USER_ID,
     HandoffState,
     SessionStatus,
@@ -41,13 +40,11 @@ from chatmemory.schema import (
 class DynamoHandoffStore(DynamoTables):
     """ports.HandoffStore on the sessions and conversations tables."""
 
-    def _session_update(self, **update: Any) -> Session | None:
-        """A conditional UpdateItem of a session item: the session as written, or None when
-        its condition failed."""
+    def _updated_session(self, request: dict[str, Any]) -> Session | None:
+        """A conditional UpdateItem of a session item (DynamoTables._session_update): the
+        session as written, or None when its condition failed."""
         try:
-            answer = self._db.update_item(
-                TableName=self._sessions, ReturnValues="ALL_NEW", **update
-            )
+            answer = self._db.update_item(**request, ReturnValues="ALL_NEW")
         except ClientError as error:
             if is_conditional_failure(error):
                 return None
@@ -58,46 +55,32 @@ class DynamoHandoffStore(DynamoTables):
         self, session_id: str, *, reason: str, at: str, note: str | None = None
     ) -> Session | None:
         noted = {":note": {"S": note}} if note else {}
-        return self._session_update(
-            Key=_session_key(session_id),
-            UpdateExpression=(
-                "SET #q = :state, handoff_state = :state, handoff_reason = :reason, "
-                "#hat = :at, handoff_turn = num_turns"
-                + (", handoff_note = :note " if note else " ")
-                + f"REMOVE handoff_agent, {OPEN_SHARD}, {IDLE_BUCKET}"
-                + ("" if note else ", handoff_note")
-            ),
-            ConditionExpression="#s = :open" + _handoff_condition(False),
-            ExpressionAttributeNames={
-                "#s": STATUS,
-                "#q": schema.HANDOFF_QUEUE,
-                "#hat": schema.HANDOFF_AT,
-            },
-            ExpressionAttributeValues={
-                ":state": {"S": HandoffState.WAITING},
-                ":reason": {"S": reason},
-                ":at": {"S": at},
-                ":open": {"S": SessionStatus.OPEN},
-                **noted,
-            },
+        update = (
+            "SET #q = :state, handoff_state = :state, handoff_reason = :reason, "
+            "#hat = :at, handoff_turn = num_turns"
+            + (", handoff_note = :note " if note else " ")
+            + f"REMOVE handoff_agent, {OPEN_SHARD}, {IDLE_BUCKET}"
+            + ("" if note else ", handoff_note")
+        )
+        values = {":state": {"S": HandoffState.WAITING}, ":reason": {"S": reason}, ":at": {"S": at}}
+        condition = "#s = :open" + _handoff_condition(False)
+        names = {"#q": schema.HANDOFF_QUEUE, "#hat": schema.HANDOFF_AT}
+        return self._updated_session(
+            self._session_update(session_id, update, condition, {**values, **noted}, names)
         )
 
     def hand_back(self, session_id: str, *, at: str) -> Session | None:
-        return self._session_update(
-            Key=_session_key(session_id),
-            UpdateExpression=(
-                f"SET {LAST_ACTIVE_AT} = :at, {OPEN_SHARD} = :shard, {IDLE_BUCKET} = :bucket "
-                f"REMOVE {_HANDOFF_CLEARED}"
-            ),
-            ConditionExpression="#s = :open" + _handoff_condition(True),
-            ExpressionAttributeNames={"#s": STATUS},
-            ExpressionAttributeValues={
-                ":at": {"S": at},
-                ":shard": {"S": open_shard(session_id)},
-                ":bucket": {"S": idle_bucket(at)},
-                ":open": {"S": SessionStatus.OPEN},
-            },
+        update = (
+            f"SET {LAST_ACTIVE_AT} = :at, {OPEN_SHARD} = :shard, {IDLE_BUCKET} = :bucket "
+            f"REMOVE {_HANDOFF_CLEARED}"
         )
+        values = {
+            ":at": {"S": at},
+            ":shard": {"S": open_shard(session_id)},
+            ":bucket": {"S": idle_bucket(at)},
+        }
+        condition = "#s = :open" + _handoff_condition(True)
+        return self._updated_session(self._session_update(session_id, update, condition, values))
 
     def handoff_queue(self, state: str, limit: int, next_token: str | None) -> Page[Session]:
         """A page of the sparse hand-off index, checked against the tables (the index is

@@ -16,7 +16,7 @@ from chatmemory.adapters.dynamodb.codec import (
     serialize,
 )
 from chatmemory.adapters.dynamodb.tables import DynamoTables, _record_key, _session_key
-from chatmemory.domain import MemoryRecord, Page, visible_to
+from chatmemory.domain import MemoryRecord, Page, RecordFilter, visible_to
 from chatmemory.schema import RECORD_ID, SESSION_ID, STATUS, USER_ID, RecordStatus
 
 
@@ -111,13 +111,11 @@ class DynamoRecordStore(DynamoTables):
         )
 
     def list_records(
-        self,
-        owner: str,
-        record_type: str | None,
-        limit: int,
-        next_token: str | None,
-        namespace_prefix: tuple[str, ...] | None = None,
+        self, owner: str, which: RecordFilter, limit: int, next_token: str | None
     ) -> Page[MemoryRecord]:
+        """A Query of the owner's partition whose filter expression is `which` (and not
+        deleting, not expired): `limit` counts the items read, not the ones kept."""
+        record_type, namespace_prefix = which
         names = {"#s": STATUS, "#e": schema.EXPIRES_AT}
         values: dict[str, Any] = {
             ":u": {"S": owner},

@@ -34,7 +34,15 @@ from chatmemory.adapters.dynamodb.tables import (
     _user_key,
 )
 from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
-from chatmemory.domain import ClientAlias, Named, Page, Session, UserState, visible_to
+from chatmemory.domain import (
+    ClientAlias,
+    Named,
+    Page,
+    Session,
+    SessionCreation,
+    UserState,
+    visible_to,
+)
 from chatmemory.errors import BadRequest, Conflict, SessionNotFound
 from chatmemory.schema import (
     IDLE_BUCKET,
@@ -52,15 +60,9 @@ from chatmemory.schema import (
 class DynamoSessionStore(DynamoTables):
     """ports.SessionStore on the sessions table (the users part is DynamoUserStore)."""
 
-    def create_session(
-        self,
-        session: Session,
-        *,
-        user: UserState,
-        end: Sequence[str] = (),
-        ended_at: str = "",
-        alias: ClientAlias | None = None,
-    ) -> None:
+    def create_session(self, session: Session, creation: SessionCreation) -> None:
+        """One TransactWriteItems: the put, the check of the caller's generation, the ends it
+        holds room for (those beyond are written first, one by one) and the alias."""
         actions: list[dict[str, Any]] = [
             {
                 "Put": {
@@ -74,16 +76,17 @@ class DynamoSessionStore(DynamoTables):
                 # no session can be born into a namespace that is being purged.
                 "ConditionCheck": {
                     "TableName": self._users,
-                    "Key": _user_key(user.user_id),
+                    "Key": _user_key(creation.user.user_id),
                     "ConditionExpression": f"attribute_not_exists({USER_ID}) OR #g = :g",
                     "ExpressionAttributeNames": {"#g": schema.GENERATION},
-                    "ExpressionAttributeValues": {":g": {"N": str(user.generation)}},
+                    "ExpressionAttributeValues": {":g": {"N": str(creation.user.generation)}},
                 }
             },
         ]
+        alias = creation.alias
         tail = [self._alias_action(alias, session.session_id)] if alias is not None else []
         previous = session.continued_from
-        if previous is not None and previous not in end:
+        if previous is not None and previous not in creation.end:
             # A continuation only of a session that is not being deleted: a delete that wrote
             # its tombstone after the continuation read it fails this, so nothing written to
             # the continuation outlives a delete that answered (an open one is ended below, on
@@ -93,10 +96,10 @@ class DynamoSessionStore(DynamoTables):
         # ends beyond it are written first, one by one (one ended or deleted meanwhile is
         # no longer the caller's to end).
         room = limits.DYNAMODB_TRANSACTION.count - len(actions) - len(tail)
-        for extra in end[room:]:
+        for extra in creation.end[room:]:
             with contextlib.suppress(Conflict, SessionNotFound):
-                self.end_session(extra, ended_at)
-        actions += [self._end_action(session_id, ended_at) for session_id in end[:room]]
+                self.end_session(extra, creation.ended_at)
+        actions += [self._end_action(ended, creation.ended_at) for ended in creation.end[:room]]
         actions += tail
         transact(
             self._db, actions, "the caller's sessions changed while this one was created; retry"
@@ -155,27 +158,17 @@ class DynamoSessionStore(DynamoTables):
         by when it ended, and stays there until it is CONSOLIDATED or FAILED: a consolidation
         whose stream record expired, went to the dead letters or died with its run is found
         there again (retry_consolidation)."""
-        return {
-            "Update": {
-                "TableName": self._sessions,
-                "Key": _session_key(session_id),
-                "UpdateExpression": (
-                    "SET #s = :ended, ended_at = :t, version = version + :one, "
-                    f"{OPEN_SHARD} = :shard, {IDLE_BUCKET} = :bucket "
-                    f"REMOVE {_HANDOFF_CLEARED}"
-                ),
-                "ConditionExpression": "#s = :open",
-                "ExpressionAttributeNames": {"#s": schema.STATUS},
-                "ExpressionAttributeValues": {
-                    ":ended": {"S": SessionStatus.ENDED},
-                    ":open": {"S": SessionStatus.OPEN},
-                    ":t": {"S": ended_at},
-                    ":one": {"N": "1"},
-                    ":shard": {"S": open_shard(session_id, SessionStatus.ENDED)},
-                    ":bucket": {"S": idle_bucket(ended_at)},
-                },
-            }
+        update = (
+            "SET #s = :ended, ended_at = :t, version = version + :one, "
+            f"{OPEN_SHARD} = :shard, {IDLE_BUCKET} = :bucket REMOVE {_HANDOFF_CLEARED}"
+        )
+        values = {
+            ":t": {"S": ended_at},
+            ":one": {"N": "1"},
+            ":shard": {"S": open_shard(session_id, SessionStatus.ENDED)},
+            ":bucket": {"S": idle_bucket(ended_at)},
         }
+        return {"Update": self._session_update(session_id, update, "#s = :open", values)}
 
     def get_session(self, session_id: str, *, consistent: bool = True) -> Session | None:
         answer = self._db.get_item(
@@ -368,48 +361,33 @@ class DynamoSessionStore(DynamoTables):
             if item.get(STATUS, {}).get("S") == SessionStatus.ENDED
             and item.get(schema.CONSOLIDATION_RETRIED_AT, {}).get("S", "") < before
         ]
+        retry = (
+            "SET #state = :continue, #retried = :at ADD consolidation_retries :one",
+            "#s = :ended AND (attribute_not_exists(#retried) OR #retried < :before)",
+            {
+                ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
+                ":at": {"S": at},
+                ":before": {"S": before},
+                ":one": {"N": "1"},
+            },
+            {"#state": schema.CONSOLIDATION_STATE, "#retried": schema.CONSOLIDATION_RETRIED_AT},
+        )
         retried: list[str] = []
         for session_id in sorted(due, key=list(session_ids).index)[:limit]:
             with suppress_conditional():  # consolidated, failed or retried meanwhile
-                self._db.update_item(
-                    TableName=self._sessions,
-                    Key=_session_key(session_id),
-                    UpdateExpression=(
-                        "SET #state = :continue, #retried = :at ADD consolidation_retries :one"
-                    ),
-                    ConditionExpression=(
-                        "#s = :ended AND (attribute_not_exists(#retried) OR #retried < :before)"
-                    ),
-                    ExpressionAttributeNames={
-                        "#s": STATUS,
-                        "#state": schema.CONSOLIDATION_STATE,
-                        "#retried": schema.CONSOLIDATION_RETRIED_AT,
-                    },
-                    ExpressionAttributeValues={
-                        ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
-                        ":at": {"S": at},
-                        ":before": {"S": before},
-                        ":one": {"N": "1"},
-                        ":ended": {"S": SessionStatus.ENDED},
-                    },
-                )
+                self._db.update_item(**self._session_update(session_id, *retry))
                 retried.append(session_id)
         return retried
 
     def record_consolidation_failure(self, session_id: str, reason: str) -> int | None:
         try:
             answer = self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression="SET failure_reason = :r ADD consolidation_attempts :one",
-                ConditionExpression="#s IN (:ended, :failed)",
-                ExpressionAttributeNames={"#s": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":r": {"S": reason},
-                    ":one": {"N": "1"},
-                    ":ended": {"S": SessionStatus.ENDED},
-                    ":failed": {"S": SessionStatus.FAILED},
-                },
+                **self._session_update(
+                    session_id,
+                    "SET failure_reason = :r ADD consolidation_attempts :one",
+                    "#s IN (:ended, :failed)",
+                    {":r": {"S": reason}, ":one": {"N": "1"}},
+                ),
                 ReturnValues="UPDATED_NEW",
             )
         except ClientError as error:
@@ -447,29 +425,24 @@ class DynamoSessionStore(DynamoTables):
     def checkpoint_consolidation(
         self, session_id: str, *, expected_round: int, cursor: int, summary: str
     ) -> bool:
-        return applied(
-            self._db.update_item,
-            TableName=self._sessions,
-            Key=_session_key(session_id),
-            UpdateExpression=(
-                "SET #state = :continue, consolidation_cursor = :cursor, "
-                "consolidation_summary = :summary, consolidation_round = :next"
-            ),
-            ConditionExpression=(
-                "#s IN (:ended, :failed) AND "
-                "(attribute_not_exists(consolidation_round) OR consolidation_round = :round)"
-            ),
-            ExpressionAttributeNames={"#s": STATUS, "#state": schema.CONSOLIDATION_STATE},
-            ExpressionAttributeValues={
-                ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
-                ":cursor": {"N": str(cursor)},
-                ":summary": {"S": summary},
-                ":round": {"N": str(expected_round)},
-                ":next": {"N": str(expected_round + 1)},
-                ":ended": {"S": SessionStatus.ENDED},
-                ":failed": {"S": SessionStatus.FAILED},
-            },
+        update = (
+            "SET #state = :continue, consolidation_cursor = :cursor, "
+            "consolidation_summary = :summary, consolidation_round = :next"
         )
+        condition = (
+            "#s IN (:ended, :failed) AND "
+            "(attribute_not_exists(consolidation_round) OR consolidation_round = :round)"
+        )
+        values = {
+            ":continue": {"S": schema.CONSOLIDATION_CONTINUE},
+            ":cursor": {"N": str(cursor)},
+            ":summary": {"S": summary},
+            ":round": {"N": str(expected_round)},
+            ":next": {"N": str(expected_round + 1)},
+        }
+        names = {"#state": schema.CONSOLIDATION_STATE}
+        request = self._session_update(session_id, update, condition, values, names)
+        return applied(self._db.update_item, **request)
 
     def failed_sessions(self) -> list[str]:
         """FAILED sessions, for the redrive command (an operator's scan, not a request path)."""
@@ -485,15 +458,12 @@ class DynamoSessionStore(DynamoTables):
     def reset_consolidation(self, session_id: str) -> None:
         with suppress_conditional():  # deleted meanwhile: nothing to redrive
             self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression="SET consolidation_attempts = :zero",
-                ConditionExpression="#s = :failed",
-                ExpressionAttributeNames={"#s": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":zero": {"N": "0"},
-                    ":failed": {"S": SessionStatus.FAILED},
-                },
+                **self._session_update(
+                    session_id,
+                    "SET consolidation_attempts = :zero",
+                    "#s = :failed",
+                    {":zero": {"N": "0"}},
+                )
             )
 
     def forget_summary(self, session_id: str) -> None:
@@ -506,16 +476,9 @@ class DynamoSessionStore(DynamoTables):
     def _mark_forgotten(self, session_id: str, update: str, value: dict[str, Any]) -> None:
         """What the caller deleted of a session's records, marked on it for good (`:v`)."""
         with suppress_conditional():  # gone or being deleted: its records go with it
+            condition = f"attribute_exists({SESSION_ID}) AND #s <> :deleting"
             self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression=update,
-                ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
-                ExpressionAttributeNames={"#s": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":v": value,
-                    ":deleting": {"S": SessionStatus.DELETING},
-                },
+                **self._session_update(session_id, update, condition, {":v": value})
             )
 
     def update_running_summary(
@@ -523,21 +486,18 @@ class DynamoSessionStore(DynamoTables):
     ) -> bool:
         """Advance the rolling summary only if nobody advanced it meanwhile (and the session is
         not being deleted: a write must never bring a purged item back)."""
-        return applied(
-            self._db.update_item,
-            TableName=self._sessions,
-            Key=_session_key(session_id),
-            UpdateExpression="SET running_summary = :s, summary_through_turn = :t",
-            ConditionExpression="#st IN (:open, :ended) AND summary_through_turn = :e",
-            ExpressionAttributeNames={"#st": schema.STATUS},
-            ExpressionAttributeValues={
-                ":s": {"S": summary},
-                ":t": {"N": str(through_turn)},
-                ":e": {"N": str(expected_through)},
-                ":open": {"S": SessionStatus.OPEN},
-                ":ended": {"S": SessionStatus.ENDED},
-            },
+        values = {
+            ":summary": {"S": summary},
+            ":t": {"N": str(through_turn)},
+            ":e": {"N": str(expected_through)},
+        }
+        request = self._session_update(
+            session_id,
+            "SET running_summary = :summary, summary_through_turn = :t",
+            "#s IN (:open, :ended) AND summary_through_turn = :e",
+            values,
         )
+        return applied(self._db.update_item, **request)
 
     def _set_status(
         self,
@@ -548,62 +508,45 @@ class DynamoSessionStore(DynamoTables):
         allowed: tuple[str, ...],
         remove: tuple[str, ...] = (),
     ) -> bool:
-        names = {"#s": schema.STATUS, **{f"#{k}": k for k in (*extra, *remove)}}
-        values = {
-            ":status": {"S": status},
-            **{f":{k}": serialize_value(v) for k, v in extra.items()},
-            **{f":a{i}": {"S": a} for i, a in enumerate(allowed)},
-        }
-        allowed_expr = ", ".join(f":a{i}" for i in range(len(allowed)))
-        # moved on meanwhile (already consolidated, deleted)
-        return applied(
-            self._db.update_item,
-            TableName=self._sessions,
-            Key=_session_key(session_id),
-            UpdateExpression="SET #s = :status, "
+        update = (
+            f"SET #s = :{status.lower()}, "
             + ", ".join(f"#{k} = :{k}" for k in extra)
-            + (" REMOVE " + ", ".join(f"#{k}" for k in remove) if remove else ""),
-            ConditionExpression=f"#s IN ({allowed_expr})",
-            ExpressionAttributeNames=names,
-            ExpressionAttributeValues=values,
+            + (" REMOVE " + ", ".join(f"#{k}" for k in remove) if remove else "")
         )
+        condition = "#s IN ({})".format(", ".join(f":{a.lower()}" for a in allowed))
+        values = {f":{k}": serialize_value(v) for k, v in extra.items()}
+        names = {f"#{k}": k for k in (*extra, *remove)}
+        # moved on meanwhile (already consolidated, deleted)
+        request = self._session_update(session_id, update, condition, values, names)
+        return applied(self._db.update_item, **request)
 
     # --- deletion ---------------------------------------------------------------------------
 
     def mark_deleting(self, session_id: str, at: str) -> bool:
-        return applied(
-            self._db.update_item,
-            TableName=self._sessions,
-            Key=_session_key(session_id),
-            UpdateExpression=(
-                f"SET #s = :deleting, deleting_at = :t, {OPEN_SHARD} = :shard, "
-                f"{IDLE_BUCKET} = :bucket, version = version + :one "
-                f"REMOVE {_HANDOFF_CLEARED}"  # out of the agents' queue at once
-            ),
-            ConditionExpression=f"attribute_exists({SESSION_ID}) AND #s <> :deleting",
-            ExpressionAttributeNames={"#s": schema.STATUS},
-            ExpressionAttributeValues={
-                ":deleting": {"S": SessionStatus.DELETING},
-                ":t": {"S": at},
-                ":shard": {"S": open_shard(session_id, SessionStatus.DELETING)},
-                ":bucket": {"S": idle_bucket(at)},
-                ":one": {"N": "1"},
-            },
+        update = (
+            f"SET #s = :deleting, deleting_at = :t, {OPEN_SHARD} = :shard, "
+            f"{IDLE_BUCKET} = :bucket, version = version + :one "
+            f"REMOVE {_HANDOFF_CLEARED}"  # out of the agents' queue at once
         )
+        values = {
+            ":t": {"S": at},
+            ":shard": {"S": open_shard(session_id, SessionStatus.DELETING)},
+            ":bucket": {"S": idle_bucket(at)},
+            ":one": {"N": "1"},
+        }
+        condition = f"attribute_exists({SESSION_ID}) AND #s <> :deleting"
+        request = self._session_update(session_id, update, condition, values)
+        return applied(self._db.update_item, **request)
 
     def continue_purge(self, session_id: str, at: str) -> None:
         with suppress_conditional():  # already purged
             self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression=f"SET {IDLE_BUCKET} = :bucket ADD purge_round :one",
-                ConditionExpression="#s = :deleting",
-                ExpressionAttributeNames={"#s": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":deleting": {"S": SessionStatus.DELETING},
-                    ":bucket": {"S": idle_bucket(at)},
-                    ":one": {"N": "1"},
-                },
+                **self._session_update(
+                    session_id,
+                    f"SET {IDLE_BUCKET} = :bucket ADD purge_round :one",
+                    "#s = :deleting",
+                    {":bucket": {"S": idle_bucket(at)}, ":one": {"N": "1"}},
+                )
             )
 
     def remove_session(self, session_id: str) -> None:
@@ -619,21 +562,17 @@ class DynamoSessionStore(DynamoTables):
     def finish_import(self, session_id: str, last_active_at: str) -> None:
         try:
             self._db.update_item(
-                TableName=self._sessions,
-                Key=_session_key(session_id),
-                UpdateExpression=(
+                **self._session_update(
+                    session_id,
                     f"SET #s = :open, {LAST_ACTIVE_AT} = :active, {OPEN_SHARD} = :shard, "
-                    f"{IDLE_BUCKET} = :bucket"
-                ),
-                ConditionExpression="#s = :importing",
-                ExpressionAttributeNames={"#s": schema.STATUS},
-                ExpressionAttributeValues={
-                    ":open": {"S": SessionStatus.OPEN},
-                    ":importing": {"S": SessionStatus.IMPORTING},
-                    ":shard": {"S": open_shard(session_id)},
-                    ":bucket": {"S": idle_bucket(last_active_at)},
-                    ":active": {"S": last_active_at},
-                },
+                    f"{IDLE_BUCKET} = :bucket",
+                    "#s = :importing",
+                    {
+                        ":shard": {"S": open_shard(session_id)},
+                        ":bucket": {"S": idle_bucket(last_active_at)},
+                        ":active": {"S": last_active_at},
+                    },
+                )
             )
         except ClientError as error:
             if is_conditional_failure(error):

@@ -3,6 +3,7 @@ reads and writes, pages, and the hand-off conditions of every write that depends
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from datetime import datetime
@@ -14,7 +15,7 @@ from chatmemory.adapters.dynamodb.tokens import decode_token, page_token
 from chatmemory.clock import utc_now
 from chatmemory.domain import Handoff, Page
 from chatmemory.errors import BadRequest, ShortTermMemoryUnavailable
-from chatmemory.schema import IDLE_BUCKET, OPEN_SHARD
+from chatmemory.schema import IDLE_BUCKET, OPEN_SHARD, SessionStatus
 
 # --- hand-off to a person: the expressions every write that depends on it shares ------------
 
@@ -59,6 +60,10 @@ def _handoff_change(handoff: Handoff, sets: list[str], values: dict[str, Any]) -
     return [OPEN_SHARD, IDLE_BUCKET, "handoff_note"] + ([] if handoff.agent else ["handoff_agent"])
 
 
+# Each session status as the expressions of a session's writes name it (`#s = :open`).
+_STATUS_VALUES = {f":{status.lower()}": {"S": status.value} for status in SessionStatus}
+
+
 def _session_key(session_id: str) -> dict[str, Any]:
     return {schema.SESSION_ID: {"S": session_id}}
 
@@ -96,6 +101,27 @@ class DynamoTables:
         self._turns = conversations_table
         self._users = users_table
         self._records = records_table
+
+    def _session_update(
+        self,
+        session_id: str,
+        update: str,
+        condition: str,
+        values: dict[str, Any] | None = None,
+        names: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """The parameters of an UpdateItem of one session item on `condition`: `#s` names its
+        status, and each status the expressions name (`:open`, `:ended`...) has its value."""
+        said = f"{update} {condition}"
+        statuses = {k: v for k, v in _STATUS_VALUES.items() if re.search(rf"{k}\b", said)}
+        return {
+            "TableName": self._sessions,
+            "Key": _session_key(session_id),
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {"#s": schema.STATUS, **(names or {})},
+            "ExpressionAttributeValues": {**statuses, **(values or {})},
+        }
 
     def _batch_get(
         self,

@@ -28,7 +28,15 @@ from chatmemory.adapters.dynamodb.tables import (
     _session_key,
     _turn_key,
 )
-from chatmemory.domain import Handoff, Page, Session, Turn, message_key, needs_handoff
+from chatmemory.domain import (
+    CoveredTurns,
+    Page,
+    Session,
+    Turn,
+    TurnWrite,
+    message_key,
+    needs_handoff,
+)
 from chatmemory.errors import Conflict, TurnNotFound
 from chatmemory.schema import (
     IDLE_BUCKET,
@@ -145,19 +153,10 @@ class DynamoTurnStore(DynamoTables):
     def all_turns(self, session_id: str) -> Iterator[Turn]:
         yield from self._partition(self._turns, SESSION_ID, session_id, turn_from_item)
 
-    def append_turn(
-        self,
-        session: Session,
-        turn: Turn,
-        *,
-        keep_message_ids: int,
-        rename: str | None = None,
-        at: str | None = None,
-        stack: bool = False,
-        handoff: Handoff | None = None,
-    ) -> Session:
+    def append_turn(self, session: Session, turn: Turn, write: TurnWrite) -> Session:
         """One TransactWriteItems: put the turn (new number only) and advance the session,
         conditional on nobody else having advanced it since `session` was read."""
+        at = write.at or turn.created_at
         number = session.num_turns + 1
         turn.turn = number
         names: dict[str, str] = {"#s": schema.STATUS}
@@ -165,41 +164,43 @@ class DynamoTurnStore(DynamoTables):
             ":n": {"N": str(session.num_turns)},
             ":n1": {"N": str(number)},
             # The session's activity is the server's time: a client's created_at may be old.
-            ":now": {"S": at or turn.created_at},
+            ":now": {"S": at},
             ":one": {"N": "1"},
         }
         # idle_bucket only changes (and so only rewrites the sweeper's index) in a new bucket.
-        values[":bucket"] = {"S": idle_bucket(at or turn.created_at)}
+        values[":bucket"] = {"S": idle_bucket(at)}
         sets = ["num_turns = :n1", "last_active_at = :now", "version = version + :one"]
-        if rename:
+        if write.rename:
             names["#name"] = "name"
             values.update(
-                {":name": {"S": rename}, ":false": {"BOOL": False}, ":titled": {"BOOL": True}}
+                {":name": {"S": write.rename}, ":false": {"BOOL": False}, ":titled": {"BOOL": True}}
             )
             sets += ["#name = :name", "auto_named = :false", "titled = :titled"]
-        recent, overflow = _recent_messages(session, turn, number, keep_message_ids, names, sets)
-        if stack:
+        recent, overflow = _recent_messages(
+            session, turn, number, write.keep_message_ids, names, sets
+        )
+        if write.stack:
             # A message waiting for its answer: the newest one is the stack's head.
             sets.append("stack_head = :n1")
-        condition = _admission(session, turn, stack, values, sets)
+        condition = _admission(session, turn, write.stack, values, sets)
         # Hand-off to a person: who may write this turn now, and what it changes.
         condition += _handoff_condition(needs_handoff(turn))
-        removes = _handoff_change(handoff, sets, values) if handoff is not None else []
+        removes = _handoff_change(write.handoff, sets, values) if write.handoff is not None else []
         update = "SET " + ", ".join(sets)
         removes = [f"recent_messages.#o{i}" for i in range(len(overflow))] + removes
         if removes:
             update += " REMOVE " + ", ".join(removes)
         self._put_with_session(turn, session.session_id, update, condition, names, values)
         session.num_turns = number
-        session.last_active_at = at or turn.created_at
+        session.last_active_at = at
         session.version += 1
         session.recent_messages = recent
-        if rename:
-            session.name, session.auto_named, session.titled = rename, False, True
-        if stack:
+        if write.rename:
+            session.name, session.auto_named, session.titled = write.rename, False, True
+        if write.stack:
             session.stack_head = number
-        if handoff is not None:
-            handoff.apply(session, number)
+        if write.handoff is not None:
+            write.handoff.apply(session, number)
         return session
 
     def _put_with_session(
@@ -307,17 +308,12 @@ class DynamoTurnStore(DynamoTables):
         }
 
     def complete_stack(
-        self,
-        answer: Turn,
-        covered: Sequence[int],
-        *,
-        head: int | None,
-        rename: str | None = None,
+        self, answer: Turn, covered: CoveredTurns, rename: str | None = None
     ) -> None:
         """One TransactWriteItems: the answer, `answered_by` on the earlier messages, and the
         session's check (OPEN, still this head) or its new name."""
         items: list[dict[str, Any]] = [{"Update": self._completion(answer)}]
-        for number in covered:
+        for number in covered.turns:
             items.append(
                 {
                     "Update": {
@@ -338,9 +334,9 @@ class DynamoTurnStore(DynamoTables):
         values: dict[str, Any] = {":open": {"S": SessionStatus.OPEN}}
         # A bot's answer, so only while the session is with the bot (not handed to a person).
         condition = "#s = :open" + _handoff_condition(False)
-        if head is not None:
+        if covered.head is not None:
             condition += " AND stack_head = :head"
-            values[":head"] = {"N": str(head)}
+            values[":head"] = {"N": str(covered.head)}
         check: dict[str, Any] = {
             "TableName": self._sessions,
             "Key": _session_key(answer.session_id),

@@ -20,6 +20,8 @@ from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
     Blob,
     ChannelBlob,
+    CheckpointRange,
+    CheckpointRef,
     ListPosition,
     PendingWrite,
     StoredCheckpoint,
@@ -229,7 +231,9 @@ def list_checkpoints(
         # Keys and metadata to filter and page; a checkpoint and its values only for what the
         # page answers. Without a filter every one read is answered: read no more than asked.
         wanted = _LIST_READ if filter else limit - len(found)
-        read = store.list_checkpoints(partition, checkpoint_ns, before, wanted, position)
+        read = store.list_checkpoints(
+            partition, CheckpointRange(checkpoint_ns, before, position), wanted
+        )
         for listed in read:
             position = ListPosition(listed.checkpoint_id, listed.checkpoint_ns)
             if not _matches(listed.metadata_json, filter):
@@ -276,22 +280,22 @@ def put_writes(
         kept[key] = write
     writes = list(kept.values())
     adding = sum(len(w.value.data) for w in writes)
+    checkpoint = CheckpointRef(partition, checkpoint_ns, checkpoint_id)
     if adding > MAX_CHECKPOINT_WRITES_BYTES or (
-        adding + thread.store.writes_size(partition, checkpoint_ns, checkpoint_id)
-        > MAX_CHECKPOINT_WRITES_BYTES
+        adding + thread.store.writes_size(checkpoint) > MAX_CHECKPOINT_WRITES_BYTES
     ):
         raise PayloadTooLarge(
             f"a checkpoint's pending writes may hold at most {MAX_CHECKPOINT_WRITES_BYTES} "
             "bytes serialized"
         )
-    thread.store.put_writes(partition, checkpoint_ns, checkpoint_id, writes)
+    thread.store.put_writes(checkpoint, writes)
     _still_there(thread, partition)
 
 
 def _tuple(store: CheckpointStore, checkpoint: StoredCheckpoint) -> CheckpointTuple:
     sid, ns = checkpoint.session_id, checkpoint.checkpoint_ns
     values = store.get_blobs(sid, ns, checkpoint.channel_versions)
-    writes = store.get_writes(sid, ns, checkpoint.checkpoint_id)
+    writes = store.get_writes(CheckpointRef(sid, ns, checkpoint.checkpoint_id))
     return CheckpointTuple(checkpoint, values, writes)
 
 

@@ -21,6 +21,7 @@ from chatmemory.domain import (
     ImportedSession,
     Page,
     Session,
+    SessionCreation,
     Turn,
     is_identifier,
     visible_to,
@@ -110,7 +111,7 @@ def create_session(
             thread_root=_thread_root(previous, alias),
         )
         try:
-            memory.create_session(session, user=user, end=ends, ended_at=now, alias=alias)
+            memory.create_session(session, SessionCreation(user, ends, now, alias))
         except Conflict:
             continue  # a forget, or a session ended meanwhile: read again
         return session
@@ -554,7 +555,7 @@ def _create_importing(memory: UserSessions, user_id: str, importing: Session) ->
         user = memory.get_user(user_id)
         session = replace(importing, user_id=user.owner)
         try:
-            memory.create_session(session, user=user)
+            memory.create_session(session, SessionCreation(user))
         except Conflict:
             continue
         return session

@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 from chatmemory.clock import iso
-from chatmemory.domain import Feedback, Handoff, Session, Turn, needs_handoff
+from chatmemory.domain import Feedback, Handoff, Session, Turn, TurnWrite, needs_handoff
 from chatmemory.errors import (
     BadRequest,
     Conflict,
@@ -74,15 +74,8 @@ def append_next(
         if session.auto_named and turn.intent == Intent.CHAT and answered_or_own:
             rename = title_from(turn.input)  # the first message with something in it
         try:
-            memory.append_turn(
-                session,
-                turn,
-                keep_message_ids=policy.keep_message_ids,
-                rename=rename,
-                at=at,
-                stack=stack,
-                handoff=handoff,
-            )
+            write = TurnWrite(policy.keep_message_ids, rename, at, stack, handoff)
+            memory.append_turn(session, turn, write)
             return Stored(turn)
         except Conflict:
             session = owned_session(memory, caller, turn.session_id)

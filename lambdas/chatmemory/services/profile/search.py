@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
-from chatmemory.domain import MemoryRecord
+from chatmemory.domain import MemoryRecord, RecordFilter
 from chatmemory.errors import BadRequest
 from chatmemory.ports import (
     Embedder,
@@ -74,7 +74,7 @@ def list_records(
     owner = owner_of(memory, user_id)
     page = fitted_page(
         lambda count: memory.list_records(
-            owner, record_type, count, next_token, namespace_prefix or None
+            owner, RecordFilter(record_type, namespace_prefix or None), count, next_token
         ),
         limit,
         size_of,
@@ -135,8 +135,9 @@ def find_records(
     rest: list[MemoryRecord] = []
     token: str | None = None
     scanned = 0
+    which = RecordFilter(namespace_prefix=ask.namespace_prefix or None)
     while scanned < MAX_SEARCH_SCAN:
-        page = memory.list_records(owner, None, 100, token, ask.namespace_prefix or None)
+        page = memory.list_records(owner, which, 100, token)
         scanned += 100
         rest += [
             r

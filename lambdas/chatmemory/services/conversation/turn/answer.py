@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import time
 
-from chatmemory.domain import Turn
+from chatmemory.domain import CoveredTurns, Turn
 from chatmemory.errors import ChatMemoryError, Conflict, SessionEnded
 from chatmemory.schema import HandoffReason, Intent, SessionStatus
 from chatmemory.services.conversation import handoff
@@ -84,7 +84,7 @@ def complete_pending(ctx: TurnContext, turn: Turn) -> Flow:
     try:
         # As a stack of one: only while the message waits and the session is open and with
         # the bot (a hand-off during this model call makes the message the agent's).
-        ctx.memory.complete_stack(turn, [], head=None)
+        ctx.memory.complete_stack(turn, CoveredTurns())
     except Conflict as conflict:
         return _lost_completion(ctx, turn, conflict)
     return TurnResult(turn).used(used)

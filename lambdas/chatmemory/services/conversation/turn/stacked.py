@@ -12,7 +12,7 @@ from datetime import timedelta
 
 from chatmemory import deadline
 from chatmemory.clock import iso
-from chatmemory.domain import Turn
+from chatmemory.domain import CoveredTurns, Turn
 from chatmemory.errors import Conflict, SessionNotFound
 from chatmemory.schema import Intent, SessionStatus, TurnOrigin
 from chatmemory.services.access import owned_session
@@ -154,12 +154,8 @@ def _complete(
     _, answer_turn, used = computed
     rename = title_from(joined_input(batch)) if ctx.session.auto_named else None
     try:
-        ctx.memory.complete_stack(
-            answer_turn,
-            [t.turn for t in batch[:-1]],
-            head=None if force else answer_turn.turn,
-            rename=rename,
-        )
+        covered = CoveredTurns([t.turn for t in batch[:-1]], None if force else answer_turn.turn)
+        ctx.memory.complete_stack(answer_turn, covered, rename)
     except Conflict:
         # A newer message arrived (its request answers this one too), another request
         # answered first, or the session ended: read again. An ended session refuses the
