@@ -156,6 +156,13 @@ LASTING = [
         ("Most evenings after dinner I walk the dog.", "walk"),
         ("Not sure if it matters, but I'm pregnant.", "I'm pregnant"),
         ("idk if this is relevant but I have epilepsy", "I have epilepsy"),
+        # A medicine one is on or takes, without "I"; a debt paid off over years; "I'm
+        # afraid" as a regret; the user's clause in a sentence that is not about them.
+        ("On warfarin.", "I'm on warfarin"),
+        ("Take metformin twice a day with food.", "I take metformin"),
+        ("I'm still paying off my car loan.", "car loan"),
+        ("I'm afraid my eyesight is poor, so I use large print.", "large print"),
+        ("Can't do anything after sunset on Fridays, we keep Shabbat.", "Shabbat"),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
@@ -178,6 +185,10 @@ def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> Non
         # A few words of praise or of a question are no one the user is.
         "Great answer.",
         "Good question!",
+        # An instruction, not a medicine taken; a place of the moment.
+        "Take care!",
+        "Take the second left after the bridge.",
+        "On the train.",
         # A doing as the subject, before "can" or "will": what anyone may do, not the user.
         "Setting an example at work can really inspire people.",
     ],
@@ -394,6 +405,10 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
         (
             "My uncle, who lives in Perth, is a geologist.",
             ["My uncle lives in Perth.", "My uncle is a geologist."],
+        ),
+        (
+            "My mum lives with us now, also I'm allergic to latex.",
+            ["My mum lives with us now.", "I'm allergic to latex."],
         ),
         (
             "My grandson Tomas, who lives in Valencia, turns ten in April.",

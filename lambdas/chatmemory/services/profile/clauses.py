@@ -34,7 +34,7 @@ _AND = re.compile(
     # "so" before who: "I've got high blood pressure so I'm on amlodipine".
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
-    rf",\s+(?:so\s+|and so\s+)?(?={_CLAUSE})",
+    rf",\s+(?:so\s+|and so\s+|also\s+)?(?={_CLAUSE})",
     re.I,
 )
 _AND_KEPT = re.compile(f"({_AND.pattern})", re.I)
@@ -252,6 +252,9 @@ _LEAD_IN = re.compile(
     r"for the record|for context|(?:(?:some|quick|a|bit|little|of|for)\s+)*(?:background|context)"
     r"(?:\s+info)?:|"
     r"the (?:main |big |important |only |real )?(?:thing|point|issue|catch) is(?: that)?|"
+    # "I'm afraid" before what is so of one's own, a regret and no fear: "I'm afraid my
+    # hearing isn't what it was".
+    r"(?:i'm|im|i am) afraid(?: that)?(?=\s+(?:my|our)\s)|"
     # A hedge on whether it matters: "Not sure if it matters, but I'm pregnant".
     r"(?:(?:i'm\s+|im\s+)?not sure|no idea|dunno|idk)\s+(?:if|whether)\s+(?:it|this|that)\s+"
     r"(?:matters|is relevant|helps|counts),?(?:\s+but)?)"

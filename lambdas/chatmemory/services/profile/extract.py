@@ -193,7 +193,13 @@ class PatternExtractor:
             for clause in clauses(whole):
                 # "..., the house is from 1920": a thing named with "the" is the user's only
                 # when its clause says so.
-                own = None if clause.lower().startswith("the ") else about
+                # A sentence not about the user may still hold a clause that is: "Can't do
+                # anything after sunset on Fridays, we keep Shabbat" (not a question's clause).
+                own = (
+                    None
+                    if clause.lower().startswith("the ") or not (about or whole.endswith("?"))
+                    else about
+                )
                 fact = self._fact(clause, turn, about=own)
                 if fact is not None:
                     found.append(fact)

@@ -205,7 +205,7 @@ _TRIP = re.compile(r"\b(?:going|travell?ing|flying|heading|driving|moving) to [A
 # What one is doing that is a way of life even when said of now.
 _WAY_OF_LIFE = re.compile(
     rf"\b{_FIRST}\s+(?:currently\s+|now\s+|still\s+)?(?:living|renting|dating|expecting|"
-    r"fostering|homeschooling|raising)\b",
+    r"fostering|homeschooling|raising|paying (?:off|back|down))\b",
     re.I,
 )
 _STANDING = frozenset(
@@ -429,6 +429,12 @@ def _after_a_few_words(said: str) -> str:
 def _elided_verb(said: str) -> str | None:
     """ "Been vegan for years" -> "I've been vegan for years", "Can't stand olives" -> "I can't
     stand olives"; None when the sentence does not open with such a verb."""
+    if _TAKEN.match(said) or (_ON_MEDICINE.match(said) and health_related(said)):
+        return (
+            f"I {said[0].lower()}{said[1:]}"
+            if said[:1] in "Tt"
+            else f"I'm {said[0].lower()}{said[1:]}"
+        )
     verb = _ELIDED_VERB.match(said)
     if verb is None or re.match(r"^\S+\s+(?:is|are|was|were|has|'s)\b", said, re.I):
         return None  # "Work is crazy": a noun
@@ -440,6 +446,17 @@ def _elided_verb(said: str) -> str | None:
     if been or re.match(r"^never\s+been\b", said, re.I):
         return f"I've {lower}"
     return f"I {lower}"
+
+
+# A medicine one is on or takes, said without "I": "On warfarin.", "Take levothyroxine first
+# thing, empty stomach" (a "take" without when it is taken is an instruction: "Take care").
+_ON_MEDICINE = re.compile(r"^on\s+(?:[\w-]+\s+){0,2}?[\w-]+[.!]*$", re.I)
+_TAKEN = re.compile(
+    r"^take\s+(?!(?:care|it|your|a|the|this|that|me|us|them|him|her|five|ten|turns)\b)[\w-]+"
+    r"[^?]*\b(?:every|each|daily|first thing|twice|once a|at night|in the morning|before bed|"
+    r"with (?:food|meals|breakfast))\b",
+    re.I,
+)
 
 
 FIRST_WORD = re.compile(
