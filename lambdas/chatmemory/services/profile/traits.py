@@ -451,11 +451,10 @@ def _elided_verb(said: str) -> str | None:
 # A medicine one is on or takes, said without "I": "On warfarin.", "Take levothyroxine first
 # thing, empty stomach" (a "take" without when it is taken is an instruction: "Take care").
 _ON_MEDICINE = re.compile(r"^on\s+(?:[\w-]+\s+){0,2}?[\w-]+[.!]*$", re.I)
+_NOT_TAKEN = "care it your a the this that me us them him her five ten turns".split()
+_WHEN_TAKEN = "every|each|daily|twice|first thing|once a|at night|in the morning|before bed|with food"
 _TAKEN = re.compile(
-    r"^take\s+(?!(?:care|it|your|a|the|this|that|me|us|them|him|her|five|ten|turns)\b)[\w-]+"
-    r"[^?]*\b(?:every|each|daily|first thing|twice|once a|at night|in the morning|before bed|"
-    r"with (?:food|meals|breakfast))\b",
-    re.I,
+    rf"^take\s+(?!(?:{'|'.join(_NOT_TAKEN)})\b)[\w-]+[^?]*\b(?:{_WHEN_TAKEN})\b", re.I
 )
 
 
