@@ -452,7 +452,9 @@ def _elided_verb(said: str) -> str | None:
 # thing, empty stomach" (a "take" without when it is taken is an instruction: "Take care").
 _ON_MEDICINE = re.compile(r"^on\s+(?:[\w-]+\s+){0,2}?[\w-]+[.!]*$", re.I)
 _NOT_TAKEN = "care it your a the this that me us them him her five ten turns".split()
-_WHEN_TAKEN = "every|each|daily|twice|first thing|once a|at night|in the morning|before bed|with food"
+_WHEN_TAKEN = (
+    "every|each|daily|twice|first thing|once a|at night|in the morning|before bed|with food"
+)
 _TAKEN = re.compile(
     rf"^take\s+(?!(?:{'|'.join(_NOT_TAKEN)})\b)[\w-]+[^?]*\b(?:{_WHEN_TAKEN})\b", re.I
 )
