@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 
 from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
+from chatmemory.services.profile.vocabulary import FEW_WORDS, WEEKDAY, any_word
 
+# Someone of the user's, after "my" or "our", with their name if it is said: "my sister Hannah".
+_OURS = rf"{FEW_WORDS}(?:\s+[A-Z][a-z]+)?"
 # A thing named with "the", then a verb: "..., the house is from 1920 and ...".
 _THE_THING = r"the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs)\b"
 # What opens a clause of its own: who, then a verb ("I've", "my wife is", "my dad's").
@@ -80,7 +83,7 @@ _VERB_START = re.compile(
     r"used to|[a-z]+(?<!s)s)\s+\S"
 )
 _OWN_SUBJECT = re.compile(
-    r"^(?P<subject>(?:[Mm]y|[Oo]ur)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?)\s+"
+    rf"^(?P<subject>(?:[Mm]y|[Oo]ur)\s+{_OURS})\s+"
     r"(?:is|are|was|has|have|had|lives|works|loves|likes|hates|plays|can|can't|will|does|"
     r"doesn't|[a-z]+(?<!s)s)\b"
 )
@@ -92,18 +95,17 @@ _PRONOUN = re.compile(
 )
 _ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.!]?)$", re.I)
 # What a list of allergens is not made of: a hedge, an aside, "and everything".
-_NOT_A_THING = re.compile(
-    r"\b(?:like|properly|really|very|seriously|badly|super|so|everything|anything|stuff|etc|"
-    r"epipen|allergic|always|too|please|remember|thanks|thank|note)\b",
-    re.I,
+_NOT_A_THING = any_word(
+    r"like|properly|really|very|seriously|badly|super|so|everything|anything|stuff|etc|"
+    r"epipen|allergic|always|too|please|remember|thanks|thank|note"
 )
 _LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
 # A clause that opens with when or where, then who: "... and right now I'm parked outside",
 # "... and nowadays I tutor", "... and on Tuesday evenings I play bridge".
 _SET_THEN_SUBJECT = re.compile(
     r"^(?:(?:right\s+)?now|nowadays|these days|today|tonight|currently|lately|also|then|"
-    r"at the moment|since [\w']+|(?:week(?:end|day)|evening|morning|night|(?:mon|tues|"
-    r"wednes|thurs|fri|satur|sun)day)s|(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
+    rf"at the moment|since [\w']+|(?:week(?:end|day)|evening|morning|night|{WEEKDAY})s|"
+    r"(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
     r"(?:\s+[\w']+)?)\s*,?\s+(?=(?:i|i'm|im|we|we're|my|our)\b)",
     re.I,
 )
@@ -181,7 +183,7 @@ _TOLD_AFTER = re.compile(rf",\s+(?=(?:{_CLAUSE}))", re.I)
 # Someone of the user's after a verb, then what they are or do: "I care for my wife, who has
 # MS" -> "I care for my wife; my wife has MS".
 _WHO_RELATIVE = re.compile(
-    r"(?<=\s)(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?),\s+who\s+"
+    rf"(?<=\s)(?P<who>(?:my|our)\s+{_OURS}),\s+who\s+"
     r"(?=(?:is|are|was|has|have|had|lives|works|can|can't|does|doesn't|[a-z]+(?<!s)s)\b)",
 )
 
