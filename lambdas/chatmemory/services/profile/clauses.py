@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
-from chatmemory.services.profile.vocabulary import FEW_WORDS, WEEKDAY, any_word
+from chatmemory.services.profile.vocabulary import FEW_WORDS, WEEKDAY, any_word, one_of
 
 # Someone of the user's, after "my" or "our", with their name if it is said: "my sister Hannah".
 _OURS = rf"{FEW_WORDS}(?:\s+[A-Z][a-z]+)?"
@@ -41,13 +41,17 @@ _AND = re.compile(
     re.I,
 )
 _AND_KEPT = re.compile(f"({_AND.pattern})", re.I)
+# Verbs of what one does, that a clause goes on with after "and", its "I" left out.
+_DOING = one_of(
+    """play work teach run swim cycle write sing live study speak cook volunteer coach
+    drive ride paint draw read walk go do have own love like hate enjoy prefer support help
+    care look train practise practice attend belong dance knit hike climb surf ski eat drink
+    sleep keep use wear take make build fix manage lead act collect grow raise foster
+    commute travel visit need rent share sell deliver serve"""
+)
 # A verb going on with the first clause's "I": a word, then a preposition or an article and more.
 _GOES_ON = re.compile(
-    r"^(?:play|work|teach|run|swim|cycle|write|sing|live|study|speak|cook|volunteer|coach|"
-    r"drive|ride|paint|draw|read|walk|go|do|have|own|love|like|hate|enjoy|prefer|support|help|"
-    r"care|look|train|practise|practice|attend|belong|dance|knit|hike|climb|surf|ski|eat|drink|"
-    r"sleep|keep|use|wear|take|make|build|fix|manage|lead|act|collect|grow|raise|foster|"
-    r"commute|travel|visit|need|rent|share|sell|run|deliver|serve|care|look)\s+\S+\s+\S|"
+    rf"^(?:{_DOING})\s+\S+\s+\S|"
     # ... or says what one does not: "I'm vegan and don't eat honey".
     r"^(?:don't|dont|do not|never|can't|cannot|won't)\s+[a-z]+\s+\S",
     re.I,
@@ -55,12 +59,12 @@ _GOES_ON = re.compile(
 # Who the first clause is about, for a clause that goes on without saying: "I'm ..." -> "I".
 _WHO = re.compile(r"^(?P<who>i|we)(?:'m|'re|'ve|\s)", re.I)
 # What one also is, said after "and" with what it is of: "allergic to soy", "lactose intolerant".
-_IS_ALSO = re.compile(
-    r"^(?:allergic|intolerant|lactose|gluten|sensitive|addicted|deaf|blind|married|engaged|"
-    r"vegan|vegetarian|diabetic|coeliac|celiac|asthmatic|epileptic|pregnant|retired|"
-    r"originally|terrified|afraid|scared)\s+\S",
-    re.I,
+_ALSO_IS = one_of(
+    """allergic intolerant lactose gluten sensitive addicted deaf blind married engaged
+    vegan vegetarian diabetic coeliac celiac asthmatic epileptic pregnant retired
+    originally terrified afraid scared"""
 )
+_IS_ALSO = re.compile(rf"^(?:{_ALSO_IS})\s+\S", re.I)
 # Who said "I'm" of the first clause goes on being it: "I'm a nurse and training for a marathon".
 _BEING = re.compile(r"^(?P<subject>i'm|i am|we're|we are)\s", re.I)
 # What one has, listed: "I have coeliac disease and two dogs" is two facts; "I have three cats,

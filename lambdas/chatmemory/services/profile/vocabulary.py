@@ -24,3 +24,9 @@ WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 # Someone or something of one's, named in one to three words, the fewest that fit: "my sister",
 # "our new puppy", "my wife's mother".
 FEW_WORDS = r"(?:[a-z'-]+\s+){0,2}?[a-z'-]+"
+
+
+def one_of(words: str) -> str:
+    """Alternatives of a pattern from a list of words ("play work teach" -> "play|work|teach");
+    each word may be a pattern itself ("sons?")."""
+    return "|".join(words.split())
