@@ -113,8 +113,8 @@ _SET_THEN_SUBJECT = re.compile(
     r"(?:\s+[\w']+)?)\s*,?\s+(?=(?:i|i'm|im|we|we're|my|our)\b)",
     re.I,
 )
-# Who, named before "and I": "My brother Luis and I co-own a shop" has one subject of two people.
 _SO = re.compile(r",?\s*(?:and\s+)?so\s*", re.I)
+# Who, named before "and I": "My brother Luis and I co-own a shop" has one subject of two people.
 _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 
 
