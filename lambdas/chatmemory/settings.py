@@ -76,7 +76,10 @@ def _matching(pattern: str, what: str) -> Parse:
     return parse
 
 
-def _choice(kind: type[Enum]) -> Parse:
+def choice(default: Enum, description: str) -> Any:
+    """A field that is one of the values of its default's enum."""
+    kind = type(default)
+
     def parse(value: Any) -> Any:
         try:
             return kind(value)
@@ -84,7 +87,7 @@ def _choice(kind: type[Enum]) -> Parse:
             allowed = ", ".join(repr(member.value) for member in kind)
             raise ValueError(f"should be one of {allowed}") from None
 
-    return parse
+    return setting(default, description, parse)
 
 
 def _provider(registry: Mapping[str, Any], builtin: type[Enum]) -> Parse:
@@ -116,7 +119,9 @@ def _bounded(value: float, gt: float | None, ge: float | None, le: float | None)
         raise ValueError(f"should be at most {le}")
 
 
-def _integer(ge: int | None = None, le: int | None = None) -> Parse:
+def integer(default: int, description: str, ge: int | None = None, le: int | None = None) -> Any:
+    """A field that is a whole number, within bounds."""
+
     def parse(value: Any) -> int:
         if isinstance(value, str) and _INTEGER.fullmatch(value.strip()):
             value = int(value)
@@ -125,10 +130,18 @@ def _integer(ge: int | None = None, le: int | None = None) -> Parse:
         _bounded(value, None, ge, le)
         return value
 
-    return parse
+    return setting(default, description, parse)
 
 
-def _number(gt: float | None = None, ge: float | None = None, le: float | None = None) -> Parse:
+def number(
+    default: float,
+    description: str,
+    gt: float | None = None,
+    ge: float | None = None,
+    le: float | None = None,
+) -> Any:
+    """A field that is a finite number, within bounds."""
+
     def parse(value: Any) -> float:
         if isinstance(value, str):
             try:
@@ -144,7 +157,7 @@ def _number(gt: float | None = None, ge: float | None = None, le: float | None =
         _bounded(value, gt, ge, le)
         return float(value)
 
-    return parse
+    return setting(default, description, parse)
 
 
 _TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -158,6 +171,11 @@ def _flag(value: Any) -> bool:
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
     raise ValueError("should be true or false (1 or 0, yes or no, on or off)")
+
+
+def flag(default: bool, description: str) -> Any:
+    """A field that is true or false, as people write it (_flag)."""
+    return setting(default, description, _flag)
 
 
 def _origins(value: Any) -> tuple[str, ...]:
@@ -237,19 +255,17 @@ class Settings:
         _provider(EMBED_PROVIDERS, EmbedBackend),
     )
     text_endpoint: str = setting("", "The SageMaker text endpoint's name.")
-    text_format: TextFormat = setting(
+    text_format: TextFormat = choice(
         TextFormat.JUMPSTART_FLAN_T5,
         "The text endpoint's payload format: `jumpstart-flan-t5` or `tgi`.",
-        _choice(TextFormat),
     )
     embed_endpoint: str = setting("", "The SageMaker embedding endpoint's name.")
-    embed_format: EmbedFormat = setting(
+    embed_format: EmbedFormat = choice(
         EmbedFormat.JUMPSTART_GPT_J,
         "The embedding endpoint's payload format: `jumpstart-gpt-j` or `tei`.",
-        _choice(EmbedFormat),
     )
-    embed_dimension: int = setting(
-        384, "The embedding's size; the long-term indexes are made for it.", _integer(ge=1)
+    embed_dimension: int = integer(
+        384, "The embedding's size; the long-term indexes are made for it.", ge=1
     )
     text_model_id: str = setting(
         "",
@@ -268,32 +284,31 @@ class Settings:
     )
     openai_api_key: str = setting("", "Its API key, when it needs one.")
     # API Gateway gives up after 29 s: a model call with its retries must finish well before.
-    model_timeout_seconds: float = setting(
+    model_timeout_seconds: float = number(
         20.0,
         "How long one model call may take (a request's deadline may give it less: "
         "chatmemory/deadline.py).",
-        _number(gt=0),
+        gt=0,
     )
-    model_max_attempts: int = setting(
-        3, "Tries of a model call that is throttled or fails on the server's side.", _integer(ge=1)
+    model_max_attempts: int = integer(
+        3, "Tries of a model call that is throttled or fails on the server's side.", ge=1
     )
-    window_turns: int = setting(
-        6,
-        "The recent turns in a chat prompt, unless a message asks for another number.",
-        _integer(ge=0),
+    window_turns: int = integer(
+        6, "The recent turns in a chat prompt, unless a message asks for another number.", ge=0
     )
-    max_window_turns: int = setting(
-        50, "The most recent turns a message may ask for (`window_turns`).", _integer(ge=0)
+    max_window_turns: int = integer(
+        50, "The most recent turns a message may ask for (`window_turns`).", ge=0
     )
-    prompt_token_budget: int = setting(
-        512, "The prompt's size in tokens, clipped to fit (FLAN-T5 reads 512).", _integer(ge=1)
+    prompt_token_budget: int = integer(
+        512, "The prompt's size in tokens, clipped to fit (FLAN-T5 reads 512).", ge=1
     )
-    max_new_tokens: int = setting(256, "The longest answer, in tokens.", _integer(ge=1))
-    max_input_chars: int = setting(
+    max_new_tokens: int = integer(256, "The longest answer, in tokens.", ge=1)
+    max_input_chars: int = integer(
         s.MAX_INPUT_CHARS_DEFAULT,
         "The longest message a chat turn takes, in characters (longer: 413); at most "
         f"{s.MAX_INPUT_CHARS_LIMIT:,}, so that a turn fits one DynamoDB item.",
-        _integer(ge=1, le=s.MAX_INPUT_CHARS_LIMIT),
+        ge=1,
+        le=s.MAX_INPUT_CHARS_LIMIT,
     )
     user_role: str = setting("User", "The user's name in prompts.")
     assistant_role: str = setting("Assistant", "The assistant's name in prompts.")
@@ -320,56 +335,57 @@ class Settings:
         "answer's ends is trimmed after them.",
         _dotted_paths,
     )
-    intent_classifier: bool = setting(
+    intent_classifier: bool = flag(
         False,
         "Route messages without a command (`/past`, `/verified`) with a few-shot prompt "
         "to the text model.",
-        _flag,
     )
-    store_prompt: bool = setting(
-        False, "Keep each turn's rendered prompt with it (for debugging prompts).", _flag
+    store_prompt: bool = flag(
+        False, "Keep each turn's rendered prompt with it (for debugging prompts)."
     )
-    turn_ttl_days: int = setting(
-        0, "Turns expire this many days after they were written (0: kept).", _integer(ge=0)
+    turn_ttl_days: int = integer(
+        0, "Turns expire this many days after they were written (0: kept).", ge=0
     )
     # How many recent client_message_ids a session remembers for idempotent retries.
-    keep_message_ids: int = setting(
+    keep_message_ids: int = integer(
         50,
         "How many recent `client_message_id`s a session remembers, so that a retry is stored once.",
-        _integer(ge=1),
+        ge=1,
     )
-    long_term_backend: LongTermBackend = setting(
+    long_term_backend: LongTermBackend = choice(
         LongTermBackend.NONE,
         "Long-term memory: `embedded` (a SQLite file at `MEMORY_PATH`), `opensearch`, "
         "`s3vectors`, or `none` (`/past` and `/verified` then say it is not configured).",
-        _choice(LongTermBackend),
     )
     memory_path: str = setting(".local/memory.sqlite3", "The embedded index's file (local mode).")
     opensearch_endpoint: str = setting(
         "", "The OpenSearch domain's or Serverless collection's endpoint."
     )
-    opensearch_serverless: bool = setting(
-        False, "Whether the endpoint is an OpenSearch Serverless collection.", _flag
+    opensearch_serverless: bool = flag(
+        False, "Whether the endpoint is an OpenSearch Serverless collection."
     )
-    opensearch_shards: int = setting(
+    opensearch_shards: int = integer(
         1,
         "Primary shards of a long-term index the index setup creates on a domain (memories are "
         "routed by user, so a search reads one shard); an existing index keeps its own.",
-        _integer(ge=1, le=1024),
+        ge=1,
+        le=1024,
     )
-    opensearch_memory_indexes: int = setting(
+    opensearch_memory_indexes: int = integer(
         1,
         "How many memory indexes a domain's owners are spread over (each owner's memories in "
         "one of them, by a digest of the owner key); 1: conversation-memories alone. It must "
         "not change once memories are written (docs/operations.md).",
-        _integer(ge=1, le=64),
+        ge=1,
+        le=64,
     )
-    opensearch_memory_generation: int = setting(
+    opensearch_memory_generation: int = integer(
         0,
         "Which generation of memory indexes a domain's runtime uses: 0, conversation-memories; "
         "n, conversation-memories-gn (a new index, made to change its shards or vectors' mode; "
         "docs/operations.md).",
-        _integer(ge=0, le=999),
+        ge=0,
+        le=999,
     )
     opensearch_previous_memory_indexes: tuple[str, ...] = setting(
         (),
@@ -378,11 +394,10 @@ class Settings:
         "too.",
         _index_names,
     )
-    opensearch_on_disk: bool = setting(
+    opensearch_on_disk: bool = flag(
         False,
         "Create the indexes' vectors in OpenSearch's on_disk mode (32x quantized in memory, "
         "rescored from disk; domains only); an existing index keeps its own.",
-        _flag,
     )
     # Amazon S3 Vectors: the vector bucket holding the long-term indexes (required with it).
     vector_bucket: str = setting(
@@ -390,18 +405,18 @@ class Settings:
         "The S3 vector bucket of the long-term indexes (required with `s3vectors`).",
         _stripped,
     )
-    vector_buckets: int = setting(
+    vector_buckets: int = integer(
         1,
         "How many S3 vector buckets (named after `VECTOR_BUCKET_NAME`) the per-user memory "
         "indexes are spread over: a bucket holds at most 10,000 indexes. Changing it moves "
         "users to other buckets: migrate their indexes first (docs/operations.md).",
-        _integer(ge=1, le=10_000),
+        ge=1,
+        le=10_000,
     )
-    vector_shared_index: bool = setting(
+    vector_shared_index: bool = flag(
         False,
         "Whether the shared memory index of a deployment made before per-user indexes still "
         "exists in the vector bucket (deletions then remove entries there too).",
-        _flag,
     )
     # "vector,lexical,recency,time" weights of /past ranking, and the recency half-life.
     recall_weights: str = setting(
@@ -409,53 +424,47 @@ class Settings:
         "The weights of `/past`'s ranking: meaning, words, recency, a named time.",
         _matching(_WEIGHTS, "up to four comma-separated numbers"),
     )
-    recency_half_life_days: float = setting(
-        30.0, "How fast recency fades in `/past`'s ranking.", _number(gt=0)
+    recency_half_life_days: float = number(
+        30.0, "How fast recency fades in `/past`'s ranking.", gt=0
     )
-    compact_after_turns: int = setting(
+    compact_after_turns: int = integer(
         12,
         "A session's rolling summary is extended once this many turns are outside it and "
         "the window.",
-        _integer(ge=1),
+        ge=1,
     )
-    idle_minutes: int = setting(
-        30, "The sweeper ends sessions without a turn for this long.", _integer(ge=1)
-    )
-    consolidation_retry_minutes: int = setting(
+    idle_minutes: int = integer(30, "The sweeper ends sessions without a turn for this long.", ge=1)
+    consolidation_retry_minutes: int = integer(
         360,
         "The sweeper starts again the consolidation of a session ended this long ago and not "
         "consolidated (its stream record expired or was lost), and again after as long.",
-        _integer(ge=1),
+        ge=1,
     )
-    consolidation_retries_per_sweep: int = setting(
+    consolidation_retries_per_sweep: int = integer(
         1000,
         "At most this many lost consolidations started again by one sweep (as many as "
         "consolidation can take in a sweep's interval).",
-        _integer(ge=1),
+        ge=1,
     )
     # How long a purge waits after a forget before trusting the user index (its lag).
-    purge_settle_seconds: float = setting(
+    purge_settle_seconds: float = number(
         30.0,
         "How long the purge of a forget waits before it reads the user index; keep it "
         "longer than the chat function's timeout.",
-        _number(ge=0),
+        ge=0,
     )
     # Ordinary chat turns bring relevant long-term memory into the prompt (not only /past),
     # at most this many tokens of it.
-    auto_recall: bool = setting(
-        True, "Bring relevant long-term memory into ordinary chat turns.", _flag
-    )
-    memory_token_budget: int = setting(
-        400,
-        "Auto-recall's memory in a prompt, in tokens (at most half the context).",
-        _integer(ge=0),
+    auto_recall: bool = flag(True, "Bring relevant long-term memory into ordinary chat turns.")
+    memory_token_budget: int = integer(
+        400, "Auto-recall's memory in a prompt, in tokens (at most half the context).", ge=0
     )
     # The user's lasting facts and preferences in every chat prompt (services/profile/block.py).
-    profile_token_budget: int = setting(
+    profile_token_budget: int = integer(
         1000,
         "The profile block every chat prompt holds (the user's lasting facts and preferences, "
         "health and safety first), in tokens (at most a quarter of the context; 0: none).",
-        _integer(ge=0),
+        ge=0,
     )
     # Origins a browser page may call the API from ("*": any); none by default.
     cors_origins: tuple[str, ...] = setting(
@@ -464,22 +473,17 @@ class Settings:
     # How a user turn's sentiment is found: VADER in process (also with a text model: a model
     # call per turn would add its latency, its cost and a request against the model's quota
     # to every turn), the text model when asked for, or not.
-    sentiment: SentimentMode = setting(
+    sentiment: SentimentMode = choice(
         SentimentMode.AUTO,
         "The sentiment of user turns: `auto` and `vader` (VADER, in process: no model call), "
         "`model` (one more text model call a turn) or `off`.",
-        _choice(SentimentMode),
     )
     # Messages sent before the bot answered are answered together
     # (services/conversation/stacking.py), after waiting this long for more (0: no wait; see the
     # README's "Stacked messages").
-    stack_messages: bool = setting(
-        True, "Answer messages sent before the bot answered together.", _flag
-    )
-    stack_wait_ms: int = setting(
-        0,
-        "How long a chat message waits for more before the model is called.",
-        _integer(ge=0, le=10_000),
+    stack_messages: bool = flag(True, "Answer messages sent before the bot answered together.")
+    stack_wait_ms: int = integer(
+        0, "How long a chat message waits for more before the model is called.", ge=0, le=10_000
     )
     # Hand-off to a person (services/conversation/handoff.py): where its events go (an EventBridge
     # bus, or in local mode a JSON-lines file; neither: none), who is an agent (members of the
@@ -504,17 +508,18 @@ class Settings:
         f"`{s.END_USER_HEADER}` header (each end user then a caller of their own).",
         _role_arns,
     )
-    handoff_on_nothing_verified: bool = setting(
-        False, "Hand the session to a person when `/verified` finds nothing relevant.", _flag
+    handoff_on_nothing_verified: bool = flag(
+        False, "Hand the session to a person when `/verified` finds nothing relevant."
     )
-    handoff_negative_turns: int = setting(
+    handoff_negative_turns: int = integer(
         0,
         "Hand the session to a person after this many user turns in a row at or below "
         "`HANDOFF_NEGATIVE_SCORE` (0: never).",
-        _integer(ge=0, le=50),
+        ge=0,
+        le=50,
     )
-    handoff_negative_score: float = setting(
-        -0.5, "The sentiment score that counts as negative.", _number(ge=-1, le=1)
+    handoff_negative_score: float = number(
+        -0.5, "The sentiment score that counts as negative.", ge=-1, le=1
     )
 
     def __init__(self, **values: Any) -> None:

@@ -12,7 +12,10 @@ from __future__ import annotations
 import re
 
 from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
+from chatmemory.services.profile.vocabulary import FEW_WORDS, WEEKDAY, any_word, one_of
 
+# Someone of the user's, after "my" or "our", with their name if it is said: "my sister Hannah".
+_OURS = rf"{FEW_WORDS}(?:\s+[A-Z][a-z]+)?"
 # A thing named with "the", then a verb: "..., the house is from 1920 and ...".
 _THE_THING = r"the\s+(?:[a-z-]+\s+){0,2}?[a-z-]+\s+(?:is|are|has|keeps|needs)\b"
 # What opens a clause of its own: who, then a verb ("I've", "my wife is", "my dad's").
@@ -38,13 +41,17 @@ _AND = re.compile(
     re.I,
 )
 _AND_KEPT = re.compile(f"({_AND.pattern})", re.I)
+# Verbs of what one does, that a clause goes on with after "and", its "I" left out.
+_DOING = one_of(
+    """play work teach run swim cycle write sing live study speak cook volunteer coach
+    drive ride paint draw read walk go do have own love like hate enjoy prefer support help
+    care look train practise practice attend belong dance knit hike climb surf ski eat drink
+    sleep keep use wear take make build fix manage lead act collect grow raise foster
+    commute travel visit need rent share sell deliver serve"""
+)
 # A verb going on with the first clause's "I": a word, then a preposition or an article and more.
 _GOES_ON = re.compile(
-    r"^(?:play|work|teach|run|swim|cycle|write|sing|live|study|speak|cook|volunteer|coach|"
-    r"drive|ride|paint|draw|read|walk|go|do|have|own|love|like|hate|enjoy|prefer|support|help|"
-    r"care|look|train|practise|practice|attend|belong|dance|knit|hike|climb|surf|ski|eat|drink|"
-    r"sleep|keep|use|wear|take|make|build|fix|manage|lead|act|collect|grow|raise|foster|"
-    r"commute|travel|visit|need|rent|share|sell|run|deliver|serve|care|look)\s+\S+\s+\S|"
+    rf"^(?:{_DOING})\s+\S+\s+\S|"
     # ... or says what one does not: "I'm vegan and don't eat honey".
     r"^(?:don't|dont|do not|never|can't|cannot|won't)\s+[a-z]+\s+\S",
     re.I,
@@ -52,12 +59,12 @@ _GOES_ON = re.compile(
 # Who the first clause is about, for a clause that goes on without saying: "I'm ..." -> "I".
 _WHO = re.compile(r"^(?P<who>i|we)(?:'m|'re|'ve|\s)", re.I)
 # What one also is, said after "and" with what it is of: "allergic to soy", "lactose intolerant".
-_IS_ALSO = re.compile(
-    r"^(?:allergic|intolerant|lactose|gluten|sensitive|addicted|deaf|blind|married|engaged|"
-    r"vegan|vegetarian|diabetic|coeliac|celiac|asthmatic|epileptic|pregnant|retired|"
-    r"originally|terrified|afraid|scared)\s+\S",
-    re.I,
+_ALSO_IS = one_of(
+    """allergic intolerant lactose gluten sensitive addicted deaf blind married engaged
+    vegan vegetarian diabetic coeliac celiac asthmatic epileptic pregnant retired
+    originally terrified afraid scared"""
 )
+_IS_ALSO = re.compile(rf"^(?:{_ALSO_IS})\s+\S", re.I)
 # Who said "I'm" of the first clause goes on being it: "I'm a nurse and training for a marathon".
 _BEING = re.compile(r"^(?P<subject>i'm|i am|we're|we are)\s", re.I)
 # What one has, listed: "I have coeliac disease and two dogs" is two facts; "I have three cats,
@@ -80,7 +87,7 @@ _VERB_START = re.compile(
     r"used to|[a-z]+(?<!s)s)\s+\S"
 )
 _OWN_SUBJECT = re.compile(
-    r"^(?P<subject>(?:[Mm]y|[Oo]ur)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?)\s+"
+    rf"^(?P<subject>(?:[Mm]y|[Oo]ur)\s+{_OURS})\s+"
     r"(?:is|are|was|has|have|had|lives|works|loves|likes|hates|plays|can|can't|will|does|"
     r"doesn't|[a-z]+(?<!s)s)\b"
 )
@@ -92,23 +99,22 @@ _PRONOUN = re.compile(
 )
 _ALLERGIC = re.compile(r"^(?P<head>.*\ballergic to\s+)(?P<things>.+?)(?P<tail>[.!]?)$", re.I)
 # What a list of allergens is not made of: a hedge, an aside, "and everything".
-_NOT_A_THING = re.compile(
-    r"\b(?:like|properly|really|very|seriously|badly|super|so|everything|anything|stuff|etc|"
-    r"epipen|allergic|always|too|please|remember|thanks|thank|note)\b",
-    re.I,
+_NOT_A_THING = any_word(
+    r"like|properly|really|very|seriously|badly|super|so|everything|anything|stuff|etc|"
+    r"epipen|allergic|always|too|please|remember|thanks|thank|note"
 )
 _LIST = re.compile(r",\s*(?:and\s+|or\s+)?|\s+(?:and|or)\s+", re.I)
 # A clause that opens with when or where, then who: "... and right now I'm parked outside",
 # "... and nowadays I tutor", "... and on Tuesday evenings I play bridge".
 _SET_THEN_SUBJECT = re.compile(
     r"^(?:(?:right\s+)?now|nowadays|these days|today|tonight|currently|lately|also|then|"
-    r"at the moment|since [\w']+|(?:week(?:end|day)|evening|morning|night|(?:mon|tues|"
-    r"wednes|thurs|fri|satur|sun)day)s|(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
+    rf"at the moment|since [\w']+|(?:week(?:end|day)|evening|morning|night|{WEEKDAY})s|"
+    r"(?:on|in|at|every|most|by|after|before)\s+(?:the\s+)?[\w']+"
     r"(?:\s+[\w']+)?)\s*,?\s+(?=(?:i|i'm|im|we|we're|my|our)\b)",
     re.I,
 )
-# Who, named before "and I": "My brother Luis and I co-own a shop" has one subject of two people.
 _SO = re.compile(r",?\s*(?:and\s+)?so\s*", re.I)
+# Who, named before "and I": "My brother Luis and I co-own a shop" has one subject of two people.
 _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 
 
@@ -186,7 +192,7 @@ _TOLD_AFTER = re.compile(rf",\s+(?=(?:{_CLAUSE}))", re.I)
 # Someone of the user's after a verb, then what they are or do: "I care for my wife, who has
 # MS" -> "I care for my wife; my wife has MS".
 _WHO_RELATIVE = re.compile(
-    r"(?<=\s)(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?),\s+who\s+"
+    rf"(?<=\s)(?P<who>(?:my|our)\s+{_OURS}),\s+who\s+"
     r"(?=(?:is|are|was|has|have|had|lives|works|can|can't|does|doesn't|[a-z]+(?<!s)s)\b)",
 )
 

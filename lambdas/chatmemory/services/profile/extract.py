@@ -46,6 +46,7 @@ from chatmemory.services.profile.traits import (
     reaction,
     said_to_last,
 )
+from chatmemory.services.profile.vocabulary import any_word
 from chatmemory.services.prompt import clip_to_tokens
 
 # Sentences, and the clauses a dash sets apart ("Lots happened - I joined a new group").
@@ -70,61 +71,38 @@ _PREFERENCE = re.compile(
 )
 _FAVOURITE = re.compile(r"\bmy\s+favou?rite\s+([a-z]+)\s+(?:is|are)\b", re.I)
 _PARTNER = r"(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?)"
-_NAME = re.compile(r"\bmy name is\b|\bcall me\b", re.I)
+_NAME = r"\bmy name is\b|\bcall me\b"
+
+
+def _by_subject(**patterns: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
+    """(subject, its pattern, in any case), in the order given."""
+    return tuple((subject, re.compile(pattern, re.I)) for subject, pattern in patterns.items())
+
+
 # What a statement or an open question is about, by topic ("not sure my job will last" is about
 # the job).
-_SUBJECTS: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "residence",
-        re.compile(
-            r"\b(i|we)\s+(now\s+)?(live|lived|am living|are living|moved|have moved|'ve moved|"
-            r"relocated|am moving|are moving)\b|\b(i|we)'(m|re) (living|moving)\b",
-            re.I,
-        ),
-    ),
-    (
-        "job",
-        re.compile(
-            r"\bi\s+(work|am working|started working)\s+(as|at|for)\b|\bmy (new )?job\b|"
-            r"\bi'm an? [a-z]+ (at|for)\b",
-            re.I,
-        ),
-    ),
-    ("partner", re.compile(rf"\bmy {_PARTNER}\b", re.I)),
-    ("name", _NAME),
+_SUBJECTS = _by_subject(
+    residence=r"\b(i|we)\s+(now\s+)?(live|lived|am living|are living|moved|have moved|'ve moved|"
+    r"relocated|am moving|are moving)\b|\b(i|we)'(m|re) (living|moving)\b",
+    job=r"\bi\s+(work|am working|started working)\s+(as|at|for)\b|\bmy (new )?job\b|"
+    r"\bi'm an? [a-z]+ (at|for)\b",
+    partner=rf"\bmy {_PARTNER}\b",
+    name=_NAME,
 )
 # What a fact states the one value of, so that a newer statement of it replaces the older: where
 # the user lives now, their work, who their partner is, their name. A fact that only speaks of
 # the topic holds beside the others ("My wife is vegetarian" and "My wife and I hike on Sundays"
 # are both true; "I lived in Spain as a child" is no move; "I live with my parents" does not say
 # where).
-_ONE_VALUE: tuple[tuple[str, re.Pattern[str]], ...] = (
-    (
-        "residence",
-        re.compile(
-            r"\b(?:i|we)(?:'m|'re|\s+am|\s+are|'ve|\s+have)?\s+(?:now\s+|currently\s+|just\s+)?"
-            r"(?:live|living|moved|moving|relocated|relocating)\s+(?:from\s+[\w' -]{1,30}?\s+)?"
-            r"(?:back\s+|over\s+|out\s+)?(?:in|to|into)\b",
-            re.I,
-        ),
-    ),
-    (
-        "job",
-        re.compile(
-            r"\bi\s+(?:now\s+)?(?:work|am working|started working)\s+(?:as|at|for)\b|"
-            r"\bmy (?:new )?job (?:is )?(?:as|at|with)\b|\bi'm an? [a-z]+ (?:at|for)\b",
-            re.I,
-        ),
-    ),
-    (
-        "partner",
-        re.compile(
-            rf"\bmy {_PARTNER}(?:'s name is|\s+is\s+(?:called|named))\b|"
-            r"\b(?:i'm|i am|we're|we are)\s+(?:married|engaged)\s+to\b",
-            re.I,
-        ),
-    ),
-    ("name", _NAME),
+_ONE_VALUE = _by_subject(
+    residence=r"\b(?:i|we)(?:'m|'re|\s+am|\s+are|'ve|\s+have)?\s+(?:now\s+|currently\s+|just\s+)?"
+    r"(?:live|living|moved|moving|relocated|relocating)\s+(?:from\s+[\w' -]{1,30}?\s+)?"
+    r"(?:back\s+|over\s+|out\s+)?(?:in|to|into)\b",
+    job=r"\bi\s+(?:now\s+)?(?:work|am working|started working)\s+(?:as|at|for)\b|"
+    r"\bmy (?:new )?job (?:is )?(?:as|at|with)\b|\bi'm an? [a-z]+ (?:at|for)\b",
+    partner=rf"\bmy {_PARTNER}(?:'s name is|\s+is\s+(?:called|named))\b|"
+    r"\b(?:i'm|i am|we're|we are)\s+(?:married|engaged)\s+to\b",
+    name=_NAME,
 )
 MAX_PER_SESSION = 24
 
@@ -237,25 +215,23 @@ class PatternExtractor:
 
 # Words that open a clause the sentence depends on: a first person after one ("Quick question
 # before we start") is not what the sentence says about the user.
-_SUBORDINATE = re.compile(
-    r"\b(?:before|after|when|whenever|if|unless|until|while|since|because|as soon as|once)\b",
-    re.I,
-)
+_SUBORDINATING = r"before|after|when|whenever|if|unless|until|while|since|because|as soon as|once"
+_SUBORDINATE = any_word(_SUBORDINATING)
 
 
 # A request ("Tell me when I should leave"): the user asks, and says nothing of themselves.
 _CALL_ME = re.compile(r"^(?i:(?:you can |just |please )?call me) [A-Z]")
+_ASKING = r"^(?:please\s+|can you\s+|could you\s+)?"
 _REQUEST = re.compile(
-    r"^(?:please\s+|can you\s+|could you\s+)?(?:tell|give|show|help|let|remind|send|find|list|"
-    r"explain|suggest|recommend|write|make|check|book|call|read|translate)\b",
+    rf"{_ASKING}(?:tell|give|show|help|let|remind|send|find|list|explain|suggest|recommend|"
+    r"write|make|check|book|call|read|translate)\b",
     re.I,
 )
 
 
 # A request for a choice, which what the user says after it may decide.
 _ASKS_TO_CHOOSE = re.compile(
-    r"^(?:please\s+|can you\s+|could you\s+)?(?:suggest|recommend|find|give|book|make|help|"
-    r"write|list|show|plan|pick|choose)\b",
+    rf"{_ASKING}(?:suggest|recommend|find|give|book|make|help|write|list|show|plan|pick|choose)\b",
     re.I,
 )
 
@@ -265,9 +241,8 @@ _ASKS_TO_CHOOSE = re.compile(
 # clause follows the comma, or the first person that starts a clause after the opening.
 _OPENING = re.compile(
     # "Every morning before work I swim": a time said first, then an opening clause or phrase.
-    r"^(?:(?:every|each|most)\s+[\w']+\s+)?(?:before|after|when|whenever|if|unless|until|"
-    r"while|since|because|as soon as|once|for|ever since)\b"
-    r"[^,]*?(?:,\s*|\s+(?=(?:i|i'm|i've|i'd|we|we're|we've|my|our)\s))",
+    rf"^(?:(?:every|each|most)\s+[\w']+\s+)?(?:{_SUBORDINATING}|for|ever since)\b[^,]*?"
+    r"(?:,\s*|\s+(?=(?:i|i'm|i've|i'd|we|we're|we've|my|our)\s))",
     re.I,
 )
 # Talk about the talk ("I have a quick question", "I've got a favour to ask", "Enough about
@@ -332,21 +307,19 @@ def _head(phrase: str) -> str:
 # --- open questions: what a session left unsettled --------------------------------------------
 
 # The user's own words for something not settled yet (a plan, a choice, a to-do).
-_UNDECIDED = re.compile(
-    r"\b(?:not (?:yet )?sure (?:yet|whether|if|where|when|what|which|how|who)|"
+_UNDECIDED = any_word(
+    r"not (?:yet )?sure (?:yet|whether|if|where|when|what|which|how|who)|"
     r"(?:haven't|have not|hasn't|has not|not) (?:yet )?(?:decided|settled|figured out|chosen|"
     r"picked|booked|made up (?:my|our) minds?)|(?:can't|cannot|couldn't) (?:decide|make up)|"
     r"undecided|still (?:deciding|thinking about|figuring out|need to)|let me think|"
     r"(?:i|we)(?:'ll| will) (?:think about|get back to you|see (?:about|how|if|whether|what))|"
     r"we(?:'ll| will) see(?=\s*(?:[.!,;]|$))|up in the air|tbd|"
-    r"to be (?:decided|determined|confirmed))\b",
-    re.I,
+    r"to be (?:decided|determined|confirmed)"
 )
 # The assistant's words for not answering (yet).
-_DEFERRED = re.compile(
-    r"\b(?:i (?:don't|do not) know|i'm not sure|i am not sure|hard to say|i can't say|"
-    r"i cannot say|let me (?:check|think|find out)|(?:i'll|i will) get back to you|we'll see)\b",
-    re.I,
+_DEFERRED = any_word(
+    r"i (?:don't|do not) know|i'm not sure|i am not sure|hard to say|i can't say|"
+    r"i cannot say|let me (?:check|think|find out)|(?:i'll|i will) get back to you|we'll see"
 )
 # Words of deciding, asking and deferring: not what the thread is about.
 _THREAD_WORDS = frozenset(

@@ -25,6 +25,14 @@ from __future__ import annotations
 import re
 
 from chatmemory.schema import RecordCategory, RecordType
+from chatmemory.services.profile.vocabulary import (
+    FEW_WORDS,
+    MONTHS,
+    SEASONS,
+    WEEKDAY,
+    WEEKDAYS,
+    any_word,
+)
 
 # --- passing remarks ----------------------------------------------------------------------------
 
@@ -66,7 +74,7 @@ _MOMENTARY = frozenset(
 # ("My coffee's gone cold", "My phone is dead", "My kids are finally asleep").
 _STATE = re.compile(
     rf"^(?:{_FIRST}|i've been|i have been|we've been|i got|i was|"
-    r"(?:my|our|the)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:'s|'re|\s+is|\s+are|\s+was|\s+were)"
+    rf"(?:my|our|the)\s+{FEW_WORDS}(?:'s|'re|\s+is|\s+are|\s+was|\s+were)"
     r"(?:\s+(?:gone|going|getting|got|still|all|finally|already|just|now|so|really))*)"
     rf"\s+{_DEGREE}(?P<word>[a-z'-]+)\b",
     re.I,
@@ -135,7 +143,7 @@ _PLACE = re.compile(
     re.I,
 )
 _PROGRESSIVE = re.compile(
-    rf"^(?:{_FIRST}|(?:my|our)\s+(?:[a-z'-]+\s+){{0,2}}?[a-z'-]+(?:'s|'re|\s+is|\s+are))\s+"
+    rf"^(?:{_FIRST}|(?:my|our)\s+{FEW_WORDS}(?:'s|'re|\s+is|\s+are))\s+"
     r"(?:just\s+|currently\s+|still\s+|now\s+|busy\s+|being\s+)?(?P<verb>[a-z]+ing)\b",
     re.I,
 )
@@ -148,13 +156,12 @@ _NAMES_A_DOING = re.compile(
     re.I,
 )
 # Done by habit: "every morning", "usually", "on Sundays", "twice a week".
-_HABIT = re.compile(
-    r"\b(?:every|each|usually|always|normally|typically|generally|often|never|rarely|"
+_HABIT = any_word(
+    r"every|each|usually|always|normally|typically|generally|often|never|rarely|"
     r"on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends|weekdays)|"
     r"(?:once|twice|\w+ times) a|a (?:day|week|month|year)|per (?:day|week|month)|daily|weekly|"
     r"monthly|yearly|most (?:days|nights|mornings|evenings|weekends)|"
-    r"(?:mon|tues|wednes|thurs|fri|satur|sun)day (?:nights|mornings|evenings|afternoons))\b",
-    re.I,
+    rf"{WEEKDAY} (?:nights|mornings|evenings|afternoons)"
 )
 # A few minutes: "I've got five minutes before my next call", "My bus is ten minutes late".
 _FEW = r"(?:a few|a couple of|\d+|one|two|three|five|ten|fifteen|twenty|thirty)"
@@ -234,26 +241,19 @@ _PLAN = re.compile(
 )
 # A while, not a moment: "I've been feeling low lately".
 # Said over a span of time: "since 2019", "for many years now", "ever since I was bitten".
-_OVER_TIME = re.compile(
-    r"\b(?:since (?:i|we|my|our|\d{4}|forever|childhood|birth|school|uni|university|college|"
-    r"the|last|(?:january|february|march|april|may|june|july|august|september|october|"
-    r"november|december))|for (?:many|several|a few|a couple of|\d+|two|three|four|five|six|"
+_OVER_TIME = any_word(
+    r"since (?:i|we|my|our|\d{4}|forever|childhood|birth|school|uni|university|college|"
+    rf"the|last|(?:{MONTHS}))|for (?:many|several|a few|a couple of|\d+|two|three|four|five|six|"
     r"seven|eight|nine|ten|twenty|thirty|forty|fifty) (?:years|decades)|permanently|for life|"
-    r"(?:many|several|\d+|two|three|four|five|ten) years now)\b",
-    re.I,
+    r"(?:many|several|\d+|two|three|four|five|ten) years now"
 )
-_LATELY = re.compile(
-    r"\b(?:lately|recently|these days|for (?:weeks|months|years|a while|ages)|"
-    r"all (?:year|month))\b",
-    re.I,
+_LATELY = any_word(
+    r"lately|recently|these days|for (?:weeks|months|years|a while|ages)|all (?:year|month)"
 )
 # Said of a time to come: a plan that lasts until then ("I'm moving to Porto next month").
-_FUTURE = re.compile(
-    r"\b(?:next|in (?:the )?(?:january|february|march|april|may|june|july|august|september|"
-    r"october|november|december|spring|summer|autumn|fall|winter|\d{4}|a (?:few|couple of) \w+|"
-    r"\d+ (?:days|weeks|months|years))|this (?:spring|summer|autumn|fall|winter|month|year)|"
-    r"someday|one day|soon)\b",
-    re.I,
+_FUTURE = any_word(
+    rf"next|in (?:the )?(?:{MONTHS}|{SEASONS}|\d{{4}}|a (?:few|couple of) \w+|"
+    rf"\d+ (?:days|weeks|months|years))|this (?:{SEASONS}|month|year)|someday|one day|soon"
 )
 
 
@@ -544,14 +544,13 @@ _REACTION = re.compile(
     r"(?:love|like|hate|adore|enjoy)d? (?:it|that|this|them|those|these|yours?)\b)",
     re.I,
 )
-_YOU = re.compile(r"\b(?:you|your|you're|yours|u)\b", re.I)
+_YOU = any_word(r"you|your|you're|yours|u")
 # A liking of the other side's: "I love the way you go for it", "I really like your idea".
 _LIKING_YOURS = re.compile(
     r"^(?:i|we)\s+(?:really\s+|just\s+|so\s+|totally\s+)?(?:love|like|admire|adore|enjoy|"
     r"appreciate)d?\s+(?:(?:the way|how|what|that|when)\s+(?:you|u)\b|your\b)",
     re.I,
 )
-_CONTENT = re.compile(r"[a-z0-9][a-z0-9'-]*")
 
 
 def reaction(text: str, content_words: int) -> bool:
@@ -565,8 +564,8 @@ def reaction(text: str, content_words: int) -> bool:
     return bool(_YOU.search(said)) and content_words < 3
 
 
-_HEALTH = re.compile(
-    r"\b(?:allerg\w*|anaphyla\w*|epipen|intoleran\w*|coeliac|celiac|gluten|lactose|dairy-free|"
+_HEALTH = any_word(
+    r"allerg\w*|anaphyla\w*|epipen|intoleran\w*|coeliac|celiac|gluten|lactose|dairy-free|"
     r"nut-free|peanut-free|asthma\w*|inhaler|diabet\w*|insulin|epilep\w*|seizures?|migraines?|"
     r"arthritis|cancer|chemo\w*|heart (?:condition|disease|problems?|attack)|blood pressure|"
     r"hypertension|blood thinners?|warfarin|statins?|medication|medicines?|meds|prescri\w*|"
@@ -581,11 +580,10 @@ _HEALTH = re.compile(
     r"caffeine|decaf|keto|low-carb|low-sodium|low-salt|sugar-free|diet|smok(?:e[drs]?|ing)|"
     r"sleep apnoea|"
     r"sleep apnea|insomnia|chronic|condition|therap\w*|hiv|covid|immun\w*|vaccin\w*|"
-    r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease)\b",
-    re.I,
+    r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease"
 )
-_IDENTITY = re.compile(
-    r"\b(?:my name|call me|years old|i'm \d+|i am \d+|born|grew up|i'm from|i am from|"
+_IDENTITY = any_word(
+    r"my name|call me|years old|i'm \d+|i am \d+|born|grew up|i'm from|i am from|"
     r"live[sd]?|living|moved|relocated|my (?:home|house|flat|apartment|place|town|city)|"
     r"work(?:s|ed|ing)?|job|career|profession|employ\w*|retired|unemployed|freelanc\w*|"
     r"self-employed|my boss|colleague|engineer|teacher|nurse|doctor|student|studying|degree|"
@@ -593,37 +591,31 @@ _IDENTITY = re.compile(
     r"speak|native|fluent|language|accent|religio\w*|christian|muslim|jewish|"
     r"catholic|protestant|hindu|buddhist|sikh|atheist|church|mosque|synagogue|temple|mass|"
     r"pray\w*|pronouns|married|single|divorced|widowed|engaged|rent|mortgage|floor|"
-    r"citizen\w*|nationality|passport|visa)\b",
-    re.I,
+    r"citizen\w*|nationality|passport|visa"
 )
-_PEOPLE = re.compile(
-    r"\b(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?|spouse|sons?|daughters?|kids?|"
+_PEOPLE = any_word(
+    r"wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?|spouse|sons?|daughters?|kids?|"
     r"child|children|baby|babies|twins|mother|mom|mum|father|dad|parents|brothers?|sisters?|"
     r"siblings?|grandmother|grandma|granny|grandfather|grandpa|grandparents|grand\w+|aunt|"
     r"uncle|cousins?|niece|nephew|family|friends?|roommate|flatmate|housemate|neighbou?rs?|"
-    r"dentist|gp|therapist|vet|dogs?|cats?|puppy|kitten|pets?|hamster|rabbit|parrot|horse)\b",
-    re.I,
+    r"dentist|gp|therapist|vet|dogs?|cats?|puppy|kitten|pets?|hamster|rabbit|parrot|horse"
 )
-_PREFERENCE = re.compile(
-    r"\b(?:favou?rite|fan|fans|love|loves|like|likes|enjoy|enjoys|prefer|prefers|hate|hates|"
-    r"dislike|dislikes|adore|can't stand|cannot stand|into)\b",
-    re.I,
+_PREFERENCE = any_word(
+    r"favou?rite|fan|fans|love|loves|like|likes|enjoy|enjoys|prefer|prefers|hate|hates|"
+    r"dislike|dislikes|adore|can't stand|cannot stand|into"
 )
-_PAST = re.compile(
-    r"\b(?:yesterday|last (?:night|week|weekend|month|year|time|monday|tuesday|wednesday|"
-    r"thursday|friday|saturday|sunday|spring|summer|autumn|fall|winter)|ago|the other day|"
-    r"earlier today|this past)\b",
-    re.I,
+_PAST = any_word(
+    rf"yesterday|last (?:night|week|weekend|month|year|time|{WEEKDAYS}|{SEASONS})|ago|"
+    r"the other day|earlier today|this past"
 )
 # "... from last year", "since last spring": how long something has been so, not an event.
 _SINCE = re.compile(r"\b(?:since|from|as of)\s+(?:the\s+)?$", re.I)
 # An event whose result lasts: "We adopted a greyhound last year" says the user has a dog.
-_LASTING_EVENT = re.compile(
-    r"\b(?:adopted|married|moved|bought|emigrated|retired|graduated|divorced|diagnosed|"
+_LASTING_EVENT = any_word(
+    r"adopted|married|moved|bought|emigrated|retired|graduated|divorced|diagnosed|"
     r"switched to|converted to|took up|"
     r"got (?:a|an|our|my) (?:dog|cat|puppy|kitten|pet)|had (?:a|our|my) (?:baby|son|daughter|"
-    r"twins))\b",
-    re.I,
+    r"twins)"
 )
 _NAMED = ("residence", "job", "name")
 # How old they are: who they are, whenever it was said ("I turned 67 last spring").
