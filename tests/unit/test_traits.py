@@ -22,6 +22,8 @@ from chatmemory.services.profile.traits import (
 
 PASSING = [
     "I'm waiting for the bus right now.",
+    "My forearms are absolutely wrecked from yesterday.",
+    "I just read your message.",
     "I'm sitting in a café at the moment.",
     "I'm so tired.",
     "I'm a bit cold.",
@@ -79,6 +81,8 @@ PASSING = [
 ]
 
 LASTING = [
+    # "just" before a verb of now is "simply".
+    "I just take the bus everywhere.",
     "I'm a nurse.",
     "I'm diabetic.",
     "I'm colour-blind.",
@@ -159,6 +163,11 @@ LASTING = [
         # A medicine one is on or takes, without "I"; a debt paid off over years; "I'm
         # afraid" as a regret; the user's clause in a sentence that is not about them.
         ("On warfarin.", "I'm on warfarin"),
+        # A lead-in inside the message, after the talk's topic.
+        (
+            "I was thinking about this the other day and honestly the thing is I can't swim.",
+            "I can't swim",
+        ),
         ("Take metformin twice a day with food.", "I take metformin"),
         ("I'm still paying off my car loan.", "car loan"),
         ("I'm afraid my eyesight is poor, so I use large print.", "large print"),

@@ -125,6 +125,10 @@ def clauses(sentence: str) -> list[str]:
     joined = [
         (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
     ]
+    # A part may open with its own lead-in: "... and honestly the thing is I don't drive".
+    joined = [
+        (sep, _LEAD_IN.sub("", _HEDGE.sub("", part)) if sep else part) for sep, part in joined
+    ]
     joined = [(sep, part) for sep, part in joined if part]
     parts = [part for _, part in joined]
     if (
@@ -171,6 +175,9 @@ def clauses(sentence: str) -> list[str]:
     for clause in out:
         facts += _allergens(clause)
     return [_sentence(c) for c in facts]
+
+
+_HEDGE = re.compile(r"^(?:honestly|frankly|basically|to be honest)\s+(?=the\s)", re.I)
 
 
 def plainly(sentence: str) -> str:

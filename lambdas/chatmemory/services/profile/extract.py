@@ -250,7 +250,9 @@ _OPENING = re.compile(
 _META = re.compile(
     r"\b(?:i|we)\s+(?:have|'ve got|have got|got)\s+(?:a|one|another|two|some)\s+"
     r"(?:quick\s+|small\s+|little\s+|silly\s+|random\s+)?(?:questions?|query|favou?r|request)\b|"
-    r"^(?:\w+,?\s+)?enough (?:about|of) (?:me|us|that|this)\b",
+    r"^(?:\w+,?\s+)?enough (?:about|of) (?:me|us|that|this)\b|"
+    # "I was thinking about this the other day": the talk's topic, no fact.
+    r"\b(?:i|we)\s+(?:was|were|'ve been|have been)\s+(?:just\s+)?thinking about (?:this|that|it)\b",
     re.I,
 )
 

@@ -68,7 +68,7 @@ _MOMENTARY = frozenset(
     blue grumpy cranky restless calm relaxed chilled comfortable uncomfortable cosy cozy
     wet soaked sunburnt sunburned jetlagged jet-lagged online offline around nearby outside
     inside downstairs upstairs asleep half-asleep dead flat delayed cancelled packed crashing
-    frozen slow shattered zonked pooped whacked beat""".split()
+    frozen slow shattered zonked pooped whacked beat wrecked achy aching fried""".split()
 )
 # Who or what is in that state: the user ("I'm", "I've been", "I got") or something of theirs
 # ("My coffee's gone cold", "My phone is dead", "My kids are finally asleep").
@@ -312,11 +312,12 @@ _ONE_NAMED = re.compile(
 )
 # Done a moment ago, without its "I", said alone: "Just burned my thumb", "just spilt coffee
 # everywhere" (not "Just came back from the doctor, he confirmed ...": more follows).
-_JUST_DID = re.compile(
-    r"^just\s+(?:[a-z]+ed|ate|woke|got|made|had|came|went|saw|ran|broke|spilt|burnt|lost|found|"
-    r"took|bought|finished|dropped|cut|hit|fell|left|sat|stood|threw|tore|wore|won)\b[^,;]*$",
-    re.I,
+_DID = (
+    r"(?:[a-z]+ed|ate|woke|got|made|had|came|went|saw|ran|broke|spilt|burnt|lost|found|took|"
+    r"bought|finished|dropped|cut|hit|fell|left|sat|stood|threw|tore|wore|won|drank|slept|did|"
+    r"paid|met|caught|forgot|drove|rode|spent|sent|heard|felt|put|told|said|read)"
 )
+_JUST_DID = re.compile(rf"^just\s+{_DID}\b[^,;]*$", re.I)
 # Shift work said without "I work": "Night shifts at the hospital", "Twelve-hour shifts mostly".
 _SHIFTS = re.compile(
     r"^(?:(?:night|day|early|late|double|weekend|evening|rotating|split|long|\d{1,2}-hour|"
@@ -529,6 +530,10 @@ def _just_done(said: str) -> bool:
     done = _JUST_DONE.match(said)
     if done is None:
         return False
+    if not re.match(r"^\S+(?:'ve|\s+have)", said, re.I) and not re.fullmatch(
+        _DID, done.group("verb"), re.I
+    ):
+        return False  # "just" before a verb of now is "simply": "I just take the bus everywhere"
     verb = done.group("verb").lower()
     lasting = verb in _LIFE_EVENT or _GOT_LIFE.search(said) or _LONG_RUNNING.search(said)
     return not lasting and not health_related(said)
