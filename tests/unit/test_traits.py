@@ -22,6 +22,9 @@ from chatmemory.services.profile.traits import (
 
 PASSING = [
     "I'm waiting for the bus right now.",
+    # A greeting passed on.
+    "My sister says hello!",
+    "Grandad sends his love.",
     "My forearms are absolutely wrecked from yesterday.",
     "I just read your message.",
     "I'm sitting in a café at the moment.",
@@ -172,6 +175,15 @@ LASTING = [
         ("I'm still paying off my car loan.", "car loan"),
         ("I'm afraid my eyesight is poor, so I use large print.", "large print"),
         ("Can't do anything after sunset on Fridays, we keep Shabbat.", "Shabbat"),
+        # What one never did, without "I"; who one is named before more that leaves out its "I"
+        # ("speaker", "fan"), with how long; a span of the week is a habit, not a remark.
+        ("never passed my driving test so I get the bus, fyi", "never passed"),
+        ("fluent Welsh speaker, teaching in Cardiff since 2015", "Welsh speaker"),
+        ("Lifelong Celtic fan since I was wee, hoops all the way", "Celtic fan"),
+        (
+            "We're Seventh-day Adventists, so no work from Friday sunset to Saturday sunset.",
+            "Adventist",
+        ),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
@@ -432,6 +444,18 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "I should mention that I'm asthmatic and also allergic to cats.",
             ["I'm asthmatic.", "I'm allergic to cats."],
         ),
+        # A name with an aside, and "who's"; "I also" typed on without a comma.
+        (
+            "My husband Kwabena (Kobby to his mates), who's a paramedic, loves fishing.",
+            [
+                "My husband Kwabena (Kobby to his mates)'s a paramedic.",
+                "My husband Kwabena (Kobby to his mates) loves fishing.",
+            ],
+        ),
+        (
+            "i have a tortoise called Shelly shes 40 i also keep bees",
+            ["I have a tortoise called Shelly shes 40.", "I also keep bees."],
+        ),
     ],
 )
 def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[str]) -> None:
@@ -469,12 +493,28 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
         # Smoking is health; a place named smoky is not.
         ("I quit smoking in 2019.", RecordType.FACT, RecordCategory.HEALTH),
         ("We hiked in the Smoky Mountains last year.", RecordType.FACT, RecordCategory.EVENT),
+        # An injury that lasts is health, whenever it happened; being torn between is not.
+        ("I tore a ligament in my ankle years ago.", RecordType.FACT, RecordCategory.HEALTH),
+        ("I dislocated my shoulder twice playing rugby.", RecordType.FACT, RecordCategory.HEALTH),
+        ("I was torn between two offers last year.", RecordType.FACT, RecordCategory.EVENT),
     ],
 )
 def test_each_fact_has_its_place_in_the_profile(
     text: str, record_type: RecordType, expected: RecordCategory
 ) -> None:
     assert category(text, record_type) == expected
+
+
+def test_who_one_is_said_first_without_i_is_a_record_of_its_own() -> None:
+    """ "Native Cantonese speaker, living in Vancouver since 2010": two facts, neither a detail
+    of the other."""
+    texts = [
+        f.text
+        for f in PatternExtractor().statements(
+            "Native Cantonese speaker, living in Vancouver since 2010"
+        )
+    ]
+    assert texts == ["I'm a native Cantonese speaker.", "I'm living in Vancouver since 2010."]
 
 
 def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:

@@ -37,7 +37,11 @@ _AND = re.compile(
     # "so" before who: "I've got high blood pressure so I'm on amlodipine".
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
-    rf",\s+(?:so\s+|and so\s+|also\s+)?(?={_CLAUSE})",
+    rf",\s+(?:so\s+|and so\s+|also\s+)?(?={_CLAUSE})|"
+    # Typed on without a comma, "also" says it is another fact: "got a parrot called kiwi shes 30
+    # this year i also smoke" (not after a word that joins it: "because I also work nights").
+    r"(?<=[\w.!)])(?<!\band)(?<!\bbut)(?<!\bso)(?<!\bas)(?<!\bif)(?<!\bthat)(?<!\bwhen)"
+    r"(?<!\bsince)(?<!\bbecause)(?<!\bwhere)(?<!\bwhile)\s+(?=i\s+also\s+[a-z])",
     re.I,
 )
 _AND_KEPT = re.compile(f"({_AND.pattern})", re.I)
@@ -210,9 +214,11 @@ def _who_is(found: re.Match[str]) -> str:
 
 # Someone of the user's, what they are or do between commas, then what they do: "My grandson
 # Tomas, who lives in Valencia, turns ten in April" -> "My grandson Tomas lives in Valencia; my
-# grandson Tomas turns ten in April".
+# grandson Tomas turns ten in April"; the name may have an aside ("My wife Oluwaseun (everyone
+# calls her Seun), who's been vegetarian since we met, ...").
 _WHO_WITHIN = re.compile(
-    r"^(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?),\s+(?:who|which)\s+"
+    r"^(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?"
+    r"(?:\s+\([^()]{1,60}\))?),\s+(?:who|which)(?:\s+|(?=')|(?=\u2019))"
     r"(?P<is>[^,;]+?),\s+(?=(?:is|are|was|has|have|had|lives|works|can|can't|will|does|doesn't|"
     r"[a-z]+(?<!s)s)\s)",
     re.I,
@@ -220,8 +226,11 @@ _WHO_WITHIN = re.compile(
 
 
 def _who_within(found: re.Match[str]) -> str:
-    who = found.group("who")
-    return f"{who} {found.group('is')}; {who[0].lower()}{who[1:]} "
+    who, what = found.group("who"), found.group("is")
+    return f"{who}{'' if what[0] in _APOSTROPHES else ' '}{what}; {who[0].lower()}{who[1:]} "
+
+
+_APOSTROPHES = "'\u2019"
 
 
 def _aside(parts: list[str]) -> bool:

@@ -161,7 +161,11 @@ _HABIT = any_word(
     r"on (?:mondays|tuesdays|wednesdays|thursdays|fridays|saturdays|sundays|weekends|weekdays)|"
     r"(?:once|twice|\w+ times) a|a (?:day|week|month|year)|per (?:day|week|month)|daily|weekly|"
     r"monthly|yearly|most (?:days|nights|mornings|evenings|weekends)|"
-    rf"{WEEKDAY} (?:nights|mornings|evenings|afternoons)"
+    rf"{WEEKDAY} (?:nights|mornings|evenings|afternoons)|"
+    # A span of the week: "off from Friday sundown till Saturday night" (not "from Monday to
+    # Friday next week").
+    rf"from {WEEKDAY}\b(?![^.!?]*\b(?:next|this|last|coming)\s+week)[^.!?]{{0,40}}?"
+    rf"\b(?:till|until|til|to|through)\s+{WEEKDAY}"
 )
 # A few minutes: "I've got five minutes before my next call", "My bus is ten minutes late".
 _FEW = r"(?:a few|a couple of|\d+|one|two|three|five|ten|fifteen|twenty|thirty)"
@@ -258,6 +262,12 @@ _FUTURE = any_word(
 
 
 # The weather, the hour, the room: "It's raining here", "It's so late".
+# A greeting passed on: "My wife says hi", "Mum sends her love".
+_GREETS = re.compile(
+    r"\b(?:says?|said)\s+(?:hi|hello|hey|hiya)\b|\bsends?\s+(?:(?:her|his|their|my|our)\s+)?"
+    r"(?:love|regards|best|greetings)\b",
+    re.I,
+)
 _AROUND = re.compile(
     r"^(?:(?:it's|it is|its)\s+(?:(?:so|really|very|a bit|quite|pretty|getting|still|just)\s+)*"
     r"(?:raining|snowing|pouring|drizzling|sunny|cloudy|windy|foggy|stormy|hot|cold|freezing|"
@@ -304,10 +314,14 @@ _GERUND_SUBJECT = re.compile(
 _HERE = re.compile(
     r"^(?P<what>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*$|,\s.+$)", re.I
 )
-# Who one is, named alone: "Native Portuguese speaker.", "Retired schoolteacher".
+# Who one is, named alone: "Native Portuguese speaker.", "Retired schoolteacher", "Die-hard
+# Packers fan since I was a kid" (a span after it says how long).
 _ONE_NAMED = re.compile(
-    r"^(?P<what>(?!(?:a|an|the|my|your|our|his|her|their|this|that)\s)(?:[\w'-]+\s+){0,3}"
-    r"[a-z-]+(?:er|or|ist|ian|ant|ent))(?P<end>[.!]*)$",
+    r"^(?P<what>(?!(?:a|an|the|my|your|our|his|her|their|this|that)\s)(?![a-z]+ing\s)"
+    # Words that name one, not a place: "living in Vancouver" is no "Vancouver".
+    r"(?:(?!(?:in|at|on|from|to|into|near|with|of)\s)[\w'-]+\s+){0,3}"
+    r"(?:[a-z-]+(?:er|or|ist|ian|ant|ent)|fan|buff|nerd|geek|addict|junkie))"
+    r"(?P<end>(?:\s+(?:since|for)\s+[^,;.!?]+)?[.!]*)$",
     re.I,
 )
 # Done a moment ago, without its "I", said alone: "Just burned my thumb", "just spilt coffee
@@ -363,6 +377,8 @@ _ELIDED_VERB = re.compile(
     r"(?P<verb>been|(?:can't|cannot|don't|do not|won't|never)\s+(?:eat|drink|drive|stand|"
     r"own|have|smoke|cook|swim|fly|handle|tolerate|digest|bear|be|been|ride|sleep|touch|use)|"
     r"(?:haven't|havent|have not)\s+(?:eaten|had|drunk|touched|smoked|driven|been|worked)|"
+    # "Never learned to drive": what one never did is how one lives.
+    rf"never\s+{_DID}|"
     r"live|lived|work|worked|love|hate|adore|enjoy|prefer|speak|play|grew up|moved|used to|"
     r"own|eat|drink|teach|study|studied|run|cycle|swim|volunteer|support|commute|drive|bank|"
     r"carry|attend|rent|smoke|coach|foster|homeschool|am)\b(?P<rest>(?:\s+\S+)+)$",
@@ -419,9 +435,18 @@ def implied(text: str) -> str:
 
 def _after_a_few_words(said: str) -> str:
     """ "Twenty a day, been smoking since I was a teenager": a few words set first, then a
-    sentence that leaves out its "I"."""
+    sentence that leaves out its "I". Words that name what one is are a sentence of their own:
+    "Native Tagalog speaker, living in Toronto since 2019" -> "I'm a native Tagalog speaker,
+    I'm living in Toronto since 2019" (not a detail of what follows)."""
     head, comma, rest = said.partition(", ")
-    if not comma or len(head.split()) > 4 or not rest or FIRST_WORD.match(rest):
+    if not comma or not rest:
+        return said
+    if FIRST_WORD.match(rest):
+        return said  # "Just came back from the doctor, he confirmed ...": the rest has its own
+    own = implied(head)  # head holds no ", ": this does not come back here
+    if own != head:
+        return f"{own}, {implied(rest)}"
+    if len(head.split()) > 4:
         return said
     inner = implied(rest)
     return f"{head}, {inner}" if inner != rest else said
@@ -472,7 +497,7 @@ def passing(text: str) -> bool:
     """A remark about what the user is doing or feeling now, or about what is around them
     now, not a lasting fact."""
     said = implied(text)
-    if _ABOUT_TO.match(said) or _AROUND.match(said):
+    if _ABOUT_TO.match(said) or _AROUND.match(said) or _GREETS.search(said):
         return True
     if _LATELY.search(said) or _HABIT.search(said) or _OVER_TIME.search(said):
         return False  # "Right now I'm living in Tucson, we've been here three years"
@@ -585,7 +610,10 @@ _HEALTH = any_word(
     r"caffeine|decaf|keto|low-carb|low-sodium|low-salt|sugar-free|diet|smok(?:e[drs]?|ing)|"
     r"sleep apnoea|"
     r"sleep apnea|insomnia|chronic|condition|therap\w*|hiv|covid|immun\w*|vaccin\w*|"
-    r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease"
+    r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease|"
+    # An injury: "tore my ACL skiing", "a torn meniscus", "dislocated my shoulder".
+    r"tore my|torn(?! between)|acl|ligaments?|meniscus|cartilage|tendon\w*|tendinitis|dislocat\w*|"
+    r"concussions?|hernia|slipped disc|sciatica"
 )
 _IDENTITY = any_word(
     r"my name|call me|years old|i'm \d+|i am \d+|born|grew up|i'm from|i am from|"
