@@ -184,6 +184,12 @@ LASTING = [
             "We're Seventh-day Adventists, so no work from Friday sunset to Saturday sunset.",
             "Adventist",
         ),
+        # Learning a language "at the moment" is a way of life; a doing before "so" is no
+        # subject; who one was ("Ex-"), when one is awake ("early bird").
+        ("Learning Italian at the moment, about B1 level", "Italian"),
+        ("money's tight atm, paying back my car loan so no big trips", "car loan"),
+        ("Ex-Navy. Twelve years.", "ex-Navy"),
+        ("early bird here, I'm up at five", "early bird"),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
@@ -452,6 +458,15 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
                 "My husband Kwabena (Kobby to his mates) loves fishing.",
             ],
         ),
+        # A title's full stop ends no sentence; "; additionally," and "+" join two facts.
+        (
+            "I'm allergic to latex; additionally, my dentist is Dr. Mensah.",
+            ["I'm allergic to latex.", "My dentist is Dr. Mensah."],
+        ),
+        (
+            "I play the cello + I work as a paramedic",
+            ["I play the cello.", "I work as a paramedic."],
+        ),
         (
             "i have a tortoise called Shelly shes 40 i also keep bees",
             ["I have a tortoise called Shelly shes 40.", "I also keep bees."],
@@ -515,6 +530,14 @@ def test_who_one_is_said_first_without_i_is_a_record_of_its_own() -> None:
         )
     ]
     assert texts == ["I'm a native Cantonese speaker.", "I'm living in Vancouver since 2010."]
+
+
+def test_a_sentence_opening_with_and_is_a_record_without_it() -> None:
+    texts = [
+        f.text
+        for f in PatternExtractor().statements("Three kids here. oh and my wife Ada is a pilot")
+    ]
+    assert "My wife Ada is a pilot." in texts, texts
 
 
 def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:

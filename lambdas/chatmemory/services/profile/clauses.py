@@ -27,7 +27,9 @@ _CLAUSE = (
     r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)"
 )
 _AND = re.compile(
-    r",?\s+(?:and|plus)\s+(?:also\s+|too\s+)?|\s*;\s+|"
+    r",?\s+(?:and|plus|\+|&)\s+(?:also\s+|too\s+)?|"
+    # A semicolon, with the word that says more follows: "...; additionally, my GP is ...".
+    r"\s*;\s+(?:(?:additionally|also|besides|furthermore|moreover|plus|and)\b,?\s+)?|"
     # "but" before who: "I'm from Puerto Rico, but I've lived in Chicago for fifteen years".
     rf",?\s+but\s+(?={_CLAUSE})|"
     # "while", "whereas" or "though" set against who: "I work nights, while my wife works days".

@@ -50,7 +50,11 @@ from chatmemory.services.profile.vocabulary import any_word
 from chatmemory.services.prompt import clip_to_tokens
 
 # Sentences, and the clauses a dash sets apart ("Lots happened - I joined a new group").
-_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|\s+[-\u2013\u2014]+\s+")
+# Not after a title or an abbreviation: "My GP is Dr. Hallworth", "e.g. cheese".
+_SENTENCE = re.compile(
+    r"(?<=[.!?])(?<!\bDr\.)(?<!\bMr\.)(?<!\bMs\.)(?<!\bMrs\.)(?<!\bSt\.)(?<!\bProf\.)"
+    r"(?<!\bJr\.)(?<!\bSr\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+|\s+[-\u2013\u2014]+\s+"
+)
 _WORD = re.compile(r"[a-z0-9']+")
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|im|my|me|we|we're|we've|our|us)\b", re.I)
 _QUESTION_START = re.compile(

@@ -216,7 +216,10 @@ _TRIP = re.compile(r"\b(?:going|travell?ing|flying|heading|driving|moving) to [A
 # What one is doing that is a way of life even when said of now.
 _WAY_OF_LIFE = re.compile(
     rf"\b{_FIRST}\s+(?:currently\s+|now\s+|still\s+)?(?:living|renting|dating|expecting|"
-    r"fostering|homeschooling|raising|paying (?:off|back|down))\b",
+    r"fostering|homeschooling|raising|paying (?:off|back|down)|"
+    # Learning a language, an instrument, a skill: "Learning Japanese at the moment".
+    r"learning\s+(?:to\s+[a-z]+|sign language|piano|guitar|violin|cello|drums|[a-z]+(?:ese|ish|"
+    r"ian|ic|an|ch|ew)))\b",
     re.I,
 )
 _STANDING = frozenset(
@@ -287,7 +290,7 @@ _AROUND = re.compile(
 OPENER = re.compile(
     r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|brb|afk|now|"
     r"actually|right(?!\s+(?:now|away|here|there))|yeah|yep|hey|hi|ah|um|erm|"
-    r"just fyi)\b[,!.]?\s*)+",
+    r"just fyi|and|plus|additionally|besides)\b[,!.]?\s*)+",
     re.I,
 )
 # A chat sentence whose "I" goes without saying: "Feeling pretty stressed", "Sitting in the
@@ -306,7 +309,9 @@ _KIN = re.compile(r"^(?:Mum|Mom|Mam|Dad|Nan|Nana|Gran|Granny|Grandma|Grandad|Gra
 # A sentence whose subject is what one does: "Knitting socks is basically my whole
 # personality", "Restoring old Vespas is how I unwind"; and "anything", "something"...
 _GERUND_SUBJECT = re.compile(
-    r"^(?:[a-z]*thing\b|[a-z]+ing\b[^,;:.!?]*?\s(?:is|was|are|were|'s|makes?|made|keeps?|"
+    # (not across a joint: "paying off my loans so every penny is budgeted")
+    r"^(?:[a-z]*thing\b|[a-z]+ing\b(?:(?!\s(?:so|and|but|because|while)\s)[^,;:.!?])*?\s"
+    r"(?:is|was|are|were|'s|makes?|made|keeps?|"
     r"helps?|gives?|has|have|can|could|will|would|may|might|should|must)\b)",
     re.I,
 )
@@ -320,7 +325,7 @@ _ONE_NAMED = re.compile(
     r"^(?P<what>(?!(?:a|an|the|my|your|our|his|her|their|this|that)\s)(?![a-z]+ing\s)"
     # Words that name one, not a place: "living in Vancouver" is no "Vancouver".
     r"(?:(?!(?:in|at|on|from|to|into|near|with|of)\s)[\w'-]+\s+){0,3}"
-    r"(?:[a-z-]+(?:er|or|ist|ian|ant|ent)|fan|buff|nerd|geek|addict|junkie))"
+    r"(?:[a-z-]+(?:er|or|ist|ian|ant|ent)|fan|buff|nerd|geek|addict|junkie|ex-[a-z]+))"
     r"(?P<end>(?:\s+(?:since|for)\s+[^,;.!?]+)?[.!]*)$",
     re.I,
 )
@@ -350,7 +355,9 @@ _ONE_WHO = re.compile(
     r"\b(?:fan|mum|mom|dad|parent|mother|father|grandma|grandad|grandparent|child|kid|owner|"
     r"lover|person|student|grad|veteran|nurse|teacher|doctor|engineer|developer|carer|"
     r"introvert|extrovert|insomniac|vegan|vegetarian|diabetic|coeliac|celiac|smoker|"
-    r"non-smoker|runner|cyclist|gamer|musician|lefty|southpaw|twin|widow|widower)s?\b",
+    r"non-smoker|runner|cyclist|gamer|musician|lefty|southpaw|twin|widow|widower|"
+    # When one is awake; who one was: "total night owl", "Ex-Marine".
+    r"owl|early bird|lark|ex-[a-z]+)s?\b",
     re.I,
 )
 
@@ -408,12 +415,14 @@ def implied(text: str) -> str:
     if here is not None and _what_one_is(here.group("what")):
         what = here.group("what")
         first = what[0].lower() if what[1:2].islower() else what[0]  # "T1 diabetic" stays
-        return f"I'm {first}{what[1:]}{here.group('end')}"
+        # One of a kind takes an article: "total night owl here" -> "I'm a total night owl".
+        kind = _ONE_WHO.search(what)
+        counted = kind and kind.end() == len(what) and not re.match(r"^(?:a|an)\s", what, re.I)
+        return f"I'm {_article(what) + ' ' if counted else ''}{first}{what[1:]}{here.group('end')}"
     one = _ONE_NAMED.match(said)
     if one is not None and _what_one_is(one.group("what")):
         what = one.group("what")
-        article = "an" if what[0].lower() in "aeiou" else "a"
-        return f"I'm {article} {what[0].lower()}{what[1:]}{one.group('end')}"
+        return f"I'm {_article(what)} {what[0].lower()}{what[1:]}{one.group('end')}"
     found = _ELIDED.match(said)
     state = found.group("state") if found is not None else None
     if (
@@ -431,6 +440,10 @@ def implied(text: str) -> str:
     if re.match(r"^(?:just\s+)*got\b", said, re.I):
         return f"I {said[0].lower()}{said[1:]}"
     return f"I'm {said[0].lower()}{said[1:]}"
+
+
+def _article(what: str) -> str:
+    return "an" if what[0].lower() in "aeiou" else "a"
 
 
 def _after_a_few_words(said: str) -> str:
