@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from chatmemory import schema, wiring
-from chatmemory.services.background.maintenance import SweepPolicy, sweep
+from chatmemory.services.background.maintenance import SweepPass, SweepPolicy, sweep
 from chatmemory.streams import matches
 from local.lambda_context import LocalLambdaContext, load_handler
 from local.poller import lambda_record
@@ -91,7 +91,7 @@ def test_sessions_ended_faster_than_consolidation_runs_are_all_consolidated_in_t
         session = memory.get_session(sid)
         return session.status if session is not None else "GONE"
 
-    policy = SweepPolicy(retry_minutes=60, retries_per_sweep=PER_TICK * 2, workers=4)
+    policy = SweepPolicy(retry_minutes=60, retries_per_sweep=PER_TICK * 2, run=SweepPass(workers=4))
     start = datetime.now(UTC)
     waiting: list[tuple[int, dict[str, Any]]] = []  # (tick it arrived, record)
     expired: set[str] = set()

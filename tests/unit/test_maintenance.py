@@ -298,7 +298,7 @@ def test_lost_consolidations_are_started_again_oldest_first_within_the_sweeps_bu
     for n, sid in enumerate(sids):  # ended a minute apart... over several buckets
         memory.end_session(sid, (t0 + timedelta(minutes=11 * n)).isoformat())
     memory.mark_consolidated(sids[0], "done", t0.isoformat())
-    policy = SweepPolicy(retry_minutes=60, retries_per_sweep=4, workers=1)
+    policy = SweepPolicy(retry_minutes=60, retries_per_sweep=4, run=SweepPass(workers=1))
 
     early = sweep(memory, now=t0 + timedelta(minutes=50), policy=policy)
     first = sweep(memory, now=t0 + timedelta(hours=4), policy=policy)

@@ -8,7 +8,14 @@ from pydantic import (
     Field,
 )
 
-from chatmemory.api_models.base import MAX_STORED_RESPONSE_CHARS, ClientMessageId, _Model, _Strict
+from chatmemory.api_models.base import (
+    MAX_STORED_RESPONSE_CHARS,
+    ClientMessageId,
+    _Envelope,
+    _Listing,
+    _Model,
+    _Strict,
+)
 from chatmemory.api_models.sessions import SessionOut
 from chatmemory.api_models.turns import TurnOut
 from chatmemory.domain import (
@@ -52,21 +59,13 @@ class AgentSessionOut(SessionOut):
         return cls(**shown, user_id=caller_of(session.user_id))
 
 
-class AgentSessionList(_Model):
+class AgentSessionList(_Listing):
     sessions: list[AgentSessionOut]
     next_token: str | None = None
 
-    @classmethod
-    def of(cls, page: Page[Session]) -> AgentSessionList:
-        return cls(sessions=[AgentSessionOut.of(s) for s in page.items], next_token=page.next_token)
 
-
-class AgentSessionEnvelope(_Model):
+class AgentSessionEnvelope(_Envelope):
     session: AgentSessionOut
-
-    @classmethod
-    def of(cls, session: Session) -> AgentSessionEnvelope:
-        return cls(session=AgentSessionOut.of(session))
 
 
 class AgentSessionView(_Model):

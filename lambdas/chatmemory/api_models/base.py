@@ -6,7 +6,7 @@ from __future__ import annotations
 import base64
 import json
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Self, cast, get_args
 
 from pydantic import (
     AfterValidator,
@@ -24,7 +24,7 @@ from chatmemory.schema import (
 )
 
 if TYPE_CHECKING:
-    pass
+    from chatmemory.domain import Page
 
 
 # What the items of one answer may take as sent (answer_bytes).
@@ -100,6 +100,34 @@ class _Out(_Model):
     """An answer model, built from the domain object of the same name (its attributes)."""
 
     model_config = ConfigDict(from_attributes=True, defer_build=True)
+
+    @classmethod
+    def of(cls, item: Any) -> Self:
+        """The answer model of a domain object."""
+        return cls.model_validate(item)
+
+
+class _Envelope(_Model):
+    """An answer that holds one object under its name (`{"session": {...}}`), its first field:
+    `of` builds it from the domain object, through that field's answer model (an `_Out`)."""
+
+    @classmethod
+    def of(cls, item: Any) -> Self:
+        name, field = next(iter(cls.model_fields.items()))
+        out = cast("type[_Out]", field.annotation)
+        return cls(**{name: out.of(item)})
+
+
+class _Listing(_Model):
+    """A page of answers: the items under their name, its first field (a list of an `_Out`),
+    then `next_token`. `of` builds it from a page of domain objects."""
+
+    @classmethod
+    def of(cls, page: Page[Any]) -> Self:
+        name, field = next(iter(cls.model_fields.items()))
+        (out,) = cast("tuple[type[_Out]]", get_args(field.annotation))
+        items = [out.of(item) for item in page.items]
+        return cls(**{name: items, "next_token": page.next_token})
 
 
 class SourceOut(_Out):

@@ -17,6 +17,7 @@ from pydantic import (
 from chatmemory import limits
 from chatmemory.api_models.base import (
     ANSWER_ITEMS_BYTES,
+    _Envelope,
     _Model,
     _Out,
     _Strict,
@@ -206,12 +207,8 @@ class RecordOut(_Out):
         return self
 
 
-class RecordEnvelope(_Model):
+class RecordEnvelope(_Envelope):
     record: RecordOut
-
-    @classmethod
-    def of(cls, record: MemoryRecord) -> RecordEnvelope:
-        return cls(record=RecordOut.model_validate(record))
 
 
 def record_bytes(record: MemoryRecord) -> int:

@@ -8,11 +8,7 @@ from pydantic import (
     Field,
 )
 
-from chatmemory.api_models.base import _Model, _Out, _Strict, identifier
-from chatmemory.domain import (
-    Page,
-    Session,
-)
+from chatmemory.api_models.base import _Envelope, _Listing, _Out, _Strict, identifier
 from chatmemory.schema import (
     HandoffReason,
     HandoffState,
@@ -85,21 +81,10 @@ class SessionOut(_Out):
     )
 
 
-class SessionEnvelope(_Model):
+class SessionEnvelope(_Envelope):
     session: SessionOut
 
-    @classmethod
-    def of(cls, session: Session) -> SessionEnvelope:
-        return cls(session=SessionOut.model_validate(session))
 
-
-class SessionList(_Model):
+class SessionList(_Listing):
     sessions: list[SessionOut]
     next_token: str | None = None
-
-    @classmethod
-    def of(cls, page: Page[Session]) -> SessionList:
-        return cls(
-            sessions=[SessionOut.model_validate(s) for s in page.items],
-            next_token=page.next_token,
-        )

@@ -17,13 +17,10 @@ from chatmemory.api_models.base import (
     Score,
     SourceOut,
     Timestamp,
-    _Model,
+    _Envelope,
+    _Listing,
     _Out,
     _Strict,
-)
-from chatmemory.domain import (
-    Page,
-    Turn,
 )
 from chatmemory.schema import (
     MAX_TURN_MESSAGES_BYTES,
@@ -231,12 +228,8 @@ class TurnOut(_Out):
     )
 
 
-class TurnEnvelope(_Model):
+class TurnEnvelope(_Envelope):
     turn: TurnOut
-
-    @classmethod
-    def of(cls, turn: Turn) -> TurnEnvelope:
-        return cls(turn=TurnOut.model_validate(turn))
 
 
 class MessageEnvelope(TurnEnvelope):
@@ -249,13 +242,6 @@ class MessageEnvelope(TurnEnvelope):
     )
 
 
-class MessageList(_Model):
+class MessageList(_Listing):
     messages: list[TurnOut]
     next_token: str | None = None
-
-    @classmethod
-    def of(cls, page: Page[Turn]) -> MessageList:
-        return cls(
-            messages=[TurnOut.model_validate(t) for t in page.items],
-            next_token=page.next_token,
-        )

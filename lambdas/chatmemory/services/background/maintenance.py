@@ -233,9 +233,8 @@ class SweepPolicy:
     retry_minutes: int = 360
     retries_per_sweep: int = 1000
     stale_minutes: int = 15
-    page_size: int = 100
-    workers: int = OPEN_SHARDS
-    reserve_seconds: float = 5.0
+    # How each pass reads the sparse index (its time_left is the sweep's).
+    run: SweepPass = SweepPass(workers=OPEN_SHARDS)
 
 
 @dataclass
@@ -258,7 +257,7 @@ def sweep(
     and stalled purges, each through every shard while time is left (what is left waits for
     the next sweep); then how long the oldest unconsolidated session has waited."""
     # Each pass pages every shard in parallel, while time is left.
-    run = SweepPass(policy.page_size, time_left, policy.reserve_seconds, policy.workers)
+    run = replace(policy.run, time_left=time_left)
     ended = sweep_idle_sessions(memory, now=now, idle_minutes=policy.idle_minutes, run=run)
     retried = retry_lost_consolidations(
         memory,

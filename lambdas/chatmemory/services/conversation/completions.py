@@ -114,9 +114,9 @@ def open_completion(
     *,
     user_id: str,
     conversation: Conversation,
-    session_id: str | None = None,
-    stream: bool = False,
-    stop: StopSignal | None = None,
+    session_id: str | None,
+    stream: bool,
+    stop: StopSignal | None,
 ) -> tuple[str, Iterator[TurnEvent]]:
     """The client id of the conversation's session and its new message's turn as events
     (admitted now: its errors are raised here). `session_id`: the caller's id of it (the

@@ -13,7 +13,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, TypedDict, TypeVar, Unpack
 
 from chatmemory.clock import iso, utc_now
 from chatmemory.domain import (
@@ -156,16 +156,19 @@ def resolve_current(memory: SessionStore, user_id: str, session_id: str) -> Curr
     return Current(session_id, (session, user))
 
 
+class NewSession(TypedDict, total=False):
+    """What ensure_session passes on to create_session for a session it creates (their
+    meaning is create_session's)."""
+
+    name: str | None
+    end_previous: bool
+    continue_from: str | None
+    clock: Clock
+    make_id: Callable[[], str]
+
+
 def ensure_session(
-    memory: UserSessions,
-    user_id: str,
-    client_id: str,
-    *,
-    name: str | None = None,
-    end_previous: bool = False,
-    continue_from: str | None = None,
-    clock: Clock = utc_now,
-    make_id: Callable[[], str] = new_id,
+    memory: UserSessions, user_id: str, client_id: str, **new: Unpack[NewSession]
 ) -> tuple[Session, bool]:
     """The caller's session that `client_id` names, created if there is none (True then):
     PUT /sessions/{id}. Idempotent: a retry, or two concurrent PUTs, give the same session
@@ -177,8 +180,8 @@ def ensure_session(
     session is returned as it is: the next message continues it (on_current_session)."""
     if not is_identifier(client_id):
         raise SessionNotFound("session not found")
-    if continue_from:
-        continue_from = resolve(memory, user_id, continue_from)
+    if continue_from := new.get("continue_from"):
+        new["continue_from"] = resolve(memory, user_id, continue_from)
     for _ in range(_ATTEMPTS):
         target = memory.get_alias(user_id, client_id)
         try:
@@ -192,17 +195,8 @@ def ensure_session(
         except SessionNotFound:
             pass
         try:
-            created = create_session(
-                memory,
-                user_id,
-                name=name,
-                end_previous=end_previous,
-                continue_from=continue_from,
-                clock=clock,
-                make_id=make_id,
-                alias=ClientAlias(user_id, client_id, replaces=target),
-                attempts=1,
-            )
+            alias = ClientAlias(user_id, client_id, replaces=target)
+            created = create_session(memory, user_id, **new, alias=alias, attempts=1)
         except Conflict:
             continue  # another request wrote the alias (or the caller's memory changed)
         return created, True

@@ -11,6 +11,7 @@ method of the port.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import StrEnum
 from typing import NamedTuple
 
@@ -220,14 +221,20 @@ TRANSITIONS: tuple[Transition, ...] = (
 )
 
 
+def diagram(kind: str, lines: Iterable[str]) -> str:
+    """A Mermaid diagram: its kind ("stateDiagram-v2", "flowchart LR"), then its lines, indented
+    (this module's and the turn pipeline's, drawn on the docs' pages by scripts/docs_pages.py)."""
+    return "\n".join([kind, *(f"    {line}" for line in lines)])
+
+
 def mermaid() -> str:
     """The turn's state diagram (Mermaid), from TRANSITIONS."""
-    lines = ["stateDiagram-v2"]
+    arrows = []
     for t in TRANSITIONS:
         source = "[*]" if t.source is None else t.source.value
         via = f"{t.cause} ({t.write})" if t.write else t.cause
-        lines.append(f"    {source} --> {t.target.value}: {via}")
-    return "\n".join(lines)
+        arrows.append(f"{source} --> {t.target.value}: {via}")
+    return diagram("stateDiagram-v2", arrows)
 
 
 def table() -> str:

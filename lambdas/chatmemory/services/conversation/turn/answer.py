@@ -6,6 +6,7 @@ pending when the model failed), and a stored message completed by the retry that
 from __future__ import annotations
 
 import time
+from typing import Unpack
 
 from chatmemory.domain import CoveredTurns, Turn
 from chatmemory.errors import ChatMemoryError, Conflict, SessionEnded
@@ -21,28 +22,21 @@ from chatmemory.services.conversation.turn.context import (
     TurnContext,
     TurnResult,
 )
-from chatmemory.services.conversation.turn.gather import answer_command, gather
+from chatmemory.services.conversation.turn.gather import Window, answer_command, gather
 from chatmemory.services.conversation.turn.generate import generate
 from chatmemory.services.conversation.turn.settle import append, store_answer, unanswered
 
 Answering = Part[Memory]
 
 
-def answer(
-    ctx: TurnContext,
-    routed: Routed,
-    turn: Turn,
-    *,
-    before_turn: int | None = None,
-    history: list[Turn] | None = None,
-) -> Answering:
+def answer(ctx: TurnContext, routed: Routed, turn: Turn, **window: Unpack[Window]) -> Answering:
     """Fill in `turn`'s answer for its routed intent, yielding what memory the prompt holds
     and the answer's text as it is written; returns what long-term memory put in the prompt
-    (nothing for a command)."""
+    (nothing for a command). `window`: as gather takes it."""
     if routed.intent != Intent.CHAT and answer_command(ctx, routed, turn):
         yield Delta(turn.response or "")
         return Memory()
-    gathered = gather(ctx, routed, turn, before_turn=before_turn, history=history)
+    gathered = gather(ctx, routed, turn, **window)
     yield MemoryUsed(gathered.memory)
     yield from generate(ctx, gathered.prompt, turn)
     return gathered.memory

@@ -15,7 +15,7 @@ deleted out of the prompt.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypedDict, Unpack
 
 from chatmemory.beside import run_beside
 from chatmemory.clock import parse_time
@@ -56,21 +56,24 @@ class Gathered(NamedTuple):
     memory: Memory
 
 
-def gather(
-    ctx: TurnContext,
-    routed: Routed,
-    turn: Turn,
-    *,
-    before_turn: int | None = None,
-    history: list[Turn] | None = None,
-) -> Gathered:
-    """The prompt of an ordinary message (`turn`, or the stack it ends): `history` is the
-    window when the caller read it already; `before_turn` leaves out the turns from there on
-    (a retry of a stored message). Fills in the turn's sources and `degraded`."""
+class Window(TypedDict, total=False):
+    """What a caller says of the window of recent turns a prompt holds (none: the window read
+    here)."""
+
+    # The window, when the caller read it already.
+    history: list[Turn]
+    # Leave out the turns from this one on (a retry of a stored message).
+    before_turn: int
+
+
+def gather(ctx: TurnContext, routed: Routed, turn: Turn, **window: Unpack[Window]) -> Gathered:
+    """The prompt of an ordinary message (`turn`, or the stack it ends), its window as the
+    caller says (Window). Fills in the turn's sources and `degraded`."""
     deps, policy = ctx.deps, ctx.policy
+    history = window.get("history")
     if history is None:
         history = deps.memory.recent_turns(ctx.session.session_id, ctx.window) if ctx.window else []
-    if before_turn is not None:
+    if (before_turn := window.get("before_turn")) is not None:
         history = [t for t in history if t.turn < before_turn]
     # A continued conversation: the previous session's rolling summary, and its last turns
     # until this one has a window of its own, while that session exists (access.continued).

@@ -15,6 +15,7 @@ diagram of the pipeline is made from it (`mermaid()`, by scripts/docs_pages.py).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from itertools import pairwise
 from typing import NamedTuple, TypeVar
 
 from chatmemory.errors import HandoffChanged
@@ -30,7 +31,7 @@ from chatmemory.services.conversation.turn.context import (
     TurnResult,
 )
 from chatmemory.services.conversation.turn.decide import again, for_agent, new_message
-from chatmemory.services.conversation.turn_states import TRANSITIONS, Transition
+from chatmemory.services.conversation.turn_states import TRANSITIONS, Transition, diagram
 
 T = TypeVar("T")
 
@@ -158,9 +159,6 @@ STAGES: tuple[Stage, ...] = (
 
 def mermaid() -> str:
     """The pipeline's diagram (Mermaid), from STAGES."""
-    lines = ["flowchart LR"]
-    for stage in STAGES:
-        lines.append(f'    {stage.name}["{stage.name}<br/><small>{stage.does}</small>"]')
-    for before, after in zip(STAGES, STAGES[1:], strict=False):
-        lines.append(f"    {before.name} --> {after.name}")
-    return "\n".join(lines)
+    boxes = [f'{stage.name}["{stage.name}<br/><small>{stage.does}</small>"]' for stage in STAGES]
+    arrows = [f"{before.name} --> {after.name}" for before, after in pairwise(STAGES)]
+    return diagram("flowchart LR", boxes + arrows)
