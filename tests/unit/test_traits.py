@@ -458,6 +458,21 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
                 "My husband Kwabena (Kobby to his mates) loves fishing.",
             ],
         ),
+        # A remark of the moment after a lasting fact is set apart (and passes); a comma before
+        # a clause that goes on without its "I".
+        (
+            "My hip was replaced last year; it's stiff this morning.",
+            ["My hip was replaced last year.", "It's stiff this morning."],
+        ),
+        (
+            "We live in Leeds, got a tabby called Mochi",
+            ["We live in Leeds.", "We got a tabby called Mochi."],
+        ),
+        (
+            "I'm a vet, work mostly with horses",
+            ["I'm a vet.", "I work mostly with horses."],
+        ),
+        ("I get hay fever badly, like every June", ["I get hay fever badly, like every June."]),
         # A title's full stop ends no sentence; "; additionally," and "+" join two facts.
         (
             "I'm allergic to latex; additionally, my dentist is Dr. Mensah.",

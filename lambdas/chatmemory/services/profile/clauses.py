@@ -26,6 +26,14 @@ _CLAUSE = (
     r"(?:(?:only|also|still|never|always|really|just|usually)\s+)?(?:is|are|was|has|have|"
     r"lives|works|'s|loves|likes|hates|can|can't|[a-z]+(?<![s'])s)\b)"
 )
+# Verbs of what one does, that a clause goes on with after "and", its "I" left out.
+_DOING = one_of(
+    """play work teach run swim cycle write sing live study speak cook volunteer coach
+    drive ride paint draw read walk go do have own love like hate enjoy prefer support help
+    care look train practise practice attend belong dance knit hike climb surf ski eat drink
+    sleep keep use wear take make build fix manage lead act collect grow raise foster
+    commute travel visit need rent share sell deliver serve"""
+)
 _AND = re.compile(
     r",?\s+(?:and|plus|\+|&)\s+(?:also\s+|too\s+)?|"
     # A semicolon, with the word that says more follows: "...; additionally, my GP is ...".
@@ -40,6 +48,9 @@ _AND = re.compile(
     r"\s+so\s+(?=(?:i|we)\s+[a-z]|(?:i'm|im|i've|we're|we've|i'd)\b)|"
     # A comma, or ", so", before a clause of its own: "I'm a teacher, my wife is a nurse".
     rf",\s+(?:so\s+|and so\s+|also\s+)?(?={_CLAUSE})|"
+    # A comma before a clause that goes on without its "I": "we live in Cardiff, got a dog
+    # called Bo", "I'm 29, work in marketing" (", like ..." is a filler).
+    rf",\s+(?!like\s)(?=(?:got|{_DOING})\s+\S+\s+\S)|"
     # Typed on without a comma, "also" says it is another fact: "got a parrot called kiwi shes 30
     # this year i also smoke" (not after a word that joins it: "because I also work nights").
     r"(?<=[\w.!)])(?<!\band)(?<!\bbut)(?<!\bso)(?<!\bas)(?<!\bif)(?<!\bthat)(?<!\bwhen)"
@@ -47,14 +58,6 @@ _AND = re.compile(
     re.I,
 )
 _AND_KEPT = re.compile(f"({_AND.pattern})", re.I)
-# Verbs of what one does, that a clause goes on with after "and", its "I" left out.
-_DOING = one_of(
-    """play work teach run swim cycle write sing live study speak cook volunteer coach
-    drive ride paint draw read walk go do have own love like hate enjoy prefer support help
-    care look train practise practice attend belong dance knit hike climb surf ski eat drink
-    sleep keep use wear take make build fix manage lead act collect grow raise foster
-    commute travel visit need rent share sell deliver serve"""
-)
 # A verb going on with the first clause's "I": a word, then a preposition or an article and more.
 _GOES_ON = re.compile(
     rf"^(?:{_DOING})\s+\S+\s+\S|"
@@ -62,6 +65,8 @@ _GOES_ON = re.compile(
     r"^(?:don't|dont|do not|never|can't|cannot|won't)\s+[a-z]+\s+\S",
     re.I,
 )
+# "..., got a golden retriever called Bo": what one has.
+_GOT = re.compile(r"^got\s+(?:a|an|two|three|four|\d+)\s+\S", re.I)
 # Who the first clause is about, for a clause that goes on without saying: "I'm ..." -> "I".
 _WHO = re.compile(r"^(?P<who>i|we)(?:'m|'re|'ve|\s)", re.I)
 # What one also is, said after "and" with what it is of: "allergic to soy", "lactose intolerant".
@@ -124,6 +129,14 @@ _SO = re.compile(r",?\s*(?:and\s+)?so\s*", re.I)
 _WHO_AND_I = re.compile(r"^(?:my|our)\s+(?:[\w'-]+\s+){0,2}?[\w'-]+$", re.I)
 
 
+# A clause with a subject of its own that names no one of the user's: "it's aching today",
+# "he's had a bad turn this morning", "typing is painful this evening".
+_OWN_CLAUSE = re.compile(
+    r"^(?:it|he|she|they|that|this|there)(?:'s|'re|\s)|^[a-z]+ing\s+(?:\S+\s+)?(?:is|was|has)\b",
+    re.I,
+)
+
+
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
     text = _WHO_RELATIVE.sub(_who_is, _WHO_WITHIN.sub(_who_within, plainly(sentence)))
@@ -166,7 +179,7 @@ def clauses(sentence: str) -> list[str]:
             out.append(part)
         elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
             out.append(f"{subject.group('subject')} {part}")
-        elif _GOES_ON.match(part) and (who := _WHO.match(out[0])):
+        elif (_GOES_ON.match(part) or _GOT.match(part)) and (who := _WHO.match(out[0])):
             out.append(f"{who.group('who')} {part}")  # "I work as a plumber and play in a band"
         elif (re.match(r"^[a-z]+ing\s+\S", part) or _IS_ALSO.match(part)) and (
             being := _BEING.match(out[0])
@@ -175,6 +188,10 @@ def clauses(sentence: str) -> list[str]:
             out.append(f"{being.group('subject')} {part}")
         elif _COUNTED.match(part) and (having := _HAVING.match(out[-1])):
             out.append(f"{having.group('head')}{part}")
+        elif _OWN_CLAUSE.match(part) and passing(part) and not passing(out[-1]):
+            # A remark of the moment after a lasting fact is no part of it: "My knee has been
+            # replaced twice; it's aching today" (joined, the whole would pass).
+            out.append(part)
         else:
             out[-1] = f"{out[-1]}{sep}{part}"  # a list, an object, a phrase: one fact
     facts: list[str] = []
