@@ -16,8 +16,10 @@ from chatmemory.services.profile.extract import PatternExtractor, about_the_user
 from chatmemory.services.profile.traits import (
     allergy_subject,
     category,
+    implied,
     passing,
     reaction,
+    said_to_last,
 )
 
 PASSING = [
@@ -190,6 +192,13 @@ LASTING = [
         ("money's tight atm, paying back my car loan so no big trips", "car loan"),
         ("Ex-Navy. Twelve years.", "ex-Navy"),
         ("early bird here, I'm up at five", "early bird"),
+        # Said in wonder ("??"), after "turns out"; "Heads up:"; a faith one keeps; one's best
+        # friend without "my"; a course one is doing; who one is, with an aside, "here".
+        ("so it turns out im lactose intolerant?? found out last month", "lactose"),
+        ("Heads up: we keep kosher, so no pork or shellfish at ours.", "kosher"),
+        ("bestie's name is Priya btw", "Priya"),
+        ("I'm doing an evening diploma in accountancy alongside work.", "diploma"),
+        ("type 2 diabetic here (diet controlled), in case it's relevant", "diabetic"),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
@@ -553,6 +562,24 @@ def test_a_sentence_opening_with_and_is_a_record_without_it() -> None:
         for f in PatternExtractor().statements("Three kids here. oh and my wife Ada is a pilot")
     ]
     assert "My wife Ada is a pilot." in texts, texts
+
+
+def test_a_faith_one_keeps_says_it_lasts_and_the_judge_does_not_read_it() -> None:
+    assert said_to_last("I'm shomer Shabbat.")
+    assert said_to_last("We keep kosher at home.")
+    assert said_to_last("I'm a practising Muslim.")
+    assert not said_to_last("I went to church this morning.")
+
+
+def test_a_course_one_is_doing_is_no_passing_remark() -> None:
+    assert not passing("I'm doing a part-time MSc in marine biology alongside my job.")
+    assert passing("I'm doing great, thanks.")
+
+
+def test_who_one_is_here_with_an_aside() -> None:
+    assert implied("red-green colour blind here (deuteranopia)") == (
+        "I'm red-green colour blind (deuteranopia)"
+    )
 
 
 def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:

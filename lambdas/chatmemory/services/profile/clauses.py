@@ -282,7 +282,8 @@ def _allergens(clause: str) -> list[str]:
 _FILLER = re.compile(
     r"(?:^|(?<=,)|(?<=\s))\s*(?:for the record|for context|to be honest|honestly|no joke|"
     r"no exaggeration|no kidding|lol|lmao|haha|tbh|tbf|btw|by the way|just so you know|"
-    r"for what it's worth|fwiw|i should mention that|i should say that|fun fact)\s*"
+    r"for what it's worth|fwiw|i should mention that|i should say that|fun fact|"
+    r"in case (?:that's|that is|it's|it is) (?:ever |at all )?(?:relevant|useful|helpful))\s*"
     r"(?:,|(?=[.!?]*$))",
     re.I,
 )
@@ -290,6 +291,8 @@ _FILLER = re.compile(
 
 _LEAD_IN = re.compile(
     r"^(?:i should (?:mention|say|add|tell you) that|just so you know|fun fact:?|"
+    # "Just a heads up: ...", "(it) turns out (that) ...".
+    r"(?:just\s+)?(?:a\s+)?heads up:?|(?:it\s+|so\s+)?turns out(?: that)?|"
     r"for the record|for context|(?:(?:some|quick|a|bit|little|of|for)\s+)*(?:background|context)"
     r"(?:\s+info)?:|"
     r"the (?:main |big |important |only |real )?(?:thing|point|issue|catch) is(?: that)?|"

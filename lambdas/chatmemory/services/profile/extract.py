@@ -56,6 +56,8 @@ _SENTENCE = re.compile(
     r"(?<!\bJr\.)(?<!\bSr\.)(?<!\bvs\.)(?<!\be\.g\.)(?<!\bi\.e\.)\s+|\n+|\s+[-\u2013\u2014]+\s+"
 )
 _WORD = re.compile(r"[a-z0-9']+")
+# A statement said in wonder, not asked: "turns out im coeliac??".
+_WONDERING = re.compile(r"^(?:i'm|im|i am)\s+(?!i\b)(?:[\w-]+\s+){0,2}[\w-]+\?{2,}$", re.I)
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|im|my|me|we|we're|we've|our|us)\b", re.I)
 _QUESTION_START = re.compile(
     r"^(what|who|when|where|why|how|which|do|does|did|is|are|can|could|would|should|will|"
@@ -195,8 +197,9 @@ class PatternExtractor:
             return None
         if about is None:
             about = about_the_user(implied(text))
-        if not about or text.endswith("?"):
+        if not about or (text.endswith("?") and not _WONDERING.match(text)):
             return None
+        text = f"{text.rstrip('?')}." if text.endswith("?") else text
         content = len(_content(text))
         if (
             content < self.min_content_words
@@ -270,7 +273,9 @@ def about_the_user(text: str) -> bool:
     first person before any subordinate clause, or in the main clause after an opening one."""
     if _CALL_ME.match(text):
         return True  # "Call me Mags": what to call them, not a request
-    if text.endswith("?") or _REQUEST.match(text) or _META.search(text):
+    if (text.endswith("?") and not _WONDERING.match(text)) or _REQUEST.match(text):
+        return False
+    if _META.search(text):
         return False
     opening = _OPENING.match(text)
     if _ASKED.match(text):  # "When do I leave", "If should I..." asked without its mark

@@ -217,6 +217,9 @@ _TRIP = re.compile(r"\b(?:going|travell?ing|flying|heading|driving|moving) to [A
 _WAY_OF_LIFE = re.compile(
     rf"\b{_FIRST}\s+(?:currently\s+|now\s+|still\s+)?(?:living|renting|dating|expecting|"
     r"fostering|homeschooling|raising|paying (?:off|back|down)|"
+    # A course one is doing: "I'm doing a part-time MSc in marine biology".
+    r"doing\s+(?:a|an|my)\s+(?:[\w-]+\s+){0,2}?(?:degree|msc|ma|mba|phd|masters|master's|bsc|"
+    r"ba|course|diploma|apprenticeship|doctorate|residency|internship|a-levels|gcses|pgce)|"
     # Learning a language, an instrument, a skill: "Learning Japanese at the moment".
     r"learning\s+(?:to\s+[a-z]+|sign language|piano|guitar|violin|cello|drums|[a-z]+(?:ese|ish|"
     r"ian|ic|an|ch|ew)))\b",
@@ -305,7 +308,11 @@ _ELIDED = re.compile(
 
 
 # Who is the user's without "my": "Mum only speaks Cantonese", "Grandad was a miner".
-_KIN = re.compile(r"^(?:Mum|Mom|Mam|Dad|Nan|Nana|Gran|Granny|Grandma|Grandad|Grandpa)\b(?!')")
+_KIN = re.compile(
+    r"^(?:(?:Mum|Mom|Mam|Dad|Nan|Nana|Gran|Granny|Grandma|Grandad|Grandpa)\b(?!')|"
+    # "best mate's name is Ingrid": one's own best friend.
+    r"(?i:best\s+(?:mate|friend|pal|buddy|bud)|bestie|hubby|wifey)\b)"
+)
 # A sentence whose subject is what one does: "Knitting socks is basically my whole
 # personality", "Restoring old Vespas is how I unwind"; and "anything", "something"...
 _GERUND_SUBJECT = re.compile(
@@ -317,7 +324,9 @@ _GERUND_SUBJECT = re.compile(
 )
 # "T1 diabetic here", "Lifelong Spurs fan over here": who one is, said as where one stands.
 _HERE = re.compile(
-    r"^(?P<what>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:over\s+)?here(?P<end>[.!]*$|,\s.+$)", re.I
+    r"^(?P<what>(?:[\w'-]+\s+){0,4}?[\w'-]+)\s+(?:over\s+)?here(?P<end>(?:\s+\([^()]+\))?"
+    r"(?:[.!]*$|,\s.+$))",
+    re.I,
 )
 # Who one is, named alone: "Native Portuguese speaker.", "Retired schoolteacher", "Die-hard
 # Packers fan since I was a kid" (a span after it says how long).
@@ -560,7 +569,20 @@ def said_to_last(text: str) -> bool:
     """The statement says it lasts: a habit ("every", "on Sundays", "Friday nights"), a while
     ("lately", "for years"), a span ("since 2019")."""
     said = implied(text)
-    return bool(_HABIT.search(said) or _LATELY.search(said) or _OVER_TIME.search(said))
+    return bool(
+        _HABIT.search(said)
+        or _LATELY.search(said)
+        or _OVER_TIME.search(said)
+        or _OBSERVES.search(said)
+    )
+
+
+# A faith one keeps: who one is, not what one does today.
+_OBSERVES = any_word(
+    r"shomer (?:shabbat|shabbos)|keep (?:kosher|halal|shabbat|shabbos|the sabbath)|observant|"
+    r"devout|(?:i'm|i am|im|we're|we are)\s+(?:a\s+)?(?:practising\s+|practicing\s+)?"
+    r"(?:muslim|jewish|christian|catholic|hindu|buddhist|sikh|mormon|orthodox|quaker|jain)"
+)
 
 
 def _just_done(said: str) -> bool:
