@@ -24,8 +24,9 @@ from chatmemory.services.profile.traits import (
 
 PASSING = [
     "I'm waiting for the bus right now.",
-    # A greeting passed on.
+    # A greeting passed on; counting what one is having.
     "My sister says hello!",
+    "I'm on my third coffee already lol",
     "Grandad sends his love.",
     "My forearms are absolutely wrecked from yesterday.",
     "I just read your message.",
@@ -199,6 +200,13 @@ LASTING = [
         ("bestie's name is Priya btw", "Priya"),
         ("I'm doing an evening diploma in accountancy alongside work.", "diploma"),
         ("type 2 diabetic here (diet controlled), in case it's relevant", "diabetic"),
+        # A hedge before "but"; what the doctor says of one; how long since something happened.
+        (
+            "I don't want to make a fuss, but I've had two heart attacks, so no stairs for me.",
+            "heart attack",
+        ),
+        ("My GP says I've got coeliac disease.", "coeliac"),
+        ("It's been a year since my Joan died and I live alone now.", "Joan"),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
@@ -536,6 +544,8 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
         ("I tore a ligament in my ankle years ago.", RecordType.FACT, RecordCategory.HEALTH),
         ("I dislocated my shoulder twice playing rugby.", RecordType.FACT, RecordCategory.HEALTH),
         ("I was torn between two offers last year.", RecordType.FACT, RecordCategory.EVENT),
+        ("I had my right knee replaced in May last year.", RecordType.FACT, RecordCategory.HEALTH),
+        ("My husband passed away last year.", RecordType.FACT, RecordCategory.PEOPLE),
     ],
 )
 def test_each_fact_has_its_place_in_the_profile(

@@ -290,7 +290,14 @@ _FILLER = re.compile(
 
 
 _LEAD_IN = re.compile(
-    r"^(?:i should (?:mention|say|add|tell you) that|just so you know|fun fact:?|"
+    r"^(?:i (?:should|ought to|must|have to|need to|want to) (?:mention|say|add|tell you)"
+    r"(?: that)?|just so you know|fun fact:?|"
+    # "I don't want to go on about it, but ...", "Doctor says I've got gout".
+    r"(?:i\s+)?(?:don't|do not)\s+want\s+to\s+(?:go on|bang on|harp on|moan|complain|"
+    r"make a fuss|bore you)(?:\s+about\s+(?:it|this|that))?,?\s+but|"
+    r"(?:the\s+|my\s+)?(?:doctor|doc|dr|gp|consultant|specialist)\s+says(?=\s+i)|"
+    # "It's been two years now since my Harold passed away": what happened is the fact.
+    r"it's been\s+(?:[\w-]+\s+){1,3}?(?:now\s+)?since(?=\s+(?:i|my|we|our)\b)|"
     # "Just a heads up: ...", "(it) turns out (that) ...".
     r"(?:just\s+)?(?:a\s+)?heads up:?|(?:it\s+|so\s+)?turns out(?: that)?|"
     r"for the record|for context|(?:(?:some|quick|a|bit|little|of|for)\s+)*(?:background|context)"

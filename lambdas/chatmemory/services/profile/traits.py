@@ -100,6 +100,13 @@ _NEED_NOW = re.compile(
     r"sleep|shower|minute|moment|breather|walk|beer|wine|lie-in|bite|cuppa)\b",
     re.I,
 )
+# Counting what one is having: "I'm on my second energy drink", "on my third coffee already".
+_ON_NTH = re.compile(
+    r"\bon (?:my|our) (?:second|third|fourth|fifth|sixth|\d+(?:st|nd|rd|th)|umpteenth|nth)\s+"
+    r"(?:[\w-]+\s+)?(?:coffee|cup|tea|cuppa|drink|beer|glass|pint|can|bottle|espresso|latte|"
+    r"coke|red bull|monster|snack|slice|plate|helping|episode|attempt|try)s?\b",
+    re.I,
+)
 # Just done, by the clock: "I just woke up", "I've just had lunch" (a life's event said so is
 # lasting: "I just moved to Leeds", "We just adopted a kitten").
 _JUST_DONE = re.compile(r"^(?:i|we)(?:'ve|\s+have)?\s+just\s+(?P<verb>[a-z]+)\b", re.I)
@@ -534,7 +541,7 @@ def passing(text: str) -> bool:
         return True
     if _DONE_NOW.match(said) and not health_related(said):
         return True
-    if _FEEL.match(said) or _AILMENT.match(said) or _NEED_NOW.match(said):
+    if _FEEL.match(said) or _AILMENT.match(said) or _NEED_NOW.match(said) or _ON_NTH.search(said):
         return True
     if _just_done(said) or (_KEEPS.search(said) and not health_related(said)):
         return True
@@ -648,7 +655,9 @@ _HEALTH = any_word(
     r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease|"
     # An injury: "tore my ACL skiing", "a torn meniscus", "dislocated my shoulder".
     r"tore my|torn(?! between)|acl|ligaments?|meniscus|cartilage|tendon\w*|tendinitis|dislocat\w*|"
-    r"concussions?|hernia|slipped disc|sciatica"
+    r"concussions?|hernia|slipped disc|sciatica|gout|(?:hip|knee|shoulder|joint|valve)\s+"
+    r"(?:replacement|replaced)|(?:hip|knee|shoulder)s?\s+(?:was|were|has been|have been)\s+"
+    r"replaced|had my (?:\w+\s+)?(?:hip|knee|shoulder)s?\s+replaced"
 )
 _IDENTITY = any_word(
     r"my name|call me|years old|i'm \d+|i am \d+|born|grew up|i'm from|i am from|"
@@ -681,6 +690,7 @@ _SINCE = re.compile(r"\b(?:since|from|as of)\s+(?:the\s+)?$", re.I)
 # An event whose result lasts: "We adopted a greyhound last year" says the user has a dog.
 _LASTING_EVENT = any_word(
     r"adopted|married|moved|bought|emigrated|retired|graduated|divorced|diagnosed|"
+    r"passed away|widowed|"
     r"switched to|converted to|took up|"
     r"got (?:a|an|our|my) (?:dog|cat|puppy|kitten|pet)|had (?:a|our|my) (?:baby|son|daughter|"
     r"twins)"
