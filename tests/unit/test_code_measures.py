@@ -1,5 +1,5 @@
 """scripts/code_measures.py measures what issue 45 limits (modules of at most 700 lines,
-functions of at most 60), and the handlers keep to it."""
+functions of at most 60), and the Lambda code keeps to it."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def test_a_chat_message_reaches_the_store_through_at_most_8_modules_from_its_rou
     assert len(store) <= 8, store
 
 
-def test_handlers_have_no_module_over_700_lines_and_no_function_over_60(capsys) -> None:
-    assert code_measures.main([str(ROOT / "lambdas" / "handlers"), "--check"]) == 0, (
-        capsys.readouterr().out
-    )
+def test_no_module_under_lambdas_is_over_700_lines_and_no_function_over_60(capsys) -> None:
+    """Issue 45's measure, for the whole Lambda code (it held for the handlers alone while a
+    profile module grew past it)."""
+    assert code_measures.main([str(ROOT / "lambdas"), "--check"]) == 0, capsys.readouterr().out

@@ -11,11 +11,10 @@ import pytest
 
 from chatmemory.domain import Turn
 from chatmemory.schema import RecordCategory, RecordType
+from chatmemory.services.profile.categories import allergy_subject, category
 from chatmemory.services.profile.clauses import clauses
 from chatmemory.services.profile.extract import PatternExtractor, about_the_user
 from chatmemory.services.profile.traits import (
-    allergy_subject,
-    category,
     implied,
     passing,
     reaction,

@@ -110,7 +110,7 @@ class RecordType(StrEnum):
 
 
 class RecordCategory(StrEnum):
-    """What a fact or preference is about (services/profile/traits.category): the profile block
+    """What a fact or preference is about (services/profile/categories.category): the profile block
     keeps them in this order of importance when they do not all fit its budget."""
 
     HEALTH = "health"  # health and safety: allergies, diets, conditions, medicines, abilities

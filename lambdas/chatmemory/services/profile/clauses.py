@@ -139,26 +139,7 @@ _OWN_CLAUSE = re.compile(
 
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
-    text = _WHO_RELATIVE.sub(_who_is, _WHO_WITHIN.sub(_who_within, plainly(sentence)))
-    pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
-    joined = [
-        (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
-    ]
-    # A part may open with its own lead-in: "... and honestly the thing is I don't drive".
-    joined = [
-        (sep, _LEAD_IN.sub("", _HEDGE.sub("", part)) if sep else part) for sep, part in joined
-    ]
-    joined = [(sep, part) for sep, part in joined if part]
-    parts = [part for _, part in joined]
-    if (
-        len(parts) > 1
-        and joined[1][0].strip() == "and"
-        and _WHO_AND_I.match(parts[0])
-        and re.match(r"^(?:i|we)\s", parts[1], re.I)
-    ):
-        joined[:2] = [("", f"{parts[0]} and {parts[1]}")]
-    if _aside([part for _, part in joined]):
-        joined = joined[1:]  # an aside before what is said: "For what it's worth, I'm ..."
+    joined = _parts(sentence)
     out: list[str] = []
     for sep, part in joined:
         owner = _OWN_SUBJECT.match(out[0]) if out else None
@@ -198,6 +179,31 @@ def clauses(sentence: str) -> list[str]:
     for clause in out:
         facts += _allergens(clause)
     return [_sentence(c) for c in facts]
+
+
+def _parts(sentence: str) -> list[tuple[str, str]]:
+    """The sentence's parts, each with what joined it to the one before ("" for the first)."""
+    text = _WHO_RELATIVE.sub(_who_is, _WHO_WITHIN.sub(_who_within, plainly(sentence)))
+    pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
+    joined = [
+        (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
+    ]
+    # A part may open with its own lead-in: "... and honestly the thing is I don't drive".
+    joined = [
+        (sep, _LEAD_IN.sub("", _HEDGE.sub("", part)) if sep else part) for sep, part in joined
+    ]
+    joined = [(sep, part) for sep, part in joined if part]
+    parts = [part for _, part in joined]
+    if (
+        len(parts) > 1
+        and joined[1][0].strip() == "and"
+        and _WHO_AND_I.match(parts[0])
+        and re.match(r"^(?:i|we)\s", parts[1], re.I)
+    ):
+        joined[:2] = [("", f"{parts[0]} and {parts[1]}")]
+    if _aside([part for _, part in joined]):
+        joined = joined[1:]  # an aside before what is said: "For what it's worth, I'm ..."
+    return joined
 
 
 _HEDGE = re.compile(r"^(?:honestly|frankly|basically|to be honest)\s+(?=the\s)", re.I)

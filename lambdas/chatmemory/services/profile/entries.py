@@ -241,10 +241,12 @@ def _without_hidden(record: MemoryRecord, sessions: set[str]) -> MemoryRecord:
 
 def categorize(record: MemoryRecord) -> MemoryRecord:
     """Give a fact or a preference of the profile's own namespace its category from its words
-    (traits.category: its place in the profile block); others have none. Called wherever a
+    (categories.category: its place in the profile block); others have none. Called wherever a
     record's words are set."""
     if record.type in ANSWERS and not record.namespace:
-        from chatmemory.services.profile.traits import category  # its patterns: not at cold start
+        from chatmemory.services.profile.categories import (
+            category,  # its patterns: not at cold start
+        )
 
         record.category = category(record.text, record.type, record.subject)
     else:

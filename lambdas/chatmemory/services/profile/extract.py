@@ -37,10 +37,10 @@ from chatmemory.services.longterm.summarize import (
     split_lines,
 )
 from chatmemory.services.longterm.terms import content_terms
+from chatmemory.services.profile.categories import allergy_subject
 from chatmemory.services.profile.clauses import clauses, plainly, told_after
 from chatmemory.services.profile.lasting import LastingJudge
 from chatmemory.services.profile.traits import (
-    allergy_subject,
     implied,
     passing,
     reaction,

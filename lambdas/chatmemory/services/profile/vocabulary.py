@@ -30,3 +30,8 @@ def one_of(words: str) -> str:
     """Alternatives of a pattern from a list of words ("play work teach" -> "play|work|teach");
     each word may be a pattern itself ("sons?")."""
     return "|".join(words.split())
+
+
+def plain(text: str) -> str:
+    """The text with its spaces and apostrophes made plain, without quotes around it."""
+    return " ".join(text.replace("\u2019", "'").split()).strip().strip("\"'").strip()
