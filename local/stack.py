@@ -28,6 +28,10 @@ from local.poller import StreamPoller, default_poller
 
 log = logging.getLogger("local.stack")
 
+# The longest the stream poller waits before one of its reads for streamed answers to start
+# (consolidation and indexing are background work; a turn's first word is not).
+ANSWER_START_WAIT_SECONDS = 0.5
+
 
 @dataclass
 class StackOptions:
@@ -96,6 +100,7 @@ class LocalStack:
                 checkpoint_path=self.paths["checkpoints"],
                 dead_letter_path=self.paths["dead_letters"],
                 retry_backoff_seconds=o.retry_backoff_seconds,
+                before_reading=self._after_starting_answers,
             )
             self.poller.load_handlers()
             if o.poll_in_background:
@@ -122,6 +127,13 @@ class LocalStack:
             self.stop()
             raise
         return self
+
+    def _after_starting_answers(self) -> None:
+        """The stream poller's reads wait while a streamed answer has not sent its first chunk
+        (DynamoDB Local answers one request at a time), at most ANSWER_START_WAIT_SECONDS."""
+        gateway = self.gateway
+        if gateway is not None:
+            gateway.starting.wait(ANSWER_START_WAIT_SECONDS)
 
     def _wake_poller(self) -> None:
         """After each API request: what it wrote is read from the streams at once."""

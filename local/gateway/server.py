@@ -50,6 +50,44 @@ HEADER_TIMEOUT_SECONDS = 10.0
 BODY_TIMEOUT_SECONDS = 30.0
 
 
+class StartingAnswers:
+    """The streamed answers that have not sent their first chunk yet. DynamoDB Local answers
+    one request at a time (one SQLite connection): local mode's background reader, the stream
+    poller, waits for them (`wait`, for a bounded time) rather than put its reads, woken by the
+    request just before (a new session, the last turn), ahead of a turn's reads and write
+    before its first word."""
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._none = threading.Condition()
+
+    @contextmanager
+    def starting(self) -> Iterator[Callable[[], None]]:
+        """One answer starting until the callable it gives is called (or the block ends)."""
+        done = False
+
+        def started() -> None:
+            nonlocal done
+            if done:
+                return
+            done = True
+            with self._none:
+                self._count -= 1
+                self._none.notify_all()
+
+        with self._none:
+            self._count += 1
+        try:
+            yield started
+        finally:
+            started()
+
+    def wait(self, timeout: float) -> bool:
+        """Until no answer is starting, at most `timeout` seconds; True if none is."""
+        with self._none:
+            return self._none.wait_for(lambda: self._count == 0, timeout)
+
+
 class Gateway:
     """The HTTP server. `start()` serves from a thread (tests pass port 0 and read `url`).
 
@@ -103,6 +141,8 @@ class Gateway:
         # Called after each request the handler answered (local mode wakes the stream poller:
         # what the request wrote is read at once, whatever the poller's idle backoff).
         self.after_request = after_request
+        # Streamed answers before their first chunk (the stream poller waits for them).
+        self.starting = StartingAnswers()
         self.allowed_hosts = allowed_host_names(host)
         self._invoke_lock = threading.Lock()
         self._server = _Server((host, port), _RequestHandler)
@@ -398,7 +438,10 @@ class _RequestHandler(BaseHTTPRequestHandler):
         from chatmemory import deadline
         from handlers import stream
 
-        with deadline.within(stream.request_deadline(schema.STREAM_TIMEOUT_SECONDS * 1000)):
+        with (
+            deadline.within(stream.request_deadline(schema.STREAM_TIMEOUT_SECONDS * 1000)),
+            self.gateway.starting.starting() as first_chunk_sent,
+        ):
             answer = self.gateway.stream(event)
             body = answer.body
             try:
@@ -412,6 +455,7 @@ class _RequestHandler(BaseHTTPRequestHandler):
                 for chunk in body:
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
                     self.wfile.flush()
+                    first_chunk_sent()
                 self.wfile.write(b"0\r\n\r\n")
             except OSError:  # the client went away (a broken pipe, a reset)
                 self.close_connection = True

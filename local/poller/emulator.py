@@ -77,6 +77,7 @@ class StreamPoller:
         max_idle_backoff_seconds: float = 16.0,
         max_shard_refresh_seconds: float = 60.0,
         clock: Callable[[], float] = time.monotonic,
+        before_reading: Callable[[], None] | None = None,
     ) -> None:
         self._dynamodb = dynamodb
         self._streams = streams
@@ -106,6 +107,9 @@ class StreamPoller:
         self._refresh_wait: dict[str, float] = {}
         self._woken = threading.Event()
         self._clock = clock
+        # Called before each shard is listed or read (local mode: waits, a bounded time, while
+        # a streamed answer has not sent its first chunk; local/gateway StartingAnswers).
+        self._before_reading = before_reading or (lambda: None)
         self._shards: dict[str, dict[str, _Shard]] = {m.name: {} for m in self.mappings}
         self._refreshed_at: dict[str, float] = {}
         self._missing_tables: set[str] = set()
@@ -133,6 +137,7 @@ class StreamPoller:
             now = self._clock()
             wait = self._refresh_wait.get(mapping.name, self._refresh_every)
             if now - self._refreshed_at.get(mapping.name, -math.inf) >= wait:
+                self._before_reading()
                 self._refresh_shards(mapping)
                 ready = self._ready_shards(mapping)
                 # While every shard of the mapping backs off, list them less often too.
@@ -141,6 +146,7 @@ class StreamPoller:
                     min(wait * 2, self._max_refresh) if idle else self._refresh_every
                 )
             for shard in self._ready_shards(mapping):
+                self._before_reading()
                 outcome = self._step(shard)
                 progress += outcome.invoked + outcome.moved
                 invoked += outcome.invoked

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -137,7 +138,13 @@ class Recorder:
         return {"batchItemFailures": failed}
 
 
-def _poller(stream: FakeStreams, tmp_path: Path, handler: Recorder, **mapping: Any) -> StreamPoller:
+def _poller(
+    stream: FakeStreams,
+    tmp_path: Path,
+    handler: Recorder,
+    before_reading: Callable[[], None] | None = None,
+    **mapping: Any,
+) -> StreamPoller:
     options = {"batch_size": 10, "max_retry_attempts": 2, **mapping}
     return StreamPoller(
         stream,
@@ -154,6 +161,7 @@ def _poller(stream: FakeStreams, tmp_path: Path, handler: Recorder, **mapping: A
             )
         ],
         handlers={"consolidate": handler},
+        before_reading=before_reading,
     )
 
 
