@@ -242,8 +242,8 @@ def _who_is(found: re.Match[str]) -> str:
 # grandson Tomas turns ten in April"; the name may have an aside ("My wife Oluwaseun (everyone
 # calls her Seun), who's been vegetarian since we met, ...").
 _WHO_WITHIN = re.compile(
-    r"^(?P<who>(?:my|our)\s+(?:[a-z'-]+\s+){0,2}?[a-z'-]+(?:\s+[A-Z][a-z]+)?"
-    r"(?:\s+\([^()]{1,60}\))?),\s+(?:who|which)(?:\s+|(?=')|(?=\u2019))"
+    rf"^(?P<who>(?:my|our)\s+{_OURS}(?:\s+\([^()]{{1,60}}\))?),\s+(?:who|which)"
+    r"(?:\s+|(?=['\u2019]))"
     r"(?P<is>[^,;]+?),\s+(?=(?:is|are|was|has|have|had|lives|works|can|can't|will|does|doesn't|"
     r"[a-z]+(?<!s)s)\s)",
     re.I,

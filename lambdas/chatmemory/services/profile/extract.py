@@ -58,6 +58,13 @@ _SENTENCE = re.compile(
 _WORD = re.compile(r"[a-z0-9']+")
 # A statement said in wonder, not asked: "turns out im coeliac??".
 _WONDERING = re.compile(r"^(?:i'm|im|i am)\s+(?!i\b)(?:[\w-]+\s+){0,2}[\w-]+\?{2,}$", re.I)
+
+
+def _asked(text: str) -> bool:
+    """A question (not a statement said in wonder)."""
+    return text.endswith("?") and not _WONDERING.match(text)
+
+
 _FIRST_PERSON = re.compile(r"\b(i|i'm|i've|i'd|i'll|im|my|me|we|we're|we've|our|us)\b", re.I)
 _QUESTION_START = re.compile(
     r"^(what|who|when|where|why|how|which|do|does|did|is|are|can|could|would|should|will|"
@@ -197,7 +204,7 @@ class PatternExtractor:
             return None
         if about is None:
             about = about_the_user(implied(text))
-        if not about or (text.endswith("?") and not _WONDERING.match(text)):
+        if not about or _asked(text):
             return None
         text = f"{text.rstrip('?')}." if text.endswith("?") else text
         content = len(_content(text))
@@ -273,7 +280,7 @@ def about_the_user(text: str) -> bool:
     first person before any subordinate clause, or in the main clause after an opening one."""
     if _CALL_ME.match(text):
         return True  # "Call me Mags": what to call them, not a request
-    if (text.endswith("?") and not _WONDERING.match(text)) or _REQUEST.match(text):
+    if _asked(text) or _REQUEST.match(text):
         return False
     if _META.search(text):
         return False
