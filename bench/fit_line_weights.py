@@ -6,14 +6,14 @@ models, on moto), then for every question of categories 1-4 runs auto-recall up 
 candidates (`memories_for_turn`: the gates, the ranking, the floor) and takes each piece the
 block could hold (a line of a window, or a record) with its features (`piece_features`). A
 piece is positive when it is a gold evidence turn (its text is the turn's) or a record drawn
-from one. A logistic regression (scikit-learn, L2, C=1) on the `--conversations` given is
-printed as the `LineWeights` to paste into services/longterm/auto_recall.py, with
-evidence_in_prompt at the configured budget on the conversations it was fitted on and on the
-others (`--loco` adds leave-one-conversation-out: each conversation scored with weights fitted
-on the other four).
+from one. A logistic regression (scikit-learn, L2, `--c`: 1 by default, as the shipped weights
+were fitted) on the `--conversations` given is printed as the `LineWeights` to paste into
+services/longterm/auto_recall.py, with evidence_in_prompt at the configured budget on the
+conversations it was fitted on and on the others (`--loco` adds leave-one-conversation-out:
+each conversation scored with weights fitted on the other four).
 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
-        --conversations conv-26,conv-30 [--loco] [--json] [--models offline|environment]
+        --conversations conv-26,conv-30 [--c 1] [--loco] [--json] [--models offline|environment]
 
 `--models environment` fits on the world a deployment's models make (as `bench.locomo`'s).
 
@@ -130,6 +130,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=Path("../shared/data/locomo-dev.json"))
     parser.add_argument("--conversations", default="conv-26,conv-30", help="fit on these")
+    parser.add_argument(
+        "--c", type=float, default=1.0, help="the regression's C (smaller: weights nearer 0)"
+    )
     parser.add_argument("--loco", action="store_true", help="leave one conversation out")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     parser.add_argument(
@@ -147,7 +150,7 @@ def main() -> None:
     with mock_stores(args.models):
         world = build(args.data, models=args.models)
         rows = examples(world)
-        weights = fit([row for user in train for row in rows[user]])
+        weights = fit([row for user in train for row in rows[user]], args.c)
 
         def score(users: list[str], with_weights: Any) -> float:
             hits = [
@@ -170,7 +173,9 @@ def main() -> None:
         if args.loco:
             hits = []
             for conversation in world.conversations:
-                held = fit([r for u, rs in rows.items() if u != conversation.user for r in rs])
+                held = fit(
+                    [r for u, rs in rows.items() if u != conversation.user for r in rs], args.c
+                )
                 hits += evidence_in_prompt(world, conversation, rows[conversation.user], held)
             result["evidence_in_prompt_leave_one_out"] = round(sum(hits) / len(hits), 3)
     result["seconds"] = round(time.perf_counter() - started, 1)
