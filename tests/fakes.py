@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -156,6 +157,24 @@ class FixedClock:
 
     def __call__(self) -> datetime:
         return self.now
+
+
+def once_stored(
+    memory: Any, session_id: str, number: int, then: Callable[[], Any]
+) -> Callable[[], None]:
+    """`then` as a HookedModel `during` hook that stands for what happens while a message is
+    answered once it is stored (turn `number` of the session): a message answered alone is
+    written beside its model's call (services/conversation/turn/stacked._beside_the_write), and
+    the hook waits for that write, as a request arriving later than it would."""
+
+    def hook() -> None:
+        deadline = time.monotonic() + 30
+        while memory.get_turn(session_id, number) is None:
+            assert time.monotonic() < deadline, f"turn {number} was never stored"
+            time.sleep(0.001)
+        then()
+
+    return hook
 
 
 @dataclass

@@ -19,8 +19,9 @@ from typing import ParamSpec, TypeVar
 P = ParamSpec("P")
 T = TypeVar("T")
 
-# Two tasks a turn at most (the profile's read, auto-recall's search); local mode answers
-# several turns at once. A thread is started only when none is idle.
+# Three tasks a turn at most (the profile's read, auto-recall's search, a stacked message's
+# write beside its model call); local mode answers several turns at once. A thread is started
+# only when none is idle.
 MAX_THREADS = 8
 
 _pool: ThreadPoolExecutor | None = None

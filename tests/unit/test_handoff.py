@@ -47,7 +47,7 @@ from chatmemory.services.pages import TurnPage
 from chatmemory.services.profile.extract import PatternExtractor, open_questions
 from chatmemory.services.prompt import Roles, build_chat_prompt
 from handlers.identity import cognito_groups, is_agent, is_session_of
-from tests.fakes import FakeEmbedder, FixedClock, HookedModel
+from tests.fakes import FakeEmbedder, FixedClock, HookedModel, once_stored
 from tests.memory_fake import InMemoryShortTermMemory
 
 USER = "alice"
@@ -352,7 +352,11 @@ def test_after_the_hand_back_the_bot_answers_with_the_whole_conversation(world: 
 @pytest.mark.parametrize("stacked", [True, False], ids=["stacked", "answered-alone"])
 def test_a_hand_off_during_the_bots_answer_gives_the_message_to_the_agent(stacked: bool) -> None:
     world = _world(policy=ChatPolicy(stack=StackPolicy(enabled=stacked)))
-    world.model.during.append(lambda: world.ask_for_person())
+    # Stacked, the message is stored first (beside the model's call: once it is).
+    ask = world.ask_for_person
+    world.model.during.append(
+        once_stored(world.memory, world.session_id, 1, ask) if stacked else ask
+    )
     result = world.say("where is my parcel?", client_message_id="m1")
     # The bot's answer lost: the message is the agent's, unanswered, and stored once.
     assert (result.turn.for_agent, result.turn.pending, result.turn.response) == (True, False, None)

@@ -19,13 +19,16 @@ from chatmemory.schema import Intent, SessionStatus
 from chatmemory.services.conversation.chat import (
     ChatDeps,
     ChatPolicy,
+    Delta,
     Message,
+    Stored,
     TurnResult,
+    open_turn,
     post_message,
 )
 from chatmemory.services.conversation.sessions import create_session
 from chatmemory.services.conversation.stacking import StackPolicy, plan
-from tests.fakes import FixedClock, HookedModel
+from tests.fakes import FixedClock, HookedModel, once_stored
 from tests.memory_fake import InMemoryShortTermMemory
 
 USER = "alice"
@@ -58,6 +61,11 @@ class World:
 
     def turns(self) -> list[Turn]:
         return self.memory.recent_turns(self.session_id, 100)
+
+    def during_answer_of(self, number: int, then: Callable[[], Any]) -> None:
+        """`then` inside the next model call, once the message it answers (turn `number`) is
+        stored."""
+        self.model.during.append(once_stored(self.memory, self.session_id, number, then))
 
 
 @pytest.fixture
@@ -97,7 +105,7 @@ def test_a_lone_message_is_answered_as_before(world: World) -> None:
 
 def test_a_message_sent_during_the_model_call_is_answered_with_the_first(world: World) -> None:
     second: list[TurnResult] = []
-    world.model.during.append(lambda: second.append(world.say("it is order 1234")))
+    world.during_answer_of(1, lambda: second.append(world.say("it is order 1234")))
 
     first = world.say("my order did not arrive")
 
@@ -129,11 +137,119 @@ def _write_waiting(world: World, content: str, message_id: str) -> None:
     world.memory.append_turn(session, waiting, TurnWrite(50, stack=True))
 
 
+# --- the model asked beside the message's write (services/conversation/turn/stacked.py) ---------
+
+
+def _before_the_write(
+    world: World, monkeypatch: pytest.MonkeyPatch, then: Callable[[], Any]
+) -> None:
+    """`then` on the thread that writes the next message, right before its write: what lands
+    between a request's read of its session and its own write."""
+    write = world.memory.append_turn
+    pending = [then]
+
+    def append_turn(session: Any, turn: Turn, how: TurnWrite) -> Any:
+        if pending:
+            pending.pop()()
+        return write(session, turn, how)
+
+    monkeypatch.setattr(world.memory, "append_turn", append_turn)
+
+
+def _streamed(world: World, content: str, events: list[Any], **kwargs: Any) -> TurnResult:
+    """A streamed message, its events kept in `events` as they come."""
+    message = Message(USER, world.session_id, content, stream=True, **kwargs)
+    for event in open_turn(world.deps, ChatPolicy(), message):
+        events.append(event)
+        if isinstance(event, Stored):
+            return event.result
+    raise AssertionError("no stored turn")
+
+
+def test_the_model_is_asked_while_the_message_is_written_and_speaks_once_it_is_stored(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A message answered alone: the model is asked beside its write (so that the write's time
+    is hidden behind the model's own before its first word), and nothing of the answer is shown
+    before the message is stored."""
+    import threading
+
+    asked, shown = threading.Event(), threading.Event()
+    order: list[str] = []
+    world.model.during.append(asked.set)
+    write = world.memory.append_turn
+
+    def append_turn(session: Any, turn: Turn, how: TurnWrite) -> Any:
+        assert asked.wait(30), "the model was not asked before the message's write ended"
+        shown.wait(0.5)  # a word shown before the write ends would end this wait
+        stored = write(session, turn, how)
+        order.append("stored")
+        return stored
+
+    monkeypatch.setattr(world.memory, "append_turn", append_turn)
+    events: list[Any] = []
+    for event in open_turn(
+        world.deps, ChatPolicy(), Message(USER, world.session_id, "hello there", stream=True)
+    ):
+        if isinstance(event, Delta):
+            order.append("delta")
+            shown.set()
+        events.append(event)
+
+    assert order[0] == "stored" and "delta" in order
+    [stored] = world.turns()
+    assert (stored.turn, stored.pending, stored.response) == (1, False, "answer to: hello there")
+    assert "".join(e.text for e in events if isinstance(e, Delta)) == stored.response
+
+
+def test_a_message_written_first_while_the_model_is_asked_is_answered_with_this_one(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another request's message lands between this request's read of its session and its
+    write: this message is numbered after it, the model's call begun for it alone is dropped
+    before anything of it is shown, and one answer covers both, as when the other message is
+    written during the model's answer."""
+    _before_the_write(world, monkeypatch, lambda: _write_waiting(world, "it is order 1234", "b"))
+    events: list[Any] = []
+
+    result = _streamed(world, "my order did not arrive", events, client_message_id="a")
+
+    both = "answer to: it is order 1234 | my order did not arrive"
+    assert (result.turn.turn, result.turn.response) == (2, both)
+    assert "".join(e.text for e in events if isinstance(e, Delta)) == both
+    assert len(world.model.prompts) == 2  # the dropped call, then the stack's
+    turns = world.turns()
+    _answered_once(turns)
+    assert [t.answered_by for t in turns] == [2, None]
+
+
+def test_a_session_ended_before_the_message_is_written_shows_and_stores_nothing(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The session ends between the request's read of it and the message's write, while the
+    model is asked: the message is refused as if it came after the end, nothing of the model's
+    answer is shown, and nothing is stored."""
+    _before_the_write(
+        world,
+        monkeypatch,
+        lambda: world.memory.end_session(world.session_id, world.clock().isoformat()),
+    )
+    events: list[Any] = []
+    with pytest.raises(SessionEnded):
+        _streamed(world, "my order did not arrive", events, client_message_id="a")
+    assert events == [] and world.turns() == []
+    # A retry of it is refused too, and calls no model.
+    calls = len(world.model.prompts)
+    with pytest.raises(SessionEnded):
+        world.say("my order did not arrive", client_message_id="a")
+    assert world.turns() == [] and len(world.model.prompts) == calls
+
+
 def test_an_answer_computed_before_a_newer_message_arrived_is_not_written(world: World) -> None:
     """The second message is written while the first is being answered, and its request is
     still reading: the first answer, which does not know the second message, is dropped, and
     the second request answers both (the session's stack_head decides)."""
-    world.model.during.append(lambda: _write_waiting(world, "it is order 1234", "b"))
+    world.during_answer_of(1, lambda: _write_waiting(world, "it is order 1234", "b"))
     second: list[TurnResult] = []
     # While the first request waits for the answer, the second request goes on.
     world.sleeps.append(
@@ -169,10 +285,10 @@ def test_three_messages_stacked_during_one_model_call_get_one_answer(world: Worl
         results.append(world.say("third"))
 
     def second() -> None:
-        world.model.during.append(third)  # the third arrives during the second's model call
+        world.during_answer_of(2, third)  # the third arrives during the second's model call
         results.append(world.say("second"))
 
-    world.model.during.append(second)
+    world.during_answer_of(1, second)
     results.append(world.say("first"))
 
     turns = world.turns()
@@ -190,7 +306,7 @@ def test_three_messages_stacked_during_one_model_call_get_one_answer(world: Worl
 def test_a_retry_of_a_covered_message_returns_the_answer_without_a_model_call(
     world: World,
 ) -> None:
-    world.model.during.append(lambda: world.say("second", client_message_id="b"))
+    world.during_answer_of(1, lambda: world.say("second", client_message_id="b"))
     world.say("first", client_message_id="a")
     calls = len(world.model.prompts)
 
@@ -253,8 +369,8 @@ def test_a_failed_model_call_keeps_every_stacked_message_for_the_retry(world: Wo
 def test_a_session_ended_during_the_model_call_keeps_the_message_unanswered(
     world: World,
 ) -> None:
-    world.model.during.append(
-        lambda: world.memory.end_session(world.session_id, world.clock().isoformat())
+    world.during_answer_of(
+        1, lambda: world.memory.end_session(world.session_id, world.clock().isoformat())
     )
     with pytest.raises(SessionEnded, match="ended before turn 1 was answered"):
         world.say("first", client_message_id="m1")
@@ -283,7 +399,7 @@ def test_a_message_answered_by_a_newer_one_before_the_end_is_answered_not_refuse
         second.append(world.say("it is order 1234", client_message_id="b"))
         world.memory.end_session(world.session_id, world.clock().isoformat())
 
-    world.model.during.append(newer_message_then_end)
+    world.during_answer_of(1, newer_message_then_end)
 
     first = world.say("my order did not arrive", client_message_id="a")
 
@@ -296,8 +412,8 @@ def test_a_message_answered_by_a_newer_one_before_the_end_is_answered_not_refuse
 
 
 def test_a_session_deleted_during_the_model_call_gets_no_answer_written(world: World) -> None:
-    world.model.during.append(
-        lambda: world.memory.mark_deleting(world.session_id, world.clock().isoformat())
+    world.during_answer_of(
+        1, lambda: world.memory.mark_deleting(world.session_id, world.clock().isoformat())
     )
     with pytest.raises(SessionNotFound):
         world.say("first")
@@ -306,7 +422,7 @@ def test_a_session_deleted_during_the_model_call_gets_no_answer_written(world: W
 
 def test_a_command_is_answered_on_its_own_while_a_message_waits(world: World) -> None:
     commands: list[TurnResult] = []
-    world.model.during.append(lambda: commands.append(world.say("/past my trip")))
+    world.during_answer_of(1, lambda: commands.append(world.say("/past my trip")))
 
     first = world.say("hello")
 
@@ -326,7 +442,7 @@ def test_stacking_off_answers_each_message_alone(world: World) -> None:
 
 
 def test_the_first_answer_names_the_session_from_the_stacked_messages(world: World) -> None:
-    world.model.during.append(lambda: world.say("about my trip to Lisbon"))
+    world.during_answer_of(1, lambda: world.say("about my trip to Lisbon"))
     world.say("hi")
     session = world.memory.get_session(world.session_id)
     assert session is not None and not session.auto_named
@@ -442,7 +558,7 @@ def test_a_resend_while_the_first_request_answers_does_not_call_the_model(world:
     claimed by the request answering it: inside that model call (as a second Lambda would run
     it) it waits its patience, sees the claim still held and answers 409 (retry later)."""
     inner: list[BaseException] = []
-    world.model.during.append(_refused_into(world, inner))
+    world.during_answer_of(1, _refused_into(world, inner))
     first = world.say("where is my parcel?", client_message_id="m1")
     assert len(world.model.prompts) == 1
     assert len(inner) == 1 and "another request is answering" in str(inner[0])
@@ -487,7 +603,7 @@ def test_resends_while_the_first_request_answers_get_its_answer(world: World) ->
         for _ in range(resends):
             assert waiting.acquire(timeout=30), "a re-send never waited: it called the model"
 
-    world.model.during.append(resend_then_hold)
+    world.during_answer_of(1, resend_then_hold)
     first = world.say("where is my parcel?", client_message_id="m1")
     for thread in threads:
         thread.join(60)

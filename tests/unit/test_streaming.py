@@ -29,7 +29,7 @@ from chatmemory.services.longterm import auto_recall
 from chatmemory.services.prompt import STOPPED_MARK
 from handlers import stream
 from local.gateway import load_routes, proxy_event
-from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, reply_pieces
+from tests.fakes import FakeEmbedder, FakeGenerator, FakeSummarizer, once_stored, reply_pieces
 from tests.unit.test_chat_api import Api
 
 ROUTES = load_routes()
@@ -456,9 +456,14 @@ def _scenario(world: World, send: Callable[..., Any], user: str) -> str:
     send(sid, "/remember I prefer window seats", user=user, client_message_id="a")
     send(sid, "where does my sister Ana live?", user=user, client_message_id="b")
     send(sid, "which tram did we plan for the Lisbon trip?", user=user)
-    # A message sent while the model answers the one before: stacked, answered together.
+    # A message sent while the model answers the one before (turn 4, once it is stored: it is
+    # written beside the model's call): stacked, answered together.
     model = world.model
-    model.during.append(lambda: send(sid, "and what does she teach?", user=user))
+    model.during.append(
+        once_stored(
+            world.deps.memory, sid, 4, lambda: send(sid, "and what does she teach?", user=user)
+        )
+    )
     send(sid, "what should I avoid cooking?", user=user, client_message_id="c")
     send(sid, "where does my sister Ana live?", user=user, client_message_id="b")  # a retry
     return sid

@@ -122,8 +122,9 @@ def test_the_window_query_reads_only_the_last_n_turns(dynamodb: Any) -> None:
         ChatPolicy(window_turns=3),
         Message(user_id="alice", session_id=session.session_id, content="last"),
     )
-    # The window, the message itself and one more: a message that arrived meanwhile.
-    assert limits == [3 + StackPolicy().read_ahead]
+    # Read before the message is written: the window and one more (a message waiting to be
+    # answered with it), as the read after the write held the message, the window and one more.
+    assert limits == [3 + StackPolicy().read_ahead - 1]
     limits.clear()
     post_message(
         deps,

@@ -11,7 +11,11 @@ Per message, in order:
 1. The message is written as the session's next turn, pending, and becomes the session's
    `stack_head` (the same transaction that numbers it, so numbering stays contiguous).
 2. After `wait_seconds` (0 by default; see README "Stacked messages"), the session's last
-   turns are read: the window of the prompt and the messages still waiting.
+   turns are read: the window of the prompt and the messages still waiting. Without a wait
+   they are read before the write instead (they are all the turns before it: the write is
+   conditional on the count of turns read with the session), and a message with nothing
+   waiting before it is answered at once, the model asked beside its write and its first
+   words held until the write is stored (services/conversation/turn/stacked.py).
 3. If a newer message is waiting, its request answers this one too: this request polls its own
    turn until it is answered (one GetItem per poll), and takes over after `patience_seconds`
    if that request died (a Lambda that timed out).
