@@ -270,15 +270,18 @@ def test_stored_turns_racing_with_chat_turns_and_their_own_retries_are_stored_on
         first, second = results[3 * i], results[3 * i + 1]
         assert first.turn.turn == second.turn.turn
         assert first.replayed or second.replayed
-    # Every chat turn is answered, and no chat message costs more than one model call. Chat turns
-    # that overlap are stacked (docs/concepts/stacked-messages.md): the later one's answer covers
-    # the earlier, which then has answered_by; an answer whose call began before a newer message
-    # arrived is dropped unwritten and the newer request answers both. So each answer is one
-    # call, and a call more than the answers is a dropped one, at most one per chat message.
+    # Every chat turn is answered, and no chat message costs more than two model calls. Chat
+    # turns that overlap are stacked (docs/concepts/stacked-messages.md): the later one's answer
+    # covers the earlier, which then has answered_by; an answer whose call began before a newer
+    # message arrived is dropped unwritten and the newer request answers both. A message
+    # answered alone asks the model beside its own write, and that call is dropped unshown when
+    # another turn took its number meanwhile (a stored turn here); the message then goes the
+    # stack's way. So each answer is one call, and a call more than the answers is a dropped
+    # one: at most one of each kind per chat message.
     chat = [t for t in store.turns(sid) if t.get("origin", "chat") == "chat"]
     answers = {t["turn"] for t in chat if t.get("response")}
     assert all(t["turn"] in answers or t.get("answered_by") in answers for t in chat)
-    assert len(answers) <= deps.generator.calls <= len(chat)  # type: ignore[attr-defined]
+    assert len(answers) <= deps.generator.calls <= 2 * len(chat)  # type: ignore[attr-defined]
 
 
 def test_ten_identical_statements_at_once_leave_one_active_record(store: Store) -> None:
