@@ -78,43 +78,49 @@ def _model() -> Any:
     return OnnxSentenceEncoder(folder, cache_root(), MiniLMEmbedder.name)
 
 
-class SentenceTransformerEmbedder:
-    """Embedder over a sentence-transformers model: unit vectors; the model loads on first
-    use, once per process (`_model`)."""
+class PackagedEmbedder:
+    """Embedder over a model whose weights an installed package holds: unit vectors; the model
+    loads on first use, once per process."""
 
     name: str
     dimension: int
     max_batch = 64
     pins_model = False  # the weights come with an installed package, which can change
 
-    def _model(self) -> Any:
+    def _vectors(self, texts: list[str]) -> Any:
+        """The model's unit vectors of `texts` (some texts), as rows."""
         raise NotImplementedError
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        return [[float(x) for x in row] for row in self._vectors(list(texts))]
+
+
+class SentenceTransformerEmbedder(PackagedEmbedder):
+    """A sentence-transformers model in torch (`_model`)."""
+
+    def _model(self) -> Any:
+        raise NotImplementedError
+
+    def _vectors(self, texts: list[str]) -> Any:
         model = self._model()
         with _lock:  # one forward pass at a time: torch already uses every core
-            vectors = model.encode(
-                list(texts),
+            return model.encode(
+                texts,
                 batch_size=self.max_batch,
                 normalize_embeddings=True,
                 show_progress_bar=False,
             )
-        return [[float(x) for x in row] for row in vectors]
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(PackagedEmbedder):
     """all-MiniLM-L6-v2: 384-dimensional unit vectors (6 layers), the same as
     sentence-transformers gives them, from onnxruntime on one thread. Not serialised: a chat
     message's embedding does not wait behind consolidation's batch (each takes one core)."""
 
     name = "all-MiniLM-L6-v2"
     dimension = 384
-    max_batch = 64
-    pins_model = False  # the weights come with an installed package, which can change
 
-    def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        if not texts:
-            return []
-        return [[float(x) for x in row] for row in _model().encode(list(texts))]
+    def _vectors(self, texts: list[str]) -> Any:
+        return _model().encode(texts)

@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from chatmemory.errors import ModelUnavailable
 
 # The exporter's inputs and output, by name.
@@ -39,8 +41,8 @@ _export_lock = threading.RLock()
 def onnx_file(folder: Path, root: Path, name: str) -> Path:
     """The ONNX file of the sentence-transformers model `name` in `folder`, under `root`: named
     by the weights' folder, size and time, made when it is missing."""
-    weights = folder / "model.safetensors"
-    stamp = f"{folder.resolve()}:{weights.stat().st_size}.{int(weights.stat().st_mtime)}"
+    weights = (folder / "model.safetensors").stat()
+    stamp = f"{folder.resolve()}:{weights.st_size}.{int(weights.st_mtime)}"
     target = root / f"{name}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.onnx"
     if not target.is_file():
         with _export_lock:
@@ -142,8 +144,6 @@ class OnnxSentenceEncoder:
 
     def encode(self, texts: Sequence[str]) -> Any:
         """A (len(texts), dimension) float32 array of unit rows, in the order of `texts`."""
-        import numpy as np
-
         if not texts:
             return np.zeros((0, 0), dtype=np.float32)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -155,8 +155,6 @@ class OnnxSentenceEncoder:
         return np.stack(rows)
 
     def _batch(self, texts: list[str]) -> Any:
-        import numpy as np
-
         encoded = self.tokenizer.encode_batch(texts)
         feed = {
             "input_ids": np.array([e.ids for e in encoded], dtype=np.int64),
