@@ -334,6 +334,9 @@ class MemoryRecord:
     # What a fact or a preference is about (schema.RecordCategory, services/profile/traits.py):
     # its place in the profile block; "" for summaries, open questions and a client's items.
     category: str = ""
+    # False for a client's item put with index=False (LangGraph's `put(..., index=False)`): it
+    # is kept, read and listed, but has no index entry, so search by meaning never finds it.
+    indexed: bool = True
 
     @property
     def in_profile(self) -> bool:

@@ -1,5 +1,5 @@
 """ChatMemoryStore against LangGraph's InMemoryStore, differentially: a Hypothesis state machine
-puts (with and without a TTL), deletes, gets, searches (namespace prefixes, filters, limit and
+puts (with and without a TTL, indexed or not), deletes, gets, searches (namespace prefixes, filters, limit and
 offset) and lists namespaces (prefix, suffix, max_depth, limit, offset) in both, moving a clock
 the server reads; after every step both stores hold the same items.
 
@@ -131,12 +131,18 @@ class StoreMachine(RuleBasedStateMachine):
         key=keys,
         value=item_values,
         ttl=st.one_of(st.none(), st.sampled_from([0.5 / 60, 1, 2.5])),
+        index=st.sampled_from([None, False]),
     )
     def put(
-        self, namespace: tuple[str, ...], key: str, value: dict[str, Any], ttl: float | None
+        self,
+        namespace: tuple[str, ...],
+        key: str,
+        value: dict[str, Any],
+        ttl: float | None,
+        index: bool | None,
     ) -> None:
-        self.ours.put(namespace, key, value, ttl=ttl)
-        self.theirs.put(namespace, key, value)
+        self.ours.put(namespace, key, value, index=index, ttl=ttl)
+        self.theirs.put(namespace, key, value, index=index)
         self.expiry.pop((namespace, key), None)
         if ttl is not None:  # the API's ttl_seconds: the minutes, rounded up to a second
             seconds = max(1, math.ceil(ttl * 60))

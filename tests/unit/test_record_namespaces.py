@@ -10,7 +10,7 @@ import pytest
 
 from chatmemory.errors import BadRequest, Conflict
 from chatmemory.schema import RecordStatus
-from chatmemory.services.profile import profile, record_filter
+from chatmemory.services.profile import profile, record_filter, records
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import HookedIndex, at, consolidate, entries, told
@@ -26,7 +26,9 @@ def index() -> HookedIndex:
     return HookedIndex()
 
 
-def _put(memory: Any, index: Any, key: str, text: str, namespace: tuple[str, ...]) -> Any:
+def _put(
+    memory: Any, index: Any, key: str, text: str, namespace: tuple[str, ...], indexed: bool = True
+) -> Any:
     record, _ = profile.put_keyed_record(
         "alice",
         key,
@@ -34,6 +36,7 @@ def _put(memory: Any, index: Any, key: str, text: str, namespace: tuple[str, ...
         profile.Editing(memory, FakeEmbedder(), index, at(1)),
         record_type=None,
         namespace=profile.stored_namespace(namespace),
+        indexed=indexed,
     )
     return record
 
@@ -116,3 +119,55 @@ def test_filters_follow_langgraph_semantics() -> None:
     assert record_filter.value_of("I like tea") == {"text": "I like tea"}
     with pytest.raises(BadRequest, match=r"\$regex"):
         record_filter.check({"kind": {"$regex": "t.*"}})
+
+
+def _entry_texts(index: HookedIndex) -> dict[str, str]:
+    return {meta["record_id"]: meta["text"] for meta in entries(index, "alice").values()}
+
+
+def test_an_item_put_without_indexing_is_kept_and_never_ranked_by_meaning(
+    memory: InMemoryShortTermMemory, index: HookedIndex
+) -> None:
+    """LangGraph's put(..., index=False): the item is stored (get, list) with no index entry;
+    a search with a query ranks the indexed items first and finds it only by its words, after
+    them. Putting it again indexed embeds it; putting an indexed one with indexed=False removes
+    its entry, and a later correction keeps it out."""
+    _put(memory, index, "n:a", "zany zebra Xerxes", ("n",))
+    kept = _put(memory, index, "n:b", "zany zebra Xerxes again", ("n",), indexed=False)
+    assert not kept.indexed and memory.get_record("alice", "n:b") is not None
+    assert _entry_texts(index) == {"n:a": "zany zebra Xerxes"}
+    assert _find(memory, index, query="zany zebra Xerxes", namespace_prefix=("n",), limit=1) == [
+        "n:a"
+    ]
+    assert _find(memory, index, query="zany zebra Xerxes", namespace_prefix=("n",)) == [
+        "n:a",
+        "n:b",
+    ]
+    assert _find(memory, index, namespace_prefix=("n",)) == ["n:b", "n:a"]  # no query: by key
+
+    _put(memory, index, "n:b", "zany zebra Xerxes again", ("n",))  # the same text, indexed now
+    assert _entry_texts(index) == {"n:a": "zany zebra Xerxes", "n:b": "zany zebra Xerxes again"}
+    _put(memory, index, "n:a", "zany zebra Xerxes", ("n",), indexed=False)
+    assert _entry_texts(index) == {"n:b": "zany zebra Xerxes again"}
+    profile.correct_record(
+        "alice", "n:a", "a quiet zebra", profile.Editing(memory, FakeEmbedder(), index, at(2))
+    )
+    assert _entry_texts(index) == {"n:b": "zany zebra Xerxes again"}
+    stored = memory.get_record("alice", "n:a")
+    assert stored is not None and stored.text == "a quiet zebra" and not stored.indexed
+
+
+def test_the_profiles_records_are_always_indexed(
+    memory: InMemoryShortTermMemory, index: HookedIndex
+) -> None:
+    """What every chat recalls cannot be kept out of the index: index=false needs a client's
+    namespace and the record's key."""
+    edit = profile.Editing(memory, FakeEmbedder(), index, at(1))
+    for new in (
+        records.NewRecord("I like tea", record_id="k", indexed=False),
+        records.NewRecord("I like tea", namespace=["profile"], record_id="k", indexed=False),
+        records.NewRecord("I like tea", indexed=False),
+    ):
+        with pytest.raises(BadRequest, match="index=false"):
+            records.create_record("alice", new, edit)
+    assert list(memory.records_of_owner("alice")) == []

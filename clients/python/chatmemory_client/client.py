@@ -673,6 +673,7 @@ class ChatMemoryClient:
         ttl_seconds: int | None = None,
         agent_id: str | None = None,
         run_id: str | None = None,
+        index: bool = True,
     ) -> Record:
         """States a fact or preference. With record_id it is an upsert: that record is created
         or its text replaced (so it is safe to retry). With namespace (and record_id), the
@@ -681,8 +682,12 @@ class ChatMemoryClient:
         then on no read returns it and its record_id is free; an upsert without ttl_seconds
         makes the record lasting again. With agent_id (and run_id), like Mem0's, the record is
         that agent's (and run's), beside the caller: in the namespace ("agent", agent_id,
-        "run", run_id, *namespace), an id of its own when record_id is None."""
+        "run", run_id, *namespace), an id of its own when record_id is None. With index=False
+        (record_id and a namespace of yours needed), the record is kept but not embedded:
+        search by meaning skips it (found by its words only, after what meaning ranks)."""
         body: dict[str, Any] = {"text": text, **_scope(agent_id, run_id)}
+        if not index:
+            body["index"] = False
         if ttl_seconds is not None:
             body["ttl_seconds"] = int(ttl_seconds)
         if type is not None:

@@ -42,7 +42,16 @@ put; the Postgres and SQLite stores most recently updated first), and an order b
 would read every record under the prefix, or an index that is only eventually consistent (a
 just-put item could be missing), where this order is DynamoDB's own and a page stops at what it
 answers. Sort the page by `updated_at` for that order. A deleted key
-can be put again at once. `index` settings are ignored: the server embeds every record's text.
+can be put again at once.
+
+Indexing: the server embeds an item's whole value (its text, or its JSON), so a list of fields
+given as `index` (or the store's `index` config) is taken as "index it". `put(..., index=False)`
+stores the item without an embedding, as LangGraph's stores do: `get`, listing and a search
+without a query find it; a search with a query never ranks it by meaning, and finds it only by
+its words, after every item the index ranked (InMemoryStore puts such items last, with no
+score; here they carry a words-only score). A later put without `index=False` embeds it again.
+The profile's own namespace, `("profile",)`, is always indexed (chats recall it): `index=False`
+there is refused (400).
 
 TTL: `put(..., ttl=minutes)` (or `TTLConfig(default_ttl=...)` given as `ttl_config`) stores the
 record with an expiry of that many minutes from the put (the API's `ttl_seconds`, rounded up to
@@ -172,6 +181,7 @@ class ChatMemoryStore(BaseStore):
             record_id=record_id,
             namespace=list(op.namespace),
             ttl_seconds=None if op.ttl is None else max(1, math.ceil(op.ttl * 60)),
+            index=op.index is not False,
         )
 
     def _search(self, op: SearchOp) -> list[SearchItem]:

@@ -318,6 +318,8 @@ class Record:
     # A fact's or a preference's place in the profile block every chat prompt holds ("health",
     # "identity", "people", "preference", "other"; "event": not in it); None for the others.
     category: str | None = None
+    # False when it was stated with index=False: search by meaning skips it.
+    indexed: bool = True
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Record:
@@ -340,6 +342,7 @@ class Record:
             agent_id=_opt_str(data, "agent_id"),
             run_id=_opt_str(data, "run_id"),
             category=_opt_str(data, "category"),
+            indexed=data.get("indexed") is not False,
         )
 
 

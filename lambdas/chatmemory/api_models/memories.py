@@ -186,6 +186,10 @@ class RecordOut(_Out):
         ),
     )
 
+    indexed: bool = Field(
+        default=True, description="false: stated with index false, search by meaning skips it."
+    )
+
     @field_validator("expires_at", mode="before")
     @classmethod
     def _iso_expiry(cls, value: Any) -> Any:
@@ -376,6 +380,17 @@ class CreateRecordRequest(_Strict):
             "new record); DynamoDB's TTL deletes it later. Such a record is an item of its own: "
             "it never merges with, supersedes or is superseded by another. With record_id, a "
             "request without ttl_seconds makes the record lasting again."
+        ),
+    )
+    index: bool = Field(
+        default=True,
+        description=(
+            "false: the record is kept, read and listed, but not embedded or indexed (its "
+            "entry removed when it had one): a search with a query finds it only by its words, "
+            "after what the index ranks, when the search names a namespace prefix; chat never "
+            "recalls it (LangGraph's put with index=False). Only with record_id, outside the "
+            "profile's namespace (400 otherwise). A later request without it indexes the record "
+            "again."
         ),
     )
 

@@ -139,7 +139,9 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
     record about the same thing (where they live, their job, a liking) supersedes the older one,
     which is kept as history. With record_id (the client's own key), the record with that id is
     created (201) or its text replaced (200). With ttl_seconds, the record expires then: never read
-    again from that second on, its key free, the item deleted later by DynamoDB's TTL.
+    again from that second on, its key free, the item deleted later by DynamoDB's TTL. With
+    index false, a keyed record of a client's namespace is kept but not embedded: search by
+    meaning never finds it (LangGraph's put with index=False).
     """
     new = records.NewRecord(
         body.text,
@@ -149,6 +151,7 @@ def create_record(body: Annotated[m.CreateRecordRequest, Body()]) -> tuple[m.Rec
         run_id=body.run_id,
         namespace=body.namespace,
         ttl_seconds=body.ttl_seconds,
+        indexed=body.index,
     )
     record, created = records.create_record(user(router), new, editing(wiring.chat_deps()))
     return m.RecordEnvelope.of(record), 201 if created else 200

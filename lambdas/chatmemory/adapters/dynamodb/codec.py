@@ -147,6 +147,8 @@ def record_to_item(record: MemoryRecord) -> dict[str, Any]:
         del item[schema.EXPIRES_AT]
     if not record.category:
         del item["category"]
+    if record.indexed:
+        del item["indexed"]
     if record.in_profile:
         item[schema.PROFILE_RANK] = record.profile_rank
     return item
@@ -172,6 +174,7 @@ def record_from_item(item: dict[str, Any]) -> MemoryRecord:
         generation=data.get("generation", ""),
         expires_at=int(data[schema.EXPIRES_AT]) if schema.EXPIRES_AT in data else None,
         category=data.get("category", ""),
+        indexed=bool(data.get("indexed", True)),
     )
 
 

@@ -97,6 +97,7 @@ def _stated(
     namespace: tuple[str, ...] = (),
     generation: str = "",
     expires_at: int | None = None,
+    indexed: bool = True,
 ) -> MemoryRecord:
     """The record the caller states, classified, before it is placed."""
     from chatmemory.services.profile.extract import classify  # its patterns: not at cold start
@@ -119,15 +120,17 @@ def _stated(
         namespace=tuple(namespace),
         generation=generation,
         expires_at=expires_at,
+        indexed=indexed,
     )
 
 
 def _placed(
     record: MemoryRecord, edit: Editing, *, policy: ProfilePolicy = ProfilePolicy(), merge: bool
 ) -> tuple[str, MemoryRecord]:
-    """A stated record placed (merged into what it repeats only with `merge`), with how."""
+    """A stated record placed (merged into what it repeats only with `merge`), with how. A
+    record kept out of the index is not embedded."""
     memory, embedder, index = edit.memory, edit.embedder, edit.index
-    [vector] = embedder.embed([record.text[:MAX_RECORD_ENTRY_CHARS]])
+    vector = embedder.embed([record.text[:MAX_RECORD_ENTRY_CHARS]])[0] if record.indexed else []
     return place(
         record, vector, memory=memory, embedder=embedder, index=index, policy=policy, merge=merge
     )
@@ -142,6 +145,7 @@ def put_keyed_record(
     record_type: RecordType | None,
     namespace: tuple[str, ...] = (),
     expires_at: int | None = None,
+    indexed: bool = True,
 ) -> tuple[MemoryRecord, bool]:
     """A record under the client's own id (an agent's store keys its memories): created, or,
     when the caller has a record with that id, its text replaced (a correction). Such a record
@@ -150,7 +154,9 @@ def put_keyed_record(
     own (see place). Returns the record and whether it was created: of concurrent upserts of
     one id, one creates it and the others replace its text, as one after another would.
     A key whose record is being deleted or expired is free at once (_freed_key). `expires_at`
-    (epoch seconds, None: never) is the record's expiry from now on, as a put replaces an item."""
+    (epoch seconds, None: never) is the record's expiry from now on, as a put replaces an item;
+    `indexed` False keeps it out of the index from now on (its entry removed), as a put with
+    LangGraph's index=False does."""
     memory = edit.memory
     owner = owner_of(memory, user_id)
     existing = _freed_key(owner, record_id, memory=memory, index=edit.index)
@@ -166,6 +172,7 @@ def put_keyed_record(
             namespace=tuple(namespace),
             generation=uuid.uuid4().hex[:16],
             expires_at=expires_at,
+            indexed=indexed,
         )
         outcome, record = _placed(record, edit, merge=False)
         if outcome != "exists":
@@ -173,9 +180,11 @@ def put_keyed_record(
         existing = record  # a concurrent upsert of this id created it first
     if existing.status == RecordStatus.DELETING:
         raise Conflict(f"record {record_id} was deleted meanwhile; retry")
-    if existing.text == text.strip():
+    if existing.text == text.strip() and existing.indexed == indexed:
         return _expiring(existing, expires_at, memory), False
-    return correct_record(user_id, record_id, text, edit, expires_at=expires_at), False
+    return correct_record(
+        user_id, record_id, text, edit, expires_at=expires_at, indexed=indexed
+    ), False
 
 
 def _freed_key(
@@ -220,15 +229,20 @@ def correct_record(
     edit: Editing,
     *,
     expires_at: int | None | object = KEEP_EXPIRY,
+    indexed: bool | None = None,
 ) -> MemoryRecord:
     """The caller corrects a record's text: saved (conditional on its version), embedded again
     and indexed again; if it was deleted meanwhile, the entry just written is removed.
-    `expires_at`: the record's new expiry (epoch seconds or None); by default it keeps its own."""
+    `expires_at`: the record's new expiry (epoch seconds or None); by default it keeps its own.
+    `indexed`: whether it has an index entry from now on (False removes it); by default, as
+    it was."""
     memory, index, now = edit.memory, edit.index, edit.now
     record = owned_record(memory, user_id, record_id)
     record.text, record.origin, record.updated_at = text.strip(), RecordOrigin.CORRECTED, iso(now)
     if expires_at is not KEEP_EXPIRY:
         record.expires_at = expires_at if isinstance(expires_at, int) else None
+    if indexed is not None:
+        record.indexed = indexed
     if record.type == RecordType.OPEN_QUESTION:
         from chatmemory.services.profile.extract import open_subject
 
@@ -243,6 +257,9 @@ def correct_record(
         if current is None or current.status == RecordStatus.DELETING:
             raise RecordNotFound(f"record {record_id} not found")
         raise Conflict("the record changed meanwhile; read it again and retry")
+    if not record.indexed:
+        index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
+        return record
     doc = record_document(record)
     if record.type == RecordType.SUMMARY and record.provenance:
         # The session's summary entry: keep what consolidation wrote of the session.

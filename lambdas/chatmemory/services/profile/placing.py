@@ -195,7 +195,11 @@ def place(
     existing = memory.get_record(record.user_id, record.record_id)
     if existing is not None:
         # A retry: the earlier attempt may have stopped between the record and its entries.
-        if existing.status != RecordStatus.DELETING and existing.text == record.text:
+        if (
+            existing.status != RecordStatus.DELETING
+            and existing.text == record.text
+            and existing.indexed
+        ):
             _rewrite_entries(
                 existing, vector, memory=memory, embedder=embedder, index=index, known=known
             )
@@ -337,9 +341,12 @@ class _Writes(NamedTuple):
         index_documents(
             self.memory_index, self.embedder, memory, [record_document(r) for r in superseded]
         )
-        write_record_entries(
-            self.memory_index, memory, [replace(record_document(record), embedding=self.vector)]
-        )
+        if record.indexed:
+            write_record_entries(
+                self.memory_index,
+                memory,
+                [replace(record_document(record), embedding=self.vector)],
+            )
         return ("superseding" if older else "created"), record
 
 

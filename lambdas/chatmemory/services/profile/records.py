@@ -26,6 +26,8 @@ class NewRecord(NamedTuple):
     run_id: str | None = None
     namespace: Sequence[str] | None = None
     ttl_seconds: int | None = None
+    # False: kept, read and listed, never embedded (LangGraph's put(..., index=False)).
+    indexed: bool = True
 
 
 def create_record(user_id: str, new: NewRecord, edit: profile.Editing) -> tuple[MemoryRecord, bool]:
@@ -34,7 +36,9 @@ def create_record(user_id: str, new: NewRecord, edit: profile.Editing) -> tuple[
     An agent's or a run's record without an id of its own gets one (its store keys every
     memory); a keyed record is created or replaced under its key in its namespace; a record in
     a namespace needs its key there; any other is stated into the caller's profile, placed like
-    an extracted one. With ttl_seconds, it expires that many seconds from the edit's time."""
+    an extracted one. With ttl_seconds, it expires that many seconds from the edit's time.
+    Only a keyed record of a client's namespace may be kept out of the index: the profile's
+    records are what every chat recalls."""
     now = edit.now
     namespace = profile.stored_namespace(
         profile.scoped_namespace(new.agent_id, new.run_id, new.namespace)
@@ -43,6 +47,11 @@ def create_record(user_id: str, new: NewRecord, edit: profile.Editing) -> tuple[
     record_id = new.record_id
     if record_id is None and (new.agent_id or new.run_id):
         record_id = profile.new_record_id(now)  # an agent's memory without a key of its own
+    if not new.indexed and not (record_id and namespace):
+        raise BadRequest(
+            "index=false is for a keyed record of a client's namespace (record_id and "
+            "namespace): the profile's records are always indexed"
+        )
     if record_id:
         return profile.put_keyed_record(
             user_id,
@@ -52,6 +61,7 @@ def create_record(user_id: str, new: NewRecord, edit: profile.Editing) -> tuple[
             record_type=new.record_type,
             namespace=namespace,
             expires_at=expires_at,
+            indexed=new.indexed,
         )
     if namespace:
         raise BadRequest("a record in a namespace needs its record_id (its key there)")
