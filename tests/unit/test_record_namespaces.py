@@ -1,19 +1,22 @@
 """Namespaces of records (services/profile/profile.py), on the in-memory fakes: what conversations
 teach stays in the profile's namespace, a client's namespace keeps its items as they were put, and a
-deleted key is free at once without its old entries coming back."""
+deleted key is free at once without its old entries coming back; a search ranks a record only by an
+entry of its current text (not by the old one while an update's entry is being written)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
 
 from chatmemory.errors import BadRequest, Conflict
-from chatmemory.schema import RecordStatus
+from chatmemory.ports import Candidate, Search
+from chatmemory.schema import MEMORY_INDEX, RecordStatus, legacy_record_doc_key
 from chatmemory.services.profile import profile, record_filter, records
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
-from tests.records_helpers import HookedIndex, at, consolidate, entries, told
+from tests.records_helpers import HookedIndex, at, consolidate, entries, record_entries, told
 
 
 @pytest.fixture
@@ -171,3 +174,120 @@ def test_the_profiles_records_are_always_indexed(
         with pytest.raises(BadRequest, match="index=false"):
             records.create_record("alice", new, edit)
     assert list(memory.records_of_owner("alice")) == []
+
+
+# --- a search while an update's entry is being written -----------------------------------------
+
+TEA = "I drink green tea every morning"
+
+
+def _scored(memory: Any, index: Any, query: str, **ask: Any) -> list[tuple[str, str, float]]:
+    found = profile.find_records(
+        memory,
+        "alice",
+        profile.RecordQuery(query=query, **ask),
+        embedder=FakeEmbedder(),
+        index=index,
+    )
+    return [(r.record_id, r.text, score or 0.0) for r, score in found]
+
+
+@pytest.mark.parametrize("prefix", [("n",), ()])
+def test_a_search_while_a_put_replaces_the_text_does_not_rank_the_record_by_its_old_entry(
+    memory: InMemoryShortTermMemory, index: HookedIndex, prefix: tuple[str, ...]
+) -> None:
+    """Failed before the fix: a put of an existing key saves the new text, then embeds it and
+    writes its entry; a search in between (or on OpenSearch Serverless, until the collection
+    refreshes) ranked the record by its old entry: first for the old words, with the old
+    words' score and the new text shown."""
+    _put(memory, index, "n:drink", TEA, ("n",))
+    _put(memory, index, "n:also", "I drink green tea most evenings", ("n",))
+    before = _scored(memory, index, TEA, namespace_prefix=prefix)
+    assert [rid for rid, _, _ in before] == ["n:drink", "n:also"]
+    old_score = before[0][2]
+    during: list[list[tuple[str, str, float]]] = []
+
+    def search_now() -> None:
+        stored = memory.get_record("alice", "n:drink")
+        assert stored is not None and stored.text == "I ride my bike to work"  # saved already
+        assert record_entries(index, "alice")["n:drink"]["text"] == TEA  # its entry not yet
+        during.append(_scored(memory, index, TEA, namespace_prefix=prefix))
+
+    index.before_upsert = search_now
+    _put(memory, index, "n:drink", "I ride my bike to work", ("n",))
+
+    [found] = during
+    assert found[0][:2] == ("n:also", "I drink green tea most evenings")
+    assert ("n:drink", "I ride my bike to work", old_score) not in found
+    assert all(score < found[0][2] for rid, _, score in found if rid == "n:drink")
+    # Once its entry is written, the new words find it first.
+    after = _scored(memory, index, "I ride my bike to work", namespace_prefix=prefix)
+    assert after[0][:2] == ("n:drink", "I ride my bike to work")
+
+
+class _ClippingIndex(HookedIndex):
+    """The embedded index answering, once `kept` is set, with only the first `kept` characters
+    of each entry's text, as S3 Vectors does with a text too long for its metadata (or none)."""
+
+    kept: int | None = None
+
+    def hybrid_search(self, search: Search) -> tuple[list[Candidate], list[Candidate]]:
+        by_vector, by_words = super().hybrid_search(search)
+        for hit in by_vector + by_words:
+            hit.doc.text = hit.doc.text[: self.kept]
+        return by_vector, by_words
+
+
+@pytest.mark.parametrize("kept", [40, 0])
+def test_an_entry_that_keeps_only_the_beginning_of_the_text_still_ranks_its_record(
+    memory: InMemoryShortTermMemory, kept: int
+) -> None:
+    index = _ClippingIndex()
+    _put(memory, index, "d:diary", "Travel diary: green tea in Kyoto. " + "x" * 9_000, ("d",))
+    _put(memory, index, "d:other", "Green tea at home", ("d",))
+    whole = _scored(memory, index, "green tea in Kyoto")
+    index.kept = kept
+    assert _scored(memory, index, "green tea in Kyoto") == whole
+    assert [rid for rid, _, _ in whole] == ["d:diary", "d:other"]
+
+
+def _corrected_with_an_old_entry(memory: Any, index: Any) -> tuple[Any, Any]:
+    """A record indexed under the key entries had before ids could be chosen by clients
+    (legacy_record_doc_key: kept until the record is deleted) as "I live in Lisbon", then
+    corrected to "I live in Porto now"; and "My sister lives in Lisbon"."""
+    edit = profile.Editing(memory, FakeEmbedder(), index, at(1))
+    home = profile.state_record("alice", "I live in Lisbon", edit, record_type=None)
+    old = replace(profile.record_document(home), doc_key=legacy_record_doc_key(home.record_id))
+    [old.embedding] = FakeEmbedder().embed([old.text])
+    index.upsert(MEMORY_INDEX, [old])
+    sister = profile.state_record("alice", "My sister lives in Lisbon", edit, record_type=None)
+    profile.correct_record("alice", home.record_id, "I live in Porto now", edit)
+    return home, sister
+
+
+def test_an_entry_of_the_old_key_does_not_rank_a_corrected_record(
+    memory: InMemoryShortTermMemory, index: HookedIndex
+) -> None:
+    """Failed before the fix: the old entry ranked the corrected record by its old words for
+    good, ahead of what says them (and with the new text shown)."""
+    home, sister = _corrected_with_an_old_entry(memory, index)
+    found = _scored(memory, index, "I live in Lisbon", limit=1)
+    assert [(rid, text) for rid, text, _ in found] == [(sister.record_id, sister.text)]
+    found = _scored(memory, index, "I live in Lisbon", limit=2)
+    assert [rid for rid, _, _ in found] == [sister.record_id, home.record_id]
+    assert found[1][2] < found[0][2]
+
+
+def test_a_record_its_current_entry_ranks_lower_is_read_past_the_first_records_read(
+    memory: InMemoryShortTermMemory, index: HookedIndex
+) -> None:
+    """Records are read ten at a time, in the order of their best entry, until none left unread
+    can outscore those found: the corrected record (first by its old entry) is read with ten
+    records of another namespace, and the one that answers is read after them."""
+    _, sister = _corrected_with_an_old_entry(memory, index)
+    for n in range(10):
+        _put(memory, index, f"o:{n}", f"I live in Lisbon, says {n}", ("other",))
+    everywhere = [rid for rid, _, _ in _scored(memory, index, "I live in Lisbon", limit=20)]
+    assert everywhere.index(sister.record_id) >= 10  # not among the first ten read
+    found = _scored(memory, index, "I live in Lisbon", namespace_prefix=("profile",), limit=1)
+    assert [rid for rid, _, _ in found] == [sister.record_id]

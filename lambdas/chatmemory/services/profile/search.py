@@ -112,7 +112,9 @@ def find_records(
     index: LongTermIndex,
 ) -> list[tuple[MemoryRecord, float | None]]:
     """Records of the caller for a search, with their score (with a query: the fused score of
-    meaning and words, higher is closer; without one: None)."""
+    meaning and words, higher is closer; without one: None). The index ranks a record only by
+    an entry of its current text (_ranked); with a namespace prefix, those it did not rank
+    follow by their words, a record whose updated entry is not searchable yet among them."""
     owner = owner_of(memory, user_id)
     wanted = ask.offset + ask.limit
 
@@ -169,7 +171,11 @@ def _ranked(
     index: LongTermIndex,
 ) -> list[tuple[MemoryRecord, float | None]]:
     """The first `wanted` of the caller's visible records that the index ranks for `query` and
-    `keep` accepts, best first, with their scores (read a few at a time)."""
+    `keep` accepts, best first, with their scores (read a few at a time). A record is ranked
+    only by an entry of its current text (`_of_text`): while an update's entry is being
+    written (the text is saved before it is embedded; OpenSearch Serverless shows a write only
+    after its next refresh), the old entry, its words and its vector, ranks nothing, and the
+    record is found as any record the index did not rank (find_records)."""
     from chatmemory.services.longterm.scoring import RecallWeights, fuse
 
     vector = embed_queries(embedder, [query])[0]
@@ -179,22 +185,34 @@ def _ranked(
     )
     found_ids = sorted({doc.record_id for doc, _ in fused.values() if doc.record_id})
     _, live = memory.live(owner, [], found_ids)
-    best: dict[str, float] = {}
+    # Each record's entries (score, text), best first; the best bounds the record's score.
+    scored: dict[str, list[tuple[float, str]]] = {}
     for doc, score in fused.values():
         # An entry of an earlier record under the same id scores nothing for the current one.
         if doc.record_id and doc.of_live_record(live):
-            best[doc.record_id] = max(best.get(doc.record_id, 0.0), score)
-    pending = sorted(best, key=lambda record_id: -best[record_id])
-    found: list[tuple[MemoryRecord, float | None]] = []
-    while pending and len(found) < wanted:
+            scored.setdefault(doc.record_id, []).append((score, doc.text))
+    for pairs in scored.values():
+        pairs.sort(key=lambda pair: -pair[0])
+    pending = sorted(scored, key=lambda record_id: -scored[record_id][0][0])
+    found: list[tuple[MemoryRecord, float]] = []
+    # Until `wanted` are found that no record still unread can outscore (its best entry bounds
+    # its score): one batch, unless an old entry made a record look better than it is.
+    while pending and (len(found) < wanted or found[wanted - 1][1] < scored[pending[0]][0][0]):
         batch, pending = pending[: max(wanted, 10)], pending[max(wanted, 10) :]
         records = [memory.get_record(owner, record_id) for record_id in batch]
-        found += [
-            (record, best[record.record_id])
-            for record in visible_records(memory, owner, [r for r in records if r is not None])
-            if keep(record)
-        ]
-    return found[:wanted]
+        for record in visible_records(memory, owner, [r for r in records if r is not None]):
+            current = [s for s, text in scored[record.record_id] if _of_text(text, record)]
+            if current and keep(record):
+                found.append((record, current[0]))
+        found.sort(key=lambda pair: -pair[1])
+    return [(record, score) for record, score in found[:wanted]]
+
+
+def _of_text(entry_text: str, record: MemoryRecord) -> bool:
+    """Whether an index entry was written from the record's current text (record_document: its
+    first MAX_RECORD_ENTRY_CHARS). A store may keep only the beginning of it (S3 Vectors clips
+    a long text to fit its metadata), and one that keeps none says nothing either way."""
+    return record.text.startswith(entry_text[:MAX_RECORD_ENTRY_CHARS])
 
 
 def search_records(
