@@ -5,6 +5,8 @@ tests and benchmarks."""
 from __future__ import annotations
 
 import logging
+import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -85,6 +87,8 @@ class LocalStack:
             after_request=self._wake_poller,
         )
         try:
+            if o.warm_models:
+                make_model_files(cfg, self._line)
             # Import the handler (or start its workers) now, not in the first request while the
             # model loads.
             self.gateway.prepare()
@@ -253,6 +257,31 @@ def warm_models() -> None:
     if deps.embedder is not None:
         deps.embedder.embed(["warm up"])
     log.info("embedding model ready in %.1f s", time.monotonic() - started)
+
+
+def make_model_files(cfg: Any, echo: Callable[[str, str], None]) -> None:
+    """On the first start, MiniLM's ONNX file (adapters/offline/onnx_encoder.py) is made here,
+    once, in a child process, before the handler processes start: each of them and this process
+    would otherwise make it at the same time, each loading torch to do it (about 700 MB a
+    process instead of 250) and keeping it loaded until it stops. If the child fails, the
+    processes make it as before, and the first request says what is missing."""
+    from chatmemory.adapters.offline.embedder import MiniLMEmbedder, minilm_file_missing
+    from chatmemory.providers import DEFAULT_OFFLINE_EMBEDDER
+
+    model = cfg.embed_model_id or DEFAULT_OFFLINE_EMBEDDER
+    if cfg.embed_backend != "offline" or cfg.long_term_backend == "none":
+        return
+    if model != MiniLMEmbedder.name or not minilm_file_missing():
+        return
+    started = time.monotonic()
+    make = "from chatmemory.adapters.offline.embedder import make_minilm_file; make_minilm_file()"
+    done = subprocess.run([sys.executable, "-c", make], check=False).returncode == 0
+    echo(
+        "embedding model",
+        f"{model} made for onnxruntime in {time.monotonic() - started:.1f} s (first start only)"
+        if done
+        else f"{model}: its ONNX file could not be made here; each process will try",
+    )
 
 
 def _shown(path: Path | str) -> str:

@@ -152,3 +152,40 @@ class _WatchedLock:
         if not self._depth:
             self._owner = None
         self._lock.release()
+
+
+def test_local_modes_first_start_makes_the_file_once_in_a_child_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """make run's handler processes would each make the file at once, each loading torch and
+    keeping it: the stack makes it first, in a child process (this one never exports), and a
+    later start finds it and starts no child."""
+    from types import SimpleNamespace
+
+    from chatmemory.adapters.offline import embedder
+    from chatmemory.adapters.offline.onnx_encoder import onnx_path
+    from local import stack
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setattr(onnx_encoder, "_export", _refused)
+    cfg = SimpleNamespace(
+        embed_backend="offline", embed_model_id=None, long_term_backend="embedded"
+    )
+    said: list[str] = []
+    stack.make_model_files(cfg, lambda part, text: said.append(text))
+    assert onnx_path(_minilm_folder(), embedder.cache_root(), NAME).is_file()
+    assert said and "made for onnxruntime" in said[0]
+
+    monkeypatch.setattr(stack.subprocess, "run", _refused)
+    stack.make_model_files(cfg, lambda part, text: said.append(text))
+    assert len(said) == 1
+    other = SimpleNamespace(
+        embed_backend="offline", embed_model_id="all-mpnet-base-v2", long_term_backend="embedded"
+    )
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "empty"))
+    stack.make_model_files(other, lambda part, text: said.append(text))  # no ONNX file for it
+    assert len(said) == 1
+
+
+def _refused(*args: object, **kwargs: object) -> None:
+    raise AssertionError("not here")

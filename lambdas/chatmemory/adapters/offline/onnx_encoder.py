@@ -38,12 +38,17 @@ BATCH = 16
 _export_lock = threading.RLock()
 
 
-def onnx_file(folder: Path, root: Path, name: str) -> Path:
-    """The ONNX file of the sentence-transformers model `name` in `folder`, under `root`: named
-    by the weights' folder, size and time, made when it is missing."""
+def onnx_path(folder: Path, root: Path, name: str) -> Path:
+    """Where the ONNX file of the sentence-transformers model `name` in `folder` is kept under
+    `root` (made or not): named by the weights' folder, size and time."""
     weights = (folder / "model.safetensors").stat()
     stamp = f"{folder.resolve()}:{weights.st_size}.{int(weights.st_mtime)}"
-    target = root / f"{name}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.onnx"
+    return root / f"{name}-{hashlib.sha256(stamp.encode()).hexdigest()[:16]}.onnx"
+
+
+def onnx_file(folder: Path, root: Path, name: str) -> Path:
+    """The model's ONNX file (onnx_path), made when it is missing."""
+    target = onnx_path(folder, root, name)
     if not target.is_file():
         with _export_lock:
             if not target.is_file():  # not made by another thread meanwhile
