@@ -252,17 +252,39 @@ def test_an_entry_that_keeps_only_the_beginning_of_the_text_still_ranks_its_reco
 
 
 def _corrected_with_an_old_entry(memory: Any, index: Any) -> tuple[Any, Any]:
-    """A record indexed under the key entries had before ids could be chosen by clients
-    (legacy_record_doc_key: kept until the record is deleted) as "I live in Lisbon", then
-    corrected to "I live in Porto now"; and "My sister lives in Lisbon"."""
+    """A record corrected from "I live in Lisbon" to "I live in Porto now" with an entry of its
+    old words left in the index (under the key entries had before ids could be chosen by
+    clients, legacy_record_doc_key, which a correction now removes: written back after it, as
+    an index that lags would show it); and "My sister lives in Lisbon"."""
+    edit = profile.Editing(memory, FakeEmbedder(), index, at(1))
+    home = profile.state_record("alice", "I live in Lisbon", edit, record_type=None)
+    old = replace(profile.record_document(home), doc_key=legacy_record_doc_key(home.record_id))
+    [old.embedding] = FakeEmbedder().embed([old.text])
+    sister = profile.state_record("alice", "My sister lives in Lisbon", edit, record_type=None)
+    profile.correct_record("alice", home.record_id, "I live in Porto now", edit)
+    index.upsert(MEMORY_INDEX, [old])
+    return home, sister
+
+
+def test_a_correction_removes_the_entry_of_the_key_of_before(
+    memory: InMemoryShortTermMemory, index: HookedIndex
+) -> None:
+    """An entry written before ids could be chosen by clients (legacy_record_doc_key) holds the
+    record's old words: after a correction, recall would have shown them beside the new ones
+    for good (only a deletion removed it)."""
     edit = profile.Editing(memory, FakeEmbedder(), index, at(1))
     home = profile.state_record("alice", "I live in Lisbon", edit, record_type=None)
     old = replace(profile.record_document(home), doc_key=legacy_record_doc_key(home.record_id))
     [old.embedding] = FakeEmbedder().embed([old.text])
     index.upsert(MEMORY_INDEX, [old])
-    sister = profile.state_record("alice", "My sister lives in Lisbon", edit, record_type=None)
+    assert sorted(_entry_texts_by_key(index).values()) == ["I live in Lisbon"] * 2
+
     profile.correct_record("alice", home.record_id, "I live in Porto now", edit)
-    return home, sister
+    assert list(_entry_texts_by_key(index).values()) == ["I live in Porto now"]
+
+
+def _entry_texts_by_key(index: HookedIndex) -> dict[str, str]:
+    return {key: meta["text"] for key, meta in entries(index, "alice").items()}
 
 
 def test_an_entry_of_the_old_key_does_not_rank_a_corrected_record(

@@ -270,6 +270,11 @@ def correct_record(
             )
     [doc.embedding] = edit.embedder.embed([doc.text])
     index.upsert(MEMORY_INDEX, [doc])
+    # An entry under the key of before client-chosen ids holds the old words: recall would show
+    # them for good (a merge or a supersession keeps the words; a correction changes them).
+    index.delete_documents(
+        MEMORY_INDEX, record.user_id, [k for k in entry_keys(record) if k != doc.doc_key]
+    )
     current = memory.get_record(record.user_id, record.record_id)
     if (
         current is None
