@@ -243,15 +243,7 @@ def correct_record(
         record.expires_at = expires_at if isinstance(expires_at, int) else None
     if indexed is not None:
         record.indexed = indexed
-    if record.type == RecordType.OPEN_QUESTION:
-        from chatmemory.services.profile.extract import open_subject
-
-        record.subject = open_subject(record.text) or record.subject
-    elif record.type != RecordType.SUMMARY:
-        from chatmemory.services.profile.extract import classify
-
-        record.subject = classify(record.text)[1] or record.subject
-    categorize(record)
+    _classify_again(record)
     if not memory.save_record(record):
         current = memory.get_record(record.user_id, record.record_id)
         if current is None or current.status == RecordStatus.DELETING:
@@ -284,6 +276,19 @@ def correct_record(
         index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
         raise RecordNotFound(f"record {record_id} not found")
     return current
+
+
+def _classify_again(record: MemoryRecord) -> None:
+    """A corrected record's subject and category, from its new text (a summary keeps none)."""
+    if record.type == RecordType.OPEN_QUESTION:
+        from chatmemory.services.profile.extract import open_subject
+
+        record.subject = open_subject(record.text) or record.subject
+    elif record.type != RecordType.SUMMARY:
+        from chatmemory.services.profile.extract import classify
+
+        record.subject = classify(record.text)[1] or record.subject
+    categorize(record)
 
 
 def delete_record(memory: ShortTermMemory, user_id: str, record_id: str) -> None:
