@@ -601,6 +601,32 @@ def test_a_corrected_summary_goes_with_its_session(memory, index) -> None:
     assert _records(memory) == [] and entries(index, "alice") == {}
 
 
+class _FailingEmbedder(FakeEmbedder):
+    def embed(self, texts: Any) -> list[list[float]]:
+        raise RuntimeError("the embedding endpoint is down")
+
+
+def test_a_summary_corrected_before_a_retried_consolidation_keeps_its_words_in_the_index(
+    memory, index
+) -> None:
+    """A consolidation that failed after its summary record was written (the page lists it),
+    whose summary the caller then corrected, is retried: its summary entry, which recall and
+    /past read, was written again with the summarizer's words, while the record kept the
+    caller's (and search no longer ranked the record by it)."""
+    sid = told(memory, "alice", at(1), CATS)
+    with pytest.raises(RuntimeError):
+        consolidate(memory, index, sid, now=at(1), embedder=_FailingEmbedder())
+    [summary] = _records(memory, kind=RecordType.SUMMARY)
+    edit = profile.Editing(memory, FakeEmbedder(), index, at(2))
+    profile.correct_record("alice", summary.record_id, "We talked about our cats", edit)
+
+    assert consolidate(memory, index, sid, now=at(3)).outcome == "consolidated"
+    assert entries(index, "alice")[f"{sid}#summary"]["text"] == "We talked about our cats"
+    [summary] = _records(memory, kind=RecordType.SUMMARY)
+    assert summary.text == "We talked about our cats"
+    assert summary.record_id in _search(memory, index, "We talked about our cats")
+
+
 # --- nothing of a deleted session survives in a record drawn from another -----------------------
 
 PIN = CATS + " 88231"

@@ -38,7 +38,9 @@ from chatmemory.ports import (
     TurnStore,
 )
 from chatmemory.schema import (
+    MAX_RECORD_ENTRY_CHARS,
     MemoryKind,
+    RecordOrigin,
     RecordType,
     SessionStatus,
     TurnOrigin,
@@ -385,6 +387,9 @@ def _head(
     for doc in pending:
         if doc.kind == MemoryKind.SUMMARY and summary_record is not None:
             doc.record_id = summary_record.record_id
+            if summary_record.origin == RecordOrigin.CORRECTED:
+                # A retry after the caller corrected the summary: the entry keeps their words.
+                doc.text = summary_record.text[:MAX_RECORD_ENTRY_CHARS]
     return pending
 
 
