@@ -250,13 +250,19 @@ def warm_models() -> None:
     from chatmemory import wiring
 
     cfg = wiring.settings()
-    if cfg.embed_backend != "offline" or cfg.long_term_backend == "none":
+    if not _embeds_offline(cfg):
         return
     started = time.monotonic()
     deps = wiring.chat_deps()
     if deps.embedder is not None:
         deps.embedder.embed(["warm up"])
     log.info("embedding model ready in %.1f s", time.monotonic() - started)
+
+
+def _embeds_offline(cfg: Any) -> bool:
+    """Whether local mode embeds with an offline model (it does unless long-term memory is
+    off or another backend embeds)."""
+    return bool(cfg.embed_backend == "offline" and cfg.long_term_backend != "none")
 
 
 def make_model_files(cfg: Any, echo: Callable[[str, str], None]) -> None:
@@ -269,9 +275,7 @@ def make_model_files(cfg: Any, echo: Callable[[str, str], None]) -> None:
     from chatmemory.providers import DEFAULT_OFFLINE_EMBEDDER
 
     model = cfg.embed_model_id or DEFAULT_OFFLINE_EMBEDDER
-    if cfg.embed_backend != "offline" or cfg.long_term_backend == "none":
-        return
-    if model != MiniLMEmbedder.name or not minilm_file_missing():
+    if not _embeds_offline(cfg) or model != MiniLMEmbedder.name or not minilm_file_missing():
         return
     started = time.monotonic()
     make = "from chatmemory.adapters.offline.embedder import make_minilm_file; make_minilm_file()"

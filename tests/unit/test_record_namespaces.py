@@ -125,7 +125,7 @@ def test_filters_follow_langgraph_semantics() -> None:
 
 
 def _entry_texts(index: HookedIndex) -> dict[str, str]:
-    return {meta["record_id"]: meta["text"] for meta in entries(index, "alice").values()}
+    return {record_id: e["text"] for record_id, e in record_entries(index, "alice").items()}
 
 
 def test_an_item_put_without_indexing_is_kept_and_never_ranked_by_meaning(
@@ -277,14 +277,10 @@ def test_a_correction_removes_the_entry_of_the_key_of_before(
     old = replace(profile.record_document(home), doc_key=legacy_record_doc_key(home.record_id))
     [old.embedding] = FakeEmbedder().embed([old.text])
     index.upsert(MEMORY_INDEX, [old])
-    assert sorted(_entry_texts_by_key(index).values()) == ["I live in Lisbon"] * 2
+    assert [e["text"] for e in entries(index, "alice").values()] == ["I live in Lisbon"] * 2
 
     profile.correct_record("alice", home.record_id, "I live in Porto now", edit)
-    assert list(_entry_texts_by_key(index).values()) == ["I live in Porto now"]
-
-
-def _entry_texts_by_key(index: HookedIndex) -> dict[str, str]:
-    return {key: meta["text"] for key, meta in entries(index, "alice").items()}
+    assert [e["text"] for e in entries(index, "alice").values()] == ["I live in Porto now"]
 
 
 def test_an_entry_of_the_old_key_does_not_rank_a_corrected_record(
