@@ -16,7 +16,6 @@ from typing import Any, TypedDict
 
 import pytest
 from chatmemory_client import ChatMemoryClient
-from chatmemory_client.errors import BadRequest
 from chatmemory_client.langgraph import ChatMemoryStore
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import END, START, StateGraph
@@ -478,34 +477,3 @@ def test_an_update_is_embedded_again_and_matches_as_a_new_item_with_its_text(wor
     assert scores["doc1"] == pytest.approx(scores["fresh"])
     best = store.search(("notes",), query="gardening in the afternoon", limit=2)
     assert {r.key for r in best} == {"doc1", "fresh"}
-
-
-def test_langgraphs_own_update_case_holds(world: World) -> None:
-    """LangGraph's store test `test_vector_update_with_embedding` (written for its stores),
-    step by step: an update lowers the item's score for its old content and raises it for its
-    new one, and an item put with index=False is not among a query's best. It failed at that
-    last step before index=False was honoured (every put was embedded)."""
-    store = ChatMemoryStore(base_url=world.url, user_id="lg-update")
-    store.put(("test",), "doc1", {"text": "zany zebra Xerxes"})
-    store.put(("test",), "doc2", {"text": "something about dogs"})
-    store.put(("test",), "doc3", {"text": "text about birds"})
-    initial = store.search(("test",), query="Zany Xerxes")
-    assert initial[0].key == "doc1" and initial[0].score is not None
-
-    store.put(("test",), "doc1", {"text": "new text about dogs"})
-    after = store.search(("test",), query="Zany Xerxes")
-    after_score = next((r.score for r in after if r.key == "doc1"), 0.0)
-    assert after_score is not None and after_score < initial[0].score
-    for found in store.search(("test",), query="new text about dogs"):
-        if found.key == "doc1":
-            assert found.score is not None and found.score > after_score
-
-    store.put(("test",), "doc4", {"text": "new text about dogs"}, index=False)
-    best = store.search(("test",), query="new text about dogs", limit=3)
-    assert [r.key for r in best if r.key == "doc4"] == []
-    # Still an item of the store: got, and found by a search without a query.
-    item = store.get(("test",), "doc4")
-    assert item is not None and item.value == {"text": "new text about dogs"}
-    assert "doc4" in [r.key for r in store.search(("test",))]
-    with pytest.raises(BadRequest, match="index=false"):
-        store.put(("profile",), "k", {"text": "I like tea"}, index=False)

@@ -12,10 +12,11 @@ the server embeds with its own model instead of the tests' `CharacterEmbeddings`
 config is not a store option here). Left out, as they test another store's internals: the
 InMemoryStore batching and cancellation tests (mocks of its private methods), `get_text_at_path`,
 the SQLite migrations, query builders and glob escaping, its SQL-injection key check (a
-filter key is data here, never code), and `index=False`/`embed with path` options (the server
-embeds every record's text). Otherwise the tests and their assertions are LangGraph's, except
-where a comment says "added". `test_vector_update_with_embedding` drops its last step
-(`put(..., index=False)`).
+filter key is data here, never code), and the `embed with path` options (the server embeds
+a record's whole text: a list of fields as `index` is taken as "index it"). Otherwise the tests
+and their assertions are LangGraph's, except where a comment says "added".
+`test_vector_update_with_embedding` runs whole since `put(..., index=False)` is honoured; its
+last step failed before (every put was embedded).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from collections.abc import Iterable
 from typing import cast
 
 import pytest
+from chatmemory_client.errors import BadRequest
 from chatmemory_client.langgraph import ChatMemoryStore
 from langgraph.store.base import (
     GetOp,
@@ -202,7 +204,6 @@ def test_async_vector_insert_with_auto_embedding(store: ChatMemoryStore) -> None
 
 
 def test_vector_update_with_embedding(store: ChatMemoryStore) -> None:
-    """Ported without its last step (`put(..., index=False)`: the server indexes every record)."""
     store.put(("test",), "doc1", {"text": "zany zebra Xerxes"})
     store.put(("test",), "doc2", {"text": "something about dogs"})
     store.put(("test",), "doc3", {"text": "text about birds"})
@@ -225,6 +226,18 @@ def test_vector_update_with_embedding(store: ChatMemoryStore) -> None:
         if r.key == "doc1":
             assert r.score is not None
             assert r.score > after_score
+
+    # Don't index this one
+    store.put(("test",), "doc4", {"text": "new text about dogs"}, index=False)
+    results_new = store.search(("test",), query="new text about dogs", limit=3)
+    assert not any(r.key == "doc4" for r in results_new)
+    # Added: still an item of the store (got, and found by a search without a query); the
+    # profile's namespace, which every chat recalls, refuses it.
+    item = store.get(("test",), "doc4")
+    assert item is not None and item.value == {"text": "new text about dogs"}
+    assert "doc4" in [r.key for r in store.search(("test",))]
+    with pytest.raises(BadRequest, match="index=false"):
+        store.put(("profile",), "k", {"text": "I like tea"}, index=False)
 
 
 def test_vector_search_with_filters_inmemory(store: ChatMemoryStore) -> None:
