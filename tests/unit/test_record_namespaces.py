@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from chatmemory.errors import BadRequest, Conflict
+from chatmemory.errors import BadRequest, Conflict, LongTermMemoryUnavailable
 from chatmemory.ports import Candidate, Search
 from chatmemory.schema import MEMORY_INDEX, RecordStatus, legacy_record_doc_key
 from chatmemory.services.profile import profile, record_filter, records
@@ -309,3 +309,64 @@ def test_a_record_its_current_entry_ranks_lower_is_read_past_the_first_records_r
     assert everywhere.index(sister.record_id) >= 10  # not among the first ten read
     found = _scored(memory, index, "I live in Lisbon", namespace_prefix=("profile",), limit=1)
     assert [rid for rid, _, _ in found] == [sister.record_id]
+
+
+# --- a put retried after its index call failed -------------------------------------------------
+
+
+class _FailingDeletes(HookedIndex):
+    """The embedded index whose next `fail_deletes` entry deletes fail, as an index that is
+    briefly unreachable does."""
+
+    fail_deletes = 0
+
+    def delete_documents(self, index: str, user_id: str, doc_keys: Any) -> None:
+        if self.fail_deletes:
+            self.fail_deletes -= 1
+            raise LongTermMemoryUnavailable("the index is unreachable")
+        super().delete_documents(index, user_id, doc_keys)
+
+
+def _unreachable() -> None:
+    raise LongTermMemoryUnavailable("the index is unreachable")
+
+
+@pytest.mark.parametrize("namespace", [("n",), ()])
+def test_a_put_retried_after_its_entry_failed_writes_the_entry(
+    memory: InMemoryShortTermMemory, namespace: tuple[str, ...]
+) -> None:
+    """Failed before the fix: a keyed put saves its record, then writes its entry; when that
+    write failed (503), the client's retry of the same put found the record as asked and
+    returned, so the record was never found by meaning (a new one), or kept being found by
+    its old words (a replaced one). The retry now writes the entry, as a retried placement
+    does."""
+    index = HookedIndex()
+    index.before_upsert = _unreachable
+    with pytest.raises(LongTermMemoryUnavailable):
+        _put(memory, index, "k:tea", TEA, namespace)
+    assert "k:tea" not in _entry_texts(index)
+    _put(memory, index, "k:tea", TEA, namespace)  # the client retries
+    assert _entry_texts(index)["k:tea"] == TEA
+    assert _find(memory, index, query=TEA, namespace_prefix=namespace, limit=1) == ["k:tea"]
+
+    index.before_upsert = _unreachable
+    with pytest.raises(LongTermMemoryUnavailable):
+        _put(memory, index, "k:tea", "I ride my bike to work", namespace)
+    assert _entry_texts(index)["k:tea"] == TEA
+    _put(memory, index, "k:tea", "I ride my bike to work", namespace)
+    assert _entry_texts(index)["k:tea"] == "I ride my bike to work"
+
+
+def test_a_put_without_indexing_retried_after_its_delete_failed_removes_the_entry(
+    memory: InMemoryShortTermMemory,
+) -> None:
+    """Failed before the fix: index=False saves the record, then removes its entry; when the
+    removal failed, the retry returned at once and the item stayed ranked by meaning."""
+    index = _FailingDeletes()
+    _put(memory, index, "n:tea", TEA, ("n",))
+    index.fail_deletes = 1
+    with pytest.raises(LongTermMemoryUnavailable):
+        _put(memory, index, "n:tea", TEA, ("n",), indexed=False)
+    assert "n:tea" in _entry_texts(index)
+    kept = _put(memory, index, "n:tea", TEA, ("n",), indexed=False)
+    assert not kept.indexed and "n:tea" not in _entry_texts(index)

@@ -181,6 +181,7 @@ def put_keyed_record(
     if existing.status == RecordStatus.DELETING:
         raise Conflict(f"record {record_id} was deleted meanwhile; retry")
     if existing.text == text.strip() and existing.indexed == indexed:
+        _entries_again(existing, edit)
         return _expiring(existing, expires_at, memory), False
     return correct_record(
         user_id, record_id, text, edit, expires_at=expires_at, indexed=indexed
@@ -252,6 +253,21 @@ def correct_record(
     if not record.indexed:
         index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
         return record
+    _index_again(record, edit)
+    current = memory.get_record(record.user_id, record.record_id)
+    if (
+        current is None
+        or current.status == RecordStatus.DELETING
+        or current.generation != record.generation  # deleted, and its key created again
+    ):
+        index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
+        raise RecordNotFound(f"record {record_id} not found")
+    return current
+
+
+def _index_again(record: MemoryRecord, edit: Editing) -> None:
+    """The entry of a record whose words changed, written with its words (embedded again)."""
+    memory, index = edit.memory, edit.index
     doc = record_document(record)
     if record.type == RecordType.SUMMARY and record.provenance:
         # The session's summary entry: keep what consolidation wrote of the session.
@@ -267,15 +283,23 @@ def correct_record(
     index.delete_documents(
         MEMORY_INDEX, record.user_id, [k for k in entry_keys(record) if k != doc.doc_key]
     )
-    current = memory.get_record(record.user_id, record.record_id)
-    if (
-        current is None
-        or current.status == RecordStatus.DELETING
-        or current.generation != record.generation  # deleted, and its key created again
-    ):
-        index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
-        raise RecordNotFound(f"record {record_id} not found")
-    return current
+
+
+def _entries_again(record: MemoryRecord, edit: Editing) -> None:
+    """A keyed record put again as it is: its entries written again as the record says (or
+    removed, for one kept out of the index). The put may be a retry of one that saved the
+    record and then failed to write or remove its entry (the index unreachable): returning at
+    once, it left a new record unfound by meaning, or a replaced one found by its old words,
+    for good. This costs one embedding and one write a repeated put; LangGraph's own stores
+    embed every put as well."""
+    if not record.indexed:
+        edit.index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
+    elif record.type == RecordType.SUMMARY:
+        _index_again(record, edit)
+    else:
+        # As a retried placement: its entry, and those of the records it superseded (a put
+        # that stopped before writing them left them without their end date).
+        _placed(replace(record), edit, merge=False)
 
 
 def _classify_again(record: MemoryRecord) -> None:
