@@ -32,6 +32,7 @@ import argparse
 import hashlib
 import itertools
 import json
+import math
 import os
 import pickle
 import resource
@@ -111,6 +112,61 @@ class CachedEmbedder:
         self._read = self.path.stat().st_mtime_ns
 
 
+class Ensemble:
+    """Several embedders as one: each part's vector (unit length) scaled by the square root of
+    its weight, then joined. With weights summing to 1 the joined vector has unit length and
+    its cosine with another is the weighted mean of the parts' cosines (score fusion in the
+    vectors, so every index and ranking takes it unchanged). `name` is `a+b` (equal weights) or
+    `a=0.3+b=0.7`."""
+
+    def __init__(self, parts: Sequence[tuple[Any, float]]) -> None:
+        total = sum(w for _, w in parts)
+        self.parts = [(embedder, (w / total) ** 0.5) for embedder, w in parts]
+        self.name = "+".join(f"{e.name}={w * w:.2f}" for e, w in self.parts)
+        self.dimension = sum(e.dimension for e, _ in self.parts)
+        self.max_batch = min(e.max_batch for e, _ in self.parts)
+        self.pins_model = False
+
+    def _joined(self, each: list[list[list[float]]]) -> list[list[float]]:
+        out = []
+        for vectors in zip(*each, strict=True):
+            pieces = []
+            for vector, (_, scale) in zip(vectors, self.parts, strict=True):
+                v = np.asarray(vector, dtype=np.float64)
+                pieces.append(v * (scale / max(float(np.linalg.norm(v)), 1e-12)))
+            out.append(np.concatenate(pieces).tolist())
+        return out
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._joined([e.embed(texts) for e, _ in self.parts])
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        from chatmemory.ports import embed_queries
+
+        return self._joined([embed_queries(e, texts) for e, _ in self.parts])
+
+    def save(self) -> None:
+        for embedder, _ in self.parts:
+            embedder.save()
+
+    @property
+    def embedded(self) -> int:
+        return sum(e.embedded for e, _ in self.parts)
+
+    @property
+    def seconds(self) -> float:
+        return sum(e.seconds for e, _ in self.parts)
+
+
+def ensemble_of(name: str, cache: Path) -> Ensemble:
+    """`a=0.3+b=0.7` (or `a+b`): each part cached in its own file, as when measured alone."""
+    parts = []
+    for part in name.split("+"):
+        model, _, weight = part.partition("=")
+        parts.append((CachedEmbedder(embedder_of(model)[1], cache / f"{model}.pickle"), weight))
+    return Ensemble([(e, float(w or 1)) for e, w in parts])
+
+
 def utterances(data: Path, count: int) -> list[str]:
     from bench.locomo import sessions_of
 
@@ -166,6 +222,40 @@ class _SearchedOnce:
         return self._found[key]
 
 
+def per_question(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Each question's outcome (in the world's order), for a paired comparison of two
+    embedders: recall_any@5 and recall_all@5 as 1/0, and the rank of the first gold session
+    (0: not in the top 10)."""
+    first = [next((i + 1 for i, s in enumerate(r["ranked"]) if s in r["gold"]), 0) for r in rows]
+    return {
+        "recall_any@5": "".join("1" if set(r["ranked"][:5]) & r["gold"] else "0" for r in rows),
+        "recall_all@5": "".join("1" if r["gold"] <= set(r["ranked"][:5]) else "0" for r in rows),
+        "first_rank": ",".join(map(str, first)),
+    }
+
+
+def paired(a: str, b: str) -> dict[str, Any]:
+    """Questions `b` gets and `a` misses, and the reverse, with the two-sided sign test's p:
+    how likely a split at least this uneven is when neither is better."""
+    wins = sum(x == "0" and y == "1" for x, y in zip(a, b, strict=True))
+    losses = sum(x == "1" and y == "0" for x, y in zip(a, b, strict=True))
+    n, low = wins + losses, min(wins, losses)
+    tail = sum(math.comb(n, i) for i in range(low + 1)) / 2**n if n else 1.0
+    return {"wins": wins, "losses": losses, "p": round(min(1.0, 2 * tail), 3)}
+
+
+def against(first: dict[str, Any], other: dict[str, Any]) -> dict[str, Any]:
+    """`other` against `first`, question by question, leaving one conversation out."""
+    a, b = first["past"]["leave_one_out"], other["past"]["leave_one_out"]
+    out = {
+        m: paired(a["per_question"][m], b["per_question"][m])
+        for m in ("recall_any@5", "recall_all@5")
+    }
+    key = "evidence_in_prompt_c1.0"
+    out[key] = paired(first["chat"]["per_question"][key], other["chat"]["per_question"][key])
+    return {"embedder": first["embedder"]} | out
+
+
 def past(world: Any) -> dict[str, Any]:
     """/past with the shipped weights and each grid point, in-sample and leave one out."""
     from chatmemory import wiring
@@ -198,7 +288,7 @@ def past(world: Any) -> dict[str, Any]:
             )
             chosen[user] = (pick.vector, pick.time)
             held += [r for r in rows[pick] if r["conversation"] == user]
-        return overall(held) | {"chosen": chosen}
+        return overall(held) | {"chosen": chosen, "per_question": per_question(held)}
 
     return {
         "shipped": overall(rows[shipped]) | {"weights": [shipped.vector, shipped.time]},
@@ -217,26 +307,33 @@ def chat(world: Any) -> dict[str, Any]:
     rows = examples(world)
     by_user = {c.user: c for c in world.conversations}
 
-    def share(weights_of: Any) -> float:
+    outcomes: dict[str, str] = {}
+
+    def share(weights_of: Any, name: str) -> float:
         hits = [
             hit
             for user, conversation in by_user.items()
             for hit in evidence_in_prompt(world, conversation, rows[user], weights_of(user))
         ]
+        outcomes[name] = "".join("1" if hit else "0" for hit in hits)
         return round(sum(hits) / max(len(hits), 1), 3)
 
     everything = [r for rs in rows.values() for r in rs]
     refitted = fit(everything)
     out: dict[str, Any] = {
-        "shipped": share(lambda _: LINE_WEIGHTS),
-        "refitted_in_sample": share(lambda _: refitted),
+        "shipped": share(lambda _: LINE_WEIGHTS, "shipped"),
+        "refitted_in_sample": share(lambda _: refitted, "refitted"),
     }
     for c in (1.0, 0.1):
         on_all = fit(everything, c)
-        out[f"refitted_in_sample_c{c}"] = share(lambda _, w=on_all: w)  # type: ignore[misc]
+        out[f"refitted_in_sample_c{c}"] = share(lambda _, w=on_all: w, f"in{c}")  # type: ignore[misc]
         out[f"weights_c{c}"] = on_all._asdict()
         folds = {u: fit([r for v, rs in rows.items() if v != u for r in rs], c) for u in rows}
-        out[f"leave_one_out_c{c}"] = share(lambda u, f=folds: f[u])  # type: ignore[misc]
+        out[f"leave_one_out_c{c}"] = share(lambda u, f=folds: f[u], f"c{c}")  # type: ignore[misc]
+    out["per_question"] = {
+        "evidence_in_prompt_c1.0": outcomes["c1.0"],
+        "shipped": outcomes["shipped"],
+    }
     return out
 
 
@@ -292,7 +389,7 @@ def measure(
 ) -> list[dict[str, Any]]:
     """The world built once, with `build_with` (the whole pipeline; the first embedder when not
     given); each embedder then embeds its entries again and is measured on it."""
-    results = []
+    results: list[dict[str, Any]] = []
     first_name = build_with or names[0]
     settings, first = embedder_of(first_name)
     started = time.perf_counter()
@@ -308,11 +405,14 @@ def measure(
         print(f"built in {built} s", flush=True)
         for name in names:
             tick = time.perf_counter()
-            _, inner = embedder_of(name) if name != first_name else (settings, first)
+            if "+" in name:
+                inner: Any = ensemble_of(name, cache)
+            else:
+                _, inner = embedder_of(name) if name != first_name else (settings, first)
             result: dict[str, Any] = {"embedder": name, "dimension": inner.dimension}
             if with_speed:
                 result["speed"] = speed(inner, utterances(data, SPEED_TURNS))
-            cached = CachedEmbedder(inner, cache / f"{name}.pickle")
+            cached = inner if "+" in name else CachedEmbedder(inner, cache / f"{name}.pickle")
             result["entries"] = reembed(world, cached)
             ask_ahead(world, cached)
             cached.save()
@@ -324,6 +424,8 @@ def measure(
             result["embedding_s"] = round(cached.seconds, 1)
             result["seconds"] = round(time.perf_counter() - tick, 1)
             result["build_s"] = built
+            if results:
+                result["against_first"] = against(results[0], result)
             results.append(result)
             print(json.dumps(result), flush=True)
     return results
