@@ -18,6 +18,11 @@ records, on moto), with that embedder; every vector it makes is kept on disk und
   (a stronger prior towards no weight).
 * speed: the model's load, then 1,000 LoCoMo utterances embedded in the embedder's own batches
   (wall and process CPU; on a shared machine, with the load average beside them).
+* each embedder after the first against it, question by question, leaving one conversation
+  out: the questions it gets and the first misses, and the reverse, with the sign test's p.
+
+An embedder may be several together, `a+b` (equal weights) or `a=0.3+b=0.7` (`Ensemble`), each
+part's vectors from its own cache.
 
     python -m bench.embedders --data ../shared/data/locomo-dev.json \\
         --embedders all-MiniLM-L6-v2,all-mpnet-base-v2,multilingual-e5-small \\

@@ -14,8 +14,11 @@ each conversation scored with weights fitted on the other four).
 
     python -m bench.fit_line_weights --data ../shared/data/locomo-dev.json \
         --conversations conv-26,conv-30 [--c 1] [--loco] [--json] [--models offline|environment]
+        [--cost-exponents 0,0.25,0.5,0.75,1,1.5]
 
 `--models environment` fits on the world a deployment's models make (as `bench.locomo`'s).
+`--cost-exponents` compares what a piece's length costs in the block's order
+(`AutoRecallPolicy.cost_exponent`), in-sample and leaving one conversation out.
 
 The dataset is only read here, never copied: the weights are twelve numbers.
 """
@@ -111,19 +114,68 @@ def fit(rows: list[Example], c: float = 1.0) -> Any:
 
 
 def evidence_in_prompt(
-    world: World, conversation: Conversation, rows: list[Example], weights: Any
+    world: World,
+    conversation: Conversation,
+    rows: list[Example],
+    weights: Any,
+    cost_exponent: float | None = None,
 ) -> list[bool]:
+    """Each question's outcome with `weights` and `cost_exponent` (the policy's when None)."""
     from chatmemory import wiring
     from chatmemory.services.longterm.auto_recall import Recalled
     from chatmemory.services.longterm.recall_block import build_block
 
-    budget = wiring.chat_policy(world.settings).auto_recall.token_budget
+    policy = wiring.chat_policy(world.settings).auto_recall
+    budget = policy.token_budget
+    cost = policy.cost_exponent if cost_exponent is None else cost_exponent
     hits = []
     for query, _, ranked, gold in rows:
-        block, items = build_block(ranked, budget, query, weights) if ranked else ("", [])
+        block, items = build_block(ranked, budget, query, weights, (), cost) if ranked else ("", [])
         recalled = Recalled(query, block=block, items=items)
         hits.append(bool(evidence_found(recalled, conversation, gold, world.memory)))
     return hits
+
+
+def cost_exponents(
+    world: World, rows: dict[str, list[Example]], values: list[float], c: float
+) -> dict[str, Any]:
+    """evidence_in_prompt for each cost exponent (recall_block.build_block): with the shipped
+    weights on all five conversations, and leaving one conversation out, each conversation
+    scored with weights fitted on the other four and the exponent best on those four."""
+    from chatmemory.services.longterm.auto_recall import LINE_WEIGHTS
+
+    folds = {u: fit([r for v, rs in rows.items() if v != u for r in rs], c) for u in rows}
+    by_user = {conversation.user: conversation for conversation in world.conversations}
+    shipped: dict[float, dict[str, list[bool]]] = {}
+    fitted: dict[float, dict[str, list[bool]]] = {}
+    for value in values:
+        shipped[value] = {
+            u: evidence_in_prompt(world, by_user[u], rows[u], LINE_WEIGHTS, value) for u in rows
+        }
+        fitted[value] = {
+            u: evidence_in_prompt(world, by_user[u], rows[u], folds[u], value) for u in rows
+        }
+
+    def share(hits: list[bool]) -> float:
+        return round(sum(hits) / max(len(hits), 1), 3)
+
+    out: dict[str, Any] = {
+        "shipped_weights": {
+            v: share([h for hs in shipped[v].values() for h in hs]) for v in values
+        },
+        "fold_weights": {v: share([h for hs in fitted[v].values() for h in hs]) for v in values},
+    }
+    for name, outcomes in (("shipped_weights", shipped), ("fold_weights", fitted)):
+        held: list[bool] = []
+        chosen = {}
+        for user in rows:
+            chosen[user] = max(
+                values,
+                key=lambda v: sum(sum(outcomes[v][u]) for u in rows if u != user),  # noqa: B023
+            )
+            held += outcomes[chosen[user]][user]
+        out[f"{name}_leave_one_out"] = {"evidence_in_prompt": share(held), "chosen": chosen}
+    return out
 
 
 def main() -> None:
@@ -135,6 +187,11 @@ def main() -> None:
     )
     parser.add_argument("--loco", action="store_true", help="leave one conversation out")
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
+    parser.add_argument(
+        "--cost-exponents",
+        default="",
+        help="compare these cost exponents (0,0.5,...), in-sample and leave one out",
+    )
     parser.add_argument(
         "--models",
         choices=("offline", "environment"),
@@ -178,6 +235,9 @@ def main() -> None:
                 )
                 hits += evidence_in_prompt(world, conversation, rows[conversation.user], held)
             result["evidence_in_prompt_leave_one_out"] = round(sum(hits) / len(hits), 3)
+        if args.cost_exponents:
+            values = [float(v) for v in args.cost_exponents.split(",")]
+            result["cost_exponents"] = cost_exponents(world, rows, values, args.c)
     result["seconds"] = round(time.perf_counter() - started, 1)
     print(f"LINE_WEIGHTS = {weights!r}")
     for key, value in result.items():

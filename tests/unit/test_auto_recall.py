@@ -304,6 +304,29 @@ def test_of_a_window_that_fits_in_part_the_lines_with_the_message_s_words_go_fir
     assert "Biscuit" in block and "weekend" not in block
 
 
+def test_a_short_line_nearly_as_likely_goes_in_before_a_long_one_that_leaves_no_room() -> None:
+    """The block's order prices a piece by its length: a long line barely likelier than two
+    short ones would take the room of both. By the score alone the long line goes in and
+    nothing else fits; with the policy's cost exponent the two short lines go in."""
+    long_line = "User: " + "we went down to the beach with the dog that morning " * 8
+    short = ["Assistant: Biscuit loves Porto.", "User: He swims there daily."]
+    best = _window("s1", 1, [long_line])
+    next_best = _window("s2", 5, short)
+    by_window = LineWeights(
+        **{name: 1.0 if name == "window" else 0.0 for name in LineWeights._fields}
+    )
+    room = estimate_tokens(build_block([(best, 1.0)], 1000)[0]) + 2  # the long line, not more
+    ranked = [(best, 1.0), (next_best, 0.9)]
+
+    by_score, _ = build_block(ranked, room, "the dog", by_window)
+    priced, _ = build_block(
+        ranked, room, "the dog", by_window, cost_exponent=AutoRecallPolicy().cost_exponent
+    )
+
+    assert long_line in by_score and short[0] not in by_score
+    assert all(line in priced for line in short) and long_line not in priced
+
+
 def _room_for(line: str) -> int:
     """A budget with room for the header and `line` as a dated excerpt, not for two lines."""
     empty = estimate_tokens(PROMPT_MEMORY_HEADER) + estimate_tokens(MEMORY_FOOTER)

@@ -229,6 +229,10 @@ class AutoRecallPolicy(NamedTuple):
     relative_floor: float = 0.5
     # How each line of a window and each record is worth its place in the block (LineWeights).
     line_weights: LineWeights = LINE_WEIGHTS
+    # ...and what its length costs: pieces go in by their score less this times the log of
+    # their tokens (recall_block.build_block). 0.5 chosen leaving one LoCoMo conversation out
+    # among 0-1.5 (in every fold but one, which chose 0.25 or 0.75; bench/RESULTS.md).
+    cost_exponent: float = 0.5
     # Gate 2: quiet when the best small-talk phrasing is closer than the best memory minus this.
     small_talk_margin: float = 0.0
     # How meaning, words, recency and a named time weigh (AUTO_RECALL_WEIGHTS).
@@ -461,7 +465,9 @@ def recall_for_turn(asked: Asked, sources: RecallSources, policy: AutoRecallPoli
     from chatmemory.services.longterm.recall_block import build_block
 
     known = list(asked.held.values()) if asked.held else []
-    block, items = build_block(ranked, policy.token_budget, query, policy.line_weights, known)
+    block, items = build_block(
+        ranked, policy.token_budget, query, policy.line_weights, known, policy.cost_exponent
+    )
     if not items:
         return Recalled(query, reason="not relevant")
     return Recalled(query, block=block, items=items, tokens=estimate_tokens(block))

@@ -187,6 +187,7 @@ def build_block(
     query: str = "",
     weights: LineWeights | None = None,
     known: Sequence[str] = (),
+    cost_exponent: float = 0.0,
 ) -> tuple[str, list[RecalledItem]]:
     """The memory block within `budget` tokens (header included), filled piece by piece.
 
@@ -199,13 +200,19 @@ def build_block(
     each line once; "…" marks where lines between two of them were left out. A record whose
     content words a piece already taken holds is left out (a fact drawn from a line there), and
     so is a piece whose every content word one of the `known` texts holds (the profile block's
-    records, in the prompt already: the line they were drawn from says nothing more)."""
+    records, in the prompt already: the line they were drawn from says nothing more).
+
+    With weights, a piece's place in that order is also its price: its score less
+    `cost_exponent` times the log of its tokens, the odds of the piece per token raised to
+    that power (0: the score alone). The budget holds five or six of LoCoMo's lines, and a
+    short line that is nearly as likely leaves room for another."""
     window_lines = _window_lines(ranked)
     scored = piece_features(ranked, query, window_lines)
     if weights is not None:
         coefficients = tuple(weights)
         for piece, features in scored:
             piece.score = sum(w * f for w, f in zip(coefficients, features, strict=True))
+            piece.score -= cost_exponent * math.log(max(estimate_tokens(piece.text), 1))
     block = _Block(budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER))
     for lines in window_lines.values():
         block.adjacent.update(zip(lines, lines[1:], strict=False))
