@@ -206,11 +206,32 @@ LASTING = [
         ),
         ("My GP says I've got coeliac disease.", "coeliac"),
         ("It's been a year since my Joan died and I live alone now.", "Joan"),
+        # A preface and a colon before it (failed before: "before we start" read as the clause
+        # the first person belongs to, and nothing was kept).
+        (
+            "Hi! Quick thing before we start: I'm allergic to peanuts, so nothing with peanuts ever.",
+            "allergic to peanuts",
+        ),
     ],
 )
 def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> None:
     texts = [f.text for f in PatternExtractor().extract([_turn(text)])]
     assert any(word in t for t in texts), texts
+
+
+@pytest.mark.parametrize(
+    ("text", "fact"),
+    [
+        ("Quick thing before we start: I'm allergic to peanuts.", "I'm allergic to peanuts."),
+        ("Before we start: I'm vegetarian.", "I'm vegetarian."),
+        ("FYI: I am allergic to shellfish", "I am allergic to shellfish."),
+        ("Update: my son got into Oxford.", "My son got into Oxford."),
+    ],
+)
+def test_a_preface_before_a_colon_is_not_part_of_the_fact(text: str, fact: str) -> None:
+    """Failed before: the preface stayed in the record ("Before we start: I'm vegetarian."),
+    or a colon led it (": I am allergic to shellfish."), or nothing was kept."""
+    assert [f.text for f in PatternExtractor().extract([_turn(text)])] == [fact]
 
 
 @pytest.mark.parametrize(

@@ -314,7 +314,12 @@ _LEAD_IN = re.compile(
     r"(?:i'm|im|i am) afraid(?: that)?(?=\s+(?:my|our)\s)|"
     # A hedge on whether it matters: "Not sure if it matters, but I'm pregnant".
     r"(?:(?:i'm\s+|im\s+)?not sure|no idea|dunno|idk)\s+(?:if|whether)\s+(?:it|this|that)\s+"
-    r"(?:matters|is relevant|helps|counts),?(?:\s+but)?)"
+    r"(?:matters|is relevant|helps|counts),?(?:\s+but)?|"
+    # A few words of preface and a colon before what the user says of themselves: "Quick
+    # thing before we start: I'm allergic to peanuts". Not someone's words quoted ("Mum
+    # said: I'm too old for this").
+    r"(?!(?:[\w'-]+\s+){0,5}?(?:said|says|asked|asks|told|tells|goes|wrote|writes|replied)\b)"
+    r"(?:[\w'-]+\s+){0,5}[\w'-]+:(?=\s+(?:i|i'm|im|i've|i'd|i'll|my|we|we're|we've|our)\b))"
     r"\s+(?=\S)",
     re.I,
 )

@@ -297,7 +297,7 @@ _AROUND = re.compile(
 OPENER = re.compile(
     r"^(?:(?:honestly|tbh|ngl|lol|haha|so|well|oh|ok|okay|anyway|anyways|btw|fyi|also|brb|afk|now|"
     r"actually|right(?!\s+(?:now|away|here|there))|yeah|yep|hey|hi|ah|um|erm|"
-    r"just fyi|and|plus|additionally|besides)\b[,!.]?\s*)+",
+    r"just fyi|and|plus|additionally|besides)\b[,!.:]?\s*)+",
     re.I,
 )
 # A chat sentence whose "I" goes without saying: "Feeling pretty stressed", "Sitting in the
