@@ -523,6 +523,17 @@ def test_a_first_person_only_in_a_clause_of_time_or_condition_is_not_about_the_u
             "i have a tortoise called Shelly shes 40 i also keep bees",
             ["I have a tortoise called Shelly shes 40.", "I also keep bees."],
         ),
+        # A part that says only how often of the part before stays with it ("We go every
+        # Sunday morning." alone was kept before, a fact of nothing); one that says where is
+        # its own.
+        (
+            "My greyhound Biscuit loves the beach at Matosinhos; we go every Sunday morning.",
+            ["My greyhound Biscuit loves the beach at Matosinhos; we go every Sunday morning."],
+        ),
+        (
+            "I play chess; I go to a club on Tuesdays.",
+            ["I play chess.", "I go to a club on Tuesdays."],
+        ),
     ],
 )
 def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[str]) -> None:

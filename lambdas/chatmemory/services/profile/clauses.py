@@ -137,6 +137,15 @@ _OWN_CLAUSE = re.compile(
 )
 
 
+# A part that says only how often or when of what the part before it said: "...; we go every
+# Sunday morning", "... and I go twice a week". Alone it would say nothing.
+_HOW_OFTEN = re.compile(
+    r"^(?:i|we|he|she|they)\s+(?:go|goes|went|come|comes|do|does|did)(?:\s+(?:there|too|back))?"
+    r"\s+(?:every|each|most|once|twice|three times|on|at|in the)\b[^,;]*$",
+    re.I,
+)
+
+
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
     joined = _parts(sentence)
@@ -149,6 +158,9 @@ def clauses(sentence: str) -> list[str]:
             out[-1] = f"{out[-1]}{sep}{part}"
         elif out and _SET_THEN_SUBJECT.match(part):
             out.append(part)
+        elif out and _HOW_OFTEN.match(part):
+            # "Biscuit loves the beach; we go every Sunday": where to is the part before.
+            out[-1] = f"{out[-1]}{sep}{part}"
         elif owner and (pronoun := _POSSESSIVE.match(part)):
             # "My sister Hannah lives in Melbourne and her birthday's 3 March": whose it is.
             out.append(f"{owner.group('subject')}'s {part[pronoun.end() :]}")
