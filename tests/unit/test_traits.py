@@ -226,6 +226,12 @@ def test_a_lasting_fact_said_as_people_chat_is_kept(text: str, word: str) -> Non
         ("Before we start: I'm vegetarian.", "I'm vegetarian."),
         ("FYI: I am allergic to shellfish", "I am allergic to shellfish."),
         ("Update: my son got into Oxford.", "My son got into Oxford."),
+        # Asked to keep it in mind (failed before: the question was no fact, the others kept
+        # "Remember that ..." in the record).
+        ("Can you remember that I'm allergic to peanuts?", "I'm allergic to peanuts."),
+        ("Please remember I hate cilantro.", "I hate cilantro."),
+        ("Keep in mind I have two kids under 5.", "I have two kids under 5."),
+        ("Just to let you know I'm diabetic.", "I'm diabetic."),
     ],
 )
 def test_a_preface_before_a_colon_is_not_part_of_the_fact(text: str, fact: str) -> None:
@@ -255,6 +261,10 @@ def test_a_preface_before_a_colon_is_not_part_of_the_fact(text: str, fact: str) 
         "On the train.",
         # A doing as the subject, before "can" or "will": what anyone may do, not the user.
         "Setting an example at work can really inspire people.",
+        # Asked what is remembered, or to note what is not the user's.
+        "Can you remember what I said about my knee?",
+        "Remember when we went to Rome?",
+        "Please note the meeting is at 5.",
     ],
 )
 def test_small_talk_without_its_i_is_no_fact(text: str) -> None:

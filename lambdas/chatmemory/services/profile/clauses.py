@@ -223,8 +223,26 @@ _HEDGE = re.compile(r"^(?:honestly|frankly|basically|to be honest)\s+(?=the\s)",
 
 def plainly(sentence: str) -> str:
     """The sentence without its opener or lead-in ("Just so you know, ...", "Not sure if it
-    matters, but ...")."""
-    return _LEAD_IN.sub("", OPENER.sub("", sentence.strip()))
+    matters, but ..."). Asked to keep something ("Can you remember that I'm allergic to
+    peanuts?"), what is to be kept, said."""
+    said = OPENER.sub("", sentence.strip())
+    keep = _KEEP_IN_MIND.match(said)
+    if keep is not None and _KEEP_WHAT.match(said, keep.end()):
+        said = said[keep.end() :].rstrip("?").rstrip()
+        said = said if said.endswith((".", "!")) else f"{said}."
+    return _LEAD_IN.sub("", said)
+
+
+# Asked to keep in mind what follows: "Please remember that ...", "Can you note ...", "Keep in
+# mind ...", "Just to let you know ...", "PS ...".
+_KEEP_IN_MIND = re.compile(
+    r"^(?:(?:can|could|will|would)\s+you\s+)?(?:please\s+|just\s+)?"
+    r"(?:remember|note|keep in mind|bear in mind|don't forget|do not forget|never forget|"
+    r"to let you know|ps\b|p\.s\.)(?:\s+that)?[:,]?\s+",
+    re.I,
+)
+# ...when what follows is the user's: "I'm ...", "my son ...", "we ...".
+_KEEP_WHAT = re.compile(r"(?:i|i'm|im|i've|i'd|i'll|my|we|we're|we've|our)\b", re.I)
 
 
 def told_after(request: str) -> str:
