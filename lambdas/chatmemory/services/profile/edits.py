@@ -30,7 +30,7 @@ from chatmemory.services.profile.entries import (
     stated_record_id,
     visible_records,
 )
-from chatmemory.services.profile.placing import place
+from chatmemory.services.profile.placing import place, rewrite_entries
 from chatmemory.services.profile.purge import purge_record
 
 
@@ -299,7 +299,10 @@ def _entries_again(record: MemoryRecord, edit: Editing) -> None:
     else:
         # As a retried placement: its entry, and those of the records it superseded (a put
         # that stopped before writing them left them without their end date).
-        _placed(replace(record), edit, merge=False)
+        vector = edit.embedder.embed([record.text[:MAX_RECORD_ENTRY_CHARS]])[0]
+        rewrite_entries(
+            record, vector, memory=edit.memory, embedder=edit.embedder, index=edit.index
+        )
 
 
 def _classify_again(record: MemoryRecord) -> None:

@@ -200,7 +200,7 @@ def place(
             and existing.text == record.text
             and existing.indexed
         ):
-            _rewrite_entries(
+            rewrite_entries(
                 existing, vector, memory=memory, embedder=embedder, index=index, known=known
             )
         return "exists", existing
@@ -436,7 +436,7 @@ def _settling(
     return [], []
 
 
-def _rewrite_entries(
+def rewrite_entries(
     record: MemoryRecord,
     vector: list[float],
     *,
