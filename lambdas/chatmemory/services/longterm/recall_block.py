@@ -127,6 +127,11 @@ def _word_match(ranked: Sequence[tuple[MemoryDoc, float]], query: str) -> Callab
     return words
 
 
+# The `length` feature counts a piece's tokens in fifties.
+LENGTH_UNIT = 50
+_LENGTH = LineWeights._fields.index("length")
+
+
 def piece_features(
     ranked: Sequence[tuple[MemoryDoc, float]],
     query: str,
@@ -151,7 +156,7 @@ def piece_features(
         window = score / best
         if doc.kind != MemoryKind.CHUNK or not doc.session_id:
             text = f"{_label(doc)} {doc.text}"
-            length = estimate_tokens(text) / 50
+            length = estimate_tokens(text) / LENGTH_UNIT
             features = (window, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, length, 0.0, 0.0, 0.0)
             out.setdefault(f"\x00{doc.doc_key}", (_Piece(text, score, doc), features))
             continue
@@ -172,7 +177,7 @@ def piece_features(
                 1.0 if speaker and speaker in lowered else 0.0,
                 1.0 if any(s in lowered for s in speakers - {speaker}) else 0.0,
                 0.0,
-                estimate_tokens(line) / 50,
+                estimate_tokens(line) / LENGTH_UNIT,
                 1.0 if line.rstrip().endswith("?") else 0.0,
                 when if _TIME.search(line) else 0.0,
                 when,
@@ -212,7 +217,8 @@ def build_block(
         coefficients = tuple(weights)
         for piece, features in scored:
             piece.score = sum(w * f for w, f in zip(coefficients, features, strict=True))
-            piece.score -= cost_exponent * math.log(max(estimate_tokens(piece.text), 1))
+            tokens = round(features[_LENGTH] * LENGTH_UNIT)  # its tokens, counted once
+            piece.score -= cost_exponent * math.log(max(tokens, 1))
     block = _Block(budget - estimate_tokens(MEMORY_HEADER) - estimate_tokens(MEMORY_FOOTER))
     for lines in window_lines.values():
         block.adjacent.update(zip(lines, lines[1:], strict=False))
