@@ -221,6 +221,11 @@ def _parts(sentence: str) -> list[tuple[str, str]]:
 _HEDGE = re.compile(r"^(?:honestly|frankly|basically|to be honest)\s+(?=the\s)", re.I)
 
 
+# What the user says of themselves opens with: "I'm ...", "my son ...", "we ..." (after a
+# preface and a colon, or a request to keep it in mind).
+_THEIR_OWN = r"(?:i|i'm|im|i've|i'd|i'll|my|we|we're|we've|our)\b"
+
+
 def plainly(sentence: str) -> str:
     """The sentence without its opener or lead-in ("Just so you know, ...", "Not sure if it
     matters, but ..."). Asked to keep something ("Can you remember that I'm allergic to
@@ -242,7 +247,7 @@ _KEEP_IN_MIND = re.compile(
     re.I,
 )
 # ...when what follows is the user's: "I'm ...", "my son ...", "we ...".
-_KEEP_WHAT = re.compile(r"(?:i|i'm|im|i've|i'd|i'll|my|we|we're|we've|our)\b", re.I)
+_KEEP_WHAT = re.compile(_THEIR_OWN, re.I)
 
 
 def told_after(request: str) -> str:
@@ -349,7 +354,7 @@ _LEAD_IN = re.compile(
     # thing before we start: I'm allergic to peanuts". Not someone's words quoted ("Mum
     # said: I'm too old for this").
     r"(?!(?:[\w'-]+\s+){0,5}?(?:said|says|asked|asks|told|tells|goes|wrote|writes|replied)\b)"
-    r"(?:[\w'-]+\s+){0,5}[\w'-]+:(?=\s+(?:i|i'm|im|i've|i'd|i'll|my|we|we're|we've|our)\b))"
+    rf"(?:[\w'-]+\s+){{0,5}}[\w'-]+:(?=\s+{_THEIR_OWN}))"
     r"\s+(?=\S)",
     re.I,
 )
