@@ -639,6 +639,42 @@ def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:
     assert allergy_subject("I have a shellfish allergy.") == "allergy:shellfish"
     assert allergy_subject("I'm severely allergic to bee stings.") == "allergy:sting"
     assert allergy_subject("My son is allergic to eggs.") == ""
+    # What is left out, then why (failed before: no subject, so saying it again added a record).
+    assert allergy_subject("No peanuts for me, I'm allergic.") == "allergy:peanut"
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        # Failed before: "I'm allergic." alone, the allergen in a part taken for an aside.
+        ("Just remember: no peanuts for me, I'm allergic.", ["No peanuts for me, I'm allergic."]),
+        ("No peanuts for me, I'm allergic.", ["No peanuts for me, I'm allergic."]),
+        # Failed before: the request stayed in the record, with the nurse's fact.
+        (
+            "I'm a nurse, and please remember I'm allergic to latex.",
+            ["I'm a nurse.", "I'm allergic to latex."],
+        ),
+        ("I'm allergic to cats, so please remember that.", ["I'm allergic to cats."]),
+        # Failed before: nothing kept; "I'm big fan"; "I'm a not a gamer".
+        ("Not a fan of spicy food tbh", ["I'm not a fan of spicy food."]),
+        ("Definitely not a morning person.", ["I'm definitely not a morning person."]),
+        ("Not big on seafood.", ["I'm not big on seafood."]),
+        ("Not into horror films.", ["I'm not into horror films."]),
+        ("Big fan of jazz.", ["I'm a big fan of jazz."]),
+        ("Not a gamer.", ["I'm not a gamer."]),
+    ],
+)
+def test_what_a_person_says_they_are_not_or_asks_to_keep_is_one_whole_fact(
+    text: str, facts: list[str]
+) -> None:
+    assert [f.text for f in PatternExtractor().extract([_turn(text)])] == facts
+
+
+@pytest.mark.parametrize(
+    "text", ["Not a problem.", "Not a chance.", "Not into it.", "Not a fan.", "Not a number."]
+)
+def test_a_reply_that_says_no_is_no_fact(text: str) -> None:
+    assert PatternExtractor().extract([_turn(text)]) == []
 
 
 def test_a_doing_said_as_the_subject_before_a_modal_gets_no_i() -> None:

@@ -116,7 +116,9 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
 # allergen is a fact of its own.
 _OWN_ALLERGY = re.compile(
     r"^(?:i'm|i am|im)\s+(?:\w+\s+)?allergic to\s+(?:the\s+|a\s+|an\s+)?(?P<what>[a-z' -]+?)[.!]?$|"
-    r"^i\s+(?:have|'ve got|have got)\s+(?:a|an)\s+(?:\w+\s+)?(?P<kind>[a-z-]+)\s+allergy\b",
+    r"^i\s+(?:have|'ve got|have got)\s+(?:a|an)\s+(?:\w+\s+)?(?P<kind>[a-z-]+)\s+allergy\b|"
+    # "No peanuts for me, I'm allergic": what is left out, then why.
+    r"^no\s+(?P<left>[a-z' -]+?)\s+for\s+me,?\s+(?:i'm|i am|im)\s+(?:\w+\s+)?allergic[.!]?$",
     re.I,
 )
 
@@ -126,7 +128,7 @@ def allergy_subject(text: str) -> str:
     found = _OWN_ALLERGY.match(_plain(text))
     if found is None:
         return ""
-    what = (found.group("what") or found.group("kind") or "").strip().lower().split()
+    what = (found.group("what") or found.group("kind") or found.group("left") or "").lower().split()
     if not what:
         return ""
     head = what[-1]

@@ -145,6 +145,14 @@ _HOW_OFTEN = re.compile(
     re.I,
 )
 
+# A state that says nothing without what the part before names: "No peanuts for me, I'm
+# allergic" (alone, "I'm allergic." loses the allergen).
+_OF_THE_PART_BEFORE = re.compile(
+    r"^(?:i'm|im|i am|we're|we are)\s+(?:(?:very|severely|really|so|quite|super|badly)\s+)?"
+    r"(?:allergic|intolerant|sensitive)(?:\s+to\s+(?:it|them|those|that))?[.!]*$",
+    re.I,
+)
+
 
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
@@ -158,7 +166,7 @@ def clauses(sentence: str) -> list[str]:
             out[-1] = f"{out[-1]}{sep}{part}"
         elif out and _SET_THEN_SUBJECT.match(part):
             out.append(part)
-        elif out and _HOW_OFTEN.match(part):
+        elif out and (_HOW_OFTEN.match(part) or _OF_THE_PART_BEFORE.match(part)):
             # "Biscuit loves the beach; we go every Sunday": where to is the part before.
             out[-1] = f"{out[-1]}{sep}{part}"
         elif owner and (pronoun := _POSSESSIVE.match(part)):
@@ -200,9 +208,11 @@ def _parts(sentence: str) -> list[tuple[str, str]]:
     joined = [
         (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)
     ]
-    # A part may open with its own lead-in: "... and honestly the thing is I don't drive".
+    # A part may open with its own lead-in, or ask to keep what follows in mind: "... and
+    # honestly the thing is I don't drive", "I'm a nurse, and please remember I'm allergic".
     joined = [
-        (sep, _LEAD_IN.sub("", _HEDGE.sub("", part)) if sep else part) for sep, part in joined
+        (sep, _LEAD_IN.sub("", _kept(_HEDGE.sub("", part))) if sep else part)
+        for sep, part in joined
     ]
     joined = [(sep, part) for sep, part in joined if part]
     parts = [part for _, part in joined]
@@ -221,21 +231,27 @@ def _parts(sentence: str) -> list[tuple[str, str]]:
 _HEDGE = re.compile(r"^(?:honestly|frankly|basically|to be honest)\s+(?=the\s)", re.I)
 
 
-# What the user says of themselves opens with: "I'm ...", "my son ...", "we ..." (after a
-# preface and a colon, or a request to keep it in mind).
-_THEIR_OWN = r"(?:i|i'm|im|i've|i'd|i'll|my|we|we're|we've|our)\b"
+# What the user says of themselves opens with: "I'm ...", "my son ...", "we ...", "no peanuts
+# for me ..." (after a preface and a colon, or a request to keep it in mind).
+_THEIR_OWN = (
+    r"(?:i|i'm|im|i've|i'd|i'll|my|we|we're|we've|our|no\s+(?:[\w-]+\s+){1,3}?for\s+(?:me|us))\b"
+)
 
 
 def plainly(sentence: str) -> str:
     """The sentence without its opener or lead-in ("Just so you know, ...", "Not sure if it
     matters, but ..."). Asked to keep something ("Can you remember that I'm allergic to
     peanuts?"), what is to be kept, said."""
-    said = OPENER.sub("", sentence.strip())
+    return _LEAD_IN.sub("", _kept(OPENER.sub("", sentence.strip())))
+
+
+def _kept(said: str) -> str:
+    """What the user asks to keep in mind, when it is their own, said; else `said`."""
     keep = _KEEP_IN_MIND.match(said)
-    if keep is not None and _KEEP_WHAT.match(said, keep.end()):
-        said = said[keep.end() :].rstrip("?").rstrip()
-        said = said if said.endswith((".", "!")) else f"{said}."
-    return _LEAD_IN.sub("", said)
+    if keep is None or not _KEEP_WHAT.match(said, keep.end()):
+        return said
+    said = said[keep.end() :].rstrip("?").rstrip()
+    return said if said.endswith((".", "!")) else f"{said}."
 
 
 # Asked to keep in mind what follows: "Please remember that ...", "Can you note ...", "Keep in
@@ -301,6 +317,7 @@ def _aside(parts: list[str]) -> bool:
     first = parts[0]
     return (
         len(first.split()) <= 5
+        and not _OF_THE_PART_BEFORE.match(parts[1])
         and not FIRST_WORD.match(first)
         and not _SUBJECT_START.match(first)
         and bool(_SUBJECT_START.match(parts[1]))
@@ -324,7 +341,10 @@ _FILLER = re.compile(
     r"(?:^|(?<=,)|(?<=\s))\s*(?:for the record|for context|to be honest|honestly|no joke|"
     r"no exaggeration|no kidding|lol|lmao|haha|tbh|tbf|btw|by the way|just so you know|"
     r"for what it's worth|fwiw|i should mention that|i should say that|fun fact|"
-    r"in case (?:that's|that is|it's|it is) (?:ever |at all )?(?:relevant|useful|helpful))\s*"
+    r"in case (?:that's|that is|it's|it is) (?:ever |at all )?(?:relevant|useful|helpful)|"
+    # Asked, after it, to keep it in mind: "I'm allergic to cats, so please remember that".
+    r"(?:so\s+|and\s+)?(?:please\s+)?(?:remember|note|keep in mind|bear in mind|don't forget)"
+    r"\s+(?:that|this|it)(?:\s+please)?)\s*"
     r"(?:,|(?=[.!?]*$))",
     re.I,
 )

@@ -335,7 +335,7 @@ _HERE = re.compile(
 # Who one is, named alone: "Native Portuguese speaker.", "Retired schoolteacher", "Die-hard
 # Packers fan since I was a kid" (a span after it says how long).
 _ONE_NAMED = re.compile(
-    r"^(?P<what>(?!(?:a|an|the|my|your|our|his|her|their|this|that)\s)(?![a-z]+ing\s)"
+    r"^(?P<what>(?!(?:a|an|the|my|your|our|his|her|their|this|that|not)\s)(?![a-z]+ing\s)"
     # Words that name one, not a place: "living in Vancouver" is no "Vancouver".
     r"(?:(?!(?:in|at|on|from|to|into|near|with|of)\s)[\w'-]+\s+){0,3}"
     r"(?:[a-z-]+(?:er|or|ist|ian|ant|ent)|fan|buff|nerd|geek|addict|junkie|ex-[a-z]+))"
@@ -389,6 +389,21 @@ _WHAT_ONE_IS = frozenset(
     dyslexic disabled left-handed right-handed colourblind colorblind terrified petrified
     scared afraid frightened""".split()
 )
+# What one is not, or not for, said without "I'm": "Not a fan of spicy food", "Definitely not
+# a morning person", "Not big on seafood", "Not much of a cook". Not "Not a problem", "Not a
+# chance", "Not into it" (a fan of, a kind of person, or something named after "on"/"into").
+_NOT_ONE = re.compile(
+    r"^(?:(?:definitely|really|just|honestly|totally|certainly|never\s+been|so)\s+)?not\s+"
+    r"(?:(?:a|an)\s+(?:(?:big|huge|great|massive)\s+)?(?:fan\s+of\s+\w|[\w-]+\s+person\b)|"
+    r"much\s+of\s+an?\s+[\w-]+|(?:big|keen|great)\s+on\s+\w|into\s+(?!it\b|that\b|this\b)\w|"
+    # "Not a gamer", "Not a big reader": one who does it (not "Not a number", "Not an answer").
+    r"(?:a|an)\s+(?:[a-z-]+\s+){0,2}(?!(?:number|answer|matter|other|water|paper|letter|"
+    r"disaster|monster|wonder|bother|deal-?breaker|thriller|banger|winner|joker|killer|border|"
+    r"corner|danger|dinner|summer|winter|power|order)\b)[a-z-]+(?:er|ist|ian)[.!]*$)",
+    re.I,
+)
+# "Big fan of jazz", "Huge fan of the Beatles": one of a kind, with no article before it.
+_FAN = re.compile(r"^(?:big|huge|massive|lifelong|die-hard|total)\s+fan\s+of\s+\w", re.I)
 # A chat sentence that leaves out its "I" before a verb of how one lives: "Been vegetarian since
 # 2015", "Can't stand mushrooms", "Never been a fan of jazz", "Work nights at a bakery". The verb
 # must be followed by what it says ("Can't complain", "Don't worry" say nothing of the user).
@@ -418,6 +433,10 @@ def implied(text: str) -> str:
     with_i = _elided_verb(said)
     if with_i is not None:
         return with_i
+    if _NOT_ONE.match(said) or _FAN.match(said):
+        # "Not a fan of spicy food", "Not big on seafood"; "Big fan of jazz" takes its article.
+        article = "a " if _FAN.match(said) else ""
+        return f"I'm {article}{said[0].lower()}{said[1:]}"
     if _JUST_DID.match(said):
         return f"I {said[0].lower()}{said[1:]}"  # "Just burned my thumb on the kettle"
     if _SHIFTS.match(said):
