@@ -671,6 +671,24 @@ def test_what_a_person_says_they_are_not_or_asks_to_keep_is_one_whole_fact(
 
 
 @pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        # Failed before: "My wife loves them." and "My husband Tom loves it though." say nothing
+        # read alone in the profile.
+        ("I hate olives, my wife loves them.", ["I hate olives.", "My wife loves olives."]),
+        (
+            "Not a fan of spicy food tbh. My husband Tom loves it though.",
+            ["I'm not a fan of spicy food.", "My husband Tom loves spicy food though."],
+        ),
+        # Nothing liked before it: as it was said.
+        ("I'm a nurse. My husband loves it.", ["I'm a nurse.", "My husband loves it."]),
+    ],
+)
+def test_a_liking_of_it_says_what_it_is(text: str, facts: list[str]) -> None:
+    assert [f.text for f in PatternExtractor().extract([_turn(text)])] == facts
+
+
+@pytest.mark.parametrize(
     "text", ["Not a problem.", "Not a chance.", "Not into it.", "Not a fan.", "Not a number."]
 )
 def test_a_reply_that_says_no_is_no_fact(text: str) -> None:

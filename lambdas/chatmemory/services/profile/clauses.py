@@ -266,6 +266,32 @@ _KEEP_IN_MIND = re.compile(
 _KEEP_WHAT = re.compile(_THEIR_OWN, re.I)
 
 
+def what_it_is(clause: str, before: str) -> str:
+    """A liking of "it" or "them" said after a liking of what they are, with what they are:
+    "I hate olives, my wife loves them" -> "My wife loves olives" (alone, "My wife loves them."
+    says nothing). `before`: the clause said before it; else `clause` as it is."""
+    back = _LIKES_IT.match(clause)
+    liked = _LIKED.search(before.rstrip(" .!")) if back else None
+    if back is None or liked is None:
+        return clause
+    return f"{back.group('who')}{back.group('verb')} {liked.group('what')}{back.group('rest')}"
+
+
+_LIKING = r"(?:love|like|hate|adore|enjoy|prefer|can't stand|cannot stand|don't mind)"
+# Who likes "it" or "them": "my husband Tom loves it though", "my kids hate them".
+_LIKES_IT = re.compile(
+    rf"^(?P<who>(?:my|our)\s+(?:[\w'-]+\s+){{0,3}}?)(?P<verb>{_LIKING}s?|(?:is|are)\s+into)\s+"
+    r"(?:it|them)\b(?P<rest>(?:\s+(?:too|though|as well|a lot|even more))*[.!]*)$",
+    re.I,
+)
+# What the clause before likes or does not: "I hate olives", "I'm not a fan of spicy food".
+_LIKED = re.compile(
+    rf"\b(?:{_LIKING}|fan of|into|big on|keen on)\s+(?P<what>(?!it\b|them\b|that\b)"
+    r"(?:[\w'-]+\s+){0,3}[\w'-]+)$",
+    re.I,
+)
+
+
 def told_after(request: str) -> str:
     """What the user says of themselves after a request and a comma ("Suggest a film for
     tonight, my husband hates horror" -> "my husband hates horror"), or ""."""

@@ -38,7 +38,7 @@ from chatmemory.services.longterm.summarize import (
 )
 from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.profile.categories import allergy_subject
-from chatmemory.services.profile.clauses import clauses, plainly, told_after
+from chatmemory.services.profile.clauses import clauses, plainly, told_after, what_it_is
 from chatmemory.services.profile.lasting import LastingJudge
 from chatmemory.services.profile.traits import (
     implied,
@@ -172,7 +172,7 @@ class PatternExtractor:
 
     def statements(self, text: str, turn: int = 0) -> list[ExtractedFact]:
         """The facts and preferences the rules find in one message, one per clause."""
-        found = []
+        found: list[ExtractedFact] = []
         for sentence in _sentences(text):
             if _REQUEST.match(sentence) and not _CALL_ME.match(sentence):
                 # "Suggest a film, my husband hates horror": what the choice must fit.
@@ -191,6 +191,8 @@ class PatternExtractor:
                     if clause.lower().startswith("the ") or not (about or whole.endswith("?"))
                     else about
                 )
+                if found:  # "I hate olives. My wife loves them.": what they are
+                    clause = what_it_is(clause, found[-1].text)
                 fact = self._fact(clause, turn, about=own)
                 if fact is not None:
                     found.append(fact)
