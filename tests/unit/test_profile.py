@@ -114,6 +114,18 @@ def test_moving_from_lisbon_to_porto_keeps_lisbon_as_history_until_the_porto_dat
     assert record_entries(index, "alice")[porto.record_id]["valid_until"] is None
 
 
+def test_a_birthday_said_later_replaces_the_age_said_before(memory, index) -> None:
+    """Failed before: "My daughter Mia is 7." stayed beside "... turned 8" in the profile (an
+    age had no subject), and so did "I'm 34." beside "I turned 35 last week."."""
+    _remembered(memory, index, "alice", at(1), "My daughter Mia is 7.", "I'm 34.")
+    _remembered(
+        memory, index, "alice", at(60), "My daughter Mia turned 8 yesterday!", "I turned 35."
+    )
+
+    active = [r.text for r in _facts(memory) if r.status == RecordStatus.ACTIVE]
+    assert sorted(active) == ["I turned 35.", "My daughter Mia turned 8 yesterday!"]
+
+
 def test_a_session_consolidated_late_becomes_history_at_once(memory, index) -> None:
     older = told(memory, "alice", at(1), "I live in Lisbon")
     _remembered(memory, index, "alice", at(60), "I moved to Porto")

@@ -11,7 +11,7 @@ import pytest
 
 from chatmemory.domain import Turn
 from chatmemory.schema import RecordCategory, RecordType
-from chatmemory.services.profile.categories import allergy_subject, category
+from chatmemory.services.profile.categories import age_subject, allergy_subject, category
 from chatmemory.services.profile.clauses import clauses
 from chatmemory.services.profile.extract import PatternExtractor, about_the_user
 from chatmemory.services.profile.traits import (
@@ -641,6 +641,13 @@ def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:
     assert allergy_subject("My son is allergic to eggs.") == ""
     # What is left out, then why (failed before: no subject, so saying it again added a record).
     assert allergy_subject("No peanuts for me, I'm allergic.") == "allergy:peanut"
+
+
+def test_an_age_has_one_subject_per_person_so_a_newer_one_replaces_it() -> None:
+    assert age_subject("My daughter Mia is 7.") == age_subject("My daughter Mia turned 8!")
+    assert age_subject("I'm 34.") == age_subject("I turned 35 last week.") == "age:me"
+    assert age_subject("My son just turned 13.") == "age:son"
+    assert age_subject("I'm 34 weeks pregnant.") == age_subject("My son turns 10 in April.") == ""
 
 
 @pytest.mark.parametrize(

@@ -123,6 +123,29 @@ _OWN_ALLERGY = re.compile(
 )
 
 
+# "I'm 34", "My son just turned 13", "My daughter Mia is 7": an age, which a newer one
+# replaces. Not what will be ("turns 10 in April"), nor a count of something else ("I'm 34
+# weeks pregnant").
+_AGE = re.compile(
+    r"^(?:(?P<me>(?i:i'm|i am|im|i've just turned|i just turned|i turned))|"
+    r"(?i:my|our)\s+(?P<kin>[a-z-]+)(?:\s+(?P<name>[A-Z][a-z]+))?"
+    r"\s+(?i:is|'s|has just turned|just turned|turned))\s+"
+    r"(?P<years>\d{1,3}|(?i:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))"
+    r"(?i:\s+(?:years?|yrs?)(?:\s+old)?|\s+yo)?"
+    r"(?i:\s+(?:today|yesterday|last\s+\w+|this\s+\w+|on\s+\w+|in\s+\w+))?\s*[.!]*$"
+)
+
+
+def age_subject(text: str) -> str:
+    """ "age:me", or "age:<their name>" (else "age:<who they are>", "son") for someone of the
+    user's, when `text` says how old they are; else ""."""
+    found = _AGE.match(_plain(text))
+    if found is None:
+        return ""
+    who = "me" if found.group("me") else (found.group("name") or found.group("kin"))
+    return f"age:{who.lower()}"
+
+
 def allergy_subject(text: str) -> str:
     """ "allergy:<allergen>" for the user's own allergy, else ""."""
     found = _OWN_ALLERGY.match(_plain(text))

@@ -37,7 +37,7 @@ from chatmemory.services.longterm.summarize import (
     split_lines,
 )
 from chatmemory.services.longterm.terms import content_terms
-from chatmemory.services.profile.categories import allergy_subject
+from chatmemory.services.profile.categories import age_subject, allergy_subject
 from chatmemory.services.profile.clauses import clauses, plainly, told_after, what_it_is
 from chatmemory.services.profile.lasting import LastingJudge
 from chatmemory.services.profile.traits import (
@@ -225,7 +225,10 @@ class PatternExtractor:
             thing = favourite.group(1) if favourite else _head(preference.group(2))  # type: ignore[union-attr]
             return ExtractedFact(RecordType.PREFERENCE, text, f"likes:{thing}", turn)
         return ExtractedFact(
-            RecordType.FACT, text, allergy_subject(text) or held_subject(text), turn
+            RecordType.FACT,
+            text,
+            allergy_subject(text) or age_subject(text) or held_subject(text),
+            turn,
         )
 
 
