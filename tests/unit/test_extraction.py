@@ -51,7 +51,7 @@ def test_pattern_extractor_keeps_statements_about_the_user_with_their_subject() 
 
 def test_pattern_extractor_finds_likes_dislikes_and_favourites() -> None:
     found = _facts("food")
-    assert found[1][:2] == (RecordType.FACT, "")  # vegetarian: a fact about nothing named
+    assert found[1][:2] == (RecordType.FACT, "diet")  # vegetarian: one diet, a newer replaces
     assert found[2][:2] == (RecordType.PREFERENCE, "likes:mushrooms")  # a dislike, same key
     assert found[3][:2] == (RecordType.PREFERENCE, "likes:cuisine")
     assert 4 not in found

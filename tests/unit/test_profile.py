@@ -17,7 +17,7 @@ from chatmemory.services.background.forget import Purging, purge_session
 from chatmemory.services.conversation import sessions
 from chatmemory.services.longterm.recall_block import live_documents
 from chatmemory.services.profile import profile
-from chatmemory.services.profile.extract import classify
+from chatmemory.services.profile.extract import PatternExtractor, classify
 from tests.fakes import FakeEmbedder
 from tests.memory_fake import InMemoryShortTermMemory
 from tests.records_helpers import (
@@ -59,6 +59,13 @@ def _remembered(memory: Any, index: Any, user: str, when: Any, *texts: str) -> s
     sid = told(memory, user, when, *texts)
     assert consolidate(memory, index, sid, now=when).outcome == "consolidated"
     return sid
+
+
+def _extracted(memory: Any, index: Any, when: Any, *texts: str) -> None:
+    """A session of alice's consolidated with the extractor local mode runs (the rules)."""
+    sid = told(memory, "alice", when, *texts)
+    done = consolidate(memory, index, sid, now=when, extractor=PatternExtractor())
+    assert done.outcome == "consolidated"
 
 
 def _search(memory: Any, index: Any, query: str, user: str = "alice") -> list[str]:
@@ -117,13 +124,34 @@ def test_moving_from_lisbon_to_porto_keeps_lisbon_as_history_until_the_porto_dat
 def test_a_birthday_said_later_replaces_the_age_said_before(memory, index) -> None:
     """Failed before: "My daughter Mia is 7." stayed beside "... turned 8" in the profile (an
     age had no subject), and so did "I'm 34." beside "I turned 35 last week."."""
-    _remembered(memory, index, "alice", at(1), "My daughter Mia is 7.", "I'm 34.")
-    _remembered(
-        memory, index, "alice", at(60), "My daughter Mia turned 8 yesterday!", "I turned 35."
-    )
+    _extracted(memory, index, at(1), "My daughter Mia is 7.", "I'm 34.")
+    _extracted(memory, index, at(60), "My daughter Mia turned 8 yesterday!", "I turned 35.")
 
     active = [r.text for r in _facts(memory) if r.status == RecordStatus.ACTIVE]
     assert sorted(active) == ["I turned 35.", "My daughter Mia turned 8 yesterday!"]
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "active"),
+    [
+        # Failed before: the allergy stayed beside its correction, both in every prompt.
+        (
+            ["Just remember: no peanuts for me, I'm allergic."],
+            ["Actually, I'm not allergic to peanuts, it's tree nuts I'm allergic to."],
+            ["I'm allergic to tree nuts.", "I'm not allergic to peanuts."],
+        ),
+        # Failed before: a diet had no subject, so "vegetarian" stayed beside "vegan".
+        (["I'm vegetarian."], ["I went vegan last month."], ["I went vegan last month."]),
+        (["I'm vegan."], ["I'm not vegan anymore."], ["I'm not vegan anymore."]),
+    ],
+)
+def test_a_correction_of_an_allergy_or_a_diet_replaces_it(
+    memory, index, before: list[str], after: list[str], active: list[str]
+) -> None:
+    _extracted(memory, index, at(1), *before)
+    _extracted(memory, index, at(60), *after)
+
+    assert sorted(r.text for r in _facts(memory) if r.status == RecordStatus.ACTIVE) == active
 
 
 def test_a_session_consolidated_late_becomes_history_at_once(memory, index) -> None:

@@ -115,7 +115,9 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
 # own, so that saying it again supersedes the older record (a correction's rule), and another
 # allergen is a fact of its own.
 _OWN_ALLERGY = re.compile(
-    r"^(?:i'm|i am|im)\s+(?:\w+\s+)?allergic to\s+(?:the\s+|a\s+|an\s+)?(?P<what>[a-z' -]+?)[.!]?$|"
+    # "I'm not allergic to peanuts": the same subject, so a correction supersedes.
+    r"^(?:i'm|i am|im)\s+(?:not\s+|no\s+longer\s+)?(?:\w+\s+)?allergic to\s+(?:the\s+|a\s+|an\s+)?"
+    r"(?P<what>[a-z' -]+?)(?:\s+(?:anymore|any more))?[.!]?$|"
     r"^i\s+(?:have|'ve got|have got)\s+(?:a|an)\s+(?:\w+\s+)?(?P<kind>[a-z-]+)\s+allergy\b|"
     # "No peanuts for me, I'm allergic": what is left out, then why.
     r"^no\s+(?P<left>[a-z' -]+?)\s+for\s+me,?\s+(?:i'm|i am|im)\s+(?:\w+\s+)?allergic[.!]?$",

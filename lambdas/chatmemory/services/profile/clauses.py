@@ -145,6 +145,13 @@ _HOW_OFTEN = re.compile(
     re.I,
 )
 
+# What one is allergic to, set apart: "I'm not allergic to peanuts, it's tree nuts I'm allergic
+# to" -> "...; I'm allergic to tree nuts".
+_CLEFT = re.compile(
+    r",\s+(?:it's|it is)\s+(?P<what>(?:[\w'-]+\s+){0,2}?[\w'-]+)\s+(?:that\s+)?(?:i'm|i am)\s+"
+    r"allergic\s+to(?P<end>[.!]*)$",
+    re.I,
+)
 # A state that says nothing without what the part before names: "No peanuts for me, I'm
 # allergic" (alone, "I'm allergic." loses the allergen).
 _OF_THE_PART_BEFORE = re.compile(
@@ -204,6 +211,7 @@ def clauses(sentence: str) -> list[str]:
 def _parts(sentence: str) -> list[tuple[str, str]]:
     """The sentence's parts, each with what joined it to the one before ("" for the first)."""
     text = _WHO_RELATIVE.sub(_who_is, _WHO_WITHIN.sub(_who_within, plainly(sentence)))
+    text = _CLEFT.sub(r"; I'm allergic to \g<what>\g<end>", text)
     pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
     joined = [
         (sep, part.strip()) for sep, part in zip(["", *pieces[1::2]], pieces[0::2], strict=True)

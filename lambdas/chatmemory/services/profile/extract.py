@@ -116,6 +116,11 @@ _ONE_VALUE = _by_subject(
     partner=rf"\bmy {_PARTNER}(?:'s name is|\s+is\s+(?:called|named))\b|"
     r"\b(?:i'm|i am|we're|we are)\s+(?:married|engaged)\s+to\b",
     name=_NAME,
+    # "I'm vegetarian", then "I went vegan last month" or "I'm not vegetarian anymore".
+    diet=r"^(?:i'm|i am|im|i've been|i have been)\s+(?:now\s+|not\s+|no\s+longer\s+)?"
+    r"(?:an?\s+)?(?:strict\s+)?(?:vegetarian|vegan|pescatarian|pescetarian)\b|"
+    r"^i\s+(?:just\s+)?(?:went|have gone|'ve gone|turned|became|have become|'ve become)\s+"
+    r"(?:vegetarian|vegan|pescatarian|pescetarian)\b",
 )
 MAX_PER_SESSION = 24
 
