@@ -695,6 +695,33 @@ def test_a_liking_of_it_says_what_it_is(text: str, facts: list[str]) -> None:
     assert [f.text for f in PatternExtractor().extract([_turn(text)])] == facts
 
 
+def _session(*texts: str) -> list[tuple[str, str]]:
+    turns = [
+        Turn(session_id="s", user_id="u", turn=n, input=text, response="ok")
+        for n, text in enumerate(texts, 1)
+    ]
+    return [(f.text, f.subject) for f in PatternExtractor().extract(turns)]
+
+
+def test_someone_of_the_users_named_earlier_in_the_session_is_theirs_by_name() -> None:
+    """Failed before: "Leo plays football every Saturday morning." was no fact about the user
+    (no "I", no "my"), though the message before named Leo as their son."""
+    kids = "We've got two kids, Leo who is 10 and Ava who is 6."
+    assert _session(kids, "Leo plays football every Saturday morning.") == [
+        (kids, ""),
+        ("Leo plays football every Saturday morning.", ""),
+    ]
+    assert _session("My daughter Mia is 7.", "Mia turned 8 yesterday!") == [
+        ("My daughter Mia is 7.", "age:mia"),
+        ("Mia turned 8 yesterday!", "age:mia"),
+    ]
+    # A place is no one of theirs; a name never said to be theirs is someone else's.
+    assert _session("My sister lives in London.", "London is so expensive.") == [
+        ("My sister lives in London.", "")
+    ]
+    assert _session("Leo plays football every Saturday morning.") == []
+
+
 @pytest.mark.parametrize(
     "text", ["Not a problem.", "Not a chance.", "Not into it.", "Not a fan.", "Not a number."]
 )

@@ -130,7 +130,7 @@ _OWN_ALLERGY = re.compile(
 # weeks pregnant").
 _AGE = re.compile(
     r"^(?:(?P<me>(?i:i'm|i am|im|i've just turned|i just turned|i turned))|"
-    r"(?i:my|our)\s+(?P<kin>[a-z-]+)(?:\s+(?P<name>[A-Z][a-z]+))?"
+    r"(?:(?i:my|our)\s+(?P<kin>[a-z-]+)(?:\s+(?P<name>[A-Z][a-z]+))?|(?P<alone>[A-Z][a-z]+))"
     r"\s+(?i:is|'s|has just turned|just turned|turned))\s+"
     r"(?P<years>\d{1,3}|(?i:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve))"
     r"(?i:\s+(?:years?|yrs?)(?:\s+old)?|\s+yo)?"
@@ -140,11 +140,13 @@ _AGE = re.compile(
 
 def age_subject(text: str) -> str:
     """ "age:me", or "age:<their name>" (else "age:<who they are>", "son") for someone of the
-    user's, when `text` says how old they are; else ""."""
+    user's, when `text` says how old they are; else "". (A name alone is someone of the user's
+    when the extractor kept the statement: see clauses.named_first.)"""
     found = _AGE.match(_plain(text))
     if found is None:
         return ""
-    who = "me" if found.group("me") else (found.group("name") or found.group("kin"))
+    who = "me" if found.group("me") else found.group("name") or found.group("kin")
+    who = who or found.group("alone")  # "Mia turned 8", once Mia is known to be theirs
     return f"age:{who.lower()}"
 
 

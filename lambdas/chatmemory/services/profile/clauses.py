@@ -300,6 +300,41 @@ _LIKED = re.compile(
 )
 
 
+def names_of_ours(fact: str) -> set[str]:
+    """The names of the user's people a fact gives: "My daughter Mia is 7" -> {"Mia"}, "We've
+    got two kids, Leo who is 10 and Ava who is 6" -> {"Leo", "Ava"}, "a dog called Bo"."""
+    names: set[str] = set()
+    for who in _OURS_WORD.finditer(fact):
+        rest = fact[who.end() :]
+        end = _CLAUSE_END.search(rest)
+        names |= {n for n in _NAME_AFTER.findall(rest[: end.start() if end else None])}
+    return names - _NOT_A_NAME
+
+
+def named_first(sentence: str, ours: frozenset[str]) -> bool:
+    """A statement that opens with the name of one of the user's people: "Leo plays football
+    every Saturday", after "my son Leo" (not a question)."""
+    first = _NAMED_FIRST.match(sentence)
+    return bool(first and first.group("name") in ours and not sentence.rstrip().endswith("?"))
+
+
+_OURS_WORD = re.compile(
+    r"\b(?:wife|husband|partner|girlfriend|boyfriend|son|sons|daughter|daughters|kid|kids|"
+    r"child|children|baby|twins|boy|boys|girl|girls|mum|mom|dad|brother|brothers|sister|sisters|"
+    r"grandson|granddaughter|grandkids|grandchildren|niece|nephew|dog|dogs|cat|cats|puppy|"
+    r"kitten|pets?)\b",
+    re.I,
+)
+# A name where the words after a person say who: at once, after a comma, "and", "called".
+_NAME_AFTER = re.compile(r"(?:^\s*,?\s*|,\s+|\band\s+|\b(?:called|named)\s+)([A-Z][a-z]+)\b")
+_CLAUSE_END = re.compile(r"[.;:!?]|\s(?:but|so|because)\s")
+_NOT_A_NAME = frozenset(
+    """Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April
+    May June July August September October November December The And But""".split()
+)
+_NAMED_FIRST = re.compile(r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+[a-z]")
+
+
 def told_after(request: str) -> str:
     """What the user says of themselves after a request and a comma ("Suggest a film for
     tonight, my husband hates horror" -> "my husband hates horror"), or ""."""

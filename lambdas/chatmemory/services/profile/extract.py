@@ -38,7 +38,14 @@ from chatmemory.services.longterm.summarize import (
 )
 from chatmemory.services.longterm.terms import content_terms
 from chatmemory.services.profile.categories import age_subject, allergy_subject
-from chatmemory.services.profile.clauses import clauses, plainly, told_after, what_it_is
+from chatmemory.services.profile.clauses import (
+    clauses,
+    named_first,
+    names_of_ours,
+    plainly,
+    told_after,
+    what_it_is,
+)
 from chatmemory.services.profile.lasting import LastingJudge
 from chatmemory.services.profile.traits import (
     implied,
@@ -162,9 +169,11 @@ class PatternExtractor:
         """The session's facts and preferences, one per clause (clauses.clauses), then what it
         left open (open_questions)."""
         found: list[tuple[float, int, ExtractedFact]] = []
+        ours: set[str] = set()  # the names of the user's people said so far in the session
         for turn in said(turns):
-            for fact in self.statements(turn.input, turn.turn):
+            for fact in self.statements(turn.input, turn.turn, frozenset(ours)):
                 found.append((len(_content(fact.text)), len(found), fact))
+                ours |= names_of_ours(fact.text)
         if self.judge is not None:
             # What says it lasts ("every Friday", "since 2019") the rules are sure of.
             doubted = [f for f in found if not said_to_last(f[2].text)]
@@ -175,8 +184,12 @@ class PatternExtractor:
         kept = sorted(found, key=lambda f: (-f[0], f[1]))[: self.max_per_session]
         return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])] + open_questions(turns)
 
-    def statements(self, text: str, turn: int = 0) -> list[ExtractedFact]:
-        """The facts and preferences the rules find in one message, one per clause."""
+    def statements(
+        self, text: str, turn: int = 0, ours: frozenset[str] = frozenset()
+    ) -> list[ExtractedFact]:
+        """The facts and preferences the rules find in one message, one per clause. `ours`:
+        names of the user's people said before ("my son Leo"), so that "Leo plays football
+        every Saturday" is about the user too."""
         found: list[ExtractedFact] = []
         for sentence in _sentences(text):
             if _REQUEST.match(sentence) and not _CALL_ME.match(sentence):
@@ -185,7 +198,7 @@ class PatternExtractor:
             # A clause split off is about the user when its sentence is ("... and her
             # birthday's 3 March").
             whole = implied(plainly(sentence))
-            about = about_the_user(whole)
+            about = about_the_user(whole) or named_first(whole, ours)
             for clause in clauses(whole):
                 # "..., the house is from 1920": a thing named with "the" is the user's only
                 # when its clause says so.
