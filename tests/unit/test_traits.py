@@ -722,6 +722,29 @@ def test_someone_of_the_users_named_earlier_in_the_session_is_theirs_by_name() -
     assert _session("Leo plays football every Saturday morning.") == []
 
 
+def test_she_or_he_after_a_message_that_named_one_of_the_users_people_is_them() -> None:
+    """Failed before: "She's coeliac, so food could be tricky." was no fact (who is she?)."""
+    trip = "I'm thinking about a trip to Japan in April with my sister Nadia."
+    assert _session(trip, "She's coeliac, so food could be tricky.") == [
+        (trip, ""),
+        ("My sister Nadia's coeliac, so food could be tricky.", ""),
+    ]
+    # Not "she" of a brother, nor of two people named before.
+    assert _session("My brother Tom lives in Leeds.", "She's coeliac.") == [
+        ("My brother Tom lives in Leeds.", "")
+    ]
+    assert _session("I live with my wife Ana and my daughter Rose.", "She's vegan.") == [
+        ("I live with my wife Ana and my daughter Rose.", "")
+    ]
+
+
+def test_a_list_of_the_users_people_is_one_fact() -> None:
+    """Failed before: "I live with my wife Ana." and "My son Leo." (no fact)."""
+    assert _session("I live with my wife Ana and my son Leo.") == [
+        ("I live with my wife Ana and my son Leo.", "")
+    ]
+
+
 @pytest.mark.parametrize(
     "text", ["Not a problem.", "Not a chance.", "Not into it.", "Not a fan.", "Not a number."]
 )

@@ -91,6 +91,14 @@ _SUBJECT_START = re.compile(
     r"[A-Z][A-Za-z]+\s+"
     r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't))\b"
 )
+# Someone of the user's and nothing they do: the next of a list ("... with my wife Ana and my
+# son Leo"), no clause of its own.
+_ONLY_WHO = re.compile(
+    r"^(?i:my|our)\s+(?:(?:little|big|older|younger|eldest|youngest|best|two|three)\s+)?"
+    r"(?i:wife|husband|partner|girlfriend|boyfriend|sons?|daughters?|kids?|children|mum|mom|"
+    r"mother|dad|father|parents|brothers?|sisters?|grandsons?|granddaughters?|grandkids|"
+    r"grandchildren|niece|nephew|family|friends?|dogs?|cats?)(?:\s+[A-Z][a-z]+)?[.!]*$"
+)
 # A clause that goes on with the first one's subject, a verb and what follows it: "... and
 # loves chocolate" (a single word after "and" is a list: "football and tennis").
 _VERB_START = re.compile(
@@ -183,6 +191,8 @@ def clauses(sentence: str) -> list[str]:
             # "My daughter Ines is 6 and she goes to school in Porto": who it is.
             joint = "'s " if pronoun.group("is") else " "  # "... and she's allergic to peanuts"
             out.append(f"{owner.group('subject')}{joint}{part[pronoun.end() :]}")
+        elif out and _ONLY_WHO.match(part):
+            out[-1] = f"{out[-1]}{sep}{part}"  # "I live with my wife Ana and my son Leo"
         elif not out or _SUBJECT_START.match(part):
             out.append(part)
         elif _VERB_START.match(part) and (subject := _OWN_SUBJECT.match(out[0])):
@@ -318,6 +328,34 @@ def named_first(sentence: str, ours: frozenset[str]) -> bool:
     return bool(first and first.group("name") in ours and not sentence.rstrip().endswith("?"))
 
 
+def one_of_ours(sentence: str) -> str:
+    """The one person of the user's a sentence names with a name ("... with my sister Nadia" ->
+    "my sister Nadia"), or "" (none, or several)."""
+    found = {m.group(0) for m in _OURS_NAMED.finditer(sentence)}
+    return found.pop() if len(found) == 1 else ""
+
+
+def said_of(sentence: str, person: str) -> str:
+    """ "She's coeliac" said after "my sister Nadia" -> "My sister Nadia's coeliac": who the
+    pronoun is, when it can be them (not "he" of a sister); else `sentence` as it is."""
+    pronoun = _PRONOUN.match(sentence)
+    kin = _OURS_NAMED.match(person)
+    if pronoun is None or kin is None:
+        return sentence
+    he = sentence[:2].lower() == "he"
+    if kin.group("kin").lower() in (_HERS if he else _HIS):
+        return sentence
+    joint = "'s " if pronoun.group("is") else " "
+    return f"{person[0].upper()}{person[1:]}{joint}{sentence[pronoun.end() :]}"
+
+
+_HERS = frozenset("wife girlfriend sister daughter mum mom mother niece aunt granddaughter".split())
+_HIS = frozenset("husband boyfriend brother son dad father nephew uncle grandson".split())
+_OURS_NAMED = re.compile(
+    r"\b(?i:my|our)\s+(?P<kin>(?i:wife|husband|partner|girlfriend|boyfriend|son|daughter|"
+    r"mum|mom|mother|dad|father|brother|sister|grandson|granddaughter|niece|nephew|aunt|uncle|"
+    r"friend|best friend|flatmate|roommate|colleague|boss))\s+[A-Z][a-z]+\b"
+)
 _OURS_WORD = re.compile(
     r"\b(?:wife|husband|partner|girlfriend|boyfriend|son|sons|daughter|daughters|kid|kids|"
     r"child|children|baby|twins|boy|boys|girl|girls|mum|mom|dad|brother|brothers|sister|sisters|"

@@ -42,7 +42,9 @@ from chatmemory.services.profile.clauses import (
     clauses,
     named_first,
     names_of_ours,
+    one_of_ours,
     plainly,
+    said_of,
     told_after,
     what_it_is,
 )
@@ -170,10 +172,12 @@ class PatternExtractor:
         left open (open_questions)."""
         found: list[tuple[float, int, ExtractedFact]] = []
         ours: set[str] = set()  # the names of the user's people said so far in the session
+        person = ""  # the one of them the message before ended on
         for turn in said(turns):
-            for fact in self.statements(turn.input, turn.turn, frozenset(ours)):
+            for fact in self.statements(turn.input, turn.turn, frozenset(ours), person):
                 found.append((len(_content(fact.text)), len(found), fact))
                 ours |= names_of_ours(fact.text)
+            person = one_of_ours(_sentences(turn.input)[-1]) if turn.input.strip() else ""
         if self.judge is not None:
             # What says it lasts ("every Friday", "since 2019") the rules are sure of.
             doubted = [f for f in found if not said_to_last(f[2].text)]
@@ -185,13 +189,16 @@ class PatternExtractor:
         return [fact for _, _, fact in sorted(kept, key=lambda f: f[1])] + open_questions(turns)
 
     def statements(
-        self, text: str, turn: int = 0, ours: frozenset[str] = frozenset()
+        self, text: str, turn: int = 0, ours: frozenset[str] = frozenset(), person: str = ""
     ) -> list[ExtractedFact]:
         """The facts and preferences the rules find in one message, one per clause. `ours`:
         names of the user's people said before ("my son Leo"), so that "Leo plays football
-        every Saturday" is about the user too."""
+        every Saturday" is about the user too; `person`: the one the message before ended on
+        ("my sister Nadia"), whom "She's coeliac" is about."""
         found: list[ExtractedFact] = []
         for sentence in _sentences(text):
+            sentence = said_of(sentence, person)
+            person = one_of_ours(sentence)
             if _REQUEST.match(sentence) and not _CALL_ME.match(sentence):
                 # "Suggest a film, my husband hates horror": what the choice must fit.
                 sentence = told_after(sentence) if _ASKS_TO_CHOOSE.match(sentence) else ""
