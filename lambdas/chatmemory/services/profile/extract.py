@@ -91,6 +91,12 @@ _PREFERENCE = re.compile(
     r"([a-z][a-z'-]+(?:\s+[a-z][a-z'-]+)?)",
     re.I,
 )
+# A short clause whose one object is "it", "that" or "them".
+_OF_IT = re.compile(
+    r"^(?:[\w'-]+\s+){1,4}(?:it|that|this|them)(?:\s+(?:too|though|as well|a lot|so much|"
+    r"even more|anyway))*[.!]*$",
+    re.I,
+)
 _FAVOURITE = re.compile(r"\bmy\s+favou?rite\s+([a-z]+)\s+(?:is|are)\b", re.I)
 _PARTNER = r"(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?)"
 _NAME = r"\bmy name is\b|\bcall me\b"
@@ -242,6 +248,8 @@ class PatternExtractor:
             # "I'm on the train at the moment": episodic memory keeps it, the profile does not.
             or passing(text)
             or reaction(text, content)
+            # "My knees hated it.": of something that the record, read alone, does not say.
+            or _OF_IT.match(text)
         ):
             return None
         preference = _PREFERENCE.search(text)
