@@ -227,6 +227,16 @@ class Extractor(Protocol):
         ...
 
 
+@runtime_checkable
+class PeopleExtractor(Extractor, Protocol):
+    """An extractor that reads a statement about someone by their name alone ("Mia turned 8")
+    as the user's when the user's profile has named them ("My daughter Mia is 7")."""
+
+    def extract_knowing(self, turns: Sequence[Turn], people: frozenset[str]) -> list[ExtractedFact]:
+        """As `extract`, with `people`: the names of the user's people the profile holds."""
+        ...
+
+
 class Summarizer(Protocol):
     name: str
 

@@ -74,6 +74,9 @@ from chatmemory.model_ports import (
     GenerationOptions as GenerationOptions,
 )
 from chatmemory.model_ports import (
+    PeopleExtractor as PeopleExtractor,
+)
+from chatmemory.model_ports import (
     Piece as Piece,
 )
 from chatmemory.model_ports import (

@@ -131,6 +131,18 @@ def test_a_birthday_said_later_replaces_the_age_said_before(memory, index) -> No
     assert sorted(active) == ["I turned 35.", "My daughter Mia turned 8 yesterday!"]
 
 
+def test_someone_the_profile_names_is_the_users_in_a_later_session_by_name(memory, index) -> None:
+    """Failed before: "Mia turned 8 yesterday!" in a later session was no fact (no "my": the
+    rules read one session), so "My daughter Mia is 7." stayed the profile's word. A name the
+    profile does not hold stays someone else's."""
+    _extracted(memory, index, at(1), "My daughter Mia is 7.")
+    _extracted(memory, index, at(60), "Mia turned 8 yesterday!", "Leo plays football on Sundays.")
+
+    facts = _facts(memory)
+    assert [r.text for r in facts if r.status == RecordStatus.ACTIVE] == ["Mia turned 8 yesterday!"]
+    assert by_text(facts, "My daughter Mia is 7.").status == RecordStatus.SUPERSEDED
+
+
 @pytest.mark.parametrize(
     ("before", "after", "active"),
     [

@@ -32,6 +32,7 @@ from chatmemory.ports import (
     Extractor,
     LongTermIndex,
     MemoryDoc,
+    PeopleExtractor,
     RecordStore,
     ShortTermMemory,
     Summarizer,
@@ -48,8 +49,9 @@ from chatmemory.schema import (
     opening_doc_key,
     summary_doc_key,
 )
+from chatmemory.services.profile.clauses import people_of
 from chatmemory.services.profile.entries import write_record_entries
-from chatmemory.services.profile.placing import remember_facts, remember_summary
+from chatmemory.services.profile.placing import known_records, remember_facts, remember_summary
 from chatmemory.services.profile.purge import drop_session_records
 from chatmemory.services.prompt import Roles
 
@@ -404,8 +406,17 @@ def _profile_of(
     """The user's facts, preferences and open questions drawn from the session into their
     profile; whether it concluded (left nothing open)."""
     turns = list(memory.all_turns(session.session_id))
-    facts = extractor.extract(turns)
-    remember_facts(session, facts, turns, memory=memory, embedder=embedder, index=index, now=now)
+    known = None
+    if isinstance(extractor, PeopleExtractor):
+        # The records placing weighs the facts against, read before extraction: the names of
+        # the user's people they hold ("My daughter Mia is 7") make "Mia turned 8" theirs.
+        known = known_records(memory, session.user_id)
+        facts = extractor.extract_knowing(turns, people_of(known))
+    else:
+        facts = extractor.extract(turns)
+    remember_facts(
+        session, facts, turns, memory=memory, embedder=embedder, index=index, now=now, known=known
+    )
     return not any(f.type == RecordType.OPEN_QUESTION for f in facts)
 
 

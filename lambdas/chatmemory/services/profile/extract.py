@@ -176,8 +176,13 @@ class PatternExtractor:
     def extract(self, turns: Sequence[Turn]) -> list[ExtractedFact]:
         """The session's facts and preferences, one per clause (clauses.clauses), then what it
         left open (open_questions)."""
+        return self.extract_knowing(turns, frozenset())
+
+    def extract_knowing(self, turns: Sequence[Turn], people: frozenset[str]) -> list[ExtractedFact]:
+        """As `extract`, knowing the names of the user's people from before (`people`: "Mia",
+        whom the profile holds as "My daughter Mia is 7")."""
         found: list[tuple[float, int, ExtractedFact]] = []
-        ours: set[str] = set()  # the names of the user's people said so far in the session
+        ours = set(people)  # the names of the user's people known so far
         person = ""  # the one of them the message before ended on
         for turn in said(turns):
             for fact in self.statements(turn.input, turn.turn, frozenset(ours), person):

@@ -97,12 +97,14 @@ def remember_facts(
     index: LongTermIndex,
     now: datetime,
     policy: ProfilePolicy = ProfilePolicy(),
+    known: list[MemoryRecord] | None = None,
 ) -> ProfileResult:
     """Turn what the extractor found into records: new ones, merged into a duplicate, or
     superseding an older record about the same thing. Idempotent: a retried consolidation
     finds its records already written, and writes none the caller deleted since (the
     session's forgotten facts, read again after the writes: a delete that ran meanwhile has
-    what it deleted marked deleting here, as remember_summary does)."""
+    what it deleted marked deleting here, as remember_summary does). `known`: the caller's
+    records (`known_records`), when read already."""
     result = ProfileResult()
     records = _extracted_records(session, facts, turns, now)
     if not records:
@@ -110,7 +112,7 @@ def remember_facts(
     vectors = embedder.embed([r.text for r in records])
     # The caller's records, read once for the whole batch (each placement keeps it current; a
     # conflict reads it again): one Query per session, not one per fact.
-    known = visible_records(memory, session.user_id, list(memory.records_of_owner(session.user_id)))
+    known = known_records(memory, session.user_id) if known is None else known
     written: list[MemoryRecord] = []
     for record, vector in zip(records, vectors, strict=True):
         outcome, placed = place(
@@ -132,6 +134,12 @@ def remember_facts(
             result.superseded += outcome == "superseding"
     _forgotten_meanwhile(session.session_id, written, memory=memory)
     return result
+
+
+def known_records(memory: ShortTermMemory, owner: str) -> list[MemoryRecord]:
+    """The caller's records as placing weighs new ones against them (not deleted, drawn from
+    a session still there): one Query."""
+    return visible_records(memory, owner, list(memory.records_of_owner(owner)))
 
 
 def _extracted_records(
