@@ -87,8 +87,14 @@ class TimedExtractor:
         self.facts = 0
 
     def extract(self, turns: Sequence[Any]) -> list[Any]:
+        return self.extract_knowing(turns, frozenset())
+
+    def extract_knowing(self, turns: Sequence[Any], people: frozenset[str]) -> list[Any]:
+        """As consolidation calls it: with the names the profile holds, when the inner
+        extractor reads them (model_ports.PeopleExtractor)."""
         tick = time.perf_counter()
-        found = self.inner.extract(turns)
+        knowing = getattr(self.inner, "extract_knowing", None)
+        found = knowing(turns, people) if knowing else self.inner.extract(turns)
         self.seconds += time.perf_counter() - tick
         self.sessions += 1
         self.facts += len(found)
