@@ -720,6 +720,10 @@ def test_someone_of_the_users_named_earlier_in_the_session_is_theirs_by_name() -
         ("My daughter Mia is 7.", "age:mia"),
         ("Mia turned 8 yesterday!", "age:mia"),
     ]
+    # Failed before: what was said after a comma was taken for all, the name's part an aside.
+    assert ("Arlo turned 5 last week.", "age:arlo") in _session(
+        "My son Arlo is 4.", "Arlo turned 5 last week, we had a dinosaur party!"
+    )
     # A place is no one of theirs; a name never said to be theirs is someone else's.
     assert _session("My sister lives in London.", "London is so expensive.") == [
         ("My sister lives in London.", "")

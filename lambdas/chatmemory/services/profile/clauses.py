@@ -92,7 +92,8 @@ _SUBJECT_START = re.compile(
     r"^(?:(?i:i|i'm|i've|i'd|i'll|im|we|we're|we've|my|our|his|her|their)|"
     rf"(?i:{_THE_THING})|"
     r"[A-Z][A-Za-z]+\s+"
-    r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't))\b"
+    r"(?:is|are|was|has|have|lives|works|loves|likes|hates|plays|can|can't|will|does|doesn't|"
+    r"turned))\b"
 )
 # Someone of the user's and nothing they do: the next of a list ("... with my wife Ana and my
 # son Leo"), no clause of its own.
