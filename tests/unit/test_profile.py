@@ -181,15 +181,25 @@ def test_a_session_consolidated_late_becomes_history_at_once(memory, index) -> N
 
 def test_a_stated_record_supersedes_an_extracted_one_about_the_same_thing(memory, index) -> None:
     _remembered(memory, index, "alice", at(1), "I live in Lisbon")
-    stated = profile.state_record(
-        "alice",
-        "I moved to Braga",
-        profile.Editing(memory, FakeEmbedder(), index, at(90)),
-        record_type=None,
-    )
+    stated = _state(memory, index, "I moved to Braga", at(90))
     lisbon = by_text(_facts(memory), "I live in Lisbon")
     assert stated.origin == RecordOrigin.STATED and stated.status == RecordStatus.ACTIVE
     assert (lisbon.status, lisbon.superseded_by) == (RecordStatus.SUPERSEDED, stated.record_id)
+
+
+def test_a_stated_correction_said_as_people_say_it_supersedes_what_it_corrects(
+    memory, index
+) -> None:
+    """Failed before: `/remember Actually I'm not allergic to shellfish anymore, I outgrew it.`
+    had no subject (the opener and the clause after the comma hid the allergy), so the
+    allergy stayed in the profile beside it."""
+    _extracted(memory, index, at(1), "I'm allergic to shellfish.")
+    stated = _state(
+        memory, index, "Actually I'm not allergic to shellfish anymore, I outgrew it.", at(90)
+    )
+    allergy = by_text(_facts(memory), "I'm allergic to shellfish.")
+    assert stated.subject == "allergy:shellfish"
+    assert (allergy.status, allergy.superseded_by) == (RecordStatus.SUPERSEDED, stated.record_id)
 
 
 def test_records_about_different_things_do_not_supersede_each_other(memory, index) -> None:

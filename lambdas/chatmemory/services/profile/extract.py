@@ -142,10 +142,17 @@ MAX_PER_SESSION = 24
 
 def classify(text: str) -> tuple[RecordType, str]:
     """The type and subject of a statement (a record the user states: /remember)."""
-    fact = PatternExtractor(min_content_words=1)._fact(text, 0)
-    if fact is None:
-        return RecordType.FACT, held_subject(text)
-    return fact.type, fact.subject
+    rules = PatternExtractor(min_content_words=1)
+    fact = rules._fact(text, 0)
+    kind, subject = (
+        (RecordType.FACT, held_subject(text)) if fact is None else (fact.type, fact.subject)
+    )
+    if subject:
+        return kind, subject
+    # What the statement's clauses are about: "Actually I'm not allergic to shellfish anymore,
+    # I outgrew it" is about the shellfish allergy (the record keeps the user's words).
+    parts = [rules._fact(c, 0, about=True) for c in clauses(implied(plainly(text)))]
+    return kind, next((f.subject for f in parts if f is not None and f.subject), "")
 
 
 def _subject(text: str) -> str:
