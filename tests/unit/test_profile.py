@@ -155,9 +155,16 @@ def test_someone_the_profile_names_is_the_users_in_a_later_session_by_name(memor
         # Failed before: a diet had no subject, so "vegetarian" stayed beside "vegan".
         (["I'm vegetarian."], ["I went vegan last month."], ["I went vegan last month."]),
         (["I'm vegan."], ["I'm not vegan anymore."], ["I'm not vegan anymore."]),
+        # Failed before: smoking and drinking had no subject either.
+        (
+            ["I smoke about ten a day."],
+            ["I quit smoking last month."],
+            ["I quit smoking last month."],
+        ),
+        (["I drink socially."], ["I quit drinking in May."], ["I quit drinking in May."]),
     ],
 )
-def test_a_correction_of_an_allergy_or_a_diet_replaces_it(
+def test_a_correction_of_an_allergy_a_diet_or_a_habit_replaces_it(
     memory, index, before: list[str], after: list[str], active: list[str]
 ) -> None:
     _extracted(memory, index, at(1), *before)

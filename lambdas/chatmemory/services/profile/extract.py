@@ -136,6 +136,18 @@ _ONE_VALUE = _by_subject(
     r"(?:an?\s+)?(?:strict\s+)?(?:vegetarian|vegan|pescatarian|pescetarian)\b|"
     r"^i\s+(?:just\s+)?(?:went|have gone|'ve gone|turned|became|have become|'ve become)\s+"
     r"(?:vegetarian|vegan|pescatarian|pescetarian)\b",
+    # "I smoke about ten a day", then "I quit smoking last month".
+    smoking=r"^i\s+(?:(?:still|only|just|now)\s+)?(?:smoke|vape)\b|"
+    r"^i(?:'ve|\s+have)?\s+(?:(?:finally|just)\s+)?(?:quit|stopped|gave up|given up)\s+"
+    r"(?:smoking|vaping|cigarettes|the cigarettes)\b|"
+    r"^i\s+(?:don't|do not|no longer|never)\s+(?:smoke|vape)\b|"
+    r"^(?:i'm|i am)\s+(?:now\s+)?(?:a\s+|an\s+)?(?:smoker|non-smoker|ex-smoker|heavy smoker)\b",
+    # "I'm teetotal", "I don't drink", "I quit drinking", "I drink socially".
+    alcohol=r"^(?:i'm|i am)\s+(?:now\s+)?(?:sober|teetotal|tee-total|a teetotaller)\b|"
+    r"^i\s+(?:don't|do not|no longer|never)\s+drink(?:\s+(?:alcohol|anymore|any more|at all|"
+    r"much))?[.!]*$|"
+    r"^i(?:'ve|\s+have)?\s+(?:quit|stopped|gave up|given up)\s+(?:drinking|alcohol|booze)\b|"
+    r"^i\s+(?:only\s+)?drink\s+(?:socially|occasionally|alcohol|wine|beer)\b",
 )
 MAX_PER_SESSION = 24
 
