@@ -34,6 +34,7 @@ import argparse
 import http.client
 import json
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -194,6 +195,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         stack.stop()
         stand_in.server.shutdown()
+        shutil.rmtree(state, ignore_errors=True)  # its DynamoDB Local and index: 5 MB a run
 
     def stats(values: list[float]) -> dict[str, float]:
         return {
