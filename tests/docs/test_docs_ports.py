@@ -70,7 +70,9 @@ def serving(line: str, log: Path) -> Iterator[subprocess.Popen[bytes]]:
         try:
             yield process
         finally:
-            os.killpg(process.pid, signal.SIGTERM)  # Ctrl-C's way: local mode stops in order
+            # Ctrl-C: local mode stops in order, and `mkdocs serve` removes the site it built in
+            # a temporary folder (SIGTERM left one behind each run).
+            os.killpg(process.pid, signal.SIGINT)
             try:
                 process.wait(30)
             except subprocess.TimeoutExpired:
