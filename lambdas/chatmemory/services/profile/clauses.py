@@ -15,7 +15,13 @@ from collections.abc import Sequence
 from chatmemory.domain import MemoryRecord
 from chatmemory.schema import RecordStatus, RecordType
 from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
-from chatmemory.services.profile.vocabulary import FEW_WORDS, WEEKDAY, any_word, one_of
+from chatmemory.services.profile.vocabulary import (
+    FEW_WORDS,
+    OUR_PEOPLE,
+    WEEKDAY,
+    any_word,
+    one_of,
+)
 
 # Someone of the user's, after "my" or "our", with their name if it is said: "my sister Hannah".
 _OURS = rf"{FEW_WORDS}(?:\s+[A-Z][a-z]+)?"
@@ -99,9 +105,7 @@ _SUBJECT_START = re.compile(
 # son Leo"), no clause of its own.
 _ONLY_WHO = re.compile(
     r"^(?i:my|our)\s+(?:(?:little|big|older|younger|eldest|youngest|best|two|three)\s+)?"
-    r"(?i:wife|husband|partner|girlfriend|boyfriend|sons?|daughters?|kids?|children|mum|mom|"
-    r"mother|dad|father|parents|brothers?|sisters?|grandsons?|granddaughters?|grandkids|"
-    r"grandchildren|niece|nephew|family|friends?|dogs?|cats?)(?:\s+[A-Z][a-z]+)?[.!]*$"
+    rf"(?i:{OUR_PEOPLE})(?:\s+[A-Z][a-z]+)?[.!]*$"
 )
 # A clause that goes on with the first one's subject, a verb and what follows it: "... and
 # loves chocolate" (a single word after "and" is a list: "football and tennis").
@@ -365,18 +369,8 @@ def said_of(sentence: str, person: str) -> str:
 
 _HERS = frozenset("wife girlfriend sister daughter mum mom mother niece aunt granddaughter".split())
 _HIS = frozenset("husband boyfriend brother son dad father nephew uncle grandson".split())
-_OURS_NAMED = re.compile(
-    r"\b(?i:my|our)\s+(?P<kin>(?i:wife|husband|partner|girlfriend|boyfriend|son|daughter|"
-    r"mum|mom|mother|dad|father|brother|sister|grandson|granddaughter|niece|nephew|aunt|uncle|"
-    r"friend|best friend|flatmate|roommate|colleague|boss))\s+[A-Z][a-z]+\b"
-)
-_OURS_WORD = re.compile(
-    r"\b(?:wife|husband|partner|girlfriend|boyfriend|son|sons|daughter|daughters|kid|kids|"
-    r"child|children|baby|twins|boy|boys|girl|girls|mum|mom|dad|brother|brothers|sister|sisters|"
-    r"grandson|granddaughter|grandkids|grandchildren|niece|nephew|dog|dogs|cat|cats|puppy|"
-    r"kitten|pets?)\b",
-    re.I,
-)
+_OURS_NAMED = re.compile(rf"\b(?i:my|our)\s+(?P<kin>(?i:{OUR_PEOPLE}))\s+[A-Z][a-z]+\b")
+_OURS_WORD = re.compile(rf"\b{OUR_PEOPLE}\b", re.I)
 # A name where the words after a person say who: at once, after a comma, "and", "called".
 _NAME_AFTER = re.compile(r"(?:^\s*,?\s*|,\s+|\band\s+|\b(?:called|named)\s+)([A-Z][a-z]+)\b")
 _CLAUSE_END = re.compile(r"[.;:!?]|\s(?:but|so|because)\s")

@@ -26,6 +26,16 @@ WEEKDAY = r"(?:mon|tues|wednes|thurs|fri|satur|sun)day"
 FEW_WORDS = r"(?:[a-z'-]+\s+){0,2}?[a-z'-]+"
 
 
+# Someone (or a pet) of the user's, one or several: "my sister", "our kids", "my dog". The
+# patterns that name a person of theirs share it (clauses.py).
+OUR_PEOPLE = (
+    r"(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?|sons?|daughters?|kids?|child|"
+    r"children|baby|twins|boys?|girls?|mum|mom|mother|dad|father|parents|brothers?|sisters?|"
+    r"grandsons?|granddaughters?|grandkids|grandchildren|niece|nephew|aunt|uncle|family|"
+    r"friends?|best friend|flatmate|roommate|colleague|boss|dogs?|cats?|puppy|kitten|pets?)"
+)
+
+
 def one_of(words: str) -> str:
     """Alternatives of a pattern from a list of words ("play work teach" -> "play|work|teach");
     each word may be a pattern itself ("sons?")."""
