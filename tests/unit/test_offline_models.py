@@ -62,6 +62,16 @@ def test_extractive_summary_keeps_informative_lines_with_speakers_in_order() -> 
     assert summary == ExtractiveSummarizer(max_words=30).summarize(transcript)
 
 
+def test_a_short_sessions_summary_keeps_its_decision_over_a_word_said_twice_in_one_line() -> None:
+    """Failed before: "back to back" made "back" the one recurring word, so the summary was
+    that line alone and the decision was left out."""
+    transcript = (
+        "User: Ugh, long night. Had three admissions back to back.\n"
+        "User: I've decided to switch to day shifts from January."
+    )
+    assert "day shifts from January" in ExtractiveSummarizer().summarize(transcript)
+
+
 @pytest.mark.slow
 def test_minilm_embeddings_are_real_unit_vectors_that_capture_meaning() -> None:
     from chatmemory.adapters.offline.embedder import MiniLMEmbedder

@@ -16,8 +16,8 @@ _STOPWORDS = frozenset(TEXT_STOPWORDS) | _FILLERS
 
 
 class ExtractiveSummarizer:
-    """Summarizer: scores sentences by the frequency of their content words in the whole text
-    (a classic Luhn-style summary) with a small bonus for the opening, and keeps the best ones
+    """Summarizer: scores sentences by how many sentences of the whole text hold their content
+    words (a classic Luhn-style summary) with a small bonus for the opening, and keeps the best ones
     in their original order, each with its speaker label."""
 
     name = "extractive"
@@ -29,7 +29,8 @@ class ExtractiveSummarizer:
         sentences = _sentences(text)
         if not sentences:
             return ""
-        freq = Counter(w for _, s in sentences for w in _content(s))
+        # In how many sentences each word is: "back to back" is one sentence's, no theme.
+        freq = Counter(w for _, s in sentences for w in set(_content(s)))
         if not freq:
             return " ".join(f"{sp}: {s}" if sp else s for sp, s in sentences)[: self.max_words * 8]
         top = max(freq.values())
