@@ -729,6 +729,10 @@ def test_someone_of_the_users_named_earlier_in_the_session_is_theirs_by_name() -
         ("My sister lives in London.", "")
     ]
     assert _session("Leo plays football every Saturday morning.") == []
+    # What they said is their words, not them (failed before: kept as a fact).
+    assert _session("My friend Sam is a chef.", "Sam said the movie was boring.") == [
+        ("My friend Sam is a chef.", "")
+    ]
 
 
 def test_she_or_he_after_a_message_that_named_one_of_the_users_people_is_them() -> None:

@@ -378,7 +378,11 @@ _NOT_A_NAME = frozenset(
     """Monday Tuesday Wednesday Thursday Friday Saturday Sunday January February March April
     May June July August September October November December The And But""".split()
 )
-_NAMED_FIRST = re.compile(r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+[a-z]")
+# Not what they said or think ("Sam said the movie was boring"): their words, not them.
+_NAMED_FIRST = re.compile(
+    r"^(?P<name>[A-Z][a-z]+)(?:'s)?\s+(?!(?:said|says|told|tells|thinks|thought|asked|asks|"
+    r"reckons|mentioned|texted|wrote|wants|wanted|keeps saying)\b)[a-z]"
+)
 
 
 def told_after(request: str) -> str:
