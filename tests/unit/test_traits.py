@@ -749,6 +749,9 @@ def test_she_or_he_after_a_message_that_named_one_of_the_users_people_is_them() 
     assert _session("I live with my wife Ana and my daughter Rose.", "She's vegan.") == [
         ("I live with my wife Ana and my daughter Rose.", "")
     ]
+    # What she was is past (failed before: kept as a fact of hers).
+    lunch = "I had lunch with my boss Karen."
+    assert _session(lunch, "She was in a terrible mood.") == [(lunch, "")]
 
 
 def test_a_list_of_the_users_people_is_one_fact() -> None:

@@ -358,8 +358,8 @@ def said_of(sentence: str, person: str) -> str:
     pronoun is, when it can be them (not "he" of a sister); else `sentence` as it is."""
     pronoun = _PRONOUN.match(sentence)
     kin = _OURS_NAMED.match(person)
-    if pronoun is None or kin is None:
-        return sentence
+    if pronoun is None or kin is None or _WAS.match(sentence, pronoun.end()):
+        return sentence  # what they were ("She was in a terrible mood") passed
     he = sentence[:2].lower() == "he"
     if kin.group("kin").lower() in (_HERS if he else _HIS):
         return sentence
@@ -367,6 +367,7 @@ def said_of(sentence: str, person: str) -> str:
     return f"{person[0].upper()}{person[1:]}{joint}{sentence[pronoun.end() :]}"
 
 
+_WAS = re.compile(r"(?:was|wasn't|did|didn't|had)\b", re.I)
 _HERS = frozenset("wife girlfriend sister daughter mum mom mother niece aunt granddaughter".split())
 _HIS = frozenset("husband boyfriend brother son dad father nephew uncle grandson".split())
 _OURS_NAMED = re.compile(rf"\b(?i:my|our)\s+(?P<kin>(?i:{OUR_PEOPLE}))\s+[A-Z][a-z]+\b")
