@@ -7,6 +7,7 @@ checked num_turns). A failed import left its first turns under no session item."
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -47,9 +48,24 @@ def test_a_delete_during_the_model_call_leaves_no_turn_behind(store: Store, how:
     sid = sessions.create_session(memory, "alice").session_id
     deps = ChatDeps(memory=memory, generator=FakeGenerator())
     post_message(deps, ChatPolicy(), Message(user_id="alice", session_id=sid, content="first"))
+    # The message is written on a thread beside the model's call (stacked.py): the model's
+    # call waits for that write, so the delete always comes after it (it raced before: under
+    # load the delete could land first, and the write was refused).
+    written = threading.Event()
+    write = memory.append_turn
+
+    def append_then_signal(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return write(*args, **kwargs)
+        finally:
+            written.set()
+
+    memory.append_turn = append_then_signal  # type: ignore[method-assign]
 
     def delete_then_answer(prompt: str) -> str:
-        # The turn has read the session and its window; now the user deletes.
+        # The turn has read the session and its window, and written the message; now the
+        # user deletes.
+        assert written.wait(30)
         if how == "the session":
             sessions.delete_session(memory, "alice", sid)
         else:
