@@ -23,6 +23,9 @@ from chatmemory.services.profile.traits import (
 
 PASSING = [
     "I'm waiting for the bus right now.",
+    # How things are going (failed before: "Work is crazy." was kept as a fact).
+    "Work is crazy.",
+    "Things have been so hectic lately.",
     # A greeting passed on; counting what one is having.
     "My sister says hello!",
     "I'm on my third coffee already lol",

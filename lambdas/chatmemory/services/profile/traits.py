@@ -287,7 +287,12 @@ _AROUND = re.compile(
     r"an?\s+|complete\s+|total\s+|absolute\s+|bit of a\s+)*(?:mess|tip|disaster|chaos|"
     r"shambles|bombsite|pigsty)\b|"
     r"there's (?:an? |some )?(?:\w+ )?(?:storm|thunderstorm|rain|snow|hail|fog|heatwave|"
-    r"power cut|blackout|queue|traffic jam|fire alarm)|the (?:weather|sun|rain|wifi|signal)\b)",
+    r"power cut|blackout|queue|traffic jam|fire alarm)|the (?:weather|sun|rain|wifi|signal)\b|"
+    # How things are going: "Work is crazy", "Things have been hectic", "Life's a lot".
+    r"(?:work|life|things|everything|the week|this week|my week|the day|today)(?:'s|\s+is|"
+    r"\s+are|\s+has been|\s+have been)\s+(?:(?:so|really|very|a bit|quite|pretty|just|totally|"
+    r"absolutely|super)\s+)*(?:crazy|hectic|mad|insane|busy|nuts|manic|full on|a lot|chaotic|"
+    r"intense|stressful|rough|tough|a nightmare|brutal|overwhelming)\b)",
     re.I,
 )
 
