@@ -49,9 +49,13 @@ from chatmemory.schema import (
     opening_doc_key,
     summary_doc_key,
 )
-from chatmemory.services.profile.clauses import people_of
 from chatmemory.services.profile.entries import write_record_entries
-from chatmemory.services.profile.placing import known_records, remember_facts, remember_summary
+from chatmemory.services.profile.placing import (
+    known_records,
+    people_of,
+    remember_facts,
+    remember_summary,
+)
 from chatmemory.services.profile.purge import drop_session_records
 from chatmemory.services.prompt import Roles
 

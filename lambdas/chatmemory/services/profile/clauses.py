@@ -10,10 +10,7 @@ statement is (passing or lasting, its category) is services/profile/traits.py.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
-from chatmemory.domain import MemoryRecord
-from chatmemory.schema import RecordStatus, RecordType
 from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
 from chatmemory.services.profile.vocabulary import (
     FEW_WORDS,
@@ -327,16 +324,6 @@ def names_of_ours(fact: str) -> set[str]:
         end = _CLAUSE_END.search(rest)
         names |= {n for n in _NAME_AFTER.findall(rest[: end.start() if end else None])}
     return names - _NOT_A_NAME
-
-
-def people_of(records: Sequence[MemoryRecord]) -> frozenset[str]:
-    """The names of the user's people their standing facts give ("My daughter Mia is 7")."""
-    return frozenset(
-        name
-        for r in records
-        if r.status == RecordStatus.ACTIVE and r.type in (RecordType.FACT, RecordType.PREFERENCE)
-        for name in names_of_ours(r.text)
-    )
 
 
 def named_first(sentence: str, ours: frozenset[str]) -> bool:

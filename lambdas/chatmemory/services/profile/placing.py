@@ -26,6 +26,7 @@ from chatmemory.schema import (
     RecordStatus,
     RecordType,
 )
+from chatmemory.services.profile.clauses import names_of_ours
 from chatmemory.services.profile.entries import (
     ANSWERS,
     ProfilePolicy,
@@ -140,6 +141,16 @@ def known_records(memory: ShortTermMemory, owner: str) -> list[MemoryRecord]:
     """The caller's records as placing weighs new ones against them (not deleted, drawn from
     a session still there): one Query."""
     return visible_records(memory, owner, list(memory.records_of_owner(owner)))
+
+
+def people_of(records: Sequence[MemoryRecord]) -> frozenset[str]:
+    """The names of the user's people their standing facts give ("My daughter Mia is 7")."""
+    return frozenset(
+        name
+        for r in records
+        if r.status == RecordStatus.ACTIVE and r.type in (RecordType.FACT, RecordType.PREFERENCE)
+        for name in names_of_ours(r.text)
+    )
 
 
 def _extracted_records(
