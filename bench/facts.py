@@ -92,9 +92,13 @@ class TimedExtractor:
     def extract_knowing(self, turns: Sequence[Any], people: frozenset[str]) -> list[Any]:
         """As consolidation calls it: with the names the profile holds, when the inner
         extractor reads them (model_ports.PeopleExtractor)."""
+        from chatmemory.ports import PeopleExtractor
+
         tick = time.perf_counter()
-        knowing = getattr(self.inner, "extract_knowing", None)
-        found = knowing(turns, people) if knowing else self.inner.extract(turns)
+        if isinstance(self.inner, PeopleExtractor):
+            found = self.inner.extract_knowing(turns, people)
+        else:
+            found = self.inner.extract(turns)
         self.seconds += time.perf_counter() - tick
         self.sessions += 1
         self.facts += len(found)
