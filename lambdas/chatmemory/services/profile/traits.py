@@ -438,10 +438,10 @@ def implied(text: str) -> str:
     with_i = _elided_verb(said)
     if with_i is not None:
         return with_i
-    if _NOT_ONE.match(said) or _FAN.match(said):
+    fan = _FAN.match(said)
+    if fan or _NOT_ONE.match(said):
         # "Not a fan of spicy food", "Not big on seafood"; "Big fan of jazz" takes its article.
-        article = "a " if _FAN.match(said) else ""
-        return f"I'm {article}{said[0].lower()}{said[1:]}"
+        return f"I'm {'a ' if fan else ''}{said[0].lower()}{said[1:]}"
     if _JUST_DID.match(said):
         return f"I {said[0].lower()}{said[1:]}"  # "Just burned my thumb on the kettle"
     if _SHIFTS.match(said):
