@@ -119,6 +119,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.ours = ChatMemoryStore(client=client)
         self.theirs = InMemoryStore()
         self.expiry: dict[tuple[tuple[str, ...], str], datetime] = {}
+        self.unindexed: set[tuple[tuple[str, ...], str]] = set()
 
     def _expire(self) -> None:
         for (namespace, key), when in list(self.expiry.items()):
@@ -144,6 +145,7 @@ class StoreMachine(RuleBasedStateMachine):
         self.ours.put(namespace, key, value, index=index, ttl=ttl)
         self.theirs.put(namespace, key, value, index=index)
         self.expiry.pop((namespace, key), None)
+        (self.unindexed.add if index is False else self.unindexed.discard)((namespace, key))
         if ttl is not None:  # the API's ttl_seconds: the minutes, rounded up to a second
             seconds = max(1, math.ceil(ttl * 60))
             self.expiry[(namespace, key)] = self.clock.now + timedelta(seconds=seconds)
@@ -177,6 +179,24 @@ class StoreMachine(RuleBasedStateMachine):
         # This store's order without a query: by record id, descending.
         every.sort(key=lambda i: self.ours.record_id(i.namespace, i.key), reverse=True)
         assert [_shown(i) for i in ours] == [_shown(i) for i in every[offset : offset + limit]]
+
+    @rule(
+        prefix=st.one_of(st.just(()), namespaces),
+        wanted=filters,
+        query=st.sampled_from(["tea", "something else entirely"]),
+    )
+    def search_with_a_query(
+        self, prefix: tuple[str, ...], wanted: dict[str, Any] | None, query: str
+    ) -> None:
+        """Asked for more than there are, a search with a query answers every item under the
+        prefix that passes the filter, as InMemoryStore does (the two rank by their own
+        embedders, so only the set is compared), and those put with index=False after those
+        the index ranked (InMemoryStore: after those it scored)."""
+        ours = self.ours.search(prefix, query=query, filter=wanted, limit=100)
+        every = self.theirs.search(prefix, filter=wanted, limit=1000)
+        assert sorted(map(_shown, ours), key=repr) == sorted(map(_shown, every), key=repr)
+        unembedded = [(i.namespace, i.key) in self.unindexed for i in ours]
+        assert unembedded == sorted(unembedded)
 
     @rule(
         prefix=st.one_of(st.none(), st.lists(st.one_of(labels, st.just("*")), max_size=2)),

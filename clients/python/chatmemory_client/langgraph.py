@@ -48,10 +48,10 @@ Indexing: the server embeds an item's whole value (its text, or its JSON), so a 
 given as `index` (or the store's `index` config) is taken as "index it". `put(..., index=False)`
 stores the item without an embedding, as LangGraph's stores do: `get`, listing and a search
 without a query find it; a search with a query never ranks it by meaning, and finds it only by
-its words, after every item the index ranked (InMemoryStore puts such items last, with no
-score; here they carry a words-only score). A later put without `index=False` embeds it again.
-The profile's own namespace, `("profile",)`, is always indexed (chats recall it): `index=False`
-there is refused (400).
+its words, after every item the index ranked, when the index ranked fewer than asked
+(InMemoryStore puts such items last, with no score; here they carry a words-only score). A
+later put without `index=False` embeds it again. The profile's own namespace, `("profile",)`,
+is always indexed (chats recall it): `index=False` there is refused (400).
 
 TTL: `put(..., ttl=minutes)` (or `TTLConfig(default_ttl=...)` given as `ttl_config`) stores the
 record with an expiry of that many minutes from the put (the API's `ttl_seconds`, rounded up to

@@ -113,8 +113,9 @@ def find_records(
 ) -> list[tuple[MemoryRecord, float | None]]:
     """Records of the caller for a search, with their score (with a query: the fused score of
     meaning and words, higher is closer; without one: None). The index ranks a record only by
-    an entry of its current text (_ranked); with a namespace prefix, those it did not rank
-    follow by their words, a record whose updated entry is not searchable yet among them."""
+    an entry of its current text (_ranked); when it ranked fewer than asked, those it did not
+    rank follow by their words (an `index=False` record, one whose updated entry is not
+    searchable yet), as InMemoryStore puts its unembedded items after those it scored."""
     owner = owner_of(memory, user_id)
     wanted = ask.offset + ask.limit
 
@@ -129,10 +130,11 @@ def find_records(
     found: list[tuple[MemoryRecord, float | None]] = []
     if ask.query:
         found += _ranked(memory, owner, ask.query, wanted, keep, embedder, index)
-    if ask.query and (len(found) >= wanted or not ask.namespace_prefix):
+    if ask.query and len(found) >= wanted:
         return found[ask.offset : wanted]
-    # Without a query, or when the index's best were of other namespaces: the prefix's records
-    # from the table (newest first), ranked by words when there is a query.
+    # Without a query, or when the index ranked too few (its best were of other namespaces, or
+    # failed the filter, or the records are not in it): the prefix's records from the table
+    # (newest first), ranked by words when there is a query.
     seen = {record.record_id for record, _ in found}
     rest: list[MemoryRecord] = []
     token: str | None = None
