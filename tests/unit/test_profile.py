@@ -186,6 +186,39 @@ def test_a_session_consolidated_late_becomes_history_at_once(memory, index) -> N
     assert record_entries(index, "alice")[lisbon.record_id]["valid_until"] == porto.created_at
 
 
+def test_a_name_said_as_people_introduce_themselves_is_replaced_and_a_job_taken_up_too(
+    memory, index
+) -> None:
+    """Failed before: "Hi, I'm Zoe." had no subject (only "my name is" and "call me" had), so
+    "Call me Zo" stayed beside it; "I just started as a pharmacist" had none either, so "I work
+    as a nurse now" left both jobs active. And they, "I'm a chef" and "I'm British" were filed
+    under "other", last in the profile block. A plain "I'm a chef" says no job ended: people
+    hold two (docs/decisions.md), so it stays."""
+    _extracted(
+        memory,
+        index,
+        at(1),
+        "Hi, I'm Zoe. I just started as a pharmacist at a hospital in Leeds.",
+        "I'm a chef on weekends.",
+        "I'm British.",
+    )
+    first = {r.text: (r.subject, r.category) for r in _facts(memory)}
+    assert first == {
+        "I'm Zoe.": ("name", "identity"),
+        "I just started as a pharmacist at a hospital in Leeds.": ("job", "identity"),
+        "I'm a chef on weekends.": ("", "identity"),
+        "I'm British.": ("", "identity"),  # a nationality is no name
+    }
+    _extracted(memory, index, at(60), "Call me Zo, everyone does.", "I work as a nurse now.")
+    active = {r.text for r in _facts(memory) if r.status == RecordStatus.ACTIVE}
+    assert active == {
+        "Call me Zo, everyone does.",
+        "I work as a nurse now.",
+        "I'm a chef on weekends.",
+        "I'm British.",
+    }
+
+
 def test_a_stated_record_supersedes_an_extracted_one_about_the_same_thing(memory, index) -> None:
     _remembered(memory, index, "alice", at(1), "I live in Lisbon")
     stated = _state(memory, index, "I moved to Braga", at(90))

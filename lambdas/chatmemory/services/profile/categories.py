@@ -11,7 +11,13 @@ from __future__ import annotations
 import re
 
 from chatmemory.schema import RecordCategory, RecordType
-from chatmemory.services.profile.vocabulary import SEASONS, WEEKDAYS, any_word
+from chatmemory.services.profile.vocabulary import (
+    NATIONALITIES,
+    OCCUPATIONS,
+    SEASONS,
+    WEEKDAYS,
+    any_word,
+)
 from chatmemory.services.profile.vocabulary import plain as _plain
 
 _HEALTH = any_word(
@@ -46,7 +52,11 @@ IDENTITY = any_word(
     r"speak|native|fluent|language|accent|religio\w*|christian|muslim|jewish|"
     r"catholic|protestant|hindu|buddhist|sikh|atheist|church|mosque|synagogue|temple|mass|"
     r"pray\w*|pronouns|married|single|divorced|widowed|engaged|rent|mortgage|floor|"
-    r"citizen\w*|nationality|passport|visa"
+    r"citizen\w*|nationality|passport|visa|"
+    # Who one is by country or faith ("I'm British"), not what one likes of it ("Korean shows"),
+    # and by one's work ("I'm a pharmacist").
+    rf"(?:i'm|i am|im)\s+(?:half\s+)?{NATIONALITIES}|"
+    rf"^(?:i'm|i am|im)\s+(?:now\s+|still\s+)?an?\s+(?:[a-z-]+\s+){{0,2}}?{OCCUPATIONS}"
 )
 _PEOPLE = any_word(
     r"wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?|spouse|sons?|daughters?|kids?|"

@@ -55,7 +55,7 @@ from chatmemory.services.profile.traits import (
     reaction,
     said_to_last,
 )
-from chatmemory.services.profile.vocabulary import any_word
+from chatmemory.services.profile.vocabulary import NATIONALITIES, OCCUPATIONS, any_word
 from chatmemory.services.prompt import clip_to_tokens
 
 # Sentences, and the clauses a dash sets apart ("Lots happened - I joined a new group").
@@ -99,7 +99,21 @@ _OF_IT = re.compile(
 )
 _FAVOURITE = re.compile(r"\bmy\s+favou?rite\s+([a-z]+)\s+(?:is|are)\b", re.I)
 _PARTNER = r"(?:wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?)"
-_NAME = r"\bmy name is\b|\bcall me\b"
+# "My name is Zoe", "call me Zo", and "I'm Zoe" (a name capitalised as one, not a country's or a
+# faith's: "I'm British", nor how one is: "I'm Back!").
+_NAME = (
+    r"\bmy name is\b|\bcall me\b|"
+    rf"^(?:i'm|i am|im)\s+(?!(?:{NATIONALITIES}|back|busy|done|fine|glad|good|great|here|home|"
+    r"new|okay|ready|sorry|sure|tired)\b)(?-i:[A-Z][a-z]+(?:[ -][A-Z][a-z]+)?)[.!]*$"
+)
+# A job taken up: "I'm now a nurse", "I just started as a chef", "I got a job as a welder". A
+# plain "I'm a pharmacist" is who one is (categories.IDENTITY) but no one value: people hold two
+# jobs, and only a word of change says the older one ended.
+_WORK_AS = (
+    rf"^(?:i'm|i am|im)\s+now\s+an?\s+(?:[a-z-]+\s+){{0,2}}?{OCCUPATIONS}\b|"
+    r"\bi\s+(?:just\s+|recently\s+)?(?:started|began)\s+(?:working\s+|work\s+)?as\s+an?\b|"
+    r"\bi\s+(?:just\s+)?got\s+a\s+(?:new\s+)?job\s+as\b"
+)
 
 
 def _by_subject(**patterns: str) -> tuple[tuple[str, re.Pattern[str]], ...]:
@@ -113,7 +127,7 @@ _SUBJECTS = _by_subject(
     residence=r"\b(i|we)\s+(now\s+)?(live|lived|am living|are living|moved|have moved|'ve moved|"
     r"relocated|am moving|are moving)\b|\b(i|we)'(m|re) (living|moving)\b",
     job=r"\bi\s+(work|am working|started working)\s+(as|at|for)\b|\bmy (new )?job\b|"
-    r"\bi'm an? [a-z]+ (at|for)\b",
+    rf"\bi'm an? [a-z]+ (at|for)\b|{_WORK_AS}",
     partner=rf"\bmy {_PARTNER}\b",
     name=_NAME,
 )
@@ -127,7 +141,7 @@ _ONE_VALUE = _by_subject(
     r"(?:live|living|moved|moving|relocated|relocating)\s+(?:from\s+[\w' -]{1,30}?\s+)?"
     r"(?:back\s+|over\s+|out\s+)?(?:in|to|into)\b",
     job=r"\bi\s+(?:now\s+)?(?:work|am working|started working)\s+(?:as|at|for)\b|"
-    r"\bmy (?:new )?job (?:is )?(?:as|at|with)\b|\bi'm an? [a-z]+ (?:at|for)\b",
+    r"\bmy (?:new )?job (?:is )?(?:as|at|with)\b|\bi'm an? [a-z]+ (?:at|for)\b|" + _WORK_AS,
     partner=rf"\bmy {_PARTNER}(?:'s name is|\s+is\s+(?:called|named))\b|"
     r"\b(?:i'm|i am|we're|we are)\s+(?:married|engaged)\s+to\b",
     name=_NAME,

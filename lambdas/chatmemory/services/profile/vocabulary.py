@@ -45,3 +45,39 @@ def one_of(words: str) -> str:
 def plain(text: str) -> str:
     """The text with its spaces and apostrophes made plain, without quotes around it."""
     return " ".join(text.replace("\u2019", "'").split()).strip().strip("\"'").strip()
+
+
+# Work one does, by its common names: "I'm a pharmacist", "I'm now a nurse" state the one job
+# a newer one replaces (extract._ONE_VALUE), and are who one is (categories.IDENTITY).
+OCCUPATIONS = (
+    r"(?:accountant|actor|actress|administrator|analyst|architect|artist|attorney|auditor|"
+    r"baker|banker|barber|barista|bartender|builder|butcher|carpenter|cashier|caregiver|carer|"
+    r"chef|cook|chemist|cleaner|clerk|coach|consultant|counsel+or|courier|dancer|dentist|"
+    r"designer|developer|dietitian|doctor|driver|economist|editor|electrician|engineer|"
+    r"farmer|firefighter|gardener|geologist|graphic designer|hairdresser|historian|"
+    r"illustrator|instructor|interpreter|janitor|journalist|judge|lawyer|lecturer|librarian|"
+    r"lifeguard|locksmith|manager|mechanic|midwife|musician|nanny|nurse|optician|painter|"
+    r"paralegal|paramedic|pharmacist|photographer|physician|physicist|physio|"
+    r"physiotherapist|pilot|plumber|police officer|policeman|policewoman|postman|"
+    r"professor|programmer|psychiatrist|psychologist|receptionist|reporter|researcher|"
+    r"salesman|saleswoman|scientist|secretary|singer|social worker|soldier|solicitor|"
+    r"statistician|student|surgeon|surveyor|tailor|teacher|teaching assistant|technician|"
+    r"therapist|translator|tutor|vet|veterinarian|waiter|waitress|web developer|welder|writer)"
+)
+# Who one is by country or faith, as a word capitalised like a name: "I'm British" is no name.
+NATIONALITIES = (
+    r"(?:afghan|african|albanian|algerian|american|argentinian|argentine|armenian|asian|"
+    r"australian|austrian|bangladeshi|belgian|bolivian|brazilian|british|bulgarian|burmese|"
+    r"cambodian|cameroonian|canadian|caribbean|chilean|chinese|colombian|congolese|"
+    r"croatian|cuban|czech|danish|dominican|dutch|ecuadorian|egyptian|english|eritrean|"
+    r"estonian|ethiopian|european|filipina|filipino|finnish|french|georgian|german|ghanaian|"
+    r"greek|guatemalan|haitian|honduran|hungarian|icelandic|indian|indonesian|iranian|iraqi|"
+    r"irish|israeli|italian|jamaican|japanese|jordanian|kenyan|korean|kurdish|latvian|"
+    r"latina|latino|lebanese|libyan|lithuanian|malaysian|maltese|mexican|moroccan|nepalese|"
+    r"nigerian|norwegian|pakistani|palestinian|persian|peruvian|polish|portuguese|"
+    r"puerto rican|romanian|russian|salvadoran|saudi|scottish|senegalese|serbian|slovak|"
+    r"slovenian|somali|spanish|sri lankan|sudanese|swedish|swiss|syrian|taiwanese|thai|"
+    r"tunisian|turkish|ugandan|ukrainian|uruguayan|venezuelan|vietnamese|welsh|yemeni|"
+    r"zimbabwean|christian|muslim|jewish|catholic|protestant|hindu|buddhist|sikh|mormon|"
+    r"quaker|atheist|agnostic)"
+)
