@@ -644,6 +644,11 @@ def test_the_users_own_allergy_has_a_subject_per_allergen() -> None:
     assert allergy_subject("My son is allergic to eggs.") == ""
     # What is left out, then why (failed before: no subject, so saying it again added a record).
     assert allergy_subject("No peanuts for me, I'm allergic.") == "allergy:peanut"
+    # An aside after the allergen is none (failed before: "allergy:too" for both, so the dogs
+    # superseded the cats).
+    assert allergy_subject("I'm allergic to cats too.") == "allergy:cat"
+    assert allergy_subject("I'm allergic to dogs too.") == "allergy:dog"
+    assert allergy_subject("I'm allergic to shellfish though.") == "allergy:shellfish"
 
 
 def test_an_age_has_one_subject_per_person_so_a_newer_one_replaces_it() -> None:
@@ -700,6 +705,28 @@ def test_what_a_person_says_they_are_not_or_asks_to_keep_is_one_whole_fact(
     ],
 )
 def test_a_liking_of_it_says_what_it_is(text: str, facts: list[str]) -> None:
+    assert [f.text for f in PatternExtractor().extract([_turn(text)])] == facts
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        # Failed before: each thanks was kept as a fact of the user's, in every later prompt.
+        ("Thanks for always being there for me.", []),
+        ("Hey Sam, thanks so much for having my back!", []),
+        ("Thank you for your help, doctor.", []),
+        ("You're a star. I love having you in my corner, thanks for always listening!", []),
+        # What follows the thanks is read alone.
+        ("Thanks for asking, I'm vegan these days.", ["I'm vegan these days."]),
+        ("Thanks, but I'm allergic to shellfish.", ["I'm allergic to shellfish."]),
+        ("I'm allergic to sesame, thanks for remembering.", ["I'm allergic to sesame."]),
+        # Failed before: "I'm allergic to." from the "lol".
+        ("I'm allergic to cats and dogs, lol.", ["I'm allergic to cats.", "I'm allergic to dogs."]),
+        # Not thanks: a cause.
+        ("I'm always late, thanks to the buses.", ["I'm always late, thanks to the buses."]),
+    ],
+)
+def test_thanks_to_the_one_spoken_to_is_no_fact_of_the_users(text: str, facts: list[str]) -> None:
     assert [f.text for f in PatternExtractor().extract([_turn(text)])] == facts
 
 

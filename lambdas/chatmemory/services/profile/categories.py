@@ -127,7 +127,9 @@ def category(text: str, record_type: str, subject: str = "") -> RecordCategory:
 _OWN_ALLERGY = re.compile(
     # "I'm not allergic to peanuts": the same subject, so a correction supersedes.
     r"^(?:i'm|i am|im)\s+(?:not\s+|no\s+longer\s+)?(?:\w+\s+)?allergic to\s+(?:the\s+|a\s+|an\s+)?"
-    r"(?P<what>[a-z' -]+?)(?:\s+(?:anymore|any more))?[.!]?$|"
+    # An aside after it ("... shellfish though", "... too") is no allergen.
+    r"(?P<what>[a-z' -]+?)(?:,?\s+(?:anymore|any more|though|too|as well|also|btw|lol|haha))*"
+    r"[.!]?$|"
     r"^i\s+(?:have|'ve got|have got)\s+(?:a|an)\s+(?:\w+\s+)?(?P<kind>[a-z-]+)\s+allergy\b|"
     # "No peanuts for me, I'm allergic": what is left out, then why.
     r"^no\s+(?P<left>[a-z' -]+?)\s+for\s+me,?\s+(?:i'm|i am|im)\s+(?:\w+\s+)?allergic[.!]?$",

@@ -265,7 +265,33 @@ def plainly(sentence: str) -> str:
     """The sentence without its opener or lead-in ("Just so you know, ...", "Not sure if it
     matters, but ..."). Asked to keep something ("Can you remember that I'm allergic to
     peanuts?"), what is to be kept, said."""
-    return _LEAD_IN.sub("", _kept(OPENER.sub("", sentence.strip())))
+    return _LEAD_IN.sub("", _kept(_unthanked(OPENER.sub("", sentence.strip()))))
+
+
+# Thanks to the one spoken to ("Thanks for always being there for me", "Gina, thanks for having
+# my back", "..., thanks again!"): said to them, nothing of the user's own. What follows it is
+# read alone ("Thanks for asking, we got another cat").
+_THANKS = re.compile(
+    r"^(?:(?-i:[A-Z][a-z]+),\s+)?(?:thanks|thank you|thank u|thx|many thanks)\b"
+    r"(?:\s+(?:so|very)\s+much|\s+a lot|\s+again|\s+a million)?(?:,?\s+(?-i:[A-Z][a-z]+))?"
+    r"(?:,?\s+for\b[^,;.!?]*)?(?:[,;:.!]+\s*(?:but\s+)?|\s*$)",
+    re.I,
+)
+# (Not "thanks to": "delays, thanks to the traffic".)
+_THANKS_AFTER = re.compile(
+    r"\s*[,;]\s*(?:thanks|thank you|thx)\b(?!\s+to\b)[^.!?]*(?=[.!?]*$)", re.I
+)
+# Who was thanked, left after the thanks: "Thank you for your help, doctor."
+_WHO_WAS_THANKED = re.compile(
+    r"^(?!.*\b(?:i|i'm|i've|i'll|im|my|we|our)\b)(?:[\w.'-]+\s*){1,3}[.!]*$", re.I
+)
+
+
+def _unthanked(sentence: str) -> str:
+    rest = _THANKS.sub("", sentence, count=1)
+    if rest != sentence and _WHO_WAS_THANKED.match(rest):
+        return ""
+    return _THANKS_AFTER.sub("", rest)
 
 
 def _kept(said: str) -> str:
@@ -436,7 +462,8 @@ def _allergens(clause: str) -> list[str]:
     found = _ALLERGIC.match(clause.rstrip("."))
     if found is None:
         return [clause]
-    things = [t.strip() for t in _LIST.split(found.group("things")) if t.strip()]
+    # An aside at the end is no allergen ("cats and dogs, lol").
+    things = [t.strip() for t in _LIST.split(found.group("things")) if _FILLER.sub("", t).strip()]
     if len(things) < 2 or any(len(t.split()) > 3 or _NOT_A_THING.search(t) for t in things):
         return [clause]  # "peanuts, like properly allergic, EpiPen and everything": one fact
     return [f"{found.group('head')}{thing}" for thing in things]

@@ -65,7 +65,8 @@ _MOMENTARY = frozenset(
     blue grumpy cranky restless calm relaxed chilled comfortable uncomfortable cosy cozy
     wet soaked sunburnt sunburned jetlagged jet-lagged online offline around nearby outside
     inside downstairs upstairs asleep half-asleep dead flat delayed cancelled packed crashing
-    frozen slow shattered zonked pooped whacked beat wrecked achy aching fried""".split()
+    frozen slow shattered zonked pooped whacked beat wrecked achy aching fried lovely
+    splendid brilliant grand""".split()
 )
 # Who or what is in that state: the user ("I'm", "I've been", "I got") or something of theirs
 # ("My coffee's gone cold", "My phone is dead", "My kids are finally asleep").
