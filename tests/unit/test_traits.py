@@ -763,6 +763,11 @@ def test_someone_of_the_users_named_earlier_in_the_session_is_theirs_by_name() -
     assert _session("My friend Sam is a chef.", "Sam said the movie was boring.") == [
         ("My friend Sam is a chef.", "")
     ]
+    # Named earlier in the same message (failed before: "Finn is allergic to eggs." was lost).
+    assert _session("We have two kids, Ada and Finn. Finn is allergic to eggs.") == [
+        ("We have two kids, Ada and Finn.", ""),
+        ("Finn is allergic to eggs.", ""),
+    ]
 
 
 def test_she_or_he_after_a_message_that_named_one_of_the_users_people_is_them() -> None:

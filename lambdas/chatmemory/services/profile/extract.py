@@ -241,6 +241,8 @@ class PatternExtractor:
         ("my sister Nadia"), whom "She's coeliac" is about."""
         found: list[ExtractedFact] = []
         for sentence in _sentences(text):
+            # "We have two kids, Ada and Finn. Finn is allergic to eggs.": named before, theirs.
+            ours = ours.union(*(names_of_ours(f.text) for f in found))
             sentence = said_of(sentence, person)
             person = one_of_ours(sentence)
             if _REQUEST.match(sentence) and not _CALL_ME.match(sentence):
