@@ -590,12 +590,51 @@ def test_a_compound_statement_is_one_fact_per_clause(sentence: str, facts: list[
         ("I was torn between two offers last year.", RecordType.FACT, RecordCategory.EVENT),
         ("I had my right knee replaced in May last year.", RecordType.FACT, RecordCategory.HEALTH),
         ("My husband passed away last year.", RecordType.FACT, RecordCategory.PEOPLE),
+        # Failed before: people, second in the block, or other.
+        ("My mum has a bad hip so she can't walk far.", RecordType.FACT, RecordCategory.HEALTH),
+        ("I'm a pharmacist.", RecordType.FACT, RecordCategory.IDENTITY),
+        ("I'm Irish.", RecordType.FACT, RecordCategory.IDENTITY),
+        ("We love Korean food.", RecordType.PREFERENCE, RecordCategory.PREFERENCE),
     ],
 )
 def test_each_fact_has_its_place_in_the_profile(
     text: str, record_type: RecordType, expected: RecordCategory
 ) -> None:
     assert category(text, record_type) == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        # Failed before: one record with no subject, so a name or an age said later stood
+        # beside it.
+        (
+            "Hi there! I'm Kim, 29, software engineer in Berlin.",
+            [
+                ("I'm Kim.", "name"),
+                ("I'm 29.", "age:me"),
+                ("I'm a software engineer in Berlin.", ""),
+            ],
+        ),
+        ("I'm Tom, a nurse from Leeds.", [("I'm Tom.", "name"), ("I'm a nurse from Leeds.", "")]),
+        ("I'm Raj, nice to meet you.", [("I'm Raj.", "name")]),
+        ("I'm Ana, and I love hiking.", [("I'm Ana.", "name"), ("I love hiking.", "likes:hiking")]),
+        (
+            "I'm Lee, 34 and a dad of three, born and raised in Cork.",
+            [
+                ("I'm Lee.", "name"),
+                ("I'm 34 and a dad of three.", ""),
+                ("I'm born and raised in Cork.", ""),
+            ],
+        ),
+        # Not a name: what one is.
+        ("I'm British, born and bred.", [("I'm British, born and bred.", "")]),
+    ],
+)
+def test_an_introduction_is_a_name_and_each_thing_said_with_it(
+    text: str, facts: list[tuple[str, str]]
+) -> None:
+    assert [(f.text, f.subject) for f in PatternExtractor().extract([_turn(text)])] == facts
 
 
 def test_who_one_is_said_first_without_i_is_a_record_of_its_own() -> None:

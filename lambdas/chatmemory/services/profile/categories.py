@@ -36,7 +36,8 @@ _HEALTH = any_word(
     r"caffeine|decaf|keto|low-carb|low-sodium|low-salt|sugar-free|diet|smok(?:e[drs]?|ing)|"
     r"sleep apnoea|"
     r"sleep apnea|insomnia|chronic|condition|therap\w*|hiv|covid|immun\w*|vaccin\w*|"
-    r"dentures|braces|back pain|bad back|bad knee|disorder|syndrome|illness|disease|"
+    r"dentures|braces|back pain|bad (?:back|knees?|hips?|shoulders?|ankles?|heart|eyesight)|"
+    r"(?:can't|cannot|can not) walk (?:far|long|much|very far)|disorder|syndrome|illness|disease|"
     # An injury: "tore my ACL skiing", "a torn meniscus", "dislocated my shoulder".
     r"tore my|torn(?! between)|acl|ligaments?|meniscus|cartilage|tendon\w*|tendinitis|dislocat\w*|"
     r"concussions?|hernia|slipped disc|sciatica|gout|(?:hip|knee|shoulder|joint|valve)\s+"

@@ -14,6 +14,7 @@ import re
 from chatmemory.services.profile.traits import FIRST_WORD, OPENER, passing, said_to_last
 from chatmemory.services.profile.vocabulary import (
     FEW_WORDS,
+    NATIONALITIES,
     OUR_PEOPLE,
     WEEKDAY,
     any_word,
@@ -176,6 +177,9 @@ _OF_THE_PART_BEFORE = re.compile(
 
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
+    introduced = _introduction(plainly(sentence))
+    if introduced:
+        return introduced
     joined = _parts(sentence)
     out: list[str] = []
     for sep, part in joined:
@@ -221,6 +225,45 @@ def clauses(sentence: str) -> list[str]:
     for clause in out:
         facts += _allergens(clause)
     return [_sentence(c) for c in facts]
+
+
+# "I'm Kim, 29, software engineer in Berlin": a name, then what one is, each said short.
+_INTRODUCED = re.compile(
+    rf"^(?P<head>i'm|i am|im)\s+(?!{NATIONALITIES}\b)(?P<name>(?-i:[A-Z][a-z]+)),\s+"
+    r"(?P<rest>[^.!?;]+?)[.!]*$",
+    re.I,
+)
+_SAID_AS_IS = re.compile(
+    r"^(?:\d{1,3}\b|an?\s|the\s|from\s|in\s|based\s|living\s|working\s|originally\s|"
+    r"currently\s|now\s|born\s|raised\s|(?:married|single|divorced|widowed|retired)$)",
+    re.I,
+)
+# What is said to the one spoken to, or by someone: not a part of who one is.
+_NOT_A_PART = re.compile(
+    r"^(?:i|i'm|i've|i'd|i'll|im|me|my|we|we're|we've|our|us|you|your|it|it's|its|there|"
+    r"there's|this|that|he|she|they|his|her|their|nice|pleased|good|great|glad|hi|hello|hey|"
+    r"how|what|thanks|thank)\b",
+    re.I,
+)
+
+
+def _introduction(sentence: str) -> list[str]:
+    """ "I'm Kim, 29, software engineer in Berlin" -> "I'm Kim.", "I'm 29.", "I'm a software
+    engineer in Berlin.": each part a fact of its own, when each is a few words. Else []."""
+    found = _INTRODUCED.match(sentence)
+    if found is None:
+        return []
+    rest = re.sub(r"^and\s+", "", found.group("rest"), flags=re.I)
+    parts = [p.strip() for p in re.split(r",\s*(?:and\s+)?", rest)]
+    if not parts or any(not p or len(p.split()) > 6 or _NOT_A_PART.match(p) for p in parts):
+        return []
+    head = found.group("head")
+    said = [f"{head} {found.group('name')}."]
+    for part in parts:
+        if not _SAID_AS_IS.match(part):
+            part = f"{'an' if part[0].lower() in 'aeiou' else 'a'} {part}"
+        said.append(f"{head} {part}.")
+    return said
 
 
 def _parts(sentence: str) -> list[tuple[str, str]]:
@@ -476,6 +519,7 @@ _FILLER = re.compile(
     r"no exaggeration|no kidding|lol|lmao|haha|tbh|tbf|btw|by the way|just so you know|"
     r"for what it's worth|fwiw|i should mention that|i should say that|fun fact|"
     r"in case (?:that's|that is|it's|it is) (?:ever |at all )?(?:relevant|useful|helpful)|"
+    r"(?:it's\s+|so\s+)?(?:nice|pleased|good|great|lovely|glad) to (?:meet|e-?meet) you|"
     # Asked, after it, to keep it in mind: "I'm allergic to cats, so please remember that".
     r"(?:so\s+|and\s+)?(?:please\s+)?(?:remember|note|keep in mind|bear in mind|don't forget)"
     r"\s+(?:that|this|it)(?:\s+please)?)\s*"
