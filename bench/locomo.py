@@ -36,7 +36,10 @@ the adapter's own code); `--ranking hybrid` (default) is today's k-NN plus BM25 
 
     python -m bench.locomo --data ../shared/data/locomo-dev.json [--mode past|chat] [--json]
         [--ranking hybrid|s3vectors] [--candidates 100] [--conversations conv-26,conv-30]
-        [--budgets 200,400,800,1600] [--models offline|environment]
+        [--budgets 200,400,800,1600] [--models offline|environment] [--window 2,1]
+
+`--window TURNS,OVERLAP` indexes transcript windows of that many turns, overlapping by that many
+(ConsolidationPolicy's `chunk_turns`, `chunk_overlap`), to measure another windowing.
 """
 
 from __future__ import annotations
@@ -221,12 +224,14 @@ def build(
     models: str = "offline",
     settings: Any = None,
     embedder: Any = None,
+    window: tuple[int, int] | None = None,
 ) -> World:
     """Import, end and consolidate every conversation, on `client` (DynamoDB Local), else on
     moto's in-process DynamoDB (call within its mock), into the embedded index searching with
     `ranking` (see the module's docstring); `only` keeps the conversations of these sample ids;
     `models` says which models summarize, extract and embed (bench_settings), unless `settings`
-    are given; `embedder`, when given, embeds instead of the one the settings build."""
+    are given; `embedder`, when given, embeds instead of the one the settings build; `window`
+    (turns, overlap) windows the transcripts instead of ConsolidationPolicy's default."""
     import boto3
 
     from chatmemory import schema, wiring
@@ -267,6 +272,8 @@ def build(
             asked_at=datetime.now(UTC),
         )
         policy = ConsolidationPolicy(roles=Roles(conv["speaker_a"], conv["speaker_b"]))
+        if window is not None:
+            policy = replace(policy, chunk_turns=window[0], chunk_overlap=window[1])
         last = None
         tick = time.perf_counter()
         for number, when, messages in sessions_of(conv):
@@ -705,12 +712,15 @@ def run(
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
     models: str = "offline",
+    window: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """--mode past (bench/all.py calls this)."""
     _aws_env(models)
     started = time.perf_counter()
     with mock_stores(models):
-        world = build(data, ranking=ranking, candidates=candidates, only=only, models=models)
+        world = build(
+            data, ranking=ranking, candidates=candidates, only=only, models=models, window=window
+        )
         result = run_past(world, ks)
     return result | {
         "models": world.models,
@@ -729,6 +739,7 @@ def run_chat_mode(
     candidates: int = 100,
     only: frozenset[str] = frozenset(),
     models: str = "offline",
+    window: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """On DynamoDB Local: every chat turn is a transaction, and moto copies each table it
     touches for every transaction (its rollback), so turn by turn it slows with the store."""
@@ -746,6 +757,7 @@ def run_chat_mode(
             candidates=candidates,
             only=only,
             models=models,
+            window=window,
         )
         result = run_chat(world, lines, sequential=sequential, budgets=budgets)
     return result | {
@@ -866,14 +878,22 @@ def main() -> None:
         help="offline: the project's offline models; environment: the models TEXT_BACKEND, "
         "EMBED_BACKEND, EMBED_MODEL_ID ... configure, with the shell's AWS credentials",
     )
+    parser.add_argument(
+        "--window",
+        default="",
+        help="TURNS,OVERLAP: the transcript windows consolidation indexes (default: "
+        "ConsolidationPolicy's, 2,1)",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     only = frozenset(c.strip() for c in args.conversations.split(",") if c.strip())
+    turns, _, overlap = args.window.partition(",")
     ranked = {
         "ranking": args.ranking,
         "candidates": args.candidates,
         "only": only,
         "models": args.models,
+        "window": (int(turns), int(overlap or 0)) if turns else None,
     }
     if args.mode == "chat":
         budgets = [int(b) for b in args.budgets.split(",") if b.strip()]
