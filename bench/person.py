@@ -388,6 +388,7 @@ def summary(
         "episodic_tokens_p50": int(statistics.median(episodic or [0])),
         "episodic_tokens_p95": p95(episodic),
         "missed": [r["question"] for r in rows if not r["used"]],
+        "not_in_answer": [r["question"] for r in rows if r["used"] and not r["in_answer"]],
         "remarks_kept_in": [k for k in kept if k["kept_in"]],
     }
 
@@ -418,6 +419,8 @@ def _print(mode: str, result: dict[str, Any], show: bool) -> None:
     if show:
         for question in r["missed"]:
             print(f"  missed: {question}")
+        for question in r["not_in_answer"]:
+            print(f"  not in the offline answer: {question}")
         for remark in r["remarks_kept_in"]:
             print(f"  kept: {remark['remark']!r} in {remark['kept_in']}")
 
@@ -431,7 +434,11 @@ def main() -> None:
         default="",
         help="comma-separated PROFILE_TOKEN_BUDGET values to run with (default: the setting's)",
     )
-    parser.add_argument("--show", action="store_true", help="list missed questions and remarks")
+    parser.add_argument(
+        "--show",
+        action="store_true",
+        help="list missed questions, those the offline answer did not show, and remarks kept",
+    )
     parser.add_argument("--json", action="store_true", help="end with one JSON line")
     args = parser.parse_args()
     modes = ["forty", "busy"] if args.mode == "both" else [args.mode]
@@ -449,7 +456,11 @@ def main() -> None:
     if args.json:
         trimmed = {
             key: {
-                mode: {k: v for k, v in values.items() if k not in ("missed", "remarks_kept_in")}
+                mode: {
+                    k: v
+                    for k, v in values.items()
+                    if k not in ("missed", "not_in_answer", "remarks_kept_in")
+                }
                 for mode, values in result.items()
             }
             for key, result in results.items()
