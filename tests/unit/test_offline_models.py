@@ -44,6 +44,29 @@ def test_offline_responder_without_history_says_so() -> None:
     assert "no earlier messages" in reply
 
 
+def test_offline_responder_counts_the_profile_in_plain_english() -> None:
+    """Failed before: "(and 1 more things you told me)"."""
+    from chatmemory.schema import PROMPT_PROFILE_FOOTER, PROMPT_PROFILE_HEADER
+
+    def reply(facts: list[str], message: str) -> str:
+        profile = "\n".join([PROMPT_PROFILE_HEADER, *(f"- {f}" for f in facts)])
+        prompt = build_chat_prompt(
+            system="Be helpful.",
+            summary="",
+            window=[],
+            message=message,
+            roles=Roles(),
+            token_budget=512,
+            profile=f"{profile}\n{PROMPT_PROFILE_FOOTER}",
+        ).text
+        return OfflineResponder().generate(prompt, max_new_tokens=200).text
+
+    four = ["I'm vegan.", "I'm Zed.", "I'm 41.", "I'm a carpenter in Galway."]
+    assert "(and 1 more thing you told me)." in reply(four, "What should I cook tonight?")
+    assert "(and 2 more things you told me)." in reply([*four, "I'm Irish."], "Dinner ideas?")
+    assert "I keep 1 thing you told me about yourself in mind." in reply(["I'm vegan."], "hi")
+
+
 def test_extractive_summary_keeps_informative_lines_with_speakers_in_order() -> None:
     transcript = "\n".join(
         [

@@ -99,10 +99,10 @@ class OfflineResponder(TextGenerator):
             parts.append(
                 "What you told me about yourself that a model would weigh here: "
                 + "; ".join(fact.rstrip(".") for fact in weighed)
-                + (f" (and {more} more things you told me)." if more else ".")
+                + (f" (and {_things(more, 'more ')} you told me)." if more else ".")
             )
         elif profile:
-            parts.append(f"I keep {len(profile)} things you told me about yourself in mind.")
+            parts.append(f"I keep {_things(len(profile))} you told me about yourself in mind.")
         if recalled:
             quotes = self._closest(message, recalled, 2, require_overlap=False)
             shown = " ".join(f"[{where}] {sentence}" for sentence, where in quotes)
@@ -222,6 +222,11 @@ def _split_memory(lines: list[str]) -> tuple[list[tuple[str, str]], list[str]]:
         said = speaker.group(2) if speaker and len(speaker.group(1).split()) <= 3 else line
         recalled += [(s, where) for s in _SENTENCE.split(said) if s.strip()]
     return recalled, lines[:start] + lines[end + 1 :]
+
+
+def _things(count: int, more: str = "") -> str:
+    """ "1 more thing", "3 things"."""
+    return f"{count} {more}thing{'' if count == 1 else 's'}"
 
 
 def _split_profile(lines: list[str]) -> tuple[list[str], list[str]]:
