@@ -370,3 +370,21 @@ def test_a_put_without_indexing_retried_after_its_delete_failed_removes_the_entr
     assert "n:tea" in _entry_texts(index)
     kept = _put(memory, index, "n:tea", TEA, ("n",), indexed=False)
     assert not kept.indexed and "n:tea" not in _entry_texts(index)
+
+
+def test_a_summary_put_again_while_it_is_deleted_leaves_no_entry(
+    memory: InMemoryShortTermMemory, index: HookedIndex
+) -> None:
+    """Failed before the fix: a session's summary put again as it is (a client retrying, or
+    LangGraph's store putting what it read) writes its entry again; deleted (and purged) just
+    before that write, the entry was left in the index for good, with nothing to remove it.
+    Every other entry write checks for that after writing (entries.write_record_entries)."""
+    sid = told(memory, "alice", at(2), "I live in Porto and I cycle to work")
+    assert consolidate(memory, index, sid, now=at(2)).outcome == "consolidated"
+    [summary] = [r for r in memory.records_of_owner("alice") if r.type == "summary"]
+    index.before_upsert = lambda: profile.delete_record_now(
+        memory, "alice", summary.record_id, index=index
+    )
+    _put(memory, index, summary.record_id, summary.text, ())
+    assert memory.get_record("alice", summary.record_id) is None
+    assert summary.record_id not in {e.get("record_id") for e in entries(index, "alice").values()}

@@ -29,6 +29,7 @@ from chatmemory.services.profile.entries import (
     record_document,
     stated_record_id,
     visible_records,
+    write_record_entries,
 )
 from chatmemory.services.profile.placing import place, rewrite_entries
 from chatmemory.services.profile.purge import purge_record
@@ -277,7 +278,8 @@ def _index_again(record: MemoryRecord, edit: Editing) -> None:
                 record_document(record, title=session.name), turn_to=session.num_turns or None
             )
     [doc.embedding] = edit.embedder.embed([doc.text])
-    index.upsert(MEMORY_INDEX, [doc])
+    # Written, then removed if the record was deleted meanwhile (its purge may have run first).
+    write_record_entries(index, memory, [doc])
     # An entry under the key of before client-chosen ids holds the old words: recall would show
     # them for good (a merge or a supersession keeps the words; a correction changes them).
     index.delete_documents(
