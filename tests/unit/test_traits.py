@@ -769,6 +769,38 @@ def test_thanks_to_the_one_spoken_to_is_no_fact_of_the_users(text: str, facts: l
     assert [f.text for f in PatternExtractor().extract([_turn(text)])] == facts
 
 
+@pytest.mark.parametrize(
+    ("text", "facts"),
+    [
+        # Failed before: what is said of or to the one spoken to was kept as the user's.
+        ("Your support means a lot to me.", []),
+        ("You're a great friend to me.", []),
+        ("I hope you have a good time at the wedding.", []),
+        ("I'm here for you every step of the way.", []),
+        ("I'll make sure to keep you updated.", []),
+        ("I'm lucky to have people like you in my life.", []),
+        # What the user says of their own with it is theirs.
+        (
+            "Wanted to let you know that I'm running for office again.",
+            ["I'm running for office again."],
+        ),
+        ("You know I love live music.", ["I love live music."]),
+        (
+            "I'll keep you posted on my travels in Peru.",
+            ["I'll keep you posted on my travels in Peru."],
+        ),
+        (
+            "You mentioned the shelter and it made me think I could volunteer too.",
+            ["You mentioned the shelter and it made me think I could volunteer too."],
+        ),
+    ],
+)
+def test_what_is_said_to_the_one_spoken_to_is_no_fact_of_the_users(
+    text: str, facts: list[str]
+) -> None:
+    assert [f.text for f in PatternExtractor().extract([_turn(text)])] == facts
+
+
 def _session(*texts: str) -> list[tuple[str, str]]:
     turns = [
         Turn(session_id="s", user_id="u", turn=n, input=text, response="ok")

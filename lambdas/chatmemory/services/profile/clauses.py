@@ -531,6 +531,10 @@ _FILLER = re.compile(
 _LEAD_IN = re.compile(
     r"^(?:i (?:should|ought to|must|have to|need to|want to) (?:mention|say|add|tell you)"
     r"(?: that)?|just so you know|fun fact:?|"
+    # "You know, I love live music", "(I) just wanted to let you know that I'm running again".
+    r"you (?:know|see),?(?: that)?(?=\s+(?:i|i'm|i've|my|we|we're|our)\b)|"
+    r"(?:i\s+)?(?:just\s+)?(?:wanted|want)\s+to\s+(?:let you know|tell you)(?: that)?"
+    r"(?=\s+(?:i|i'm|i've|my|we|we're|our)\b)|"
     # "I don't want to go on about it, but ...", "Doctor says I've got gout".
     r"(?:i\s+)?(?:don't|do not)\s+want\s+to\s+(?:go on|bang on|harp on|moan|complain|"
     r"make a fuss|bore you)(?:\s+about\s+(?:it|this|that))?,?\s+but|"

@@ -647,12 +647,32 @@ _LIKING_YOURS = re.compile(
 )
 
 
+# Said of the one spoken to, or to them: "Your support means a lot to me", "You're a great
+# friend", "I hope you have a good time", "I'm here for you", "I'll keep you posted".
+_TO_YOU = re.compile(
+    # (not when it goes on about the user's own: "You mentioned the shelter and I could help")
+    r"^(?:you|you're|you've|you'll|you'd|your|yours|ur)\b(?!.*\b(?:i|i'm|i've|my|our)\b)|"
+    r"^(?:i|we)\s+(?:really\s+|just\s+|truly\s+|so\s+)?(?:hope|wish)\s+(?:you|your|u)\b|"
+    r"^(?:i'm|i am|we're|we are)\s+(?:always\s+|so\s+|really\s+|100%\s+|all\s+)?"
+    r"(?:here for|there for|behind|proud of|happy for|glad for|rooting for|"
+    r"lucky to have(?:\s+(?:people|friends|someone)\s+like)?)\s+(?:you|u)\b|"
+    r"^(?:i'll|i will|we'll|i'm gonna|i am going to)\s+(?:make sure to\s+|definitely\s+|"
+    r"be sure to\s+)?(?:keep|let)\s+(?:you|u)\s+(?:updated|posted|know|in the loop)"
+    # (not when it says what about: "I'll keep you posted on my travels")
+    r"(?:\s+(?:how it goes|how it turns out|what i find|on (?:it|that|this))\b)?[.!]*$",
+    re.I,
+)
+
+
 def reaction(text: str, content_words: int) -> bool:
     """A reply to the other side rather than a fact about the user: a mental or discourse verb
     with little after it ("I agree", "I hope so", "I can't wait!"), a liking of "it"/"that",
-    a liking of what the other side does or has ("I love the way you ..."), or a short sentence
+    a liking of what the other side does or has ("I love the way you ..."), what is said of
+    them or to them ("Your support means a lot", "I'll keep you posted"), or a short sentence
     about "you"."""
     said = _plain(text)
     if (_REACTION.match(said) and content_words < 3) or _LIKING_YOURS.match(said):
+        return True
+    if _TO_YOU.match(said):
         return True
     return bool(_YOU.search(said)) and content_words < 3
