@@ -778,6 +778,9 @@ def test_thanks_to_the_one_spoken_to_is_no_fact_of_the_users(text: str, facts: l
         ("I hope you have a good time at the wedding.", []),
         ("I'm here for you every step of the way.", []),
         ("I'll make sure to keep you updated.", []),
+        # Found in a fresh clone's local mode: the "I" of its tail kept the whole.
+        ("Your tips mean a lot to me, I'll keep you posted.", []),
+        ("I'm allergic to kiwi, I'll keep you posted.", ["I'm allergic to kiwi."]),
         ("I'm lucky to have people like you in my life.", []),
         # What the user says of their own with it is theirs.
         (

@@ -520,6 +520,9 @@ _FILLER = re.compile(
     r"for what it's worth|fwiw|i should mention that|i should say that|fun fact|"
     r"in case (?:that's|that is|it's|it is) (?:ever |at all )?(?:relevant|useful|helpful)|"
     r"(?:it's\s+|so\s+)?(?:nice|pleased|good|great|lovely|glad) to (?:meet|e-?meet) you|"
+    # "..., I'll keep you posted": said to the one spoken to.
+    r"(?:and\s+)?(?:i'll|i will)\s+(?:make sure to\s+|definitely\s+|be sure to\s+)?"
+    r"keep you (?:posted|updated|in the loop)|"
     # Asked, after it, to keep it in mind: "I'm allergic to cats, so please remember that".
     r"(?:so\s+|and\s+)?(?:please\s+)?(?:remember|note|keep in mind|bear in mind|don't forget)"
     r"\s+(?:that|this|it)(?:\s+please)?)\s*"
