@@ -29,7 +29,6 @@ from chatmemory.services.profile.entries import (
     record_document,
     stated_record_id,
     visible_records,
-    write_record_entries,
 )
 from chatmemory.services.profile.placing import place, rewrite_entries
 from chatmemory.services.profile.purge import purge_record
@@ -255,14 +254,23 @@ def correct_record(
         index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
         return record
     _index_again(record, edit)
-    current = memory.get_record(record.user_id, record.record_id)
+    current = _still_there(record, edit)
+    if current is None:
+        raise RecordNotFound(f"record {record_id} not found")
+    return current
+
+
+def _still_there(record: MemoryRecord, edit: Editing) -> MemoryRecord | None:
+    """The record as saved, read after its entry was written; None if it was deleted
+    meanwhile (its purge may have run before the write), and then the entry is removed."""
+    current = edit.memory.get_record(record.user_id, record.record_id)
     if (
         current is None
         or current.status == RecordStatus.DELETING
         or current.generation != record.generation  # deleted, and its key created again
     ):
-        index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
-        raise RecordNotFound(f"record {record_id} not found")
+        edit.index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
+        return None
     return current
 
 
@@ -278,8 +286,7 @@ def _index_again(record: MemoryRecord, edit: Editing) -> None:
                 record_document(record, title=session.name), turn_to=session.num_turns or None
             )
     [doc.embedding] = edit.embedder.embed([doc.text])
-    # Written, then removed if the record was deleted meanwhile (its purge may have run first).
-    write_record_entries(index, memory, [doc])
+    index.upsert(MEMORY_INDEX, [doc])
     # An entry under the key of before client-chosen ids holds the old words: recall would show
     # them for good (a merge or a supersession keeps the words; a correction changes them).
     index.delete_documents(
@@ -298,6 +305,7 @@ def _entries_again(record: MemoryRecord, edit: Editing) -> None:
         edit.index.delete_documents(MEMORY_INDEX, record.user_id, entry_keys(record))
     elif record.type == RecordType.SUMMARY:
         _index_again(record, edit)
+        _still_there(record, edit)  # deleted meanwhile: what was just written goes
     else:
         # As a retried placement: its entry, and those of the records it superseded (a put
         # that stopped before writing them left them without their end date).
