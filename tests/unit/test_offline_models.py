@@ -12,7 +12,7 @@ from chatmemory.domain import Turn
 from chatmemory.services.prompt import Roles, build_chat_prompt, clean_output
 
 
-def _prompt(history: list[str], message: str) -> str:
+def _prompt(history: list[str], message: str, profile: str = "") -> str:
     window = [Turn("s", i, "u", text, f"answer {i}") for i, text in enumerate(history, 1)]
     return build_chat_prompt(
         system="Be helpful.",
@@ -21,6 +21,7 @@ def _prompt(history: list[str], message: str) -> str:
         message=message,
         roles=Roles(),
         token_budget=512,
+        profile=profile,
     ).text
 
 
@@ -50,15 +51,7 @@ def test_offline_responder_counts_the_profile_in_plain_english() -> None:
 
     def reply(facts: list[str], message: str) -> str:
         profile = "\n".join([PROMPT_PROFILE_HEADER, *(f"- {f}" for f in facts)])
-        prompt = build_chat_prompt(
-            system="Be helpful.",
-            summary="",
-            window=[],
-            message=message,
-            roles=Roles(),
-            token_budget=512,
-            profile=f"{profile}\n{PROMPT_PROFILE_FOOTER}",
-        ).text
+        prompt = _prompt([], message, f"{profile}\n{PROMPT_PROFILE_FOOTER}")
         return OfflineResponder().generate(prompt, max_new_tokens=200).text
 
     four = ["I'm vegan.", "I'm Zed.", "I'm 41.", "I'm a carpenter in Galway."]

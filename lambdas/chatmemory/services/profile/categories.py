@@ -12,8 +12,8 @@ import re
 
 from chatmemory.schema import RecordCategory, RecordType
 from chatmemory.services.profile.vocabulary import (
+    AN_OCCUPATION,
     NATIONALITIES,
-    OCCUPATIONS,
     SEASONS,
     WEEKDAYS,
     any_word,
@@ -57,7 +57,7 @@ IDENTITY = any_word(
     # Who one is by country or faith ("I'm British"), not what one likes of it ("Korean shows"),
     # and by one's work ("I'm a pharmacist").
     rf"(?:i'm|i am|im)\s+(?:half\s+)?{NATIONALITIES}|"
-    rf"^(?:i'm|i am|im)\s+(?:now\s+|still\s+)?an?\s+(?:[a-z-]+\s+){{0,2}}?{OCCUPATIONS}"
+    rf"^(?:i'm|i am|im)\s+(?:now\s+|still\s+)?{AN_OCCUPATION}"
 )
 _PEOPLE = any_word(
     r"wife|husband|partner|girlfriend|boyfriend|fianc[eé]e?|spouse|sons?|daughters?|kids?|"

@@ -177,10 +177,11 @@ _OF_THE_PART_BEFORE = re.compile(
 
 def clauses(sentence: str) -> list[str]:
     """The facts of one sentence, each a sentence of its own in the user's words."""
-    introduced = _introduction(plainly(sentence))
+    plain = plainly(sentence)
+    introduced = _introduction(plain)
     if introduced:
         return introduced
-    joined = _parts(sentence)
+    joined = _parts(plain)
     out: list[str] = []
     for sep, part in joined:
         owner = _OWN_SUBJECT.match(out[0]) if out else None
@@ -238,13 +239,16 @@ _SAID_AS_IS = re.compile(
     r"currently\s|now\s|born\s|raised\s|(?:married|single|divorced|widowed|retired)$)",
     re.I,
 )
-# What is said to the one spoken to, or by someone: not a part of who one is.
-_NOT_A_PART = re.compile(
-    r"^(?:i|i'm|i've|i'd|i'll|im|me|my|we|we're|we've|our|us|you|your|it|it's|its|there|"
-    r"there's|this|that|he|she|they|his|her|their|nice|pleased|good|great|glad|hi|hello|hey|"
-    r"how|what|thanks|thank)\b",
-    re.I,
+# A part that opens as a clause does (traits.FIRST_WORD: "I love hiking", "it's ...") but for
+# an article ("a nurse from Leeds"), or as words to the one spoken to: not a part of who one is.
+_ARTICLE = re.compile(r"^(?:a|an|the)\b", re.I)
+_PLEASANTRY = re.compile(
+    r"^(?:nice|pleased|good|great|glad|hi|hello|hey|how|what|thanks|thank)\b", re.I
 )
+
+
+def _not_a_part(part: str) -> bool:
+    return bool((FIRST_WORD.match(part) and not _ARTICLE.match(part)) or _PLEASANTRY.match(part))
 
 
 def _introduction(sentence: str) -> list[str]:
@@ -255,7 +259,7 @@ def _introduction(sentence: str) -> list[str]:
         return []
     rest = re.sub(r"^and\s+", "", found.group("rest"), flags=re.I)
     parts = [p.strip() for p in re.split(r",\s*(?:and\s+)?", rest)]
-    if not parts or any(not p or len(p.split()) > 6 or _NOT_A_PART.match(p) for p in parts):
+    if not parts or any(not p or len(p.split()) > 6 or _not_a_part(p) for p in parts):
         return []
     head = found.group("head")
     said = [f"{head} {found.group('name')}."]
@@ -266,9 +270,10 @@ def _introduction(sentence: str) -> list[str]:
     return said
 
 
-def _parts(sentence: str) -> list[tuple[str, str]]:
-    """The sentence's parts, each with what joined it to the one before ("" for the first)."""
-    text = _WHO_RELATIVE.sub(_who_is, _WHO_WITHIN.sub(_who_within, plainly(sentence)))
+def _parts(plain: str) -> list[tuple[str, str]]:
+    """The parts of a sentence (`plain`: as `plainly` leaves it), each with what joined it to
+    the one before ("" for the first)."""
+    text = _WHO_RELATIVE.sub(_who_is, _WHO_WITHIN.sub(_who_within, plain))
     text = _CLEFT.sub(r"; I'm allergic to \g<what>\g<end>", text)
     pieces = _AND_KEPT.split(text)  # the parts and, between them, what joined them
     joined = [

@@ -55,7 +55,7 @@ from chatmemory.services.profile.traits import (
     reaction,
     said_to_last,
 )
-from chatmemory.services.profile.vocabulary import NATIONALITIES, OCCUPATIONS, any_word
+from chatmemory.services.profile.vocabulary import AN_OCCUPATION, NATIONALITIES, any_word
 from chatmemory.services.prompt import clip_to_tokens
 
 # Sentences, and the clauses a dash sets apart ("Lots happened - I joined a new group").
@@ -110,7 +110,7 @@ _NAME = (
 # plain "I'm a pharmacist" is who one is (categories.IDENTITY) but no one value: people hold two
 # jobs, and only a word of change says the older one ended.
 _WORK_AS = (
-    rf"^(?:i'm|i am|im)\s+now\s+an?\s+(?:[a-z-]+\s+){{0,2}}?{OCCUPATIONS}\b|"
+    rf"^(?:i'm|i am|im)\s+now\s+{AN_OCCUPATION}\b|"
     r"\bi\s+(?:just\s+|recently\s+)?(?:started|began)\s+(?:working\s+|work\s+)?as\s+an?\b|"
     r"\bi\s+(?:just\s+)?got\s+a\s+(?:new\s+)?job\s+as\b"
 )
@@ -241,8 +241,6 @@ class PatternExtractor:
         ("my sister Nadia"), whom "She's coeliac" is about."""
         found: list[ExtractedFact] = []
         for sentence in _sentences(text):
-            # "We have two kids, Ada and Finn. Finn is allergic to eggs.": named before, theirs.
-            ours = ours.union(*(names_of_ours(f.text) for f in found))
             sentence = said_of(sentence, person)
             person = one_of_ours(sentence)
             if _REQUEST.match(sentence) and not _CALL_ME.match(sentence):
@@ -267,6 +265,8 @@ class PatternExtractor:
                 fact = self._fact(clause, turn, about=own)
                 if fact is not None:
                     found.append(fact)
+                    # "We have two kids, Ada and Finn. Finn is allergic to eggs.": theirs.
+                    ours = ours | names_of_ours(fact.text)
         return found
 
     def _fact(self, sentence: str, turn: int, *, about: bool | None = None) -> ExtractedFact | None:

@@ -47,8 +47,8 @@ def plain(text: str) -> str:
     return " ".join(text.replace("\u2019", "'").split()).strip().strip("\"'").strip()
 
 
-# Work one does, by its common names: "I'm a pharmacist", "I'm now a nurse" state the one job
-# a newer one replaces (extract._ONE_VALUE), and are who one is (categories.IDENTITY).
+# Work one does, by its common names: "I'm a pharmacist" is who one is (categories.IDENTITY);
+# "I'm now a nurse" states the one job a newer one replaces (extract._WORK_AS).
 OCCUPATIONS = (
     r"(?:accountant|actor|actress|administrator|analyst|architect|artist|attorney|auditor|"
     r"baker|banker|barber|barista|bartender|builder|butcher|carpenter|cashier|caregiver|carer|"
@@ -64,6 +64,8 @@ OCCUPATIONS = (
     r"statistician|student|surgeon|surveyor|tailor|teacher|teaching assistant|technician|"
     r"therapist|translator|tutor|vet|veterinarian|waiter|waitress|web developer|welder|writer)"
 )
+# One of them, with a word or two before it: "a nurse", "a retired primary school teacher".
+AN_OCCUPATION = rf"an?\s+(?:[a-z-]+\s+){{0,2}}?{OCCUPATIONS}"
 # Who one is by country or faith, as a word capitalised like a name: "I'm British" is no name.
 NATIONALITIES = (
     r"(?:afghan|african|albanian|algerian|american|argentinian|argentine|armenian|asian|"
